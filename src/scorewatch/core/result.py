@@ -1,0 +1,125 @@
+"""The run a scorer is given, the context its steps see, and the result it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .records import JudgeResults, _JudgeField
+
+__all__ = [
+    "ScoreSource",
+    "ScorerRun",
+    "ScorerRunResult",
+    "ScorerRunSnapshot",
+    "StepContext",
+    "StepResults",
+]
+
+ScoreSource = Literal["live", "experiment", "trace", "direct"]
+
+RUN_FIELDS: tuple[str, ...] = (
+    "input",
+    "output",
+    "ground_truth",
+    "request_context",
+    "expected_trajectory",
+    "score_source",
+    "target",
+    "target_scope",
+    "target_entity_type",
+    "target_trace_id",
+    "target_span_id",
+    "target_correlation_context",
+    "target_metadata",
+)
+
+
+@dataclass(slots=True)
+class ScorerRun:
+    """One thing to score. `output` is required; everything else is optional.
+
+    `target` names the agent or workflow being scored (a low-cardinality metric label);
+    `target_trace_id`/`target_span_id` point at the evaluated span when it is known.
+    """
+
+    output: Any
+    input: Any = None
+    run_id: str | None = None
+    ground_truth: Any = None
+    request_context: Any = None
+    request_context_keys: list[str] | None = None
+    expected_trajectory: Any = None
+    score_source: ScoreSource | None = None
+    target: str | None = None
+    target_scope: str | None = None
+    target_entity_type: str | None = None
+    target_trace_id: str | None = None
+    target_span_id: str | None = None
+    target_correlation_context: dict[str, Any] | None = None
+    target_metadata: dict[str, Any] | None = None
+    score_trace_id: str | None = None
+
+
+@dataclass(slots=True)
+class StepResults:
+    """What earlier steps returned, as steps see it in `ctx.results`."""
+
+    preprocess_step_result: Any = None
+    analyze_step_result: Any = None
+    generate_score_step_result: Any = None
+
+
+@dataclass(slots=True)
+class StepContext:
+    """The single argument of every step function and `create_prompt`.
+
+    `score` is set for generate_reason (the generate_score result).
+    """
+
+    run: ScorerRun
+    results: StepResults = field(default_factory=StepResults)
+    score: float | None = None
+
+
+class ScorerRunSnapshot(_JudgeField):
+    """The run fields plus whatever the steps produced; `score` may be missing.
+
+    This is what `ScorerRunError.result` holds after a failure.
+    """
+
+    run_id: str
+    input: Any = None
+    output: Any = None
+    ground_truth: Any = None
+    request_context: Any = None
+    expected_trajectory: Any = None
+    score_source: str | None = None
+    target: str | None = None
+    target_scope: str | None = None
+    target_entity_type: str | None = None
+    target_trace_id: str | None = None
+    target_span_id: str | None = None
+    target_correlation_context: dict[str, Any] | None = None
+    target_metadata: dict[str, Any] | None = None
+    score_trace_id: str | None = None
+    score: float | None = None
+    reason: Any = None
+    preprocess_step_result: Any = None
+    analyze_step_result: Any = None
+    preprocess_prompt: str | None = None
+    analyze_prompt: str | None = None
+    generate_score_prompt: str | None = None
+    generate_reason_prompt: str | None = None
+    judge: JudgeResults | None = Field(default=None)
+
+
+class ScorerRunResult(ScorerRunSnapshot):
+    """A finished run. `judge` is None for scorers without prompt steps.
+
+    `model_dump(mode="json", by_alias=True)` is the reference system's camelCase wire format.
+    """
+
+    score: float  # type: ignore[assignment]
