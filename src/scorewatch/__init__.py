@@ -1,1 +1,91 @@
-"""scorewatch: score AI agents' outputs with LLM judges and watch the scores in production."""
+"""scorewatch: score AI agents' outputs with LLM judges and watch the scores in production.
+
+```python
+import scorewatch as sw
+
+scorer = (
+    sw.create_scorer(id="quality", description="Evaluates response quality")
+    .preprocess(lambda ctx: {"word_count": len(ctx.run.output.split(" "))})
+    .generate_score(lambda ctx: float(ctx.results.preprocess_step_result["word_count"] > 10))
+)
+result = scorer.run_sync(input="What is machine learning?", output="...")
+```
+Heavy parts (litellm, the OpenTelemetry SDK, the server) load only when first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .core import (
+    JudgeConfig,
+    JudgeExecutionFailure,
+    JudgeExecutionSuccess,
+    PromptStep,
+    Scorer,
+    ScorerRun,
+    ScorerRunError,
+    ScorerRunResult,
+    ScorerRunSnapshot,
+    StepContext,
+    create_scorer,
+)
+from .errors import ScorewatchError
+from .judge import (
+    JudgeCost,
+    JudgeError,
+    JudgeModel,
+    JudgeReply,
+    JudgeRequest,
+    JudgeUsage,
+    RetryPolicy,
+)
+
+if TYPE_CHECKING:
+    from . import testing
+    from .judge.litellm_judge import LiteLLMJudge
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "JudgeConfig",
+    "JudgeCost",
+    "JudgeError",
+    "JudgeExecutionFailure",
+    "JudgeExecutionSuccess",
+    "JudgeModel",
+    "JudgeReply",
+    "JudgeRequest",
+    "JudgeUsage",
+    "LiteLLMJudge",
+    "PromptStep",
+    "RetryPolicy",
+    "Scorer",
+    "ScorerRun",
+    "ScorerRunError",
+    "ScorerRunResult",
+    "ScorerRunSnapshot",
+    "ScorewatchError",
+    "StepContext",
+    "__version__",
+    "create_scorer",
+    "testing",
+]
+
+# name -> (module, attribute or None for the module itself); imported on first access.
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "LiteLLMJudge": (".judge.litellm_judge", "LiteLLMJudge"),
+    "testing": (".testing", None),
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'scorewatch' has no attribute {name!r}") from None
+    module = importlib.import_module(module_name, __name__)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value

@@ -122,4 +122,4 @@ class ScorerRunResult(ScorerRunSnapshot):
     `model_dump(mode="json", by_alias=True)` is the reference system's camelCase wire format.
     """
 
-    score: float  # type: ignore[assignment]
+    score: float

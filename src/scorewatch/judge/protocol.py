@@ -83,8 +83,8 @@ class JudgeModel(Protocol):
 
     Implementations raise `scorewatch.judge.JudgeError` subclasses on failure; a reply whose text
     does not fit the schema is returned as is (the caller validates it). An implementation may
-    expose a `retry_policy` attribute (`scorewatch.judge.RetryPolicy`); without one, failed calls are
-    not retried, which is the reference system's accounting.
+    expose a `retry_policy` attribute (`scorewatch.judge.RetryPolicy`); without one, failed calls
+    are not retried, which is the reference system's accounting.
     """
 
     @property

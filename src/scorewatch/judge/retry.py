@@ -32,9 +32,7 @@ class RetryPolicy:
             raise ValueError("retry delays must be >= 0")
 
     def should_retry(self, error: BaseException, retries_done: int) -> bool:
-        return (
-            retries_done < self.max_retries and isinstance(error, JudgeError) and error.retryable
-        )
+        return retries_done < self.max_retries and isinstance(error, JudgeError) and error.retryable
 
     def delay(self, error: BaseException, retries_done: int) -> float:
         """Seconds to wait before retry number `retries_done + 1`."""

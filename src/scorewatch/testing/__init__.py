@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .scripted import ScriptedJudge
+
 if TYPE_CHECKING:
     from .otlp_receiver import (
         OtlpReceiver,
@@ -22,6 +24,7 @@ __all__ = [
     "ReceivedMetricPoint",
     "ReceivedRequest",
     "ReceivedSpan",
+    "ScriptedJudge",
 ]
 
 _LAZY: dict[str, str] = {

@@ -1,0 +1,259 @@
+"""The run pipeline: prepare the run, execute the steps in order, build the result (spec §3)."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Mapping
+from time import perf_counter
+from typing import Any
+from uuid import uuid4
+
+from ..errors import ScorewatchError
+from .errors import INVALID_STEP_RESULT, MISSING_GENERATE_SCORE, ScorerRunError
+from .hooks import RunListener, RunStart, StepOutcome, current_observers, notify, start_listeners
+from .prompt import PromptStepFailure, execute_prompt_step
+from .records import (
+    JudgeExecutionFailure,
+    JudgeExecutionSuccess,
+    JudgeResults,
+    JudgeStepRecord,
+)
+from .result import ScorerRun, ScorerRunResult, ScorerRunSnapshot, StepContext, StepResults
+from .run_input import coerce_run
+from .scorer import Scorer, Step
+from .steps import StepName
+
+__all__ = ["run_scorer"]
+
+_PROMPT_FIELDS: dict[StepName, str] = {
+    "preprocess": "preprocess_prompt",
+    "analyze": "analyze_prompt",
+    "generate_score": "generate_score_prompt",
+    "generate_reason": "generate_reason_prompt",
+}
+
+
+def _check_score(scorer: Scorer, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ScorewatchError(
+            f"scorer {scorer.id!r}, step 'generate_score': returned {value!r} "
+            f"({type(value).__name__}); a score must be a finite number",
+            code=INVALID_STEP_RESULT,
+            details={"scorerId": scorer.id, "step": "generate_score"},
+        )
+    return float(value)
+
+
+class _Accumulator:
+    """What the steps have produced so far."""
+
+    __slots__ = ("completed", "judge", "prompts", "reason", "results", "score")
+
+    def __init__(self) -> None:
+        self.results = StepResults()
+        self.prompts: dict[str, str] = {}
+        self.judge: JudgeResults = {}
+        self.completed: list[StepName] = []
+        self.score: float | None = None
+        self.reason: Any = None
+
+    def record(self, step: StepName, value: Any) -> None:
+        if step == "preprocess":
+            self.results.preprocess_step_result = value
+        elif step == "analyze":
+            self.results.analyze_step_result = value
+        elif step == "generate_score":
+            self.results.generate_score_step_result = value
+            self.score = value
+        else:
+            self.reason = value
+        self.completed.append(step)
+
+    def add_execution(self, step: StepName, execution: Any) -> None:
+        record = self.judge.get(step)
+        executions = [*record.executions, execution] if record else [execution]
+        self.judge[step] = JudgeStepRecord(executions=executions)
+
+    def has_scorer_fields(self) -> bool:
+        results = self.results
+        return bool(
+            self.judge
+            or self.prompts
+            or results.preprocess_step_result is not None
+            or results.analyze_step_result is not None
+            or results.generate_score_step_result is not None
+        )
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "score": self.score,
+            "reason": self.reason,
+            "preprocess_step_result": self.results.preprocess_step_result,
+            "analyze_step_result": self.results.analyze_step_result,
+            **self.prompts,
+            "judge": self.judge or None,
+        }
+
+
+def _run_fields(run: ScorerRun) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "input": run.input,
+        "output": run.output,
+        "ground_truth": run.ground_truth,
+        "request_context": run.request_context,
+        "expected_trajectory": run.expected_trajectory,
+        "score_source": run.score_source,
+        "target": run.target,
+        "target_scope": run.target_scope,
+        "target_entity_type": run.target_entity_type,
+        "target_trace_id": run.target_trace_id,
+        "target_span_id": run.target_span_id,
+        "target_correlation_context": run.target_correlation_context,
+        "target_metadata": run.target_metadata,
+        "score_trace_id": run.score_trace_id,
+    }
+
+
+async def _prepare(scorer: Scorer, run: ScorerRun) -> ScorerRun:
+    if scorer.prepare_run is None:
+        return run
+    prepared = scorer.prepare_run(run)
+    if inspect.isawaitable(prepared):
+        prepared = await prepared
+    if isinstance(prepared, ScorerRun):
+        return prepared
+    if isinstance(prepared, Mapping):
+        return coerce_run(prepared)[0]
+    raise TypeError(
+        f"scorer {scorer.id!r}: prepare_run returned {type(prepared).__name__}, "
+        "expected a ScorerRun or a mapping"
+    )
+
+
+async def _execute_step(
+    scorer: Scorer, step: Step, ctx: StepContext, listeners: tuple[RunListener, ...]
+) -> tuple[Any, str | None, JudgeExecutionSuccess | None]:
+    if step.function is not None:
+        value = step.function(ctx)
+        if inspect.isawaitable(value):
+            value = await value
+        if step.name == "generate_score":
+            value = _check_score(scorer, value)
+        return value, None, None
+    return await execute_prompt_step(scorer, step, ctx, listeners)
+
+
+def _step_finished(
+    listeners: tuple[RunListener, ...],
+    step: Step,
+    started: float,
+    error: BaseException | None = None,
+    prompt: str | None = None,
+    execution: JudgeExecutionSuccess | JudgeExecutionFailure | None = None,
+    value: Any = None,
+) -> None:
+    outcome = StepOutcome(
+        step=step.name,
+        step_type=step.type,
+        duration_s=perf_counter() - started,
+        error=error,
+        prompt=prompt,
+        execution=execution,
+        result=value,
+    )
+    notify(listeners, lambda listener: listener.step_finished(outcome))
+
+
+async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> ScorerRunResult:
+    steps = scorer.steps
+    if not any(step.name == "generate_score" for step in steps):
+        raise ScorewatchError(
+            f"scorer {scorer.id!r} has no generate_score step",
+            code=MISSING_GENERATE_SCORE,
+            details={"scorerId": scorer.id, "steps": ", ".join(s.name for s in steps)},
+        )
+    run = await _prepare(scorer, run)
+    if not run.run_id:
+        run.run_id = str(uuid4())
+
+    listeners: tuple[RunListener, ...] = ()
+    if current_observers():
+        listeners = start_listeners(RunStart(scorer=scorer, run=run, emit_score=emit_score))
+        for listener in listeners:
+            trace_id = getattr(listener, "trace_id", None)
+            if trace_id:
+                run.score_trace_id = trace_id
+                break
+    run_started = perf_counter()
+    acc = _Accumulator()
+    step_started = run_started
+    for step in steps:
+        ctx = StepContext(run=run, results=acc.results)
+        if step.name == "generate_reason":
+            ctx.score = acc.score
+        if listeners:
+            step_started = perf_counter()
+            _step_started(listeners, step)
+        try:
+            value, prompt, execution = await _execute_step(scorer, step, ctx, listeners)
+        except Exception as raised:
+            error = _run_error(scorer, step, run, acc, raised)
+            cause = error.__cause__
+            if listeners:
+                failure = raised if isinstance(raised, PromptStepFailure) else None
+                _step_finished(
+                    listeners,
+                    step,
+                    step_started,
+                    error=cause,
+                    prompt=failure.prompt if failure else None,
+                    execution=failure.execution if failure else None,
+                )
+                _run_failed(listeners, error, perf_counter() - run_started)
+            raise error from cause
+        if execution is not None:
+            acc.prompts[_PROMPT_FIELDS[step.name]] = prompt  # type: ignore[assignment]
+            acc.add_execution(step.name, execution)
+        if listeners:
+            _step_finished(listeners, step, step_started, None, prompt, execution, value)
+        acc.record(step.name, value)
+
+    result = ScorerRunResult.model_construct(**_run_fields(run), **acc.fields())
+    if listeners:
+        duration = perf_counter() - run_started
+        notify(listeners, lambda listener: listener.run_finished(result, duration))
+    return result
+
+
+def _step_started(listeners: tuple[RunListener, ...], step: Step) -> None:
+    notify(listeners, lambda listener: listener.step_started(step.name, step.type))
+
+
+def _run_failed(listeners: tuple[RunListener, ...], error: ScorerRunError, duration: float) -> None:
+    notify(listeners, lambda listener: listener.run_failed(error, duration))
+
+
+def _run_error(
+    scorer: Scorer, step: Step, run: ScorerRun, acc: _Accumulator, raised: Exception
+) -> ScorerRunError:
+    cause: BaseException = raised
+    if isinstance(raised, PromptStepFailure):
+        cause = raised.cause
+        if raised.execution is not None:
+            acc.add_execution(step.name, raised.execution)
+    snapshot = None
+    if acc.has_scorer_fields():
+        values = {**_run_fields(run), **acc.fields()}
+        snapshot = ScorerRunSnapshot.model_construct(
+            **{key: value for key, value in values.items() if value is not None}
+        )
+    return ScorerRunError(
+        cause,
+        scorer_id=scorer.id,
+        steps=[s.name for s in scorer.steps],
+        failed_step=step.name,
+        completed_steps=list(dict.fromkeys(acc.completed)),
+        result=snapshot,
+    )

@@ -1,0 +1,283 @@
+"""Executing a prompt step: the judge call, its retries and fallback, and its judge record.
+
+Accounting follows the reference system (spec §5): `attempt_count` counts every call made to the
+judge (transient-error retries and the structured-output fallback included); `model_call_count`
+and `usage` count only calls that reached the model; `duration_ms` covers the whole step,
+`create_prompt` included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from dataclasses import dataclass, replace
+from time import perf_counter
+from typing import Any
+
+from ..errors import ScorewatchError
+from ..judge.errors import StructuredOutputError
+from ..judge.protocol import JsonPromptInjection, JudgeCost, JudgeReply, JudgeRequest
+from ..judge.retry import NO_RETRY, RetryPolicy
+from ..judge.usage import EMPTY_USAGE, JudgeUsage, add_usage
+from .errors import MISSING_MODEL_OR_INSTRUCTIONS
+from .hooks import JudgeAttempt, RunListener, notify
+from .records import JudgeErrorSummary, JudgeExecutionFailure, JudgeExecutionSuccess
+from .result import StepContext
+from .schema import parse_json_reply
+from .scorer import ResolvedJudge, Scorer, Step
+
+__all__ = ["PromptStepFailure", "execute_prompt_step"]
+
+
+class PromptStepFailure(Exception):
+    """Carries the failed step's cause and its judge record (None when no attempt was made)."""
+
+    def __init__(
+        self, cause: BaseException, execution: JudgeExecutionFailure | None, prompt: str | None
+    ) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.execution = execution
+        self.prompt = prompt
+
+
+@dataclass(slots=True)
+class _Ledger:
+    """What the step's attempts add up to so far."""
+
+    attempt_count: int = 0
+    model_call_count: int = 0
+    usage: JudgeUsage = EMPTY_USAGE
+    raw_output: str | None = None
+    finish_reason: str | None = None
+    output: Any = None
+    has_output: bool = False
+    cost: JudgeCost | None = None
+
+    def count_reply(self, reply: JudgeReply) -> tuple[JudgeUsage, int]:
+        calls = max(reply.model_call_count, 1)
+        self.model_call_count += calls
+        self.usage = add_usage(self.usage, reply.usage)
+        if reply.cost is not None:
+            self.cost = _add_cost(self.cost, reply.cost)
+        self.raw_output = reply.text
+        if reply.finish_reason is not None:
+            self.finish_reason = reply.finish_reason
+        return reply.usage, calls
+
+    def count_error(self, error: BaseException) -> tuple[JudgeUsage, int]:
+        usage = getattr(error, "usage", None) or EMPTY_USAGE
+        text = getattr(error, "text", None)
+        calls = getattr(error, "model_call_count", 0) or 0
+        reached_model = calls > 0 or not usage.is_empty() or bool(text)
+        if reached_model:
+            calls = max(calls, 1)
+            self.model_call_count += calls
+            self.usage = add_usage(self.usage, usage)
+            if text:
+                self.raw_output = text
+        reason = getattr(error, "finish_reason", None)
+        if reason is not None:
+            self.finish_reason = reason
+        elif self.finish_reason is None:
+            self.finish_reason = "error"
+        return (usage, calls) if reached_model else (EMPTY_USAGE, 0)
+
+
+def _add_cost(total: JudgeCost | None, cost: JudgeCost) -> JudgeCost:
+    if total is None:
+        return cost
+    if total.unit != cost.unit:
+        # Amounts in different units cannot be added; keep the first authoritative one.
+        return total
+    return JudgeCost(amount=total.amount + cost.amount, unit=cost.unit, source=cost.source)
+
+
+def _retry_policy(judge: ResolvedJudge) -> RetryPolicy:
+    policy = getattr(judge.model, "retry_policy", None)
+    return policy if isinstance(policy, RetryPolicy) else NO_RETRY
+
+
+def _fallback_injection(injection: JsonPromptInjection) -> JsonPromptInjection:
+    return injection if injection in ("inline", "system") else True
+
+
+class _StepCall:
+    """One prompt step's conversation with its judge."""
+
+    __slots__ = ("judge", "ledger", "listeners", "policy", "step")
+
+    def __init__(self, step: Step, judge: ResolvedJudge, listeners: tuple[RunListener, ...]):
+        self.step = step
+        self.judge = judge
+        self.listeners = listeners
+        self.policy = _retry_policy(judge)
+        self.ledger = _Ledger()
+
+    async def call(self, request: JudgeRequest) -> JudgeReply:
+        """One logical call: an attempt, plus retries of transient failures."""
+        retries = 0
+        while True:
+            self.ledger.attempt_count += 1
+            attempt = replace(request, attempt=self.ledger.attempt_count)
+            if self.listeners:
+                self._attempt_started(attempt)
+            started = perf_counter()
+            try:
+                reply = await self.judge.model.complete(attempt)
+            except Exception as error:
+                usage, calls = self.ledger.count_error(error)
+                self._attempt_finished(attempt, started, None, error, usage, calls)
+                if not self.policy.should_retry(error, retries):
+                    raise
+                await asyncio.sleep(self.policy.delay(error, retries))
+                retries += 1
+                continue
+            usage, calls = self.ledger.count_reply(reply)
+            self._attempt_finished(attempt, started, reply, None, usage, calls)
+            return reply
+
+    def _attempt_started(self, request: JudgeRequest) -> None:
+        step = self.step.name
+        notify(self.listeners, lambda listener: listener.judge_attempt_started(step, request))
+
+    def _attempt_finished(
+        self,
+        request: JudgeRequest,
+        started: float,
+        reply: JudgeReply | None,
+        error: BaseException | None,
+        usage: JudgeUsage,
+        calls: int,
+    ) -> None:
+        if not self.listeners:
+            return
+        event = JudgeAttempt(
+            step=self.step.name,
+            number=request.attempt,
+            fallback=request.fallback,
+            model_id=self.judge.model.model_id,
+            provider=self.judge.model.provider,
+            request=request,
+            duration_s=perf_counter() - started,
+            reply=reply,
+            error=error,
+            usage=usage,
+            model_call_count=calls,
+        )
+        notify(self.listeners, lambda lst: lst.judge_attempt_finished(event))
+
+    def validated(self, reply: JudgeReply) -> Any:
+        assert self.step.validate is not None
+        try:
+            value = self.step.validate(parse_json_reply(reply.text, reply.finish_reason))
+        except StructuredOutputError:
+            if self.ledger.finish_reason != "length":
+                self.ledger.finish_reason = "error"
+            raise
+        self.ledger.output, self.ledger.has_output = value, True
+        return value
+
+    async def run(self, prompt: str) -> tuple[Any, JudgeReply]:
+        judge, step = self.judge, self.step
+        request = JudgeRequest(
+            prompt=prompt,
+            instructions=judge.instructions,
+            step=step.name,
+            schema=step.schema,
+            json_prompt_injection=judge.json_prompt_injection,
+        )
+        reply = await self.call(request)
+        if step.schema is None:
+            self.ledger.output, self.ledger.has_output = reply.text, True
+            return reply.text, reply
+        try:
+            return self.validated(reply), reply
+        except StructuredOutputError:
+            pass
+        fallback = replace(
+            request,
+            fallback=True,
+            json_prompt_injection=_fallback_injection(judge.json_prompt_injection),
+        )
+        reply = await self.call(fallback)
+        return self.validated(reply), reply
+
+
+def _error_summary(error: BaseException) -> JudgeErrorSummary:
+    code = error.code if isinstance(error, ScorewatchError) else getattr(error, "code", None)
+    message = error.message if isinstance(error, ScorewatchError) else str(error)
+    return JudgeErrorSummary(
+        name=type(error).__name__,
+        message=message or type(error).__name__,
+        code=code if isinstance(code, str) else None,
+    )
+
+
+def _duration_ms(started: float) -> int:
+    return max(0, round((perf_counter() - started) * 1000))
+
+
+async def execute_prompt_step(
+    scorer: Scorer, step: Step, ctx: StepContext, listeners: tuple[RunListener, ...]
+) -> tuple[Any, str, JudgeExecutionSuccess]:
+    """Run one prompt step: (result, prompt, success record), or raise `PromptStepFailure`."""
+    started = perf_counter()
+    prompt: str | None = None
+    call: _StepCall | None = None
+    try:
+        assert step.prompt is not None
+        made = step.prompt.create_prompt(ctx)
+        if inspect.isawaitable(made):
+            made = await made
+        if not isinstance(made, str):
+            raise ScorewatchError(
+                f"scorer {scorer.id!r}, step {step.name!r}: create_prompt returned "
+                f"{type(made).__name__}, expected str",
+                code="SCOREWATCH_SCORER_INVALID_PROMPT",
+            )
+        prompt = made
+        if step.judge is None:
+            raise ScorewatchError(
+                f"scorer {scorer.id!r}, step {step.name!r}: no judge {step.missing_judge} "
+                "configured (set JudgeConfig on the scorer or on the PromptStep)",
+                code=MISSING_MODEL_OR_INSTRUCTIONS,
+                details={"scorerId": scorer.id, "step": step.name},
+            )
+        call = _StepCall(step, step.judge, listeners)
+        value, reply = await call.run(prompt)
+        if step.judge.on_finish is not None:
+            finished = step.judge.on_finish(reply)
+            if inspect.isawaitable(finished):
+                await finished
+    except Exception as error:
+        execution = None
+        if call is not None and call.ledger.attempt_count > 0:
+            ledger = call.ledger
+            execution = JudgeExecutionFailure(
+                prompt=prompt or "",
+                judge_model_id=call.judge.model.model_id,
+                judge_provider=call.judge.model.provider,
+                output=ledger.output if ledger.has_output else None,
+                raw_output=ledger.raw_output,
+                usage=None if ledger.usage.is_empty() else ledger.usage,
+                attempt_count=ledger.attempt_count,
+                model_call_count=ledger.model_call_count,
+                duration_ms=_duration_ms(started),
+                finish_reason=ledger.finish_reason,
+                error=_error_summary(error),
+            )
+        raise PromptStepFailure(error, execution, prompt) from error
+    ledger = call.ledger
+    execution_ok = JudgeExecutionSuccess(
+        prompt=prompt,
+        judge_model_id=call.judge.model.model_id,
+        judge_provider=call.judge.model.provider,
+        output=value,
+        usage=ledger.usage,
+        cost=ledger.cost,
+        attempt_count=max(ledger.attempt_count, 1),
+        model_call_count=max(ledger.model_call_count, 1),
+        duration_ms=_duration_ms(started),
+    )
+    return value, prompt, execution_ok

@@ -1,0 +1,325 @@
+"""The scorer builder: `create_scorer(...)` and the immutable `Scorer` it returns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import ScorewatchError
+from ..judge.protocol import JsonPromptInjection, JudgeModel
+from .definition import JudgeConfig, PromptStep
+from .errors import INVALID_SCORER_DEFINITION, MISSING_ID
+from .result import ScorerRun, ScorerRunResult, ScoreSource
+from .schema import SCORE_SCHEMA, compile_schema, validate_score
+from .steps import STEP_ORDER, StepName, StepType
+from .sync import run_coroutine_sync
+
+__all__ = ["Direction", "ResolvedJudge", "Scorer", "create_scorer"]
+
+Direction = Literal["higher_is_better", "lower_is_better"]
+PrepareRun = Callable[[ScorerRun], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedJudge:
+    """The judge a prompt step will call, with scorer and step settings merged."""
+
+    model: JudgeModel
+    instructions: str
+    json_prompt_injection: JsonPromptInjection
+    on_finish: Callable[[Any], object] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    name: StepName
+    type: StepType
+    function: Callable[[Any], Any] | None = None
+    prompt: PromptStep | None = None
+    judge: ResolvedJudge | None = None
+    missing_judge: str | None = None
+    schema: dict[str, Any] | None = None
+    validate: Callable[[Any], Any] | None = field(default=None, repr=False)
+
+
+def _definition_error(scorer_id: str, step: str, problem: str) -> ScorewatchError:
+    return ScorewatchError(
+        f"scorer {scorer_id!r}, step {step!r}: {problem}",
+        code=INVALID_SCORER_DEFINITION,
+        details={"scorerId": scorer_id, "step": step},
+    )
+
+
+def _as_judge_config(value: Any, where: str) -> JudgeConfig | None:
+    if value is None or isinstance(value, JudgeConfig):
+        return value
+    if isinstance(value, Mapping):
+        return JudgeConfig(**value)
+    raise TypeError(
+        f"{where}: judge must be a JudgeConfig or a mapping, got {type(value).__name__}"
+    )
+
+
+def _resolve_model(model: str | JudgeModel, options: Mapping[str, Any] | None) -> JudgeModel:
+    if isinstance(model, str):
+        from ..judge.litellm_judge import LiteLLMJudge
+
+        judge: JudgeModel = LiteLLMJudge(model, **dict(options or {}))
+        return judge
+    return model
+
+
+def _resolve_judge(
+    step_judge: JudgeConfig | None, scorer_judge: JudgeConfig | None
+) -> tuple[ResolvedJudge | None, str | None]:
+    def pick(name: str) -> Any:
+        value = getattr(step_judge, name) if step_judge is not None else None
+        if value is None and scorer_judge is not None:
+            value = getattr(scorer_judge, name)
+        return value
+
+    model, instructions = pick("model"), pick("instructions")
+    required = (("model", model), ("instructions", instructions))
+    missing = [name for name, value in required if not value]
+    if missing:
+        return None, " and ".join(missing)
+    injection = pick("json_prompt_injection")
+    return (
+        ResolvedJudge(
+            model=_resolve_model(model, pick("model_options")),
+            instructions=instructions,
+            json_prompt_injection="auto" if injection is None else injection,
+            on_finish=pick("on_finish"),
+        ),
+        None,
+    )
+
+
+class Scorer:
+    """An immutable scorer. Step methods return a new scorer with the step appended.
+
+    Steps must come in the canonical order preprocess → analyze → generate_score →
+    generate_reason, each at most once (the reference system relies on its type checker for
+    this; a Python port checks it when the scorer is built).
+    """
+
+    __slots__ = (
+        "_steps",
+        "description",
+        "direction",
+        "id",
+        "judge",
+        "name",
+        "prepare_run",
+        "scale",
+        "type",
+    )
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        description: str,
+        name: str | None = None,
+        judge: JudgeConfig | None = None,
+        type: Any = None,
+        prepare_run: PrepareRun | None = None,
+        scale: float = 1,
+        direction: Direction = "higher_is_better",
+        steps: tuple[Step, ...] = (),
+    ) -> None:
+        self.id = id
+        self.name = name or id
+        self.description = description
+        self.judge = judge
+        self.type = type
+        self.prepare_run = prepare_run
+        self.scale = scale
+        self.direction: Direction = direction
+        self._steps = steps
+
+    def __repr__(self) -> str:
+        return f"Scorer(id={self.id!r}, steps={[s.name for s in self._steps]})"
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return self._steps
+
+    @property
+    def has_judge(self) -> bool:
+        return self.judge is not None or any(s.type == "prompt" for s in self._steps)
+
+    def get_steps(self) -> list[dict[str, str]]:
+        listed: list[dict[str, str]] = []
+        for step in self._steps:
+            entry: dict[str, str] = {"name": step.name, "type": step.type}
+            if step.prompt is not None:
+                entry["description"] = step.prompt.description
+            listed.append(entry)
+        return listed
+
+    def preprocess(self, step: Any) -> Scorer:
+        return self._with_step("preprocess", step)
+
+    def analyze(self, step: Any) -> Scorer:
+        return self._with_step("analyze", step)
+
+    def generate_score(self, step: Any) -> Scorer:
+        return self._with_step("generate_score", step)
+
+    def generate_reason(self, step: Any) -> Scorer:
+        return self._with_step("generate_reason", step)
+
+    def _with_step(self, name: StepName, definition: Any) -> Scorer:
+        if self._steps:
+            last = self._steps[-1].name
+            if STEP_ORDER.index(name) <= STEP_ORDER.index(last):
+                raise _definition_error(
+                    self.id,
+                    name,
+                    f"cannot follow {last!r}: steps run in the order "
+                    f"{' -> '.join(STEP_ORDER)}, each at most once",
+                )
+        step = self._build_step(name, definition)
+        return Scorer(
+            id=self.id,
+            description=self.description,
+            name=self.name,
+            judge=self.judge,
+            type=self.type,
+            prepare_run=self.prepare_run,
+            scale=self.scale,
+            direction=self.direction,
+            steps=(*self._steps, step),
+        )
+
+    def _build_step(self, name: StepName, definition: Any) -> Step:
+        if isinstance(definition, Mapping) and "create_prompt" in definition:
+            definition = PromptStep(**definition)
+        if isinstance(definition, PromptStep):
+            return self._build_prompt_step(name, definition)
+        if not callable(definition):
+            raise _definition_error(
+                self.id,
+                name,
+                f"expected a function or a PromptStep, got {type(definition).__name__}",
+            )
+        return Step(name=name, type="function", function=definition)
+
+    def _build_prompt_step(self, name: StepName, prompt: PromptStep) -> Step:
+        if not callable(prompt.create_prompt):
+            raise _definition_error(self.id, name, "PromptStep.create_prompt is not callable")
+        schema: dict[str, Any] | None = None
+        validate: Callable[[Any], Any] | None = None
+        if name == "generate_score":
+            schema, validate = SCORE_SCHEMA, validate_score
+        elif name in ("preprocess", "analyze"):
+            if prompt.output_schema is None:
+                raise _definition_error(self.id, name, "a prompt step here needs an output_schema")
+            try:
+                schema, validate = compile_schema(prompt.output_schema)
+            except ValueError as exc:
+                raise _definition_error(self.id, name, f"output_schema: {exc}") from None
+        try:
+            step_judge = _as_judge_config(prompt.judge, f"scorer {self.id!r}, step {name!r}")
+        except TypeError as exc:
+            raise _definition_error(self.id, name, str(exc)) from None
+        resolved, missing = _resolve_judge(step_judge, self.judge)
+        return Step(
+            name=name,
+            type="prompt",
+            prompt=prompt,
+            judge=resolved,
+            missing_judge=missing,
+            schema=schema,
+            validate=validate,
+        )
+
+    async def run(
+        self,
+        run: ScorerRun | Mapping[str, Any] | None = None,
+        /,
+        *,
+        input: Any = None,
+        output: Any = None,
+        run_id: str | None = None,
+        ground_truth: Any = None,
+        request_context: Any = None,
+        score_source: ScoreSource | None = None,
+        target: str | None = None,
+        target_trace_id: str | None = None,
+        target_span_id: str | None = None,
+        target_metadata: dict[str, Any] | None = None,
+        emit_score: bool = True,
+    ) -> ScorerRunResult:
+        """Run the steps in order and return the result, or raise `ScorerRunError`.
+
+        Pass the run as keywords, or as a `ScorerRun` / mapping (camelCase keys accepted) for the
+        less common fields. `emit_score=False` keeps telemetry from emitting an evaluation event.
+        """
+        from .pipeline import run_scorer
+        from .run_input import coerce_run
+
+        if run is None:
+            prepared = ScorerRun(
+                output=output,
+                input=input,
+                run_id=run_id,
+                ground_truth=ground_truth,
+                request_context=request_context,
+                score_source=score_source,
+                target=target,
+                target_trace_id=target_trace_id,
+                target_span_id=target_span_id,
+                target_metadata=target_metadata,
+            )
+        else:
+            prepared, internal_emit = coerce_run(run)
+            emit_score = emit_score and internal_emit
+        return await run_scorer(self, prepared, emit_score)
+
+    def run_sync(
+        self, run: ScorerRun | Mapping[str, Any] | None = None, /, **fields: Any
+    ) -> ScorerRunResult:
+        """`run` for code without an event loop (runs on scorewatch's background loop)."""
+        return run_coroutine_sync(self.run(run, **fields))
+
+
+def create_scorer(
+    id: str | None = None,
+    description: str = "",
+    name: str | None = None,
+    judge: JudgeConfig | Mapping[str, Any] | None = None,
+    type: Any = None,
+    prepare_run: PrepareRun | None = None,
+    *,
+    scale: float = 1,
+    direction: Direction = "higher_is_better",
+) -> Scorer:
+    """Start a scorer. Chain `.preprocess()`, `.analyze()`, `.generate_score()` (required) and
+    `.generate_reason()`; each returns a new scorer.
+
+    `scale` is the top of the score range (telemetry buckets scale with it); `direction` says
+    whether a higher score is better, so dashboards and alerts can invert it.
+    """
+    if not id or not isinstance(id, str):
+        raise ScorewatchError(
+            "Scorers must have an id: create_scorer(id=...) was given "
+            + ("no id" if not id else f"a {id.__class__.__name__}"),
+            code=MISSING_ID,
+        )
+    if prepare_run is not None and not callable(prepare_run):
+        raise _definition_error(id, "prepare_run", "prepare_run must be callable")
+    if direction not in ("higher_is_better", "lower_is_better"):
+        raise _definition_error(id, "direction", f"unknown direction {direction!r}")
+    return Scorer(
+        id=id,
+        description=description,
+        name=name,
+        judge=_as_judge_config(judge, f"scorer {id!r}"),
+        type=type,
+        prepare_run=prepare_run,
+        scale=scale,
+        direction=direction,
+    )
