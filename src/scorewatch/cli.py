@@ -1,0 +1,56 @@
+"""The `scorewatch` command: `demo`, `serve`, `worker`, `eval`, `report`, `scorers`.
+
+Each subcommand lives in its own module and is imported only when chosen, so `scorewatch --help`
+stays fast and a missing optional dependency only affects its own command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+__all__ = ["main"]
+
+# subcommand -> (module, help). Each module defines `add_arguments(parser)` and `run(args) -> int`.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("scorewatch.commands.demo", "watch a simulated agent being scored live"),
+    "serve": ("scorewatch.commands.serve", "run the HTTP scoring service"),
+    "worker": ("scorewatch.commands.worker", "score work from a Redis Streams queue"),
+    "eval": ("scorewatch.commands.eval", "score a dataset (JSONL or CSV) and gate on thresholds"),
+    "report": ("scorewatch.commands.report", "write an HTML report of an earlier eval run"),
+    "scorers": ("scorewatch.commands.scorers", "list the prebuilt scorers"),
+}
+
+
+def _available() -> dict[str, tuple[str, str]]:
+    from importlib.util import find_spec
+
+    return {name: spec for name, spec in COMMANDS.items() if find_spec(spec[0]) is not None}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # Never let litellm fetch its price map from the network unless the user asked for it.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    parser = argparse.ArgumentParser(prog="scorewatch", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    runners: dict[str, Callable[[argparse.Namespace], int]] = {}
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in args_list if not a.startswith("-")), None)
+    for name, (module_name, help_text) in _available().items():
+        sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(sub)
+            runners[name] = module.run
+    args = parser.parse_args(args_list)
+    try:
+        return runners[args.command](args)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

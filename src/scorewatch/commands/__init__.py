@@ -1,0 +1,1 @@
+"""Subcommands of the `scorewatch` command line, one module each."""
