@@ -44,6 +44,13 @@ from .judge import (
 
 if TYPE_CHECKING:
     from . import testing
+    from .evals import (
+        ScorerEntry,
+        run_evals,
+        run_evals_sync,
+        run_experiment,
+        run_experiment_sync,
+    )
     from .judge.litellm_judge import LiteLLMJudge
 
 __version__ = "0.1.0"
@@ -65,11 +72,16 @@ __all__ = [
     "ScorerRun",
     "ScorerRunError",
     "ScorerRunResult",
+    "ScorerEntry",
     "ScorerRunSnapshot",
     "ScorewatchError",
     "StepContext",
     "__version__",
     "create_scorer",
+    "run_evals",
+    "run_evals_sync",
+    "run_experiment",
+    "run_experiment_sync",
     "testing",
 ]
 
@@ -77,6 +89,11 @@ __all__ = [
 _LAZY: dict[str, tuple[str, str | None]] = {
     "LiteLLMJudge": (".judge.litellm_judge", "LiteLLMJudge"),
     "testing": (".testing", None),
+    "ScorerEntry": (".evals", "ScorerEntry"),
+    "run_evals": (".evals", "run_evals"),
+    "run_evals_sync": (".evals", "run_evals_sync"),
+    "run_experiment": (".evals", "run_experiment"),
+    "run_experiment_sync": (".evals", "run_experiment_sync"),
 }
 
 

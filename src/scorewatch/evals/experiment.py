@@ -1,0 +1,193 @@
+"""`run_experiment`: score a dataset with per-scorer error isolation (spec §11).
+
+Every (item, scorer) pair yields a `ScorerResult`; one failing scorer never affects the others.
+A `ScorerRunError` keeps its recovered score in memory, but it is reported as a failure: the
+`on_result` hook (and through it the sinks) gets the error, never a success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ..core.errors import ScorerRunError
+from ..core.result import ScorerRunResult
+from ..core.scorer import Scorer
+from ..core.sync import run_coroutine_sync
+from .data import EvalItem, Target, produce_output, validate_items
+from .entries import EvalScorer, as_entries
+from .pool import for_each_bounded
+from .run import NO_SCORERS, mean
+
+__all__ = [
+    "ExperimentItem",
+    "ExperimentResult",
+    "ExperimentSummary",
+    "RunOutcome",
+    "ScorerResult",
+    "run_experiment",
+    "run_experiment_sync",
+]
+
+
+class ScorerResult(BaseModel):
+    scorer_id: str
+    scorer_name: str
+    score: float | None = None
+    reason: str | None = None
+    error: str | None = None
+    failed_step: str | None = None
+    completed_steps: list[str] | None = None
+    target_scope: Literal["span", "trajectory"] = "span"
+
+
+class ExperimentItem(BaseModel):
+    index: int
+    input: Any = None
+    output: Any = None
+    ground_truth: Any = None
+    target_error: str | None = None
+    results: dict[str, ScorerResult] = {}
+
+
+class ExperimentSummary(BaseModel):
+    total_items: int
+    failed_items: int
+    scorer_failures: dict[str, int]
+
+
+class ExperimentResult(BaseModel):
+    status: Literal["completed", "failed"]
+    scores: dict[str, float]
+    summary: ExperimentSummary
+    items: list[ExperimentItem]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """One finished (item, scorer) run, as the `on_result` hook receives it."""
+
+    item_index: int
+    scorer: Scorer
+    result: ScorerRunResult | None
+    error: BaseException | None
+
+
+OnResult = Callable[[RunOutcome], Awaitable[None] | None]
+
+
+def _scorer_result(scorer: Scorer, outcome: ScorerRunResult | BaseException) -> ScorerResult:
+    base = {"scorer_id": scorer.id, "scorer_name": scorer.name}
+    if isinstance(outcome, ScorerRunResult):
+        reason = outcome.reason if isinstance(outcome.reason, str) else None
+        return ScorerResult(**base, score=outcome.score, reason=reason)
+    if isinstance(outcome, ScorerRunError):
+        snapshot = outcome.result
+        score = snapshot.score if snapshot is not None else None
+        reason = snapshot.reason if snapshot is not None else None
+        return ScorerResult(
+            **base,
+            score=score,
+            reason=reason if isinstance(reason, str) else None,
+            error=outcome.message,
+            failed_step=outcome.failed_step,
+            completed_steps=list(outcome.completed_steps),
+        )
+    return ScorerResult(**base, error=str(outcome) or type(outcome).__name__)
+
+
+async def run_experiment(
+    *,
+    data: Sequence[Mapping[str, Any]],
+    target: Target | None = None,
+    scorers: Sequence[EvalScorer],
+    concurrency: int = 1,
+    on_item_complete: Callable[[ExperimentItem], Any] | None = None,
+    on_result: OnResult | None = None,
+) -> ExperimentResult:
+    """Run every scorer on every item, concurrently per item, isolating failures.
+
+    `on_result` is awaited for every (item, scorer) run as it finishes (stream results to sinks
+    from it); an exception it raises is not swallowed.
+    """
+    entries = as_entries(scorers)
+    if not entries:
+        from ..errors import ScorewatchError
+
+        raise ScorewatchError("Failed to run experiment: No scorers provided", code=NO_SCORERS)
+    items = validate_items(data, has_target=target is not None)
+    finished: list[ExperimentItem | None] = [None] * len(items)
+
+    async def score_one(scorer: Scorer, item: EvalItem, output: Any) -> ScorerResult:
+        try:
+            result: ScorerRunResult | BaseException = await scorer.run(
+                input=item.input,
+                output=output,
+                ground_truth=item.ground_truth,
+                request_context=item.request_context,
+                score_source="experiment",
+            )
+        except Exception as error:
+            result = error
+        if on_result is not None:
+            ok = isinstance(result, ScorerRunResult)
+            outcome = RunOutcome(
+                item_index=item.index,
+                scorer=scorer,
+                result=result if ok else None,  # type: ignore[arg-type]
+                error=None if ok else result,  # type: ignore[arg-type]
+            )
+            called = on_result(outcome)
+            if inspect.isawaitable(called):
+                await called
+        return _scorer_result(scorer, result)
+
+    async def evaluate(item: EvalItem) -> None:
+        record = ExperimentItem(index=item.index, input=item.input, ground_truth=item.ground_truth)
+        try:
+            output = await produce_output(target, item)
+        except Exception as error:
+            record.target_error = str(error)
+        else:
+            record.output = output
+            results = await asyncio.gather(*(score_one(s, item, output) for s, _ in entries))
+            record.results = {result.scorer_id: result for result in results}
+        finished[item.index] = record
+        if on_item_complete is not None:
+            called = on_item_complete(record)
+            if inspect.isawaitable(called):
+                await called
+
+    await for_each_bounded(items, concurrency, evaluate)
+    done = [record for record in finished if record is not None]
+    return _summarize([scorer for scorer, _ in entries], done)
+
+
+def _summarize(scorers: list[Scorer], items: list[ExperimentItem]) -> ExperimentResult:
+    failures = {scorer.id: 0 for scorer in scorers}
+    values: dict[str, list[float]] = {scorer.id: [] for scorer in scorers}
+    for item in items:
+        for scorer_id, result in item.results.items():
+            if result.error is not None:
+                failures[scorer_id] += 1
+            elif result.score is not None:
+                values[scorer_id].append(result.score)
+    failed_items = sum(1 for item in items if item.target_error is not None)
+    return ExperimentResult(
+        status="failed" if items and failed_items == len(items) else "completed",
+        scores={k: m for k, v in values.items() if (m := mean(v)) is not None},
+        summary=ExperimentSummary(
+            total_items=len(items), failed_items=failed_items, scorer_failures=failures
+        ),
+        items=items,
+    )
+
+
+def run_experiment_sync(**kwargs: Any) -> ExperimentResult:
+    """`run_experiment` for code without an event loop."""
+    return run_coroutine_sync(run_experiment(**kwargs))
