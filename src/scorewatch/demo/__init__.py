@@ -1,0 +1,3 @@
+"""The `scorewatch demo` building blocks: a shipped dataset of annotated summaries."""
+
+__all__: list[str] = []
