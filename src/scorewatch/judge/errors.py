@@ -7,6 +7,8 @@ provider's own exception stays reachable through `__cause__`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import ScorewatchError
 from .usage import JudgeUsage
 
@@ -61,6 +63,14 @@ class JudgeError(ScorewatchError):
     @property
     def is_retryable(self) -> bool:
         return self.retryable
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        cause = self.__cause__
+        if cause is not None and not isinstance(cause, ScorewatchError):
+            # A provider client's message can quote the response body: name the cause only.
+            data["cause"] = {"name": type(cause).__name__}
+        return data
 
 
 class JudgeProviderError(JudgeError):

@@ -18,6 +18,26 @@ _USAGE_ALIASES: dict[str, tuple[str, ...]] = {
     "cache_creation_input_tokens": ("cache_creation_input_tokens", "cacheCreationInputTokens"),
 }
 
+# Where providers nest the finer counts (OpenAI's `*_tokens_details`, the Responses API's
+# `*_tokens_details`, Anthropic's `cache_read_input_tokens`), tried when no flat key is present.
+_NESTED_USAGE: dict[str, tuple[tuple[str, ...], ...]] = {
+    "reasoning_tokens": (
+        ("completion_tokens_details", "reasoning_tokens"),
+        ("output_tokens_details", "reasoning_tokens"),
+        ("completionTokensDetails", "reasoningTokens"),
+    ),
+    "cached_input_tokens": (
+        ("prompt_tokens_details", "cached_tokens"),
+        ("input_tokens_details", "cached_tokens"),
+        ("promptTokensDetails", "cachedTokens"),
+        ("cache_read_input_tokens",),
+    ),
+    "cache_creation_input_tokens": (
+        ("prompt_tokens_details", "cache_creation_tokens"),
+        ("input_tokens_details", "cache_creation_tokens"),
+    ),
+}
+
 
 class JudgeUsage(WireModel):
     """Tokens of one judge execution (summed across its attempts). Every key is optional."""
@@ -48,11 +68,24 @@ def _number(value: Any) -> int | None:
     return int(value)
 
 
+def _nested_number(raw: Mapping[str, Any], paths: tuple[tuple[str, ...], ...]) -> int | None:
+    for path in paths:
+        node: Any = raw
+        for part in path:
+            node = node.get(part) if isinstance(node, Mapping) else None
+        number = _number(node)
+        if number is not None:
+            return number
+    return None
+
+
 def normalize_usage(raw: Any) -> JudgeUsage:
     """Normalize a provider usage block (`promptTokens`/`completionTokens` or the modern names).
 
-    A missing total is computed from input + output when either side is known; a non-mapping gives
-    empty usage. Only numeric keys survive.
+    Flat keys win; finer counts nested the way OpenAI and Anthropic report them
+    (`prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`,
+    `cache_read_input_tokens`) fill the gaps. A missing total is computed from input + output
+    when either side is known; a non-mapping gives empty usage. Only numeric keys survive.
     """
     if isinstance(raw, JudgeUsage):
         return raw
@@ -65,6 +98,10 @@ def normalize_usage(raw: Any) -> JudgeUsage:
             if number is not None:
                 values[key] = number
                 break
+        else:
+            number = _nested_number(raw, _NESTED_USAGE.get(key, ()))
+            if number is not None:
+                values[key] = number
     if "total_tokens" not in values and ("input_tokens" in values or "output_tokens" in values):
         values["total_tokens"] = values.get("input_tokens", 0) + values.get("output_tokens", 0)
     return JudgeUsage(**values) if values else EMPTY_USAGE

@@ -10,6 +10,14 @@ from typing import TYPE_CHECKING, Any
 from .scripted import ScriptedJudge
 
 if TYPE_CHECKING:
+    from .judge_server import (
+        DropConnection,
+        HttpError,
+        LoopbackJudgeServer,
+        MalformedBody,
+        ReceivedJudgeRequest,
+        Reply,
+    )
     from .otlp_receiver import (
         OtlpReceiver,
         ReceivedLogRecord,
@@ -19,15 +27,27 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "DropConnection",
+    "HttpError",
+    "LoopbackJudgeServer",
+    "MalformedBody",
     "OtlpReceiver",
+    "ReceivedJudgeRequest",
     "ReceivedLogRecord",
     "ReceivedMetricPoint",
     "ReceivedRequest",
     "ReceivedSpan",
+    "Reply",
     "ScriptedJudge",
 ]
 
 _LAZY: dict[str, str] = {
+    "DropConnection": ".judge_server",
+    "HttpError": ".judge_server",
+    "LoopbackJudgeServer": ".judge_server",
+    "MalformedBody": ".judge_server",
+    "ReceivedJudgeRequest": ".judge_server",
+    "Reply": ".judge_server",
     "OtlpReceiver": ".otlp_receiver",
     "ReceivedLogRecord": ".otlp_receiver",
     "ReceivedMetricPoint": ".otlp_receiver",
