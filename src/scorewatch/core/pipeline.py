@@ -19,7 +19,14 @@ from .records import (
     JudgeResults,
     JudgeStepRecord,
 )
-from .result import ScorerRun, ScorerRunResult, ScorerRunSnapshot, StepContext, StepResults
+from .result import (
+    ScorerRun,
+    ScorerRunResult,
+    ScorerRunSnapshot,
+    StepContext,
+    StepResults,
+    build_trusted,
+)
 from .run_input import coerce_run
 from .scorer import Scorer, Step
 from .steps import StepName
@@ -220,7 +227,7 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
             _step_finished(listeners, step, step_started, None, prompt, execution, value)
         acc.record(step.name, value)
 
-    result = ScorerRunResult.model_construct(**_run_fields(run), **acc.fields())
+    result = build_trusted(ScorerRunResult, {**_run_fields(run), **acc.fields()})
     if listeners:
         duration = perf_counter() - run_started
         notify(listeners, lambda listener: listener.run_finished(result, duration))
@@ -246,8 +253,8 @@ def _run_error(
     snapshot = None
     if acc.has_scorer_fields():
         values = {**_run_fields(run), **acc.fields()}
-        snapshot = ScorerRunSnapshot.model_construct(
-            **{key: value for key, value in values.items() if value is not None}
+        snapshot = build_trusted(
+            ScorerRunSnapshot, {key: value for key, value in values.items() if value is not None}
         )
     return ScorerRunError(
         cause,
