@@ -667,3 +667,73 @@ def test_measure_axes_edge_cases() -> None:
     assert measures.missing_questions == ["b"]
     assert measures.question_count == 2
     assert measures.is_scorable
+
+
+# ---------------------------------------------------------------------------- prompt budget
+
+
+async def test_three_calls_stay_under_ten_thousand_characters_for_a_400_word_source() -> None:
+    # Budget check (characters, not time): instructions + prompt + schema over the three calls.
+    sentence = "Northwind Logistics opened a depot in Antwerp in 2015 with 140 vehicles in total. "
+    source = " ".join((sentence * 30).split()[:400])
+    summary = "Northwind, a Dutch logistics firm, " + "grew its fleet and revenue steadily " * 8
+    questions = [f"Did Northwind open depot number {i} in Antwerp in 2015?" for i in range(10)]
+    model = judge(
+        alignment=verdicts([f"Northwind claim number {i}" for i in range(8)], [True] * 8),
+        questions=questions,
+        coverage=answers(questions, [True] * 7 + [False] * 3),
+        reason="The score is 0.7 because coverage decided it.",
+    )
+    await create_summarization_scorer(model).run(input=source, output=summary)
+    sent = sum(
+        len(r.instructions) + len(r.prompt) + len(json.dumps(r.schema or "", separators=(",", ":")))
+        for r in model.requests
+    )
+    assert len(source.split()) == 400
+    assert sent <= 10_000, sent
+
+
+# ------------------------------------------------------------- real litellm, loopback judge
+
+
+async def test_end_to_end_through_litellm_against_a_loopback_judge() -> None:
+    from scorewatch.testing import LoopbackJudgeServer
+
+    questions = [f"Question {i}?" for i in range(5)]
+    replies = {
+        PREPROCESS_MARKER: json.dumps(
+            {
+                "alignment": verdicts(["A", "B", "C"], [True, True, False]),
+                "questions": questions,
+            }
+        ),
+        ANALYZE_MARKER: json.dumps(
+            {"coverage": answers(questions, [True, True, False, False, True])}
+        ),
+        REASON_MARKER: "The score is 0.6 because coverage decided it.",
+    }
+
+    def route(body: dict[str, Any]) -> str:
+        prompt = body["messages"][-1]["content"]
+        return next(text for marker, text in replies.items() if marker in prompt)
+
+    with LoopbackJudgeServer(route) as server:
+        scorer = create_summarization_scorer(
+            "openai/loopback-judge",
+            model_options={"api_base": server.base_url, "api_key": "sk-loopback"},
+        )
+        result = await scorer.run(input=SOURCE, output="Founded in 1995 in Seattle.")
+        received = server.requests
+
+    assert result.score == 0.6
+    assert result.reason == "The score is 0.6 because coverage decided it."
+    assert len(received) == 3
+    assert received[0].messages[0]["role"] == "system"
+    assert SUMMARIZATION_INSTRUCTIONS in received[0].messages[0]["content"]
+    analyze_body = json.dumps(received[1].body)
+    assert ANALYZE_MARKER in analyze_body
+    assert "founded in 1995 by John Smith" not in analyze_body
+    assert result.judge is not None
+    execution = result.judge["preprocess"].executions[0]
+    assert execution.status == "success"
+    assert "sk-loopback" not in result.model_dump_json()

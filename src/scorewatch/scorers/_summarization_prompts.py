@@ -28,15 +28,14 @@ __all__ = [
 ]
 
 SUMMARIZATION_INSTRUCTIONS = (
-    "You are a strict evaluator of summaries. Judge only from the texts you are given, never from "
-    "your own knowledge. A claim is supported only when the source states it or directly implies "
-    "it. Where the source is precise, an approximation is a deviation; different wording with the "
-    "same meaning is fine. Judge each claim and each question on its own. Accuracy (is the summary "
-    "true to the source?) and coverage (does it keep what the source says?) are separate concerns."
+    "You are a strict summary evaluator. Use only the texts given, never your own knowledge. A "
+    "claim is supported only if the source states or directly implies it. Approximating a precise "
+    "detail is a deviation; equivalent wording is fine. Judge each claim and question on its own: "
+    "accuracy and coverage are separate concerns."
 )
 
 _MATCHING = (
-    "Matching: dates, numbers, names and domain terms must match exactly; paraphrase is fine when "
+    "Matching: dates, numbers, names and domain terms must match exactly; paraphrase is fine if "
     "the meaning holds; a weaker or stronger statement does not match."
 )
 
@@ -111,23 +110,22 @@ def source_judgement_prompt(source: str, summary: str, max_questions: int) -> st
     return f"""Complete two independent parts using the source text and the summary below.
 
 Part 1 (alignment): split the summary into atomic claims, one fact each (split compound \
-sentences; keep numbers, dates and quantities; skip questions, commands and remarks on style). \
-Mark a claim supported only if the source states it or directly implies it; contradicted or \
-absent means false. Use an empty list if the summary makes no claims.
+sentences, keep numbers, dates and quantities, skip questions, commands and style). A claim is \
+supported only if the source states or directly implies it; contradicted or absent is false. \
+Empty list if the summary makes no claims.
 
-Part 2 (questions): write at most {format_number(max_questions)} closed yes/no questions that the \
-source answers "yes", most important first, each specific and checkable. Choose them from the \
-source alone: the summary must not influence the choice. No question the source answers only \
-"maybe" or "partially". Use an empty list if the source is empty.
+Part 2 (questions): at most {format_number(max_questions)} closed questions the source answers \
+"yes", most important first, specific and checkable, chosen from the source alone (ignore the \
+summary here), none answered only "maybe" or "partially". Empty list if the source is empty.
 
 {_MATCHING}
 
 Format: {{"alignment":[{{"claim":str,"supported":bool,"reason":str}}],"questions":[str]}}
-Example. Source: "Company Y, based in Boston, builds sensors with 99% accuracy. It opened a \
-Seattle office in 2018." Summary: "Boston's Company Y builds sensors that are 95% accurate."
-{{"alignment":[{{"claim":"Company Y is based in Boston","supported":true,"reason":"Stated."}},\
-{{"claim":"Company Y builds sensors","supported":true,"reason":"Stated."}},\
-{{"claim":"The sensors are 95% accurate","supported":false,"reason":"The source says 99%."}}],\
+Example. Source: "Company Y, based in Boston, makes sensors with 99% accuracy. It opened a \
+Seattle office in 2018." Summary: "Boston's Company Y makes 95%-accurate sensors."
+{{"alignment":[{{"claim":"Company Y is in Boston","supported":true,"reason":"Stated"}},\
+{{"claim":"Company Y makes sensors","supported":true,"reason":"Stated"}},\
+{{"claim":"Its sensors are 95% accurate","supported":false,"reason":"Source: 99%"}}],\
 "questions":["Is Company Y based in Boston?","Are its sensors 99% accurate?",\
 "Did it open a Seattle office in 2018?"]}}
 
@@ -144,11 +142,11 @@ JSON:
 def coverage_prompt(summary: str, questions: Sequence[str]) -> str:
     """Analyze: each question answered from the summary alone. Never give this prompt the source."""
     listed = "\n".join(f"[{index}] {question}" for index, question in enumerate(questions))
-    return f"""Decide whether each question can be answered from the summary below. The summary is \
-your only evidence: use no prior knowledge and do not guess. A question is answered only if the \
-summary holds enough information to answer it; omitted or contradicted means false.
+    return f"""Decide whether each question can be answered from the summary below, your only \
+evidence (no prior knowledge, no guessing). Answered only if the summary holds enough information; \
+omitted or contradicted is false.
 {_MATCHING}
-The number of verdicts MUST MATCH the number of questions exactly: one per question, in order.
+The number of verdicts MUST MATCH the number of questions exactly, in order.
 
 Summary:
 {summary}
@@ -158,10 +156,10 @@ Questions:
 {listed or "(none)"}
 
 Format: {{"coverage":[{{"question":str,"answered":bool,"reason":str}}]}}
-Example, for a summary "Company Y builds sensors." and the questions "[0] Does Company Y build \
-sensors?" and "[1] Did it open a Seattle office in 2018?":
-{{"coverage":[{{"question":"Does Company Y build sensors?","answered":true,"reason":"Stated."}},\
-{{"question":"Did it open a Seattle office in 2018?","answered":false,"reason":"Not mentioned."}}]}}
+Example. Summary: "Company Y makes sensors." Questions: [0] Does Company Y make sensors? \
+[1] Did it open a Seattle office?
+{{"coverage":[{{"question":"Does Company Y make sensors?","answered":true,"reason":"Stated"}},\
+{{"question":"Did it open a Seattle office?","answered":false,"reason":"Not mentioned"}}]}}
 
 JSON:
 """
@@ -187,9 +185,9 @@ def reason_prompt(
     shown = format_number(score)
     notes = []
     if claim_count == 0:
-        notes.append("The summary made no claims that could be checked, so the score is 0.")
+        notes.append("The summary made no claims to check, so the score is 0.")
     if question_count == 0:
-        notes.append("The source gave no questions to check coverage with, so the score is 0.")
+        notes.append("The source gave no questions to check coverage, so the score is 0.")
     note = "\n".join(notes) + "\n" if notes else ""
     return f"""Explain the summarization score for the given summary.
 
@@ -197,11 +195,9 @@ Summary:
 {summary}
 
 Score: {shown} out of {format_number(scale)}
-Alignment score: {format_number(alignment_score)} (share of the summary's claims the source \
-supports)
-Coverage score: {format_number(coverage_score)} (share of the source's questions the summary \
-answers)
-The score is the lower of the two axis scores, times the scale.
+Alignment score: {format_number(alignment_score)} (claims the source supports)
+Coverage score: {format_number(coverage_score)} (source questions the summary answers)
+The score is the lower axis score times the scale.
 {note}
 Unsupported claims:
 {_bullets(unsupported_claims)}
@@ -209,13 +205,11 @@ Unsupported claims:
 Unanswered questions:
 {_bullets(missing_questions)}
 
-Rules: name the axis that decided the score (the lower one, or both if tied) and point at the \
-claims or questions behind it; keep it to one or two sentences; use the score given above and do \
-not recalculate it.
+Rules: name the deciding axis (the lower one, or both if tied) and the claims or questions \
+behind it; one or two sentences; use the score above, do not recalculate it.
 Format: "The score is {shown} because {{explanation}}"
 Examples:
 The score is 1 because every claim is supported and the summary answers every question.
-The score is 0.5 because alignment decided it: the summary gives 95% accuracy where the source \
-says 99%.
-The score is 0.25 because coverage decided it: the summary omits the founding year and the founder.
+The score is 0.5 because alignment decided it: the summary says 95% where the source says 99%.
+The score is 0.25 because coverage decided it: the founding year and founder are missing.
 """
