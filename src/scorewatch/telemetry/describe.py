@@ -1,0 +1,80 @@
+"""Turning runs, errors and judge calls into attribute values (no OpenTelemetry SDK here)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import ScorewatchError
+from ..judge.protocol import JudgeReply, JudgeRequest
+from ..judge.usage import JudgeUsage
+from . import names
+
+__all__ = [
+    "error_type",
+    "input_messages",
+    "output_messages",
+    "system_instructions",
+    "to_json",
+    "usage_attributes",
+]
+
+
+def error_type(error: BaseException) -> str:
+    """A low-cardinality `error.type`: the stable code of a scorewatch error, else the class.
+
+    A run failure wraps the step's error; the wrapped error says more than the wrapper does.
+    """
+    cause = error
+    if getattr(error, "failed_step", None) is not None and error.__cause__ is not None:
+        cause = error.__cause__
+    if isinstance(cause, ScorewatchError) and cause.code:
+        return cause.code
+    cls = type(cause)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+
+
+def to_json(value: Any) -> str:
+    """A JSON string for a content attribute; anything not JSON-native is rendered with str()."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _text_part(text: str) -> dict[str, str]:
+    return {"type": "text", "content": text}
+
+
+def system_instructions(request: JudgeRequest) -> str:
+    return json.dumps([_text_part(request.instructions)], ensure_ascii=False)
+
+
+def input_messages(request: JudgeRequest) -> str:
+    return json.dumps([{"role": "user", "parts": [_text_part(request.prompt)]}], ensure_ascii=False)
+
+
+def output_messages(reply: JudgeReply) -> str:
+    message: dict[str, Any] = {"role": "assistant", "parts": [_text_part(reply.text)]}
+    if reply.finish_reason:
+        message["finish_reason"] = reply.finish_reason
+    return json.dumps([message], ensure_ascii=False)
+
+
+_USAGE_ATTRIBUTES: tuple[tuple[str, str], ...] = (
+    ("input_tokens", names.ATTR_USAGE_INPUT_TOKENS),
+    ("output_tokens", names.ATTR_USAGE_OUTPUT_TOKENS),
+    ("cached_input_tokens", names.ATTR_USAGE_CACHE_READ_INPUT_TOKENS),
+    ("cache_creation_input_tokens", names.ATTR_USAGE_CACHE_CREATION_INPUT_TOKENS),
+    ("reasoning_tokens", names.ATTR_USAGE_REASONING_OUTPUT_TOKENS),
+)
+
+
+def usage_attributes(usage: JudgeUsage) -> dict[str, int]:
+    return {
+        attribute: value
+        for key, attribute in _USAGE_ATTRIBUTES
+        if (value := getattr(usage, key)) is not None
+    }

@@ -1,0 +1,142 @@
+"""The OpenTelemetry metric instruments of telemetry.md §4, and the Views that fix their buckets.
+
+Bucket boundaries are given twice on purpose: as instrument advisories, which any SDK
+MeterProvider honours (so an application's own provider gets the right buckets), and as Views
+(`metric_views`), which `configure` installs so the boundaries hold even where advisories are
+ignored. The score histogram is the exception: its buckets follow each scorer's `scale`, so each
+distinct scale gets its own histogram on a meter of its own (a View would force one bucket list).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+
+from opentelemetry.metrics import (
+    CallbackOptions,
+    Counter,
+    Histogram,
+    Meter,
+    MeterProvider,
+    Observation,
+    UpDownCounter,
+)
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+
+from . import names
+
+__all__ = ["Instruments", "metric_views"]
+
+_VERSION = "0.1.0"
+
+
+def metric_views() -> list[View]:
+    """Views pinning the explicit bucket boundaries of the fixed-bucket histograms."""
+    fixed: Sequence[tuple[str, Sequence[float]]] = (
+        (names.METRIC_TOKEN_USAGE, names.TOKEN_BUCKETS),
+        (names.METRIC_OPERATION_DURATION, names.DURATION_BUCKETS_S),
+        (names.METRIC_RUN_DURATION, names.RUN_DURATION_BUCKETS_S),
+        (names.METRIC_STEP_DURATION, names.DURATION_BUCKETS_S),
+    )
+    return [
+        View(
+            instrument_name=instrument,
+            meter_name=names.INSTRUMENTATION_SCOPE,
+            aggregation=ExplicitBucketHistogramAggregation(boundaries=list(bounds)),
+        )
+        for instrument, bounds in fixed
+    ]
+
+
+class Instruments:
+    """All instruments, created once per `instrument()` call from one MeterProvider."""
+
+    def __init__(self, provider: MeterProvider, queue_depth: Callable[[], int]) -> None:
+        self._provider = provider
+        self._queue_depth = queue_depth
+        self.active = True
+        meter = provider.get_meter(names.INSTRUMENTATION_SCOPE, _VERSION)
+        self.meter: Meter = meter
+        self.token_usage: Histogram = meter.create_histogram(
+            names.METRIC_TOKEN_USAGE,
+            unit=names.UNIT_TOKEN,
+            description="Tokens used by judge model calls, by token type",
+            explicit_bucket_boundaries_advisory=list(names.TOKEN_BUCKETS),
+        )
+        self.operation_duration: Histogram = meter.create_histogram(
+            names.METRIC_OPERATION_DURATION,
+            unit=names.UNIT_SECONDS,
+            description="Duration of judge model calls (one per attempt)",
+            explicit_bucket_boundaries_advisory=list(names.DURATION_BUCKETS_S),
+        )
+        self.judge_cost: Counter = meter.create_counter(
+            names.METRIC_JUDGE_COST,
+            unit=names.UNIT_COST_USD,
+            description="Judge spend in US dollars, provider-reported or estimated",
+        )
+        self.judge_executions: Counter = meter.create_counter(
+            names.METRIC_JUDGE_EXECUTIONS,
+            description="Judge executions (one per prompt step run), by status",
+        )
+        self.judge_attempts: Counter = meter.create_counter(
+            names.METRIC_JUDGE_ATTEMPTS,
+            description="Judge call attempts, retries and structured-output fallbacks included",
+        )
+        self.scorer_runs: Counter = meter.create_counter(
+            names.METRIC_SCORER_RUNS, description="Finished scorer runs, by outcome"
+        )
+        self.run_duration: Histogram = meter.create_histogram(
+            names.METRIC_RUN_DURATION,
+            unit=names.UNIT_SECONDS,
+            description="Duration of scorer runs",
+            explicit_bucket_boundaries_advisory=list(names.RUN_DURATION_BUCKETS_S),
+        )
+        self.step_duration: Histogram = meter.create_histogram(
+            names.METRIC_STEP_DURATION,
+            unit=names.UNIT_SECONDS,
+            description="Duration of scorer steps",
+            explicit_bucket_boundaries_advisory=list(names.DURATION_BUCKETS_S),
+        )
+        self.live_decisions: Counter = meter.create_counter(
+            names.METRIC_LIVE_DECISIONS, description="Live-scoring sampling and queueing decisions"
+        )
+        self.live_in_flight: UpDownCounter = meter.create_up_down_counter(
+            names.METRIC_LIVE_IN_FLIGHT, description="Live evaluations currently running"
+        )
+        self.sink_errors: Counter = meter.create_counter(
+            names.METRIC_SINK_ERRORS, description="Failed writes of results to a sink"
+        )
+        meter.create_observable_gauge(
+            names.METRIC_LIVE_QUEUE_DEPTH,
+            callbacks=[self._observe_queue_depth],
+            description="Live evaluations waiting in the queue",
+        )
+        self._scores: dict[float, Histogram] = {}
+        self._scores_lock = threading.Lock()
+
+    def _observe_queue_depth(self, options: CallbackOptions) -> Iterable[Observation]:
+        # Instruments cannot be removed from a MeterProvider; after uninstrument() we go quiet.
+        if not self.active:
+            return []
+        return [Observation(self._queue_depth())]
+
+    def score_histogram(self, scale: float) -> Histogram:
+        histogram = self._scores.get(scale)
+        if histogram is not None:
+            return histogram
+        with self._scores_lock:
+            histogram = self._scores.get(scale)
+            if histogram is None:
+                meter = self.meter
+                if scale != 1.0:
+                    meter = self._provider.get_meter(
+                        f"{names.INSTRUMENTATION_SCOPE}.scale_{scale:g}", _VERSION
+                    )
+                histogram = meter.create_histogram(
+                    names.METRIC_SCORE,
+                    unit=names.UNIT_DIMENSIONLESS,
+                    description="Scores given by scorers (bucket boundaries follow the scale)",
+                    explicit_bucket_boundaries_advisory=list(names.score_buckets(scale)),
+                )
+                self._scores[scale] = histogram
+        return histogram

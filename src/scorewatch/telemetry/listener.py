@@ -1,0 +1,454 @@
+"""The run listener: spans, metrics and the evaluation event of one scorer run.
+
+Everything is derived from what the core reports through `core.hooks`: spans follow the hook
+calls as they happen; the judge counters come from each step's judge record, and token usage from
+each attempt (whose usages sum to the record by the hooks' contract), so the exported figures add
+up to the judge records exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry._logs import Logger, SeverityNumber
+from opentelemetry.context import Context
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    Tracer,
+)
+from opentelemetry.util.types import AttributeValue
+
+from ..core.hooks import JudgeAttempt, RunStart, StepOutcome
+from ..core.result import ScorerRunResult
+from ..core.steps import StepName, StepType
+from ..judge.protocol import JudgeReply, JudgeRequest
+from . import describe, names
+from .cardinality import CardinalityGuard
+from .content import ContentCapture
+from .instruments import Instruments
+
+__all__ = ["RunTelemetry", "TelemetryObserver"]
+
+logger = logging.getLogger("scorewatch.telemetry")
+
+Attributes = dict[str, AttributeValue]
+
+
+@dataclass(slots=True)
+class TelemetryObserver:
+    """The `core.hooks.RunObserver` that `instrument()` registers."""
+
+    tracer: Tracer
+    event_logger: Logger
+    instruments: Instruments
+    capture: ContentCapture
+    target_guard: CardinalityGuard
+    model_guard: CardinalityGuard
+
+    def run_started(self, start: RunStart) -> RunTelemetry:
+        return RunTelemetry(self, start)
+
+
+def _parse_hex(value: str | None, width: int) -> int:
+    if not value:
+        return 0
+    try:
+        number = int(value, 16)
+    except ValueError:
+        return 0
+    return number if len(value) <= width else 0
+
+
+def _target_context(trace_id: str | None, span_id: str | None) -> SpanContext | None:
+    parsed_trace, parsed_span = _parse_hex(trace_id, 32), _parse_hex(span_id, 16)
+    if not parsed_trace or not parsed_span:
+        return None
+    return SpanContext(
+        trace_id=parsed_trace,
+        span_id=parsed_span,
+        is_remote=True,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+    )
+
+
+def _step_models(start: RunStart) -> dict[str, str]:
+    """The judge model of each prompt step, when the scorer exposes it, to name `chat` spans."""
+    models: dict[str, str] = {}
+    for step in getattr(start.scorer, "steps", ()):
+        judge = getattr(step, "judge", None)
+        model_id = getattr(getattr(judge, "model", None), "model_id", None)
+        if isinstance(model_id, str):
+            models[str(getattr(step, "name", ""))] = model_id
+    return models
+
+
+@dataclass(slots=True)
+class _OpenSpan:
+    span: Span
+    token: object
+    model: str | None = None
+
+
+@dataclass(slots=True)
+class _JudgeTotals:
+    response_id: str | None = None
+
+
+class RunTelemetry:
+    """The `core.hooks.RunListener` of one run. Its `trace_id` becomes `score_trace_id`."""
+
+    def __init__(self, observer: TelemetryObserver, start: RunStart) -> None:
+        self._observer = observer
+        self._instruments = observer.instruments
+        self._capture = observer.capture
+        scorer, run = start.scorer, start.run
+        self._scorer_id: str = scorer.id
+        self._scale = float(getattr(scorer, "scale", 1.0) or 1.0)
+        self._threshold = getattr(scorer, "threshold", None)
+        self._direction = getattr(scorer, "direction", "higher_is_better")
+        self._emit_score = start.emit_score
+        self._score_source = run.score_source or "direct"
+        self._target = run.target
+        self._run_id = run.run_id
+        self._models = _step_models(start)
+        self._steps: list[_OpenSpan] = []
+        self._attempts: list[_OpenSpan] = []
+        self._totals = _JudgeTotals()
+        self._evaluated = _target_context(run.target_trace_id, run.target_span_id)
+
+        attributes: Attributes = {
+            names.ATTR_OPERATION_NAME: names.OPERATION_EVALUATION,
+            names.ATTR_EVALUATION_NAME: scorer.id,
+            names.ATTR_SCORER_ID: scorer.id,
+            names.ATTR_SCORE_SOURCE: self._score_source,
+        }
+        scorer_name = getattr(scorer, "name", None)
+        if scorer_name:
+            attributes[names.ATTR_SCORER_NAME] = str(scorer_name)
+        if run.run_id:
+            attributes[names.ATTR_RUN_ID] = run.run_id
+        if run.target:
+            attributes[names.ATTR_TARGET] = run.target
+        if self._capture.on_spans:
+            attributes[names.ATTR_RUN_INPUT] = describe.to_json(run.input)
+            attributes[names.ATTR_RUN_OUTPUT] = describe.to_json(run.output)
+
+        # Live traffic is scored after the fact: the run starts its own trace and links to the
+        # evaluated span, so the agent's trace never waits on (or contains) the judge.
+        parent: Context | None = None
+        links: list[Link] = []
+        if self._evaluated is not None:
+            parent = Context()
+            links.append(Link(self._evaluated))
+        span = observer.tracer.start_span(
+            names.run_span_name(scorer.id),
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            links=links,
+        )
+        self._run_span = span
+        self._run_context = trace.set_span_in_context(span)
+        self._run_token: object | None = otel_context.attach(self._run_context)
+        span_context = span.get_span_context()
+        self.trace_id: str | None = (
+            format(span_context.trace_id, "032x") if span_context.is_valid else None
+        )
+
+    # -- context bookkeeping -----------------------------------------------------------------
+
+    @staticmethod
+    def _detach(token: object | None) -> None:
+        if token is None:
+            return
+        try:
+            otel_context.detach(token)  # type: ignore[arg-type]
+        except Exception:
+            logger.debug("context detach out of order; ignored", exc_info=True)
+
+    def _close_attempts(self) -> None:
+        # Attempts the core never reported finished (e.g. cancelled) end here, innermost first.
+        while self._attempts:
+            open_attempt = self._attempts.pop()
+            self._detach(open_attempt.token)
+            open_attempt.span.end()
+
+    def _close_steps(self) -> None:
+        self._close_attempts()
+        while self._steps:
+            open_step = self._steps.pop()
+            self._detach(open_step.token)
+            open_step.span.end()
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def step_started(self, step: StepName, step_type: StepType) -> None:
+        self._close_steps()
+        span = self._observer.tracer.start_span(
+            names.step_span_name(step),
+            context=self._run_context,
+            kind=SpanKind.INTERNAL,
+            attributes={names.ATTR_STEP: step, names.ATTR_STEP_TYPE: step_type},
+        )
+        token = otel_context.attach(trace.set_span_in_context(span))
+        self._steps.append(_OpenSpan(span, token))
+
+    def step_finished(self, outcome: StepOutcome) -> None:
+        self._close_attempts()
+        open_step = self._steps.pop() if self._steps else None
+        if open_step is not None:
+            self._detach(open_step.token)
+            if outcome.error is not None:
+                _mark_failed(open_step.span, outcome.error)
+            open_step.span.end()
+        self._close_steps()
+
+        ins = self._instruments
+        ins.step_duration.record(
+            outcome.duration_s,
+            {
+                names.ATTR_EVALUATION_NAME: self._scorer_id,
+                names.ATTR_STEP: outcome.step,
+                names.ATTR_STEP_TYPE: outcome.step_type,
+            },
+        )
+        execution = outcome.execution
+        if execution is not None:
+            counted: Attributes = {
+                names.ATTR_EVALUATION_NAME: self._scorer_id,
+                names.ATTR_STEP: outcome.step,
+                names.ATTR_REQUEST_MODEL: self._observer.model_guard(execution.judge_model_id),
+                names.ATTR_STATUS: execution.status,
+            }
+            ins.judge_executions.add(1, counted)
+            ins.judge_attempts.add(execution.attempt_count, counted)
+
+    # -- judge attempts ----------------------------------------------------------------------
+
+    def judge_attempt_started(self, step: StepName, request: JudgeRequest) -> None:
+        self._close_attempts()
+        parent = self._steps[-1].span if self._steps else self._run_span
+        model = self._models.get(step)
+        attributes: Attributes = {
+            names.ATTR_OPERATION_NAME: names.OPERATION_CHAT,
+            names.ATTR_STEP: step,
+            names.ATTR_JUDGE_ATTEMPT: request.attempt,
+            names.ATTR_JUDGE_FALLBACK: request.fallback,
+        }
+        if model:
+            attributes[names.ATTR_REQUEST_MODEL] = model
+        if self._capture.on_spans:
+            attributes[names.ATTR_SYSTEM_INSTRUCTIONS] = describe.system_instructions(request)
+            attributes[names.ATTR_INPUT_MESSAGES] = describe.input_messages(request)
+        span = self._observer.tracer.start_span(
+            names.chat_span_name(model) if model else names.OPERATION_CHAT,
+            context=trace.set_span_in_context(parent),
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+        )
+        # Current during the model call, so the HTTP client's or litellm's spans nest under it.
+        token = otel_context.attach(trace.set_span_in_context(span))
+        self._attempts.append(_OpenSpan(span, token, model))
+
+    def judge_attempt_finished(self, attempt: JudgeAttempt) -> None:
+        open_attempt = self._attempts.pop() if self._attempts else None
+        if open_attempt is not None:
+            self._detach(open_attempt.token)
+            self._finish_chat_span(open_attempt, attempt)
+        self._record_attempt_metrics(attempt)
+        reply = attempt.reply
+        if reply is not None and reply.response_id:
+            self._totals.response_id = reply.response_id
+
+    def _finish_chat_span(self, open_attempt: _OpenSpan, attempt: JudgeAttempt) -> None:
+        span, reply = open_attempt.span, attempt.reply
+        if open_attempt.model != attempt.model_id:
+            span.update_name(names.chat_span_name(attempt.model_id))
+        attributes: Attributes = {names.ATTR_REQUEST_MODEL: attempt.model_id}
+        if attempt.provider:
+            attributes[names.ATTR_PROVIDER_NAME] = attempt.provider
+        attributes.update(describe.usage_attributes(attempt.usage))
+        if reply is not None:
+            attributes.update(_reply_attributes(reply))
+            cost = _cost(reply)
+            if cost is not None:
+                amount, currency, source = cost
+                attributes[names.ATTR_USAGE_COST_AMOUNT] = amount
+                attributes[names.ATTR_USAGE_COST_CURRENCY] = currency
+                attributes[names.ATTR_USAGE_COST_SOURCE] = source
+            if self._capture.on_spans:
+                attributes[names.ATTR_OUTPUT_MESSAGES] = describe.output_messages(reply)
+        span.set_attributes(attributes)
+        if attempt.error is not None:
+            _mark_failed(span, attempt.error)
+        span.end()
+
+    def _record_attempt_metrics(self, attempt: JudgeAttempt) -> None:
+        ins = self._instruments
+        base: Attributes = {
+            names.ATTR_OPERATION_NAME: names.OPERATION_CHAT,
+            names.ATTR_REQUEST_MODEL: self._observer.model_guard(attempt.model_id),
+            names.ATTR_EVALUATION_NAME: self._scorer_id,
+            names.ATTR_STEP: attempt.step,
+        }
+        if attempt.provider:
+            base[names.ATTR_PROVIDER_NAME] = attempt.provider
+        usage = attempt.usage
+        if usage.input_tokens is not None:
+            ins.token_usage.record(
+                usage.input_tokens, {**base, names.ATTR_TOKEN_TYPE: names.TOKEN_TYPE_INPUT}
+            )
+        if usage.output_tokens is not None:
+            ins.token_usage.record(
+                usage.output_tokens, {**base, names.ATTR_TOKEN_TYPE: names.TOKEN_TYPE_OUTPUT}
+            )
+        duration_attributes = dict(base)
+        if attempt.error is not None:
+            duration_attributes[names.ATTR_ERROR_TYPE] = describe.error_type(attempt.error)
+        ins.operation_duration.record(attempt.duration_s, duration_attributes)
+        cost = _cost(attempt.reply) if attempt.reply is not None else None
+        if cost is not None and cost[1].upper() == "USD":
+            ins.judge_cost.add(
+                cost[0],
+                {
+                    names.ATTR_REQUEST_MODEL: base[names.ATTR_REQUEST_MODEL],
+                    names.ATTR_EVALUATION_NAME: self._scorer_id,
+                    names.ATTR_STEP: attempt.step,
+                    names.ATTR_COST_SOURCE: cost[2],
+                },
+            )
+
+    # -- run end -----------------------------------------------------------------------------
+
+    def run_finished(self, result: ScorerRunResult, duration_s: float) -> None:
+        self._close_steps()
+        score = getattr(result, "score", None)
+        not_scorable = bool(getattr(result, "not_scorable", None)) or score is None
+        outcome = names.OUTCOME_NOT_SCORABLE if not_scorable else names.OUTCOME_SUCCESS
+        span = self._run_span
+        if score is not None and not not_scorable:
+            span.set_attribute(names.ATTR_SCORE, float(score))
+        if self._capture.on_spans and result.reason is not None:
+            span.set_attribute(names.ATTR_REASON, describe.to_json(result.reason))
+        ins = self._instruments
+        ins.scorer_runs.add(
+            1, {names.ATTR_EVALUATION_NAME: self._scorer_id, names.ATTR_OUTCOME: outcome}
+        )
+        ins.run_duration.record(
+            duration_s, {names.ATTR_EVALUATION_NAME: self._scorer_id, names.ATTR_OUTCOME: outcome}
+        )
+        if score is not None and not not_scorable:
+            score_attributes: Attributes = {
+                names.ATTR_EVALUATION_NAME: self._scorer_id,
+                names.ATTR_SCORE_SOURCE: self._score_source,
+            }
+            if self._target:
+                score_attributes[names.ATTR_TARGET] = self._observer.target_guard(self._target)
+            ins.score_histogram(self._scale).record(float(score), score_attributes)
+        if self._emit_score:
+            reason = result.reason if self._capture.on_events else None
+            self._emit_event(score=None if not_scorable else score, reason=reason, error=None)
+        self._end_run()
+
+    def run_failed(self, error: BaseException, duration_s: float) -> None:
+        self._close_steps()
+        failed_step = getattr(error, "failed_step", None)
+        span = self._run_span
+        if failed_step:
+            span.set_attribute(names.ATTR_FAILED_STEP, str(failed_step))
+        _mark_failed(span, error)
+        run_attributes: Attributes = {
+            names.ATTR_EVALUATION_NAME: self._scorer_id,
+            names.ATTR_OUTCOME: names.OUTCOME_FAILED,
+        }
+        ins = self._instruments
+        ins.run_duration.record(duration_s, run_attributes)
+        if failed_step:
+            run_attributes[names.ATTR_FAILED_STEP] = str(failed_step)
+        ins.scorer_runs.add(1, run_attributes)
+        if self._emit_score:
+            self._emit_event(score=None, reason=None, error=error)
+        self._end_run()
+
+    def _end_run(self) -> None:
+        token, self._run_token = self._run_token, None
+        self._detach(token)
+        self._run_span.end()
+
+    def _emit_event(self, score: float | None, reason: Any, error: BaseException | None) -> None:
+        attributes: Attributes = {names.ATTR_EVALUATION_NAME: self._scorer_id}
+        if score is not None:
+            attributes[names.ATTR_EVALUATION_SCORE_VALUE] = float(score)
+            label = self._label(float(score))
+            if label is not None:
+                attributes[names.ATTR_EVALUATION_SCORE_LABEL] = label
+        if reason is not None:
+            attributes[names.ATTR_EVALUATION_EXPLANATION] = describe.to_json(reason)
+        if self._totals.response_id:
+            attributes[names.ATTR_RESPONSE_ID] = self._totals.response_id
+        if self._run_id:
+            attributes[names.ATTR_RUN_ID] = self._run_id
+        if error is not None:
+            attributes[names.ATTR_ERROR_TYPE] = describe.error_type(error)
+        parent = (
+            trace.set_span_in_context(NonRecordingSpan(self._evaluated))
+            if self._evaluated is not None
+            else self._run_context
+        )
+        self._observer.event_logger.emit(
+            event_name=names.EVENT_EVALUATION_RESULT,
+            context=parent,
+            severity_number=SeverityNumber.WARN if error is not None else SeverityNumber.INFO,
+            severity_text="WARN" if error is not None else "INFO",
+            attributes=attributes,
+        )
+
+    def _label(self, score: float) -> str | None:
+        threshold = self._threshold
+        if not isinstance(threshold, int | float) or isinstance(threshold, bool):
+            return None
+        passed = score <= threshold if self._direction == "lower_is_better" else score >= threshold
+        return "pass" if passed else "fail"
+
+
+def _reply_attributes(reply: JudgeReply) -> Attributes:
+    attributes: Attributes = {}
+    if reply.response_model:
+        attributes[names.ATTR_RESPONSE_MODEL] = reply.response_model
+    if reply.response_id:
+        attributes[names.ATTR_RESPONSE_ID] = reply.response_id
+    if reply.finish_reason:
+        attributes[names.ATTR_RESPONSE_FINISH_REASONS] = [reply.finish_reason]
+    if reply.server_address:
+        attributes[names.ATTR_SERVER_ADDRESS] = reply.server_address
+    if reply.server_port is not None:
+        attributes[names.ATTR_SERVER_PORT] = reply.server_port
+    return attributes
+
+
+def _cost(reply: JudgeReply) -> tuple[float, str, str] | None:
+    """(amount, currency, source): the provider's own figure wins over the price-table estimate."""
+    if reply.cost is not None:
+        return float(reply.cost.amount), reply.cost.unit, names.COST_SOURCE_PROVIDER
+    if reply.estimated_cost_usd is not None:
+        return float(reply.estimated_cost_usd), "USD", names.COST_SOURCE_ESTIMATE
+    return None
+
+
+def _mark_failed(span: Span, error: BaseException) -> None:
+    kind = describe.error_type(error)
+    span.set_attribute(names.ATTR_ERROR_TYPE, kind)
+    span.set_status(Status(StatusCode.ERROR, kind))
+    # The exception's own message: scorewatch errors never carry prompts or model output.
+    span.record_exception(error)

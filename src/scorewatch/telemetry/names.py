@@ -1,0 +1,268 @@
+"""Every telemetry name scorewatch emits: spans, attributes, events, metrics, units and buckets.
+
+Names follow the OpenTelemetry GenAI semantic conventions (core semantic-conventions v1.41,
+"Development" status); the rest lives in the `scorewatch.*` namespace. Nothing else in the code
+base spells a telemetry name: a rename is a one-line change here. See docs/spec telemetry.md.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "ATTR_COST_SOURCE",
+    "ATTR_DECISION",
+    "ATTR_ERROR_TYPE",
+    "ATTR_EVALUATION_EXPLANATION",
+    "ATTR_EVALUATION_NAME",
+    "ATTR_EVALUATION_SCORE_LABEL",
+    "ATTR_EVALUATION_SCORE_VALUE",
+    "ATTR_FAILED_STEP",
+    "ATTR_INPUT_MESSAGES",
+    "ATTR_JUDGE_ATTEMPT",
+    "ATTR_JUDGE_FALLBACK",
+    "ATTR_OPERATION_NAME",
+    "ATTR_OUTCOME",
+    "ATTR_OUTPUT_MESSAGES",
+    "ATTR_PROVIDER_NAME",
+    "ATTR_REASON",
+    "ATTR_REQUEST_MODEL",
+    "ATTR_RESPONSE_FINISH_REASONS",
+    "ATTR_RESPONSE_ID",
+    "ATTR_RESPONSE_MODEL",
+    "ATTR_RUN_ID",
+    "ATTR_RUN_INPUT",
+    "ATTR_RUN_OUTPUT",
+    "ATTR_SCORE",
+    "ATTR_SCORER_ID",
+    "ATTR_SCORER_NAME",
+    "ATTR_SCORE_SOURCE",
+    "ATTR_SERVER_ADDRESS",
+    "ATTR_SERVER_PORT",
+    "ATTR_SINK",
+    "ATTR_STATUS",
+    "ATTR_STEP",
+    "ATTR_STEP_TYPE",
+    "ATTR_SYSTEM_INSTRUCTIONS",
+    "ATTR_TARGET",
+    "ATTR_TOKEN_TYPE",
+    "ATTR_USAGE_CACHE_CREATION_INPUT_TOKENS",
+    "ATTR_USAGE_CACHE_READ_INPUT_TOKENS",
+    "ATTR_USAGE_COST_AMOUNT",
+    "ATTR_USAGE_COST_CURRENCY",
+    "ATTR_USAGE_COST_SOURCE",
+    "ATTR_USAGE_INPUT_TOKENS",
+    "ATTR_USAGE_OUTPUT_TOKENS",
+    "ATTR_USAGE_REASONING_OUTPUT_TOKENS",
+    "CARDINALITY_OVERFLOW",
+    "COST_SOURCE_ESTIMATE",
+    "COST_SOURCE_PROVIDER",
+    "DECISIONS",
+    "DEFAULT_CARDINALITY_LIMIT",
+    "DEFAULT_PROMETHEUS_ADDRESS",
+    "DURATION_BUCKETS_S",
+    "ENV_CAPTURE_CONTENT",
+    "EVENT_EVALUATION_RESULT",
+    "INSTRUMENTATION_SCOPE",
+    "METRIC_JUDGE_ATTEMPTS",
+    "METRIC_JUDGE_COST",
+    "METRIC_JUDGE_EXECUTIONS",
+    "METRIC_LIVE_DECISIONS",
+    "METRIC_LIVE_IN_FLIGHT",
+    "METRIC_LIVE_QUEUE_DEPTH",
+    "METRIC_OPERATION_DURATION",
+    "METRIC_RUN_DURATION",
+    "METRIC_SCORE",
+    "METRIC_SCORER_RUNS",
+    "METRIC_SINK_ERRORS",
+    "METRIC_STEP_DURATION",
+    "METRIC_TOKEN_USAGE",
+    "OPERATION_CHAT",
+    "OPERATION_EVALUATION",
+    "OUTCOME_FAILED",
+    "OUTCOME_NOT_SCORABLE",
+    "OUTCOME_SUCCESS",
+    "PROM_JUDGE_ATTEMPTS",
+    "PROM_JUDGE_COST",
+    "PROM_JUDGE_EXECUTIONS",
+    "PROM_LIVE_DECISIONS",
+    "PROM_LIVE_IN_FLIGHT",
+    "PROM_LIVE_QUEUE_DEPTH",
+    "PROM_OPERATION_DURATION",
+    "PROM_RUN_DURATION",
+    "PROM_SCORE",
+    "PROM_SCORER_RUNS",
+    "PROM_SINK_ERRORS",
+    "PROM_STEP_DURATION",
+    "PROM_TOKEN_USAGE",
+    "RUN_DURATION_BUCKETS_S",
+    "SCORE_BUCKETS",
+    "SPAN_CHAT",
+    "SPAN_RUN",
+    "SPAN_STEP",
+    "STATUS_FAILED",
+    "STATUS_SUCCESS",
+    "TOKEN_BUCKETS",
+    "TOKEN_TYPE_INPUT",
+    "TOKEN_TYPE_OUTPUT",
+    "UNIT_COST_USD",
+    "UNIT_DIMENSIONLESS",
+    "UNIT_SECONDS",
+    "UNIT_TOKEN",
+    "chat_span_name",
+    "run_span_name",
+    "score_buckets",
+    "step_span_name",
+]
+
+INSTRUMENTATION_SCOPE: Final = "scorewatch.telemetry"
+
+# -- spans (§2) --------------------------------------------------------------------------------
+
+SPAN_RUN: Final = "evaluation {scorer_id}"
+SPAN_STEP: Final = "evaluation.step {step}"
+SPAN_CHAT: Final = "chat {model}"
+
+
+def run_span_name(scorer_id: str) -> str:
+    return SPAN_RUN.format(scorer_id=scorer_id)
+
+
+def step_span_name(step: str) -> str:
+    return SPAN_STEP.format(step=step)
+
+
+def chat_span_name(model: str) -> str:
+    return SPAN_CHAT.format(model=model)
+
+
+OPERATION_EVALUATION: Final = "evaluation"
+OPERATION_CHAT: Final = "chat"
+
+# -- attributes: GenAI semantic conventions ----------------------------------------------------
+
+ATTR_OPERATION_NAME: Final = "gen_ai.operation.name"
+ATTR_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+ATTR_PROVIDER_NAME: Final = "gen_ai.provider.name"
+ATTR_REQUEST_MODEL: Final = "gen_ai.request.model"
+ATTR_RESPONSE_MODEL: Final = "gen_ai.response.model"
+ATTR_RESPONSE_ID: Final = "gen_ai.response.id"
+ATTR_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+ATTR_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+ATTR_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+ATTR_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+ATTR_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+ATTR_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
+ATTR_USAGE_COST_AMOUNT: Final = "gen_ai.usage.cost.amount"
+ATTR_USAGE_COST_CURRENCY: Final = "gen_ai.usage.cost.currency"
+ATTR_USAGE_COST_SOURCE: Final = "gen_ai.usage.cost.source"
+ATTR_TOKEN_TYPE: Final = "gen_ai.token.type"
+ATTR_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+ATTR_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+ATTR_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+ATTR_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+ATTR_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+ATTR_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+ATTR_SERVER_ADDRESS: Final = "server.address"
+ATTR_SERVER_PORT: Final = "server.port"
+ATTR_ERROR_TYPE: Final = "error.type"
+
+TOKEN_TYPE_INPUT: Final = "input"
+TOKEN_TYPE_OUTPUT: Final = "output"
+
+# -- attributes: scorewatch namespace ----------------------------------------------------------
+
+ATTR_SCORER_ID: Final = "scorewatch.scorer.id"
+ATTR_SCORER_NAME: Final = "scorewatch.scorer.name"
+ATTR_RUN_ID: Final = "scorewatch.run_id"
+ATTR_SCORE_SOURCE: Final = "scorewatch.score_source"
+ATTR_SCORE: Final = "scorewatch.score"
+ATTR_FAILED_STEP: Final = "scorewatch.failed_step"
+ATTR_STEP: Final = "scorewatch.step"
+ATTR_STEP_TYPE: Final = "scorewatch.step.type"
+ATTR_TARGET: Final = "scorewatch.target"
+ATTR_COST_SOURCE: Final = "scorewatch.cost.source"
+ATTR_STATUS: Final = "scorewatch.status"
+ATTR_OUTCOME: Final = "scorewatch.outcome"
+ATTR_DECISION: Final = "scorewatch.decision"
+ATTR_SINK: Final = "scorewatch.sink"
+# Our own, span-only: which attempt of the step a `chat` span is, and whether it is the
+# structured-output fallback.
+ATTR_JUDGE_ATTEMPT: Final = "scorewatch.judge.attempt"
+ATTR_JUDGE_FALLBACK: Final = "scorewatch.judge.fallback"
+# Content of the run itself, on the run span, only when content capture is on for spans.
+ATTR_RUN_INPUT: Final = "scorewatch.input"
+ATTR_RUN_OUTPUT: Final = "scorewatch.output"
+ATTR_REASON: Final = "scorewatch.reason"
+
+COST_SOURCE_PROVIDER: Final = "provider"
+COST_SOURCE_ESTIMATE: Final = "estimate"
+STATUS_SUCCESS: Final = "success"
+STATUS_FAILED: Final = "failed"
+OUTCOME_SUCCESS: Final = "success"
+OUTCOME_FAILED: Final = "failed"
+OUTCOME_NOT_SCORABLE: Final = "not_scorable"
+DECISIONS: Final = ("sampled", "not_sampled", "filtered", "dropped_queue_full", "dropped_shutdown")
+
+# -- events (§3) -------------------------------------------------------------------------------
+
+EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+
+# -- metrics (§4): OTel instrument names and the Prometheus series they become ----------------
+
+METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+METRIC_JUDGE_COST: Final = "scorewatch.judge.cost.usd"
+METRIC_JUDGE_EXECUTIONS: Final = "scorewatch.judge.executions"
+METRIC_JUDGE_ATTEMPTS: Final = "scorewatch.judge.attempts"
+METRIC_SCORE: Final = "gen_ai.evaluation.score"
+METRIC_SCORER_RUNS: Final = "scorewatch.scorer.runs"
+METRIC_RUN_DURATION: Final = "scorewatch.scorer.run.duration"
+METRIC_STEP_DURATION: Final = "scorewatch.scorer.step.duration"
+METRIC_LIVE_DECISIONS: Final = "scorewatch.live.decisions"
+METRIC_LIVE_QUEUE_DEPTH: Final = "scorewatch.live.queue.depth"
+METRIC_LIVE_IN_FLIGHT: Final = "scorewatch.live.in_flight"
+METRIC_SINK_ERRORS: Final = "scorewatch.sink.errors"
+
+PROM_TOKEN_USAGE: Final = "gen_ai_client_token_usage"
+PROM_OPERATION_DURATION: Final = "gen_ai_client_operation_duration_seconds"
+PROM_JUDGE_COST: Final = "scorewatch_judge_cost_usd_total"
+PROM_JUDGE_EXECUTIONS: Final = "scorewatch_judge_executions_total"
+PROM_JUDGE_ATTEMPTS: Final = "scorewatch_judge_attempts_total"
+PROM_SCORE: Final = "gen_ai_evaluation_score"
+PROM_SCORER_RUNS: Final = "scorewatch_scorer_runs_total"
+PROM_RUN_DURATION: Final = "scorewatch_scorer_run_duration_seconds"
+PROM_STEP_DURATION: Final = "scorewatch_scorer_step_duration_seconds"
+PROM_LIVE_DECISIONS: Final = "scorewatch_live_decisions_total"
+PROM_LIVE_QUEUE_DEPTH: Final = "scorewatch_live_queue_depth"
+PROM_LIVE_IN_FLIGHT: Final = "scorewatch_live_in_flight"
+PROM_SINK_ERRORS: Final = "scorewatch_sink_errors_total"
+
+UNIT_TOKEN: Final = "{token}"
+UNIT_SECONDS: Final = "s"
+UNIT_COST_USD: Final = "{USD}"
+UNIT_DIMENSIONLESS: Final = "1"
+
+TOKEN_BUCKETS: Final[tuple[float, ...]] = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
+)  # fmt: skip
+DURATION_BUCKETS_S: Final[tuple[float, ...]] = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)  # fmt: skip
+# A scorer run spans several judge calls, so its duration histogram reuses the GenAI buckets.
+RUN_DURATION_BUCKETS_S: Final[tuple[float, ...]] = DURATION_BUCKETS_S
+
+
+def score_buckets(scale: float = 1.0) -> tuple[float, ...]:
+    """Boundaries 0.05 apart on [0, 1], multiplied by the scorer's scale."""
+    return tuple(round(step * 0.05, 2) * scale for step in range(21))
+
+
+SCORE_BUCKETS: Final[tuple[float, ...]] = score_buckets(1.0)
+
+# -- configuration -----------------------------------------------------------------------------
+
+ENV_CAPTURE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+CARDINALITY_OVERFLOW: Final = "_other"
+DEFAULT_CARDINALITY_LIMIT: Final = 100
+DEFAULT_PROMETHEUS_ADDRESS: Final = "127.0.0.1:9464"
