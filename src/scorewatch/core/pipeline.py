@@ -29,7 +29,7 @@ from .result import (
 )
 from .run_input import coerce_run
 from .scorer import Scorer, Step
-from .steps import StepName
+from .steps import StepName, camel_step
 
 __all__ = ["run_scorer"]
 
@@ -179,7 +179,7 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
         raise ScorewatchError(
             f"scorer {scorer.id!r} has no generate_score step",
             code=MISSING_GENERATE_SCORE,
-            details={"scorerId": scorer.id, "steps": ", ".join(s.name for s in steps)},
+            details={"scorerId": scorer.id, "steps": ", ".join(camel_step(s.name) for s in steps)},
         )
     run = await _prepare(scorer, run)
     if not run.run_id:
