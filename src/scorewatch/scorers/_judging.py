@@ -1,0 +1,114 @@
+"""Shared pieces of the LLM-judged prebuilt scorers: answer schemas, judge set-up, verdict maths.
+
+Conventions every LLM-judged scorer follows:
+
+* the judge returns verdicts (lists of labelled items); the score is computed from them in a
+  function step, never asked of the judge;
+* scores are rounded half up to two decimals (`round_to_two_decimals`);
+* nothing to judge (no claims, no statements, no context) gives 0, and the reason prompt says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..core import JudgeConfig
+from ..judge.protocol import JudgeModel
+
+__all__ = [
+    "JudgeAnswer",
+    "bullets",
+    "field_of",
+    "items_of",
+    "judge",
+    "label_of",
+    "numbered",
+    "ratio",
+    "require_scale",
+]
+
+
+def _tighten(schema: dict[str, Any]) -> None:
+    """Drop generated titles and defaults; require every property and forbid others, recursively."""
+    schema.pop("title", None)
+    schema.pop("default", None)
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        schema["required"] = list(properties)
+        schema["additionalProperties"] = False
+        for sub in properties.values():
+            if isinstance(sub, dict):
+                _tighten(sub)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        _tighten(items)
+    for key in ("$defs", "definitions"):
+        defs = schema.get(key)
+        if isinstance(defs, dict):
+            for sub in defs.values():
+                if isinstance(sub, dict):
+                    _tighten(sub)
+    for key in ("anyOf", "allOf"):
+        options = schema.get(key)
+        if isinstance(options, list):
+            for sub in options:
+                if isinstance(sub, dict):
+                    _tighten(sub)
+
+
+class JudgeAnswer(BaseModel):
+    """A judge answer: described strictly, validated leniently.
+
+    The schema sent to the judge requires every field and forbids extras (what strict
+    structured-output modes want, and shorter than pydantic's titled schema); validation ignores
+    extra keys and fills defaults, so one sloppy field does not cost a fallback call.
+    """
+
+    model_config = ConfigDict(
+        extra="ignore", json_schema_extra=lambda schema, _cls: _tighten(schema)
+    )
+
+
+def judge(
+    model: str | JudgeModel, instructions: str, model_options: Mapping[str, Any] | None
+) -> JudgeConfig:
+    """The scorer-level judge: a litellm model id (with `model_options`) or a `JudgeModel`."""
+    return JudgeConfig(model=model, instructions=instructions, model_options=model_options)
+
+
+def require_scale(scale: float) -> float:
+    if isinstance(scale, bool) or not isinstance(scale, int | float) or not scale > 0:
+        raise ValueError(f"scale must be a positive number, got {scale!r}")
+    return scale
+
+
+def field_of(entry: Any, name: str) -> Any:
+    return entry.get(name) if isinstance(entry, Mapping) else None
+
+
+def items_of(result: Any, key: str) -> list[Any]:
+    """The list under `key` of a step result, `[]` when absent."""
+    found = field_of(result, key)
+    return list(found) if isinstance(found, list) else []
+
+
+def label_of(entry: Any, name: str = "verdict") -> str:
+    """A verdict label, trimmed and lower-cased (`" Yes"` counts as `"yes"`)."""
+    value = field_of(entry, name)
+    return value.strip().lower() if isinstance(value, str) else ""
+
+
+def ratio(part: float, total: float) -> float:
+    return 0.0 if total <= 0 else min(1.0, max(0.0, part / total))
+
+
+def numbered(items: Sequence[str]) -> str:
+    """`[0] first` lines: judges echo indices more reliably than they echo text."""
+    return "\n".join(f"[{index}] {item}" for index, item in enumerate(items)) or "(none)"
+
+
+def bullets(items: Sequence[str]) -> str:
+    return "\n".join(f"- {item}" for item in items) if items else "- none"

@@ -1,0 +1,136 @@
+"""What the prebuilt scorers read from a run: the request text, the response text, the context.
+
+Every scorer accepts the same three run shapes (plain strings, OpenAI-style chat messages, the
+reference system's agent messages); these helpers sit on top of `scorers.utils` so each scorer
+reads them the same way.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from .utils import (
+    extract_agent_response_messages,
+    extract_input_messages,
+    extract_tool_results,
+    get_assistant_message_from_run_output,
+    get_user_message_from_run_input,
+)
+
+__all__ = [
+    "ContextExtractor",
+    "all_request_text",
+    "all_response_text",
+    "as_text",
+    "reference_text",
+    "request_text",
+    "resolve_context",
+    "response_text",
+    "tool_result_context",
+]
+
+ContextExtractor = Callable[[Any, Any], "Sequence[str] | Awaitable[Sequence[str]] | str | None"]
+
+
+def request_text(run_input: Any) -> str:
+    """The user's message (the first user message of a conversation), or `''`."""
+    return get_user_message_from_run_input(run_input) or ""
+
+
+def all_request_text(run_input: Any) -> str:
+    """Every input message's text joined by a blank line (a bare string is itself)."""
+    return "\n\n".join(text for text in extract_input_messages(run_input) if text.strip())
+
+
+def response_text(run_output: Any) -> str:
+    """The answer: for a message list, the LAST assistant message with non-blank text (a
+    tool-call turn without text before the final answer is skipped); otherwise the assistant
+    text of the output. `''` when there is none."""
+    if isinstance(run_output, list | tuple):
+        texts = [text for text in extract_agent_response_messages(run_output) if text.strip()]
+        return texts[-1] if texts else ""
+    return get_assistant_message_from_run_output(run_output) or ""
+
+
+def all_response_text(run_output: Any, separator: str = " ") -> str:
+    """Every assistant message's text joined by `separator` (checks look at the whole reply)."""
+    if isinstance(run_output, list | tuple):
+        texts = [text for text in extract_agent_response_messages(run_output) if text]
+        return separator.join(texts)
+    return get_assistant_message_from_run_output(run_output) or ""
+
+
+def as_text(value: Any) -> str:
+    """A reference value (ground truth, reference tone) as text: strings as they are, message
+    shapes through the assistant/user lookups, anything else as compact JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    found = get_assistant_message_from_run_output(value) or get_user_message_from_run_input(value)
+    if found is not None:
+        return found
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def tool_result_context(run_output: Any) -> list[str]:
+    """The results of the tools the agent called, as text: the context an agent answered from
+    when no other context is given."""
+    pieces: list[str] = []
+    for result in extract_tool_results(run_output):
+        body = result.result if isinstance(result.result, str) else as_text(result.result)
+        if body.strip():
+            pieces.append(f"{result.tool_name}: {body}" if result.tool_name else body)
+    return pieces
+
+
+def _as_pieces(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, Mapping):
+        return [as_text(value)]
+    return [piece if isinstance(piece, str) else as_text(piece) for piece in value]
+
+
+async def resolve_context(
+    run_input: Any,
+    run_output: Any,
+    context: Sequence[str] | None,
+    context_extractor: ContextExtractor | None,
+    *,
+    from_tools: bool = False,
+) -> list[str]:
+    """The context pieces to judge against: the extractor's answer (sync or async) when given,
+    else `context`, else (when `from_tools`) the output's tool results. Blank pieces are dropped.
+
+    Unlike the reference system, the extractor is called for every run shape, not only for
+    agent-shaped runs: with OpenAI-style messages a silent skip would judge against nothing.
+    """
+    if context_extractor is not None:
+        extracted = context_extractor(run_input, run_output)
+        if inspect.isawaitable(extracted):
+            extracted = await extracted
+        pieces = _as_pieces(extracted)
+    elif context is not None:
+        pieces = _as_pieces(context)
+    elif from_tools:
+        pieces = tool_result_context(run_output)
+    else:
+        pieces = []
+    return [piece for piece in pieces if piece.strip()]
+
+
+def reference_text(run_input: Any, ground_truth: Any) -> tuple[str, str]:
+    """What an output is compared with, and where it came from: the ground truth when the run
+    has one, else the run input (every input message)."""
+    if ground_truth is not None:
+        return as_text(ground_truth), "ground_truth"
+    return all_request_text(run_input) or request_text(run_input), "input"

@@ -1,0 +1,79 @@
+"""Words of a text for the model-free scorers: tokens, stop words, stems.
+
+Libraries, not hand-rolled lists: stop words come from `stop-words` (lists for 30+ languages
+shipped inside the package, no download, no dependencies) and stems from `snowballstemmer` (the
+Snowball project's stemmers, pure Python, 30+ languages). Both load from the installed package,
+never from the network.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import cache
+from typing import Any
+
+__all__ = ["check_language", "content_words", "fold", "stem_words", "stop_words", "words"]
+
+# Runs of letters or digits; an apostrophe inside a word keeps "don't" whole for the stop list.
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+
+
+def fold(text: str) -> str:
+    """Lower-case and strip diacritics (`Café` -> `cafe`), so accents do not split matches."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
+
+
+def words(text: str) -> list[str]:
+    """The folded words of `text`, in order, repeats kept."""
+    return _WORD.findall(fold(text.replace("\u2019", "'")))
+
+
+@cache
+def stop_words(language: str) -> frozenset[str]:
+    """The stop-word list of `language` (`"english"` or `"en"`), folded."""
+    from stop_words import get_stop_words
+
+    return frozenset(fold(word) for word in get_stop_words(language))
+
+
+@cache
+def _stemmer(language: str) -> Any:
+    import snowballstemmer
+
+    return snowballstemmer.stemmer(language)
+
+
+def stem_words(tokens: list[str], language: str) -> list[str]:
+    stems: list[str] = _stemmer(_snowball_name(language)).stemWords(tokens)
+    return stems
+
+
+def content_words(text: str, language: str, *, keep_digits: bool = True) -> list[str]:
+    """Words of `text` without stop words (and without numbers unless `keep_digits`)."""
+    stopped = stop_words(language)
+    return [
+        word for word in words(text) if word not in stopped and (keep_digits or not word.isdigit())
+    ]
+
+
+def _snowball_name(language: str) -> str:
+    from stop_words import LANGUAGE_MAPPING
+
+    mapping: dict[str, str] = LANGUAGE_MAPPING
+    return mapping.get(language, language)
+
+
+def check_language(language: str) -> str:
+    """`language` if both libraries know it, else ValueError naming the problem."""
+    import snowballstemmer
+    from stop_words import StopWordError
+
+    try:
+        stop_words(language)
+    except StopWordError:
+        raise ValueError(f"no stop-word list for language {language!r}") from None
+    if _snowball_name(language) not in snowballstemmer.algorithms():
+        raise ValueError(f"no Snowball stemmer for language {language!r}")
+    return language
