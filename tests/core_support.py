@@ -24,7 +24,9 @@ USAGE_10_20_30 = {"inputTokens": 10, "outputTokens": 20, "totalTokens": 30}
 USAGE_20_40_60 = {"inputTokens": 20, "outputTokens": 40, "totalTokens": 60}
 
 
-def judge_config(model: Any, instructions: str | None = INSTRUCTIONS, **fields: Any) -> sw.JudgeConfig:
+def judge_config(
+    model: Any, instructions: str | None = INSTRUCTIONS, **fields: Any
+) -> sw.JudgeConfig:
     return sw.JudgeConfig(model=model, instructions=instructions, **fields)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from core_support import judge_config
 from pydantic import BaseModel
 
 import scorewatch as sw
+from core_support import judge_config
 from scorewatch.core.errors import (
     INVALID_SCORER_DEFINITION,
     MISSING_GENERATE_SCORE,
@@ -102,7 +102,8 @@ async def test_item_03_run_without_generate_score_raises_plain_error() -> None:
         await scorer.run(input="i", output="o")
     error = caught.value
     assert not isinstance(error, sw.ScorerRunError)
-    assert error.code == "MASTR_SCORER_FAILED_TO_RUN_MISSING_GENERATE_SCORE" == MISSING_GENERATE_SCORE
+    assert error.code == MISSING_GENERATE_SCORE
+    assert error.code == "MASTR_SCORER_FAILED_TO_RUN_MISSING_GENERATE_SCORE"
     assert error.details == {"scorerId": "no-score", "steps": "preprocess, analyze"}
     assert "no-score" in error.message
 
