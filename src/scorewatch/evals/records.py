@@ -1,0 +1,122 @@
+"""Flat, JSON-safe records of finished (item, scorer) runs: what `--out` files and reports hold."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import ScorerRunError
+from ..core.hooks import JudgeAttempt, RunListener, RunStart
+from ..core.records import JudgeResults
+from ..core.result import ScorerRunResult, ScorerRunSnapshot
+from .experiment import RunOutcome
+
+__all__ = ["EstimatedCostCollector", "outcome_record"]
+
+
+def _judge_totals(judge: JudgeResults | None) -> tuple[int, int, int]:
+    """(model calls, attempts, total tokens) over every execution, failed ones included."""
+    calls = attempts = tokens = 0
+    for record in (judge or {}).values():
+        for execution in record.executions:
+            calls += execution.model_call_count
+            attempts += execution.attempt_count
+            usage = execution.usage
+            if usage is not None:
+                tokens += usage.total_tokens or 0
+    return calls, attempts, tokens
+
+
+def outcome_record(
+    outcome: RunOutcome, item: dict[str, Any], estimated_cost_usd: float | None
+) -> dict[str, Any]:
+    """One line of an eval's results file."""
+    snapshot: ScorerRunSnapshot | None
+    if outcome.result is not None:
+        snapshot = outcome.result
+    elif isinstance(outcome.error, ScorerRunError):
+        snapshot = outcome.error.result
+    else:
+        snapshot = None
+    calls, attempts, tokens = _judge_totals(snapshot.judge if snapshot is not None else None)
+    record: dict[str, Any] = {
+        "item": outcome.item_index,
+        "scorer_id": outcome.scorer.id,
+        "scorer_name": outcome.scorer.name,
+        "run_id": snapshot.run_id if snapshot is not None else None,
+        "input": item.get("input"),
+        "output": snapshot.output if snapshot is not None else item.get("output"),
+        "ground_truth": item.get("ground_truth"),
+        "score": None,
+        "reason": None,
+        "error": None,
+        "failed_step": None,
+        "completed_steps": None,
+        "judge_calls": calls,
+        "judge_attempts": attempts,
+        "tokens": tokens,
+        "estimated_cost_usd": estimated_cost_usd,
+    }
+    if isinstance(outcome.result, ScorerRunResult):
+        record["score"] = outcome.result.score
+        reason = outcome.result.reason
+        record["reason"] = reason if isinstance(reason, str) else None
+    else:
+        error = outcome.error
+        record["error"] = getattr(error, "message", None) or str(error)
+        if isinstance(error, ScorerRunError):
+            record["failed_step"] = error.failed_step
+            record["completed_steps"] = list(error.completed_steps)
+    return record
+
+
+@dataclass(slots=True)
+class _CostListener:
+    collector: EstimatedCostCollector
+    run_id: str
+    trace_id: str | None = None
+    total: float = 0.0
+    known: bool = False
+
+    def step_started(self, step: Any, step_type: Any) -> None:
+        pass
+
+    def judge_attempt_started(self, step: Any, request: Any) -> None:
+        pass
+
+    def judge_attempt_finished(self, attempt: JudgeAttempt) -> None:
+        reply = attempt.reply
+        if reply is None:
+            return
+        if reply.cost is not None and reply.cost.unit.upper() == "USD":
+            self.total += reply.cost.amount
+            self.known = True
+        elif reply.estimated_cost_usd is not None:
+            self.total += reply.estimated_cost_usd
+            self.known = True
+
+    def step_finished(self, outcome: Any) -> None:
+        pass
+
+    def run_finished(self, result: Any, duration_s: float) -> None:
+        self._done()
+
+    def run_failed(self, error: BaseException, duration_s: float) -> None:
+        self._done()
+
+    def _done(self) -> None:
+        if self.known:
+            self.collector.costs[self.run_id] = self.total
+
+
+@dataclass(slots=True)
+class EstimatedCostCollector:
+    """A run observer that adds up each run's judge cost (provider-reported, else estimated)."""
+
+    costs: dict[str, float] = field(default_factory=dict)
+
+    def run_started(self, start: RunStart) -> RunListener | None:
+        return _CostListener(self, start.run.run_id or "")
+
+    def pop(self, run_id: str | None) -> float | None:
+        return self.costs.pop(run_id, None) if run_id else None

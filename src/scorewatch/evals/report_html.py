@@ -1,0 +1,168 @@
+"""A self-contained HTML report of an evaluation: one file, no external scripts or fonts.
+
+Charts are drawn in the browser by a short inline script into SVG, from the data embedded in the
+page; every text that came from the dataset or the judge is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .summary import ScorerSummary, summarize_records
+
+__all__ = ["render_report"]
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem;color:#1f2328;
+  max-width:1100px}
+h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d0d7de}
+table{border-collapse:collapse;width:100%;font-size:.9rem}
+th,td{border-bottom:1px solid #eaeef2;padding:.35rem .5rem;text-align:left;vertical-align:top}
+th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.charts{display:flex;flex-wrap:wrap;gap:1.5rem}.chart{border:1px solid #d0d7de;padding:.5rem}
+.chart h3{font-size:.95rem;margin:.2rem 0 .5rem}.muted{color:#656d76}.err{color:#cf222e}
+"""
+
+_SCRIPT = """
+(function(){
+const data = JSON.parse(document.getElementById('report-data').textContent);
+const NS = 'http://www.w3.org/2000/svg';
+function el(name, attrs, text){const e=document.createElementNS(NS,name);
+  for(const k in attrs){e.setAttribute(k,attrs[k]);}
+  if(text!==undefined){e.textContent=text;} return e;}
+function bars(svg, labels, values, maxValue, color){
+  const w=+svg.getAttribute('width'), h=+svg.getAttribute('height'), pad=30;
+  const n=values.length, bw=(w-pad*2)/Math.max(n,1);
+  svg.appendChild(el('line',{x1:pad,y1:h-pad,x2:w-pad,y2:h-pad,stroke:'#8c959f'}));
+  values.forEach(function(v,i){
+    const bh=maxValue>0?(h-pad*2)*v/maxValue:0;
+    svg.appendChild(el('rect',{x:pad+i*bw+2,y:h-pad-bh,width:Math.max(bw-4,1),height:bh,
+      fill:color,'class':'bar','data-value':v}));
+    svg.appendChild(el('text',{x:pad+i*bw+bw/2,y:h-pad+14,'font-size':10,'text-anchor':'middle'},
+      labels[i]));
+  });
+}
+data.scorers.forEach(function(s, index){
+  const svg=document.getElementById('hist-'+index);
+  const counts=s.histogram; bars(svg, counts.map(function(_,i){return (i/10).toFixed(1);}),
+    counts, Math.max.apply(null, counts.concat([1])), '#0969da');
+});
+const means=document.getElementById('means');
+bars(means, data.scorers.map(function(s){return s.id;}),
+  data.scorers.map(function(s){return s.mean===null?0:s.mean;}),
+  Math.max.apply(null, data.scorers.map(function(s){return s.scale;}).concat([1])), '#1a7f37');
+document.body.setAttribute('data-charts-rendered',
+  String(document.querySelectorAll('rect.bar').length));
+})();
+"""
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _clip(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return html.escape(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _histogram(scores: list[float], scale: float) -> list[int]:
+    counts = [0] * 10
+    for score in scores:
+        fraction = score / scale if scale else 0.0
+        counts[min(9, max(0, int(fraction * 10)))] += 1
+    return counts
+
+
+def _summary_rows(summaries: dict[str, ScorerSummary]) -> str:
+    rows = []
+    for summary in summaries.values():
+        p10, p50, p90 = summary.quantiles()
+        cost = f"${summary.estimated_cost_usd:.4f}" if summary.has_cost else "–"
+        cells = [
+            html.escape(summary.scorer_id),
+            str(summary.runs),
+            _fmt(summary.mean),
+            _fmt(p10),
+            _fmt(p50),
+            _fmt(p90),
+            str(summary.failures),
+            str(summary.judge_calls),
+            str(summary.tokens),
+            cost,
+        ]
+        rows.append(
+            "<tr>"
+            + "".join(f"<td{' class=num' if i else ''}>{cell}</td>" for i, cell in enumerate(cells))
+            + "</tr>"
+        )
+    return "".join(rows)
+
+
+def render_report(
+    records: Sequence[dict[str, Any]],
+    *,
+    title: str = "scorewatch evaluation",
+    scales: dict[str, float] | None = None,
+    lowest: int = 10,
+) -> str:
+    """The report page for result records (the lines of an eval's `--out` file)."""
+    summaries = summarize_records(records)
+    scales = scales or {}
+    chart_data = {
+        "scorers": [
+            {
+                "id": s.scorer_id,
+                "mean": s.mean,
+                "scale": scales.get(s.scorer_id, 1.0),
+                "histogram": _histogram(s.scores, scales.get(s.scorer_id, 1.0)),
+            }
+            for s in summaries.values()
+        ]
+    }
+    embedded = json.dumps(chart_data).replace("</", "<\\/")
+    histograms = "".join(
+        f'<div class="chart"><h3>{html.escape(s.scorer_id)}: score distribution</h3>'
+        f'<svg id="hist-{i}" width="360" height="200" role="img"></svg></div>'
+        for i, s in enumerate(summaries.values())
+    )
+    scored = [r for r in records if r.get("error") is None and r.get("score") is not None]
+    low_rows = "".join(
+        f"<tr><td>{html.escape(str(r['scorer_id']))}</td><td class=num>{r['item']}</td>"
+        f"<td class=num>{_fmt(r['score'])}</td><td>{_clip(r.get('reason') or '')}</td>"
+        f"<td>{_clip(r.get('output'))}</td></tr>"
+        for r in sorted(scored, key=lambda r: float(r["score"]))[:lowest]
+    )
+    failures = [r for r in records if r.get("error")]
+    failure_rows = "".join(
+        f"<tr><td>{html.escape(str(r['scorer_id']))}</td><td class=num>{r['item']}</td>"
+        f"<td>{html.escape(str(r.get('failed_step') or '–'))}</td>"
+        f"<td class=err>{_clip(r['error'])}</td></tr>"
+        for r in failures
+    )
+    total_items = len({r.get("item") for r in records})
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>{_STYLE}</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p class="muted">{total_items} items, {len(records)} scorer runs, {len(failures)} failed.</p>
+<h2>Scorers</h2>
+<table><thead><tr><th>scorer</th><th>runs</th><th>mean</th><th>p10</th><th>p50</th><th>p90</th>
+<th>failures</th><th>judge calls</th><th>tokens</th><th>estimated cost</th></tr></thead>
+<tbody>{_summary_rows(summaries)}</tbody></table>
+<h2>Charts</h2>
+<div class="charts"><div class="chart"><h3>Mean score per scorer</h3>
+<svg id="means" width="360" height="200" role="img"></svg></div>{histograms}</div>
+<h2>Lowest-scoring items</h2>
+<table><thead><tr><th>scorer</th><th>item</th><th>score</th><th>reason</th><th>output</th></tr>
+</thead><tbody>{low_rows or "<tr><td colspan=5 class=muted>none</td></tr>"}</tbody></table>
+<h2>Failures</h2>
+<table><thead><tr><th>scorer</th><th>item</th><th>failed step</th><th>error</th></tr></thead>
+<tbody>{failure_rows or "<tr><td colspan=4 class=muted>none</td></tr>"}</tbody></table>
+<script type="application/json" id="report-data">{embedded}</script>
+<script>{_SCRIPT}</script>
+</body></html>
+"""

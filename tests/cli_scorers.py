@@ -1,0 +1,32 @@
+"""Scorer factories that CLI tests name by import path (`tests.cli_scorers:...`)."""
+
+from __future__ import annotations
+
+import os
+
+import scorewatch as sw
+
+
+def length_scorer() -> sw.Scorer:
+    """1 when the output has more than three words, else 0."""
+    return sw.create_scorer(id="length", description="more than three words").generate_score(
+        lambda ctx: 1.0 if len(str(ctx.run.output).split()) > 3 else 0.0
+    )
+
+
+def judged_scorer() -> sw.Scorer:
+    """Asks the loopback judge (at SCOREWATCH_TEST_API_BASE) for a score."""
+    judge = sw.JudgeConfig(
+        model="openai/loopback-judge",
+        instructions="Rate the answer.",
+        model_options={"api_base": os.environ["SCOREWATCH_TEST_API_BASE"], "api_key": "sk-test"},
+    )
+    return (
+        sw.create_scorer(id="judged", description="judge-rated", judge=judge)
+        .generate_score(sw.PromptStep("rate", lambda ctx: f"Rate: {ctx.run.output}"))
+        .generate_reason(sw.PromptStep("explain", lambda ctx: f"Explain {ctx.score}"))
+    )
+
+
+def upper_target(text: str) -> str:
+    return text.upper() + " AND MORE WORDS"
