@@ -1,0 +1,131 @@
+"""`LiveResult`: what a live scorer run produced, as handed to the sinks.
+
+`to_row()` is the reference system's score row (spec §9, camelCase, `source="LIVE"`) plus the
+fields the reference leaves out: the judge records, the run status and, for failed runs, the
+error, the failed step and the completed steps. A failed run carries no score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic_core import to_jsonable_python
+
+from ..core.result import ScorerRunResult, ScorerRunSnapshot
+from ..core.steps import camel_step
+from .context import LiveCall
+
+__all__ = ["LiveResult", "LiveStatus", "iso_timestamp"]
+
+LiveStatus = Literal["success", "failed"]
+
+
+def iso_timestamp(moment: datetime) -> str:
+    """UTC, millisecond precision, `Z` suffix: sorts as text, as the reference system stores it."""
+    return (
+        moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    return to_jsonable_python(value, fallback=repr, serialize_unknown=True)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveResult:
+    id: str
+    scorer_id: str
+    scorer_name: str
+    scorer_description: str
+    has_judge: bool
+    call: LiveCall
+    status: LiveStatus
+    result: ScorerRunResult | ScorerRunSnapshot | None = None
+    error: str | None = None
+    error_code: str | None = None
+    error_type: str | None = None
+    failed_step: str | None = None
+    completed_steps: tuple[str, ...] = ()
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def score(self) -> float | None:
+        if self.status != "success" or self.result is None:
+            return None
+        return self.result.score
+
+    @property
+    def reason(self) -> Any:
+        return None if self.result is None else self.result.reason
+
+    def judge_records(self) -> dict[str, Any] | None:
+        judge = None if self.result is None else self.result.judge
+        if not judge:
+            return None
+        return {
+            camel_step(step): record.model_dump(mode="json", by_alias=True)
+            for step, record in judge.items()
+        }
+
+    def to_row(self) -> dict[str, Any]:
+        """A JSON-ready dict: the reference score row plus judge records and failure fields."""
+        result = self.result
+        call = self.call
+        stamp = iso_timestamp(self.created_at)
+        metadata: dict[str, Any] = {"structuredOutput": False}
+        if call.run_id:
+            metadata["agentRunId"] = call.run_id
+        if call.ground_truth is not None:
+            metadata["groundTruth"] = _jsonable(call.ground_truth)
+        if call.metadata:
+            metadata.update(_jsonable(call.metadata))
+        reason = self.reason
+        return {
+            "id": self.id,
+            "scorerId": self.scorer_id,
+            "entityId": call.target or "",
+            "runId": self.id,
+            "input": _jsonable(call.input),
+            "output": _jsonable(call.output),
+            "additionalContext": None,
+            "requestContext": _jsonable(call.request_context),
+            "extractStepResult": None,
+            "extractPrompt": None,
+            "score": self.score,
+            "analyzeStepResult": _jsonable(result.analyze_step_result) if result else None,
+            "analyzePrompt": result.analyze_prompt if result else None,
+            "reason": reason if reason is None or isinstance(reason, str) else _jsonable(reason),
+            "reasonPrompt": result.generate_reason_prompt if result else None,
+            "scorer": {
+                "id": self.scorer_id,
+                "name": self.scorer_name,
+                "description": self.scorer_description,
+                "hasJudge": self.has_judge,
+            },
+            "metadata": metadata,
+            "source": "LIVE",
+            "entity": {"id": call.target or "", "name": call.target or ""},
+            "entityType": "AGENT",
+            "structuredOutput": False,
+            "traceId": call.trace_id,
+            "spanId": call.span_id,
+            "resourceId": None,
+            "threadId": None,
+            "preprocessStepResult": (_jsonable(result.preprocess_step_result) if result else None),
+            "preprocessPrompt": result.preprocess_prompt if result else None,
+            "generateScorePrompt": result.generate_score_prompt if result else None,
+            "generateReasonPrompt": result.generate_reason_prompt if result else None,
+            "createdAt": stamp,
+            "updatedAt": stamp,
+            # Beyond the reference row:
+            "target": call.target,
+            "status": self.status,
+            "judge": self.judge_records(),
+            "error": self.error,
+            "errorCode": self.error_code,
+            "errorType": self.error_type,
+            "failedStep": camel_step(self.failed_step) if self.failed_step else None,
+            "completedSteps": [camel_step(step) for step in self.completed_steps],
+        }

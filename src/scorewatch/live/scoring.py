@@ -1,0 +1,516 @@
+"""`LiveScoring`: attach scorers to live agent traffic (spec §8).
+
+Per scorer and per call, in order: the filter (exceptions skip and are counted as `filtered`),
+then sampling, then admission to the bounded queue. Every call gets exactly one decision per
+scorer — `filtered`, `not_sampled`, `sampled` (accepted), `dropped_queue_full` or
+`dropped_shutdown` (submitted after close) — and an accepted run ends as `scored`, `failed`, or
+`dropped_shutdown` (given up at shutdown). So at any time:
+
+    sampled == scored + failed + queued + in_flight + (accepted runs dropped at shutdown)
+
+Results go to every sink in turn; a sink error is logged and counted and the next sink still
+gets the result. Telemetry hears decisions, in-flight changes, queue depth and sink errors
+through `live.observers` (live never imports telemetry).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import inspect
+import logging
+import signal
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any, Literal, TypeVar, overload
+from uuid import uuid4
+
+from ..core.errors import ScorerRunError
+from ..core.scorer import Scorer
+from ..core.sync import background_loop
+from ..errors import ScorewatchError
+from . import observers
+from .context import LiveCall, current_trace_ids
+from .entry import ScorerEntry
+from .litellm_callback import make_litellm_callback
+from .result import LiveResult
+from .run_ids import RunIdIssuer, live_run_id
+from .sinks.base import ScoreSink
+from .watch import InputFrom, watch_callable
+from .work_queue import Job, JobOutcome, WorkQueue
+
+__all__ = ["LiveDecision", "LiveScoring", "LiveStats"]
+
+logger = logging.getLogger("scorewatch.live")
+
+LiveDecision = Literal[
+    "sampled", "not_sampled", "filtered", "dropped_queue_full", "dropped_shutdown"
+]
+LiveStats = dict[str, int]
+F = TypeVar("F", bound=Callable[..., Any])
+
+_STAT_KEYS = (
+    "sampled",
+    "not_sampled",
+    "filtered",
+    "dropped_queue_full",
+    "dropped_shutdown",
+    "scored",
+    "failed",
+)
+_ADMISSION: dict[str, LiveDecision] = {
+    "accepted": "sampled",
+    "queue_full": "dropped_queue_full",
+    "closed": "dropped_shutdown",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    key: str
+    scorer: Scorer
+    run_id: str
+    call: LiveCall
+
+
+class LiveScoring:
+    """Scores a sample of live traffic in the background, never in the caller's way.
+
+    `scorers` maps a name to a `ScorerEntry` (or a bare `Scorer`, scored on every call).
+    `max_concurrency` bounds the runs in flight, `max_queue` the runs waiting; beyond that a run
+    is dropped and counted. `drain_on_exit` drains (up to `shutdown_timeout` seconds) at
+    interpreter exit; `handle_sigterm=True` also drains on SIGTERM, then hands the signal on
+    to the handler that was installed before (or the default, which ends the process).
+    """
+
+    def __init__(
+        self,
+        scorers: Mapping[str, ScorerEntry | Scorer | Mapping[str, Any]],
+        *,
+        max_concurrency: int = 32,
+        max_queue: int = 10_000,
+        sinks: Iterable[ScoreSink] = (),
+        drain_on_exit: bool = True,
+        handle_sigterm: bool = False,
+        shutdown_timeout: float = 30.0,
+    ) -> None:
+        self._entries: dict[str, ScorerEntry] = {
+            key: ScorerEntry.coerce(value) for key, value in scorers.items()
+        }
+        seen: dict[str, str] = {}
+        for key, entry in self._entries.items():
+            if entry.scorer.id in seen:
+                raise ValueError(
+                    f"scorers {seen[entry.scorer.id]!r} and {key!r} share the scorer id "
+                    f"{entry.scorer.id!r}; live run ids and metrics are keyed by scorer id"
+                )
+            seen[entry.scorer.id] = key
+        self._sinks: tuple[ScoreSink, ...] = tuple(sinks)
+        for sink in self._sinks:
+            if not callable(getattr(sink, "write", None)):
+                raise TypeError(f"{sink!r} is not a ScoreSink (it has no write method)")
+        self.shutdown_timeout = shutdown_timeout
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = dict.fromkeys(_STAT_KEYS, 0)
+        self._sink_errors: dict[str, int] = {}
+        self._ids = RunIdIssuer()
+        self._queue: WorkQueue[_Work] = WorkQueue(
+            self._execute,
+            max_queue=max_queue,
+            max_concurrency=max_concurrency,
+            on_in_flight=observers.record_in_flight,
+            on_finished=self._finished,
+        )
+        self._depth_source: Callable[[], int] = lambda: self._queue.queued
+        self._unregister_depth = observers.register_queue_depth(self._depth_source)
+        self._shut = False
+        self._previous_sigterm: Any = None
+        self._sigterm_installed = False
+        if drain_on_exit:
+            atexit.register(self._at_exit)
+        self._drain_on_exit = drain_on_exit
+        if handle_sigterm:
+            self.install_sigterm_handler()
+
+    # -- introspection ---------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> Mapping[str, ScorerEntry]:
+        return dict(self._entries)
+
+    @property
+    def sinks(self) -> tuple[ScoreSink, ...]:
+        return self._sinks
+
+    def stats(self) -> LiveStats:
+        """Decision and outcome counts since creation, plus the current queue and in-flight."""
+        with self._lock:
+            snapshot = dict(self._counts)
+        snapshot["queued"] = self._queue.queued
+        snapshot["in_flight"] = self._queue.in_flight
+        return snapshot
+
+    def sink_errors(self) -> dict[str, int]:
+        """Failed sink writes so far, per sink name."""
+        with self._lock:
+            return dict(self._sink_errors)
+
+    # -- submitting ------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        *,
+        input: Any = None,
+        output: Any = None,
+        target: str | None = None,
+        trace_id: str | None = None,
+        span_id: str | None = None,
+        request_context: Any = None,
+        ground_truth: Any = None,
+        run_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> dict[str, LiveDecision]:
+        """Offer one call to every scorer; returns the decision per scorer name. Never waits.
+
+        Without `trace_id`/`span_id` the current OpenTelemetry span (if any) locates the call.
+        `run_id` is the agent's own id for the call (a fresh one when not given); it keys
+        sampling when no trace id is known.
+        """
+        if trace_id is None and span_id is None:
+            trace_id, span_id = current_trace_ids()
+        call = LiveCall(
+            input=input,
+            output=output,
+            target=target,
+            trace_id=trace_id,
+            span_id=span_id,
+            run_id=run_id or uuid4().hex,
+            request_context=request_context,
+            ground_truth=ground_truth,
+            metadata=dict(metadata) if metadata else None,
+        )
+        sample_key = call.trace_id or call.run_id
+        decisions: dict[str, LiveDecision] = {}
+        for key, entry in self._entries.items():
+            decision = self._decide(entry, call, sample_key)
+            if decision == "sampled":
+                scorer = entry.scorer
+                base = live_run_id(scorer.id, call.trace_id, call.run_id, call.span_id, target)
+                work = _Work(key, scorer, self._ids.issue(base), call)
+                decision = _ADMISSION[self._queue.offer(work)]
+            self._count(decision)
+            observers.record_decision(entry.scorer.id, decision)
+            decisions[key] = decision
+        return decisions
+
+    def _decide(self, entry: ScorerEntry, call: LiveCall, sample_key: str) -> LiveDecision:
+        if entry.filter is not None:
+            try:
+                keep = entry.filter(call)
+                if inspect.isawaitable(keep):
+                    if inspect.iscoroutine(keep):
+                        keep.close()
+                    raise TypeError("a live filter must be synchronous; it returned an awaitable")
+            except Exception:
+                logger.warning(
+                    "live filter of scorer %r raised; call skipped (counted as filtered)",
+                    entry.scorer.id,
+                    exc_info=True,
+                )
+                return "filtered"
+            if not keep:
+                return "filtered"
+        try:
+            sampled = entry.sampling.should_sample(sample_key)
+        except Exception:
+            logger.warning("live sampling of scorer %r failed; skipped", entry.scorer.id)
+            return "not_sampled"
+        return "sampled" if sampled else "not_sampled"
+
+    def _count(self, key: str, amount: int = 1) -> None:
+        with self._lock:
+            self._counts[key] += amount
+
+    @overload
+    def watch(self, fn: F, /) -> F: ...
+
+    @overload
+    def watch(
+        self, fn: None = None, /, *, target: str | None = None, input_from: InputFrom | None = None
+    ) -> Callable[[F], F]: ...
+
+    def watch(
+        self,
+        fn: Any = None,
+        /,
+        *,
+        target: str | None = None,
+        input_from: InputFrom | None = None,
+    ) -> Any:
+        """Decorate a sync or async function or method so every call that returns is submitted:
+        input = the first argument after self/cls (or `input_from(*args, **kwargs)`), output =
+        the return value, target = `target` (default: the function's qualified name).
+        Generator functions are refused with a TypeError."""
+
+        def observe(run_input: Any, output: Any, name: str) -> None:
+            self.submit(input=run_input, output=output, target=name)
+
+        def decorate(function: F) -> F:
+            wrapped: F = watch_callable(function, observe, target, input_from)
+            return wrapped
+
+        if fn is not None:
+            return decorate(fn)
+        return decorate
+
+    def litellm_callback(self, *, target: str) -> Any:
+        """A litellm `CustomLogger` that submits every successful completion (input = the
+        messages, output = the response text). Add it to `litellm.callbacks`."""
+
+        def submit(**fields: Any) -> object:
+            return self.submit(**fields)
+
+        return make_litellm_callback(submit, target)
+
+    # -- running ---------------------------------------------------------------------------------
+
+    async def _execute(self, job: Job[_Work]) -> JobOutcome:
+        work = job.payload
+        scorer = work.scorer
+        call = work.call
+        outcome: JobOutcome
+        try:
+            result = await scorer.run(
+                input=call.input,
+                output=call.output,
+                run_id=work.run_id,
+                ground_truth=call.ground_truth,
+                request_context=call.request_context,
+                score_source="live",
+                target=call.target,
+                target_trace_id=call.trace_id,
+                target_span_id=call.span_id,
+                target_metadata=call.metadata,
+            )
+        except Exception as error:
+            live_result = _failure(work, error)
+            outcome = "failed"
+            logger.warning(
+                "live scorer %r failed on run %s: %s", scorer.id, work.run_id, live_result.error
+            )
+        else:
+            live_result = LiveResult(
+                id=work.run_id,
+                scorer_id=scorer.id,
+                scorer_name=scorer.name,
+                scorer_description=scorer.description,
+                has_judge=scorer.has_judge,
+                call=call,
+                status="success",
+                result=result,
+            )
+            outcome = "scored"
+        if job.state != "done":  # not given up at shutdown meanwhile
+            await self._store(live_result)
+        return outcome
+
+    async def _store(self, result: LiveResult) -> None:
+        for sink in self._sinks:
+            try:
+                await sink.write([result])
+            except Exception:
+                name = str(getattr(sink, "name", type(sink).__name__))
+                with self._lock:
+                    self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
+                logger.exception("live sink %r failed to store run %s", name, result.id)
+                observers.record_sink_error(name)
+
+    def _finished(self, job: Job[_Work], outcome: JobOutcome) -> None:
+        self._count(outcome)
+        if outcome == "dropped_shutdown":
+            observers.record_decision(job.payload.scorer.id, "dropped_shutdown")
+
+    # -- draining and shutdown -------------------------------------------------------------------
+
+    async def drain(self, timeout: float | None = 30.0) -> bool:  # noqa: ASYNC109 - public API
+        """Wait until every accepted run has finished and been stored; False on timeout."""
+        return await self._queue.drain(timeout)
+
+    def drain_sync(self, timeout: float | None = 30.0) -> bool:
+        """`drain` for code without a running event loop."""
+        _refuse_inside_loop("drain_sync", "drain")
+        return self._queue.drain_blocking(timeout)
+
+    async def aclose(self, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        """Refuse new calls, drain (up to `timeout`, default `shutdown_timeout`), count what is
+        left as `dropped_shutdown`, close the sinks and flush OpenTelemetry providers."""
+        if self._shut:
+            return
+        self._shut = True
+        self._queue.close()
+        limit = self.shutdown_timeout if timeout is None else timeout
+        if not await self._queue.drain(limit):
+            self._give_up(limit)
+        for sink in self._sinks:
+            try:
+                await sink.aclose()
+            except Exception:
+                logger.exception("closing live sink %r failed", getattr(sink, "name", sink))
+        self._release()
+        await asyncio.to_thread(_flush_opentelemetry, limit)
+
+    def close(self, timeout: float | None = None) -> None:
+        """`aclose` for code without a running event loop."""
+        _refuse_inside_loop("close", "aclose")
+        self._shutdown_blocking(timeout)
+
+    def _shutdown_blocking(self, timeout: float | None) -> None:
+        if self._shut:
+            return
+        self._shut = True
+        self._queue.close()
+        limit = self.shutdown_timeout if timeout is None else timeout
+        if not self._queue.drain_blocking(limit):
+            self._give_up(limit)
+        for sink in self._sinks:
+            try:
+                _close_sink_blocking(sink, limit)
+            except Exception:
+                logger.exception("closing live sink %r failed", getattr(sink, "name", sink))
+        self._release()
+        _flush_opentelemetry(limit)
+
+    def _give_up(self, timeout: float | None) -> None:
+        left = self._queue.abandon_all()
+        if left:
+            logger.warning(
+                "live scoring: %d run(s) not finished within %ss of shutdown; counted as "
+                "dropped_shutdown",
+                left,
+                timeout,
+            )
+
+    def _release(self) -> None:
+        self._unregister_depth()
+        if self._drain_on_exit:
+            atexit.unregister(self._at_exit)
+        if self._sigterm_installed:
+            self._restore_sigterm()
+
+    def _at_exit(self) -> None:
+        try:
+            self._shutdown_blocking(None)
+        except Exception:
+            logger.exception("live scoring: draining at exit failed")
+
+    # -- SIGTERM ---------------------------------------------------------------------------------
+
+    def install_sigterm_handler(self) -> None:
+        """On SIGTERM: drain and close (up to `shutdown_timeout`), then run the handler that was
+        installed before, or terminate as the default handler would. Main thread only."""
+        if self._sigterm_installed:
+            return
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError("a SIGTERM handler can only be installed from the main thread")
+        self._previous_sigterm = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        self._sigterm_installed = True
+
+    def _restore_sigterm(self) -> None:
+        self._sigterm_installed = False
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+            previous = self._previous_sigterm
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        previous = self._previous_sigterm
+        try:
+            self._shutdown_blocking(None)
+        except Exception:
+            logger.exception("live scoring: draining on SIGTERM failed")
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_IGN:
+            return
+        else:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.raise_signal(signal.SIGTERM)
+
+
+def _failure(work: _Work, error: Exception) -> LiveResult:
+    scorer = work.scorer
+    failed_step: str | None = None
+    completed: tuple[str, ...] = ()
+    snapshot = None
+    if isinstance(error, ScorerRunError):
+        failed_step = error.failed_step
+        completed = tuple(error.completed_steps)
+        snapshot = error.result
+    code = error.code if isinstance(error, ScorewatchError) else None
+    cause = error.__cause__ if isinstance(error, ScorerRunError) else error
+    return LiveResult(
+        id=work.run_id,
+        scorer_id=scorer.id,
+        scorer_name=scorer.name,
+        scorer_description=scorer.description,
+        has_judge=scorer.has_judge,
+        call=work.call,
+        status="failed",
+        result=snapshot,
+        error=str(error) or type(error).__name__,
+        error_code=code,
+        error_type=type(cause or error).__name__,
+        failed_step=failed_step,
+        completed_steps=completed,
+    )
+
+
+def _refuse_inside_loop(name: str, async_name: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        f"LiveScoring.{name}() blocks, and this thread is running an event loop whose live "
+        f"runs could not progress meanwhile; use `await live.{async_name}()` instead"
+    )
+
+
+def _close_sink_blocking(sink: ScoreSink, timeout: float | None) -> None:
+    closer = getattr(sink, "close", None)
+    if callable(closer) and not inspect.iscoroutinefunction(closer):
+        closer()
+        return
+    future = asyncio.run_coroutine_threadsafe(sink.aclose(), background_loop())
+    future.result(timeout)
+
+
+def _flush_opentelemetry(timeout: float | None) -> None:
+    """Flush whatever OpenTelemetry providers are installed (API getters, duck-typed flush)."""
+    from opentelemetry import metrics, trace
+
+    providers: list[Any] = [trace.get_tracer_provider(), metrics.get_meter_provider()]
+    try:
+        from opentelemetry import _logs
+
+        providers.append(_logs.get_logger_provider())
+    except ImportError:  # older API without the logs bridge
+        pass
+    millis = int((timeout if timeout is not None else 30.0) * 1000)
+    for provider in providers:
+        flush = getattr(provider, "force_flush", None)
+        if not callable(flush):
+            continue
+        try:
+            flush(millis)
+        except TypeError:
+            try:
+                flush()
+            except Exception:
+                logger.debug("flushing %r failed", provider, exc_info=True)
+        except Exception:
+            logger.debug("flushing %r failed", provider, exc_info=True)

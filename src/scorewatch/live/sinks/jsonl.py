@@ -1,0 +1,56 @@
+"""`JsonlSink`: append one JSON object per result to a file, flushed after every batch."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+from ..result import LiveResult
+from .batch_thread import BatchWriterThread
+
+__all__ = ["JsonlSink"]
+
+
+class JsonlSink:
+    """Each line is `LiveResult.to_row()` as JSON. A run delivered twice (after its loop died
+    mid-write) appears twice with the same `id`; readers keep the last line per id.
+
+    `fsync=True` also syncs the file after each batch (survives power loss, slower).
+    """
+
+    name = "jsonl"
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fsync = fsync
+        self._file: IO[str] | None = None
+        self._writer = BatchWriterThread("jsonl-sink", self._store, self._release)
+
+    def _store(self, batch: list[LiveResult]) -> None:
+        if self._file is None:
+            self._file = self.path.open("a", encoding="utf-8")
+        lines = "".join(
+            json.dumps(result.to_row(), ensure_ascii=False, default=repr) + "\n" for result in batch
+        )
+        self._file.write(lines)
+        self._file.flush()
+        if self._fsync:
+            os.fsync(self._file.fileno())
+
+    def _release(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    async def write(self, results: Sequence[LiveResult]) -> None:
+        await self._writer.write(results)
+
+    async def aclose(self) -> None:
+        await self._writer.aclose()
+
+    def close(self) -> None:
+        self._writer.close()

@@ -1,0 +1,402 @@
+"""The bounded live-scoring queue: admission, concurrency, loop placement and shutdown.
+
+A job runs on the event loop of the code that submitted it when there is one, else on
+scorewatch's single background loop (core/sync.py). `max_queue` bounds the jobs waiting and
+`max_concurrency` the jobs running, across all loops together. Admission never blocks and never
+waits: a job beyond the bound is refused, and the caller counts that refusal.
+
+Loops die under live work (an `asyncio.run` returns, a test ends). Jobs waiting on a dead loop,
+and running jobs cancelled or destroyed by its shutdown, move to the background loop and run
+again under the same deterministic run id, so accepted work is never lost silently: it is
+finished, or counted as dropped at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from ..core.sync import background_loop
+
+__all__ = ["Admission", "Job", "JobOutcome", "WorkQueue", "in_live_job"]
+
+logger = logging.getLogger("scorewatch.live")
+
+Admission = Literal["accepted", "queue_full", "closed"]
+JobOutcome = Literal["scored", "failed", "dropped_shutdown"]
+JobState = Literal["queued", "running", "done"]
+
+P = TypeVar("P")
+
+_IN_LIVE_JOB: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "scorewatch_in_live_job", default=False
+)
+
+
+def in_live_job() -> bool:
+    """True inside a live scoring job (so judge traffic is never taken for agent traffic)."""
+    return _IN_LIVE_JOB.get()
+
+
+def _current_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class _Lane:
+    __slots__ = ("jobs", "loop", "wake_pending")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.jobs: deque[Job[Any]] = deque()
+        self.wake_pending = False
+
+
+@dataclass(eq=False, slots=True)
+class Job(Generic[P]):
+    payload: P
+    state: JobState = "queued"
+    lane: _Lane | None = None
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+    deliveries: int = 0
+
+
+class WorkQueue(Generic[P]):
+    """Runs `execute(job)` for admitted jobs. `execute` must not raise: it returns the outcome."""
+
+    def __init__(
+        self,
+        execute: Callable[[Job[P]], Awaitable[JobOutcome]],
+        *,
+        max_queue: int,
+        max_concurrency: int,
+        on_in_flight: Callable[[int], None] = lambda delta: None,
+        on_finished: Callable[[Job[P], JobOutcome], None] = lambda job, outcome: None,
+    ) -> None:
+        if max_queue < 0:
+            raise ValueError("max_queue must be >= 0")
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be >= 1")
+        self._execute = execute
+        self._max_queue = max_queue
+        self._max_concurrency = max_concurrency
+        self._on_in_flight = on_in_flight
+        self._on_finished = on_finished
+        self._lock = threading.Lock()
+        self._lanes: dict[asyncio.AbstractEventLoop, _Lane] = {}
+        self._queued = 0
+        self._running: set[Job[P]] = set()
+        self._closed = False
+        self._idle_waiters: list[Callable[[], None]] = []
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def queued(self) -> int:
+        return self._queued
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._running)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _idle_locked(self) -> bool:
+        return self._queued == 0 and not self._running
+
+    # -- admission -------------------------------------------------------------------------------
+
+    def offer(self, payload: P) -> Admission:
+        """Queue a job on the caller's loop (else the background loop). Never blocks for work."""
+        loop = _current_loop()
+        if self._closed:
+            return "closed"
+        if loop is None:
+            loop = background_loop()
+        with self._lock:
+            if self._closed:
+                return "closed"
+            if self._queued >= self._max_queue:
+                return "queue_full"
+            self._forget_dead_lanes_locked()
+            lane = self._lane_locked(loop)
+            job: Job[P] = Job(payload, lane=lane)
+            lane.jobs.append(job)
+            self._queued += 1
+            lanes = self._lanes_to_wake_locked()
+        for ready in lanes:
+            self._wake(ready)
+        return "accepted"
+
+    def _lane_locked(self, loop: asyncio.AbstractEventLoop) -> _Lane:
+        if loop.is_closed():
+            loop = background_loop()
+        lane = self._lanes.get(loop)
+        if lane is None:
+            lane = self._lanes[loop] = _Lane(loop)
+        return lane
+
+    def _claim_wake_locked(self, lane: _Lane) -> bool:
+        if lane.jobs and not lane.wake_pending and len(self._running) < self._max_concurrency:
+            lane.wake_pending = True
+            return True
+        return False
+
+    def _wake(self, lane: _Lane) -> None:
+        try:
+            if _current_loop() is lane.loop:
+                lane.loop.call_soon(self._pump, lane)
+            else:
+                lane.loop.call_soon_threadsafe(self._pump, lane)
+        except RuntimeError:  # the loop closed meanwhile
+            self.rescue_stranded()
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def _pump(self, lane: _Lane) -> None:
+        started: list[Job[P]] = []
+        with self._lock:
+            lane.wake_pending = False
+            while lane.jobs and len(self._running) < self._max_concurrency:
+                job = lane.jobs.popleft()
+                self._queued -= 1
+                job.state = "running"
+                self._running.add(job)
+                started.append(job)
+        for job in started:
+            self._on_in_flight(1)
+            context = contextvars.Context()
+            context.run(_IN_LIVE_JOB.set, True)
+            job.task = lane.loop.create_task(self._run(job), context=context)
+
+    async def _run(self, job: Job[P]) -> None:
+        job.deliveries += 1
+        try:
+            outcome = await self._execute(job)
+        except asyncio.CancelledError:
+            self._after_cancel(job)
+            return
+        except BaseException:  # execute() is meant to catch everything; never lose the job
+            logger.exception("live scoring job crashed; counted as failed")
+            outcome = "failed"
+        self._finish(job, outcome)
+
+    def _finish(self, job: Job[P], outcome: JobOutcome) -> None:
+        with self._lock:
+            if job.state == "done":  # abandoned at shutdown while it ran
+                return
+            job.state = "done"
+            self._running.discard(job)
+            lanes = self._lanes_to_wake_locked()
+            waiters = self._take_waiters_locked()
+        self._on_in_flight(-1)
+        self._report(job, outcome)
+        for lane in lanes:
+            self._wake(lane)
+        for notify in waiters:
+            notify()
+
+    def _report(self, job: Job[P], outcome: JobOutcome) -> None:
+        try:
+            self._on_finished(job, outcome)
+        except Exception:
+            logger.exception("live scoring bookkeeping failed; ignored")
+
+    def _after_cancel(self, job: Job[P]) -> None:
+        """A job's task was cancelled by someone else (its loop shutting down): run it again on
+        the background loop, unless shutdown already gave up on it."""
+        with self._lock:
+            if job.state == "done":
+                return
+            self._running.discard(job)
+            self._requeue_locked(job)
+            lane = self._lane_locked(background_loop())
+            wake = self._claim_wake_locked(lane)
+        self._on_in_flight(-1)
+        if wake:
+            self._wake(lane)
+
+    def _requeue_locked(self, job: Job[P]) -> None:
+        lane = self._lane_locked(background_loop())
+        job.state = "queued"
+        job.lane = lane
+        job.task = None
+        lane.jobs.appendleft(job)
+        self._queued += 1
+
+    def _lanes_to_wake_locked(self) -> list[_Lane]:
+        lanes: list[_Lane] = []
+        for lane in self._lanes.values():
+            if self._claim_wake_locked(lane):
+                lanes.append(lane)
+        return lanes
+
+    def _take_waiters_locked(self) -> list[Callable[[], None]]:
+        if not self._idle_locked():
+            return []
+        waiters, self._idle_waiters = self._idle_waiters, []
+        return waiters
+
+    def _forget_dead_lanes_locked(self) -> list[_Lane]:
+        """Move the waiting jobs of lanes whose loop closed to the background lane."""
+        moved: list[_Lane] = []
+        for loop in [loop for loop in self._lanes if loop.is_closed()]:
+            dead = self._lanes.pop(loop)
+            if dead.jobs:
+                target = self._lane_locked(background_loop())
+                for job in dead.jobs:
+                    job.lane = target
+                target.jobs.extend(dead.jobs)
+                dead.jobs.clear()
+                moved.append(target)
+        return moved
+
+    def rescue_stranded(self) -> None:
+        """Re-home work whose loop has closed: waiting jobs, and running jobs whose task died."""
+        with self._lock:
+            self._forget_dead_lanes_locked()
+            lost = [
+                job
+                for job in self._running
+                if job.lane is not None
+                and job.lane.loop.is_closed()
+                and (job.task is None or not job.task.done())
+            ]
+            for job in lost:
+                self._running.discard(job)
+                self._requeue_locked(job)
+            lanes = self._lanes_to_wake_locked()
+        for _ in lost:
+            self._on_in_flight(-1)
+        for lane in lanes:
+            self._wake(lane)
+
+    # -- draining and shutdown -------------------------------------------------------------------
+
+    async def drain(self, timeout: float | None) -> bool:  # noqa: ASYNC109 - a deadline, re-armed
+        """Wait until nothing is queued or running; False if `timeout` passed first."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self.rescue_stranded()
+            idle = loop.create_future()
+
+            def notify(idle: asyncio.Future[None] = idle) -> None:
+                loop.call_soon_threadsafe(_resolve, idle)
+
+            with self._lock:
+                if self._idle_locked():
+                    return True
+                self._idle_waiters.append(notify)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                self._drop_waiter(notify)
+                return False
+            # Wake periodically to re-home work stranded on loops that closed meanwhile.
+            wait = 0.1 if remaining is None else min(remaining, 0.1)
+            try:
+                await asyncio.wait_for(idle, wait)
+            except TimeoutError:
+                self._drop_waiter(notify)
+
+    def drain_blocking(self, timeout: float | None) -> bool:
+        """`drain` for code without a running loop (close(), atexit, signal handlers).
+
+        Called on a thread whose loop is running (a signal handler interrupting it), that loop
+        cannot make progress while we wait: its waiting jobs move to the background loop and its
+        running jobs are given up (counted as dropped at shutdown) right away.
+        """
+        blocked = _current_loop()
+        if blocked is not None:
+            self._evacuate(blocked)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self.rescue_stranded()
+            idle = threading.Event()
+            with self._lock:
+                if self._idle_locked():
+                    return True
+                self._idle_waiters.append(idle.set)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                self._drop_waiter(idle.set)
+                return False
+            idle.wait(0.1 if remaining is None else min(remaining, 0.1))
+            self._drop_waiter(idle.set)
+
+    def _drop_waiter(self, waiter: Callable[[], None]) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._idle_waiters.remove(waiter)
+
+    def _evacuate(self, loop: asyncio.AbstractEventLoop) -> None:
+        with self._lock:
+            lane = self._lanes.pop(loop, None)
+            if lane is not None and lane.jobs:
+                target = self._lane_locked(background_loop())
+                for job in lane.jobs:
+                    job.lane = target
+                target.jobs.extend(lane.jobs)
+            stuck = [j for j in self._running if j.lane is not None and j.lane.loop is loop]
+        self._abandon(stuck)
+        with self._lock:
+            lanes = self._lanes_to_wake_locked()
+        for target_lane in lanes:
+            self._wake(target_lane)
+
+    def close(self) -> None:
+        """Refuse new jobs from now on."""
+        with self._lock:
+            self._closed = True
+
+    def abandon_all(self) -> int:
+        """Give up on everything still queued or running; returns how many jobs that was."""
+        with self._lock:
+            waiting: list[Job[P]] = []
+            for lane in self._lanes.values():
+                waiting.extend(lane.jobs)
+                lane.jobs.clear()
+            self._queued = 0
+            for job in waiting:
+                job.state = "done"
+            running = list(self._running)
+        for job in waiting:
+            self._report(job, "dropped_shutdown")
+        self._abandon(running)
+        return len(waiting) + len(running)
+
+    def _abandon(self, jobs: list[Job[P]]) -> None:
+        given_up: list[Job[P]] = []
+        with self._lock:
+            for job in jobs:
+                if job.state == "done":
+                    continue
+                job.state = "done"
+                self._running.discard(job)
+                given_up.append(job)
+            waiters = self._take_waiters_locked()
+        for job in given_up:
+            self._on_in_flight(-1)
+            self._report(job, "dropped_shutdown")
+            task = job.task
+            if task is not None and job.lane is not None and not job.lane.loop.is_closed():
+                with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
+                    job.lane.loop.call_soon_threadsafe(task.cancel)
+        for notify in waiters:
+            notify()
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
