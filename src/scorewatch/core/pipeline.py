@@ -41,8 +41,17 @@ _PROMPT_FIELDS: dict[StepName, str] = {
 }
 
 
+def _is_finite_number(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
 def _check_score(scorer: Scorer, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if not _is_finite_number(value):
         raise ScorewatchError(
             f"scorer {scorer.id!r}, step 'generate_score': returned {value!r} "
             f"({type(value).__name__}); a score must be a finite number",
