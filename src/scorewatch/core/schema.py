@@ -98,6 +98,23 @@ def _pydantic_summary(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+class _NotJsonNumber(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity; JSON (and the reference system's JSON.parse) does not,
+    # and a record holding them would not serialize as JSON.
+    raise _NotJsonNumber(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotJsonNumber("a number is out of the float range")
+    return value
+
+
 def parse_json_reply(text: str, finish_reason: str | None) -> Any:
     """The JSON object in a judge reply; tolerates a markdown fence around it."""
     body = text.strip()
@@ -107,7 +124,12 @@ def parse_json_reply(text: str, finish_reason: str | None) -> Any:
             body = body.rstrip()[:-3]
     truncated = finish_reason == "length"
     try:
-        value = json.loads(body)
+        value = json.loads(body, parse_constant=_reject_constant, parse_float=_finite_float)
+    except _NotJsonNumber as exc:
+        raise StructuredOutputError(
+            f"the judge's answer is not valid JSON ({exc})",
+            code="STRUCTURED_OUTPUT_JSON_PARSE_FAILED",
+        ) from None
     except json.JSONDecodeError as exc:
         if truncated:
             raise StructuredOutputError(
