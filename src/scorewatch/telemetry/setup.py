@@ -148,40 +148,46 @@ def _http_endpoint(base: str | None, path: str) -> str | None:
     return None if base is None else base.rstrip("/") + path
 
 
-def _span_exporter(endpoint: str | None, protocol: OtlpProtocol) -> SpanExporter:
+def _span_exporter(
+    endpoint: str | None, protocol: OtlpProtocol, timeout: float | None
+) -> SpanExporter:
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
-        return OTLPSpanExporter(endpoint=endpoint, insecure=_insecure(endpoint))
+        return OTLPSpanExporter(endpoint=endpoint, insecure=_insecure(endpoint), timeout=timeout)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
         OTLPSpanExporter as HttpSpanExporter,
     )
 
-    return HttpSpanExporter(endpoint=_http_endpoint(endpoint, "/v1/traces"))
+    return HttpSpanExporter(endpoint=_http_endpoint(endpoint, "/v1/traces"), timeout=timeout)
 
 
-def _metric_exporter(endpoint: str | None, protocol: OtlpProtocol) -> MetricExporter:
+def _metric_exporter(
+    endpoint: str | None, protocol: OtlpProtocol, timeout: float | None
+) -> MetricExporter:
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
 
-        return OTLPMetricExporter(endpoint=endpoint, insecure=_insecure(endpoint))
+        return OTLPMetricExporter(endpoint=endpoint, insecure=_insecure(endpoint), timeout=timeout)
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
         OTLPMetricExporter as HttpMetricExporter,
     )
 
-    return HttpMetricExporter(endpoint=_http_endpoint(endpoint, "/v1/metrics"))
+    return HttpMetricExporter(endpoint=_http_endpoint(endpoint, "/v1/metrics"), timeout=timeout)
 
 
-def _log_exporter(endpoint: str | None, protocol: OtlpProtocol) -> LogRecordExporter:
+def _log_exporter(
+    endpoint: str | None, protocol: OtlpProtocol, timeout: float | None
+) -> LogRecordExporter:
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
 
-        return OTLPLogExporter(endpoint=endpoint, insecure=_insecure(endpoint))
+        return OTLPLogExporter(endpoint=endpoint, insecure=_insecure(endpoint), timeout=timeout)
     from opentelemetry.exporter.otlp.proto.http._log_exporter import (
         OTLPLogExporter as HttpLogExporter,
     )
 
-    return HttpLogExporter(endpoint=_http_endpoint(endpoint, "/v1/logs"))
+    return HttpLogExporter(endpoint=_http_endpoint(endpoint, "/v1/logs"), timeout=timeout)
 
 
 def _insecure(endpoint: str | None) -> bool | None:
@@ -275,6 +281,7 @@ def configure(
     otlp: bool | str | None = None,
     *,
     otlp_protocol: OtlpProtocol | None = None,
+    otlp_timeout_s: float | None = None,
     capture_content: CaptureContent = None,
     export_queue_size: int = 2048,
     metric_export_interval_s: float | None = None,
@@ -287,7 +294,8 @@ def configure(
     the registry is also what `prometheus_asgi_app()` serves. `otlp`: None exports over OTLP only
     when an `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set; True always (standard variables and
     defaults); a URL exports there; False never. The protocol is `otlp_protocol`, else
-    `OTEL_EXPORTER_OTLP_[SIGNAL_]PROTOCOL`, else http/protobuf. Spans and events wait in
+    `OTEL_EXPORTER_OTLP_[SIGNAL_]PROTOCOL`, else http/protobuf; `otlp_timeout_s` bounds each
+    export (default: `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10 s). Spans and events wait in
     bounded queues (`export_queue_size`; the oldest are dropped when full), so an unreachable
     collector costs neither time nor unbounded memory in scorer runs.
     """
@@ -310,13 +318,13 @@ def configure(
         readers.append(PrometheusMetricReader(registry=registry))
     if export:
         span_processor = BatchSpanProcessor(
-            _span_exporter(endpoint, _protocol("TRACES", otlp_protocol)),
+            _span_exporter(endpoint, _protocol("TRACES", otlp_protocol), otlp_timeout_s),
             max_queue_size=export_queue_size,
             max_export_batch_size=min(512, export_queue_size),
         )
         tracer_provider.add_span_processor(span_processor)
         log_processor = BatchLogRecordProcessor(
-            _log_exporter(endpoint, _protocol("LOGS", otlp_protocol)),
+            _log_exporter(endpoint, _protocol("LOGS", otlp_protocol), otlp_timeout_s),
             max_queue_size=export_queue_size,
             max_export_batch_size=min(512, export_queue_size),
         )
@@ -324,7 +332,7 @@ def configure(
         interval = None if metric_export_interval_s is None else metric_export_interval_s * 1000
         readers.append(
             PeriodicExportingMetricReader(
-                _metric_exporter(endpoint, _protocol("METRICS", otlp_protocol)),
+                _metric_exporter(endpoint, _protocol("METRICS", otlp_protocol), otlp_timeout_s),
                 export_interval_millis=interval,
             )
         )
