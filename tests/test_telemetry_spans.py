@@ -361,3 +361,31 @@ async def test_emit_score_false_suppresses_the_event_only() -> None:
         await prompt_scorer(ScriptedJudge([verdicts(1), "ok"])).run(output="x", emit_score=False)
         assert sink.logs() == []
         assert sink.spans_named("evaluation quality")
+
+
+async def test_concurrent_runs_keep_separate_trees() -> None:
+    import asyncio
+
+    with in_memory_telemetry() as sink:
+        judge = ScriptedJudge(lambda request: verdicts(2) if request.schema else "ok", delay=0.001)
+        scorer = prompt_scorer(judge)
+        results = await asyncio.gather(
+            *(scorer.run(output=f"x{i}", run_id=f"run-{i}") for i in range(8))
+        )
+        runs = sink.spans_named("evaluation quality")
+        assert len(runs) == 8
+        assert len({r.context.trace_id for r in runs}) == 8
+        by_trace = {r.context.trace_id: r for r in runs}
+        for result in results:
+            run_span = next(
+                r
+                for r in runs
+                if r.attributes["scorewatch.run_id"] == result.run_id  # type: ignore[index]
+            )
+            assert result.score_trace_id == format(run_span.context.trace_id, "032x")
+        for span in sink.spans():
+            assert span.context.trace_id in by_trace
+            if span.name.startswith("evaluation.step"):
+                assert span.parent is not None
+                assert span.parent.span_id == by_trace[span.context.trace_id].context.span_id
+        assert len(sink.logs()) == 8
