@@ -1,0 +1,437 @@
+"""Generate scorewatch's Prometheus recording and alerting rules from one source.
+
+The production rules (``rules/``), a short-window variant for demos and end-to-end tests
+(``rules-short/``) and the prometheus-operator ``PrometheusRule`` for Kubernetes
+(``../k8s/prometheusrule.yaml``) are all written from the same ``RuleSettings``, so the windows
+and thresholds differ between them but the logic cannot drift.
+
+Usage::
+
+    python deploy/prometheus/generate_rules.py           # rewrite every generated file
+    python deploy/prometheus/generate_rules.py --check   # exit 1 if a committed file is stale
+
+Metric names are those the OpenTelemetry Prometheus exporter produces from the instruments of
+``src/scorewatch/telemetry/names.py`` (dots become underscores, ``_seconds`` and ``_total``
+suffixes are added).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "PRODUCTION",
+    "SHORT_WINDOWS",
+    "RuleSettings",
+    "alert_names",
+    "generated_files",
+    "rule_groups",
+    "write_all",
+]
+
+HERE = Path(__file__).resolve().parent
+DEPLOY = HERE.parent
+
+# The labels a score series is judged by: one alert per scorer and scored target.
+SCORE_KEY = "gen_ai_evaluation_name, scorewatch_target"
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleSettings:
+    """Windows and thresholds of the shipped rules (change them here, then regenerate)."""
+
+    group_prefix: str = "scorewatch"
+    evaluation_interval: str = "1m"
+    runbook_base_url: str = "https://github.com/scorewatch/scorewatch/blob/main/docs/runbooks"
+
+    # ScorewatchScoreDrop: the current mean over `score_short_window`, confirmed over
+    # `score_long_window`, against the volume-weighted mean of `baseline_window` ending
+    # `baseline_offset` ago.
+    score_selector: str = 'scorewatch_score_source!="experiment"'
+    score_short_window: str = "1h"
+    score_long_window: str = "6h"
+    baseline_window: str = "7d"
+    baseline_offset: str = "1d"
+    relative_margin: float = 0.10
+    absolute_margin: float = 0.05
+    min_evaluations: int = 50
+    score_drop_for: str = "15m"
+
+    judge_error_window: str = "15m"
+    judge_error_ratio: float = 0.05
+    judge_error_min_executions: int = 20
+    judge_error_for: str = "5m"
+
+    stall_window: str = "30m"
+    stall_for: str = "5m"
+
+    live_drop_window: str = "15m"
+    live_drop_ratio: float = 0.01
+    live_drop_for: str = "5m"
+
+    spend_window: str = "1d"
+    daily_budget_usd: float = 100.0
+    spend_for: str = "5m"
+
+
+PRODUCTION = RuleSettings()
+
+# Seconds instead of hours, for `scorewatch demo`, the end-to-end test and anyone who wants to
+# watch the alert fire without waiting a week. Scrape and evaluate every second with it.
+SHORT_WINDOWS = RuleSettings(
+    group_prefix="scorewatch-short",
+    evaluation_interval="1s",
+    score_short_window="10s",
+    score_long_window="20s",
+    baseline_window="30s",
+    baseline_offset="30s",
+    min_evaluations=5,
+    score_drop_for="3s",
+    judge_error_window="30s",
+    judge_error_min_executions=5,
+    judge_error_for="5s",
+    stall_window="30s",
+    stall_for="5s",
+    live_drop_window="30s",
+    live_drop_for="5s",
+    spend_window="1m",
+    daily_budget_usd=1.0,
+    spend_for="5s",
+)
+
+
+def _number(value: float) -> str:
+    return format(value, "g")
+
+
+def _recording_rules(s: RuleSettings) -> list[dict[str, Any]]:
+    score = f"gen_ai_evaluation_score_sum{{{s.score_selector}}}"
+    count = f"gen_ai_evaluation_score_count{{{s.score_selector}}}"
+    factor = _number(1 - s.relative_margin)
+    margin = _number(s.absolute_margin)
+    baseline_sum = (
+        "sum_over_time(scorewatch:evaluation_score_sum:increase_short"
+        f"[{s.baseline_window}] offset {s.baseline_offset})"
+    )
+    baseline_count = (
+        "sum_over_time(scorewatch:evaluation_score_count:increase_short"
+        f"[{s.baseline_window}] offset {s.baseline_offset})"
+    )
+    return [
+        {
+            "record": "scorewatch:evaluation_score_sum:increase_short",
+            "expr": f"sum by ({SCORE_KEY}) (increase({score}[{s.score_short_window}]))",
+        },
+        {
+            "record": "scorewatch:evaluation_score_count:increase_short",
+            "expr": f"sum by ({SCORE_KEY}) (increase({count}[{s.score_short_window}]))",
+        },
+        {
+            "record": "scorewatch:evaluation_score:mean_short",
+            "expr": (
+                "scorewatch:evaluation_score_sum:increase_short\n"
+                "  / (scorewatch:evaluation_score_count:increase_short > 0)"
+            ),
+        },
+        {
+            "record": "scorewatch:evaluation_score:mean_long",
+            "expr": (
+                f"sum by ({SCORE_KEY}) (increase({score}[{s.score_long_window}]))\n"
+                f"  / (sum by ({SCORE_KEY}) (increase({count}[{s.score_long_window}])) > 0)"
+            ),
+        },
+        # Summing the recorded short-window increases over the baseline window counts every
+        # evaluation the same number of times in numerator and denominator, so the ratio is
+        # the volume-weighted mean without re-reading a week of raw samples.
+        {
+            "record": "scorewatch:evaluation_score:baseline",
+            "expr": f"{baseline_sum}\n  / ({baseline_count} > 0)",
+        },
+        # The alert needs the score below the baseline by BOTH margins, i.e. below the lower
+        # of the two thresholds. Recorded so dashboards can draw it.
+        {
+            "record": "scorewatch:evaluation_score:drop_threshold",
+            "expr": (
+                f"(scorewatch:evaluation_score:baseline * {factor}"
+                f" < scorewatch:evaluation_score:baseline - {margin})\n"
+                f"  or (scorewatch:evaluation_score:baseline - {margin})"
+            ),
+        },
+        {
+            "record": "scorewatch:judge_cost_usd:increase_budget_window",
+            "expr": f"sum(increase(scorewatch_judge_cost_usd_total[{s.spend_window}]))",
+        },
+    ]
+
+
+def _runbook(s: RuleSettings, alert: str) -> str:
+    return f"{s.runbook_base_url}/{alert}.md"
+
+
+def _score_drop(s: RuleSettings) -> dict[str, Any]:
+    on = f"and on ({SCORE_KEY})"
+    threshold = "scorewatch:evaluation_score:drop_threshold"
+    return {
+        "alert": "ScorewatchScoreDrop",
+        "expr": (
+            f"scorewatch:evaluation_score:mean_short < {threshold}\n"
+            f"{on}\n"
+            f"  (scorewatch:evaluation_score:mean_long < {threshold})\n"
+            f"{on}\n"
+            "  (scorewatch:evaluation_score_count:increase_short"
+            f" >= {s.min_evaluations})"
+        ),
+        "for": s.score_drop_for,
+        "labels": {"severity": "critical"},
+        "annotations": {
+            "summary": (
+                "Scores of {{ $labels.gen_ai_evaluation_name }} on "
+                "{{ $labels.scorewatch_target }} dropped below their baseline."
+            ),
+            "description": (
+                "The mean score of scorer {{ $labels.gen_ai_evaluation_name }} on target "
+                "{{ $labels.scorewatch_target }} over the last "
+                f'{s.score_short_window} is {{{{ $value | printf "%.3f" }}}}, below its '
+                f"{s.baseline_window} baseline (ending {s.baseline_offset} ago) by more than "
+                f"{_number(s.relative_margin * 100)}% and {_number(s.absolute_margin)}, "
+                f"and the {s.score_long_window} mean confirms it."
+            ),
+            "runbook_url": _runbook(s, "ScorewatchScoreDrop"),
+        },
+    }
+
+
+def _judge_errors(s: RuleSettings) -> dict[str, Any]:
+    key = "gen_ai_evaluation_name, gen_ai_request_model"
+    executions = f"increase(scorewatch_judge_executions_total[{s.judge_error_window}])"
+    failed = (
+        f'increase(scorewatch_judge_executions_total{{scorewatch_status="failed"}}'
+        f"[{s.judge_error_window}])"
+    )
+    return {
+        "alert": "ScorewatchJudgeErrorsHigh",
+        "expr": (
+            f"sum by ({key}) ({failed})\n"
+            f"  / sum by ({key}) ({executions})\n"
+            f"  > {_number(s.judge_error_ratio)}\n"
+            f"and on ({key})\n"
+            f"  sum by ({key}) ({executions}) >= {s.judge_error_min_executions}"
+        ),
+        "for": s.judge_error_for,
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": (
+                "Judge {{ $labels.gen_ai_request_model }} fails for scorer "
+                "{{ $labels.gen_ai_evaluation_name }}."
+            ),
+            "description": (
+                "{{ $value | humanizePercentage }} of the judge executions of scorer "
+                "{{ $labels.gen_ai_evaluation_name }} with model "
+                f"{{{{ $labels.gen_ai_request_model }}}} failed over the last "
+                f"{s.judge_error_window} (threshold {_number(s.judge_error_ratio * 100)}%). "
+                "Failed runs produce no score: they are not low scores."
+            ),
+            "runbook_url": _runbook(s, "ScorewatchJudgeErrorsHigh"),
+        },
+    }
+
+
+def _stalled(s: RuleSettings) -> dict[str, Any]:
+    key = "gen_ai_evaluation_name"
+    return {
+        "alert": "ScorewatchEvaluationsStalled",
+        "expr": (
+            f"sum by ({key}) (increase(scorewatch_live_decisions_total"
+            f'{{scorewatch_decision="sampled"}}[{s.stall_window}])) > 0\n'
+            f"unless on ({key})\n"
+            f"  sum by ({key}) (increase(scorewatch_scorer_runs_total[{s.stall_window}])) > 0"
+        ),
+        "for": s.stall_for,
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": "Scorer {{ $labels.gen_ai_evaluation_name }} is not finishing evaluations.",
+            "description": (
+                "Live traffic was sampled for scorer {{ $labels.gen_ai_evaluation_name }} "
+                f"during the last {s.stall_window}, but not a single run of it finished "
+                "(successful, failed or not scorable)."
+            ),
+            "runbook_url": _runbook(s, "ScorewatchEvaluationsStalled"),
+        },
+    }
+
+
+def _live_drops(s: RuleSettings) -> dict[str, Any]:
+    key = "gen_ai_evaluation_name"
+    dropped = (
+        f'increase(scorewatch_live_decisions_total{{scorewatch_decision="dropped_queue_full"}}'
+        f"[{s.live_drop_window}])"
+    )
+    wanted = (
+        "increase(scorewatch_live_decisions_total"
+        f'{{scorewatch_decision=~"sampled|dropped_queue_full"}}[{s.live_drop_window}])'
+    )
+    return {
+        "alert": "ScorewatchLiveDrops",
+        "expr": (
+            f"sum by ({key}) ({dropped})\n"
+            f"  / sum by ({key}) ({wanted})\n"
+            f"  > {_number(s.live_drop_ratio)}"
+        ),
+        "for": s.live_drop_for,
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": (
+                "Live evaluations of {{ $labels.gen_ai_evaluation_name }} are dropped: "
+                "the queue is full."
+            ),
+            "description": (
+                "{{ $value | humanizePercentage }} of the sampled live traffic for scorer "
+                "{{ $labels.gen_ai_evaluation_name }} was dropped because the scoring queue "
+                f"was full over the last {s.live_drop_window} "
+                f"(threshold {_number(s.live_drop_ratio * 100)}%)."
+            ),
+            "runbook_url": _runbook(s, "ScorewatchLiveDrops"),
+        },
+    }
+
+
+def _spend(s: RuleSettings) -> dict[str, Any]:
+    return {
+        "alert": "ScorewatchJudgeSpendHigh",
+        "expr": (
+            f"scorewatch:judge_cost_usd:increase_budget_window > {_number(s.daily_budget_usd)}"
+        ),
+        "for": s.spend_for,
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": "Judge spend is over its budget.",
+            "description": (
+                f'Judges cost {{{{ $value | printf "%.2f" }}}} USD over the last '
+                f"{s.spend_window}, over the budget of {_number(s.daily_budget_usd)} USD "
+                "(estimated from the price table where the provider reports no cost)."
+            ),
+            "runbook_url": _runbook(s, "ScorewatchJudgeSpendHigh"),
+        },
+    }
+
+
+def rule_groups(s: RuleSettings) -> list[dict[str, Any]]:
+    """The rule groups, in the shape of a Prometheus rule file's ``groups``.
+
+    Each alert shares a group with the recording rules it reads: rules of one group run in
+    order, so an alert never sees a recorded series one evaluation late (or, when the
+    evaluation interval is longer than the 5m lookback, not at all).
+    """
+    recording = _recording_rules(s)
+    score_records = [r for r in recording if r["record"].startswith("scorewatch:evaluation_")]
+    other_records = [r for r in recording if r not in score_records]
+    return [
+        {
+            "name": f"{s.group_prefix}.scores",
+            "interval": s.evaluation_interval,
+            "rules": [*score_records, _score_drop(s)],
+        },
+        {
+            "name": f"{s.group_prefix}.operations",
+            "interval": s.evaluation_interval,
+            "rules": [
+                *other_records,
+                _judge_errors(s),
+                _stalled(s),
+                _live_drops(s),
+                _spend(s),
+            ],
+        },
+    ]
+
+
+def alert_names(s: RuleSettings = PRODUCTION) -> list[str]:
+    return [rule["alert"] for group in rule_groups(s) for rule in group["rules"] if "alert" in rule]
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+HEADER = (
+    "# GENERATED by deploy/prometheus/generate_rules.py from RuleSettings; do not edit by hand.\n"
+)
+
+
+def dump_yaml(document: Mapping[str, Any]) -> str:
+    return HEADER + yaml.dump(
+        dict(document), Dumper=_Dumper, sort_keys=False, width=4096, allow_unicode=True
+    )
+
+
+def _prometheus_rule(s: RuleSettings) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": "scorewatch",
+            "labels": {"app.kubernetes.io/name": "scorewatch", "role": "alert-rules"},
+        },
+        "spec": {"groups": rule_groups(s)},
+    }
+
+
+def generated_files() -> dict[Path, str]:
+    """Every file this generator owns, with its expected content."""
+    return {
+        HERE / "rules" / "scorewatch.rules.yml": dump_yaml({"groups": rule_groups(PRODUCTION)}),
+        HERE / "rules-short" / "scorewatch.rules.yml": dump_yaml(
+            {"groups": rule_groups(SHORT_WINDOWS)}
+        ),
+        DEPLOY / "k8s" / "prometheusrule.yaml": dump_yaml(_prometheus_rule(PRODUCTION)),
+    }
+
+
+def write_all() -> list[Path]:
+    written = []
+    for path, content in generated_files().items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text(encoding="utf-8") != content:
+            path.write_text(content, encoding="utf-8")
+            written.append(path)
+    return written
+
+
+def stale_files() -> list[Path]:
+    return [
+        path
+        for path, content in generated_files().items()
+        if not path.exists() or path.read_text(encoding="utf-8") != content
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--check", action="store_true", help="fail if a generated file is stale")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = stale_files()
+        for path in stale:
+            print(f"stale: {path.relative_to(DEPLOY.parent)}", file=sys.stderr)
+        return 1 if stale else 0
+    for path in write_all():
+        print(f"wrote {path.relative_to(DEPLOY.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

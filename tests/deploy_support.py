@@ -1,0 +1,53 @@
+"""Shared helpers for the deploy, alert-rule and dashboard tests (paths, generators, binaries)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "deploy"
+PROMETHEUS_DIR = DEPLOY / "prometheus"
+RULES_FILE = PROMETHEUS_DIR / "rules" / "scorewatch.rules.yml"
+SHORT_RULES_FILE = PROMETHEUS_DIR / "rules-short" / "scorewatch.rules.yml"
+RULE_TESTS_DIR = PROMETHEUS_DIR / "tests"
+GRAFANA = ROOT / "grafana"
+RUNBOOKS = ROOT / "docs" / "runbooks"
+
+
+def load_script(path: Path, name: str) -> ModuleType:
+    """Import a stand-alone generator script (deploy/ and grafana/ are not packages)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def rules_generator() -> ModuleType:
+    return load_script(PROMETHEUS_DIR / "generate_rules.py", "scorewatch_generate_rules")
+
+
+def dashboards_generator() -> ModuleType:
+    return load_script(GRAFANA / "generate.py", "scorewatch_generate_dashboards")
+
+
+def load_yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def load_yaml_documents(path: Path) -> list[Any]:
+    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
+
+
+def run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
