@@ -19,14 +19,22 @@ from ..core import JudgeConfig
 from ..judge.protocol import JudgeModel
 
 __all__ = [
+    "VERDICTS_FORMAT",
+    "ClaimList",
+    "ItemVerdict",
     "JudgeAnswer",
+    "VerdictList",
+    "aligned_labels",
     "bullets",
+    "check_context_options",
+    "claims_prompt",
     "field_of",
     "items_of",
     "judge",
     "label_of",
     "numbered",
     "ratio",
+    "reason_prompt",
     "require_scale",
 ]
 
@@ -112,3 +120,77 @@ def numbered(items: Sequence[str]) -> str:
 
 def bullets(items: Sequence[str]) -> str:
     return "\n".join(f"- {item}" for item in items) if items else "- none"
+
+
+def aligned_labels(expected: int, verdicts: Sequence[Any], name: str = "verdict") -> list[str]:
+    """One label per judged item, matched by POSITION (judges reword items when echoing them):
+    extra verdicts are dropped, a missing verdict is `''` (counts as no)."""
+    labels = [label_of(verdict, name) for verdict in verdicts[:expected]]
+    return labels + [""] * (expected - len(labels))
+
+
+class ClaimList(JudgeAnswer):
+    claims: list[str]
+
+
+class ItemVerdict(JudgeAnswer):
+    item: str = ""
+    verdict: str
+    reason: str = ""
+
+
+class VerdictList(JudgeAnswer):
+    verdicts: list[ItemVerdict]
+
+
+VERDICTS_FORMAT = '{"verdicts":[{"item":str,"verdict":str,"reason":str}]}'
+
+
+def claims_prompt(output: str) -> str:
+    """Preprocess of the claim-based scorers: the output's atomic factual claims."""
+    return f"""Extract the factual claims of the output below.
+Split it into atomic claims, one checkable fact each: split compound sentences, keep numbers, \
+dates, names and quantities, resolve pronouns. Skip questions, greetings, opinions about style \
+and statements about the conversation itself. Return an empty list if there are none.
+
+Output:
+{output}
+
+Format: {{"claims":[str]}}
+Example: "Paris, the capital of France, has 2.1 million people." -> \
+{{"claims":["Paris is the capital of France","Paris has 2.1 million people"]}}
+"""
+
+
+def reason_prompt(
+    *,
+    subject: str,
+    score: float | None,
+    scale: float,
+    facts: str,
+    empty_note: str | None = None,
+) -> str:
+    """Generate reason of every LLM-judged prebuilt scorer: a short explanation of a score
+    that was already computed from the verdicts (the judge must not recompute it)."""
+    from .utils import format_number
+
+    shown = format_number(score if score is not None else 0)
+    note = f"\n{empty_note}\n" if empty_note else ""
+    return f"""Explain the {subject} score.
+
+{facts}
+{note}
+Score: {shown} out of {format_number(scale)}
+
+Rules: one or two sentences; name the verdicts that decided the score; use the score given \
+above and do not recalculate it.
+Format: "The score is {shown} because {{explanation}}"
+"""
+
+
+def check_context_options(context: Sequence[str] | None, extractor: object, scorer: str) -> None:
+    """The reference system's construction checks for scorers that judge a context."""
+    if context is None and extractor is None:
+        raise ValueError(f"{scorer} needs context=[...] or context_extractor=")
+    if context is not None and not isinstance(context, str) and len(context) == 0:
+        raise ValueError(f"{scorer}: context must not be an empty list")

@@ -1,0 +1,176 @@
+"""The answer-relevancy scorer: does the output address what the user asked?
+
+Three judge calls:
+
+1. preprocess (judge): the output split into statements;
+2. analyze (judge): one verdict per statement against the user's message: `yes` (relevant),
+   `unsure` (related but indirect) or `no`;
+3. generate_score (function): (yes + `uncertainty_weight` x unsure) / statements x `scale`,
+   rounded half up to two decimals; verdicts are matched to statements by position, a missing
+   verdict counts as `no`; no statements -> 0;
+4. generate_reason (judge): a short explanation.
+
+Range 0..scale, higher is better. Routing marker of the analyze prompt: `Judge each statement's
+relevance`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..judge.protocol import JudgeModel
+from ._judging import (
+    VERDICTS_FORMAT,
+    JudgeAnswer,
+    VerdictList,
+    aligned_labels,
+    bullets,
+    items_of,
+    judge,
+    numbered,
+    reason_prompt,
+    require_scale,
+)
+from ._text import request_text, response_text
+from .utils import round_to_two_decimals
+
+__all__ = [
+    "ANSWER_RELEVANCY_SCORER_ID",
+    "answer_relevancy_score",
+    "create_answer_relevancy_scorer",
+]
+
+ANSWER_RELEVANCY_SCORER_ID = "answer-relevancy-scorer"
+
+INSTRUCTIONS = (
+    "You judge whether an answer addresses the question it was given. Relevance, not "
+    "correctness: a wrong but on-topic statement is relevant. A statement about the kind of "
+    "information asked for is partly relevant ('unsure'). Empty answers and error messages are "
+    "not relevant."
+)
+
+
+class StatementList(JudgeAnswer):
+    statements: list[str]
+
+
+def _extract_prompt(output: str) -> str:
+    return f"""Split the output below into statements: each sentence, and each part of a \
+compound sentence, that says one thing. Keep the wording. Return an empty list if the output is \
+empty.
+
+Output:
+{output}
+
+Format: {{"statements":[str]}}
+"""
+
+
+def _analyze_prompt(question: str, statements: Sequence[str]) -> str:
+    return f"""Judge each statement's relevance to the user's message: "yes" if it helps answer \
+it, "unsure" if it is related but does not answer it directly, "no" if it is off topic. Exactly \
+one verdict per statement, in order; "item" repeats the statement.
+
+User's message:
+{question or "(empty)"}
+
+Statements:
+{numbered(statements)}
+
+Format: {VERDICTS_FORMAT}
+"""
+
+
+def answer_relevancy_score(
+    statements: int, verdicts: Sequence[Any], uncertainty_weight: float = 0.3, scale: float = 1
+) -> float:
+    """(yes + uncertainty_weight x unsure) / statements x scale, rounded; 0 without statements."""
+    if statements == 0:
+        return 0.0
+    labels = aligned_labels(statements, verdicts)
+    credit = labels.count("yes") + uncertainty_weight * labels.count("unsure")
+    return round_to_two_decimals(credit / statements * scale)
+
+
+def create_answer_relevancy_scorer(
+    model: str | JudgeModel,
+    *,
+    uncertainty_weight: float = 0.3,
+    scale: float = 1,
+    model_options: Mapping[str, Any] | None = None,
+) -> Scorer:
+    """Share of the output's statements that address the user's message, times `scale`.
+
+    `uncertainty_weight` (0..1, default 0.3) is the credit of an `unsure` statement. Three judge
+    calls; range 0..scale; higher is better.
+    """
+    require_scale(scale)
+    if not 0 <= uncertainty_weight <= 1:
+        raise ValueError(f"uncertainty_weight must be within 0..1, got {uncertainty_weight}")
+
+    def analyze_prompt(ctx: StepContext) -> str:
+        statements = items_of(ctx.results.preprocess_step_result, "statements")
+        return _analyze_prompt(request_text(ctx.run.input), statements)
+
+    def score(ctx: StepContext) -> float:
+        statements = items_of(ctx.results.preprocess_step_result, "statements")
+        verdicts = items_of(ctx.results.analyze_step_result, "verdicts")
+        return answer_relevancy_score(len(statements), verdicts, uncertainty_weight, scale)
+
+    def explain_prompt(ctx: StepContext) -> str:
+        statements = [str(s) for s in items_of(ctx.results.preprocess_step_result, "statements")]
+        labels = aligned_labels(
+            len(statements), items_of(ctx.results.analyze_step_result, "verdicts")
+        )
+        off = [
+            f"{s} ({label or 'no verdict'})"
+            for s, label in zip(statements, labels, strict=True)
+            if label != "yes"
+        ]
+        return reason_prompt(
+            subject="answer relevancy",
+            score=ctx.score,
+            scale=scale,
+            facts=f"User's message:\n{request_text(ctx.run.input)}\n\n"
+            f"Output:\n{response_text(ctx.run.output)}\n\n"
+            f"Statements: {len(statements)}, relevant: {labels.count('yes')}, "
+            f"partly relevant: {labels.count('unsure')}\n"
+            f"Statements not fully relevant:\n{bullets(off)}",
+            empty_note=None
+            if statements
+            else "The output had no statements to judge, so the score is 0.",
+        )
+
+    return (
+        create_scorer(
+            id=ANSWER_RELEVANCY_SCORER_ID,
+            name="Answer Relevancy Scorer",
+            description="Measures how much of the output addresses the user's message",
+            judge=judge(model, INSTRUCTIONS, model_options),
+            type="agent",
+            scale=scale,
+            direction="higher_is_better",
+        )
+        .preprocess(
+            PromptStep(
+                description="Split the output into statements",
+                create_prompt=lambda ctx: _extract_prompt(response_text(ctx.run.output)),
+                output_schema=StatementList,
+            )
+        )
+        .analyze(
+            PromptStep(
+                description="Judge each statement's relevance to the user's message",
+                create_prompt=analyze_prompt,
+                output_schema=VerdictList,
+            )
+        )
+        .generate_score(score)
+        .generate_reason(
+            PromptStep(
+                description="Explain the answer relevancy score", create_prompt=explain_prompt
+            )
+        )
+    )

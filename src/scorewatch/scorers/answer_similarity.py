@@ -1,0 +1,298 @@
+"""The answer-similarity scorer: does the output say what the ground-truth answer says?
+
+Three judge calls:
+
+1. preprocess (judge): the semantic units (one fact or idea each) of the output and of the
+   run's `ground_truth`;
+2. analyze (judge): for each ground-truth unit, how the output covers it (`exact`, `semantic`,
+   `partial` or `missing`), the output units that contradict the ground truth, and the output
+   units the ground truth does not have;
+3. generate_score (function), with the option weights:
+   `(sum of match credits) / (units x (1 + exact_match_bonus))
+    - contradictions x contradiction_penalty - min(extras x extra_info_penalty,
+    max_extra_info_penalty)`, clamped to 0..1, times `scale`, rounded half up to two decimals.
+   Credits: exact 1 + exact_match_bonus, semantic `semantic_weight`, partial
+   `semantic_weight / 2`, missing `-missing_penalty`. Missing matches (fewer than the
+   ground-truth units) count as missing. No ground-truth units -> 0;
+4. generate_reason (judge): a short explanation.
+
+Range 0..scale, higher is better. Without a ground truth the run fails with a clear error
+(`require_ground_truth=True`, the default) or scores 0. Routing marker of the analyze prompt:
+`Compare the output's units with the ground truth's units`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..judge.protocol import JudgeModel
+from ._judging import (
+    JudgeAnswer,
+    aligned_labels,
+    bullets,
+    field_of,
+    items_of,
+    judge,
+    numbered,
+    reason_prompt,
+    require_scale,
+)
+from ._text import as_text, response_text
+from .utils import round_to_two_decimals
+
+__all__ = [
+    "ANSWER_SIMILARITY_SCORER_ID",
+    "SimilarityWeights",
+    "answer_similarity_score",
+    "create_answer_similarity_scorer",
+]
+
+ANSWER_SIMILARITY_SCORER_ID = "answer-similarity-scorer"
+
+INSTRUCTIONS = (
+    "You compare an answer with a reference answer, unit of meaning by unit of meaning. Different "
+    "wording with the same meaning is a semantic match; a changed number, name or date is not. "
+    "Be strict but fair: partial coverage is partial."
+)
+
+
+class UnitLists(JudgeAnswer):
+    output_units: list[str]
+    ground_truth_units: list[str]
+
+
+class UnitMatch(JudgeAnswer):
+    ground_truth_unit: str = ""
+    output_unit: str | None = None
+    match_type: str
+    explanation: str = ""
+
+
+class Contradiction(JudgeAnswer):
+    output_unit: str
+    ground_truth_unit: str = ""
+    explanation: str = ""
+
+
+class UnitComparison(JudgeAnswer):
+    matches: list[UnitMatch]
+    extra_in_output: list[str]
+    contradictions: list[Contradiction]
+
+
+class SimilarityWeights:
+    """The scoring weights (see the module docstring)."""
+
+    __slots__ = (
+        "contradiction_penalty",
+        "exact_match_bonus",
+        "extra_info_penalty",
+        "max_extra_info_penalty",
+        "missing_penalty",
+        "semantic_weight",
+    )
+
+    def __init__(
+        self,
+        *,
+        semantic_weight: float = 0.8,
+        exact_match_bonus: float = 0.2,
+        missing_penalty: float = 0.15,
+        contradiction_penalty: float = 1.0,
+        extra_info_penalty: float = 0.05,
+        max_extra_info_penalty: float = 0.2,
+    ) -> None:
+        self.semantic_weight = semantic_weight
+        self.exact_match_bonus = exact_match_bonus
+        self.missing_penalty = missing_penalty
+        self.contradiction_penalty = contradiction_penalty
+        self.extra_info_penalty = extra_info_penalty
+        self.max_extra_info_penalty = max_extra_info_penalty
+
+
+def answer_similarity_score(
+    units: int,
+    matches: Sequence[Any],
+    contradictions: int,
+    extras: int,
+    weights: SimilarityWeights | None = None,
+    scale: float = 1,
+) -> float:
+    """The similarity score from the comparison (see the module docstring); 0 without units."""
+    if units == 0:
+        return 0.0
+    w = weights or SimilarityWeights()
+    credit_of = {
+        "exact": 1 + w.exact_match_bonus,
+        "semantic": w.semantic_weight,
+        "partial": w.semantic_weight / 2,
+    }
+    credit = sum(
+        credit_of.get(label, -w.missing_penalty)
+        for label in aligned_labels(units, matches, "match_type")
+    )
+    value = credit / (units * (1 + w.exact_match_bonus))
+    value -= contradictions * w.contradiction_penalty
+    value -= min(extras * w.extra_info_penalty, w.max_extra_info_penalty)
+    return round_to_two_decimals(max(0.0, min(1.0, value)) * scale)
+
+
+def _extract_prompt(output: str, ground_truth: str) -> str:
+    return f"""Split both texts below into semantic units: one fact or idea each, keeping \
+numbers, names and dates. Return empty lists for empty texts.
+
+Output:
+{output}
+
+Ground truth:
+{ground_truth}
+
+Format: {{"output_units":[str],"ground_truth_units":[str]}}
+"""
+
+
+def _analyze_prompt(output_units: Sequence[str], truth_units: Sequence[str]) -> str:
+    return f"""Compare the output's units with the ground truth's units.
+"matches": exactly one entry per ground-truth unit, in order, with the output unit that covers \
+it ("" if none) and "match_type": "exact" (same fact, same wording), "semantic" (same meaning), \
+"partial" (part of it) or "missing".
+"contradictions": output units that contradict a ground-truth unit.
+"extra_in_output": output units the ground truth does not mention.
+
+Ground-truth units:
+{numbered(truth_units)}
+
+Output units:
+{numbered(output_units)}
+
+Format: {{"matches":[{{"ground_truth_unit":str,"output_unit":str,"match_type":str,\
+"explanation":str}}],"extra_in_output":[str],"contradictions":[{{"output_unit":str,\
+"ground_truth_unit":str,"explanation":str}}]}}
+"""
+
+
+def _has_ground_truth(value: Any) -> bool:
+    return value is not None and as_text(value).strip() != ""
+
+
+def create_answer_similarity_scorer(
+    model: str | JudgeModel,
+    *,
+    require_ground_truth: bool = True,
+    semantic_weight: float = 0.8,
+    exact_match_bonus: float = 0.2,
+    missing_penalty: float = 0.15,
+    contradiction_penalty: float = 1.0,
+    extra_info_penalty: float = 0.05,
+    max_extra_info_penalty: float = 0.2,
+    scale: float = 1,
+    model_options: Mapping[str, Any] | None = None,
+) -> Scorer:
+    """How closely the output matches the run's `ground_truth`, unit by unit, times `scale`.
+
+    Three judge calls; range 0..scale; higher is better. The weights are described in the
+    module docstring.
+    """
+    require_scale(scale)
+    weights = SimilarityWeights(
+        semantic_weight=semantic_weight,
+        exact_match_bonus=exact_match_bonus,
+        missing_penalty=missing_penalty,
+        contradiction_penalty=contradiction_penalty,
+        extra_info_penalty=extra_info_penalty,
+        max_extra_info_penalty=max_extra_info_penalty,
+    )
+
+    def extract_prompt(ctx: StepContext) -> str:
+        if not _has_ground_truth(ctx.run.ground_truth):
+            if require_ground_truth:
+                raise ValueError(
+                    "the answer similarity scorer needs the run's ground_truth "
+                    "(or require_ground_truth=False to score such runs 0)"
+                )
+            return _extract_prompt(response_text(ctx.run.output), "")
+        return _extract_prompt(response_text(ctx.run.output), as_text(ctx.run.ground_truth))
+
+    def analyze_prompt(ctx: StepContext) -> str:
+        found = ctx.results.preprocess_step_result
+        return _analyze_prompt(
+            [str(u) for u in items_of(found, "output_units")],
+            [str(u) for u in items_of(found, "ground_truth_units")],
+        )
+
+    def score(ctx: StepContext) -> float:
+        if not _has_ground_truth(ctx.run.ground_truth):
+            return 0.0
+        units = items_of(ctx.results.preprocess_step_result, "ground_truth_units")
+        comparison = ctx.results.analyze_step_result
+        return answer_similarity_score(
+            len(units),
+            items_of(comparison, "matches"),
+            len(items_of(comparison, "contradictions")),
+            len(items_of(comparison, "extra_in_output")),
+            weights,
+            scale,
+        )
+
+    def explain_prompt(ctx: StepContext) -> str:
+        units = [str(u) for u in items_of(ctx.results.preprocess_step_result, "ground_truth_units")]
+        comparison = ctx.results.analyze_step_result
+        labels = aligned_labels(len(units), items_of(comparison, "matches"), "match_type")
+        missing = [
+            u for u, label in zip(units, labels, strict=True) if label == "missing" or not label
+        ]
+        contradictions = [
+            str(field_of(c, "output_unit")) for c in items_of(comparison, "contradictions")
+        ]
+        note = None
+        if not _has_ground_truth(ctx.run.ground_truth):
+            note = "No ground truth was given, so there was nothing to compare with: score 0."
+        elif not units:
+            note = "The ground truth had no units to compare with, so the score is 0."
+        return reason_prompt(
+            subject="answer similarity",
+            score=ctx.score,
+            scale=scale,
+            facts=f"Output:\n{response_text(ctx.run.output)}\n\n"
+            f"Ground truth:\n{as_text(ctx.run.ground_truth)}\n\n"
+            f"Ground-truth units: {len(units)}, exact: {labels.count('exact')}, semantic: "
+            f"{labels.count('semantic')}, partial: {labels.count('partial')}\n"
+            f"Missing:\n{bullets(missing)}\nContradictions:\n{bullets(contradictions)}\n"
+            f"Extra units in the output: {len(items_of(comparison, 'extra_in_output'))}",
+            empty_note=note,
+        )
+
+    return (
+        create_scorer(
+            id=ANSWER_SIMILARITY_SCORER_ID,
+            name="Answer Similarity Scorer",
+            description="Measures how closely the output matches the ground-truth answer, "
+            "unit of meaning by unit",
+            judge=judge(model, INSTRUCTIONS, model_options),
+            type="agent",
+            scale=scale,
+            direction="higher_is_better",
+        )
+        .preprocess(
+            PromptStep(
+                description="Split the output and the ground truth into semantic units",
+                create_prompt=extract_prompt,
+                output_schema=UnitLists,
+            )
+        )
+        .analyze(
+            PromptStep(
+                description="Compare the output's units with the ground truth's",
+                create_prompt=analyze_prompt,
+                output_schema=UnitComparison,
+            )
+        )
+        .generate_score(score)
+        .generate_reason(
+            PromptStep(
+                description="Explain the answer similarity score", create_prompt=explain_prompt
+            )
+        )
+    )

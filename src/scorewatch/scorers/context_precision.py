@@ -1,0 +1,189 @@
+"""The context-precision scorer: are the useful context pieces ranked first?
+
+Two judge calls:
+
+1. preprocess (function): the context pieces, resolved once per run;
+2. analyze (judge): one verdict per context piece, by index: `yes` if the piece was useful to
+   arrive at the expected answer (the run's `ground_truth` when given, else the output), `no`
+   otherwise;
+3. generate_score (function): mean average precision over the pieces in their given order -
+   for each useful piece at position k, the share of useful pieces among the first k, averaged
+   over the useful pieces - times `scale`, rounded half up to two decimals. A piece without a
+   verdict is not useful; no useful piece, or no context -> 0;
+4. generate_reason (judge): a short explanation.
+
+Range 0..scale, higher is better. The context is `context_extractor(input, output)` when given
+(sync or async), else `context` (one of them is required). Routing marker of the analyze prompt:
+`Judge whether each context piece was useful`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..judge.protocol import JudgeModel
+from ._judging import (
+    JudgeAnswer,
+    check_context_options,
+    field_of,
+    items_of,
+    judge,
+    label_of,
+    numbered,
+    reason_prompt,
+    require_scale,
+)
+from ._text import ContextExtractor, as_text, request_text, resolve_context, response_text
+from .utils import round_to_two_decimals
+
+__all__ = [
+    "CONTEXT_PRECISION_SCORER_ID",
+    "context_precision_score",
+    "create_context_precision_scorer",
+    "usefulness_by_index",
+]
+
+CONTEXT_PRECISION_SCORER_ID = "context-precision-scorer"
+
+INSTRUCTIONS = (
+    "You judge retrieved context for a question-answering system: was each piece useful to "
+    "arrive at the expected answer? A piece is useful when it contains information the answer "
+    "relies on; topical but unused pieces are not useful. Judge each piece on its own."
+)
+
+
+class PieceVerdict(JudgeAnswer):
+    context_index: int
+    verdict: str
+    reason: str = ""
+
+
+class PieceVerdicts(JudgeAnswer):
+    verdicts: list[PieceVerdict]
+
+
+def usefulness_by_index(pieces: int, verdicts: Sequence[Any]) -> list[bool]:
+    """Useful flag per piece; the first verdict for an index wins, others are ignored."""
+    useful: dict[int, bool] = {}
+    for verdict in verdicts:
+        index = field_of(verdict, "context_index")
+        if isinstance(index, int) and 0 <= index < pieces and index not in useful:
+            useful[index] = label_of(verdict) == "yes"
+    return [useful.get(index, False) for index in range(pieces)]
+
+
+def context_precision_score(useful: Sequence[bool], scale: float = 1) -> float:
+    """Mean average precision of the ranking, times scale, rounded; 0 without useful pieces."""
+    found, total = 0, 0.0
+    for position, is_useful in enumerate(useful, start=1):
+        if is_useful:
+            found += 1
+            total += found / position
+    return 0.0 if found == 0 else round_to_two_decimals(total / found * scale)
+
+
+def _analyze_prompt(question: str, expected: str, context: Sequence[str]) -> str:
+    return f"""Judge whether each context piece was useful to arrive at the expected answer. \
+For every piece give its "context_index" and "yes" if the expected answer relies on information \
+in it, "no" otherwise. One verdict per piece.
+
+Question:
+{question or "(none)"}
+
+Expected answer:
+{expected}
+
+Context pieces:
+{numbered(context) if context else "(no context was given: return an empty list)"}
+
+Format: {{"verdicts":[{{"context_index":int,"verdict":str,"reason":str}}]}}
+"""
+
+
+def create_context_precision_scorer(
+    model: str | JudgeModel,
+    *,
+    context: Sequence[str] | None = None,
+    context_extractor: ContextExtractor | None = None,
+    scale: float = 1,
+    model_options: Mapping[str, Any] | None = None,
+) -> Scorer:
+    """Mean average precision of the context ranking, judged against the expected answer.
+
+    Two judge calls; range 0..scale; higher is better.
+    """
+    require_scale(scale)
+    check_context_options(context, context_extractor, "the context precision scorer")
+
+    async def gather(ctx: StepContext) -> dict[str, Any]:
+        # Resolved once per run: an extractor may be slow, and later steps need the same list.
+        pieces = await resolve_context(ctx.run.input, ctx.run.output, context, context_extractor)
+        return {"context": pieces}
+
+    def pieces_of(ctx: StepContext) -> list[str]:
+        return [str(piece) for piece in items_of(ctx.results.preprocess_step_result, "context")]
+
+    def expected_of(ctx: StepContext) -> str:
+        truth = as_text(ctx.run.ground_truth)
+        return truth if truth.strip() else response_text(ctx.run.output)
+
+    def analyze_prompt(ctx: StepContext) -> str:
+        pieces = pieces_of(ctx)
+        return _analyze_prompt(request_text(ctx.run.input), expected_of(ctx), pieces)
+
+    def score(ctx: StepContext) -> float:
+        pieces = pieces_of(ctx)
+        verdicts = items_of(ctx.results.analyze_step_result, "verdicts")
+        return context_precision_score(usefulness_by_index(len(pieces), verdicts), scale)
+
+    def explain_prompt(ctx: StepContext) -> str:
+        pieces = pieces_of(ctx)
+        useful = usefulness_by_index(
+            len(pieces), items_of(ctx.results.analyze_step_result, "verdicts")
+        )
+        ranking = "\n".join(
+            f"[{i}] {'useful' if flag else 'not useful'}: {piece}"
+            for i, (piece, flag) in enumerate(zip(pieces, useful, strict=True))
+        )
+        note = None
+        if not pieces:
+            note = "No context was given, so there was nothing to rank: score 0."
+        elif not any(useful):
+            note = "No context piece was useful, so the score is 0."
+        return reason_prompt(
+            subject="context precision",
+            score=ctx.score,
+            scale=scale,
+            facts=f"Expected answer:\n{expected_of(ctx)}\n\nContext pieces in ranked order:\n"
+            f"{ranking or '(none)'}\n(The score rewards useful pieces ranked before the others.)",
+            empty_note=note,
+        )
+
+    return (
+        create_scorer(
+            id=CONTEXT_PRECISION_SCORER_ID,
+            name="Context Precision Scorer",
+            description="Measures whether the useful context pieces come first (mean average "
+            "precision)",
+            judge=judge(model, INSTRUCTIONS, model_options),
+            type="agent",
+            scale=scale,
+            direction="higher_is_better",
+        )
+        .preprocess(gather)
+        .analyze(
+            PromptStep(
+                description="Judge whether each context piece was useful",
+                create_prompt=analyze_prompt,
+                output_schema=PieceVerdicts,
+            )
+        )
+        .generate_score(score)
+        .generate_reason(
+            PromptStep(
+                description="Explain the context precision score", create_prompt=explain_prompt
+            )
+        )
+    )
