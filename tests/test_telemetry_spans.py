@@ -389,3 +389,25 @@ async def test_concurrent_runs_keep_separate_trees() -> None:
                 assert span.parent is not None
                 assert span.parent.span_id == by_trace[span.context.trace_id].context.span_id
         assert len(sink.logs()) == 8
+
+
+async def test_a_cancelled_run_closes_its_spans_and_restores_the_callers_context() -> None:
+    import asyncio
+
+    with in_memory_telemetry() as sink:
+        judge = ScriptedJudge([verdicts(3), "late"], delay=5.0)
+        outer = sink.tracer_provider.get_tracer("app")
+        with outer.start_as_current_span("request") as request_span:
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.05):
+                    await prompt_scorer(judge).run(output="x")
+            assert trace.get_current_span() is request_span
+        names_seen = {s.name for s in sink.spans()}
+        assert {"evaluation quality", "evaluation.step analyze", "chat scripted-judge"} <= (
+            names_seen
+        )
+        for name in ("evaluation quality", "evaluation.step analyze", "chat scripted-judge"):
+            assert sink.span(name).status.status_code == StatusCode.ERROR
+        # Not a finished run: no evaluation event, no run outcome.
+        assert sink.logs() == []
+        assert sink.points(names.METRIC_SCORER_RUNS) == []

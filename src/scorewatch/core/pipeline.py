@@ -229,6 +229,12 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
                 )
                 _run_failed(listeners, error, perf_counter() - run_started)
             raise error from cause
+        except BaseException as interrupted:
+            # Cancelled (e.g. by a caller's timeout): listeners still hear the run end, so none
+            # leaves its span current in the caller's context.
+            if listeners:
+                _run_interrupted(listeners, interrupted, perf_counter() - run_started)
+            raise
         if execution is not None:
             acc.prompts[_PROMPT_FIELDS[step.name]] = prompt  # type: ignore[assignment]
             acc.add_execution(step.name, execution)
@@ -248,6 +254,12 @@ def _step_started(listeners: tuple[RunListener, ...], step: Step) -> None:
 
 
 def _run_failed(listeners: tuple[RunListener, ...], error: ScorerRunError, duration: float) -> None:
+    notify(listeners, lambda listener: listener.run_failed(error, duration))
+
+
+def _run_interrupted(
+    listeners: tuple[RunListener, ...], error: BaseException, duration: float
+) -> None:
     notify(listeners, lambda listener: listener.run_failed(error, duration))
 
 

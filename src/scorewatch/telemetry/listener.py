@@ -177,18 +177,22 @@ class RunTelemetry:
         except Exception:
             logger.debug("context detach out of order; ignored", exc_info=True)
 
-    def _close_attempts(self) -> None:
+    def _close_attempts(self, error: BaseException | None = None) -> None:
         # Attempts the core never reported finished (e.g. cancelled) end here, innermost first.
         while self._attempts:
             open_attempt = self._attempts.pop()
             self._detach(open_attempt.token)
+            if error is not None:
+                _mark_failed(open_attempt.span, error)
             open_attempt.span.end()
 
-    def _close_steps(self) -> None:
-        self._close_attempts()
+    def _close_steps(self, error: BaseException | None = None) -> None:
+        self._close_attempts(error)
         while self._steps:
             open_step = self._steps.pop()
             self._detach(open_step.token)
+            if error is not None:
+                _mark_failed(open_step.span, error)
             open_step.span.end()
 
     # -- steps -------------------------------------------------------------------------------
@@ -362,6 +366,13 @@ class RunTelemetry:
         self._end_run()
 
     def run_failed(self, error: BaseException, duration_s: float) -> None:
+        if not isinstance(error, Exception):
+            # Cancelled or interrupted: the run did not finish, so it is neither a score nor a
+            # failure to count; its spans end marked with the interruption, and nothing else.
+            self._close_steps(error)
+            _mark_failed(self._run_span, error)
+            self._end_run()
+            return
         self._close_steps()
         failed_step = getattr(error, "failed_step", None)
         span = self._run_span
