@@ -639,3 +639,43 @@ async def test_hooks_see_prompt_steps_and_judge_attempts_in_order() -> None:
     assert result.judge is not None
     assert outcome.execution == result.judge["generate_score"].executions[0]
     assert outcome.result == 0.6
+
+
+# ------------------------------------------------------------ concurrency and cancellation
+
+
+async def test_concurrent_runs_of_one_scorer_do_not_share_state() -> None:
+    async def preprocess(ctx: sw.StepContext) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        return {"echo": ctx.run.output}
+
+    scorer = (
+        sw.create_scorer(id="s", description="d")
+        .preprocess(preprocess)
+        .generate_score(lambda ctx: float(ctx.results.preprocess_step_result["echo"]) / 100)
+    )
+    results = await asyncio.gather(*(scorer.run(output=str(n)) for n in range(20)))
+    assert [r.score for r in results] == [n / 100 for n in range(20)]
+    assert [r.preprocess_step_result for r in results] == [{"echo": str(n)} for n in range(20)]
+    assert len({r.run_id for r in results}) == 20
+
+
+async def test_a_caller_timeout_cancels_a_slow_judge_without_hanging() -> None:
+    judge = ScriptedJudge(['{"score": 1}'], delay=30)
+    scorer = sw.create_scorer(id="s", description="d", judge=judge_config(judge)).generate_score(
+        sw.PromptStep("s", lambda ctx: "p")
+    )
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(scorer.run(output="o"), timeout=0.05)
+    assert judge.calls == 1
+
+
+def test_worked_example_prints_its_scores(capsys: pytest.CaptureFixture[str]) -> None:
+    scorer = quality_scorer()
+    for output in (TWELVE_WORDS, EIGHT_WORDS):
+        result = scorer.run_sync(input="What is machine learning?", output=output)
+        print(result.score, result.reason)
+    assert capsys.readouterr().out.splitlines() == [
+        "1.0 Score: 1.0. Response has 12 words.",
+        "0.0 Score: 0.0. Response has 8 words.",
+    ]
