@@ -41,6 +41,8 @@ class Sampling:
 
     @classmethod
     def ratio(cls, rate: float) -> Sampling:
+        if isinstance(rate, bool) or not isinstance(rate, int | float):
+            raise ValueError(f"a sampling rate is a number between 0 and 1, got {rate!r}")
         return cls(float(rate))
 
     @classmethod
