@@ -280,3 +280,29 @@ def test_real_prometheus_scrapes_and_queries_the_score_histogram(
         except subprocess.TimeoutExpired:
             scorewatch_proc.kill()
             scorewatch_proc.wait(5)
+
+
+def test_a_taken_prometheus_address_fails_cleanly() -> None:
+    first = telemetry.configure(prometheus="127.0.0.1:0", otlp=False, set_global=False)
+    try:
+        with pytest.raises(OSError):
+            telemetry.configure(
+                prometheus=f"127.0.0.1:{first.prometheus_port}", otlp=False, set_global=False
+            )
+        # The first set-up is still the active one.
+        assert telemetry.is_instrumented()
+        assert first.prometheus_url is not None
+        assert httpx.get(first.prometheus_url).status_code == 200
+    finally:
+        first.shutdown()
+
+
+def test_parse_address() -> None:
+    from scorewatch.telemetry.prometheus import parse_address
+
+    assert parse_address(None) == ("127.0.0.1", 9464)
+    assert parse_address("0.0.0.0:9000") == ("0.0.0.0", 9000)
+    assert parse_address("[::1]:9464") == ("::1", 9464)
+    assert parse_address(":9464") == ("127.0.0.1", 9464)
+    with pytest.raises(ValueError):
+        parse_address("localhost")

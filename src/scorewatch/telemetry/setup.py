@@ -342,7 +342,13 @@ def configure(
 
     server = None
     if prometheus is not None and registry is not None:
-        server = PrometheusServer(prometheus, registry)
+        try:
+            server = PrometheusServer(prometheus, registry)
+        except OSError:
+            # The address is taken or invalid: leave nothing half set up behind.
+            for provider in (tracer_provider, logger_provider, meter_provider):
+                provider.shutdown()
+            raise
         set_default_registry(registry)
 
     if set_global:
