@@ -277,3 +277,32 @@ async def test_astart_serves_from_the_running_loop() -> None:
         await server.astop()
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         pass
+
+
+def test_a_script_that_raises_answers_500() -> None:
+    def broken(body: dict[str, Any]) -> Reply:
+        raise KeyError("oops")
+
+    with LoopbackJudgeServer(broken) as server:
+        response = post(server)
+    assert response.status_code == 500
+    assert "KeyError" in response.json()["error"]["message"]
+
+
+def test_expect_100_continue_is_honoured() -> None:
+    with LoopbackJudgeServer("ok") as server:
+        data = json.dumps(CHAT).encode()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
+            head = (
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+            )
+            raw.sendall(head.encode())
+            assert raw.recv(64).startswith(b"HTTP/1.1 100 Continue")
+            raw.sendall(data)
+            answer = b""
+            while b'"content": "ok"' not in answer:
+                chunk = raw.recv(4096)
+                assert chunk, "connection closed before the answer"
+                answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200 OK")

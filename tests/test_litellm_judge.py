@@ -448,3 +448,10 @@ def test_normalize_usage_reads_nested_provider_details_and_keeps_flat_keys_first
     assert flat_wins.cached_input_tokens == 1
     assert normalize_usage({"prompt_tokens_details": None}).is_empty()
     assert normalize_usage({"promptTokens": 2}).as_dict() == {"input_tokens": 2, "total_tokens": 2}
+
+
+async def test_a_reply_without_usage_has_empty_usage(server: LoopbackJudgeServer) -> None:
+    server.script(Reply('{"score": 1}', include_usage=False))
+    reply = await judge_for(server, PRICED_MODEL).complete(score_request())
+    assert reply.usage.is_empty()
+    assert reply.estimated_cost_usd is None

@@ -62,6 +62,10 @@ class LiteLLMJudge:
     call, streamed or not. `stream=True` streams the answer (usage from the final chunk).
     `native_structured_output` overrides litellm's verdict on whether the model supports a
     JSON-schema response format. Other keyword arguments go to `litellm.acompletion` as is.
+
+    Usage is what the provider reported; a reply without a usage block has empty usage. On
+    streams litellm counts tokens itself when the provider sends no usage chunk, and those counts
+    are what the reply carries then.
     """
 
     def __init__(
@@ -245,6 +249,9 @@ class LiteLLMJudge:
         streamed: bool,
     ) -> JudgeReply:
         usage = normalize_usage(usage_block) if usage_block else EMPTY_USAGE
+        if not any(usage.as_dict().values()):
+            # litellm fills in zeros when the provider sent no usage block: that is "unknown".
+            usage = EMPTY_USAGE
         return JudgeReply(
             text=text,
             usage=usage,

@@ -443,6 +443,8 @@ class LoopbackJudgeServer:
             return False  # the client closed an idle keep-alive connection
         try:
             method, path, version, headers = _parse_head(head)
+            if headers.get("expect", "").lower() == "100-continue":
+                writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             raw_body = await _read_body(reader, headers)
         except _BadRequest as error:
             await _write_json(writer, 400, {"error": {"message": str(error)}}, keep_alive=False)
@@ -469,7 +471,10 @@ class LoopbackJudgeServer:
             await _write_json(writer, 404, missing, keep_alive=keep_alive)
             return keep_alive
         request_body = body if isinstance(body, dict) else {}
-        behaviour = self._script.next(request_body)
+        try:
+            behaviour = self._script.next(request_body)
+        except Exception as error:  # a bug in the test's script: answer, do not hang the client
+            behaviour = HttpError(500, f"loopback judge: the script raised {type(error).__name__}")
         return await self._play(behaviour, request_body, writer, keep_alive)
 
     async def _play(
