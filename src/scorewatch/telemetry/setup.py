@@ -287,13 +287,16 @@ def configure(
     metric_export_interval_s: float | None = None,
     set_global: bool = True,
     cardinality_limit: int = names.DEFAULT_CARDINALITY_LIMIT,
+    prometheus_server: bool = True,
 ) -> TelemetryHandle:
     """Set up OpenTelemetry for an application that has none, and instrument scorewatch.
 
     `prometheus`: `"host:port"` of the scrape endpoint (port 0: a free port), or None for none;
-    the registry is also what `prometheus_asgi_app()` serves. `otlp`: None exports over OTLP only
-    when an `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set; True always (standard variables and
-    defaults); a URL exports there; False never. The protocol is `otlp_protocol`, else
+    the registry is also what `prometheus_asgi_app()` serves. `prometheus_server=False` keeps
+    the registry but starts no HTTP server of its own, for an application that serves
+    `prometheus_asgi_app()` on its own port (`scorewatch serve`). `otlp`: None exports over
+    OTLP only when an `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set; True always (standard
+    variables and defaults); a URL exports there; False never. The protocol is `otlp_protocol`, else
     `OTEL_EXPORTER_OTLP_[SIGNAL_]PROTOCOL`, else http/protobuf; `otlp_timeout_s` bounds each
     export (default: `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10 s). Spans and events wait in
     bounded queues (`export_queue_size`; the oldest are dropped when full), so an unreachable
@@ -341,7 +344,7 @@ def configure(
     )
 
     server = None
-    if prometheus is not None and registry is not None:
+    if prometheus is not None and registry is not None and prometheus_server:
         try:
             server = PrometheusServer(prometheus, registry)
         except OSError:
@@ -349,6 +352,7 @@ def configure(
             for provider in (tracer_provider, logger_provider, meter_provider):
                 provider.shutdown()
             raise
+    if prometheus is not None and registry is not None:
         set_default_registry(registry)
 
     if set_global:
