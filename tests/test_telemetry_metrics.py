@@ -232,3 +232,32 @@ async def test_live_observer_metrics() -> None:
     # Not instrumented: the live hooks are no-ops.
     live.record_decision("quality", "sampled")
     assert live.current_live_observers() == ()
+
+
+async def test_provider_cost_counter_agrees_with_the_judge_records() -> None:
+    def priced(text: str, amount: float) -> JudgeReply:
+        return JudgeReply(text=text, cost=JudgeCost(amount=amount, unit="USD", source="provider"))
+
+    scripts = [
+        [priced(verdicts(1), 0.5), priced("why", 0.25)],
+        # An unusable reply is paid for too, then the fallback attempt.
+        [priced("{oops", 0.125), priced(verdicts(2), 0.5), priced("why", 0.0625)],
+    ]
+    results = []
+    with in_memory_telemetry() as sink:
+        for script in scripts:
+            results.append(await prompt_scorer(ScriptedJudge(script)).run(output="x"))
+        recorded = sum(
+            execution.cost.amount
+            for result in results
+            for record in (result.judge or {}).values()
+            for execution in record.executions
+            if execution.status == "success" and execution.cost is not None
+        )
+        counted = sum(
+            p.value or 0
+            for p in sink.points(names.METRIC_JUDGE_COST)
+            if p.attributes["scorewatch.cost.source"] == "provider"
+        )
+        assert recorded == 1.4375
+        assert counted == recorded

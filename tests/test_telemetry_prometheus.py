@@ -159,7 +159,8 @@ _SCOREWATCH_PROCESS = textwrap.dedent(
     SCORES = {scores!r}
 
     async def main():
-        handle = telemetry.configure(prometheus="127.0.0.1:0", otlp=False, set_global=False)
+        # A process of its own: the global providers may be set, as an application would.
+        handle = telemetry.configure(prometheus="127.0.0.1:0", otlp=False)
         scorer = sw.create_scorer(id="quality", description="d").generate_score(
             lambda ctx: ctx.run.output
         )
