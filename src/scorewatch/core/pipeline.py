@@ -27,7 +27,7 @@ from .result import (
     StepResults,
     build_trusted,
 )
-from .run_input import coerce_run
+from .run_input import check_run, coerce_run
 from .scorer import Scorer, Step
 from .steps import StepName, camel_step
 
@@ -191,6 +191,7 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
             details={"scorerId": scorer.id, "steps": ", ".join(camel_step(s.name) for s in steps)},
         )
     run = await _prepare(scorer, run)
+    check_run(run, scorer.id)
     if not run.run_id:
         run.run_id = str(uuid4())
 

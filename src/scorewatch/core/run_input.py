@@ -8,11 +8,24 @@ from typing import Any
 
 from pydantic.alias_generators import to_snake
 
+from ..errors import ScorewatchError
+from .errors import INVALID_RUN
 from .result import ScorerRun
 
-__all__ = ["coerce_run"]
+__all__ = ["check_run", "coerce_run"]
 
 _RUN_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(ScorerRun))
+_STRING_FIELDS = (
+    "run_id",
+    "score_source",
+    "target",
+    "target_scope",
+    "target_entity_type",
+    "target_trace_id",
+    "target_span_id",
+    "score_trace_id",
+)
+_MAPPING_FIELDS = ("target_metadata", "target_correlation_context")
 
 
 def coerce_run(run: ScorerRun | Mapping[str, Any]) -> tuple[ScorerRun, bool]:
@@ -40,3 +53,31 @@ def coerce_run(run: ScorerRun | Mapping[str, Any]) -> tuple[ScorerRun, bool]:
     if "output" not in fields:
         fields["output"] = None
     return ScorerRun(**fields), emit
+
+
+def check_run(run: ScorerRun, scorer_id: str) -> None:
+    """Reject typed run fields of the wrong type, which would make a result that cannot be loaded
+    back from its own JSON. `input`, `output` and the other free-form fields are not checked."""
+    for name in _STRING_FIELDS:
+        value = getattr(run, name)
+        if value is not None and not isinstance(value, str):
+            raise _invalid_run(scorer_id, name, "a string", value)
+    for name in _MAPPING_FIELDS:
+        value = getattr(run, name)
+        if value is not None and not (
+            isinstance(value, dict) and all(isinstance(key, str) for key in value)
+        ):
+            raise _invalid_run(scorer_id, name, "a dict with string keys", value)
+    keys = run.request_context_keys
+    if keys is not None and not (
+        isinstance(keys, list) and all(isinstance(key, str) for key in keys)
+    ):
+        raise _invalid_run(scorer_id, "request_context_keys", "a list of strings", keys)
+
+
+def _invalid_run(scorer_id: str, name: str, expected: str, value: Any) -> ScorewatchError:
+    return ScorewatchError(
+        f"scorer {scorer_id!r}: run field {name!r} must be {expected}, got {type(value).__name__}",
+        code=INVALID_RUN,
+        details={"scorerId": scorer_id, "field": name},
+    )
