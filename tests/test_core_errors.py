@@ -366,3 +366,39 @@ async def test_failed_records_keep_usage_of_completed_work() -> None:
         "name": "ValueError",
         "message": "reason backend down",
     }
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("run_id", 5),
+        ("target", ["agent"]),
+        ("target_trace_id", 123),
+        ("score_source", {"live": True}),
+        ("target_metadata", ["not", "a", "dict"]),
+        ("target_metadata", {1: "int key"}),
+    ],
+)
+async def test_mistyped_run_fields_are_rejected_before_any_step(field: str, value: Any) -> None:
+    called: list[int] = []
+    scorer = sw.create_scorer(id="typed", description="d").generate_score(
+        lambda ctx: called.append(1) or 1
+    )
+    with pytest.raises(sw.ScorewatchError) as caught:
+        await scorer.run(output="o", **{field: value})
+    error = caught.value
+    assert not isinstance(error, sw.ScorerRunError)
+    assert error.code == "SCOREWATCH_SCORER_INVALID_RUN"
+    assert error.details == {"scorerId": "typed", "field": field}
+    assert repr(field) in error.message and "'typed'" in error.message
+    assert called == []
+
+
+async def test_prepare_run_output_is_type_checked_too() -> None:
+    def bad_prepare(run: Any) -> dict[str, Any]:
+        return {"output": run.output, "runId": 7}
+
+    scorer = sw.create_scorer(id="prep", description="d", prepare_run=bad_prepare)
+    with pytest.raises(sw.ScorewatchError) as caught:
+        await scorer.generate_score(lambda ctx: 1).run(output="o")
+    assert caught.value.details == {"scorerId": "prep", "field": "run_id"}

@@ -256,3 +256,31 @@ def test_reply_parser_returns_strict_json_or_a_structured_output_error(
         return
     assert value is not None
     assert strict_json(value) == value
+
+
+# ------------------------------------------------------------------ the typed run fields
+
+TYPED_RUN_FIELDS = (
+    "run_id",
+    "target",
+    "target_trace_id",
+    "target_span_id",
+    "target_metadata",
+    "score_source",
+)
+
+
+@PROPERTY_SETTINGS
+@given(field=st.sampled_from(TYPED_RUN_FIELDS), value=json_values)
+def test_any_json_in_a_typed_run_field_gives_a_loadable_result_or_a_clear_error(
+    field: str, value: Any
+) -> None:
+    scorer = sw.create_scorer(id="typed", description="d").generate_score(lambda ctx: 0.5)
+    try:
+        outcome = asyncio.run(scorer.run(output="o", **{field: value}))
+    except sw.ScorewatchError as error:
+        assert not isinstance(error, sw.ScorerRunError)
+        assert error.code == "SCOREWATCH_SCORER_INVALID_RUN"
+        assert "'typed'" in error.message and repr(field) in error.message
+        return
+    assert_round_trips(outcome)
