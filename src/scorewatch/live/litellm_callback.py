@@ -125,5 +125,10 @@ def make_litellm_callback(submit: Submit, target: str) -> Any:
     with _class_lock:
         if _callback_class is None:
             _callback_class = _build_class()
-        cls = _callback_class
-    return cls(submit, target)
+        base = _callback_class
+    # litellm registers one logger per class (and callback name): a second callback of the same
+    # class, say for another target, would be silently skipped. Each callback gets its own class.
+    own_class = type(base.__name__, (base,), {"__module__": __name__})
+    callback = own_class(submit, target)
+    callback.callback_name = f"scorewatch-live-{id(callback):x}"
+    return callback

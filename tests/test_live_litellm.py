@@ -1,0 +1,130 @@
+"""The litellm callback scores completions made against the loopback judge server, and never
+the judge's own completions."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from live_support import Collected, judged_scorer
+from scorewatch.judge.litellm_judge import LiteLLMJudge
+from scorewatch.live import LiveScoring
+from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
+
+AGENT_ANSWER = "Paris is the capital of France."
+
+
+def answer(body: dict[str, Any]) -> Reply:
+    if body.get("model") == "judge-model":
+        return Reply('{"score": 0.9}')
+    return Reply(AGENT_ANSWER)
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackJudgeServer]:
+    with LoopbackJudgeServer(answer) as running:
+        yield running
+
+
+@pytest.fixture
+def litellm_module() -> Iterator[Any]:
+    import litellm
+
+    # litellm copies `callbacks` into its own success/failure lists: restore all of them.
+    names = [
+        "callbacks",
+        "success_callback",
+        "_async_success_callback",
+        "failure_callback",
+        "_async_failure_callback",
+    ]
+    saved = {name: list(getattr(litellm, name)) for name in names}
+    yield litellm
+    for name, value in saved.items():
+        setattr(litellm, name, value)
+
+
+def live_scoring(server: LoopbackJudgeServer) -> tuple[LiveScoring, Collected]:
+    # The judge itself goes through litellm to the same server: its completions must not be
+    # taken for agent traffic (that would score the judge, forever).
+    judge = LiteLLMJudge(
+        "openai/judge-model", api_base=server.base_url, api_key="sk-test", max_retries=0
+    )
+    collected = Collected()
+    live = LiveScoring(
+        {"quality": judged_scorer(judge)}, sinks=[collected.sink()], drain_on_exit=False
+    )
+    return live, collected
+
+
+def agent_arguments(server: LoopbackJudgeServer, question: str) -> dict[str, Any]:
+    return {
+        "model": "openai/agent-model",
+        "messages": [{"role": "user", "content": question}],
+        "api_base": server.base_url,
+        "api_key": "sk-test",
+        "max_retries": 0,
+    }
+
+
+async def wait_for_submissions(live: LiveScoring, count: int) -> None:
+    # litellm reports success from a task or thread of its own, after the call has returned.
+    for _ in range(500):
+        if live.stats()["sampled"] >= count:
+            return
+        await asyncio.sleep(0.01)
+
+
+async def test_async_completions_are_scored_once_each(
+    server: LoopbackJudgeServer, litellm_module: Any
+) -> None:
+    live, collected = live_scoring(server)
+    litellm_module.callbacks = [*litellm_module.callbacks, live.litellm_callback(target="geo-bot")]
+    questions = ["Capital of France?", "Capital of Italy?", "Capital of Spain?"]
+    for question in questions:
+        response = await litellm_module.acompletion(**agent_arguments(server, question))
+        assert response.choices[0].message.content == AGENT_ANSWER
+    await wait_for_submissions(live, 3)
+    assert await live.drain(30)
+    await asyncio.sleep(0.2)  # a judge completion wrongly reported would be submitted by now
+    stats = live.stats()
+    assert stats["sampled"] == 3 and stats["scored"] == 3
+    assert sorted(r.call.input[0]["content"] for r in collected.results) == sorted(questions)
+    assert {r.call.output for r in collected.results} == {AGENT_ANSWER}
+    assert {r.call.target for r in collected.results} == {"geo-bot"}
+    assert {r.score for r in collected.results} == {0.9}
+    models = [request.body.get("model") for request in server.requests]
+    assert models.count("agent-model") == 3 and models.count("judge-model") == 3
+    await live.aclose()
+
+
+def test_sync_completions_are_scored_once_by_each_live_scoring(
+    server: LoopbackJudgeServer, litellm_module: Any
+) -> None:
+    live, collected = live_scoring(server)
+    other, other_collected = live_scoring(server)
+    litellm_module.callbacks = [
+        *litellm_module.callbacks,
+        live.litellm_callback(target="geo-bot"),
+        other.litellm_callback(target="other-bot"),  # a second callback is not skipped
+    ]
+    response = litellm_module.completion(**agent_arguments(server, "Capital of Peru?"))
+    assert response.choices[0].message.content == AGENT_ANSWER
+    for _ in range(500):
+        if live.stats()["sampled"] and other.stats()["sampled"]:
+            break
+        time.sleep(0.01)
+    assert live.drain_sync(30) and other.drain_sync(30)
+    time.sleep(0.2)
+    assert live.stats()["sampled"] == 1 and live.stats()["scored"] == 1
+    assert other.stats()["sampled"] == 1 and other.stats()["scored"] == 1
+    (result,) = collected.results
+    assert result.call.input == [{"role": "user", "content": "Capital of Peru?"}]
+    assert result.call.run_id  # litellm's call id
+    assert other_collected.results[0].call.target == "other-bot"
+    live.close()
+    other.close()
