@@ -509,3 +509,22 @@ async def test_the_api_key_appears_nowhere(
         assert SENTINEL not in text
     # and it was really sent: every request carried an Authorization header
     assert all("authorization" in request.header_names for request in server.requests)
+
+
+async def test_a_stream_broken_midway_counts_as_a_model_call(server: LoopbackJudgeServer) -> None:
+    broken = Reply(VALID_ANALYSIS, chunk_size=4, drop_after_chunks=2)
+    server.script([broken, VALID_ANALYSIS])
+    result = await analyze_scorer(judge_config(server, stream=True)).run(input="q", output="a")
+    record = only_execution(result)
+    assert (record.status, record.attempt_count, record.model_call_count) == ("success", 2, 2)
+    # the broken stream reported no usage (litellm adds reasoning_tokens=0 on streams)
+    assert {key: record.usage.as_dict()[key] for key in USAGE_1} == USAGE_1
+
+    server.script(broken)
+    error = await run_failing(analyze_scorer(judge_config(server, stream=True)))
+    assert error.result is not None
+    failed = only_execution(error.result)
+    assert (failed.status, failed.attempt_count, failed.model_call_count) == ("failed", 3, 3)
+    assert failed.raw_output == '{"ve'
+    assert failed.output is None
+    assert failed.error.code == "CONNECTION_ERROR"

@@ -455,3 +455,28 @@ async def test_a_reply_without_usage_has_empty_usage(server: LoopbackJudgeServer
     reply = await judge_for(server, PRICED_MODEL).complete(score_request())
     assert reply.usage.is_empty()
     assert reply.estimated_cost_usd is None
+
+
+async def test_a_stream_broken_midway_keeps_the_partial_answer_as_evidence(
+    server: LoopbackJudgeServer,
+) -> None:
+    server.script(Reply('{"score": 0.123456789}', chunk_size=4, drop_after_chunks=3))
+    with pytest.raises(JudgeProviderError) as caught:
+        await judge_for(server, stream=True).complete(score_request())
+    error = caught.value
+    assert error.code == "CONNECTION_ERROR"
+    assert error.retryable is True
+    assert error.text == '{"score"'  # the role chunk, then two 4-character pieces
+    assert error.model_call_count == 1
+    assert error.usage is None
+
+
+async def test_a_stalled_stream_times_out_with_its_partial_answer(
+    server: LoopbackJudgeServer,
+) -> None:
+    server.script(Reply("abcdefghijklmnopqrstuvwxyz", chunk_size=1, chunk_delay=0.1))
+    with pytest.raises(JudgeTimeoutError) as caught:
+        await judge_for(server, stream=True, timeout=0.2).complete(score_request())
+    assert caught.value.text is not None
+    assert "abcdefghijklmnopqrstuvwxyz".startswith(caught.value.text)
+    assert caught.value.model_call_count == 1

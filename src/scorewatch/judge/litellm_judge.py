@@ -122,22 +122,25 @@ class LiteLLMJudge:
         litellm = _import_litellm()
         placement = self._placement(litellm, request)
         arguments = self._arguments(request, placement)
+        partial = _StreamState()
         try:
             async with asyncio.timeout(self.timeout + _TIMEOUT_GRACE_S):
                 if self.stream:
-                    return await self._complete_streaming(litellm, arguments, placement)
+                    return await self._complete_streaming(litellm, arguments, placement, partial)
                 response = await litellm.acompletion(**arguments)
                 return self._reply(litellm, response, placement)
         except JudgeError:
             raise
         except TimeoutError as error:
-            raise JudgeTimeoutError(
+            timeout = JudgeTimeoutError(
                 f"judge call to model {self._model!r} did not finish within {self.timeout:g}s",
                 code="TIMEOUT",
                 retryable=True,
-            ) from error
+            )
+            raise partial.attach(timeout) from error
         except Exception as error:
-            raise classify_provider_error(error, model=self._model) from error
+            failure = classify_provider_error(error, model=self._model)
+            raise partial.attach(failure) from error
 
     # --- the call ---------------------------------------------------------------------------
 
@@ -200,37 +203,23 @@ class LiteLLMJudge:
         )
 
     async def _complete_streaming(
-        self, litellm: Any, arguments: dict[str, Any], placement: Placement
+        self,
+        litellm: Any,
+        arguments: dict[str, Any],
+        placement: Placement,
+        state: _StreamState,
     ) -> JudgeReply:
         stream = await litellm.acompletion(**arguments)
-        parts: list[str] = []
-        finish_reason: str | None = None
-        usage_block: Mapping[str, Any] | None = None
-        provider_cost: float | None = None
-        response_id: str | None = None
-        response_model: str | None = None
         async for chunk in stream:
-            response_id = response_id or getattr(chunk, "id", None)
-            response_model = response_model or getattr(chunk, "model", None)
-            for choice in getattr(chunk, "choices", None) or ():
-                delta = getattr(choice, "delta", None)
-                content = getattr(delta, "content", None)
-                if isinstance(content, str):
-                    parts.append(content)
-                if getattr(choice, "finish_reason", None):
-                    finish_reason = choice.finish_reason
-            chunk_usage = _as_mapping(getattr(chunk, "usage", None))
-            if chunk_usage:
-                usage_block = chunk_usage
-                provider_cost = _provider_cost(chunk, chunk_usage)
+            state.add(chunk)
         return self._build_reply(
             litellm,
-            text="".join(parts),
-            finish_reason=finish_reason,
-            usage_block=usage_block,
-            provider_cost=provider_cost,
-            response_id=response_id,
-            response_model=response_model,
+            text="".join(state.parts),
+            finish_reason=state.finish_reason,
+            usage_block=state.usage_block,
+            provider_cost=state.provider_cost,
+            response_id=state.response_id,
+            response_model=state.response_model,
             placement=placement,
             streamed=True,
         )
@@ -305,6 +294,52 @@ class LiteLLMJudge:
             return None
         total = float(prompt_cost) + float(completion_cost)
         return total if total == total and total >= 0 else None
+
+
+class _StreamState:
+    """What a streamed answer delivered so far, kept as evidence if the stream then fails."""
+
+    __slots__ = (
+        "finish_reason",
+        "parts",
+        "provider_cost",
+        "response_id",
+        "response_model",
+        "usage_block",
+    )
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.finish_reason: str | None = None
+        self.usage_block: Mapping[str, Any] | None = None
+        self.provider_cost: float | None = None
+        self.response_id: str | None = None
+        self.response_model: str | None = None
+
+    def add(self, chunk: Any) -> None:
+        self.response_id = self.response_id or getattr(chunk, "id", None)
+        self.response_model = self.response_model or getattr(chunk, "model", None)
+        for choice in getattr(chunk, "choices", None) or ():
+            content = getattr(getattr(choice, "delta", None), "content", None)
+            if isinstance(content, str):
+                self.parts.append(content)
+            reason = getattr(choice, "finish_reason", None)
+            if isinstance(reason, str) and reason:
+                self.finish_reason = reason
+        usage = _as_mapping(getattr(chunk, "usage", None))
+        if usage:
+            self.usage_block = usage
+            self.provider_cost = _provider_cost(chunk, usage)
+
+    def attach(self, error: JudgeError) -> JudgeError:
+        """Let the judge record count a stream that reached the model before it broke."""
+        text = "".join(self.parts)
+        usage = normalize_usage(self.usage_block) if self.usage_block else EMPTY_USAGE
+        if text or not usage.is_empty():
+            error.text = text or None
+            error.usage = None if usage.is_empty() else usage
+            error.model_call_count = 1
+        return error
 
 
 def _first(items: Any) -> Any:

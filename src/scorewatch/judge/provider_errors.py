@@ -63,7 +63,9 @@ _OTHER_SERVER_ERROR = _Kind("PROVIDER_ERROR", True, "THIRD_PARTY", "failed")
 _CONTEXT_LENGTH = _Kind(
     "CONTEXT_LENGTH_EXCEEDED", False, "USER", "rejected a prompt longer than the context window"
 )
-_CONNECTION = _Kind("CONNECTION_ERROR", True, "THIRD_PARTY", "could not be reached")
+_CONNECTION = _Kind(
+    "CONNECTION_ERROR", True, "THIRD_PARTY", "could not be reached or dropped the connection"
+)
 _MALFORMED = _Kind("MALFORMED_RESPONSE", True, "THIRD_PARTY", "answered with a malformed body")
 _TIMEOUT = _BY_STATUS[408]
 _UNKNOWN = _Kind("JUDGE_CALL_FAILED", False, "THIRD_PARTY", "call failed")

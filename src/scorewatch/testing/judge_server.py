@@ -52,7 +52,8 @@ class Reply:
     go into the OpenAI `*_tokens_details` blocks, `cache_creation_tokens` into
     `cache_creation_input_tokens` (as Anthropic reports it), `cost` into `usage.cost` (as
     providers that report a cost do). `usage` replaces the whole usage block; `include_usage=False`
-    leaves it out. A streamed reply is sent in `chunk_size`-character pieces, `chunk_delay` apart.
+    leaves it out. A streamed reply is sent in `chunk_size`-character pieces, `chunk_delay` apart;
+    `drop_after_chunks=N` closes the connection after N chunks (a stream broken mid-answer).
     """
 
     text: str = ""
@@ -71,6 +72,7 @@ class Reply:
     headers: Mapping[str, str] = field(default_factory=dict)
     chunk_size: int = 16
     chunk_delay: float = 0.0
+    drop_after_chunks: int | None = None
 
     def usage_block(self) -> dict[str, Any] | None:
         if not self.include_usage:
@@ -510,8 +512,8 @@ class LoopbackJudgeServer:
             )
             return keep_alive
         if request.get("stream"):
-            await self._stream_reply(behaviour, request, writer)
-            return keep_alive
+            completed = await self._stream_reply(behaviour, request, writer)
+            return keep_alive and completed
         await _write_json(
             writer,
             200,
@@ -554,7 +556,8 @@ class LoopbackJudgeServer:
 
     async def _stream_reply(
         self, reply: Reply, request: dict[str, Any], writer: asyncio.StreamWriter
-    ) -> None:
+    ) -> bool:
+        """Send the answer as SSE chunks; False when told to drop the connection midway."""
         head = _response_head(
             200,
             {
@@ -589,7 +592,11 @@ class LoopbackJudgeServer:
         usage = reply.usage_block()
         if isinstance(options, dict) and options.get("include_usage") and usage is not None:
             events.append({**base, "choices": [], "usage": usage})
-        for event in events:
+        for sent, event in enumerate(events):
+            if reply.drop_after_chunks is not None and sent >= reply.drop_after_chunks:
+                await writer.drain()
+                writer.transport.abort()
+                return False
             _write_chunk(writer, b"data: " + json.dumps(event).encode() + b"\n\n")
             if reply.chunk_delay > 0:
                 await writer.drain()
@@ -597,6 +604,7 @@ class LoopbackJudgeServer:
         _write_chunk(writer, b"data: [DONE]\n\n")
         writer.write(b"0\r\n\r\n")
         await writer.drain()
+        return True
 
 
 def _parse_head(head: bytes) -> tuple[str, str, str, dict[str, str]]:
