@@ -105,9 +105,16 @@ def _fallback_injection(injection: JsonPromptInjection) -> JsonPromptInjection:
 class _StepCall:
     """One prompt step's conversation with its judge."""
 
-    __slots__ = ("judge", "ledger", "listeners", "policy", "step")
+    __slots__ = ("judge", "ledger", "listeners", "policy", "scorer_id", "step")
 
-    def __init__(self, step: Step, judge: ResolvedJudge, listeners: tuple[RunListener, ...]):
+    def __init__(
+        self,
+        scorer_id: str,
+        step: Step,
+        judge: ResolvedJudge,
+        listeners: tuple[RunListener, ...],
+    ):
+        self.scorer_id = scorer_id
         self.step = step
         self.judge = judge
         self.listeners = listeners
@@ -124,7 +131,7 @@ class _StepCall:
                 self._attempt_started(attempt)
             started = perf_counter()
             try:
-                reply = await self.judge.model.complete(attempt)
+                reply = self._checked(await self.judge.model.complete(attempt))
             except Exception as error:
                 usage, calls = self.ledger.count_error(error)
                 self._attempt_finished(attempt, started, None, error, usage, calls)
@@ -136,6 +143,22 @@ class _StepCall:
             usage, calls = self.ledger.count_reply(reply)
             self._attempt_finished(attempt, started, reply, None, usage, calls)
             return reply
+
+    def _checked(self, reply: Any) -> JudgeReply:
+        # A hand-written JudgeModel may return the wrong thing; say so instead of failing later
+        # with an AttributeError deep in the accounting.
+        if isinstance(reply, JudgeReply) and isinstance(reply.text, str):
+            return reply
+        got = type(reply).__name__
+        if isinstance(reply, JudgeReply):
+            got = f"a JudgeReply whose text is {type(reply.text).__name__}"
+        raise ScorewatchError(
+            f"scorer {self.scorer_id!r}, step {self.step.name!r}: judge model "
+            f"{self.judge.model.model_id!r} returned {got}, expected a JudgeReply with str text",
+            code="SCOREWATCH_JUDGE_INVALID_REPLY",
+            domain="JUDGE",
+            details={"scorerId": self.scorer_id, "step": self.step.name},
+        )
 
     def _attempt_started(self, request: JudgeRequest) -> None:
         step = self.step.name
@@ -244,7 +267,7 @@ async def execute_prompt_step(
                 code=MISSING_MODEL_OR_INSTRUCTIONS,
                 details={"scorerId": scorer.id, "step": step.name},
             )
-        call = _StepCall(step, step.judge, listeners)
+        call = _StepCall(scorer.id, step, step.judge, listeners)
         value, reply = await call.run(prompt)
         if step.judge.on_finish is not None:
             finished = step.judge.on_finish(reply)
