@@ -758,3 +758,34 @@ async def test_scripted_judge_callable_replies_route_on_the_request() -> None:
 async def test_judge_error_subclass_is_a_scorewatch_error() -> None:
     assert issubclass(JudgeProviderError, JudgeError)
     assert issubclass(JudgeError, sw.ScorewatchError)
+
+
+class _SloppyModel:
+    """A hand-written JudgeModel that returns the wrong thing."""
+
+    def __init__(self, returned: Any) -> None:
+        self.returned = returned
+
+    @property
+    def model_id(self) -> str:
+        return "sloppy"
+
+    @property
+    def provider(self) -> str | None:
+        return None
+
+    async def complete(self, request: JudgeRequest) -> Any:
+        return self.returned
+
+
+@pytest.mark.parametrize("returned", ['{"score": 1}', None, JudgeReply(text=None)])  # type: ignore[arg-type]
+async def test_a_judge_model_returning_something_else_than_a_reply_fails_clearly(
+    returned: Any,
+) -> None:
+    error = await failed_run(score_scorer(_SloppyModel(returned)))
+    assert "'judged'" in error.message and "'generate_score'" in error.message
+    assert "'sloppy'" in error.message and "JudgeReply" in error.message
+    record = failed_execution(error)
+    assert record["attemptCount"] == 1
+    assert record["judgeModelId"] == "sloppy"
+    assert "judgeProvider" not in record

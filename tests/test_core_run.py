@@ -679,3 +679,31 @@ def test_worked_example_prints_its_scores(capsys: pytest.CaptureFixture[str]) ->
         "1.0 Score: 1.0. Response has 12 words.",
         "0.0 Score: 0.0. Response has 8 words.",
     ]
+
+
+async def test_a_cancelled_run_tells_listeners_it_failed() -> None:
+    judge = ScriptedJudge(['{"score": 1}'], delay=30)
+    scorer = sw.create_scorer(id="s", description="d", judge=judge_config(judge)).generate_score(
+        sw.PromptStep("s", lambda ctx: "p")
+    )
+    with observing() as observer, pytest.raises(TimeoutError):
+        await asyncio.wait_for(scorer.run(output="o"), timeout=0.05)
+    listener = observer.only
+    assert "run_finished" not in listener.names()
+    (failure,) = listener.payloads("run_failed")
+    assert isinstance(failure, asyncio.CancelledError)
+
+
+async def test_a_failed_prompt_step_reports_its_prompt_and_failed_record_to_listeners() -> None:
+    judge = ScriptedJudge(["bad", "still bad"])
+    scorer = sw.create_scorer(id="s", description="d", judge=judge_config(judge)).generate_score(
+        sw.PromptStep("s", lambda ctx: "the prompt")
+    )
+    with observing() as observer, pytest.raises(sw.ScorerRunError) as caught:
+        await scorer.run(output="o")
+    outcome = observer.only.payloads("step_finished")[0]
+    assert outcome.prompt == "the prompt"
+    assert outcome.execution is not None and outcome.execution.status == "failed"
+    assert outcome.error is caught.value.__cause__
+    assert caught.value.result is not None and caught.value.result.judge is not None
+    assert caught.value.result.judge["generate_score"].executions == [outcome.execution]

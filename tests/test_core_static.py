@@ -112,3 +112,19 @@ def test_core_is_ruff_clean() -> None:
         cwd=ROOT,
     )
     assert formatted.returncode == 0, formatted.stdout + formatted.stderr
+
+
+def test_a_litellm_model_id_does_not_import_litellm_until_the_first_call() -> None:
+    code = """
+import sys
+import scorewatch as sw
+judge = sw.JudgeConfig(model="openai/gpt-4o-mini", instructions="i")
+scorer = sw.create_scorer(id="s", description="d", judge=judge).generate_score(
+    sw.PromptStep("s", lambda ctx: "p")
+)
+assert "litellm" not in sys.modules
+print("ok")
+"""
+    done = _python(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
