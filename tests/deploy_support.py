@@ -51,3 +51,49 @@ def load_yaml_documents(path: Path) -> list[Any]:
 
 def run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
+
+
+# -- Grafana dashboards --------------------------------------------------------------------------
+
+DEFAULT_VARIABLES = {
+    "scorer": ".*",
+    "target": ".*",
+    "model": ".*",
+    "pass_threshold": "0.7",
+    "__rate_interval": "1m",
+    "__interval": "1m",
+    "__range": "1h",
+}
+
+
+def expand_variables(expr: str, values: dict[str, str] | None = None) -> str:
+    """Substitute Grafana's template variables the way Grafana would before querying."""
+    merged = {**DEFAULT_VARIABLES, **(values or {})}
+    # Longest names first, so `$__range` is not eaten by a shorter `$__r...`.
+    for name in sorted(merged, key=len, reverse=True):
+        expr = expr.replace("${" + name + "}", merged[name]).replace("$" + name, merged[name])
+    assert "$" not in expr, f"unexpanded variable in {expr!r}"
+    return expr
+
+
+def dashboard_files() -> list[Path]:
+    return sorted((GRAFANA / "dashboards").glob("*.json"))
+
+
+def panel_targets(board: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(panel, target) for every query of every panel, rows included."""
+    found = []
+    for panel in board.get("panels", []):
+        for inner in [panel, *panel.get("panels", [])]:
+            for target in inner.get("targets", []):
+                found.append((inner, target))
+    return found
+
+
+def variable_queries(board: dict[str, Any]) -> dict[str, str]:
+    """Name -> `label_values(...)` query of each query variable."""
+    return {
+        variable["name"]: variable["query"]
+        for variable in board["templating"]["list"]
+        if variable["type"] == "query"
+    }
