@@ -1,0 +1,53 @@
+"""`scorewatch serve --config scorewatch.toml`: the HTTP scoring service."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        "-c",
+        default="scorewatch.toml",
+        help="the TOML configuration file (default: ./scorewatch.toml)",
+    )
+    parser.add_argument(
+        "--listen", default=None, help="HOST:PORT, overriding [server] listen (port 0: any free)"
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="validate the configuration and build the scorers, then exit",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..server.config import ConfigError, load_config, parse_listen
+
+    try:
+        config = load_config(args.config)
+        if args.listen is not None:
+            try:
+                parse_listen(args.listen)
+            except ValueError as error:
+                raise ConfigError(f"--listen: {error}") from None
+            server = config.server.model_copy(update={"listen": args.listen})
+            config = config.model_copy(update={"server": server})
+        if args.check:
+            from ..server.auth import resolve_token
+            from ..server.scorers import build_scorers
+
+            resolve_token(config)
+            built = build_scorers(config)
+            print(f"{args.config}: OK ({len(built)} scorer(s): {', '.join(s.id for s in built)})")
+            return 0
+        from ..server.runner import serve
+
+        return serve(config)
+    except ConfigError as error:
+        print(f"scorewatch serve: {error.message}", file=sys.stderr)
+        return 2

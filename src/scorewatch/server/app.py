@@ -1,0 +1,112 @@
+"""The FastAPI application: `build_service(config)` assembles the parts, `create_app(service)`
+wires the routes, the guard and the shutdown sequence."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.routing import Route
+
+from .. import __version__
+from .auth import resolve_token
+from .config import ServeConfig
+from .engine import InProcessIntake
+from .errors import install_error_handlers
+from .guard import ServiceGuard
+from .routes import probes, scorers, scores
+from .scorers import build_scorers
+from .state import ServiceState
+from .stores import build_stores
+
+__all__ = ["build_service", "create_app", "shutdown_service"]
+
+logger = logging.getLogger("scorewatch.server")
+
+_DESCRIPTION = """\
+Scores traffic of agents written in any language. POST each input/output pair to
+`/v1/scores`; the configured scorers decide (filter, then sampling on the trace id), queue the
+sampled runs and answer **202 before any judge call**. Results land in the configured sinks
+(`GET /v1/scores` reads the SQLite one) and in the Prometheus metrics at `/metrics`.
+
+Every refusal has the same JSON shape (`ErrorBody`): 401 bad token, 404 unknown scorer, 413 body
+too large, 422 invalid field (named), 429 queue full (with `Retry-After`), 503 shutting down.
+"""
+
+
+def build_service(config: ServeConfig) -> ServiceState:
+    """Build scorers, sinks and the intake; raises `ConfigError` for a bad configuration."""
+    token = resolve_token(config)
+    built = {configured.id: configured for configured in build_scorers(config)}
+    stores = build_stores(config)
+    intake = InProcessIntake(
+        {scorer_id: configured.entry for scorer_id, configured in built.items()},
+        sinks=stores.sinks,
+        max_concurrency=config.live.max_concurrency,
+        max_queue=config.live.max_queue,
+    )
+    return ServiceState(
+        config=config,
+        scorers=built,
+        intake=intake,
+        reader=stores.reader,
+        probes=stores.probes,
+        token=token,
+    )
+
+
+async def shutdown_service(service: ServiceState) -> dict[str, int]:
+    """Refuse new work, drain within server.shutdown_timeout (the rest is counted as
+    dropped_shutdown), close the sinks, flush the exporters. Safe to call twice."""
+    service.draining = True
+    await service.intake.shutdown(service.config.server.shutdown_timeout)
+    await service.intake.aclose()
+    callbacks, service.on_close = service.on_close, []
+    for callback in callbacks:
+        try:
+            outcome = callback()
+            if asyncio.iscoroutine(outcome):
+                await outcome
+        except Exception as error:
+            logger.error("shutdown step failed (%s)", type(error).__name__)
+    return service.intake.stats()
+
+
+def create_app(service: ServiceState) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await shutdown_service(service)
+
+    docs = service.config.server.docs
+    app = FastAPI(
+        title="scorewatch",
+        version=__version__,
+        summary="Score AI agents' outputs with LLM judges and watch those scores in production.",
+        description=_DESCRIPTION,
+        lifespan=lifespan,
+        docs_url="/docs" if docs else None,
+        redoc_url=None,
+        openapi_url="/openapi.json" if docs else None,
+        openapi_tags=[
+            {"name": "scores", "description": "Submit traffic to score and read results."},
+            {"name": "service", "description": "What the service runs and how it is doing."},
+            {"name": "probes", "description": "Liveness, readiness, Prometheus metrics."},
+        ],
+    )
+    app.state.service = service
+    install_error_handlers(app)
+    app.include_router(scores.router)
+    app.include_router(scorers.router)
+    app.include_router(probes.router)
+    if service.config.telemetry.prometheus:
+        from ..telemetry import prometheus_asgi_app
+
+        endpoint: Any = probes.MetricsEndpoint(prometheus_asgi_app(), service)
+        app.router.routes.append(Route("/metrics", endpoint, methods=["GET"]))
+    app.add_middleware(ServiceGuard, state=service)
+    return app

@@ -1,0 +1,351 @@
+"""`InProcessIntake`: scores accepted traffic in this process with live scoring's machinery.
+
+The same pieces as `LiveScoring` (spec §8): filter, then deterministic sampling on the trace id
+(else the run id), deterministic run ids, the bounded `WorkQueue`, the result sinks, and the live
+observers that telemetry listens to. What the service adds is per-request scorer selection,
+all-or-nothing admission of a request, and result futures for `?wait=true`.
+
+Accounting, at any time:
+
+    sampled == scored + failed + dropped_shutdown + queued + in_flight
+
+A refused request (queue full, or shutting down) counts its sampled evaluations as
+`dropped_queue_full` / `dropped_shutdown` decisions and nothing else, so a retried request is not
+counted twice as `not_sampled`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from uuid import uuid4
+
+from ..core.errors import ScorerRunError
+from ..core.scorer import Scorer
+from ..errors import ScorewatchError
+from ..live import observers
+from ..live.context import LiveCall
+from ..live.entry import ScorerEntry
+from ..live.observers import LiveDecision
+from ..live.result import LiveResult
+from ..live.run_ids import RunIdIssuer, live_run_id
+from ..live.sinks.base import ScoreSink
+from ..live.work_queue import Job, JobOutcome, WorkQueue
+from .intake import (
+    Accepted,
+    Admission,
+    IntakeClosedError,
+    QueueFullError,
+    ScoreItem,
+    SkipDecision,
+    Skipped,
+)
+
+__all__ = ["InProcessIntake"]
+
+logger = logging.getLogger("scorewatch.server")
+
+_COUNTS = (
+    "sampled",
+    "not_sampled",
+    "filtered",
+    "dropped_queue_full",
+    "dropped_shutdown",
+    "scored",
+    "failed",
+    "rejected_requests",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    scorer_id: str
+    scorer: Scorer
+    run_id: str
+    call: LiveCall
+    done: asyncio.Future[LiveResult] | None
+
+
+class InProcessIntake:
+    """Runs at most `max_concurrency` scorer runs at once; at most `max_queue` wait."""
+
+    def __init__(
+        self,
+        entries: Mapping[str, ScorerEntry],
+        *,
+        sinks: Sequence[ScoreSink],
+        max_concurrency: int,
+        max_queue: int,
+    ) -> None:
+        self._entries = dict(entries)
+        self._sinks = tuple(sinks)
+        self._max_queue = max_queue
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(_COUNTS, 0)
+        self._sink_errors: dict[str, int] = {}
+        self._ids = RunIdIssuer()
+        self._queue: WorkQueue[_Work] = WorkQueue(
+            self._execute,
+            max_queue=max_queue,
+            max_concurrency=max_concurrency,
+            on_in_flight=observers.record_in_flight,
+            on_finished=self._finished,
+        )
+        self._unregister_depth = observers.register_queue_depth(lambda: self._queue.queued)
+        self._closed = False
+
+    # -- introspection ---------------------------------------------------------------------------
+
+    @property
+    def capacity(self) -> int:
+        return self._max_queue
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            snapshot = dict(self._counts)
+            snapshot["sink_errors"] = sum(self._sink_errors.values())
+        snapshot["queued"] = self._queue.queued
+        snapshot["in_flight"] = self._queue.in_flight
+        return snapshot
+
+    def saturated(self) -> bool:
+        return self._queue.queued >= self._max_queue
+
+    # -- admission -------------------------------------------------------------------------------
+
+    async def admit(
+        self, items: Sequence[ScoreItem], *, want_results: bool = False
+    ) -> list[Admission]:
+        # No await from here to the end: on the event loop, the capacity check and the offers
+        # that follow it cannot interleave with another request's.
+        plans: list[tuple[ScoreItem, LiveCall, list[str], list[Skipped]]] = []
+        needed = 0
+        for item in items:
+            call = _call_of(item)
+            sample_key = call.trace_id or call.run_id
+            chosen = item.scorers if item.scorers is not None else tuple(self._entries)
+            sampled: list[str] = []
+            skipped: list[Skipped] = []
+            for scorer_id in dict.fromkeys(chosen):
+                decision = _decide(self._entries[scorer_id], call, sample_key)
+                if decision is None:
+                    sampled.append(scorer_id)
+                else:
+                    skipped.append(Skipped(scorer_id, decision))
+            needed += len(sampled)
+            plans.append((item, call, sampled, skipped))
+
+        if self._closed or self._queue.closed:
+            self._refuse(plans, "dropped_shutdown")
+            raise IntakeClosedError("the service is shutting down")
+        free = self._max_queue - self._queue.queued
+        if needed > free:
+            self._refuse(plans, "dropped_queue_full")
+            raise QueueFullError(needed, max(free, 0), self._max_queue)
+
+        loop = asyncio.get_running_loop()
+        admissions: list[Admission] = []
+        for item, call, sampled, skipped in plans:
+            admission = Admission(skipped=skipped, results={} if want_results else None)
+            for skip in skipped:
+                self._count(skip.decision)
+                observers.record_decision(skip.scorer, skip.decision)
+            for scorer_id in sampled:
+                scorer = self._entries[scorer_id].scorer
+                base = live_run_id(scorer_id, call.trace_id, call.run_id, call.span_id, item.target)
+                run_id = self._ids.issue(base)
+                done: asyncio.Future[LiveResult] | None = None
+                if admission.results is not None:
+                    done = loop.create_future()
+                    admission.results[run_id] = done
+                answer = self._queue.offer(_Work(scorer_id, scorer, run_id, call, done))
+                if answer != "accepted":  # cannot happen after the check above; never hide it
+                    logger.error("queue refused an admitted run (%s); counted as dropped", answer)
+                    dropped: LiveDecision = (
+                        "dropped_queue_full" if answer == "queue_full" else "dropped_shutdown"
+                    )
+                    self._count(dropped)
+                    observers.record_decision(scorer_id, dropped)
+                    continue
+                self._count("sampled")
+                observers.record_decision(scorer_id, "sampled")
+                admission.accepted.append(Accepted(scorer_id, run_id))
+            admissions.append(admission)
+        return admissions
+
+    def _refuse(
+        self,
+        plans: Sequence[tuple[ScoreItem, LiveCall, list[str], list[Skipped]]],
+        decision: LiveDecision,
+    ) -> None:
+        refused = 0
+        for _item, _call, sampled, _skipped in plans:
+            for scorer_id in sampled:
+                observers.record_decision(scorer_id, decision)
+                refused += 1
+        with self._lock:
+            self._counts[decision] += refused
+            self._counts["rejected_requests"] += 1
+
+    def _count(self, key: str, amount: int = 1) -> None:
+        with self._lock:
+            self._counts[key] += amount
+
+    # -- running ---------------------------------------------------------------------------------
+
+    async def _execute(self, job: Job[_Work]) -> JobOutcome:
+        work = job.payload
+        outcome: JobOutcome
+        try:
+            result = await work.scorer.run(
+                input=work.call.input,
+                output=work.call.output,
+                run_id=work.run_id,
+                ground_truth=work.call.ground_truth,
+                request_context=work.call.request_context,
+                score_source="live",
+                target=work.call.target,
+                target_trace_id=work.call.trace_id,
+                target_span_id=work.call.span_id,
+                target_metadata=work.call.metadata,
+            )
+        except Exception as error:
+            live_result = _failure(work, error)
+            outcome = "failed"
+            # The error text may quote content; the log names only the run and the error type.
+            logger.debug(
+                "scorer %r failed on run %s (%s)",
+                work.scorer_id,
+                work.run_id,
+                live_result.error_type,
+            )
+        else:
+            live_result = LiveResult(
+                id=work.run_id,
+                scorer_id=work.scorer_id,
+                scorer_name=work.scorer.name,
+                scorer_description=work.scorer.description,
+                has_judge=work.scorer.has_judge,
+                call=work.call,
+                status="success",
+                result=result,
+            )
+            outcome = "scored"
+        if job.state != "done":  # not given up at shutdown meanwhile
+            await self._store(live_result)
+            if work.done is not None and not work.done.done():
+                work.done.set_result(live_result)
+        return outcome
+
+    async def _store(self, result: LiveResult) -> None:
+        for sink in self._sinks:
+            try:
+                await sink.write([result])
+            except Exception as error:
+                name = str(getattr(sink, "name", type(sink).__name__))
+                with self._lock:
+                    self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
+                logger.error(
+                    "sink %r failed to store run %s (%s)", name, result.id, type(error).__name__
+                )
+                observers.record_sink_error(name)
+
+    def _finished(self, job: Job[_Work], outcome: JobOutcome) -> None:
+        self._count(outcome)
+        if outcome == "dropped_shutdown":
+            observers.record_decision(job.payload.scorer_id, "dropped_shutdown")
+            done = job.payload.done
+            if done is not None and not done.done():
+                done.get_loop().call_soon_threadsafe(_cancel, done)
+
+    # -- shutdown --------------------------------------------------------------------------------
+
+    async def shutdown(self, timeout: float) -> int:  # noqa: ASYNC109 - a drain budget
+        self._closed = True
+        self._queue.close()
+        if await self._queue.drain(timeout):
+            return 0
+        given_up = self._queue.abandon_all()
+        if given_up:
+            logger.warning(
+                "%d accepted run(s) not finished within %.1fs of shutdown; counted as "
+                "dropped_shutdown",
+                given_up,
+                timeout,
+            )
+        return given_up
+
+    async def aclose(self) -> None:
+        self._unregister_depth()
+        for sink in self._sinks:
+            try:
+                await sink.aclose()
+            except Exception as error:
+                logger.error(
+                    "closing sink %r failed (%s)", getattr(sink, "name", sink), type(error).__name__
+                )
+
+
+def _cancel(future: asyncio.Future[LiveResult]) -> None:
+    if not future.done():
+        future.cancel()
+
+
+def _call_of(item: ScoreItem) -> LiveCall:
+    return LiveCall(
+        input=item.input,
+        output=item.output,
+        target=item.target,
+        trace_id=item.trace_id,
+        span_id=item.span_id,
+        run_id=item.run_id or uuid4().hex,
+        request_context=item.request_context,
+        ground_truth=item.ground_truth,
+        metadata=dict(item.metadata) if item.metadata else None,
+    )
+
+
+def _decide(entry: ScorerEntry, call: LiveCall, sample_key: str) -> SkipDecision | None:
+    """None when the call is sampled, else why it is skipped."""
+    if entry.filter is not None:
+        try:
+            keep = entry.filter(call)
+        except Exception as error:
+            logger.warning(
+                "the filter of scorer %r raised %s; call skipped (filtered)",
+                entry.scorer.id,
+                type(error).__name__,
+            )
+            return "filtered"
+        if not keep:
+            return "filtered"
+    return None if entry.sampling.should_sample(sample_key) else "not_sampled"
+
+
+def _failure(work: _Work, error: Exception) -> LiveResult:
+    failed_step: str | None = None
+    completed: tuple[str, ...] = ()
+    snapshot = None
+    if isinstance(error, ScorerRunError):
+        failed_step = error.failed_step
+        completed = tuple(error.completed_steps)
+        snapshot = error.result
+    cause = error.__cause__ if isinstance(error, ScorerRunError) else error
+    return LiveResult(
+        id=work.run_id,
+        scorer_id=work.scorer_id,
+        scorer_name=work.scorer.name,
+        scorer_description=work.scorer.description,
+        has_judge=work.scorer.has_judge,
+        call=work.call,
+        status="failed",
+        result=snapshot,
+        error=str(error) or type(error).__name__,
+        error_code=error.code if isinstance(error, ScorewatchError) else None,
+        error_type=type(cause or error).__name__,
+        failed_step=failed_step,
+        completed_steps=completed,
+    )

@@ -1,0 +1,110 @@
+"""Error answers: one JSON shape (`ErrorBody`) for every refusal, never echoing content."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+__all__ = ["ApiError", "error_response", "field_path", "install_error_handlers"]
+
+
+class ApiError(Exception):
+    """Raised by handlers; becomes `status` with an `ErrorBody`."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        headers: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+        self.extra = extra
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    *,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    body: dict[str, Any] = {"error": code, "message": message}
+    body.update({key: value for key, value in extra.items() if value is not None})
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def field_path(location: Sequence[int | str]) -> str:
+    """`("body", "items", 0, "output")` -> `items[0].output`; query fields -> `query.limit`."""
+    parts = list(location)
+    if parts and parts[0] == "body":
+        parts = parts[1:]
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "body"
+
+
+def _problems(error: RequestValidationError) -> list[dict[str, str]]:
+    problems: list[dict[str, str]] = []
+    for item in error.errors():
+        location = list(item.get("loc", ()))
+        kind = item.get("type")
+        message = str(item.get("msg", "invalid"))
+        if kind == "json_invalid":
+            location = ["body"]
+            message = f"invalid JSON: {item.get('ctx', {}).get('error', message)}"
+        elif kind == "extra_forbidden":
+            message = "unknown field"
+        elif kind == "missing":
+            message = "required field is missing"
+        problems.append({"field": field_path(location), "message": message})
+    return problems
+
+
+async def _on_validation_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)
+    problems = _problems(error)
+    summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
+    if len(problems) > 5:
+        summary += f"; and {len(problems) - 5} more"
+    return error_response(422, "invalid_request", summary, fields=problems)
+
+
+async def _on_api_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, ApiError)
+    return error_response(
+        error.status, error.code, error.message, headers=error.headers, **error.extra
+    )
+
+
+_HTTP_CODES = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}
+
+
+async def _on_http_error(request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, StarletteHTTPException)
+    code = _HTTP_CODES.get(error.status_code, "http_error")
+    return error_response(
+        error.status_code, code, str(error.detail), headers=dict(error.headers or {}) or None
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(ApiError, _on_api_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)

@@ -1,0 +1,238 @@
+"""`POST /v1/scores`, `POST /v1/scores:batch`, `GET /v1/scores`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
+
+from ...live.result import LiveResult
+from ..auth import require_token
+from ..errors import ApiError
+from ..intake import Admission, IntakeClosedError, QueueFullError, ScoreItem
+from ..models import (
+    BatchAccepted,
+    BatchRequest,
+    ErrorBody,
+    RunOutcome,
+    ScoreAccepted,
+    ScoreList,
+    ScoreRequest,
+    ScoreResults,
+    SkippedRun,
+)
+from ..state import ServiceState, service_of
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["scores"], dependencies=[Depends(require_token)])
+
+_REFUSALS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
+    404: {"model": ErrorBody, "description": "Unknown scorer id; `known_scorers` lists them."},
+    413: {"model": ErrorBody, "description": "Body over server.max_body_bytes (default 1 MiB)."},
+    422: {"model": ErrorBody, "description": "Invalid JSON or fields; `fields` names them."},
+    429: {"model": ErrorBody, "description": "Queue full; retry after `Retry-After` seconds."},
+    503: {"model": ErrorBody, "description": "Shutting down; send elsewhere or retry later."},
+}
+
+
+def _item_of(request: ScoreRequest) -> ScoreItem:
+    return ScoreItem(
+        input=request.input,
+        output=request.output,
+        target=request.target,
+        scorers=tuple(request.scorers) if request.scorers is not None else None,
+        trace_id=request.trace_id,
+        span_id=request.span_id,
+        run_id=request.run_id,
+        request_context=request.request_context,
+        ground_truth=request.ground_truth,
+        metadata=request.metadata,
+    )
+
+
+def _check_scorers(service: ServiceState, requests: Sequence[ScoreRequest]) -> None:
+    unknown: list[str] = []
+    for request in requests:
+        for scorer_id in request.scorers or ():
+            if scorer_id not in service.scorers and scorer_id not in unknown:
+                unknown.append(scorer_id)
+    if unknown:
+        known = service.known_scorers
+        raise ApiError(
+            404,
+            "unknown_scorer",
+            f"unknown scorer{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(repr(s) for s in unknown)}; known: {', '.join(known)}",
+            known_scorers=known,
+        )
+
+
+async def _admit(
+    service: ServiceState, items: Sequence[ScoreItem], *, want_results: bool = False
+) -> list[Admission]:
+    retry = service.config.server.retry_after
+    try:
+        return await service.intake.admit(items, want_results=want_results)
+    except QueueFullError as full:
+        if full.needed > full.capacity:
+            raise ApiError(
+                413,
+                "batch_too_large",
+                f"the request needs {full.needed} queue slots, more than the queue holds "
+                f"({full.capacity}); split it",
+            ) from None
+        raise ApiError(
+            429,
+            "queue_full",
+            f"the scoring queue is full ({full.needed} slot(s) needed, {full.free} free); "
+            f"retry after {retry}s",
+            headers={"Retry-After": str(retry)},
+            retry_after=retry,
+        ) from None
+    except IntakeClosedError:
+        raise ApiError(
+            503,
+            "shutting_down",
+            "the service is shutting down and accepts no new requests",
+            headers={"Retry-After": str(retry), "Connection": "close"},
+            retry_after=retry,
+        ) from None
+
+
+def _accepted_body(admission: Admission) -> dict[str, Any]:
+    return {
+        "accepted": [{"scorer": a.scorer, "run_id": a.run_id} for a in admission.accepted],
+        "skipped": [{"scorer": s.scorer, "decision": s.decision} for s in admission.skipped],
+    }
+
+
+def _outcome(scorer: str, run_id: str, future: asyncio.Future[LiveResult]) -> RunOutcome:
+    if not future.done():
+        return RunOutcome(scorer=scorer, run_id=run_id, status="pending")
+    if future.cancelled():
+        return RunOutcome(scorer=scorer, run_id=run_id, status="dropped")
+    result = future.result()
+    return RunOutcome(
+        scorer=scorer,
+        run_id=run_id,
+        status=result.status,
+        score=result.score,
+        reason=result.reason if result.status == "success" else None,
+        error=result.error,
+        error_code=result.error_code,
+        failed_step=result.failed_step,
+    )
+
+
+@router.post(
+    "/scores",
+    status_code=202,
+    response_model=None,
+    summary="Score one input/output pair",
+    description="Decides per scorer (filter, then sampling on the trace id) and queues the "
+    "sampled runs; answers 202 before any judge call. With `wait=true`, waits for the results "
+    "(at most `timeout` seconds, capped by server.wait_timeout) and answers 200.",
+    responses={
+        202: {"model": ScoreAccepted, "description": "Queued (and skipped) scorer runs."},
+        200: {"model": ScoreResults, "description": "`wait=true`: the results."},
+        **_REFUSALS,
+    },
+)
+async def submit_score(
+    body: ScoreRequest,
+    request: Request,
+    wait: bool = Query(False, description="Wait for the results instead of answering 202."),
+    timeout: float | None = Query(  # noqa: ASYNC109 - a query parameter, not a deadline
+        None, gt=0, description="Longest wait in seconds with `wait=true`."
+    ),
+) -> JSONResponse:
+    service = service_of(request)
+    _check_scorers(service, [body])
+    (admission,) = await _admit(service, [_item_of(body)], want_results=wait)
+    if not wait:
+        return JSONResponse(_accepted_body(admission), status_code=202)
+    limit = service.config.server.wait_timeout
+    budget = min(timeout, limit) if timeout is not None else limit
+    futures = admission.results or {}
+    if futures:
+        await asyncio.wait(list(futures.values()), timeout=budget)
+    by_run = {a.run_id: a.scorer for a in admission.accepted}
+    outcomes = [_outcome(by_run[run_id], run_id, f) for run_id, f in futures.items()]
+    results = ScoreResults(
+        results=outcomes,
+        skipped=[SkippedRun(scorer=s.scorer, decision=s.decision) for s in admission.skipped],
+        complete=all(o.status != "pending" for o in outcomes),
+    )
+    return JSONResponse(results.model_dump(mode="json"), status_code=200)
+
+
+@router.post(
+    "/scores:batch",
+    status_code=202,
+    response_model=BatchAccepted,
+    summary="Score up to 1,000 pairs in one request",
+    description="Every item is decided as in `POST /v1/scores`; the request is admitted "
+    "whole or refused whole (429), so a retry never duplicates work.",
+    responses={202: {"description": "Decisions per item, in request order."}, **_REFUSALS},
+)
+async def submit_batch(body: BatchRequest, request: Request) -> JSONResponse:
+    service = service_of(request)
+    limit = service.config.server.max_batch_items
+    if len(body.items) > limit:
+        raise ApiError(
+            422,
+            "invalid_request",
+            f"items: at most {limit} items per batch (server.max_batch_items), got "
+            f"{len(body.items)}",
+            fields=[{"field": "items", "message": f"at most {limit} items"}],
+        )
+    _check_scorers(service, body.items)
+    admissions = await _admit(service, [_item_of(item) for item in body.items])
+    items = [_accepted_body(admission) for admission in admissions]
+    return JSONResponse(
+        {
+            "items": items,
+            "accepted": sum(len(a.accepted) for a in admissions),
+            "skipped": sum(len(a.skipped) for a in admissions),
+        },
+        status_code=202,
+    )
+
+
+@router.get(
+    "/scores",
+    response_model=ScoreList,
+    summary="Recent stored results",
+    description="Reads the SQLite sink, newest first. `since` is inclusive (ISO 8601; "
+    "a time without zone is UTC).",
+    responses={401: _REFUSALS[401], 404: {"model": ErrorBody, "description": "No SQLite sink."}},
+)
+async def list_scores(
+    request: Request,
+    target: str | None = Query(None, max_length=256, description="Only this target."),
+    scorer: str | None = Query(None, max_length=64, description="Only this scorer id."),
+    since: datetime | None = Query(  # noqa: B008 - FastAPI's way of declaring a parameter
+        None, description="Only results created at or after."
+    ),
+    status: Literal["success", "failed"] | None = Query(None, description="Only this status."),
+    limit: int = Query(100, ge=1, le=1000, description="At most this many rows."),
+) -> JSONResponse:
+    service = service_of(request)
+    if service.reader is None:
+        raise ApiError(
+            404,
+            "no_result_store",
+            "no result store to read from: [sinks] sqlite is disabled",
+        )
+    if since is not None and since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
+    rows = await service.reader.aquery(
+        target=target, scorer=scorer, since=since, status=status, limit=limit
+    )
+    return JSONResponse({"scores": rows, "count": len(rows)})

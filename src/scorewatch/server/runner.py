@@ -1,0 +1,153 @@
+"""Running the service under uvicorn, with the shutdown the service promises.
+
+On the first SIGTERM (or SIGINT): new `/v1/*` requests get 503 and `/readyz` turns not-ready
+while the listener stays open, accepted work drains for up to `server.shutdown_timeout` seconds
+(what is left is counted as `dropped_shutdown`), then uvicorn stops, the sinks are flushed and
+closed, the exporters flushed, and the process exits 0. A second signal stops at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import socket
+import sys
+from types import FrameType
+from typing import Any
+
+import uvicorn
+
+from .app import build_service, create_app, shutdown_service
+from .config import ServeConfig
+from .state import ServiceState
+
+__all__ = ["ScorewatchServer", "bind_socket", "serve"]
+
+logger = logging.getLogger("scorewatch.server")
+
+# Requests still open once draining is over get this long to finish before uvicorn closes them.
+_GRACEFUL_REQUESTS_S = 5.0
+
+
+class ScorewatchServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, service: ServiceState) -> None:
+        super().__init__(config)
+        self.service = service
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._drain_task: asyncio.Task[None] | None = None
+        self.signalled = False
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Not uvicorn's handler: that one stops listening at once and re-raises the signal
+        # after shutdown, so the process would die by SIGTERM instead of exiting 0.
+        if self.signalled or self._loop is None:
+            self.should_exit = True
+            self.force_exit = self.signalled
+            return
+        self.signalled = True
+        self.service.draining = True
+        logger.info("received %s: draining", signal.Signals(sig).name)
+        self._loop.call_soon_threadsafe(self._start_drain)
+
+    def _start_drain(self) -> None:
+        self._drain_task = asyncio.ensure_future(self._drain_then_exit())
+
+    async def _drain_then_exit(self) -> None:
+        try:
+            await self.service.intake.shutdown(self.service.config.server.shutdown_timeout)
+        finally:
+            self.should_exit = True
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _configure_telemetry(config: ServeConfig) -> Any:
+    settings = config.telemetry
+    if not settings.prometheus and settings.otlp is False:
+        return None
+    from .. import telemetry
+
+    return telemetry.configure(
+        service_name=settings.service_name,
+        prometheus="127.0.0.1:0" if settings.prometheus else None,
+        prometheus_server=False,
+        otlp=settings.otlp,
+        capture_content=settings.capture_content,
+    )
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def serve(config: ServeConfig) -> int:
+    """Run until SIGTERM/SIGINT; returns the process exit code. `ConfigError` propagates."""
+    level = config.server.log_level.upper()
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("scorewatch").setLevel(level)
+    host, port = config.server.host, config.server.port
+    handle = _configure_telemetry(config)
+    try:
+        service = build_service(config)
+    except BaseException:
+        if handle is not None:
+            handle.shutdown()
+        raise
+    if handle is not None:
+
+        async def flush_telemetry() -> None:
+            await asyncio.to_thread(handle.shutdown)
+
+        service.on_close.append(flush_telemetry)
+    try:
+        sock = bind_socket(host, port)
+    except OSError as error:
+        print(
+            f"scorewatch serve: cannot listen on {config.server.listen}: {error}", file=sys.stderr
+        )
+        asyncio.run(shutdown_service(service))
+        return 1
+    bound_port = int(sock.getsockname()[1])
+    app = create_app(service)
+    uv_config = uvicorn.Config(
+        app,
+        log_level=config.server.log_level,
+        access_log=config.server.access_log,
+        timeout_graceful_shutdown=int(_GRACEFUL_REQUESTS_S),
+        lifespan="on",
+        server_header=False,
+        proxy_headers=False,
+    )
+    server = ScorewatchServer(uv_config, service)
+    print(f"scorewatch serve: listening on {_url(host, bound_port)}", file=sys.stderr, flush=True)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    stats = service.intake.stats()
+    print(
+        f"scorewatch serve: stopped; accounting {json.dumps(stats, sort_keys=True)}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 0

@@ -1,0 +1,38 @@
+"""`ServiceState`: everything a request handler may touch, built once at start-up."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Request
+
+from .config import ServeConfig
+from .intake import Intake
+from .scorers import ConfiguredScorer
+from .stores import ResultReader, SinkProbe
+
+__all__ = ["ServiceState", "service_of"]
+
+
+@dataclass(slots=True)
+class ServiceState:
+    config: ServeConfig
+    scorers: dict[str, ConfiguredScorer]
+    intake: Intake
+    reader: ResultReader | None
+    probes: Sequence[SinkProbe]
+    token: str | None = None
+    draining: bool = False
+    # Called once the HTTP server stops; flushes telemetry exporters.
+    on_close: list[Callable[[], Any]] = field(default_factory=list)
+
+    @property
+    def known_scorers(self) -> list[str]:
+        return sorted(self.scorers)
+
+
+def service_of(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.service
+    return state

@@ -1,0 +1,113 @@
+"""Where results go and where `GET /v1/scores` reads them from.
+
+`ResultReader` is what the read endpoint needs (the SQLite sink today; a shared database sink
+serving every replica later). `SinkProbe` is what `/readyz` asks: can a result be written now?
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from ..live.sinks.base import ScoreSink
+from ..live.sinks.jsonl import JsonlSink
+from ..live.sinks.sqlite import SqliteSink
+from .config import ServeConfig
+
+__all__ = ["ResultReader", "SinkProbe", "SqliteProbe", "Stores", "build_stores"]
+
+
+class ResultReader(Protocol):
+    async def aquery(
+        self,
+        *,
+        target: str | None = None,
+        scorer: str | None = None,
+        since: datetime | str | None = None,
+        status: Literal["success", "failed"] | None = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        """Stored rows, newest first."""
+        ...
+
+
+class SinkProbe(Protocol):
+    name: str
+
+    async def writable(self) -> bool: ...
+
+
+class SqliteProbe:
+    """Takes and releases the database's write lock: fails when the file cannot be written or
+    another writer holds the lock longer than `timeout`."""
+
+    name = "sqlite"
+
+    def __init__(self, path: Path, timeout: float = 1.0) -> None:
+        self._path = path
+        self._timeout = timeout
+
+    def _probe(self) -> bool:
+        try:
+            conn = sqlite3.connect(self._path, timeout=self._timeout, isolation_level=None)
+        except sqlite3.Error:
+            return False
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+            return True
+        except sqlite3.Error:
+            return False
+        finally:
+            conn.close()
+
+    async def writable(self) -> bool:
+        return await asyncio.to_thread(self._probe)
+
+
+class JsonlProbe:
+    name = "jsonl"
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def _probe(self) -> bool:
+        try:
+            with self._path.open("a", encoding="utf-8"):
+                return True
+        except OSError:
+            return False
+
+    async def writable(self) -> bool:
+        return await asyncio.to_thread(self._probe)
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    sinks: Sequence[ScoreSink]
+    reader: ResultReader | None
+    probes: Sequence[SinkProbe]
+
+
+def build_stores(config: ServeConfig) -> Stores:
+    """The sinks of `[sinks]`, the reader of `GET /v1/scores` and the readiness probes."""
+    sinks: list[ScoreSink] = []
+    probes: list[SinkProbe] = []
+    reader: ResultReader | None = None
+    settings = config.sinks
+    if settings.sqlite is not False:
+        path = config.resolve_path(settings.sqlite)
+        sqlite = SqliteSink(path, synchronous=settings.sqlite_synchronous)
+        sinks.append(sqlite)
+        probes.append(SqliteProbe(path))
+        reader = sqlite
+    if settings.jsonl is not None:
+        path = config.resolve_path(settings.jsonl)
+        sinks.append(JsonlSink(path))
+        probes.append(JsonlProbe(path))
+    return Stores(sinks, reader, probes)
