@@ -275,6 +275,25 @@ class Scorer:
                 target_metadata=target_metadata,
             )
         else:
+            keywords = {
+                "input": input,
+                "output": output,
+                "run_id": run_id,
+                "ground_truth": ground_truth,
+                "request_context": request_context,
+                "score_source": score_source,
+                "target": target,
+                "target_trace_id": target_trace_id,
+                "target_span_id": target_span_id,
+                "target_metadata": target_metadata,
+            }
+            given = [name for name, value in keywords.items() if value is not None]
+            if given:
+                # Silently preferring one of the two would drop the caller's data.
+                raise TypeError(
+                    f"scorer {self.id!r}: pass the run either as a ScorerRun/mapping or as "
+                    f"keywords, not both (also got {', '.join(given)})"
+                )
             prepared, internal_emit = coerce_run(run)
             emit_score = emit_score and internal_emit
         return await run_scorer(self, prepared, emit_score)
