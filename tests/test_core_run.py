@@ -707,3 +707,13 @@ async def test_a_failed_prompt_step_reports_its_prompt_and_failed_record_to_list
     assert outcome.error is caught.value.__cause__
     assert caught.value.result is not None and caught.value.result.judge is not None
     assert caught.value.result.judge["generate_score"].executions == [outcome.execution]
+
+
+async def test_a_run_object_and_run_keywords_together_is_a_clear_error() -> None:
+    scorer = sw.create_scorer(id="both", description="d").generate_score(lambda ctx: 1)
+    with pytest.raises(TypeError, match=r"'both'.*not both \(also got run_id, ground_truth\)"):
+        await scorer.run({"output": "o"}, ground_truth="g", run_id="r")
+    with pytest.raises(TypeError, match="not both"):
+        await scorer.run(ScorerRun(output="o"), output="other")
+    # emit_score is not a run field: it may accompany a run object.
+    assert (await scorer.run({"output": "o"}, emit_score=False)).score == 1.0
