@@ -325,3 +325,37 @@ def test_stats_shape() -> None:
         "in_flight",
     }
     live.close()
+
+
+def test_close_finishes_runs_left_on_a_stopped_loop() -> None:
+    """A loop driven by run_until_complete and left stopped (not closed) holds runs that can
+    make no progress: a blocking close moves them to the background loop."""
+
+    async def reply(request: JudgeRequest) -> str:
+        if threading.current_thread().name != "scorewatch-loop":
+            await asyncio.Event().wait()
+        return '{"score": 1}'
+
+    collected = Collected()
+    live = LiveScoring(
+        {"judged": judged_scorer(ScriptedJudge(reply))},
+        max_concurrency=2,
+        sinks=[collected.sink()],
+        drain_on_exit=False,
+    )
+
+    async def calls() -> None:
+        for i in range(5):
+            live.submit(output=str(i))
+        await asyncio.sleep(0.01)
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(calls())
+        assert live.stats()["in_flight"] == 2
+        live.close(timeout=20)
+        stats = live.stats()
+        assert stats["scored"] == 5 and stats["dropped_shutdown"] == 0
+        assert len(set(collected.ids())) == 5
+    finally:
+        loop.close()

@@ -179,23 +179,25 @@ class WorkQueue(Generic[P]):
             self._on_in_flight(1)
             context = contextvars.Context()
             context.run(_IN_LIVE_JOB.set, True)
-            job.task = lane.loop.create_task(self._run(job), context=context)
+            job.deliveries += 1
+            job.task = lane.loop.create_task(self._run(job, job.deliveries), context=context)
 
-    async def _run(self, job: Job[P]) -> None:
-        job.deliveries += 1
+    async def _run(self, job: Job[P], delivery: int) -> None:
         try:
             outcome = await self._execute(job)
         except asyncio.CancelledError:
-            self._after_cancel(job)
+            self._after_cancel(job, delivery)
             return
-        except BaseException:  # execute() is meant to catch everything; never lose the job
+        except Exception:  # execute() is meant to catch everything; never lose the job
             logger.exception("live scoring job crashed; counted as failed")
             outcome = "failed"
-        self._finish(job, outcome)
+        self._finish(job, outcome, delivery)
 
-    def _finish(self, job: Job[P], outcome: JobOutcome) -> None:
+    def _finish(self, job: Job[P], outcome: JobOutcome, delivery: int) -> None:
         with self._lock:
-            if job.state == "done":  # abandoned at shutdown while it ran
+            # Abandoned at shutdown while it ran, or a stale delivery of a re-homed job (its
+            # loop resumed after all): the current delivery settles the job, exactly once.
+            if job.state == "done" or job.deliveries != delivery:
                 return
             job.state = "done"
             self._running.discard(job)
@@ -214,11 +216,11 @@ class WorkQueue(Generic[P]):
         except Exception:
             logger.exception("live scoring bookkeeping failed; ignored")
 
-    def _after_cancel(self, job: Job[P]) -> None:
+    def _after_cancel(self, job: Job[P], delivery: int) -> None:
         """A job's task was cancelled by someone else (its loop shutting down): run it again on
         the background loop, unless shutdown already gave up on it."""
         with self._lock:
-            if job.state == "done":
+            if job.state == "done" or job.deliveries != delivery:
                 return
             self._running.discard(job)
             self._requeue_locked(job)
@@ -249,10 +251,11 @@ class WorkQueue(Generic[P]):
         waiters, self._idle_waiters = self._idle_waiters, []
         return waiters
 
-    def _forget_dead_lanes_locked(self) -> list[_Lane]:
-        """Move the waiting jobs of lanes whose loop closed to the background lane."""
+    def _forget_dead_lanes_locked(self, idle_loops: bool = False) -> list[_Lane]:
+        """Move the waiting jobs of lanes whose loop closed (or, with `idle_loops`, is not
+        running) to the background lane."""
         moved: list[_Lane] = []
-        for loop in [loop for loop in self._lanes if loop.is_closed()]:
+        for loop in [loop for loop in self._lanes if _stranded(loop, idle_loops)]:
             dead = self._lanes.pop(loop)
             if dead.jobs:
                 target = self._lane_locked(background_loop())
@@ -263,15 +266,19 @@ class WorkQueue(Generic[P]):
                 moved.append(target)
         return moved
 
-    def rescue_stranded(self) -> None:
-        """Re-home work whose loop has closed: waiting jobs, and running jobs whose task died."""
+    def rescue_stranded(self, idle_loops: bool = False) -> None:
+        """Re-home work whose loop has closed: waiting jobs, and running jobs whose task died.
+
+        With `idle_loops` (blocking drains at shutdown) also the work of loops that are not
+        running: a loop left stopped after `run_until_complete` would otherwise hold it forever.
+        """
         with self._lock:
-            self._forget_dead_lanes_locked()
+            self._forget_dead_lanes_locked(idle_loops)
             lost = [
                 job
                 for job in self._running
                 if job.lane is not None
-                and job.lane.loop.is_closed()
+                and _stranded(job.lane.loop, idle_loops)
                 and (job.task is None or not job.task.done())
             ]
             for job in lost:
@@ -323,7 +330,7 @@ class WorkQueue(Generic[P]):
             self._evacuate(blocked)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            self.rescue_stranded()
+            self.rescue_stranded(idle_loops=True)
             idle = threading.Event()
             with self._lock:
                 if self._idle_locked():
@@ -395,6 +402,13 @@ class WorkQueue(Generic[P]):
                     job.lane.loop.call_soon_threadsafe(task.cancel)
         for notify in waiters:
             notify()
+
+
+def _stranded(loop: asyncio.AbstractEventLoop, idle_loops: bool) -> bool:
+    if loop.is_closed():
+        return True
+    # The background loop may not have entered run_forever yet; it never stays idle.
+    return idle_loops and not loop.is_running() and loop is not background_loop()
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
