@@ -1,13 +1,21 @@
-"""The Prometheus side: the scrape endpoint as an HTTP server of its own or as an ASGI app."""
+"""The Prometheus side: the scrape endpoint as an HTTP server of its own or as an ASGI app.
+
+The metrics come from the OpenTelemetry SDK through `opentelemetry-exporter-prometheus` into a
+prometheus-client registry; both endpoints encode it with `exposition.render_text`.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import threading
 from collections.abc import Awaitable, Callable, MutableMapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import REGISTRY, CollectorRegistry, make_asgi_app, start_http_server
+from prometheus_client import REGISTRY, CollectorRegistry
 
+from .exposition import CONTENT_TYPE, render_text
 from .names import DEFAULT_PROMETHEUS_ADDRESS
 
 __all__ = [
@@ -25,8 +33,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _default_registry: CollectorRegistry | None = None
-_apps: dict[int, ASGIApp] = {}
-_apps_lock = threading.Lock()
 
 
 def set_default_registry(registry: CollectorRegistry | None) -> None:
@@ -39,16 +45,11 @@ def default_registry() -> CollectorRegistry | None:
     return _default_registry
 
 
-def _app_for(registry: CollectorRegistry) -> ASGIApp:
-    key = id(registry)
-    app = _apps.get(key)
-    if app is None:
-        with _apps_lock:
-            app = _apps.get(key)
-            if app is None:
-                app = make_asgi_app(registry)
-                _apps[key] = app
-    return app
+async def _drain(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message.get("type") != "http.request" or not message.get("more_body", False):
+            return
 
 
 def prometheus_asgi_app(registry: CollectorRegistry | None = None) -> ASGIApp:
@@ -60,10 +61,29 @@ def prometheus_asgi_app(registry: CollectorRegistry | None = None) -> ASGIApp:
     """
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            return
+        await _drain(receive)
+        if scope.get("method", "GET") not in ("GET", "HEAD"):
+            await _respond(send, 405, b"method not allowed\n", "text/plain; charset=utf-8")
+            return
         chosen = registry or _default_registry or REGISTRY
-        await _app_for(chosen)(scope, receive, send)
+        # Collecting is CPU work of tens of milliseconds at 10,000 series: off the event loop.
+        body = await asyncio.to_thread(render_text, chosen)
+        if scope.get("method") == "HEAD":
+            body = b""
+        await _respond(send, 200, body, CONTENT_TYPE)
 
     return app
+
+
+async def _respond(send: Send, status: int, body: bytes, content_type: str) -> None:
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def parse_address(address: str | None) -> tuple[str, int]:
@@ -75,12 +95,46 @@ def parse_address(address: str | None) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+class _ScrapeServer(ThreadingHTTPServer):
+    daemon_threads = True
+    registry: CollectorRegistry
+
+
+class _ScrapeHandler(BaseHTTPRequestHandler):
+    server: _ScrapeServer
+
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] not in ("/metrics", "/"):
+            self.send_error(404)
+            return
+        body = render_text(self.server.registry)
+        self.send_response(200)
+        self.send_header("Content-Type", CONTENT_TYPE)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # Prometheus scrapes every few seconds: an access log line each time is noise.
+        return
+
+
 class PrometheusServer:
-    """prometheus-client's threaded HTTP server on one address, stoppable."""
+    """A threaded HTTP server answering scrapes at `/metrics` on one address, stoppable."""
 
     def __init__(self, address: str | None, registry: CollectorRegistry) -> None:
         host, port = parse_address(address)
-        self._server, self._thread = start_http_server(port, addr=host, registry=registry)
+        server_class = type(
+            "_ScrapeServerForFamily",
+            (_ScrapeServer,),
+            {"address_family": socket.AF_INET6 if ":" in host else socket.AF_INET},
+        )
+        self._server: _ScrapeServer = server_class((host, port), _ScrapeHandler)
+        self._server.registry = registry
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="scorewatch-prometheus", daemon=True
+        )
+        self._thread.start()
         self.host = host
         self.port = int(self._server.server_address[1])
 

@@ -318,7 +318,7 @@ def configure(
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
 
         registry = CollectorRegistry(auto_describe=True)
-        readers.append(PrometheusMetricReader(registry=registry))
+        readers.append(PrometheusMetricReader(registry=registry, scope_info_enabled=False))
     if export:
         span_processor = BatchSpanProcessor(
             _span_exporter(endpoint, _protocol("TRACES", otlp_protocol), otlp_timeout_s),
