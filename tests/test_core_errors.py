@@ -402,3 +402,17 @@ async def test_prepare_run_output_is_type_checked_too() -> None:
     with pytest.raises(sw.ScorewatchError) as caught:
         await scorer.generate_score(lambda ctx: 1).run(output="o")
     assert caught.value.details == {"scorerId": "prep", "field": "run_id"}
+
+
+async def test_item_36_partial_model_text_on_a_judge_error_is_never_serialized() -> None:
+    partial = JudgeProviderError("stream dropped", text="PARTIAL-RAW-ANSWER", model_call_count=1)
+    judge = ScriptedJudge([partial])
+    scorer = sw.create_scorer(id="s", description="d", judge=judge_config(judge)).generate_score(
+        sw.PromptStep("s", lambda ctx: "p")
+    )
+    error = await failed_run(scorer)
+    assert "PARTIAL-RAW-ANSWER" not in json.dumps(error.to_dict())
+    assert error.result is not None
+    record = executions(wire(error.result), "generateScore")[0]
+    assert record["rawOutput"] == "PARTIAL-RAW-ANSWER"
+    assert record["modelCallCount"] == 1

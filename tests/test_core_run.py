@@ -717,3 +717,33 @@ async def test_a_run_object_and_run_keywords_together_is_a_clear_error() -> None
         await scorer.run(ScorerRun(output="o"), output="other")
     # emit_score is not a run field: it may accompany a run object.
     assert (await scorer.run({"output": "o"}, emit_score=False)).score == 1.0
+
+
+async def test_prepare_run_errors_propagate_unwrapped() -> None:
+    def refuse(run: ScorerRun) -> ScorerRun:
+        raise PermissionError("may not score this")
+
+    scorer = sw.create_scorer(id="s", description="d", prepare_run=refuse).generate_score(
+        lambda ctx: 1
+    )
+    with pytest.raises(PermissionError, match="may not score this"):
+        await scorer.run(output="o")
+
+
+async def test_run_sync_works_from_a_worker_thread_of_a_running_loop() -> None:
+    scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 0.3)
+    result = await asyncio.to_thread(scorer.run_sync, output="o")
+    assert result.score == 0.3
+
+
+def test_run_sync_from_many_threads_at_once() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    async def score(ctx: sw.StepContext) -> float:
+        await asyncio.sleep(0.001)
+        return float(ctx.run.output)
+
+    scorer = sw.create_scorer(id="s", description="d").generate_score(score)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda n: scorer.run_sync(output=str(n)), range(16)))
+    assert [r.score for r in results] == [float(n) for n in range(16)]
