@@ -307,3 +307,21 @@ def test_parse_address() -> None:
     assert parse_address(":9464") == ("127.0.0.1", 9464)
     with pytest.raises(ValueError):
         parse_address("localhost")
+
+
+async def test_registry_without_a_server_is_served_by_the_asgi_app() -> None:
+    configured = telemetry.configure(
+        prometheus="127.0.0.1:0", prometheus_server=False, otlp=False, set_global=False
+    )
+    try:
+        assert configured.prometheus_url is None
+        await prompt_scorer(ScriptedJudge([verdicts(4), "ok"])).run(output="x")
+        transport = httpx.ASGITransport(app=telemetry.prometheus_asgi_app())
+        async with httpx.AsyncClient(transport=transport, base_url="http://s") as client:
+            response = await client.get("/metrics")
+            refused = await client.post("/metrics")
+        assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+        assert _total(_samples(response.text), f"{names.PROM_SCORE}_sum") == 1.0
+        assert refused.status_code == 405
+    finally:
+        configured.shutdown()
