@@ -789,3 +789,36 @@ async def test_a_judge_model_returning_something_else_than_a_reply_fails_clearly
     assert record["attemptCount"] == 1
     assert record["judgeModelId"] == "sloppy"
     assert "judgeProvider" not in record
+
+
+async def test_scripted_judge_async_callable_custom_usage_and_ids() -> None:
+    async def answer(request: JudgeRequest) -> str:
+        await asyncio.sleep(0)
+        return '{"score": 0.6}'
+
+    usage = JudgeUsage(input_tokens=1, output_tokens=2, total_tokens=3)
+    judge = ScriptedJudge(answer, model_id="my-judge", provider=None, usage=usage)
+    result = await score_scorer(judge).run(output="o")
+    record = executions(wire(result), "generateScore")[0]
+    assert (record["judgeModelId"], record["usage"]) == (
+        "my-judge",
+        {"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+    )
+    assert "judgeProvider" not in record
+    assert judge.calls == 1 and len(judge.requests) == 1
+
+
+async def test_scripted_judge_is_a_judge_model() -> None:
+    assert isinstance(ScriptedJudge([]), sw.JudgeModel)
+    judge = ScriptedJudge(["text", ValueError("raised")])
+    request = JudgeRequest(prompt="p", instructions="i", step="generate_reason")
+    first = await judge.complete(request)
+    assert (first.text, first.usage.as_dict()) == (
+        "text",
+        {"input_tokens": 10, "output_tokens": 20, "total_tokens": 30},
+    )
+    with pytest.raises(ValueError, match="raised"):
+        await judge.complete(request)
+    with pytest.raises(AssertionError, match="ran out of replies at call 3"):
+        await judge.complete(request)
+    assert judge.calls == 3
