@@ -270,3 +270,14 @@ async def test_blocking_close_inside_a_running_loop_is_refused() -> None:
     with pytest.raises(RuntimeError, match="aclose"):
         live.close()
     await live.aclose()
+
+
+async def test_a_judge_outage_is_logged_once_not_once_per_run(caplog: Any) -> None:
+    live = LiveScoring({"judged": judged_scorer(failing_judge(), "judged")}, drain_on_exit=False)
+    for i in range(20):
+        live.submit(output=str(i))
+    assert await live.drain(10)
+    assert live.stats()["failed"] == 20
+    failures = [r for r in caplog.records if "live scorer 'judged' failed" in r.getMessage()]
+    assert len(failures) == 1
+    await live.aclose()

@@ -19,13 +19,13 @@ import asyncio
 import atexit
 import inspect
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Literal, TypeVar, overload
-from uuid import uuid4
 
 from ..core.errors import ScorerRunError
 from ..core.scorer import Scorer
@@ -38,6 +38,7 @@ from .litellm_callback import make_litellm_callback
 from .result import LiveResult
 from .run_ids import RunIdIssuer, live_run_id
 from .sinks.base import ScoreSink
+from .throttle import ThrottledLog
 from .watch import InputFrom, watch_callable
 from .work_queue import Job, JobOutcome, WorkQueue
 
@@ -115,6 +116,7 @@ class LiveScoring:
         self._lock = threading.Lock()
         self._counts: dict[str, int] = dict.fromkeys(_STAT_KEYS, 0)
         self._sink_errors: dict[str, int] = {}
+        self._warn = ThrottledLog(logger)
         self._ids = RunIdIssuer()
         self._queue: WorkQueue[_Work] = WorkQueue(
             self._execute,
@@ -186,7 +188,7 @@ class LiveScoring:
             target=target,
             trace_id=trace_id,
             span_id=span_id,
-            run_id=run_id or uuid4().hex,
+            run_id=run_id or os.urandom(16).hex(),
             request_context=request_context,
             ground_truth=ground_truth,
             metadata=dict(metadata) if metadata else None,
@@ -214,7 +216,8 @@ class LiveScoring:
                         keep.close()
                     raise TypeError("a live filter must be synchronous; it returned an awaitable")
             except Exception:
-                logger.warning(
+                self._warn.warning(
+                    f"filter:{entry.scorer.id}",
                     "live filter of scorer %r raised; call skipped (counted as filtered)",
                     entry.scorer.id,
                     exc_info=True,
@@ -297,8 +300,12 @@ class LiveScoring:
         except Exception as error:
             live_result = _failure(work, error)
             outcome = "failed"
-            logger.warning(
-                "live scorer %r failed on run %s: %s", scorer.id, work.run_id, live_result.error
+            self._warn.warning(
+                f"run:{scorer.id}:{live_result.error_type}",
+                "live scorer %r failed on run %s: %s",
+                scorer.id,
+                work.run_id,
+                live_result.error,
             )
         else:
             live_result = LiveResult(
@@ -324,7 +331,13 @@ class LiveScoring:
                 name = str(getattr(sink, "name", type(sink).__name__))
                 with self._lock:
                     self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
-                logger.exception("live sink %r failed to store run %s", name, result.id)
+                self._warn.warning(
+                    f"sink:{name}",
+                    "live sink %r failed to store run %s",
+                    name,
+                    result.id,
+                    exc_info=True,
+                )
                 observers.record_sink_error(name)
 
     def _finished(self, job: Job[_Work], outcome: JobOutcome) -> None:
