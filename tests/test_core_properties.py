@@ -11,14 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import scorewatch as sw
-from core_support import judge_config
+from core_support import judge_config, observing
 from scorewatch.core.result import ScorerRunResult, ScorerRunSnapshot
 from scorewatch.core.schema import parse_json_reply
 from scorewatch.judge import JudgeProviderError, JudgeReply, StructuredOutputError
 from scorewatch.testing import ScriptedJudge
 
 PROPERTY_SETTINGS = settings(
-    max_examples=60,
+    max_examples=50,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
@@ -284,3 +284,83 @@ def test_any_json_in_a_typed_run_field_gives_a_loadable_result_or_a_clear_error(
         assert "'typed'" in error.message and repr(field) in error.message
         return
     assert_round_trips(outcome)
+
+
+# ------------------------------------------------------------ random scorer structures
+
+STEP_KINDS = st.sampled_from(["function", "prompt", "failing-function"])
+
+
+def _build_random_scorer(
+    judge: ScriptedJudge, kinds: dict[str, str]
+) -> tuple[sw.Scorer, list[str]]:
+    scorer = sw.create_scorer(id="random", description="d", judge=judge_config(judge))
+    built: list[str] = []
+    for step in ("preprocess", "analyze", "generate_score", "generate_reason"):
+        kind = kinds.get(step)
+        if kind is None:
+            continue
+        if kind == "prompt":
+            schema = {"type": "object"} if step in ("preprocess", "analyze") else None
+            definition: Any = sw.PromptStep(step, lambda ctx: "p", output_schema=schema)
+        elif kind == "failing-function":
+
+            def definition(ctx: sw.StepContext) -> Any:
+                raise RuntimeError("function step failed")
+        elif step == "generate_score":
+
+            def definition(ctx: sw.StepContext) -> Any:
+                return 0.5
+        else:
+
+            def definition(ctx: sw.StepContext) -> Any:
+                return {"from": "function"}
+
+        scorer = getattr(scorer, step)(definition)
+        built.append(step)
+    return scorer, built
+
+
+@PROPERTY_SETTINGS
+@given(
+    kinds=st.fixed_dictionaries(
+        {"generate_score": STEP_KINDS},
+        optional={"preprocess": STEP_KINDS, "analyze": STEP_KINDS, "generate_reason": STEP_KINDS},
+    ),
+    replies=st.lists(judge_replies, min_size=8, max_size=8),
+)
+def test_random_scorers_keep_records_errors_and_hooks_consistent(
+    kinds: dict[str, str], replies: list[Any]
+) -> None:
+    judge = ScriptedJudge(replies)
+    scorer, built = _build_random_scorer(judge, kinds)
+    with observing() as observer:
+        outcome = run(scorer, output="o")
+    listener = observer.only
+    attempts = listener.payloads("judge_attempt_finished")
+    assert judge.calls == len(attempts)
+
+    if isinstance(outcome, sw.ScorerRunError):
+        assert_documented_failure(outcome, scorer)
+        assert listener.payloads("run_failed") == [outcome]
+        assert "run_finished" not in listener.names()
+        ran = [*outcome.completed_steps, outcome.failed_step]
+        judge_records = outcome.result.judge if outcome.result is not None else None
+    else:
+        assert listener.payloads("run_finished") == [outcome]
+        ran = built
+        judge_records = outcome.judge
+        assert_round_trips(outcome)
+    assert ran == built[: len(ran)]
+    prompt_steps_with_attempts = [
+        step for step in ran if kinds[step] == "prompt" and any(a.step == step for a in attempts)
+    ]
+    assert list(judge_records or {}) == prompt_steps_with_attempts
+    for step, record in (judge_records or {}).items():
+        (execution,) = record.executions
+        mine = [a for a in attempts if a.step == step]
+        assert execution.attempt_count == len(mine)
+        assert execution.model_call_count == sum(a.model_call_count for a in mine)
+        total = sum(a.usage.total_tokens or 0 for a in mine)
+        recorded = execution.usage.total_tokens if execution.usage is not None else None
+        assert (recorded or 0) == total
