@@ -572,3 +572,16 @@ def test_rubric_configuration_errors() -> None:
         judge, rubric="r", choices={"x": 1, "y": 0}, direction="lower_is_better"
     )
     assert lower.direction == "lower_is_better"
+
+
+async def test_verdict_schemas_list_the_labels_but_validation_stays_lenient() -> None:
+    judge = routed(preprocess={"claims": ["a"]}, analyze=verdicts(" YES "))
+    result = await create_faithfulness_scorer(judge, context=["x"]).run(output="o")
+    assert result.score == 1.0
+    assert judge.calls == 3  # " YES " passed validation: no fallback call
+    schema = next(r.schema for r in judge.requests if r.step == "analyze")
+    assert schema is not None
+    item = next(iter(schema["$defs"].values()))
+    assert item["properties"]["verdict"]["enum"] == ["yes", "no", "unsure"]
+    assert item["additionalProperties"] is False
+    assert set(item["required"]) == {"item", "verdict", "reason"}

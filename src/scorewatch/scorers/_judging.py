@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import JsonDict
 
 from ..core import JudgeConfig
 from ..judge.protocol import JudgeModel
@@ -21,7 +22,7 @@ from ..judge.protocol import JudgeModel
 __all__ = [
     "VERDICTS_FORMAT",
     "ClaimList",
-    "ItemVerdict",
+    "GradedVerdictList",
     "JudgeAnswer",
     "VerdictList",
     "aligned_labels",
@@ -33,6 +34,7 @@ __all__ = [
     "judge",
     "label_of",
     "numbered",
+    "one_of",
     "ratio",
     "reason_prompt",
     "require_scale",
@@ -133,14 +135,35 @@ class ClaimList(JudgeAnswer):
     claims: list[str]
 
 
-class ItemVerdict(JudgeAnswer):
+def one_of(*labels: str, default: str | None = None) -> Any:
+    """A string field whose schema lists the allowed labels. Validation stays lenient (any
+    string passes; scoring normalizes case and spaces and treats unknown labels as "no"), so a
+    judge answering "Yes " under prompt-described JSON does not cost a fallback call, while a
+    provider that enforces the schema only ever produces a listed label."""
+    extra: JsonDict = {"enum": list(labels)}
+    if default is None:
+        return Field(json_schema_extra=extra)
+    return Field(default=default, json_schema_extra=extra)
+
+
+class YesNoVerdict(JudgeAnswer):
     item: str = ""
-    verdict: str
+    verdict: str = one_of("yes", "no")
     reason: str = ""
 
 
-class VerdictList(JudgeAnswer):
-    verdicts: list[ItemVerdict]
+class YesNoUnsureVerdict(JudgeAnswer):
+    item: str = ""
+    verdict: str = one_of("yes", "no", "unsure")
+    reason: str = ""
+
+
+class VerdictList(JudgeAnswer):  # verdicts yes / no
+    verdicts: list[YesNoVerdict]
+
+
+class GradedVerdictList(JudgeAnswer):  # verdicts yes / no / unsure
+    verdicts: list[YesNoUnsureVerdict]
 
 
 VERDICTS_FORMAT = '{"verdicts":[{"item":str,"verdict":str,"reason":str}]}'

@@ -23,8 +23,8 @@ from ..core import PromptStep, Scorer, StepContext, create_scorer
 from ..judge.protocol import JudgeModel
 from ._judging import (
     VERDICTS_FORMAT,
+    GradedVerdictList,
     JudgeAnswer,
-    VerdictList,
     aligned_labels,
     bullets,
     items_of,
@@ -164,7 +164,7 @@ def create_answer_relevancy_scorer(
             PromptStep(
                 description="Judge each statement's relevance to the user's message",
                 create_prompt=analyze_prompt,
-                output_schema=VerdictList,
+                output_schema=GradedVerdictList,
             )
         )
         .generate_score(score)

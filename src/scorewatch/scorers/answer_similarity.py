@@ -36,6 +36,7 @@ from ._judging import (
     items_of,
     judge,
     numbered,
+    one_of,
     reason_prompt,
     require_scale,
 )
@@ -66,7 +67,7 @@ class UnitLists(JudgeAnswer):
 class UnitMatch(JudgeAnswer):
     ground_truth_unit: str = ""
     output_unit: str | None = None
-    match_type: str
+    match_type: str = one_of("exact", "semantic", "partial", "missing")
     explanation: str = ""
 
 

@@ -32,6 +32,7 @@ from ._judging import (
     judge,
     label_of,
     numbered,
+    one_of,
     reason_prompt,
     require_scale,
 )
@@ -56,7 +57,7 @@ INSTRUCTIONS = (
 
 class PieceVerdict(JudgeAnswer):
     context_index: int
-    verdict: str
+    verdict: str = one_of("yes", "no")
     reason: str = ""
 
 

@@ -36,6 +36,7 @@ from ._judging import (
     judge,
     label_of,
     numbered,
+    one_of,
     reason_prompt,
     require_scale,
 )
@@ -61,7 +62,7 @@ INSTRUCTIONS = (
 
 class PieceEvaluation(JudgeAnswer):
     context_index: int
-    relevance: str
+    relevance: str = one_of("high", "medium", "low", "none")
     was_used: bool
     reason: str = ""
 

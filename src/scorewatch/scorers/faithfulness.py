@@ -25,7 +25,7 @@ from ..judge.protocol import JudgeModel
 from ._judging import (
     VERDICTS_FORMAT,
     ClaimList,
-    VerdictList,
+    GradedVerdictList,
     aligned_labels,
     bullets,
     claims_prompt,
@@ -141,7 +141,7 @@ def create_faithfulness_scorer(
             PromptStep(
                 description="Judge each claim against the context",
                 create_prompt=analyze_prompt,
-                output_schema=VerdictList,
+                output_schema=GradedVerdictList,
             )
         )
         .generate_score(score)

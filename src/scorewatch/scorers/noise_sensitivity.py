@@ -38,6 +38,7 @@ from ._judging import (
     items_of,
     judge,
     label_of,
+    one_of,
     reason_prompt,
     require_scale,
 )
@@ -71,8 +72,8 @@ INSTRUCTIONS = (
 
 
 class DimensionImpact(JudgeAnswer):
-    dimension: str
-    impact: str
+    dimension: str = one_of(*DIMENSIONS)
+    impact: str = one_of("none", "minimal", "moderate", "significant", "severe")
     change: str = ""
 
 

@@ -33,6 +33,7 @@ from ._judging import (
     items_of,
     judge,
     label_of,
+    one_of,
     reason_prompt,
     require_scale,
 )
@@ -59,14 +60,14 @@ INSTRUCTIONS = (
 
 class IntentCheck(JudgeAnswer):
     primary_intent: str
-    addressed: str
+    addressed: str = one_of("yes", "partly", "no")
     reason: str = ""
 
 
 class RequirementCheck(JudgeAnswer):
     requirement: str
-    source: str = "user"
-    fulfilled: str
+    source: str = one_of("user", "system", default="user")
+    fulfilled: str = one_of("yes", "partly", "no")
     reason: str = ""
 
 
