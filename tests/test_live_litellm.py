@@ -128,3 +128,22 @@ def test_sync_completions_are_scored_once_by_each_live_scoring(
     assert other_collected.results[0].call.target == "other-bot"
     live.close()
     other.close()
+
+
+async def test_streamed_completions_are_scored_with_the_whole_text(
+    server: LoopbackJudgeServer, litellm_module: Any
+) -> None:
+    live, collected = live_scoring(server)
+    litellm_module.callbacks = [*litellm_module.callbacks, live.litellm_callback(target="geo-bot")]
+    stream = await litellm_module.acompletion(
+        **agent_arguments(server, "Capital of Chile?"), stream=True
+    )
+    pieces = [chunk.choices[0].delta.content or "" async for chunk in stream]
+    assert "".join(pieces) == AGENT_ANSWER
+    await wait_for_submissions(live, 1)
+    assert await live.drain(30)
+    await asyncio.sleep(0.2)
+    assert live.stats()["sampled"] == 1 and live.stats()["scored"] == 1
+    (result,) = collected.results
+    assert result.call.output == AGENT_ANSWER
+    await live.aclose()
