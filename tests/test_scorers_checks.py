@@ -168,3 +168,32 @@ async def test_tool_call_accuracy_code_agent_run_and_configuration() -> None:
     assert scorer.direction == "higher_is_better"
     with pytest.raises(ValueError, match="expected_tool"):
         create_tool_call_accuracy_code_scorer()
+
+
+async def test_checks_read_a_chat_completion_response() -> None:
+    response = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": "Checking the weather.",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "weather", "arguments": "{}"},
+                        }
+                    ],
+                },
+            }
+        ],
+    }
+    assert await score(checks.called_tool("weather"), response) == 1.0
+    assert await score(checks.used_no_tools(), response) == 0.0
+    assert await score(checks.includes("weather"), response) == 1.0
+    accuracy = create_tool_call_accuracy_code_scorer(expected_tool="weather")
+    assert await score(accuracy, response) == 1.0

@@ -566,6 +566,8 @@ def test_rubric_configuration_errors() -> None:
         create_rubric_scorer(judge, rubric="")
     with pytest.raises(ValueError, match="two labels"):
         create_rubric_scorer(judge, rubric="r", choices={"only": 1})
+    with pytest.raises(ValueError, match="highest choice"):
+        create_rubric_scorer(judge, rubric="r", choices={"a": 0, "b": -1})
     with pytest.raises(ValueError, match="finite"):
         create_rubric_scorer(judge, rubric="r", choices={"a": 1, "b": float("nan")})
     lower = create_rubric_scorer(

@@ -15,6 +15,7 @@ from typing import Any
 from .utils import (
     extract_agent_response_messages,
     extract_input_messages,
+    extract_tool_calls,
     extract_tool_results,
     get_assistant_message_from_run_output,
     get_user_message_from_run_input,
@@ -29,6 +30,7 @@ __all__ = [
     "request_text",
     "resolve_context",
     "response_text",
+    "tool_calls_of",
     "tool_result_context",
 ]
 
@@ -134,3 +136,17 @@ def reference_text(run_input: Any, ground_truth: Any) -> tuple[str, str]:
     if ground_truth is not None:
         return as_text(ground_truth), "ground_truth"
     return all_request_text(run_input) or request_text(run_input), "input"
+
+
+def tool_calls_of(run_output: Any) -> list[str]:
+    """Names of the tools the output called, in order; an OpenAI chat-completion response
+    (`{"choices": [{"message": ...}]}`) is read through its choices' messages."""
+    if isinstance(run_output, Mapping) and "role" not in run_output:
+        choices = run_output.get("choices")
+        if isinstance(choices, list):
+            run_output = [
+                choice["message"]
+                for choice in choices
+                if isinstance(choice, Mapping) and isinstance(choice.get("message"), Mapping)
+            ]
+    return extract_tool_calls(run_output).tools

@@ -24,8 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core import Scorer, StepContext, create_scorer
-from ._text import all_response_text
-from .utils import extract_tool_calls
+from ._text import all_response_text, tool_calls_of
 
 __all__ = [
     "called_tool",
@@ -154,7 +153,7 @@ def matches(
 
 
 def _tools_of(ctx: StepContext) -> list[str]:
-    return extract_tool_calls(ctx.run.output).tools
+    return tool_calls_of(ctx.run.output)
 
 
 def called_tool(tool_name: str, *, times: int = 1, id: str | None = None) -> Scorer:

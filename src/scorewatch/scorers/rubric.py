@@ -79,6 +79,8 @@ def create_rubric_scorer(
         ):
             raise ValueError(f"choice {label!r} must map to a finite number, got {value!r}")
     labels = list(table)
+    if max(table.values()) <= 0:
+        raise ValueError("the highest choice score must be positive: it is the scorer's scale")
     scale = require_scale(max(table.values()))
     listed = "\n".join(f"- {label} (score {format_number(table[label])})" for label in labels)
 

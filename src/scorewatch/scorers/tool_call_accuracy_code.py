@@ -19,7 +19,7 @@ from itertools import pairwise
 from typing import Any
 
 from ..core import Scorer, StepContext, create_scorer
-from .utils import extract_tool_calls
+from ._text import tool_calls_of
 
 __all__ = [
     "TOOL_CALL_ACCURACY_CODE_SCORER_ID",
@@ -56,8 +56,7 @@ def create_tool_call_accuracy_code_scorer(
         raise ValueError("give expected_tool or a non-empty expected_tool_order")
 
     def inspect_run(ctx: StepContext) -> dict[str, Any]:
-        calls = extract_tool_calls(ctx.run.output)
-        actual = calls.tools
+        actual = tool_calls_of(ctx.run.output)
         return {
             "expected_tool": expected_tool,
             "expected_tool_order": order,

@@ -37,8 +37,8 @@ from ._judging import (
     reason_prompt,
     require_scale,
 )
-from ._text import request_text, response_text
-from .utils import extract_tool_calls, round_to_two_decimals
+from ._text import request_text, response_text, tool_calls_of
+from .utils import round_to_two_decimals
 
 __all__ = [
     "TOOL_CALL_ACCURACY_LLM_SCORER_ID",
@@ -144,7 +144,7 @@ def create_tool_call_accuracy_llm_scorer(
         raise ValueError("available_tools must list at least one tool")
 
     def inspect_run(ctx: StepContext) -> dict[str, Any]:
-        called = extract_tool_calls(ctx.run.output).tools
+        called = tool_calls_of(ctx.run.output)
         return {"actual_tools": called, "has_tool_calls": bool(called)}
 
     def called_of(ctx: StepContext) -> list[str]:
