@@ -239,20 +239,23 @@ def test_stop_does_not_wait_for_a_slow_reply() -> None:
 
 
 async def test_async_context_manager_and_concurrent_clients() -> None:
+    # aiohttp is the transport litellm uses (and a litellm dependency).
+    import aiohttp
+
     def echo(body: dict[str, Any]) -> Reply:
         return Reply(body["messages"][0]["content"])
 
-    clients, per_client = 48, 15
+    clients, per_client = 64, 20
     async with LoopbackJudgeServer(echo, record_requests=False) as server:
+        url = f"{server.base_url}/chat/completions"
 
         async def client(number: int) -> list[str]:
-            async with httpx.AsyncClient(base_url=server.base_url, timeout=10) as http:
+            async with aiohttp.ClientSession() as session:
                 texts = []
                 for index in range(per_client):
-                    message = f"{number}-{index}"
-                    body = {**CHAT, "messages": [{"role": "user", "content": message}]}
-                    response = await http.post("/chat/completions", json=body)
-                    texts.append(response.json()["choices"][0]["message"]["content"])
+                    body = {**CHAT, "messages": [{"role": "user", "content": f"{number}-{index}"}]}
+                    async with session.post(url, json=body) as response:
+                        texts.append((await response.json())["choices"][0]["message"]["content"])
                 return texts
 
         results = await asyncio.gather(*(client(n) for n in range(clients)))
