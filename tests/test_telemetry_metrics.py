@@ -261,3 +261,18 @@ async def test_provider_cost_counter_agrees_with_the_judge_records() -> None:
         )
         assert recorded == 1.4375
         assert counted == recorded
+
+
+async def test_instrumenting_twice_on_one_provider_keeps_every_instrument_reporting() -> None:
+    from scorewatch import telemetry
+
+    with in_memory_telemetry() as sink:
+        telemetry.instrument(sink.tracer_provider, sink.meter_provider, sink.logger_provider)
+        unregister = live.register_queue_depth(lambda: 4)
+        try:
+            await prompt_scorer(ScriptedJudge([verdicts(2), "ok"])).run(output="x")
+            assert sink.point(names.METRIC_LIVE_QUEUE_DEPTH).value == 4
+            assert sink.point(names.METRIC_SCORER_RUNS).value == 1
+            assert len(sink.spans_named("evaluation quality")) == 1
+        finally:
+            unregister()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,6 +61,7 @@ class _Instrumentation:
 
 _lock = threading.RLock()
 _active: _Instrumentation | None = None
+_instruments: weakref.WeakKeyDictionary[MeterProvider, Instruments] = weakref.WeakKeyDictionary()
 
 
 def instrument(
@@ -76,7 +78,14 @@ def instrument(
     counts). Calling it again replaces the previous instrumentation.
     """
     global _active
-    instruments = Instruments(meter_provider or metrics.get_meter_provider(), total_queue_depth)
+    provider = meter_provider or metrics.get_meter_provider()
+    with _lock:
+        # One set of instruments per MeterProvider: the SDK keeps the first registration of a
+        # name (and its callbacks), so instruments made again would never report.
+        instruments = _instruments.get(provider)
+        if instruments is None:
+            instruments = Instruments(provider, total_queue_depth)
+            _instruments[provider] = instruments
     observer = TelemetryObserver(
         tracer=trace.get_tracer(
             names.INSTRUMENTATION_SCOPE, _VERSION, tracer_provider=tracer_provider
@@ -92,6 +101,7 @@ def instrument(
     live = LiveMetrics(instruments)
     with _lock:
         uninstrument()
+        instruments.active = True
         add_run_observer(observer)
         add_live_observer(live)
         _active = _Instrumentation(observer, live, instruments)
