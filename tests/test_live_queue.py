@@ -359,3 +359,42 @@ def test_close_finishes_runs_left_on_a_stopped_loop() -> None:
         assert len(set(collected.ids())) == 5
     finally:
         loop.close()
+
+
+def test_sigterm_inside_a_running_event_loop_moves_its_runs_to_the_background(
+    tmp_path: Path,
+) -> None:
+    child = _child(
+        """
+        import asyncio, os, signal, sys
+        from live_support import judged_scorer
+        from scorewatch.live import LiveScoring, SqliteSink
+        from scorewatch.testing import ScriptedJudge
+
+        def report(signum, frame):
+            print("stats", live.stats()["scored"], live.stats()["dropped_shutdown"], flush=True)
+            os._exit(0)
+
+        signal.signal(signal.SIGTERM, report)
+        judge = ScriptedJudge(lambda request: '{"score": 0.5}', delay=0.05)
+        live = LiveScoring({"judged": judged_scorer(judge)}, max_concurrency=2,
+                           sinks=[SqliteSink(sys.argv[1])], handle_sigterm=True)
+
+        async def main():
+            for i in range(10):
+                live.submit(input=i, output="answer")
+            await asyncio.sleep(0.01)  # two runs are in flight on this loop
+            print("ready", flush=True)
+            await asyncio.sleep(60)
+
+        asyncio.run(main())
+        """,
+        tmp_path,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert "stats 10 0" in out
+    assert _rows(tmp_path / "scores.db") == 10

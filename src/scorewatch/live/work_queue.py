@@ -322,8 +322,8 @@ class WorkQueue(Generic[P]):
         """`drain` for code without a running loop (close(), atexit, signal handlers).
 
         Called on a thread whose loop is running (a signal handler interrupting it), that loop
-        cannot make progress while we wait: its waiting jobs move to the background loop and its
-        running jobs are given up (counted as dropped at shutdown) right away.
+        cannot make progress while we wait: its jobs, waiting or running, move to the background
+        loop first.
         """
         blocked = _current_loop()
         if blocked is not None:
@@ -348,6 +348,8 @@ class WorkQueue(Generic[P]):
             self._idle_waiters.remove(waiter)
 
     def _evacuate(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Move all work of `loop` (blocked under us) to the background loop. Its running jobs
+        start over there; should `loop` resume later, those old deliveries are stale."""
         with self._lock:
             lane = self._lanes.pop(loop, None)
             if lane is not None and lane.jobs:
@@ -356,9 +358,12 @@ class WorkQueue(Generic[P]):
                     job.lane = target
                 target.jobs.extend(lane.jobs)
             stuck = [j for j in self._running if j.lane is not None and j.lane.loop is loop]
-        self._abandon(stuck)
-        with self._lock:
+            for job in stuck:
+                self._running.discard(job)
+                self._requeue_locked(job)
             lanes = self._lanes_to_wake_locked()
+        for _ in stuck:
+            self._on_in_flight(-1)
         for target_lane in lanes:
             self._wake(target_lane)
 
