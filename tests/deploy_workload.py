@@ -1,0 +1,194 @@
+"""A scorewatch process for the dashboard and alert end-to-end tests (run as a subprocess).
+
+It configures telemetry with a Prometheus endpoint on a free loopback port, prints the port, and
+then keeps scoring until its stdin closes:
+
+- `relevancy`: an LLM-judged scorer (scripted judge over the real scorer core) scored on live
+  traffic for `support-agent`, with retried and failed judge calls and an estimated cost;
+  its scores sit around 0.9 until a line `drop` arrives on stdin, then around 0.5;
+- `tone`: a model-free scorer on live traffic (with a filter) and in batch experiments;
+- `slow`: a live scorer behind a tiny queue, so bursts are dropped when the queue is full;
+- a sink that fails now and then, next to an SQLite sink.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+
+import scorewatch as sw
+from scorewatch import telemetry
+from scorewatch.judge import JudgeProviderError, JudgeReply, JudgeRequest
+from scorewatch.live import (
+    CallbackSink,
+    LiveResult,
+    LiveScoring,
+    Sampling,
+    ScorerEntry,
+    SqliteSink,
+)
+from scorewatch.testing import ScriptedJudge
+
+SCORE_SCHEMA = {
+    "type": "object",
+    "properties": {"score": {"type": "number"}},
+    "required": ["score"],
+}
+JITTER = (-0.03, 0.01, 0.03, -0.01, 0.0)
+
+
+class Level:
+    """The score level the scripted judge answers around; stdin `drop` lowers it."""
+
+    def __init__(self) -> None:
+        self.value = 0.9
+
+
+def make_judge(level: Level) -> ScriptedJudge:
+    calls = itertools.count(1)
+    jitter = itertools.cycle(JITTER)
+
+    def reply(request: JudgeRequest) -> JudgeReply | BaseException:
+        call = next(calls)
+        if call % 29 == 0:  # a retryable outage: retried, visible as an extra attempt
+            return JudgeProviderError("overloaded", code="UNAVAILABLE", retryable=True)
+        if call % 31 == 0:  # a hard failure: the execution and the run fail
+            return JudgeProviderError("refused", code="BAD_REQUEST")
+        usage = sw.JudgeUsage(input_tokens=120, output_tokens=15, total_tokens=135)
+        if request.step == "analyze":
+            score = min(1.0, max(0.0, level.value + next(jitter)))
+            text = json.dumps({"score": round(score, 3)})
+        else:
+            text = "The answer addresses the question."
+        return JudgeReply(text=text, usage=usage, estimated_cost_usd=0.0004)
+
+    return ScriptedJudge(
+        reply,
+        model_id="gpt-4o-mini",
+        provider="openai",
+        retry_policy=sw.RetryPolicy(max_retries=1, base_delay=0.0, jitter=False),
+    )
+
+
+def relevancy_scorer(judge: ScriptedJudge) -> sw.Scorer:
+    return (
+        sw.create_scorer(
+            id="relevancy",
+            description="Is the answer relevant to the question?",
+            judge=sw.JudgeConfig(model=judge, instructions="You grade answers."),
+        )
+        .analyze(
+            sw.PromptStep(
+                description="grade the answer",
+                create_prompt=lambda ctx: f"Grade: {ctx.run.output}",
+                output_schema=SCORE_SCHEMA,
+            )
+        )
+        .generate_score(lambda ctx: ctx.results.analyze_step_result["score"])
+        .generate_reason(
+            sw.PromptStep(
+                description="explain the grade",
+                create_prompt=lambda ctx: f"Why {ctx.score}?",
+            )
+        )
+    )
+
+
+def tone_scorer() -> sw.Scorer:
+    return (
+        sw.create_scorer(id="tone", description="Polite answers score 1.")
+        .preprocess(lambda ctx: {"polite": "please" in str(ctx.run.output)})
+        .generate_score(lambda ctx: 1.0 if ctx.results.preprocess_step_result["polite"] else 0.6)
+    )
+
+
+async def slow_score(ctx: sw.StepContext) -> float:
+    await asyncio.sleep(0.2)
+    return 0.8
+
+
+def slow_scorer() -> sw.Scorer:
+    return sw.create_scorer(id="slow", description="Takes its time.").generate_score(slow_score)
+
+
+def flaky_sink() -> CallbackSink:
+    results = itertools.count(1)
+
+    def write(result: LiveResult) -> None:
+        if next(results) % 7 == 0:
+            raise OSError("disk full")
+
+    return CallbackSink(write, name="flaky-callback")
+
+
+async def traffic(live: LiveScoring, burst: LiveScoring, stop: threading.Event) -> None:
+    for tick in itertools.count():
+        if stop.is_set():
+            return
+        for index in range(4):
+            live.submit(
+                input=f"question {tick}-{index}",
+                output=f"answer {tick}-{index}" + (" please" if index % 2 else ""),
+                target="support-agent",
+            )
+        live.submit(input="lookup", output="internal", target="internal-tool")  # filtered
+        if tick % 10 == 0:
+            for index in range(6):  # a burst the 2-slot queue cannot hold
+                burst.submit(input=f"burst {index}", output="x", target="support-agent")
+            data = [{"input": f"q{n}", "output": f"a{n} please"} for n in range(3)]
+            await sw.run_evals(data=data, scorers=[tone_scorer()])
+        await asyncio.sleep(0.1)
+
+
+def read_commands(level: Level, stop: threading.Event) -> None:
+    for line in sys.stdin:
+        if line.strip() == "drop":
+            level.value = 0.5
+            print("dropped", flush=True)
+    stop.set()
+
+
+async def main(data_dir: Path) -> None:
+    handle = telemetry.configure(
+        service_name="scorewatch-e2e", prometheus="127.0.0.1:0", otlp=False
+    )
+    level = Level()
+    judge = make_judge(level)
+    live = LiveScoring(
+        {
+            "relevancy": ScorerEntry(relevancy_scorer(judge), sampling=Sampling.ratio(0.8)),
+            "tone": ScorerEntry(
+                tone_scorer(),
+                sampling=Sampling.ratio(1.0),
+                filter=lambda call: call.target != "internal-tool",
+            ),
+        },
+        max_concurrency=8,
+        max_queue=1000,
+        sinks=[SqliteSink(str(data_dir / "scores.db")), flaky_sink()],
+        drain_on_exit=False,
+    )
+    burst = LiveScoring(
+        {"slow": ScorerEntry(slow_scorer(), sampling=Sampling.ratio(1.0))},
+        max_concurrency=1,
+        max_queue=2,
+        drain_on_exit=False,
+    )
+    stop = threading.Event()
+    threading.Thread(target=read_commands, args=(level, stop), daemon=True).start()
+    print(handle.prometheus_port, flush=True)
+    await traffic(live, burst, stop)
+    await live.aclose(timeout=5)
+    await burst.aclose(timeout=5)
+    handle.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(Path(sys.argv[1])))
