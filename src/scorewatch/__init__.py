@@ -43,7 +43,7 @@ from .judge import (
 )
 
 if TYPE_CHECKING:
-    from . import testing
+    from . import telemetry, testing
     from .evals import (
         ScorerEntry,
         run_evals,
@@ -82,6 +82,7 @@ __all__ = [
     "run_evals_sync",
     "run_experiment",
     "run_experiment_sync",
+    "telemetry",
     "testing",
 ]
 
@@ -89,6 +90,7 @@ __all__ = [
 _LAZY: dict[str, tuple[str, str | None]] = {
     "LiteLLMJudge": (".judge.litellm_judge", "LiteLLMJudge"),
     "testing": (".testing", None),
+    "telemetry": (".telemetry", None),
     "ScorerEntry": (".evals", "ScorerEntry"),
     "run_evals": (".evals", "run_evals"),
     "run_evals_sync": (".evals", "run_evals_sync"),
