@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 __all__ = ["check_language", "content_words", "fold", "stem_words", "stop_words", "words"]
@@ -45,9 +45,16 @@ def _stemmer(language: str) -> Any:
     return snowballstemmer.stemmer(language)
 
 
+@lru_cache(maxsize=65536)
+def _stem(word: str, language: str) -> str:
+    # The Snowball stemmers are pure Python; live traffic repeats words, so stems are cached.
+    stem: str = _stemmer(language).stemWord(word)
+    return stem
+
+
 def stem_words(tokens: list[str], language: str) -> list[str]:
-    stems: list[str] = _stemmer(_snowball_name(language)).stemWords(tokens)
-    return stems
+    name = _snowball_name(language)
+    return [_stem(token, name) for token in tokens]
 
 
 def content_words(text: str, language: str, *, keep_digits: bool = True) -> list[str]:
