@@ -822,3 +822,14 @@ async def test_scripted_judge_is_a_judge_model() -> None:
     with pytest.raises(AssertionError, match="ran out of replies at call 3"):
         await judge.complete(request)
     assert judge.calls == 3
+
+
+async def test_item_25_a_later_provider_error_does_not_overwrite_a_concrete_finish_reason() -> None:
+    cut = JudgeReply(
+        text='{"ok":', finish_reason="length", usage=normalize_usage({"inputTokens": 3})
+    )
+    judge = ScriptedJudge([cut, JudgeProviderError("overloaded", status_code=529)])
+    record = failed_execution(await failed_run(analyze_scorer(judge)))
+    assert record["finishReason"] == "length"
+    assert (record["attemptCount"], record["modelCallCount"]) == (2, 1)
+    assert record["rawOutput"] == '{"ok":'
