@@ -398,3 +398,19 @@ def test_sigterm_inside_a_running_event_loop_moves_its_runs_to_the_background(
     assert child.returncode == 0, err
     assert "stats 10 0" in out
     assert _rows(tmp_path / "scores.db") == 10
+
+
+async def test_a_cancelled_drain_leaves_the_queue_working() -> None:
+    judge = GatedJudge()
+    live = LiveScoring({"judged": judged_scorer(judge)}, drain_on_exit=False)
+    live.submit(output="x")
+    waiting = asyncio.ensure_future(live.drain(None))
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    assert waiting.cancelled()
+    assert not await live.drain(0.01)  # still blocked: a drain with a deadline says so
+    judge.open()
+    assert await live.drain(10)
+    assert live.stats()["scored"] == 1
+    await live.aclose()

@@ -166,21 +166,21 @@ class WorkQueue(Generic[P]):
     # -- running ---------------------------------------------------------------------------------
 
     def _pump(self, lane: _Lane) -> None:
-        started: list[Job[P]] = []
+        started: list[tuple[Job[P], int]] = []
         with self._lock:
             lane.wake_pending = False
             while lane.jobs and len(self._running) < self._max_concurrency:
                 job = lane.jobs.popleft()
                 self._queued -= 1
                 job.state = "running"
+                job.deliveries += 1
                 self._running.add(job)
-                started.append(job)
-        for job in started:
+                started.append((job, job.deliveries))
+        for job, delivery in started:
             self._on_in_flight(1)
             context = contextvars.Context()
             context.run(_IN_LIVE_JOB.set, True)
-            job.deliveries += 1
-            job.task = lane.loop.create_task(self._run(job, job.deliveries), context=context)
+            job.task = lane.loop.create_task(self._run(job, delivery), context=context)
 
     async def _run(self, job: Job[P], delivery: int) -> None:
         try:
@@ -207,8 +207,7 @@ class WorkQueue(Generic[P]):
         self._report(job, outcome)
         for lane in lanes:
             self._wake(lane)
-        for notify in waiters:
-            notify()
+        _notify_all(waiters)
 
     def _report(self, job: Job[P], outcome: JobOutcome) -> None:
         try:
@@ -316,6 +315,8 @@ class WorkQueue(Generic[P]):
             try:
                 await asyncio.wait_for(idle, wait)
             except TimeoutError:
+                pass
+            finally:  # also when the drain itself is cancelled
                 self._drop_waiter(notify)
 
     def drain_blocking(self, timeout: float | None) -> bool:
@@ -405,8 +406,7 @@ class WorkQueue(Generic[P]):
             if task is not None and job.lane is not None and not job.lane.loop.is_closed():
                 with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
                     job.lane.loop.call_soon_threadsafe(task.cancel)
-        for notify in waiters:
-            notify()
+        _notify_all(waiters)
 
 
 def _stranded(loop: asyncio.AbstractEventLoop, idle_loops: bool) -> bool:
@@ -414,6 +414,12 @@ def _stranded(loop: asyncio.AbstractEventLoop, idle_loops: bool) -> bool:
         return True
     # The background loop may not have entered run_forever yet; it never stays idle.
     return idle_loops and not loop.is_running() and loop is not background_loop()
+
+
+def _notify_all(waiters: list[Callable[[], None]]) -> None:
+    for notify in waiters:
+        with contextlib.suppress(RuntimeError):  # a drain whose loop has closed meanwhile
+            notify()
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
