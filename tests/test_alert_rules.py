@@ -70,6 +70,7 @@ def test_short_variant_differs_only_in_windows_and_thresholds() -> None:
     assert short_drop["for"] == "3s"
 
 
+@pytest.mark.needs_binary
 def test_rule_files_pass_promtool_check() -> None:
     promtool = require_binary("promtool")
     result = run([promtool, "check", "rules", str(RULES_FILE), str(SHORT_RULES_FILE)])
@@ -78,6 +79,7 @@ def test_rule_files_pass_promtool_check() -> None:
 
 
 @pytest.mark.parametrize("test_file", RULE_TEST_FILES, ids=lambda p: p.name)
+@pytest.mark.needs_binary
 def test_promtool_rule_unit_tests_pass(test_file: Path) -> None:
     promtool = require_binary("promtool")
     result = run([promtool, "test", "rules", str(test_file)])
@@ -103,6 +105,7 @@ def _run_score_drop_test_against(settings: object, test_name: str, tmp_path: Pat
     return result.stdout + result.stderr
 
 
+@pytest.mark.needs_binary
 def test_score_drop_tests_catch_a_rule_without_the_relative_margin(tmp_path: Path) -> None:
     production = rules_generator().PRODUCTION
     weakened = dataclasses.replace(production, relative_margin=0.0)
@@ -111,6 +114,7 @@ def test_score_drop_tests_catch_a_rule_without_the_relative_margin(tmp_path: Pat
     assert "absolute-only" in output
 
 
+@pytest.mark.needs_binary
 def test_score_drop_tests_catch_a_rule_without_the_volume_minimum(tmp_path: Path) -> None:
     production = rules_generator().PRODUCTION
     weakened = dataclasses.replace(production, min_evaluations=1)
@@ -118,6 +122,7 @@ def test_score_drop_tests_catch_a_rule_without_the_volume_minimum(tmp_path: Path
     assert "sparse-agent" in output
 
 
+@pytest.mark.needs_binary
 def test_score_drop_tests_catch_a_rule_without_the_long_window(tmp_path: Path) -> None:
     production = rules_generator().PRODUCTION
     weakened = dataclasses.replace(production, score_long_window="1h")

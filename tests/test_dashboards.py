@@ -160,6 +160,7 @@ def test_the_pass_threshold_values_are_score_bucket_boundaries() -> None:
         assert option in boundaries, option
 
 
+@pytest.mark.needs_binary
 def test_every_panel_query_parses_with_promtool(tmp_path: Path) -> None:
     promtool = require_binary("promtool")
     rules = []

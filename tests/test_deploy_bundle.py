@@ -183,6 +183,7 @@ def test_kubernetes_objects_point_at_each_other() -> None:
     assert grace > load_config(K8S / "scorewatch.toml").server.shutdown_timeout
 
 
+@pytest.mark.needs_binary
 def test_prometheus_config_passes_promtool() -> None:
     promtool = require_binary("promtool")
     result = run([promtool, "check", "config", str(PROMETHEUS_DIR / "prometheus.yml")])
@@ -190,6 +191,7 @@ def test_prometheus_config_passes_promtool() -> None:
     assert "SUCCESS: 12 rules found" in result.stdout  # the rule files it globs were loaded
 
 
+@pytest.mark.needs_binary
 def test_alertmanager_config_passes_amtool() -> None:
     amtool = require_binary("amtool")
     result = run([amtool, "check-config", str(DEPLOY / "alertmanager" / "alertmanager.yml")])
@@ -197,6 +199,7 @@ def test_alertmanager_config_passes_amtool() -> None:
     assert "SUCCESS" in result.stdout
 
 
+@pytest.mark.needs_binary
 def test_alertmanager_routes_the_score_drop_to_the_oncall_receiver() -> None:
     amtool = require_binary("amtool")
     config = str(DEPLOY / "alertmanager" / "alertmanager.yml")
