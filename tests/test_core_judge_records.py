@@ -22,6 +22,7 @@ from core_support import (
 )
 from scorewatch.core import JudgeStepRecord
 from scorewatch.core.schema import SCORE_SCHEMA
+from scorewatch.core.steps import camel_step
 from scorewatch.judge import (
     JudgeCost,
     JudgeError,
@@ -61,9 +62,7 @@ async def failed_run(scorer: sw.Scorer) -> sw.ScorerRunError:
 def failed_execution(error: sw.ScorerRunError) -> dict[str, Any]:
     assert error.result is not None
     data = wire(error.result)
-    records = executions(
-        data, {"generate_score": "generateScore"}.get(error.failed_step, "analyze")
-    )
+    records = executions(data, camel_step(error.failed_step))
     assert len(records) == 1
     return records[0]
 
