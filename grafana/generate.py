@@ -578,7 +578,8 @@ def judge_dashboard() -> dash.Dashboard:
         "Tokens per second used by the judges (gen_ai.evaluation.name set) next to the tokens "
         "of the application itself (the same GenAI metric without gen_ai.evaluation.name, from "
         "the application's own OpenTelemetry instrumentation on this Prometheus). The "
-        "application series is empty when the application does not export it.",
+        "application series is empty when the application does not export it. OpenTelemetry "
+        "has no cost metric for applications, so spend is compared through tokens.",
         [
             (
                 f'sum(rate({token_sum}{{gen_ai_evaluation_name!=""}}[$__rate_interval]))',
@@ -591,6 +592,19 @@ def judge_dashboard() -> dash.Dashboard:
         ],
         unit="suffix: tok/s",
         steps=[(None, "green")],
+        width=16,
+    )
+
+    judge_share = _stat(
+        "Judge share of GenAI tokens",
+        "Judge tokens / all GenAI tokens on this Prometheus (judges plus the application) over "
+        "the time range. 100% when the application exports no token usage of its own.",
+        f'sum(increase({token_sum}{{gen_ai_evaluation_name!=""}}[$__range]))\n'
+        f"/ sum(increase({token_sum}[$__range]))",
+        "judges",
+        unit="percentunit",
+        steps=[(None, "green"), (0.25, "orange"), (0.5, "red")],
+        width=8,
     )
 
     board = _with_variables(
@@ -608,7 +622,8 @@ def judge_dashboard() -> dash.Dashboard:
         error_ratio,
         spend,
         judge_vs_app,
-        _evaluations_by_target(),
+        judge_share,
+        _evaluations_by_target(width=24),
     ):
         board = board.with_panel(panel)
     return board
