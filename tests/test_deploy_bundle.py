@@ -13,6 +13,7 @@ import pytest
 from conftest import require_binary
 from deploy_support import DEPLOY, PROMETHEUS_DIR, ROOT, load_yaml, load_yaml_documents, run
 from scorewatch.server.config import load_config
+from scorewatch.server.scorers import build_scorers
 
 K8S = DEPLOY / "k8s"
 COMPOSE_SERVICES = {
@@ -108,6 +109,9 @@ def test_shipped_service_configs_are_valid(path: Path) -> None:
     assert config.server.auth_token_env == "SCOREWATCH_TOKEN"
     assert config.telemetry.prometheus is True
     assert "api_key" not in path.read_text("utf-8").replace("api_key_env", "")
+    # The prebuilt scorers and their options exist: the service would start with this file.
+    built = build_scorers(config)
+    assert [scorer.id for scorer in built] == [spec.id for spec in config.scorers]
 
 
 def test_collector_pipelines_use_only_defined_components() -> None:
