@@ -342,9 +342,13 @@ def scores_dashboard() -> dash.Dashboard:
             heatmap.HeatmapColorOptions()
             .mode(heatmap_model.HeatmapColorMode.SCHEME)
             .scheme("Oranges")
+            .fill("dark-orange")
+            .steps(64)
             .scale(heatmap_model.HeatmapColorScale.EXPONENTIAL)
             .exponent(0.5)
         )
+        # Prometheus `le` buckets: each row is the bucket below its upper bound.
+        .rows_frame(heatmap.RowsHeatmapOptions().layout(common.HeatmapCellLayout.LE))
         .thresholds(_thresholds([(None, "green")]))
         .cell_values(heatmap.CellValues().unit("short"))
     )
