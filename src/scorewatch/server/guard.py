@@ -50,6 +50,9 @@ class ServiceGuard:
         path: str = scope.get("path", "")
         settings = self.state.config.server
         if self.state.draining and path.startswith("/v1/"):
+            # Read the (bounded) body first: closing a connection with unread data resets it,
+            # and the client might never see the answer.
+            await _discard_body(receive, settings.max_body_bytes)
             retry = str(settings.retry_after)
             await _answer(
                 send,
@@ -106,6 +109,17 @@ class ServiceGuard:
             },
             {"Connection": "close"},
         )
+
+
+async def _discard_body(receive: Receive, limit: int) -> None:
+    size = 0
+    while size <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        size += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 def _content_length(scope: Scope) -> int | None:

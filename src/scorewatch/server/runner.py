@@ -94,6 +94,25 @@ def _configure_telemetry(config: ServeConfig) -> Any:
     )
 
 
+def warm_up_judges(service: ServiceState) -> None:
+    """Import litellm and walk one offline (mocked) completion through it before serving.
+
+    litellm imports much of itself on the first call; done on the event loop, that would stall
+    every request for seconds when the first judged run starts."""
+    if not any(configured.scorer.has_judge for configured in service.scorers.values()):
+        return
+    try:
+        import litellm
+
+        litellm.completion(
+            model="openai/scorewatch-warm-up",
+            messages=[{"role": "user", "content": "warm-up"}],
+            mock_response="ok",
+        )
+    except Exception as error:  # a failed warm-up only costs the first run some time
+        logger.debug("judge warm-up failed (%s)", type(error).__name__)
+
+
 def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
@@ -127,6 +146,7 @@ def serve(config: ServeConfig) -> int:
         )
         asyncio.run(shutdown_service(service))
         return 1
+    warm_up_judges(service)
     bound_port = int(sock.getsockname()[1])
     app = create_app(service)
     uv_config = uvicorn.Config(
