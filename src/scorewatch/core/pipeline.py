@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Mapping
 from time import perf_counter
 from typing import Any
@@ -28,6 +27,7 @@ from .result import (
     build_trusted,
 )
 from .run_input import check_run, coerce_run
+from .schema import is_finite_number
 from .scorer import Scorer, Step
 from .steps import StepName, camel_step
 
@@ -41,17 +41,8 @@ _PROMPT_FIELDS: dict[StepName, str] = {
 }
 
 
-def _is_finite_number(value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an integer too large for a float
-        return False
-
-
 def _check_score(scorer: Scorer, value: Any) -> float:
-    if not _is_finite_number(value):
+    if not is_finite_number(value):
         raise ScorewatchError(
             f"scorer {scorer.id!r}, step 'generate_score': returned {value!r} "
             f"({type(value).__name__}); a score must be a finite number",

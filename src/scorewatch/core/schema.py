@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,14 @@ from pydantic import BaseModel, ValidationError
 
 from ..judge.errors import StructuredOutputError
 
-__all__ = ["SCORE_SCHEMA", "OutputSchema", "compile_schema", "parse_json_reply", "validate_score"]
+__all__ = [
+    "SCORE_SCHEMA",
+    "OutputSchema",
+    "compile_schema",
+    "is_finite_number",
+    "parse_json_reply",
+    "validate_score",
+]
 
 OutputSchema = type[BaseModel] | dict[str, Any]
 Validator = Callable[[Any], Any]
@@ -27,8 +35,9 @@ SCORE_SCHEMA: dict[str, Any] = {
 }
 
 
-def _is_number(value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def is_finite_number(value: Any) -> bool:
+    """A real, finite number that is not a bool (numpy scalars included)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return False
     try:
         return math.isfinite(value)
@@ -37,7 +46,7 @@ def _is_number(value: Any) -> bool:
 
 
 def validate_score(value: Any) -> float:
-    if not isinstance(value, dict) or not _is_number(value.get("score")):
+    if not isinstance(value, dict) or not is_finite_number(value.get("score")):
         raise StructuredOutputError(
             "the judge's answer has no numeric 'score'",
             code="STRUCTURED_OUTPUT_SCHEMA_VALIDATION_FAILED",

@@ -63,9 +63,10 @@ EMPTY_USAGE = JudgeUsage()
 def _number(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if value != value:  # NaN
+    try:
+        return int(value)
+    except (ValueError, OverflowError):  # NaN, infinities
         return None
-    return int(value)
 
 
 def _nested_number(raw: Mapping[str, Any], paths: tuple[tuple[str, ...], ...]) -> int | None:
