@@ -13,6 +13,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from live_support import (
     Collected,
     GatedJudge,
@@ -137,9 +139,11 @@ async def test_close_timeout_counts_unfinished_runs_as_dropped_at_shutdown() -> 
     assert judge.waiting == 0  # the abandoned judge calls were cancelled
 
 
-def test_runs_survive_the_end_of_the_callers_event_loop() -> None:
+@pytest.mark.parametrize("started", [True, False], ids=["runs-started", "cancelled-before-start"])
+def test_runs_survive_the_end_of_the_callers_event_loop(started: bool) -> None:
     """asyncio.run() returns while runs wait or run on its loop: they move to scorewatch's
-    background loop and finish there, under the same run ids."""
+    background loop and finish there, under the same run ids. Without a yield, asyncio.run
+    cancels the run tasks before their first step."""
     threads: list[str] = []
 
     async def reply(request: JudgeRequest) -> str:
@@ -163,7 +167,8 @@ def test_runs_survive_the_end_of_the_callers_event_loop() -> None:
     async def main() -> None:
         for i in range(6):
             await answer(str(i))
-        await asyncio.sleep(0.01)  # two runs start and block on this loop
+        if started:
+            await asyncio.sleep(0.01)  # two runs start and block on this loop
 
     asyncio.run(main())
     assert live.drain_sync(20)
@@ -172,6 +177,7 @@ def test_runs_survive_the_end_of_the_callers_event_loop() -> None:
     assert sorted(r.call.input for r in collected.results) == [str(i) for i in range(6)]
     assert len(set(collected.ids())) == 6
     assert threads.count("scorewatch-loop") == 6
+    assert len(threads) == (8 if started else 6)
     live.close()
 
 

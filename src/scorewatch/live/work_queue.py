@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 import threading
 import time
@@ -180,7 +181,9 @@ class WorkQueue(Generic[P]):
             self._on_in_flight(1)
             context = contextvars.Context()
             context.run(_IN_LIVE_JOB.set, True)
-            job.task = lane.loop.create_task(self._run(job, delivery), context=context)
+            task = lane.loop.create_task(self._run(job, delivery), context=context)
+            job.task = task
+            task.add_done_callback(functools.partial(self._task_done, job, delivery))
 
     async def _run(self, job: Job[P], delivery: int) -> None:
         try:
@@ -193,11 +196,17 @@ class WorkQueue(Generic[P]):
             outcome = "failed"
         self._finish(job, outcome, delivery)
 
+    def _task_done(self, job: Job[P], delivery: int, task: asyncio.Task[None]) -> None:
+        # A task cancelled before its first step (a loop shutting down right after the call)
+        # never ran `_run`, so nothing else would bring its job back.
+        if task.cancelled():
+            self._after_cancel(job, delivery)
+
     def _finish(self, job: Job[P], outcome: JobOutcome, delivery: int) -> None:
         with self._lock:
             # Abandoned at shutdown while it ran, or a stale delivery of a re-homed job (its
             # loop resumed after all): the current delivery settles the job, exactly once.
-            if job.state == "done" or job.deliveries != delivery:
+            if job.state != "running" or job.deliveries != delivery:
                 return
             job.state = "done"
             self._running.discard(job)
@@ -219,7 +228,7 @@ class WorkQueue(Generic[P]):
         """A job's task was cancelled by someone else (its loop shutting down): run it again on
         the background loop, unless shutdown already gave up on it."""
         with self._lock:
-            if job.state == "done" or job.deliveries != delivery:
+            if job.state != "running" or job.deliveries != delivery:
                 return
             self._running.discard(job)
             self._requeue_locked(job)
@@ -273,12 +282,11 @@ class WorkQueue(Generic[P]):
         """
         with self._lock:
             self._forget_dead_lanes_locked(idle_loops)
+            # A closed loop will never run (or report) these tasks again, whatever their state.
             lost = [
                 job
                 for job in self._running
-                if job.lane is not None
-                and _stranded(job.lane.loop, idle_loops)
-                and (job.task is None or not job.task.done())
+                if job.lane is not None and _stranded(job.lane.loop, idle_loops)
             ]
             for job in lost:
                 self._running.discard(job)
