@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -117,12 +118,13 @@ class DemoPrometheus:
         self.stop()
         raise RuntimeError(f"prometheus was not ready within {ready_timeout_s:.0f}s")
 
-    def poll_alerts(self) -> None:
-        """Record every alert that is firing now."""
+    def poll_alerts(self) -> list[str]:
+        """Record every alert firing now; returns those not seen firing before ("name (scorer)")."""
         try:
             alerts = _get_json(f"{self.url}/api/v1/alerts")["data"]["alerts"]
         except (OSError, ValueError, KeyError, TypeError):
-            return
+            return []
+        new: list[str] = []
         for alert in alerts:
             if alert.get("state") != "firing":
                 continue
@@ -130,18 +132,30 @@ class DemoPrometheus:
             name = str(labels.get("alertname", "?"))
             scope = labels.get("gen_ai_evaluation_name")
             found = self.fired.setdefault(name, set())
-            if scope:
-                found.add(str(scope))
+            key = str(scope) if scope else ""
+            if key not in found:
+                found.add(key)
+                new.append(f"{name} ({key})" if key else name)
+        return new
 
-    async def watch_alerts(self, stop: asyncio.Event, every_s: float = 1.0) -> None:
+    async def watch_alerts(
+        self,
+        stop: asyncio.Event,
+        on_fired: Callable[[str], object] | None = None,
+        every_s: float = 1.0,
+    ) -> None:
         while not stop.is_set():
-            await asyncio.to_thread(self.poll_alerts)
+            for alert in await asyncio.to_thread(self.poll_alerts):
+                if on_fired is not None:
+                    on_fired(alert)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=every_s)
 
     def fired_summary(self) -> list[str]:
         return [
-            f"{name} ({', '.join(sorted(scopes))})" if scopes else name
+            f"{name} ({', '.join(sorted(scope for scope in scopes if scope))})"
+            if any(scopes)
+            else name
             for name, scopes in sorted(self.fired.items())
         ]
 

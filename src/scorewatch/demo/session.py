@@ -73,7 +73,7 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
         judge = SimulatedJudge(dataset, seed=options.seed).start()
         model: str = judge.model_id
         model_options: dict[str, Any] | None = judge.model_options
-        judge_label = "simulated judge"
+        judge_label = "simulated"
         say(
             f"judge: SIMULATED - a loopback OpenAI-compatible server at {judge.base_url} replays "
             "the demo dataset's annotations as verdicts (no API key, no network). Calls still go "
@@ -83,7 +83,7 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
         )
     else:
         model, model_options = options.model, None
-        judge_label = f"judge {options.model}"
+        judge_label = options.model
         say(
             f"judge: {options.model} (a real model through litellm: each scored request makes 3 "
             "judge calls and costs money)"
@@ -182,7 +182,16 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
     interrupted = _install_interrupt(loop, stop)
     helpers = [asyncio.create_task(coro) for coro in (refresh(), degrade(), deadline())]
     if prometheus is not None:
-        helpers.append(asyncio.create_task(prometheus.watch_alerts(stop)))
+        helpers.append(
+            asyncio.create_task(
+                prometheus.watch_alerts(
+                    stop,
+                    lambda alert: say(
+                        f"[{stats.elapsed() - started:5.1f}s] Prometheus alert firing: {alert}"
+                    ),
+                )
+            )
+        )
     try:
         async for document in request_stream(
             dataset, rate=options.rate, seed=options.seed, stop=stop

@@ -3,6 +3,7 @@ and the final summary."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
@@ -57,10 +58,10 @@ def _dropped(live: Mapping[str, int]) -> int:
     return live.get("dropped_queue_full", 0) + live.get("dropped_shutdown", 0)
 
 
-def _judge_line(judge: JudgeTotals) -> str:
+def _judge_line(judge: JudgeTotals, label: str) -> str:
     failed = f" ({judge.failed_calls} failed)" if judge.failed_calls else ""
     return (
-        f"judge calls {judge.calls}{failed} · tokens {judge.input_tokens:,} in / "
+        f"judge ({label}): {judge.calls} calls{failed} · tokens {judge.input_tokens:,} in / "
         f"{judge.output_tokens:,} out · latency p50 {_ms(judge.latency_p50_s)}, "
         f"p95 {_ms(judge.latency_p95_s)} · est. cost ${judge.cost_usd:.4f}"
     )
@@ -68,7 +69,7 @@ def _judge_line(judge: JudgeTotals) -> str:
 
 def _decisions_line(live: Mapping[str, int]) -> str:
     return (
-        f"decisions: sampled {live.get('sampled', 0)} · not sampled "
+        f"decisions (all scorers): sampled {live.get('sampled', 0)} · not sampled "
         f"{live.get('not_sampled', 0)} · dropped {_dropped(live)} · scored "
         f"{live.get('scored', 0)} · failed {live.get('failed', 0)} · queued "
         f"{live.get('queued', 0)} · in flight {live.get('in_flight', 0)}"
@@ -91,7 +92,7 @@ def render_panel(state: ViewState) -> list[str]:
             f"{series.count:>5} {series.failed:>6}"
         )
     lines.append("  " + _decisions_line(state.live))
-    lines.append("  " + _judge_line(state.judge) + f" ({state.judge_label})")
+    lines.append("  " + _judge_line(state.judge, state.judge_label))
     return lines
 
 
@@ -145,7 +146,7 @@ def render_summary(
             )
             lines.append(f"  {'':<20} by summary quality: {by_quality}")
     lines.append(_decisions_line(state.live))
-    lines.append(_judge_line(state.judge) + f" ({state.judge_label})")
+    lines.append(_judge_line(state.judge, state.judge_label))
     lines.append(f"results: {rows} rows in {db_path}")
     lines.append(
         f'  try: sqlite3 {db_path} "select scorerId, status, round(avg(score), 2), count(*) '
@@ -170,7 +171,9 @@ class LiveView:
 
     def show(self, state: ViewState) -> None:
         if self.tty:
-            lines = render_panel(state)
+            # A wrapped line would take two rows and break the redraw: cut at the width.
+            width = max(20, shutil.get_terminal_size().columns - 1)
+            lines = [line[:width] for line in render_panel(state)]
             if self._height:
                 # Back to the panel's first line, and clear from there down.
                 self._stream.write(f"\x1b[{self._height}F\x1b[J")
