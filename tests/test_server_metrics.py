@@ -1,0 +1,229 @@
+"""`/metrics` of the real server process: Prometheus text format on the service's own port,
+scraped by the real Prometheus binary."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from scorewatch.testing import LoopbackJudgeServer, Reply
+from serve_support import ServeProcess, judge_table, wait_idle, write_config
+
+CONFIG = """\
+[server]
+{server}
+
+{judge}
+
+[[scorers]]
+id = "judged"
+factory = "sw_test_scorers:make_judged_scorer"
+
+[[scorers]]
+id = "length"
+factory = "sw_test_scorers:make_length_scorer"
+
+[sinks]
+sqlite = "scores.db"
+
+[telemetry]
+service_name = "scorewatch-test"
+metrics_require_token = {protected}
+"""
+
+
+@pytest.fixture(scope="module")
+def judge() -> Iterator[LoopbackJudgeServer]:
+    with LoopbackJudgeServer(default=Reply('{"score": 0.75}')) as server:
+        yield server
+
+
+def start(directory: Path, judge: LoopbackJudgeServer, *, protected: bool = False) -> ServeProcess:
+    server = 'auth_token_env = "SW_TEST_TOKEN"' if protected else ""
+    body = CONFIG.format(
+        server=server,
+        judge=judge_table(judge.base_url),
+        protected="true" if protected else "false",
+    )
+    env = {"SW_TEST_JUDGE_BASE": judge.base_url, "SW_TEST_TOKEN": "metrics-token"}
+    process = ServeProcess(write_config(directory, body), env=env)
+    process.wait_listening()
+    return process
+
+
+def families(text: str) -> dict[str, Any]:
+    return {family.name: family for family in text_string_to_metric_families(text)}
+
+
+def sample_value(family: Any, suffix: str = "", **labels: str) -> float:
+    total = 0.0
+    for sample in family.samples:
+        if sample.name == family.name + suffix and all(
+            sample.labels.get(k) == v for k, v in labels.items()
+        ):
+            total += sample.value
+    return total
+
+
+def score_some(client: httpx.Client, count: int) -> None:
+    for index in range(count):
+        response = client.post(
+            "/v1/scores",
+            json={"input": f"q{index}", "output": "answer", "target": "metrics-agent"},
+        )
+        assert response.status_code == 202
+    wait_idle(client)
+
+
+def test_metrics_are_prometheus_text_on_the_service_port(
+    tmp_path: Path, judge: LoopbackJudgeServer
+) -> None:
+    process = start(tmp_path, judge)
+    try:
+        with httpx.Client(base_url=process.url, timeout=30) as client:
+            score_some(client, 4)
+            client.post("/v1/scores", json={"input": 1, "target": "metrics-agent"})  # a 422
+            response = client.get("/metrics")
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/plain")
+        found = families(response.text)
+
+        decisions = found["scorewatch_live_decisions"]
+        assert decisions.type == "counter"
+        for scorer in ("judged", "length"):
+            assert (
+                sample_value(
+                    decisions,
+                    "_total",
+                    gen_ai_evaluation_name=scorer,
+                    scorewatch_decision="sampled",
+                )
+                == 4
+            )
+        scores = found["gen_ai_evaluation_score"]
+        assert scores.type == "histogram"
+        assert sample_value(scores, "_count", gen_ai_evaluation_name="judged") == 4
+        assert sample_value(scores, "_sum", gen_ai_evaluation_name="judged") == 3.0
+        assert sample_value(scores, "_count", gen_ai_evaluation_name="length") == 4
+        tokens = found["gen_ai_client_token_usage"]
+        assert sample_value(tokens, "_count") == 8  # 4 judge calls x (input, output)
+        assert found["scorewatch_live_queue_depth"].type == "gauge"
+        assert sample_value(found["scorewatch_live_queue_depth"]) == 0
+        assert "scorewatch_live_in_flight" in found
+    finally:
+        process.kill()
+
+
+def test_metrics_can_require_the_token(tmp_path: Path, judge: LoopbackJudgeServer) -> None:
+    process = start(tmp_path, judge, protected=True)
+    try:
+        denied = httpx.get(f"{process.url}/metrics", timeout=10)
+        assert denied.status_code == 401
+        assert denied.json()["error"] == "unauthorized"
+        allowed = httpx.get(
+            f"{process.url}/metrics",
+            headers={"Authorization": "Bearer metrics-token"},
+            timeout=10,
+        )
+        assert allowed.status_code == 200
+        assert "# TYPE" in allowed.text
+        assert httpx.get(f"{process.url}/healthz", timeout=10).status_code == 200
+    finally:
+        process.kill()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _query(base: str, expression: str) -> list[dict[str, Any]]:
+    response = httpx.get(f"{base}/api/v1/query", params={"query": expression}, timeout=10)
+    response.raise_for_status()
+    result: list[dict[str, Any]] = response.json()["data"]["result"]
+    return result
+
+
+def _wait_for(base: str, expression: str, expected: float, timeout: float = 30.0) -> float:
+    deadline = time.monotonic() + timeout
+    value = float("nan")
+    while time.monotonic() < deadline:
+        try:
+            result = _query(base, expression)
+        except httpx.TransportError:  # Prometheus still starting
+            result = []
+        if result:
+            value = float(result[0]["value"][1])
+            if value == expected:
+                return value
+        time.sleep(0.25)
+    raise AssertionError(f"{expression} = {value}, expected {expected}")
+
+
+def test_the_real_prometheus_scrapes_the_service(
+    prometheus_bin: str, tmp_path: Path, judge: LoopbackJudgeServer
+) -> None:
+    process = start(tmp_path / "serve", judge)
+    prometheus: subprocess.Popen[bytes] | None = None
+    try:
+        with httpx.Client(base_url=process.url, timeout=30) as client:
+            score_some(client, 5)
+        target = process.url.removeprefix("http://")
+        web_port = _free_port()
+        config = tmp_path / "prometheus.yml"
+        config.write_text(
+            textwrap.dedent(
+                f"""
+                global:
+                  scrape_interval: 1s
+                scrape_configs:
+                  - job_name: scorewatch-serve
+                    static_configs:
+                      - targets: ["{target}"]
+                """
+            )
+        )
+        prometheus = subprocess.Popen(
+            [
+                prometheus_bin,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{web_port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        base = f"http://127.0.0.1:{web_port}"
+        _wait_for(base, 'up{job="scorewatch-serve"}', 1.0)
+        _wait_for(
+            base,
+            'sum(scorewatch_live_decisions_total{scorewatch_decision="sampled"})',
+            10.0,
+        )
+        _wait_for(
+            base,
+            'sum(gen_ai_evaluation_score_count{gen_ai_evaluation_name="judged"})',
+            5.0,
+        )
+        _wait_for(
+            base,
+            'sum(gen_ai_evaluation_score_sum{gen_ai_evaluation_name="judged"})'
+            ' / sum(gen_ai_evaluation_score_count{gen_ai_evaluation_name="judged"})',
+            0.75,
+        )
+    finally:
+        if prometheus is not None:
+            prometheus.terminate()
+            prometheus.wait(10)
+        process.kill()
