@@ -19,6 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--listen", default=None, help="HOST:PORT, overriding [server] listen (port 0: any free)"
     )
     parser.add_argument(
+        "--queue",
+        default=None,
+        metavar="redis://HOST:PORT/DB",
+        help="append accepted work to this Redis stream for `scorewatch worker` processes "
+        "(overrides [queue] url; default: score in this process)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="validate the configuration and build the scorers, then exit",
@@ -37,6 +44,15 @@ def run(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--listen: {error}") from None
             server = config.server.model_copy(update={"listen": args.listen})
             config = config.model_copy(update={"server": server})
+        if args.queue is not None:
+            from ..server.queue_settings import check_queue_url
+
+            try:
+                check_queue_url(args.queue)
+            except ValueError as error:
+                raise ConfigError(f"--queue: {error}") from None
+            queue = config.queue.model_copy(update={"url": args.queue, "url_env": None})
+            config = config.model_copy(update={"queue": queue})
         if args.check:
             from ..server.auth import resolve_token
             from ..server.scorers import build_scorers

@@ -15,9 +15,9 @@ from starlette.routing import Route
 from .. import __version__
 from .auth import resolve_token
 from .config import ServeConfig
-from .engine import InProcessIntake
 from .errors import install_error_handlers
 from .guard import ServiceGuard
+from .intakes import build_intake
 from .routes import probes, scorers, scores
 from .scorers import build_scorers
 from .state import ServiceState
@@ -43,12 +43,8 @@ def build_service(config: ServeConfig) -> ServiceState:
     token = resolve_token(config)
     built = {configured.id: configured for configured in build_scorers(config)}
     stores = build_stores(config)
-    intake = InProcessIntake(
-        {scorer_id: configured.entry for scorer_id, configured in built.items()},
-        sinks=stores.sinks,
-        max_concurrency=config.live.max_concurrency,
-        max_queue=config.live.max_queue,
-    )
+    entries = {scorer_id: configured.entry for scorer_id, configured in built.items()}
+    intake = build_intake(config, entries, stores)
     return ServiceState(
         config=config,
         scorers=built,

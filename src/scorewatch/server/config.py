@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ScorewatchError
+from .queue_settings import QueueSettings
 
 __all__ = [
     "DEFAULT_LISTEN",
@@ -30,6 +31,7 @@ __all__ = [
     "ConfigError",
     "JudgeDefaults",
     "LiveSettings",
+    "QueueSettings",
     "ScorerSpec",
     "ServeConfig",
     "ServerSettings",
@@ -228,6 +230,39 @@ class SinkSettings(_Table):
     )
     sqlite_synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "NORMAL"
     jsonl: str | None = Field(None, description="Also append every result to this JSONL file.")
+    postgres: str | None = Field(
+        None, description="PostgreSQL DSN (GET /v1/scores reads it then); no password in it."
+    )
+    postgres_env: str | None = Field(
+        None, description="Environment variable holding the PostgreSQL DSN (with a password)."
+    )
+    postgres_schema: str = Field("public", description="Schema of the PostgreSQL score table.")
+
+    @field_validator("postgres_env")
+    @classmethod
+    def _check_env(cls, value: str | None) -> str | None:
+        return _env_name(value)
+
+    @field_validator("postgres_schema")
+    @classmethod
+    def _check_schema(cls, value: str) -> str:
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$", value):
+            raise ValueError(f"expected a plain schema name (letters, digits, _), got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_dsn(self) -> SinkSettings:
+        if self.postgres is not None and self.postgres_env is not None:
+            raise ValueError("set 'postgres' or 'postgres_env', not both")
+        return self
+
+    def postgres_dsn(self) -> str | None:
+        """`postgres`, else the value of `postgres_env`, else None."""
+        if self.postgres is not None:
+            return self.postgres
+        if self.postgres_env is None:
+            return None
+        return os.environ.get(self.postgres_env, "").strip() or None
 
     @field_validator("sqlite")
     @classmethod
@@ -260,6 +295,7 @@ class ServeConfig(_Table):
     live: LiveSettings = Field(default_factory=LiveSettings)
     sinks: SinkSettings = Field(default_factory=SinkSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    queue: QueueSettings = Field(default_factory=QueueSettings)
     base_dir: Path = Field(
         default_factory=Path.cwd, exclude=True, description="Relative paths resolve against it."
     )

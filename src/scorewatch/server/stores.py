@@ -110,4 +110,14 @@ def build_stores(config: ServeConfig) -> Stores:
         path = config.resolve_path(settings.jsonl)
         sinks.append(JsonlSink(path))
         probes.append(JsonlProbe(path))
+    dsn = settings.postgres_dsn()
+    if dsn is not None:
+        # Shared by every replica and worker: when configured, it is what GET /v1/scores reads.
+        from ..live.sinks.postgres import PostgresSink
+        from .postgres_probe import PostgresProbe
+
+        postgres = PostgresSink(dsn, schema=settings.postgres_schema)
+        sinks.append(postgres)
+        probes.append(PostgresProbe(postgres))
+        reader = postgres
     return Stores(sinks, reader, probes)

@@ -24,6 +24,7 @@ from opentelemetry.metrics import (
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 
 from . import names
+from .queue_metrics import QueueMetrics
 
 __all__ = ["Instruments", "metric_views"]
 
@@ -111,6 +112,7 @@ class Instruments:
             callbacks=[self._observe_queue_depth],
             description="Live evaluations waiting in the queue",
         )
+        self.queue = QueueMetrics(meter, lambda: self.active)
         self._scores: dict[float, Histogram] = {}
         self._scores_lock = threading.Lock()
 

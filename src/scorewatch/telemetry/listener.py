@@ -33,6 +33,7 @@ from ..core.hooks import JudgeAttempt, RunStart, StepOutcome
 from ..core.result import ScorerRunResult
 from ..core.steps import StepName, StepType
 from ..judge.protocol import JudgeReply, JudgeRequest
+from ..live.trace_links import current_run_links
 from . import describe, names
 from .cardinality import CardinalityGuard
 from .content import ContentCapture
@@ -151,6 +152,8 @@ class RunTelemetry:
         if self._evaluated is not None:
             parent = Context()
             links.append(Link(self._evaluated))
+        # A run scored by a queue worker also links to the request that enqueued it.
+        links.extend(Link(enqueued) for enqueued in current_run_links())
         span = observer.tracer.start_span(
             names.run_span_name(scorer.id),
             context=parent,

@@ -21,10 +21,16 @@ __all__ = [
     "ATTR_INPUT_MESSAGES",
     "ATTR_JUDGE_ATTEMPT",
     "ATTR_JUDGE_FALLBACK",
+    "ATTR_MESSAGING_BATCH_COUNT",
+    "ATTR_MESSAGING_DESTINATION",
+    "ATTR_MESSAGING_OPERATION_TYPE",
+    "ATTR_MESSAGING_SYSTEM",
     "ATTR_OPERATION_NAME",
     "ATTR_OUTCOME",
     "ATTR_OUTPUT_MESSAGES",
     "ATTR_PROVIDER_NAME",
+    "ATTR_QUEUE_REASON",
+    "ATTR_QUEUE_STREAM",
     "ATTR_REASON",
     "ATTR_REQUEST_MODEL",
     "ATTR_RESPONSE_FINISH_REASONS",
@@ -64,6 +70,7 @@ __all__ = [
     "ENV_CAPTURE_CONTENT",
     "EVENT_EVALUATION_RESULT",
     "INSTRUMENTATION_SCOPE",
+    "MESSAGING_SYSTEM_REDIS",
     "METRIC_JUDGE_ATTEMPTS",
     "METRIC_JUDGE_COST",
     "METRIC_JUDGE_EXECUTIONS",
@@ -71,6 +78,12 @@ __all__ = [
     "METRIC_LIVE_IN_FLIGHT",
     "METRIC_LIVE_QUEUE_DEPTH",
     "METRIC_OPERATION_DURATION",
+    "METRIC_QUEUE_BACKLOG",
+    "METRIC_QUEUE_DEAD_LETTERED",
+    "METRIC_QUEUE_DEAD_LETTERS",
+    "METRIC_QUEUE_LAG",
+    "METRIC_QUEUE_PENDING",
+    "METRIC_QUEUE_REDELIVERIES",
     "METRIC_RUN_DURATION",
     "METRIC_SCORE",
     "METRIC_SCORER_RUNS",
@@ -89,6 +102,12 @@ __all__ = [
     "PROM_LIVE_IN_FLIGHT",
     "PROM_LIVE_QUEUE_DEPTH",
     "PROM_OPERATION_DURATION",
+    "PROM_QUEUE_BACKLOG",
+    "PROM_QUEUE_DEAD_LETTERED",
+    "PROM_QUEUE_DEAD_LETTERS",
+    "PROM_QUEUE_LAG",
+    "PROM_QUEUE_PENDING",
+    "PROM_QUEUE_REDELIVERIES",
     "PROM_RUN_DURATION",
     "PROM_SCORE",
     "PROM_SCORER_RUNS",
@@ -98,6 +117,8 @@ __all__ = [
     "RUN_DURATION_BUCKETS_S",
     "SCORE_BUCKETS",
     "SPAN_CHAT",
+    "SPAN_QUEUE_PROCESS",
+    "SPAN_QUEUE_SEND",
     "SPAN_RUN",
     "SPAN_STEP",
     "STATUS_FAILED",
@@ -110,6 +131,8 @@ __all__ = [
     "UNIT_SECONDS",
     "UNIT_TOKEN",
     "chat_span_name",
+    "queue_process_span_name",
+    "queue_send_span_name",
     "run_span_name",
     "score_buckets",
     "step_span_name",
@@ -134,6 +157,20 @@ def step_span_name(step: str) -> str:
 
 def chat_span_name(model: str) -> str:
     return SPAN_CHAT.format(model=model)
+
+
+# The durable work queue (Redis streams): a PRODUCER span per request that enqueues work; the
+# worker's run spans link to it (messaging semantic conventions).
+SPAN_QUEUE_SEND: Final = "send {stream}"
+SPAN_QUEUE_PROCESS: Final = "process {stream}"
+
+
+def queue_send_span_name(stream: str) -> str:
+    return SPAN_QUEUE_SEND.format(stream=stream)
+
+
+def queue_process_span_name(stream: str) -> str:
+    return SPAN_QUEUE_PROCESS.format(stream=stream)
 
 
 OPERATION_EVALUATION: Final = "evaluation"
@@ -166,6 +203,11 @@ ATTR_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
 ATTR_SERVER_ADDRESS: Final = "server.address"
 ATTR_SERVER_PORT: Final = "server.port"
 ATTR_ERROR_TYPE: Final = "error.type"
+ATTR_MESSAGING_SYSTEM: Final = "messaging.system"
+ATTR_MESSAGING_OPERATION_TYPE: Final = "messaging.operation.type"
+ATTR_MESSAGING_DESTINATION: Final = "messaging.destination.name"
+ATTR_MESSAGING_BATCH_COUNT: Final = "messaging.batch.message_count"
+MESSAGING_SYSTEM_REDIS: Final = "redis"
 
 TOKEN_TYPE_INPUT: Final = "input"
 TOKEN_TYPE_OUTPUT: Final = "output"
@@ -186,6 +228,9 @@ ATTR_STATUS: Final = "scorewatch.status"
 ATTR_OUTCOME: Final = "scorewatch.outcome"
 ATTR_DECISION: Final = "scorewatch.decision"
 ATTR_SINK: Final = "scorewatch.sink"
+ATTR_QUEUE_STREAM: Final = "scorewatch.queue.stream"
+# Why an entry was dead-lettered: max_deliveries, unknown_scorer, malformed.
+ATTR_QUEUE_REASON: Final = "scorewatch.queue.reason"
 # Our own, span-only: which attempt of the step a `chat` span is, and whether it is the
 # structured-output fallback.
 ATTR_JUDGE_ATTEMPT: Final = "scorewatch.judge.attempt"
@@ -223,6 +268,12 @@ METRIC_LIVE_DECISIONS: Final = "scorewatch.live.decisions"
 METRIC_LIVE_QUEUE_DEPTH: Final = "scorewatch.live.queue.depth"
 METRIC_LIVE_IN_FLIGHT: Final = "scorewatch.live.in_flight"
 METRIC_SINK_ERRORS: Final = "scorewatch.sink.errors"
+METRIC_QUEUE_BACKLOG: Final = "scorewatch.queue.backlog"
+METRIC_QUEUE_PENDING: Final = "scorewatch.queue.pending"
+METRIC_QUEUE_LAG: Final = "scorewatch.queue.lag"
+METRIC_QUEUE_DEAD_LETTERS: Final = "scorewatch.queue.dead_letters"
+METRIC_QUEUE_REDELIVERIES: Final = "scorewatch.queue.redeliveries"
+METRIC_QUEUE_DEAD_LETTERED: Final = "scorewatch.queue.dead_lettered"
 
 PROM_TOKEN_USAGE: Final = "gen_ai_client_token_usage"
 PROM_OPERATION_DURATION: Final = "gen_ai_client_operation_duration_seconds"
@@ -237,6 +288,12 @@ PROM_LIVE_DECISIONS: Final = "scorewatch_live_decisions_total"
 PROM_LIVE_QUEUE_DEPTH: Final = "scorewatch_live_queue_depth"
 PROM_LIVE_IN_FLIGHT: Final = "scorewatch_live_in_flight"
 PROM_SINK_ERRORS: Final = "scorewatch_sink_errors_total"
+PROM_QUEUE_BACKLOG: Final = "scorewatch_queue_backlog"
+PROM_QUEUE_PENDING: Final = "scorewatch_queue_pending"
+PROM_QUEUE_LAG: Final = "scorewatch_queue_lag"
+PROM_QUEUE_DEAD_LETTERS: Final = "scorewatch_queue_dead_letters"
+PROM_QUEUE_REDELIVERIES: Final = "scorewatch_queue_redeliveries_total"
+PROM_QUEUE_DEAD_LETTERED: Final = "scorewatch_queue_dead_lettered_total"
 
 UNIT_TOKEN: Final = "{token}"
 UNIT_SECONDS: Final = "s"

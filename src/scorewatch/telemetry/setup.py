@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core.hooks import add_run_observer, remove_run_observer
 from ..live.observers import add_live_observer, remove_live_observer, total_queue_depth
+from ..live.queue_observers import add_queue_observer, remove_queue_observer
 from . import names
 from .cardinality import CardinalityGuard
 from .content import CaptureContent, resolve_capture
@@ -104,6 +105,7 @@ def instrument(
         instruments.active = True
         add_run_observer(observer)
         add_live_observer(live)
+        add_queue_observer(instruments.queue)
         _active = _Instrumentation(observer, live, instruments)
 
 
@@ -116,6 +118,7 @@ def uninstrument() -> None:
             return
         remove_run_observer(current.observer)
         remove_live_observer(current.live)
+        remove_queue_observer(current.instruments.queue)
         current.instruments.active = False
 
 

@@ -25,6 +25,7 @@ from ..models import (
     ScoreResults,
     SkippedRun,
 )
+from ..redis_intake import IntakeUnavailableError
 from ..state import ServiceState, service_of
 
 __all__ = ["router"]
@@ -92,6 +93,14 @@ async def _admit(
             "queue_full",
             f"the scoring queue is full ({full.needed} slot(s) needed, {full.free} free); "
             f"retry after {retry}s",
+            headers={"Retry-After": str(retry)},
+            retry_after=retry,
+        ) from None
+    except IntakeUnavailableError:
+        raise ApiError(
+            503,
+            "queue_unavailable",
+            "the work queue cannot be reached; nothing was accepted, retry later",
             headers={"Retry-After": str(retry)},
             retry_after=retry,
         ) from None

@@ -1,0 +1,72 @@
+"""`scorewatch worker --config scorewatch.toml --queue redis://HOST:PORT/DB`: scores the work
+that `scorewatch serve --queue ...` appends to a Redis stream."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        "-c",
+        default="scorewatch.toml",
+        help="the TOML configuration file shared with serve (default: ./scorewatch.toml)",
+    )
+    parser.add_argument(
+        "--queue",
+        default=None,
+        metavar="redis://HOST:PORT/DB",
+        help="the Redis work queue (overrides [queue] url; required one way or the other)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="scorer runs at once in this worker (default: [live] max_concurrency)",
+    )
+    parser.add_argument(
+        "--consumer", default=None, help="consumer name in the group (default: HOST-PID)"
+    )
+    parser.add_argument(
+        "--metrics-listen",
+        default=None,
+        metavar="HOST:PORT",
+        help="serve Prometheus /metrics here (default: none; OTLP follows [telemetry])",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..server.config import ConfigError, load_config, parse_listen
+    from ..server.queue_settings import check_queue_url
+
+    try:
+        config = load_config(args.config)
+        if args.queue is not None:
+            try:
+                check_queue_url(args.queue)
+            except ValueError as error:
+                raise ConfigError(f"--queue: {error}") from None
+            queue = config.queue.model_copy(update={"url": args.queue, "url_env": None})
+            config = config.model_copy(update={"queue": queue})
+        if args.concurrency is not None and args.concurrency < 1:
+            raise ConfigError("--concurrency: must be at least 1")
+        if args.metrics_listen is not None:
+            try:
+                parse_listen(args.metrics_listen)
+            except ValueError as error:
+                raise ConfigError(f"--metrics-listen: {error}") from None
+        from ..server.worker_runner import run_worker
+
+        return run_worker(
+            config,
+            concurrency=args.concurrency,
+            consumer=args.consumer,
+            metrics_listen=args.metrics_listen,
+        )
+    except ConfigError as error:
+        print(f"scorewatch worker: {error.message}", file=sys.stderr)
+        return 2

@@ -1,0 +1,346 @@
+"""`PostgresSink`: live results as score rows in PostgreSQL, shared by every replica and worker.
+
+The rows are `SqliteSink`'s (the reference system's `mastra_scorers` columns, camelCase, plus
+target, status, judge records and failure fields), with PostgreSQL types: JSON columns are
+`jsonb`, `createdAt`/`updatedAt` are `timestamptz`. Writes upsert on the deterministic run id,
+so a run delivered twice (a queue redelivery) leaves one row.
+
+The sink creates its table itself through numbered migrations recorded in
+`scorewatch_migrations`; each runs once, under a transaction-scoped advisory lock, so many
+workers starting at once neither race nor repeat one.
+
+Needs the `scale` extra (`psycopg[binary]`, `psycopg-pool`). Connections come from an async pool
+opened lazily on the first event loop that uses the sink; a call from another loop (a sync
+wrapper, a test) uses a connection of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from ..result import LiveResult, iso_timestamp
+from .sqlite import SCORE_COLUMNS
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["MIGRATIONS", "PostgresSink"]
+
+_JSON_COLUMNS: Final = frozenset(
+    {
+        "input",
+        "output",
+        "additionalContext",
+        "requestContext",
+        "extractStepResult",
+        "analyzeStepResult",
+        "scorer",
+        "metadata",
+        "entity",
+        "preprocessStepResult",
+        "judge",
+        "completedSteps",
+    }
+)
+_TIME_COLUMNS: Final = frozenset({"createdAt", "updatedAt"})
+_TYPES: Final[dict[str, str]] = {
+    "id": "text PRIMARY KEY",
+    "scorerId": "text NOT NULL",
+    "runId": "text NOT NULL",
+    "score": "double precision",
+    "source": "text NOT NULL",
+    "structuredOutput": "boolean",
+    "createdAt": "timestamptz NOT NULL",
+    "updatedAt": "timestamptz NOT NULL",
+    "status": "text NOT NULL",
+}
+_TABLE: Final = "mastra_scorers"
+_MIGRATIONS_TABLE: Final = "scorewatch_migrations"
+
+
+def _quote(name: str) -> str:
+    if not name.replace("_", "").isalnum():
+        raise ValueError(f"not a plain SQL identifier: {name!r}")
+    return f'"{name}"'
+
+
+def _column_type(column: str) -> str:
+    if column in _TYPES:
+        return _TYPES[column]
+    return "jsonb" if column in _JSON_COLUMNS else "text"
+
+
+def _create_table(table: str) -> list[str]:
+    columns = ", ".join(f"{_quote(c)} {_column_type(c)}" for c in SCORE_COLUMNS)
+    statements = [f"CREATE TABLE IF NOT EXISTS {table} ({columns})"]
+    for suffix, keys in (
+        ("entity_created", ("entityId", "createdAt")),
+        ("scorer_created", ("scorerId", "createdAt")),
+        ("created", ("createdAt",)),
+    ):
+        key_sql = ", ".join(_quote(k) for k in keys)
+        index = _quote(f"{_TABLE}_{suffix}_idx")
+        statements.append(f"CREATE INDEX IF NOT EXISTS {index} ON {table} ({key_sql})")
+    return statements
+
+
+# (version, description, statements for a qualified table name). Append only; never edit one
+# that has shipped.
+MIGRATIONS: Final = ((1, "score rows (mastra_scorers) and their indexes", _create_table),)
+
+
+class PostgresSink:
+    name = "postgres"
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = "public",
+        min_size: int = 1,
+        max_size: int = 8,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        try:
+            import psycopg  # noqa: F401
+            import psycopg_pool  # noqa: F401
+        except ImportError as error:  # pragma: no cover - depends on the installation
+            raise ImportError(
+                "PostgresSink needs psycopg and psycopg-pool: pip install 'scorewatch[scale]'"
+            ) from error
+        self._dsn = dsn
+        self.schema = schema
+        self._schema_sql = _quote(schema)
+        self._table_sql = f"{self._schema_sql}.{_quote(_TABLE)}"
+        self._min_size = min_size
+        self._max_size = max_size
+        self._connect_timeout = connect_timeout
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._pool_loop: asyncio.AbstractEventLoop | None = None
+        self._ready_loops: set[int] = set()
+        self._migrated = False
+        self._open_lock: asyncio.Lock | None = None
+        self._closed = False
+        self._upsert_sql = self._build_upsert()
+
+    def _build_upsert(self) -> str:
+        names = ", ".join(_quote(c) for c in SCORE_COLUMNS)
+        marks = ", ".join("%s" for _ in SCORE_COLUMNS)
+        updates = ", ".join(
+            f"{_quote(c)} = excluded.{_quote(c)}"
+            for c in SCORE_COLUMNS
+            if c not in ("id", "createdAt")
+        )
+        return (
+            f"INSERT INTO {self._table_sql} ({names}) VALUES ({marks}) "
+            f"ON CONFLICT ({_quote('id')}) DO UPDATE SET {updates}"
+        )
+
+    # -- connections -------------------------------------------------------------------------
+
+    async def _connection_pool(self) -> AsyncConnectionPool[Any] | None:
+        """The pool when called on the loop that owns it (opening it on first use), else None."""
+        if self._closed:
+            raise RuntimeError("the sink is closed")
+        loop = asyncio.get_running_loop()
+        if self._pool is not None:
+            return self._pool if self._pool_loop is loop else None
+        if self._pool_loop is not None and self._pool_loop is not loop:
+            return None
+        if self._open_lock is None:
+            self._pool_loop = loop
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if self._pool is None:
+                from psycopg_pool import AsyncConnectionPool
+
+                await self._migrate_once()
+                pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                    self._dsn,
+                    min_size=self._min_size,
+                    max_size=self._max_size,
+                    open=False,
+                    timeout=self._connect_timeout,
+                    kwargs={"autocommit": True},
+                    name="scorewatch-postgres-sink",
+                )
+                await pool.open(wait=False)
+                self._pool = pool
+        return self._pool
+
+    async def _connect(self) -> AsyncConnection[Any]:
+        from psycopg import AsyncConnection
+
+        return await AsyncConnection.connect(
+            self._dsn, autocommit=True, connect_timeout=int(max(1, self._connect_timeout))
+        )
+
+    async def _migrate_once(self) -> None:
+        if self._migrated:
+            return
+        connection = await self._connect()
+        try:
+            await self.migrate(connection)
+        finally:
+            await connection.close()
+        self._migrated = True
+
+    async def migrate(self, connection: AsyncConnection[Any] | None = None) -> list[int]:
+        """Apply the migrations this database lacks; returns the versions applied now."""
+        own = connection is None
+        conn = connection if connection is not None else await self._connect()
+        applied_now: list[int] = []
+        migrations_sql = f"{self._schema_sql}.{_quote(_MIGRATIONS_TABLE)}"
+        try:
+            async with conn.transaction():
+                # One migrating process at a time per schema; the lock ends with the transaction.
+                await conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(%s))",
+                    (f"scorewatch-migrations:{self.schema}",),
+                )
+                await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema_sql}")
+                await conn.execute(
+                    f"CREATE TABLE IF NOT EXISTS {migrations_sql} (version integer PRIMARY KEY, "
+                    "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+                )
+                cursor = await conn.execute(f"SELECT version FROM {migrations_sql}")
+                done = {int(row[0]) for row in await cursor.fetchall()}
+                for version, description, statements in MIGRATIONS:
+                    if version in done:
+                        continue
+                    for statement in statements(self._table_sql):
+                        await conn.execute(statement.encode())
+                    await conn.execute(
+                        f"INSERT INTO {migrations_sql} (version, description) VALUES (%s, %s)",
+                        (version, description),
+                    )
+                    applied_now.append(version)
+        finally:
+            if own:
+                await conn.close()
+        return applied_now
+
+    # -- sink protocol -----------------------------------------------------------------------
+
+    def _encode(self, result: LiveResult) -> tuple[Any, ...]:
+        from psycopg.types.json import Jsonb
+
+        row = result.to_row()
+        values: list[Any] = []
+        for column in SCORE_COLUMNS:
+            value = row.get(column)
+            if value is None:
+                values.append(None)
+            elif column in _JSON_COLUMNS:
+                values.append(Jsonb(value, dumps=_dumps))
+            elif column in _TIME_COLUMNS:
+                values.append(result.created_at)
+            elif column == "reason" and not isinstance(value, str):
+                values.append(_dumps(value))
+            else:
+                values.append(value)
+        return tuple(values)
+
+    async def write(self, results: Sequence[LiveResult]) -> None:
+        if not results:
+            return
+        rows = [self._encode(result) for result in results]
+        pool = await self._connection_pool()
+        if pool is not None:
+            async with pool.connection() as conn:
+                await self._store(conn, rows)
+            return
+        await self._migrate_once()
+        conn = await self._connect()
+        try:
+            await self._store(conn, rows)
+        finally:
+            await conn.close()
+
+    async def _store(self, conn: AsyncConnection[Any], rows: list[tuple[Any, ...]]) -> None:
+        async with conn.transaction(), conn.cursor() as cursor:
+            await cursor.executemany(self._upsert_sql.encode(), rows)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    async def aquery(
+        self,
+        *,
+        target: str | None = None,
+        scorer: str | None = None,
+        since: datetime | str | None = None,
+        status: Literal["success", "failed"] | None = None,
+        limit: int = 100,
+        ids: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Stored rows, newest first, as `SqliteSink.query` returns them (timestamps as ISO
+        text). `since` is inclusive; `ids` keeps only these run ids."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if target is not None:
+            clauses.append(f"{_quote('entityId')} = %s")
+            params.append(target)
+        if scorer is not None:
+            clauses.append(f"{_quote('scorerId')} = %s")
+            params.append(scorer)
+        if since is not None:
+            clauses.append(f"{_quote('createdAt')} >= %s")
+            params.append(since if isinstance(since, datetime) else datetime.fromisoformat(since))
+        if status is not None:
+            clauses.append(f"{_quote('status')} = %s")
+            params.append(status)
+        if ids is not None:
+            clauses.append(f"{_quote('id')} = ANY(%s)")
+            params.append(list(ids))
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        names = ", ".join(_quote(c) for c in SCORE_COLUMNS)
+        sql = (
+            f"SELECT {names} FROM {self._table_sql}{where} "
+            f"ORDER BY {_quote('createdAt')} DESC, {_quote('id')} DESC LIMIT %s"
+        )
+        params.append(max(0, int(limit)))
+        pool = await self._connection_pool()
+        if pool is not None:
+            async with pool.connection() as conn:
+                return await self._fetch(conn, sql, params)
+        await self._migrate_once()
+        conn = await self._connect()
+        try:
+            return await self._fetch(conn, sql, params)
+        finally:
+            await conn.close()
+
+    async def _fetch(
+        self, conn: AsyncConnection[Any], sql: str, params: list[Any]
+    ) -> list[dict[str, Any]]:
+        cursor = await conn.execute(sql.encode(), params)
+        return [_decode(row) for row in await cursor.fetchall()]
+
+    def query(self, **filters: Any) -> list[dict[str, Any]]:
+        """`aquery` for synchronous callers (not from inside a running event loop)."""
+        return asyncio.run(self.aquery(**filters))
+
+
+def _dumps(value: Any) -> str:
+    # jsonb cannot hold NUL characters; keep them visible instead of failing the row.
+    return json.dumps(value, ensure_ascii=False, default=repr).replace("\\u0000", "\\\\u0000")
+
+
+def _decode(row: Sequence[Any]) -> dict[str, Any]:
+    decoded: dict[str, Any] = {}
+    for column, value in zip(SCORE_COLUMNS, row, strict=True):
+        if column in _TIME_COLUMNS and isinstance(value, datetime):
+            value = iso_timestamp(value)
+        decoded[column] = value
+    return decoded

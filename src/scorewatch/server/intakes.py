@@ -1,0 +1,49 @@
+"""Choosing serve's intake: in this process (the default) or a Redis stream (`[queue] url`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..live.entry import ScorerEntry
+from .config import ConfigError, ServeConfig
+from .engine import InProcessIntake
+from .intake import Intake
+from .stores import Stores
+
+__all__ = ["build_intake", "queue_url"]
+
+
+def queue_url(config: ServeConfig) -> str | None:
+    """The work queue's URL from `[queue]`, or None for the in-process queue."""
+    try:
+        return config.queue.resolved_url()
+    except ValueError as error:
+        problem = f"queue.url_env: {error}"
+        raise ConfigError(f"invalid configuration:\n  {problem}", problems=[problem]) from None
+
+
+def build_intake(config: ServeConfig, entries: Mapping[str, ScorerEntry], stores: Stores) -> Intake:
+    url = queue_url(config)
+    if url is None:
+        return InProcessIntake(
+            entries,
+            sinks=stores.sinks,
+            max_concurrency=config.live.max_concurrency,
+            max_queue=config.live.max_queue,
+        )
+    from ..live.sinks.postgres import PostgresSink
+    from .redis_intake import RedisIntake
+    from .stream_queue import StreamNames, connect
+
+    reader = stores.reader
+    return RedisIntake(
+        entries,
+        client=connect(url),
+        names=StreamNames.of(config.queue),
+        max_backlog=config.queue.max_backlog,
+        # Workers write the results; serve only closes its sinks and reads the shared one.
+        sinks=stores.sinks,
+        lookup=reader if isinstance(reader, PostgresSink) else None,
+        stats_interval=config.queue.stats_interval,
+        wait_limit=config.server.wait_timeout,
+    )

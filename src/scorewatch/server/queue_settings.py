@@ -1,0 +1,105 @@
+"""`[queue]`: the durable work queue between `scorewatch serve` and `scorewatch worker`.
+
+Without a URL (the default) serve scores in its own process, as it always did. With one, serve
+appends accepted work to a Redis stream and `scorewatch worker` processes score it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["QueueSettings", "check_queue_url", "redact_url"]
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KEY = re.compile(r"^[A-Za-z0-9_.:{}\-]{1,128}$")
+
+
+def check_queue_url(url: str) -> str:
+    """A `redis://` or `rediss://` URL (`redis://HOST:PORT/DB`); raises ValueError otherwise."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "unix") or not (parts.hostname or parts.path):
+        raise ValueError(f"expected redis://HOST:PORT/DB, got {redact_url(url)!r}")
+    return url
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, fit for logs and error messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return parts._replace(netloc=user + netloc).geturl()
+
+
+class QueueSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str | None = Field(
+        None, description="redis://HOST:PORT/DB of the work stream; none: the in-process queue."
+    )
+    url_env: str | None = Field(
+        None, description="Environment variable holding the URL (use it when it has a password)."
+    )
+    stream: str = Field("scorewatch:work", description="Key of the work stream.")
+    group: str = Field("scorewatch-workers", description="Consumer group of the workers.")
+    max_backlog: int = Field(
+        100_000, ge=1, le=100_000_000, description="Unacknowledged entries before 429s."
+    )
+    visibility_timeout: float = Field(
+        60.0, gt=0, le=86_400, description="Seconds before a silent worker's entries are claimed."
+    )
+    max_deliveries: int = Field(
+        5, ge=1, le=1000, description="Deliveries of an entry before it is dead-lettered."
+    )
+    claim_interval: float = Field(
+        5.0, gt=0, le=3600, description="Seconds between two looks for entries to reclaim."
+    )
+    stats_interval: float = Field(
+        5.0, gt=0, le=3600, description="Seconds between two readings of the queue gauges."
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_queue_url(value)
+
+    @field_validator("url_env")
+    @classmethod
+    def _check_env(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError(f"expected the NAME of an environment variable, got {value!r}")
+        return value
+
+    @field_validator("stream", "group")
+    @classmethod
+    def _check_key(cls, value: str) -> str:
+        if not _KEY.match(value):
+            raise ValueError(
+                f"1-128 characters: letters, digits, '_', '.', ':', '-', braces; got {value!r}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_url(self) -> QueueSettings:
+        if self.url is not None and self.url_env is not None:
+            raise ValueError("set 'url' or 'url_env', not both")
+        return self
+
+    @property
+    def dead_letter_stream(self) -> str:
+        return f"{self.stream}:dead"
+
+    def resolved_url(self) -> str | None:
+        """`url`, else the value of `url_env` (None when neither is set or the variable is
+        empty); raises ValueError for a malformed URL from the environment."""
+        if self.url is not None:
+            return self.url
+        if self.url_env is None:
+            return None
+        value = os.environ.get(self.url_env, "").strip()
+        return check_queue_url(value) if value else None

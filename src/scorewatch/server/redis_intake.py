@@ -1,0 +1,331 @@
+"""`RedisIntake`: serve's intake when `[queue] url` (or `--queue`) names a Redis stream.
+
+Decisions are made exactly as in `InProcessIntake` (filter, then deterministic sampling, then a
+deterministic run id); the sampled evaluations of a request are appended to the stream in one
+atomic script before the answer is sent, so a 202 means the work is in Redis. When the
+unacknowledged backlog would pass `[queue] max_backlog` the whole request is refused
+(`QueueFullError`, a 429 with Retry-After); nothing is ever trimmed. Scoring happens in
+`scorewatch worker` processes; with `?wait=true` the service polls the result store (the
+PostgreSQL sink) for the runs it queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from opentelemetry import propagate, trace
+from opentelemetry.trace import SpanKind
+
+from ..core.result import ScorerRunSnapshot
+from ..live import observers, queue_observers
+from ..live.context import LiveCall
+from ..live.entry import ScorerEntry
+from ..live.result import LiveResult, LiveStatus
+from ..live.run_ids import RunIdIssuer, live_run_id
+from ..live.sinks.base import ScoreSink
+from ..telemetry import names as telemetry_names
+from .engine import _call_of, _decide
+from .intake import (
+    Accepted,
+    Admission,
+    IntakeClosedError,
+    QueueFullError,
+    ScoreItem,
+    Skipped,
+)
+from .stream_queue import (
+    GaugePoller,
+    QueueFull,
+    StreamNames,
+    append_entries,
+    encode_entry,
+    ensure_group,
+)
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["IntakeUnavailableError", "RedisIntake", "RunLookup"]
+
+logger = logging.getLogger("scorewatch.server")
+
+_COUNTS = (
+    "sampled",
+    "not_sampled",
+    "filtered",
+    "dropped_queue_full",
+    "dropped_shutdown",
+    "scored",
+    "failed",
+    "rejected_requests",
+    "queue_errors",
+)
+_POLL_S = 0.2
+
+
+class IntakeUnavailableError(IntakeClosedError):
+    """The work queue cannot be reached; nothing of the request was accepted."""
+
+
+class RunLookup(Protocol):
+    """A result store that can fetch rows by run id (the PostgreSQL sink)."""
+
+    async def aquery(
+        self, *, ids: Sequence[str] | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    item: ScoreItem
+    call: LiveCall
+    sampled: list[str]
+    skipped: list[Skipped]
+
+
+class RedisIntake:
+    """Appends accepted evaluations to a Redis stream; `scorewatch worker` scores them."""
+
+    def __init__(
+        self,
+        entries: Mapping[str, ScorerEntry],
+        *,
+        client: Redis,
+        names: StreamNames,
+        max_backlog: int,
+        sinks: Sequence[ScoreSink] = (),
+        lookup: RunLookup | None = None,
+        stats_interval: float = 5.0,
+        wait_limit: float = 30.0,
+    ) -> None:
+        self._entries = dict(entries)
+        self._client = client
+        self._names = names
+        self._max_backlog = max_backlog
+        self._sinks = tuple(sinks)
+        self._lookup = lookup
+        self._wait_limit = wait_limit
+        self._counts = dict.fromkeys(_COUNTS, 0)
+        self._lock = threading.Lock()
+        self._ids = RunIdIssuer()
+        self._closed = False
+        self._group_ready = False
+        self._poller = GaugePoller(client, names, stats_interval)
+        self._unregister = queue_observers.register_queue_gauges(lambda: self._poller.latest)
+        self._waiters: set[asyncio.Task[None]] = set()
+        self._tracer = trace.get_tracer(telemetry_names.INSTRUMENTATION_SCOPE)
+
+    # -- introspection -----------------------------------------------------------------------
+
+    @property
+    def capacity(self) -> int:
+        return self._max_backlog
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            snapshot = dict(self._counts)
+        latest = self._poller.latest
+        snapshot["queued"] = latest.lag if latest else 0
+        snapshot["in_flight"] = latest.pending if latest else 0
+        snapshot["backlog"] = latest.backlog if latest else 0
+        snapshot["dead_letters"] = latest.dead_letters if latest else 0
+        return snapshot
+
+    def saturated(self) -> bool:
+        latest = self._poller.latest
+        return latest is not None and latest.backlog >= self._max_backlog
+
+    def _count(self, key: str, amount: int = 1) -> None:
+        with self._lock:
+            self._counts[key] += amount
+
+    # -- admission ---------------------------------------------------------------------------
+
+    async def _prepare(self) -> None:
+        if not self._group_ready:
+            # The group exists before the first entry, so workers started later still read
+            # everything from the stream's beginning.
+            await ensure_group(self._client, self._names)
+            self._group_ready = True
+            self._poller.start()
+
+    async def admit(
+        self, items: Sequence[ScoreItem], *, want_results: bool = False
+    ) -> list[Admission]:
+        plans: list[_Planned] = []
+        for item in items:
+            call = _call_of(item)
+            sample_key = call.trace_id or call.run_id
+            chosen = item.scorers if item.scorers is not None else tuple(self._entries)
+            sampled: list[str] = []
+            skipped: list[Skipped] = []
+            for scorer_id in dict.fromkeys(chosen):
+                decision = _decide(self._entries[scorer_id], call, sample_key)
+                if decision is None:
+                    sampled.append(scorer_id)
+                else:
+                    skipped.append(Skipped(scorer_id, decision))
+            plans.append(_Planned(item, call, sampled, skipped))
+        if self._closed:
+            self._refuse(plans, "dropped_shutdown")
+            raise IntakeClosedError("the service is shutting down")
+
+        runs: list[tuple[int, str, str]] = []  # (plan index, scorer id, run id)
+        encoded: list[list[str]] = []
+        with self._tracer.start_as_current_span(
+            telemetry_names.queue_send_span_name(self._names.stream),
+            kind=SpanKind.PRODUCER,
+            attributes={
+                telemetry_names.ATTR_MESSAGING_SYSTEM: telemetry_names.MESSAGING_SYSTEM_REDIS,
+                telemetry_names.ATTR_MESSAGING_OPERATION_TYPE: "send",
+                telemetry_names.ATTR_MESSAGING_DESTINATION: self._names.stream,
+            },
+        ) as span:
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier)
+            for index, plan in enumerate(plans):
+                for scorer_id in plan.sampled:
+                    base = live_run_id(
+                        scorer_id, plan.call.trace_id, plan.call.run_id, plan.call.span_id,
+                        plan.item.target,
+                    )  # fmt: skip
+                    run_id = self._ids.issue(base)
+                    runs.append((index, scorer_id, run_id))
+                    encoded.append(encode_entry(scorer_id, run_id, plan.call, carrier))
+            span.set_attribute(telemetry_names.ATTR_MESSAGING_BATCH_COUNT, len(encoded))
+            try:
+                await self._prepare()
+                await append_entries(self._client, self._names.stream, encoded, self._max_backlog)
+            except QueueFull as full:
+                self._refuse(plans, "dropped_queue_full")
+                free = max(0, self._max_backlog - full.backlog)
+                raise QueueFullError(len(encoded), free, self._max_backlog) from None
+            except Exception as error:
+                self._count("queue_errors")
+                self._refuse(plans, "dropped_queue_full")
+                logger.error("appending to the work queue failed (%s)", type(error).__name__)
+                raise IntakeUnavailableError(
+                    f"the work queue is unavailable ({type(error).__name__})"
+                ) from None
+
+        admissions = [
+            Admission(skipped=plan.skipped, results={} if want_results else None) for plan in plans
+        ]
+        for plan in plans:
+            for skip in plan.skipped:
+                self._count(skip.decision)
+                observers.record_decision(skip.scorer, skip.decision)
+        loop = asyncio.get_running_loop()
+        waiting: dict[str, tuple[str, asyncio.Future[LiveResult]]] = {}
+        for index, scorer_id, run_id in runs:
+            admission = admissions[index]
+            admission.accepted.append(Accepted(scorer_id, run_id))
+            self._count("sampled")
+            observers.record_decision(scorer_id, "sampled")
+            if admission.results is not None:
+                future: asyncio.Future[LiveResult] = loop.create_future()
+                admission.results[run_id] = future
+                waiting[run_id] = (scorer_id, future)
+        if waiting:
+            self._watch(waiting, {run_id: plans[i].call for i, _s, run_id in runs})
+        return admissions
+
+    def _refuse(self, plans: Sequence[_Planned], decision: observers.LiveDecision) -> None:
+        refused = 0
+        for plan in plans:
+            for scorer_id in plan.sampled:
+                observers.record_decision(scorer_id, decision)
+                refused += 1
+        with self._lock:
+            self._counts[decision] += refused
+            self._counts["rejected_requests"] += 1
+
+    # -- ?wait=true ----------------------------------------------------------------------------
+
+    def _watch(
+        self,
+        waiting: dict[str, tuple[str, asyncio.Future[LiveResult]]],
+        calls: Mapping[str, LiveCall],
+    ) -> None:
+        if self._lookup is None:
+            return  # nothing to read results from: the caller sees them as pending
+        task = asyncio.get_running_loop().create_task(self._poll(waiting, calls))
+        self._waiters.add(task)
+        task.add_done_callback(self._waiters.discard)
+
+    async def _poll(
+        self,
+        waiting: dict[str, tuple[str, asyncio.Future[LiveResult]]],
+        calls: Mapping[str, LiveCall],
+    ) -> None:
+        assert self._lookup is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._wait_limit + 1.0
+        while waiting and loop.time() < deadline:
+            await asyncio.sleep(_POLL_S)
+            for run_id in [r for r, (_s, f) in waiting.items() if f.done()]:
+                del waiting[run_id]  # the waiter gave up
+            if not waiting:
+                return
+            try:
+                rows = await self._lookup.aquery(ids=list(waiting), limit=len(waiting))
+            except Exception as error:
+                logger.warning("reading results for a waiting request failed (%s)", error)
+                continue
+            for row in rows:
+                scorer_id, future = waiting.pop(str(row["id"]), (None, None))
+                if scorer_id is None or future is None or future.done():
+                    continue
+                future.set_result(_stored_result(row, scorer_id, calls[str(row["id"])]))
+
+    # -- shutdown ------------------------------------------------------------------------------
+
+    async def shutdown(self, timeout: float) -> int:  # noqa: ASYNC109 - a drain budget
+        # Accepted work is in Redis already: nothing to drain, nothing given up.
+        self._closed = True
+        for task in list(self._waiters):
+            task.cancel()
+        return 0
+
+    async def aclose(self) -> None:
+        self._unregister()
+        await self._poller.stop()
+        for sink in self._sinks:
+            try:
+                await sink.aclose()
+            except Exception as error:
+                logger.error(
+                    "closing sink %r failed (%s)", getattr(sink, "name", sink), type(error).__name__
+                )
+        try:
+            await self._client.aclose()
+        except Exception as error:
+            logger.debug("closing the Redis client failed (%s)", type(error).__name__)
+
+
+def _stored_result(row: Mapping[str, Any], scorer_id: str, call: LiveCall) -> LiveResult:
+    scorer = row.get("scorer") or {}
+    status: LiveStatus = "success" if row.get("status") == "success" else "failed"
+    completed = row.get("completedSteps") or ()
+    return LiveResult(
+        id=str(row["id"]),
+        scorer_id=scorer_id,
+        scorer_name=str(scorer.get("name") or scorer_id),
+        scorer_description=str(scorer.get("description") or ""),
+        has_judge=bool(scorer.get("hasJudge")),
+        call=call,
+        status=status,
+        result=ScorerRunSnapshot(
+            run_id=str(row["id"]), score=row.get("score"), reason=row.get("reason")
+        ),
+        error=row.get("error"),
+        error_code=row.get("errorCode"),
+        error_type=row.get("errorType"),
+        failed_step=row.get("failedStep"),
+        completed_steps=tuple(str(step) for step in completed),
+    )

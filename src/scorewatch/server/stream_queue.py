@@ -1,0 +1,267 @@
+"""The Redis stream that carries accepted work from `scorewatch serve` to `scorewatch worker`.
+
+One entry per accepted (item, scorer) evaluation. Fields (all UTF-8): `v` (format version),
+`scorer` (the configured scorer id), `run_id` (the deterministic run id decided by serve),
+`call` (the traffic as JSON) and `trace` (the W3C trace context of the request that enqueued
+it, as an OpenTelemetry propagator carrier).
+
+Invariant that keeps the numbers cheap and exact: a worker deletes an entry (`XDEL`) in the same
+transaction that acknowledges it (`XACK`), so the stream only ever holds unacknowledged work.
+Then `XLEN` is the backlog, `XPENDING`'s count is the work being scored (or waiting to be
+reclaimed), and their difference is what no worker has read yet. Admission checks the backlog
+and appends in one Lua script, so replicas of serve cannot jointly overshoot the limit; nothing
+is ever trimmed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from ..live.context import LiveCall
+from ..live.queue_observers import QueueGauges
+from .queue_settings import QueueSettings, redact_url
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = [
+    "ENTRY_VERSION",
+    "GaugePoller",
+    "QueueEntry",
+    "QueueFull",
+    "StreamNames",
+    "append_entries",
+    "connect",
+    "decode_entry",
+    "encode_entry",
+    "ensure_group",
+    "read_gauges",
+]
+
+logger = logging.getLogger("scorewatch.queue")
+
+ENTRY_VERSION: Final = "1"
+
+# KEYS[1]: the stream. ARGV[1]: the backlog limit, ARGV[2]: the number of entries, then per
+# entry the number of field/value arguments followed by them. Returns the new entry ids, or
+# -(backlog + 1) when the entries do not fit (nothing appended).
+_APPEND_SCRIPT: Final = """
+local limit = tonumber(ARGV[1])
+local count = tonumber(ARGV[2])
+local backlog = redis.call('XLEN', KEYS[1])
+if backlog + count > limit then
+  return -(backlog + 1)
+end
+local ids = {}
+local position = 3
+for entry = 1, count do
+  local width = tonumber(ARGV[position])
+  position = position + 1
+  local fields = {}
+  for index = 1, width do
+    fields[index] = ARGV[position + index - 1]
+  end
+  position = position + width
+  ids[entry] = redis.call('XADD', KEYS[1], '*', unpack(fields))
+end
+return ids
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamNames:
+    stream: str
+    group: str
+    dead_letters: str
+
+    @classmethod
+    def of(cls, settings: QueueSettings) -> StreamNames:
+        return cls(settings.stream, settings.group, settings.dead_letter_stream)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEntry:
+    """One evaluation to run, as read back from the stream."""
+
+    scorer_id: str
+    run_id: str
+    call: LiveCall
+    trace_carrier: dict[str, str]
+
+
+class QueueFull(Exception):
+    def __init__(self, backlog: int) -> None:
+        super().__init__(f"the work stream holds {backlog} unacknowledged entries")
+        self.backlog = backlog
+
+
+def connect(url: str) -> Redis:
+    """An asyncio Redis client for `url` (needs the `scale` extra)."""
+    try:
+        from redis.asyncio import Redis
+    except ImportError as error:  # pragma: no cover - depends on the installation
+        raise ImportError(
+            "the Redis work queue needs the redis package: pip install 'scorewatch[scale]'"
+        ) from error
+    client: Redis = Redis.from_url(url, decode_responses=False, health_check_interval=30)
+    logger.debug("work queue at %s", redact_url(url))
+    return client
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+def encode_entry(
+    scorer_id: str, run_id: str, call: LiveCall, trace_carrier: Mapping[str, str]
+) -> list[str]:
+    """The entry's field/value list, in XADD order."""
+    document = {
+        "input": call.input,
+        "output": call.output,
+        "target": call.target,
+        "trace_id": call.trace_id,
+        "span_id": call.span_id,
+        "run_id": call.run_id,
+        "request_context": call.request_context,
+        "ground_truth": call.ground_truth,
+        "metadata": call.metadata,
+    }
+    return [
+        "v",
+        ENTRY_VERSION,
+        "scorer",
+        scorer_id,
+        "run_id",
+        run_id,
+        "call",
+        _json(document),
+        "trace",
+        _json(dict(trace_carrier)),
+    ]
+
+
+def decode_entry(fields: Mapping[bytes, bytes]) -> QueueEntry:
+    """Raises ValueError (with a message naming no content) for an entry it cannot read."""
+    text = {key.decode("utf-8", "replace"): value for key, value in fields.items()}
+    version = text.get("v", b"").decode("utf-8", "replace")
+    if version != ENTRY_VERSION:
+        raise ValueError(f"unknown entry format version {version!r}")
+    try:
+        scorer_id = text["scorer"].decode("utf-8")
+        run_id = text["run_id"].decode("utf-8")
+        document = json.loads(text["call"])
+        carrier = json.loads(text.get("trace", b"{}"))
+    except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"malformed entry ({type(error).__name__})") from None
+    if not isinstance(document, dict) or not isinstance(carrier, dict):
+        raise ValueError("malformed entry (call or trace is not an object)")
+    metadata = document.get("metadata")
+    call = LiveCall(
+        input=document.get("input"),
+        output=document.get("output"),
+        target=document.get("target"),
+        trace_id=document.get("trace_id"),
+        span_id=document.get("span_id"),
+        run_id=str(document.get("run_id") or run_id),
+        request_context=document.get("request_context"),
+        ground_truth=document.get("ground_truth"),
+        metadata=metadata if isinstance(metadata, dict) else None,
+    )
+    return QueueEntry(
+        scorer_id=scorer_id,
+        run_id=run_id,
+        call=call,
+        trace_carrier={str(k): str(v) for k, v in carrier.items()},
+    )
+
+
+async def append_entries(
+    client: Redis, stream: str, entries: Sequence[list[str]], max_backlog: int
+) -> list[str]:
+    """Append all entries or none: raises `QueueFull` when the backlog would pass the limit."""
+    if not entries:
+        return []
+    arguments: list[str | int] = [max_backlog, len(entries)]
+    for fields in entries:
+        arguments.append(len(fields))
+        arguments.extend(fields)
+    answer = await client.eval(_APPEND_SCRIPT, 1, stream, *arguments)
+    if isinstance(answer, int):
+        raise QueueFull(-answer - 1)
+    return [item.decode() if isinstance(item, bytes) else str(item) for item in answer]
+
+
+async def ensure_group(client: Redis, names: StreamNames) -> None:
+    """Create the stream and its consumer group if missing (from the stream's first entry)."""
+    from redis.exceptions import ResponseError
+
+    try:
+        await client.xgroup_create(names.stream, names.group, id="0", mkstream=True)
+    except ResponseError as error:
+        if "BUSYGROUP" not in str(error):
+            raise
+
+
+async def read_gauges(client: Redis, names: StreamNames) -> QueueGauges:
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.xlen(names.stream)
+        pipe.xpending(names.stream, names.group)
+        pipe.xlen(names.dead_letters)
+        try:
+            backlog, pending_summary, dead = await pipe.execute()
+        except Exception as error:  # the group may not exist yet
+            if "NOGROUP" not in str(error):
+                raise
+            backlog = await client.xlen(names.stream)
+            pending_summary, dead = {"pending": 0}, await client.xlen(names.dead_letters)
+    pending = int(pending_summary.get("pending", 0) if isinstance(pending_summary, dict) else 0)
+    backlog = int(backlog)
+    return QueueGauges(
+        stream=names.stream,
+        backlog=backlog,
+        pending=pending,
+        lag=max(0, backlog - pending),
+        dead_letters=int(dead),
+    )
+
+
+class GaugePoller:
+    """Reads the queue gauges every `interval` seconds on the running loop; the latest reading
+    is what `scorewatch.live.queue_observers` reports."""
+
+    def __init__(self, client: Redis, names: StreamNames, interval: float) -> None:
+        self._client = client
+        self._names = names
+        self._interval = interval
+        self.latest: QueueGauges | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def refresh(self) -> QueueGauges | None:
+        try:
+            self.latest = await read_gauges(self._client, self._names)
+        except Exception as error:
+            logger.warning("reading the queue gauges failed (%s)", type(error).__name__)
+        return self.latest
+
+    async def _run(self) -> None:
+        while True:
+            await self.refresh()
+            await asyncio.sleep(self._interval)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

@@ -1,0 +1,393 @@
+"""`StreamWorker`: scores the work `scorewatch serve` appended to the Redis stream.
+
+One consumer of the workers' consumer group. At most `concurrency` evaluations run at once;
+each is read (`XREADGROUP`), scored by the configured scorer, written to every sink, and only
+then acknowledged and deleted (`XACK` + `XDEL` in one transaction). Delivery is at least once:
+
+- an entry a consumer has held for longer than the visibility timeout without acknowledging
+  (the consumer died, or the run failed) is claimed by a live consumer (`XAUTOCLAIM`) and
+  counted as a redelivery; a consumer keeps its in-flight entries fresh meanwhile
+  (`XCLAIM ... JUSTID`, which does not count as a delivery), so a slow judge is not mistaken
+  for a dead worker;
+- a failed run is not acknowledged, so it is retried on a later delivery; on its
+  `max_deliveries`-th delivery the failure is stored (a failed row, never a score) and the entry
+  moves to the dead-letter stream; an entry delivered more often than that without ever
+  finishing (it kills its worker) is dead-lettered without running again;
+- a result is stored under the deterministic run id serve chose, and the sinks upsert on it, so
+  a redelivered run leaves one row.
+
+Dead-lettered entries keep their fields plus `dead.reason` (`failed`, `max_deliveries`,
+`unknown_scorer`, `malformed`), `dead.id`, `dead.deliveries` and `dead.consumer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import propagate, trace
+
+from ..core.scorer import Scorer
+from ..live import observers, queue_observers
+from ..live.result import LiveResult
+from ..live.sinks.base import ScoreSink
+from ..live.trace_links import linked_runs
+from .engine import _failure, _Work
+from .stream_queue import GaugePoller, QueueEntry, StreamNames, decode_entry, ensure_group
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["StreamWorker", "default_consumer_name"]
+
+logger = logging.getLogger("scorewatch.worker")
+
+_COUNTS = (
+    "delivered",
+    "redelivered",
+    "scored",
+    "failed_attempts",
+    "failed",
+    "dead_lettered",
+    "acknowledged",
+    "sink_errors",
+)
+
+
+def default_consumer_name() -> str:
+    """Host name and process id: unique per live process, readable in `XINFO CONSUMERS`."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Delivery:
+    entry_id: str
+    fields: Mapping[bytes, bytes]
+    deliveries: int
+
+
+class StreamWorker:
+    def __init__(
+        self,
+        scorers: Mapping[str, Scorer],
+        *,
+        client: Redis,
+        names: StreamNames,
+        sinks: Sequence[ScoreSink],
+        concurrency: int = 32,
+        visibility_timeout: float = 60.0,
+        max_deliveries: int = 5,
+        claim_interval: float = 5.0,
+        stats_interval: float = 5.0,
+        consumer: str | None = None,
+        block_ms: int = 1000,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self._scorers = dict(scorers)
+        self._client = client
+        self._names = names
+        self._sinks = tuple(sinks)
+        self._concurrency = concurrency
+        self._visibility_ms = max(1, int(visibility_timeout * 1000))
+        self._max_deliveries = max_deliveries
+        self._claim_interval = claim_interval
+        self._block_ms = block_ms
+        self.consumer = consumer or default_consumer_name()
+        self._tasks: dict[asyncio.Task[None], str] = {}
+        self._counts = dict.fromkeys(_COUNTS, 0)
+        self._lock = threading.Lock()
+        self._stopping = asyncio.Event()
+        self._poller = GaugePoller(client, names, stats_interval)
+        self._unregister = queue_observers.register_queue_gauges(lambda: self._poller.latest)
+
+    # -- accounting ----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            snapshot = dict(self._counts)
+        snapshot["in_flight"] = len(self._tasks)
+        return snapshot
+
+    def _count(self, key: str, amount: int = 1) -> None:
+        with self._lock:
+            self._counts[key] += amount
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop reading new work; entries in flight finish (see `run`)."""
+        self._stopping.set()
+
+    async def run(self, *, drain_timeout: float = 30.0) -> dict[str, int]:
+        """Consume until `stop()`; then wait up to `drain_timeout` s for the runs in flight.
+        Runs still going then are abandoned unacknowledged: another consumer reclaims them."""
+        await ensure_group(self._client, self._names)
+        self._poller.start()
+        heartbeat = asyncio.get_running_loop().create_task(self._heartbeat())
+        try:
+            await self._consume()
+        finally:
+            heartbeat.cancel()
+            await self._drain(drain_timeout)
+            await self._poller.stop()
+            self._unregister()
+        return self.stats()
+
+    async def _consume(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_claim = 0.0
+        while not self._stopping.is_set():
+            if len(self._tasks) >= self._concurrency:
+                await asyncio.wait(set(self._tasks), return_when=asyncio.FIRST_COMPLETED)
+                continue
+            try:
+                if loop.time() >= next_claim:
+                    next_claim = loop.time() + self._claim_interval
+                    if await self._reclaim():
+                        continue
+                await self._read()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                # Redis restarting or unreachable: back off, keep the runs in flight going.
+                logger.warning("reading the work queue failed (%s); retrying", error)
+                await _sleep_or_stop(self._stopping, 1.0)
+
+    async def _read(self) -> None:
+        free = self._concurrency - len(self._tasks)
+        answer: Any = await self._client.xreadgroup(
+            self._names.group,
+            self.consumer,
+            {self._names.stream: ">"},
+            count=free,
+            block=self._block_ms,
+        )
+        for _stream, entries in answer or ():
+            for entry_id, fields in entries:
+                self._count("delivered")
+                self._start(_Delivery(_text(entry_id), fields or {}, 1))
+
+    async def _reclaim(self) -> int:
+        """Claim entries idle past the visibility timeout; returns how many."""
+        free = self._concurrency - len(self._tasks)
+        claimed: list[tuple[str, Mapping[bytes, bytes]]] = []
+        start = "0-0"
+        while free - len(claimed) > 0:
+            answer = await self._client.xautoclaim(
+                self._names.stream,
+                self._names.group,
+                self.consumer,
+                min_idle_time=self._visibility_ms,
+                start_id=start,
+                count=free - len(claimed),
+            )
+            next_start, entries = _text(answer[0]), answer[1]
+            claimed.extend((_text(i), f) for i, f in entries if f)
+            if next_start == "0-0":
+                break
+            start = next_start
+        if not claimed:
+            return 0
+        async with self._client.pipeline(transaction=False) as pipe:
+            for entry_id, _fields in claimed:
+                pipe.xpending_range(
+                    self._names.stream, self._names.group, min=entry_id, max=entry_id, count=1
+                )
+            details = await pipe.execute()
+        self._count("redelivered", len(claimed))
+        queue_observers.record_redeliveries(self._names.stream, len(claimed))
+        for (entry_id, fields), detail in zip(claimed, details, strict=True):
+            deliveries = int(detail[0]["times_delivered"]) if detail else self._max_deliveries
+            self._start(_Delivery(entry_id, fields, deliveries))
+        return len(claimed)
+
+    async def _heartbeat(self) -> None:
+        interval = self._visibility_ms / 3000
+        while True:
+            await asyncio.sleep(interval)
+            ids: list[Any] = list(self._tasks.values())
+            if not ids:
+                continue
+            try:
+                await self._client.xclaim(
+                    self._names.stream,
+                    self._names.group,
+                    self.consumer,
+                    min_idle_time=0,
+                    message_ids=ids,
+                    justid=True,
+                )
+            except Exception as error:
+                logger.warning("refreshing in-flight entries failed (%s)", type(error).__name__)
+
+    def _start(self, delivery: _Delivery) -> None:
+        task = asyncio.get_running_loop().create_task(self._process(delivery))
+        self._tasks[task] = delivery.entry_id
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.pop(task, None)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error(
+                "processing a queue entry failed (%s); it will be redelivered",
+                type(task.exception()).__name__,
+            )
+
+    async def _drain(self, timeout: float) -> None:  # noqa: ASYNC109
+        tasks = set(self._tasks)
+        if not tasks:
+            return
+        _done, pending = await asyncio.wait(tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        if pending:
+            logger.warning(
+                "%d run(s) still going after %.1fs; left unacknowledged for another worker",
+                len(pending),
+                timeout,
+            )
+            await asyncio.wait(pending, timeout=5.0)
+
+    # -- one entry -----------------------------------------------------------------------------
+
+    async def _process(self, delivery: _Delivery) -> None:
+        try:
+            entry = decode_entry(delivery.fields)
+        except ValueError as error:
+            logger.error("queue entry %s is unreadable (%s)", delivery.entry_id, error)
+            await self._dead_letter(delivery, "malformed")
+            return
+        scorer = self._scorers.get(entry.scorer_id)
+        if scorer is None:
+            logger.error(
+                "queue entry %s names scorer %r, which this worker does not run",
+                delivery.entry_id,
+                entry.scorer_id,
+            )
+            await self._dead_letter(delivery, "unknown_scorer")
+            return
+        if delivery.deliveries > self._max_deliveries:
+            await self._dead_letter(delivery, "max_deliveries")
+            return
+        observers.record_in_flight(1)
+        try:
+            result = await self._score(entry, scorer)
+        finally:
+            observers.record_in_flight(-1)
+        last_chance = delivery.deliveries >= self._max_deliveries
+        if result.status == "failed" and not last_chance:
+            # Not acknowledged: redelivered once the visibility timeout has passed.
+            self._count("failed_attempts")
+            logger.info(
+                "run %s failed on delivery %d of %d (%s); will retry",
+                entry.run_id,
+                delivery.deliveries,
+                self._max_deliveries,
+                result.error_type,
+            )
+            return
+        if not await self._store(result):
+            return  # not acknowledged: stored on a later delivery
+        if result.status == "failed":
+            self._count("failed")
+            await self._dead_letter(delivery, "failed")
+            return
+        self._count("scored")
+        await self._acknowledge(delivery.entry_id)
+
+    async def _score(self, entry: QueueEntry, scorer: Scorer) -> LiveResult:
+        work = _Work(entry.scorer_id, scorer, entry.run_id, entry.call, None)
+        enqueued = trace.get_current_span(propagate.extract(entry.trace_carrier))
+        call = entry.call
+        try:
+            with linked_runs(enqueued.get_span_context()):
+                result = await scorer.run(
+                    input=call.input,
+                    output=call.output,
+                    run_id=entry.run_id,
+                    ground_truth=call.ground_truth,
+                    request_context=call.request_context,
+                    score_source="live",
+                    target=call.target,
+                    target_trace_id=call.trace_id,
+                    target_span_id=call.span_id,
+                    target_metadata=call.metadata,
+                )
+        except Exception as error:
+            return _failure(work, error)
+        return LiveResult(
+            id=entry.run_id,
+            scorer_id=entry.scorer_id,
+            scorer_name=scorer.name,
+            scorer_description=scorer.description,
+            has_judge=scorer.has_judge,
+            call=call,
+            status="success",
+            result=result,
+        )
+
+    async def _store(self, result: LiveResult) -> bool:
+        stored = True
+        for sink in self._sinks:
+            try:
+                await sink.write([result])
+            except Exception as error:
+                stored = False
+                name = str(getattr(sink, "name", type(sink).__name__))
+                self._count("sink_errors")
+                observers.record_sink_error(name)
+                logger.error(
+                    "sink %r failed to store run %s (%s); left for redelivery",
+                    name,
+                    result.id,
+                    type(error).__name__,
+                )
+        return stored
+
+    async def _acknowledge(self, entry_id: str) -> None:
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.xack(self._names.stream, self._names.group, entry_id)
+            pipe.xdel(self._names.stream, entry_id)
+            await pipe.execute()
+        self._count("acknowledged")
+
+    async def _dead_letter(self, delivery: _Delivery, reason: str) -> None:
+        fields: dict[Any, Any] = dict(delivery.fields)
+        fields.update(
+            {
+                "dead.reason": reason,
+                "dead.id": delivery.entry_id,
+                "dead.deliveries": str(delivery.deliveries),
+                "dead.consumer": self.consumer,
+            }
+        )
+        async with self._client.pipeline(transaction=True) as pipe:
+            pipe.xadd(self._names.dead_letters, fields)
+            pipe.xack(self._names.stream, self._names.group, delivery.entry_id)
+            pipe.xdel(self._names.stream, delivery.entry_id)
+            await pipe.execute()
+        self._count("dead_lettered")
+        queue_observers.record_dead_lettered(self._names.stream, reason)
+        logger.warning(
+            "queue entry %s dead-lettered after %d delivery(ies) (%s)",
+            delivery.entry_id,
+            delivery.deliveries,
+            reason,
+        )
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+async def _sleep_or_stop(stopping: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stopping.wait(), timeout=seconds)

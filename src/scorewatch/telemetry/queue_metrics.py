@@ -1,0 +1,82 @@
+"""Work-queue metrics: the telemetry side of `scorewatch.live.queue_observers`.
+
+Gauges (backlog, pending, lag, dead letters) are observed from the latest readings the queue
+processes registered; every process attached to a stream reports the same stream-wide values,
+labelled by stream, so dashboards take `max by (stream)`. Counters (redeliveries, dead-lettered)
+count what this process did; dashboards `sum` them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from opentelemetry.metrics import CallbackOptions, Counter, Meter, Observation
+
+from ..live.queue_observers import QueueGauges, queue_gauges
+from . import names
+
+__all__ = ["QueueMetrics"]
+
+
+class QueueMetrics:
+    """Implements `scorewatch.live.queue_observers.QueueObserver`; `active()` False silences
+    the gauges (instruments cannot be removed from a MeterProvider)."""
+
+    def __init__(self, meter: Meter, active: Callable[[], bool]) -> None:
+        self._active = active
+        self._redeliveries: Counter = meter.create_counter(
+            names.METRIC_QUEUE_REDELIVERIES,
+            description="Work-queue entries claimed again after a consumer held them too long",
+        )
+        self._dead_lettered: Counter = meter.create_counter(
+            names.METRIC_QUEUE_DEAD_LETTERED,
+            description="Work-queue entries moved to the dead-letter stream, by reason",
+        )
+        gauges: tuple[tuple[str, str, Callable[[QueueGauges], int]], ...] = (
+            (names.METRIC_QUEUE_BACKLOG, "Accepted work not yet acknowledged", _backlog),
+            (names.METRIC_QUEUE_PENDING, "Work delivered to a worker, not yet acknowledged",
+             _pending),
+            (names.METRIC_QUEUE_LAG, "Work not yet delivered to any worker", _lag),
+            (names.METRIC_QUEUE_DEAD_LETTERS, "Entries in the dead-letter stream", _dead),
+        )  # fmt: skip
+        for name, description, read in gauges:
+            meter.create_observable_gauge(
+                name, callbacks=[self._observer(read)], description=description
+            )
+
+    def _observer(
+        self, read: Callable[[QueueGauges], int]
+    ) -> Callable[[CallbackOptions], Iterable[Observation]]:
+        def observe(options: CallbackOptions) -> Iterable[Observation]:
+            if not self._active():
+                return []
+            return [
+                Observation(read(reading), {names.ATTR_QUEUE_STREAM: reading.stream})
+                for reading in queue_gauges()
+            ]
+
+        return observe
+
+    def redelivered(self, stream: str, count: int) -> None:
+        self._redeliveries.add(count, {names.ATTR_QUEUE_STREAM: stream})
+
+    def dead_lettered(self, stream: str, reason: str) -> None:
+        self._dead_lettered.add(
+            1, {names.ATTR_QUEUE_STREAM: stream, names.ATTR_QUEUE_REASON: reason}
+        )
+
+
+def _backlog(reading: QueueGauges) -> int:
+    return reading.backlog
+
+
+def _pending(reading: QueueGauges) -> int:
+    return reading.pending
+
+
+def _lag(reading: QueueGauges) -> int:
+    return reading.lag
+
+
+def _dead(reading: QueueGauges) -> int:
+    return reading.dead_letters
