@@ -4,8 +4,13 @@ the judge's own completions."""
 from __future__ import annotations
 
 import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +20,8 @@ from scorewatch.judge.litellm_judge import LiteLLMJudge
 from scorewatch.live import LiveScoring
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+TESTS = str(Path(__file__).resolve().parent)
 AGENT_ANSWER = "Paris is the capital of France."
 
 
@@ -147,3 +154,53 @@ async def test_streamed_completions_are_scored_with_the_whole_text(
     (result,) = collected.results
     assert result.call.output == AGENT_ANSWER
     await live.aclose()
+
+
+EXIT_CHILD = """
+import asyncio, sys
+from live_support import judged_scorer
+from scorewatch.judge.litellm_judge import LiteLLMJudge
+from scorewatch.live import LiveScoring, SqliteSink
+
+judge = LiteLLMJudge("openai/judge-model", api_base=sys.argv[2], api_key="sk-test",
+                     max_retries=0)
+live = LiveScoring({"quality": judged_scorer(judge)}, max_concurrency=4,
+                   sinks=[SqliteSink(sys.argv[1])])
+
+async def main():
+    import litellm  # loaded before the calls start, as in a running service
+    for i in range(12):
+        live.submit(input=i, output="answer", target="bot")
+    await asyncio.sleep(0.05)  # runs are in flight on this loop when it ends
+
+asyncio.run(main())
+print("exiting with", live.stats()["scored"], "scored", flush=True)
+"""
+
+
+def test_litellm_judged_runs_still_finish_at_interpreter_exit(tmp_path: Path) -> None:
+    """At exit, runs left by a finished asyncio.run are drained before concurrent.futures
+    stops accepting work (litellm needs an executor)."""
+    script = tmp_path / "child.py"
+    script.write_text(EXIT_CHILD)
+    db = tmp_path / "scores.db"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([SRC, TESTS]),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    slow = Reply('{"score": 0.9}', delay=0.1)
+    with LoopbackJudgeServer(lambda body: slow) as judge_server:
+        done = subprocess.run(
+            [sys.executable, str(script), str(db), judge_server.base_url],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    scored_before_exit = int(done.stdout.split("exiting with")[1].split()[0])
+    assert scored_before_exit < 12  # the rest was left to the exit drain
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute('SELECT "status", count(*) FROM mastra_scorers GROUP BY 1').fetchall()
+    assert rows == [("success", 12)]

@@ -22,6 +22,7 @@ import logging
 import os
 import signal
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import FrameType
@@ -131,8 +132,7 @@ class LiveScoring:
         self._previous_sigterm: Any = None
         self._sigterm_installed = False
         if drain_on_exit:
-            atexit.register(self._at_exit)
-        self._drain_on_exit = drain_on_exit
+            _drain_at_exit(self)
         if handle_sigterm:
             self.install_sigterm_handler()
 
@@ -407,8 +407,6 @@ class LiveScoring:
 
     def _release(self) -> None:
         self._unregister_depth()
-        if self._drain_on_exit:
-            atexit.unregister(self._at_exit)
         if self._sigterm_installed:
             self._restore_sigterm()
 
@@ -452,6 +450,35 @@ class LiveScoring:
         else:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.raise_signal(signal.SIGTERM)
+
+
+def _drain_at_exit(live: LiveScoring) -> None:
+    """Drain `live` when the interpreter exits, as early as possible.
+
+    `threading`'s exit hooks run before `concurrent.futures` stops accepting work and before
+    non-daemon threads are joined; plain `atexit` handlers run after, when a judge that needs
+    an executor (litellm's sync-in-thread paths) can no longer work. The hook holds the
+    instance weakly, and does nothing once it is closed.
+    """
+    # concurrent.futures registers its own hook when its thread module is first imported, and
+    # hooks run last-registered first: import it now so that ours runs before it.
+    import concurrent.futures.thread  # noqa: F401
+
+    ref = weakref.ref(live)
+
+    def drain() -> None:
+        instance = ref()
+        if instance is not None:
+            instance._at_exit()
+
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        try:
+            register(drain)
+            return
+        except RuntimeError:  # the interpreter is already shutting down
+            pass
+    atexit.register(drain)
 
 
 def _failure(work: _Work, error: Exception) -> LiveResult:
