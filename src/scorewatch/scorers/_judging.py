@@ -5,18 +5,22 @@ Conventions every LLM-judged scorer follows:
 * the judge returns verdicts (lists of labelled items); the score is computed from them in a
   function step, never asked of the judge;
 * scores are rounded half up to two decimals (`round_to_two_decimals`);
-* nothing to judge (no claims, no statements, no context) gives 0, and the reason prompt says so.
+* nothing to judge (no claims, no statements, no context) gives 0, and the reason prompt says so;
+* the scorer is assembled by `judged_scorer`: its judge, its steps, and a reason step that asks
+  for a short explanation of the score through `reason_prompt`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
 
-from ..core import JudgeConfig
+from ..core import JudgeConfig, PromptStep, Scorer, StepContext, create_scorer
+from ..core.scorer import Direction
 from ..judge.protocol import JudgeModel
 
 __all__ = [
@@ -24,6 +28,8 @@ __all__ = [
     "ClaimList",
     "GradedVerdictList",
     "JudgeAnswer",
+    "Reason",
+    "ScorerCard",
     "VerdictList",
     "aligned_labels",
     "bullets",
@@ -32,6 +38,7 @@ __all__ = [
     "field_of",
     "items_of",
     "judge",
+    "judged_scorer",
     "label_of",
     "numbered",
     "one_of",
@@ -217,3 +224,72 @@ def check_context_options(context: Sequence[str] | None, extractor: object, scor
         raise ValueError(f"{scorer} needs context=[...] or context_extractor=")
     if context is not None and not isinstance(context, str) and len(context) == 0:
         raise ValueError(f"{scorer}: context must not be an empty list")
+
+
+@dataclass(frozen=True, slots=True)
+class ScorerCard:
+    """What a prebuilt LLM-judged scorer is called and tells its judge.
+
+    `subject` names the score in the reason step (`"faithfulness"` gives the step description
+    "Explain the faithfulness score" and the prompt line "Explain the faithfulness score.").
+    """
+
+    id: str
+    name: str
+    description: str
+    instructions: str
+    subject: str
+    direction: Direction = "higher_is_better"
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """What the reason prompt states besides the score: the facts that decided it, and why it
+    is 0 when there was nothing to judge."""
+
+    facts: str
+    empty_note: str | None = None
+
+
+def judged_scorer(
+    card: ScorerCard,
+    *,
+    model: str | JudgeModel,
+    model_options: Mapping[str, Any] | None,
+    scale: float,
+    analyze: PromptStep,
+    score: Callable[[StepContext], float],
+    explain: Callable[[StepContext], Reason],
+    preprocess: PromptStep | Callable[[StepContext], Any] | None = None,
+) -> Scorer:
+    """An LLM-judged prebuilt scorer: [preprocess ->] analyze -> score (a function of the
+    verdicts, never asked of the judge) -> a judge-written reason for the score."""
+
+    def reason(ctx: StepContext) -> str:
+        stated = explain(ctx)
+        return reason_prompt(
+            subject=card.subject,
+            score=ctx.score,
+            scale=scale,
+            facts=stated.facts,
+            empty_note=stated.empty_note,
+        )
+
+    scorer = create_scorer(
+        id=card.id,
+        name=card.name,
+        description=card.description,
+        judge=judge(model, card.instructions, model_options),
+        type="agent",
+        scale=scale,
+        direction=card.direction,
+    )
+    if preprocess is not None:
+        scorer = scorer.preprocess(preprocess)
+    return (
+        scorer.analyze(analyze)
+        .generate_score(score)
+        .generate_reason(
+            PromptStep(description=f"Explain the {card.subject} score", create_prompt=reason)
+        )
+    )

@@ -26,18 +26,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._judging import (
     JudgeAnswer,
+    Reason,
+    ScorerCard,
     aligned_labels,
     bullets,
     field_of,
     items_of,
-    judge,
+    judged_scorer,
     numbered,
     one_of,
-    reason_prompt,
     require_scale,
 )
 from ._text import as_text, response_text
@@ -56,6 +57,15 @@ INSTRUCTIONS = (
     "You compare an answer with a reference answer, unit of meaning by unit of meaning. Different "
     "wording with the same meaning is a semantic match; a changed number, name or date is not. "
     "Be strict but fair: partial coverage is partial."
+)
+
+_CARD = ScorerCard(
+    id=ANSWER_SIMILARITY_SCORER_ID,
+    name="Answer Similarity Scorer",
+    description="Measures how closely the output matches the ground-truth answer, "
+    "unit of meaning by unit",
+    instructions=INSTRUCTIONS,
+    subject="answer similarity",
 )
 
 
@@ -237,7 +247,7 @@ def create_answer_similarity_scorer(
             scale,
         )
 
-    def explain_prompt(ctx: StepContext) -> str:
+    def explain(ctx: StepContext) -> Reason:
         units = [str(u) for u in items_of(ctx.results.preprocess_step_result, "ground_truth_units")]
         comparison = ctx.results.analyze_step_result
         labels = aligned_labels(len(units), items_of(comparison, "matches"), "match_type")
@@ -252,10 +262,7 @@ def create_answer_similarity_scorer(
             note = "No ground truth was given, so there was nothing to compare with: score 0."
         elif not units:
             note = "The ground truth had no units to compare with, so the score is 0."
-        return reason_prompt(
-            subject="answer similarity",
-            score=ctx.score,
-            scale=scale,
+        return Reason(
             facts=f"Output:\n{response_text(ctx.run.output)}\n\n"
             f"Ground truth:\n{as_text(ctx.run.ground_truth)}\n\n"
             f"Ground-truth units: {len(units)}, exact: {labels.count('exact')}, semantic: "
@@ -265,35 +272,21 @@ def create_answer_similarity_scorer(
             empty_note=note,
         )
 
-    return (
-        create_scorer(
-            id=ANSWER_SIMILARITY_SCORER_ID,
-            name="Answer Similarity Scorer",
-            description="Measures how closely the output matches the ground-truth answer, "
-            "unit of meaning by unit",
-            judge=judge(model, INSTRUCTIONS, model_options),
-            type="agent",
-            scale=scale,
-            direction="higher_is_better",
-        )
-        .preprocess(
-            PromptStep(
-                description="Split the output and the ground truth into semantic units",
-                create_prompt=extract_prompt,
-                output_schema=UnitLists,
-            )
-        )
-        .analyze(
-            PromptStep(
-                description="Compare the output's units with the ground truth's",
-                create_prompt=analyze_prompt,
-                output_schema=UnitComparison,
-            )
-        )
-        .generate_score(score)
-        .generate_reason(
-            PromptStep(
-                description="Explain the answer similarity score", create_prompt=explain_prompt
-            )
-        )
+    return judged_scorer(
+        _CARD,
+        model=model,
+        model_options=model_options,
+        scale=scale,
+        preprocess=PromptStep(
+            description="Split the output and the ground truth into semantic units",
+            create_prompt=extract_prompt,
+            output_schema=UnitLists,
+        ),
+        analyze=PromptStep(
+            description="Compare the output's units with the ground truth's",
+            create_prompt=analyze_prompt,
+            output_schema=UnitComparison,
+        ),
+        score=score,
+        explain=explain,
     )

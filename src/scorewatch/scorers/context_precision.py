@@ -22,18 +22,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._judging import (
     JudgeAnswer,
+    Reason,
+    ScorerCard,
     check_context_options,
     field_of,
     items_of,
-    judge,
+    judged_scorer,
     label_of,
     numbered,
     one_of,
-    reason_prompt,
     require_scale,
 )
 from ._text import ContextExtractor, as_text, request_text, resolve_context, response_text
@@ -52,6 +53,14 @@ INSTRUCTIONS = (
     "You judge retrieved context for a question-answering system: was each piece useful to "
     "arrive at the expected answer? A piece is useful when it contains information the answer "
     "relies on; topical but unused pieces are not useful. Judge each piece on its own."
+)
+
+_CARD = ScorerCard(
+    id=CONTEXT_PRECISION_SCORER_ID,
+    name="Context Precision Scorer",
+    description="Measures whether the useful context pieces come first (mean average precision)",
+    instructions=INSTRUCTIONS,
+    subject="context precision",
 )
 
 
@@ -139,7 +148,7 @@ def create_context_precision_scorer(
         verdicts = items_of(ctx.results.analyze_step_result, "verdicts")
         return context_precision_score(usefulness_by_index(len(pieces), verdicts), scale)
 
-    def explain_prompt(ctx: StepContext) -> str:
+    def explain(ctx: StepContext) -> Reason:
         pieces = pieces_of(ctx)
         useful = usefulness_by_index(
             len(pieces), items_of(ctx.results.analyze_step_result, "verdicts")
@@ -153,38 +162,23 @@ def create_context_precision_scorer(
             note = "No context was given, so there was nothing to rank: score 0."
         elif not any(useful):
             note = "No context piece was useful, so the score is 0."
-        return reason_prompt(
-            subject="context precision",
-            score=ctx.score,
-            scale=scale,
+        return Reason(
             facts=f"Expected answer:\n{expected_of(ctx)}\n\nContext pieces in ranked order:\n"
             f"{ranking or '(none)'}\n(The score rewards useful pieces ranked before the others.)",
             empty_note=note,
         )
 
-    return (
-        create_scorer(
-            id=CONTEXT_PRECISION_SCORER_ID,
-            name="Context Precision Scorer",
-            description="Measures whether the useful context pieces come first (mean average "
-            "precision)",
-            judge=judge(model, INSTRUCTIONS, model_options),
-            type="agent",
-            scale=scale,
-            direction="higher_is_better",
-        )
-        .preprocess(gather)
-        .analyze(
-            PromptStep(
-                description="Judge whether each context piece was useful",
-                create_prompt=analyze_prompt,
-                output_schema=PieceVerdicts,
-            )
-        )
-        .generate_score(score)
-        .generate_reason(
-            PromptStep(
-                description="Explain the context precision score", create_prompt=explain_prompt
-            )
-        )
+    return judged_scorer(
+        _CARD,
+        model=model,
+        model_options=model_options,
+        scale=scale,
+        preprocess=gather,
+        analyze=PromptStep(
+            description="Judge whether each context piece was useful",
+            create_prompt=analyze_prompt,
+            output_schema=PieceVerdicts,
+        ),
+        score=score,
+        explain=explain,
     )

@@ -25,19 +25,20 @@ from typing import Any
 
 from pydantic import Field
 
-from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._judging import (
     JudgeAnswer,
+    Reason,
+    ScorerCard,
     bullets,
     check_context_options,
     field_of,
     items_of,
-    judge,
+    judged_scorer,
     label_of,
     numbered,
     one_of,
-    reason_prompt,
     require_scale,
 )
 from ._text import ContextExtractor, request_text, resolve_context, response_text
@@ -57,6 +58,15 @@ INSTRUCTIONS = (
     "You judge the context an agent was given: how relevant each piece is to the user's "
     "message, whether the response used it, and what needed information was missing. Judge "
     "from the texts given only."
+)
+
+_CARD = ScorerCard(
+    id=CONTEXT_RELEVANCE_SCORER_ID,
+    name="Context Relevance Scorer",
+    description="Measures how relevant the given context was to the user's message and "
+    "whether the response used it",
+    instructions=INSTRUCTIONS,
+    subject="context relevance",
 )
 
 
@@ -170,7 +180,7 @@ def create_context_relevance_scorer(
             scale=scale,
         )
 
-    def explain_prompt(ctx: StepContext) -> str:
+    def explain(ctx: StepContext) -> Reason:
         pieces = pieces_of(ctx)
         evaluation = ctx.results.analyze_step_result
         evaluated = _by_index(len(pieces), items_of(evaluation, "evaluations"))
@@ -180,38 +190,23 @@ def create_context_relevance_scorer(
             for i, (piece, e) in enumerate(zip(pieces, evaluated, strict=True))
         ]
         missing = [str(m) for m in items_of(evaluation, "missing_context")]
-        return reason_prompt(
-            subject="context relevance",
-            score=ctx.score,
-            scale=scale,
+        return Reason(
             facts=f"User's message:\n{request_text(ctx.run.input)}\n\nContext pieces:\n"
             f"{chr(10).join(lines) or '(none)'}\nMissing information:\n{bullets(missing)}",
             empty_note=None if pieces else "No context was given, so the score is 0.",
         )
 
-    return (
-        create_scorer(
-            id=CONTEXT_RELEVANCE_SCORER_ID,
-            name="Context Relevance Scorer",
-            description="Measures how relevant the given context was to the user's message and "
-            "whether the response used it",
-            judge=judge(model, INSTRUCTIONS, model_options),
-            type="agent",
-            scale=scale,
-            direction="higher_is_better",
-        )
-        .preprocess(gather)
-        .analyze(
-            PromptStep(
-                description="Rate each context piece's relevance and use",
-                create_prompt=analyze_prompt,
-                output_schema=ContextEvaluation,
-            )
-        )
-        .generate_score(score)
-        .generate_reason(
-            PromptStep(
-                description="Explain the context relevance score", create_prompt=explain_prompt
-            )
-        )
+    return judged_scorer(
+        _CARD,
+        model=model,
+        model_options=model_options,
+        scale=scale,
+        preprocess=gather,
+        analyze=PromptStep(
+            description="Rate each context piece's relevance and use",
+            create_prompt=analyze_prompt,
+            output_schema=ContextEvaluation,
+        ),
+        score=score,
+        explain=explain,
     )

@@ -29,17 +29,18 @@ from typing import Any
 
 from pydantic import Field
 
-from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._judging import (
     JudgeAnswer,
+    Reason,
+    ScorerCard,
     bullets,
     field_of,
     items_of,
-    judge,
+    judged_scorer,
     label_of,
     one_of,
-    reason_prompt,
     require_scale,
 )
 from ._text import request_text, response_text
@@ -68,6 +69,15 @@ INSTRUCTIONS = (
     "the same query with noise added, and judge how much the noise changed the answer's "
     "quality. Better wording is not a change; a lost fact, an added error, or following the "
     "noise is."
+)
+
+_CARD = ScorerCard(
+    id=NOISE_SENSITIVITY_SCORER_ID,
+    name="Noise Sensitivity Scorer",
+    description="Measures how well the agent's answer resists distracting or misleading "
+    "content added to its query",
+    instructions=INSTRUCTIONS,
+    subject="noise sensitivity",
 )
 
 
@@ -168,7 +178,7 @@ def create_noise_sensitivity_scorer(
             scale=scale,
         )
 
-    def explain_prompt(ctx: StepContext) -> str:
+    def explain(ctx: StepContext) -> Reason:
         impact = ctx.results.analyze_step_result
         rows = [
             f"{field_of(d, 'dimension')}: {label_of(d, 'impact') or 'not rated'}"
@@ -179,38 +189,23 @@ def create_noise_sensitivity_scorer(
             note = "The response to the noisy query was empty, so the score is 0."
         elif not rows:
             note = "No dimension was rated, so the score is 0."
-        return reason_prompt(
-            subject="noise sensitivity",
-            score=ctx.score,
-            scale=scale,
+        return Reason(
             facts=f"Impact of the noise per dimension:\n{bullets(rows)}\n"
             f"Major issues:\n{bullets([str(i) for i in items_of(impact, 'major_issues')])}\n"
             "(A higher score means the answer resisted the noise better.)",
             empty_note=note,
         )
 
-    return (
-        create_scorer(
-            id=NOISE_SENSITIVITY_SCORER_ID,
-            name="Noise Sensitivity Scorer",
-            description="Measures how well the agent's answer resists distracting or misleading "
-            "content added to its query",
-            judge=judge(model, INSTRUCTIONS, model_options),
-            type="agent",
-            scale=scale,
-            direction="higher_is_better",
-        )
-        .analyze(
-            PromptStep(
-                description="Rate the impact of the noise on the response",
-                create_prompt=analyze_prompt,
-                output_schema=NoiseImpact,
-            )
-        )
-        .generate_score(score)
-        .generate_reason(
-            PromptStep(
-                description="Explain the noise sensitivity score", create_prompt=explain_prompt
-            )
-        )
+    return judged_scorer(
+        _CARD,
+        model=model,
+        model_options=model_options,
+        scale=scale,
+        analyze=PromptStep(
+            description="Rate the impact of the noise on the response",
+            create_prompt=analyze_prompt,
+            output_schema=NoiseImpact,
+        ),
+        score=score,
+        explain=explain,
     )

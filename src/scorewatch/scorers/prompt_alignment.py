@@ -24,17 +24,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._judging import (
     JudgeAnswer,
+    Reason,
+    ScorerCard,
     bullets,
     field_of,
     items_of,
-    judge,
+    judged_scorer,
     label_of,
     one_of,
-    reason_prompt,
     require_scale,
 )
 from ._text import request_text, response_text
@@ -55,6 +56,15 @@ INSTRUCTIONS = (
     "You check whether a response follows its prompt: the intent behind it, every explicit "
     "instruction and constraint, and the requested format and tone. Judge what the response "
     "does, not whether its facts are true."
+)
+
+_CARD = ScorerCard(
+    id=PROMPT_ALIGNMENT_SCORER_ID,
+    name="Prompt Alignment Scorer",
+    description="Measures how well the response follows the intent, requirements, "
+    "format and tone of its prompt",
+    instructions=INSTRUCTIONS,
+    subject="prompt alignment",
 )
 
 
@@ -167,7 +177,7 @@ def create_prompt_alignment_scorer(
             return 0.0
         return prompt_alignment_score(ctx.results.analyze_step_result, evaluation_mode, scale)
 
-    def explain_prompt(ctx: StepContext) -> str:
+    def explain(ctx: StepContext) -> Reason:
         analysis = ctx.results.analyze_step_result
         intent = field_of(analysis, "intent")
         unmet = [
@@ -175,10 +185,7 @@ def create_prompt_alignment_scorer(
             for r in items_of(analysis, "requirements")
             if label_of(r, "fulfilled") != "yes"
         ]
-        return reason_prompt(
-            subject="prompt alignment",
-            score=ctx.score,
-            scale=scale,
+        return Reason(
             facts=f"Primary intent: {field_of(intent, 'primary_intent')} "
             f"(addressed: {label_of(intent, 'addressed') or 'not judged'})\n"
             f"Requirements not fully met:\n{bullets(unmet)}\n"
@@ -188,28 +195,16 @@ def create_prompt_alignment_scorer(
             empty_note=nothing_to_judge(ctx),
         )
 
-    return (
-        create_scorer(
-            id=PROMPT_ALIGNMENT_SCORER_ID,
-            name="Prompt Alignment Scorer",
-            description="Measures how well the response follows the intent, requirements, "
-            "format and tone of its prompt",
-            judge=judge(model, INSTRUCTIONS, model_options),
-            type="agent",
-            scale=scale,
-            direction="higher_is_better",
-        )
-        .analyze(
-            PromptStep(
-                description="Check how well the response follows the prompt",
-                create_prompt=analyze_prompt,
-                output_schema=AlignmentAnalysis,
-            )
-        )
-        .generate_score(score)
-        .generate_reason(
-            PromptStep(
-                description="Explain the prompt alignment score", create_prompt=explain_prompt
-            )
-        )
+    return judged_scorer(
+        _CARD,
+        model=model,
+        model_options=model_options,
+        scale=scale,
+        analyze=PromptStep(
+            description="Check how well the response follows the prompt",
+            create_prompt=analyze_prompt,
+            output_schema=AlignmentAnalysis,
+        ),
+        score=score,
+        explain=explain,
     )

@@ -25,16 +25,17 @@ from typing import Any
 
 from pydantic import Field
 
-from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._judging import (
     JudgeAnswer,
+    Reason,
+    ScorerCard,
     bullets,
     field_of,
     items_of,
-    judge,
+    judged_scorer,
     numbered,
-    reason_prompt,
     require_scale,
 )
 from ._text import request_text, response_text, tool_calls_of
@@ -53,6 +54,14 @@ INSTRUCTIONS = (
     "You review an agent's tool selection. A call is appropriate when the tool serves the "
     "user's request and is the best fit among the available tools; a call the request did not "
     "need is inappropriate. Judge selection only, not the tool's result."
+)
+
+_CARD = ScorerCard(
+    id=TOOL_CALL_ACCURACY_LLM_SCORER_ID,
+    name="Tool Call Accuracy (LLM)",
+    description="Measures whether the agent chose appropriate tools for the request",
+    instructions=INSTRUCTIONS,
+    subject="tool selection",
 )
 
 
@@ -164,7 +173,7 @@ def create_tool_call_accuracy_llm_scorer(
             scale,
         )
 
-    def explain_prompt(ctx: StepContext) -> str:
+    def explain(ctx: StepContext) -> Reason:
         called = called_of(ctx)
         selection = ctx.results.analyze_step_result
         evaluations = items_of(selection, "evaluations")
@@ -174,10 +183,7 @@ def create_tool_call_accuracy_llm_scorer(
             if field_of(e, "appropriate") is not True
         ]
         missing = [str(t) for t in items_of(selection, "missing_tools")]
-        return reason_prompt(
-            subject="tool selection",
-            score=ctx.score,
-            scale=scale,
+        return Reason(
             facts=f"User's message:\n{request_text(ctx.run.input)}\n\n"
             f"Tools called: {', '.join(called) or 'none'}\n"
             f"Inappropriate calls:\n{bullets(wrong)}\nMissing tools:\n{bullets(missing)}",
@@ -186,26 +192,17 @@ def create_tool_call_accuracy_llm_scorer(
             else "The agent called no tool; the score is full unless a tool was missing.",
         )
 
-    return (
-        create_scorer(
-            id=TOOL_CALL_ACCURACY_LLM_SCORER_ID,
-            name="Tool Call Accuracy (LLM)",
-            description="Measures whether the agent chose appropriate tools for the request",
-            judge=judge(model, INSTRUCTIONS, model_options),
-            type="agent",
-            scale=scale,
-            direction="higher_is_better",
-        )
-        .preprocess(inspect_run)
-        .analyze(
-            PromptStep(
-                description="Judge each tool call the agent made",
-                create_prompt=analyze_prompt,
-                output_schema=ToolSelection,
-            )
-        )
-        .generate_score(score)
-        .generate_reason(
-            PromptStep(description="Explain the tool selection score", create_prompt=explain_prompt)
-        )
+    return judged_scorer(
+        _CARD,
+        model=model,
+        model_options=model_options,
+        scale=scale,
+        preprocess=inspect_run,
+        analyze=PromptStep(
+            description="Judge each tool call the agent made",
+            create_prompt=analyze_prompt,
+            output_schema=ToolSelection,
+        ),
+        score=score,
+        explain=explain,
     )
