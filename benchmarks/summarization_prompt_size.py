@@ -87,6 +87,20 @@ def reply(request: JudgeRequest) -> str:
     return "The score is 0.7 because coverage decided it: the summary omits three facts."
 
 
+def measure() -> dict[str, int]:
+    """Characters of the three judge calls for one 400-word source, counted two ways."""
+    source = source_of(400)
+    judge = ScriptedJudge(reply)
+    scorer = create_summarization_scorer(judge)
+    scorer.run_sync(input=source, output=SUMMARY)
+    totals = {"calls": len(judge.requests), "native": 0, "system": 0}
+    for request in judge.requests:
+        schema = json.dumps(request.schema, separators=(",", ":")) if request.schema else ""
+        totals["native"] += len(request.instructions) + len(request.prompt) + len(schema)
+        totals["system"] += sum(len(m["content"]) for m in render_messages(request, "system"))
+    return totals
+
+
 def main() -> None:
     source = source_of(400)
     judge = ScriptedJudge(reply)

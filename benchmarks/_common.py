@@ -1,0 +1,143 @@
+"""Shared pieces of the benchmark suite: the scorers measured, telemetry set-ups, statistics.
+
+Nothing here reaches the network: judges are scripted in-process or served on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+if str(BENCH_DIR) not in sys.path:
+    sys.path.insert(0, str(BENCH_DIR))
+
+TWELVE_WORDS = "Machine learning is a subset of artificial intelligence that learns from data."
+QUESTION = "What is machine learning?"
+
+
+def quality_scorer() -> Any:
+    """The four-step function-only scorer of the reference page (the "Quality Scorer")."""
+    import scorewatch as sw
+
+    return (
+        sw.create_scorer(
+            id="quality", name="Quality Scorer", description="Evaluates response quality"
+        )
+        .preprocess(lambda ctx: {"word_count": len(ctx.run.output.split(" "))})
+        .analyze(
+            lambda ctx: {"has_substance": ctx.results.preprocess_step_result["word_count"] > 10}
+        )
+        .generate_score(
+            lambda ctx: 1.0 if ctx.results.analyze_step_result["has_substance"] else 0.0
+        )
+        .generate_reason(
+            lambda ctx: (
+                f"Score: {ctx.score}. Response has "
+                f"{ctx.results.preprocess_step_result['word_count']} words."
+            )
+        )
+    )
+
+
+# -- telemetry set-ups ---------------------------------------------------------------------------
+
+
+@dataclass
+class InMemoryTelemetry:
+    """SDK providers exporting into memory (spans and events synchronously, metrics on demand)."""
+
+    span_exporter: Any
+    log_exporter: Any
+    metric_reader: Any
+
+    def clear(self) -> None:
+        self.span_exporter.clear()
+        self.log_exporter.clear()
+
+
+def instrument_in_memory() -> InMemoryTelemetry:
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from scorewatch import telemetry
+
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader], views=telemetry.metric_views())
+    telemetry.instrument(tracer_provider, meter_provider, logger_provider)
+    return InMemoryTelemetry(spans, logs, reader)
+
+
+def configure_prometheus() -> Any:
+    """`telemetry.configure` as a service runs it: Prometheus reader, no OTLP, no own server."""
+    from scorewatch import telemetry
+
+    return telemetry.configure(
+        prometheus="127.0.0.1:0", otlp=False, set_global=False, prometheus_server=False
+    )
+
+
+# -- statistics and machine --------------------------------------------------------------------
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "min": min(values),
+        "median": statistics.median(values),
+        "max": max(values),
+        "n": len(values),
+    }
+
+
+def machine() -> dict[str, Any]:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "python": sys.version.split()[0],
+        "load": os.getloadavg(),
+    }
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process, from /proc (Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def emit(result: dict[str, Any], path: str | None) -> None:
+    """Write one benchmark's result as JSON (to `path`, else stdout)."""
+    text = json.dumps(result, indent=2)
+    if path:
+        Path(path).write_text(text)
+    else:
+        print(text)

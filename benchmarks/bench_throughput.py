@@ -1,0 +1,122 @@
+"""End-to-end throughput: summarization evaluations per second through litellm (issue #4).
+
+    .venv/bin/python benchmarks/bench_throughput.py [--evaluations 600] [--rounds 3]
+        [--concurrency 64] [--latency 0.05] [-o result.json]
+
+The judge is the loopback server in a separate process (`_judge_process.py`), answering every
+call after `--latency` seconds; the client runs the real summarization scorer over the real
+`LiteLLMJudge` (three HTTP calls per evaluation). Each round runs `--evaluations` evaluations,
+`--concurrency` at a time, after a warm-up round. Reported: evaluations/s per round, judge HTTP
+calls/s, and judge calls per second of the client's CPU time (calls/s per core).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import subprocess
+import sys
+import time
+from typing import Any
+
+import _common
+from summarization_prompt_size import SUMMARY, source_of
+
+from scorewatch.judge import LiteLLMJudge
+from scorewatch.scorers import create_summarization_scorer
+
+
+def start_judge(latency: float, *extra: str) -> tuple[subprocess.Popen[str], int]:
+    script = str(_common.BENCH_DIR / "_judge_process.py")
+    process = subprocess.Popen(
+        [sys.executable, script, "--latency", str(latency), *extra],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.startswith("PORT "):
+        process.kill()
+        raise RuntimeError(f"judge process did not start: {line!r}")
+    return process, int(line.split()[1])
+
+
+def stop_judge(process: subprocess.Popen[str]) -> int:
+    out, _ = process.communicate(input="", timeout=30)
+    for line in out.splitlines():
+        if line.startswith("REQUESTS "):
+            return int(line.split()[1])
+    return -1
+
+
+async def run_round(scorer: Any, source: str, total: int, concurrency: int) -> dict[str, Any]:
+    gate = asyncio.Semaphore(concurrency)
+    failures = 0
+
+    async def one() -> None:
+        nonlocal failures
+        async with gate:
+            try:
+                await scorer.run(input=source, output=SUMMARY)
+            except Exception:
+                failures += 1
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(total)))
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    calls = 3 * (total - failures)
+    return {
+        "evaluations": total,
+        "failures": failures,
+        "seconds": wall,
+        "evaluations_per_s": (total - failures) / wall,
+        "judge_calls_per_s": calls / wall,
+        "client_cpu_s": cpu,
+        "judge_calls_per_cpu_s": calls / cpu if cpu else 0.0,
+    }
+
+
+async def measure(args: argparse.Namespace, port: int) -> list[dict[str, Any]]:
+    judge = LiteLLMJudge(
+        "openai/loopback", api_base=f"http://127.0.0.1:{port}/v1", api_key="sk-bench"
+    )
+    scorer = create_summarization_scorer(judge)
+    source = source_of(400)
+    await run_round(scorer, source, args.concurrency, args.concurrency)  # warm-up
+    return [
+        await run_round(scorer, source, args.evaluations, args.concurrency)
+        for _ in range(args.rounds)
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--evaluations", type=int, default=600)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("-o", "--output")
+    args = parser.parse_args()
+    process, port = start_judge(args.latency)
+    try:
+        rounds = asyncio.run(measure(args, port))
+    finally:
+        served = stop_judge(process)
+    _common.emit(
+        {
+            "concurrency": args.concurrency,
+            "latency_s": args.latency,
+            "rounds": rounds,
+            "server_requests": served,
+            "evaluations_per_s": _common.summary([r["evaluations_per_s"] for r in rounds]),
+            "judge_calls_per_s": _common.summary([r["judge_calls_per_s"] for r in rounds]),
+            "judge_calls_per_cpu_s": _common.summary([r["judge_calls_per_cpu_s"] for r in rounds]),
+            "failures": sum(r["failures"] for r in rounds),
+        },
+        args.output,
+    )
+
+
+if __name__ == "__main__":
+    main()
