@@ -1,0 +1,195 @@
+"""Scale-out with real processes: `scorewatch serve --queue` and `scorewatch worker` processes
+on the real Redis and PostgreSQL on loopback. Every accepted item is scored exactly once across
+three workers; a worker killed with SIGKILL mid-batch loses nothing; a serve killed right after
+its 202 loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+import redis
+
+import scorewatch as sw
+from scale_support import (
+    PG_DSN,
+    PG_HOST,
+    PG_PORT,
+    REDIS_HOST,
+    REDIS_PORT,
+    REDIS_URL,
+    WorkerProcess,
+    require_service,
+    scale_config,
+    unique_prefix,
+)
+from scorewatch.live import Sampling, ScorerEntry
+from scorewatch.server.intake import ScoreItem
+from scorewatch.server.redis_intake import RedisIntake
+from scorewatch.server.stream_queue import StreamNames, connect
+from serve_support import ServeProcess
+
+
+@pytest.fixture
+def names() -> Iterator[tuple[str, str]]:
+    """(stream key, PostgreSQL schema), unique to this test; removed afterwards."""
+    require_service("Redis", REDIS_HOST, REDIS_PORT)
+    require_service("PostgreSQL", PG_HOST, PG_PORT)
+    prefix = unique_prefix()
+    schema = prefix.replace("-", "_")
+    yield f"{prefix}:work", schema
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(match=f"{prefix}*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+
+
+def _rows(schema: str) -> list[tuple[str, str, float | None]]:
+    """(id, status, score) of every stored row; empty before the first worker created the table."""
+    with psycopg.connect(PG_DSN) as conn:
+        exists = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".mastra_scorers',)).fetchone()
+        if exists is None or exists[0] is None:
+            return []
+        return conn.execute(
+            f'SELECT id, status, score FROM "{schema}".mastra_scorers'.encode()
+        ).fetchall()
+
+
+def _wait_rows(schema: str, count: int, timeout: float = 90.0) -> list[tuple[str, str, Any]]:
+    deadline = time.monotonic() + timeout
+    rows: list[tuple[str, str, Any]] = []
+    while time.monotonic() < deadline:
+        rows = _rows(schema)
+        if len(rows) >= count:
+            return rows
+        time.sleep(0.1)
+    raise AssertionError(f"{len(rows)} of {count} rows after {timeout}s")
+
+
+def _stream_state(stream: str, group: str) -> tuple[int, int]:
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        pending = client.xpending(stream, group)["pending"]
+        return int(client.xlen(stream)), int(pending)
+    finally:
+        client.close()
+
+
+def test_every_accepted_item_is_scored_exactly_once_across_three_workers(
+    tmp_path: Path, names: tuple[str, str]
+) -> None:
+    stream, schema = names
+    config = scale_config(
+        tmp_path, stream=stream, schema=schema, factories={"length": "make_length_scorer"}
+    )
+    workers = [WorkerProcess(config, name=f"w{i}") for i in range(3)]
+    with ServeProcess(config, extra_args=("--queue", REDIS_URL)) as serve:
+        for worker in workers:
+            worker.wait_consuming()
+        accepted: list[str] = []
+        with httpx.Client(base_url=serve.url, timeout=30) as client:
+            for batch in range(3):
+                items = [
+                    {"input": "q", "output": f"answer {batch}-{i}", "target": "bot"}
+                    for i in range(100)
+                ]
+                answer = client.post("/v1/scores:batch", json={"items": items})
+                assert answer.status_code == 202, answer.text
+                accepted += [
+                    a["run_id"] for item in answer.json()["items"] for a in item["accepted"]
+                ]
+            rows = _wait_rows(schema, len(accepted))
+            listed = client.get("/v1/scores", params={"limit": 1000}).json()
+        assert len(accepted) == len(set(accepted)) == 300
+        assert sorted(row[0] for row in rows) == sorted(accepted)
+        assert all(status == "success" for _id, status, _score in rows)
+        assert listed["count"] == 300  # serve reads the shared PostgreSQL sink
+        assert serve.terminate() == 0
+    for worker in workers:
+        assert worker.terminate() == 0
+    accounts = [worker.final_accounting() for worker in workers]
+    # Exactly once: the workers together scored and acknowledged each entry one time.
+    assert sum(a["scored"] for a in accounts) == 300
+    assert sum(a["acknowledged"] for a in accounts) == 300
+    assert sum(a["dead_lettered"] for a in accounts) == 0
+    assert _stream_state(stream, f"{stream}-workers") == (0, 0)
+
+
+async def _enqueue(stream: str, scorer_id: str, count: int) -> list[str]:
+    scorer = sw.create_scorer(id=scorer_id, description="placeholder").generate_score(lambda c: 1.0)
+    intake = RedisIntake(
+        {scorer_id: ScorerEntry(scorer, sampling=Sampling.none())},
+        client=connect(REDIS_URL),
+        names=StreamNames(stream, f"{stream}-workers", f"{stream}:dead"),
+        max_backlog=10_000,
+    )
+    try:
+        items = [ScoreItem(input="q", output=f"answer {i}", target="bot") for i in range(count)]
+        admissions = await intake.admit(items)
+        return [a.accepted[0].run_id for a in admissions]
+    finally:
+        await intake.aclose()
+
+
+def test_worker_killed_mid_batch_loses_nothing_and_duplicates_nothing(
+    tmp_path: Path, names: tuple[str, str]
+) -> None:
+    stream, schema = names
+    config = scale_config(
+        tmp_path,
+        stream=stream,
+        schema=schema,
+        factories={"slow": "make_slow_scorer"},
+        visibility_timeout=1.0,
+        max_concurrency=8,
+    )
+    accepted = asyncio.run(_enqueue(stream, "slow", 80))
+    doomed = WorkerProcess(config, name="doomed", env={"SW_SLOW_SCORER_S": "0.5"})
+    doomed.wait_consuming()
+    _wait_rows(schema, 4)
+    backlog, pending = _stream_state(stream, f"{stream}-workers")
+    doomed.kill9()
+    assert 0 < pending <= 8 and backlog > pending  # killed with a batch in its hands
+    survivor = WorkerProcess(config, name="survivor", env={"SW_SLOW_SCORER_S": "0.05"})
+    survivor.wait_consuming()
+    rows = _wait_rows(schema, 80)
+    assert survivor.terminate() == 0
+    assert sorted(row[0] for row in rows) == sorted(accepted)
+    assert len(_rows(schema)) == 80  # one row per run, redelivered ones included
+    account = survivor.final_accounting()
+    assert account["redelivered"] >= 1  # the dead worker's pending entries were reclaimed
+    assert account["dead_lettered"] == 0
+    assert _stream_state(stream, f"{stream}-workers") == (0, 0)
+
+
+def test_serve_killed_right_after_202_still_gets_the_item_scored(
+    tmp_path: Path, names: tuple[str, str]
+) -> None:
+    stream, schema = names
+    config = scale_config(
+        tmp_path, stream=stream, schema=schema, factories={"length": "make_length_scorer"}
+    )
+    serve = ServeProcess(config, extra_args=("--queue", REDIS_URL))
+    serve.wait_listening()
+    answer = httpx.post(
+        f"{serve.url}/v1/scores",
+        json={"input": "q", "output": "accepted then orphaned", "target": "bot"},
+        timeout=30,
+    )
+    serve.kill()  # SIGKILL, no drain: only Redis holds the work now
+    assert answer.status_code == 202, answer.text
+    (run,) = answer.json()["accepted"]
+    worker = WorkerProcess(config, name="later")
+    worker.wait_consuming()
+    rows = _wait_rows(schema, 1)
+    assert worker.terminate() == 0
+    assert [(row[0], row[1]) for row in rows] == [(run["run_id"], "success")]
