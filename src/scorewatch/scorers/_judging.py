@@ -1,4 +1,6 @@
-"""Shared pieces of the LLM-judged prebuilt scorers: answer schemas, judge set-up, verdict maths.
+"""Shared pieces of the LLM-judged prebuilt scorers: answer schemas, judge set-up, the reason
+prompt, and `judged_scorer`, which assembles a scorer from its card and steps. Reading and
+scoring verdicts is in `_verdicts`.
 
 Conventions every LLM-judged scorer follows:
 
@@ -6,8 +8,7 @@ Conventions every LLM-judged scorer follows:
   function step, never asked of the judge;
 * scores are rounded half up to two decimals (`round_to_two_decimals`);
 * nothing to judge (no claims, no statements, no context) gives 0, and the reason prompt says so;
-* the scorer is assembled by `judged_scorer`: its judge, its steps, and a reason step that asks
-  for a short explanation of the score through `reason_prompt`.
+* the reason step asks the judge to explain the score already computed (`reason_prompt`).
 """
 
 from __future__ import annotations
@@ -22,24 +23,18 @@ from pydantic.config import JsonDict
 from ..core import JudgeConfig, PromptStep, Scorer, StepContext, create_scorer
 from ..core.scorer import Direction
 from ..judge.protocol import JudgeModel
+from .utils import format_number
 
 __all__ = [
-    "VERDICTS_FORMAT",
-    "ClaimList",
-    "GradedVerdictList",
     "JudgeAnswer",
     "Reason",
     "ScorerCard",
-    "VerdictList",
-    "aligned_labels",
     "bullets",
     "check_context_options",
-    "claims_prompt",
     "field_of",
     "items_of",
     "judge",
     "judged_scorer",
-    "label_of",
     "numbered",
     "one_of",
     "ratio",
@@ -112,12 +107,6 @@ def items_of(result: Any, key: str) -> list[Any]:
     return list(found) if isinstance(found, list) else []
 
 
-def label_of(entry: Any, name: str = "verdict") -> str:
-    """A verdict label, trimmed and lower-cased (`" Yes"` counts as `"yes"`)."""
-    value = field_of(entry, name)
-    return value.strip().lower() if isinstance(value, str) else ""
-
-
 def ratio(part: float, total: float) -> float:
     return 0.0 if total <= 0 else min(1.0, max(0.0, part / total))
 
@@ -131,17 +120,6 @@ def bullets(items: Sequence[str]) -> str:
     return "\n".join(f"- {item}" for item in items) if items else "- none"
 
 
-def aligned_labels(expected: int, verdicts: Sequence[Any], name: str = "verdict") -> list[str]:
-    """One label per judged item, matched by POSITION (judges reword items when echoing them):
-    extra verdicts are dropped, a missing verdict is `''` (counts as no)."""
-    labels = [label_of(verdict, name) for verdict in verdicts[:expected]]
-    return labels + [""] * (expected - len(labels))
-
-
-class ClaimList(JudgeAnswer):
-    claims: list[str]
-
-
 def one_of(*labels: str, default: str | None = None) -> Any:
     """A string field whose schema lists the allowed labels. Validation stays lenient (any
     string passes; scoring normalizes case and spaces and treats unknown labels as "no"), so a
@@ -151,45 +129,6 @@ def one_of(*labels: str, default: str | None = None) -> Any:
     if default is None:
         return Field(json_schema_extra=extra)
     return Field(default=default, json_schema_extra=extra)
-
-
-class YesNoVerdict(JudgeAnswer):
-    item: str = ""
-    verdict: str = one_of("yes", "no")
-    reason: str = ""
-
-
-class YesNoUnsureVerdict(JudgeAnswer):
-    item: str = ""
-    verdict: str = one_of("yes", "no", "unsure")
-    reason: str = ""
-
-
-class VerdictList(JudgeAnswer):  # verdicts yes / no
-    verdicts: list[YesNoVerdict]
-
-
-class GradedVerdictList(JudgeAnswer):  # verdicts yes / no / unsure
-    verdicts: list[YesNoUnsureVerdict]
-
-
-VERDICTS_FORMAT = '{"verdicts":[{"item":str,"verdict":str,"reason":str}]}'
-
-
-def claims_prompt(output: str) -> str:
-    """Preprocess of the claim-based scorers: the output's atomic factual claims."""
-    return f"""Extract the factual claims of the output below.
-Split it into atomic claims, one checkable fact each: split compound sentences, keep numbers, \
-dates, names and quantities, resolve pronouns. Skip questions, greetings, opinions about style \
-and statements about the conversation itself. Return an empty list if there are none.
-
-Output:
-{output}
-
-Format: {{"claims":[str]}}
-Example: "Paris, the capital of France, has 2.1 million people." -> \
-{{"claims":["Paris is the capital of France","Paris has 2.1 million people"]}}
-"""
 
 
 def reason_prompt(
@@ -202,8 +141,6 @@ def reason_prompt(
 ) -> str:
     """Generate reason of every LLM-judged prebuilt scorer: a short explanation of a score
     that was already computed from the verdicts (the judge must not recompute it)."""
-    from .utils import format_number
-
     shown = format_number(score if score is not None else 0)
     note = f"\n{empty_note}\n" if empty_note else ""
     return f"""Explain the {subject} score.

@@ -19,22 +19,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
-from ._judging import (
+from ._judging import JudgeAnswer, ScorerCard, bullets, numbered, require_scale
+from ._text import request_text, response_text
+from ._verdicts import (
     VERDICTS_FORMAT,
     GradedVerdictList,
-    JudgeAnswer,
-    aligned_labels,
-    bullets,
-    items_of,
-    judge,
-    numbered,
-    reason_prompt,
-    require_scale,
+    ItemVerdicts,
+    item_verdict_scorer,
+    verdict_share,
 )
-from ._text import request_text, response_text
-from .utils import round_to_two_decimals
 
 __all__ = [
     "ANSWER_RELEVANCY_SCORER_ID",
@@ -49,6 +44,14 @@ INSTRUCTIONS = (
     "correctness: a wrong but on-topic statement is relevant. A statement about the kind of "
     "information asked for is partly relevant ('unsure'). Empty answers and error messages are "
     "not relevant."
+)
+
+_CARD = ScorerCard(
+    id=ANSWER_RELEVANCY_SCORER_ID,
+    name="Answer Relevancy Scorer",
+    description="Measures how much of the output addresses the user's message",
+    instructions=INSTRUCTIONS,
+    subject="answer relevancy",
 )
 
 
@@ -87,11 +90,22 @@ def answer_relevancy_score(
     statements: int, verdicts: Sequence[Any], uncertainty_weight: float = 0.3, scale: float = 1
 ) -> float:
     """(yes + uncertainty_weight x unsure) / statements x scale, rounded; 0 without statements."""
-    if statements == 0:
-        return 0.0
-    labels = aligned_labels(statements, verdicts)
-    credit = labels.count("yes") + uncertainty_weight * labels.count("unsure")
-    return round_to_two_decimals(credit / statements * scale)
+    return verdict_share(
+        statements,
+        verdicts,
+        scale,
+        lambda labels: labels.count("yes") + uncertainty_weight * labels.count("unsure"),
+    )
+
+
+def _facts(ctx: StepContext, judged: ItemVerdicts) -> str:
+    return (
+        f"User's message:\n{request_text(ctx.run.input)}\n\n"
+        f"Output:\n{response_text(ctx.run.output)}\n\n"
+        f"Statements: {len(judged.items)}, relevant: {judged.count('yes')}, "
+        f"partly relevant: {judged.count('unsure')}\n"
+        f"Statements not fully relevant:\n{bullets(judged.others('yes'))}"
+    )
 
 
 def create_answer_relevancy_scorer(
@@ -109,68 +123,25 @@ def create_answer_relevancy_scorer(
     require_scale(scale)
     if not 0 <= uncertainty_weight <= 1:
         raise ValueError(f"uncertainty_weight must be within 0..1, got {uncertainty_weight}")
-
-    def analyze_prompt(ctx: StepContext) -> str:
-        statements = items_of(ctx.results.preprocess_step_result, "statements")
-        return _analyze_prompt(request_text(ctx.run.input), statements)
-
-    def score(ctx: StepContext) -> float:
-        statements = items_of(ctx.results.preprocess_step_result, "statements")
-        verdicts = items_of(ctx.results.analyze_step_result, "verdicts")
-        return answer_relevancy_score(len(statements), verdicts, uncertainty_weight, scale)
-
-    def explain_prompt(ctx: StepContext) -> str:
-        statements = [str(s) for s in items_of(ctx.results.preprocess_step_result, "statements")]
-        labels = aligned_labels(
-            len(statements), items_of(ctx.results.analyze_step_result, "verdicts")
-        )
-        off = [
-            f"{s} ({label or 'no verdict'})"
-            for s, label in zip(statements, labels, strict=True)
-            if label != "yes"
-        ]
-        return reason_prompt(
-            subject="answer relevancy",
-            score=ctx.score,
-            scale=scale,
-            facts=f"User's message:\n{request_text(ctx.run.input)}\n\n"
-            f"Output:\n{response_text(ctx.run.output)}\n\n"
-            f"Statements: {len(statements)}, relevant: {labels.count('yes')}, "
-            f"partly relevant: {labels.count('unsure')}\n"
-            f"Statements not fully relevant:\n{bullets(off)}",
-            empty_note=None
-            if statements
-            else "The output had no statements to judge, so the score is 0.",
-        )
-
-    return (
-        create_scorer(
-            id=ANSWER_RELEVANCY_SCORER_ID,
-            name="Answer Relevancy Scorer",
-            description="Measures how much of the output addresses the user's message",
-            judge=judge(model, INSTRUCTIONS, model_options),
-            type="agent",
-            scale=scale,
-            direction="higher_is_better",
-        )
-        .preprocess(
-            PromptStep(
-                description="Split the output into statements",
-                create_prompt=lambda ctx: _extract_prompt(response_text(ctx.run.output)),
-                output_schema=StatementList,
-            )
-        )
-        .analyze(
-            PromptStep(
-                description="Judge each statement's relevance to the user's message",
-                create_prompt=analyze_prompt,
-                output_schema=GradedVerdictList,
-            )
-        )
-        .generate_score(score)
-        .generate_reason(
-            PromptStep(
-                description="Explain the answer relevancy score", create_prompt=explain_prompt
-            )
-        )
+    return item_verdict_scorer(
+        _CARD,
+        model=model,
+        model_options=model_options,
+        scale=scale,
+        items_key="statements",
+        extract=PromptStep(
+            description="Split the output into statements",
+            create_prompt=lambda ctx: _extract_prompt(response_text(ctx.run.output)),
+            output_schema=StatementList,
+        ),
+        analyze_description="Judge each statement's relevance to the user's message",
+        analyze_prompt=lambda ctx, statements: _analyze_prompt(
+            request_text(ctx.run.input), statements
+        ),
+        verdict_schema=GradedVerdictList,
+        score=lambda statements, verdicts: answer_relevancy_score(
+            statements, verdicts, uncertainty_weight, scale
+        ),
+        facts=_facts,
+        no_items_note="The output had no statements to judge, so the score is 0.",
     )

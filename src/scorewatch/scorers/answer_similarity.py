@@ -32,7 +32,6 @@ from ._judging import (
     JudgeAnswer,
     Reason,
     ScorerCard,
-    aligned_labels,
     bullets,
     field_of,
     items_of,
@@ -42,6 +41,7 @@ from ._judging import (
     require_scale,
 )
 from ._text import as_text, response_text
+from ._verdicts import aligned_labels
 from .utils import round_to_two_decimals
 
 __all__ = [

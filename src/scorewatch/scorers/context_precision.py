@@ -32,12 +32,12 @@ from ._judging import (
     field_of,
     items_of,
     judged_scorer,
-    label_of,
     numbered,
     one_of,
     require_scale,
 )
 from ._text import ContextExtractor, as_text, request_text, resolve_context, response_text
+from ._verdicts import label_of
 from .utils import round_to_two_decimals
 
 __all__ = [

@@ -20,23 +20,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
 from ..judge.protocol import JudgeModel
-from ._judging import (
-    VERDICTS_FORMAT,
-    ClaimList,
-    GradedVerdictList,
-    aligned_labels,
-    bullets,
-    claims_prompt,
-    items_of,
-    judge,
-    numbered,
-    reason_prompt,
-    require_scale,
-)
+from ._judging import ScorerCard, bullets, numbered, require_scale
 from ._text import ContextExtractor, resolve_context, response_text
-from .utils import round_to_two_decimals
+from ._verdicts import (
+    CLAIMS_STEP,
+    VERDICTS_FORMAT,
+    GradedVerdictList,
+    ItemVerdicts,
+    item_verdict_scorer,
+    verdict_share,
+)
 
 __all__ = ["FAITHFULNESS_SCORER_ID", "create_faithfulness_scorer", "faithfulness_score"]
 
@@ -47,6 +42,14 @@ INSTRUCTIONS = (
     "your own knowledge: a claim that is true in the world but absent from the context is "
     "'unsure'. Judge each claim on its own; paraphrase is fine, a changed number, date or name "
     "is not."
+)
+
+_CARD = ScorerCard(
+    id=FAITHFULNESS_SCORER_ID,
+    name="Faithfulness Scorer",
+    description="Measures the share of the output's claims that the given context supports",
+    instructions=INSTRUCTIONS,
+    subject="faithfulness",
 )
 
 
@@ -67,10 +70,15 @@ Format: {VERDICTS_FORMAT}
 
 def faithfulness_score(claims: int, verdicts: Sequence[Any], scale: float = 1) -> float:
     """Supported claims (verdict `yes`) / claims x scale, rounded; 0 without claims."""
-    if claims == 0:
-        return 0.0
-    supported = aligned_labels(claims, verdicts).count("yes")
-    return round_to_two_decimals(supported / claims * scale)
+    return verdict_share(claims, verdicts, scale)
+
+
+def _facts(ctx: StepContext, judged: ItemVerdicts) -> str:
+    return (
+        f"Output:\n{response_text(ctx.run.output)}\n\n"
+        f"Claims: {len(judged.items)}, supported by the context: {judged.count('yes')}\n"
+        f"Claims not supported:\n{bullets(judged.others('yes'))}"
+    )
 
 
 def create_faithfulness_scorer(
@@ -89,63 +97,23 @@ def create_faithfulness_scorer(
     """
     require_scale(scale)
 
-    async def analyze_prompt(ctx: StepContext) -> str:
+    async def analyze_prompt(ctx: StepContext, claims: list[Any]) -> str:
         pieces = await resolve_context(
             ctx.run.input, ctx.run.output, context, context_extractor, from_tools=True
         )
-        return _analyze_prompt(items_of(ctx.results.preprocess_step_result, "claims"), pieces)
+        return _analyze_prompt(claims, pieces)
 
-    def score(ctx: StepContext) -> float:
-        claims = items_of(ctx.results.preprocess_step_result, "claims")
-        verdicts = items_of(ctx.results.analyze_step_result, "verdicts")
-        return faithfulness_score(len(claims), verdicts, scale)
-
-    def explain_prompt(ctx: StepContext) -> str:
-        claims = [str(c) for c in items_of(ctx.results.preprocess_step_result, "claims")]
-        labels = aligned_labels(len(claims), items_of(ctx.results.analyze_step_result, "verdicts"))
-        unsupported = [
-            f"{c} ({label or 'no verdict'})"
-            for c, label in zip(claims, labels, strict=True)
-            if label != "yes"
-        ]
-        return reason_prompt(
-            subject="faithfulness",
-            score=ctx.score,
-            scale=scale,
-            facts=f"Output:\n{response_text(ctx.run.output)}\n\n"
-            f"Claims: {len(claims)}, supported by the context: {labels.count('yes')}\n"
-            f"Claims not supported:\n{bullets(unsupported)}",
-            empty_note=None
-            if claims
-            else "The output made no factual claims, so there was nothing to check: score 0.",
-        )
-
-    return (
-        create_scorer(
-            id=FAITHFULNESS_SCORER_ID,
-            name="Faithfulness Scorer",
-            description="Measures the share of the output's claims that the given context supports",
-            judge=judge(model, INSTRUCTIONS, model_options),
-            type="agent",
-            scale=scale,
-            direction="higher_is_better",
-        )
-        .preprocess(
-            PromptStep(
-                description="Extract the factual claims of the output",
-                create_prompt=lambda ctx: claims_prompt(response_text(ctx.run.output)),
-                output_schema=ClaimList,
-            )
-        )
-        .analyze(
-            PromptStep(
-                description="Judge each claim against the context",
-                create_prompt=analyze_prompt,
-                output_schema=GradedVerdictList,
-            )
-        )
-        .generate_score(score)
-        .generate_reason(
-            PromptStep(description="Explain the faithfulness score", create_prompt=explain_prompt)
-        )
+    return item_verdict_scorer(
+        _CARD,
+        model=model,
+        model_options=model_options,
+        scale=scale,
+        items_key="claims",
+        extract=CLAIMS_STEP,
+        analyze_description="Judge each claim against the context",
+        analyze_prompt=analyze_prompt,
+        verdict_schema=GradedVerdictList,
+        score=lambda claims, verdicts: faithfulness_score(claims, verdicts, scale),
+        facts=_facts,
+        no_items_note="The output made no factual claims, so there was nothing to check: score 0.",
     )

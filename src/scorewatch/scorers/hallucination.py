@@ -22,23 +22,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
 from ..judge.protocol import JudgeModel
-from ._judging import (
-    VERDICTS_FORMAT,
-    ClaimList,
-    VerdictList,
-    aligned_labels,
-    bullets,
-    claims_prompt,
-    items_of,
-    judge,
-    numbered,
-    reason_prompt,
-    require_scale,
-)
+from ._judging import ScorerCard, bullets, numbered, require_scale
 from ._text import ContextExtractor, resolve_context, response_text
-from .utils import round_to_two_decimals
+from ._verdicts import (
+    CLAIMS_STEP,
+    VERDICTS_FORMAT,
+    ItemVerdicts,
+    VerdictList,
+    item_verdict_scorer,
+    verdict_share,
+)
 
 __all__ = ["HALLUCINATION_SCORER_ID", "create_hallucination_scorer", "hallucination_score"]
 
@@ -48,6 +43,16 @@ INSTRUCTIONS = (
     "You detect hallucinations: claims an answer makes that its context does not back. Use only "
     "the context, never your own knowledge. Judge each claim on its own; paraphrase is fine, a "
     "changed or invented number, date, name or event is a hallucination."
+)
+
+_CARD = ScorerCard(
+    id=HALLUCINATION_SCORER_ID,
+    name="Hallucination Scorer",
+    description="Measures the share of the output's claims that the context does not "
+    "back (lower is better)",
+    instructions=INSTRUCTIONS,
+    subject="hallucination",
+    direction="lower_is_better",
 )
 
 
@@ -69,10 +74,16 @@ Format: {VERDICTS_FORMAT}
 
 def hallucination_score(claims: int, verdicts: Sequence[Any], scale: float = 1) -> float:
     """Hallucinated claims (verdict `yes`) / claims x scale, rounded; 0 without claims."""
-    if claims == 0:
-        return 0.0
-    hallucinated = aligned_labels(claims, verdicts).count("yes")
-    return round_to_two_decimals(hallucinated / claims * scale)
+    return verdict_share(claims, verdicts, scale)
+
+
+def _facts(ctx: StepContext, judged: ItemVerdicts) -> str:
+    flagged = judged.labelled("yes")
+    return (
+        f"Output:\n{response_text(ctx.run.output)}\n\n"
+        f"Claims: {len(judged.items)}, hallucinated: {len(flagged)} (a higher score is worse)\n"
+        f"Hallucinated claims:\n{bullets(flagged)}"
+    )
 
 
 def create_hallucination_scorer(
@@ -90,60 +101,24 @@ def create_hallucination_scorer(
     """
     require_scale(scale)
 
-    async def analyze_prompt(ctx: StepContext) -> str:
+    async def analyze_prompt(ctx: StepContext, claims: list[Any]) -> str:
         pieces = await resolve_context(
             ctx.run.input, ctx.run.output, context, context_extractor, from_tools=True
         )
-        return _analyze_prompt(items_of(ctx.results.preprocess_step_result, "claims"), pieces)
+        return _analyze_prompt(claims, pieces)
 
-    def score(ctx: StepContext) -> float:
-        claims = items_of(ctx.results.preprocess_step_result, "claims")
-        verdicts = items_of(ctx.results.analyze_step_result, "verdicts")
-        return hallucination_score(len(claims), verdicts, scale)
-
-    def explain_prompt(ctx: StepContext) -> str:
-        claims = [str(c) for c in items_of(ctx.results.preprocess_step_result, "claims")]
-        labels = aligned_labels(len(claims), items_of(ctx.results.analyze_step_result, "verdicts"))
-        flagged = [c for c, label in zip(claims, labels, strict=True) if label == "yes"]
-        return reason_prompt(
-            subject="hallucination",
-            score=ctx.score,
-            scale=scale,
-            facts=f"Output:\n{response_text(ctx.run.output)}\n\n"
-            f"Claims: {len(claims)}, hallucinated: {len(flagged)} (a higher score is worse)\n"
-            f"Hallucinated claims:\n{bullets(flagged)}",
-            empty_note=None
-            if claims
-            else "The output made no factual claims, so nothing could be hallucinated: score 0.",
-        )
-
-    return (
-        create_scorer(
-            id=HALLUCINATION_SCORER_ID,
-            name="Hallucination Scorer",
-            description="Measures the share of the output's claims that the context does not "
-            "back (lower is better)",
-            judge=judge(model, INSTRUCTIONS, model_options),
-            type="agent",
-            scale=scale,
-            direction="lower_is_better",
-        )
-        .preprocess(
-            PromptStep(
-                description="Extract the factual claims of the output",
-                create_prompt=lambda ctx: claims_prompt(response_text(ctx.run.output)),
-                output_schema=ClaimList,
-            )
-        )
-        .analyze(
-            PromptStep(
-                description="Find the claims the context does not back",
-                create_prompt=analyze_prompt,
-                output_schema=VerdictList,
-            )
-        )
-        .generate_score(score)
-        .generate_reason(
-            PromptStep(description="Explain the hallucination score", create_prompt=explain_prompt)
-        )
+    return item_verdict_scorer(
+        _CARD,
+        model=model,
+        model_options=model_options,
+        scale=scale,
+        items_key="claims",
+        extract=CLAIMS_STEP,
+        analyze_description="Find the claims the context does not back",
+        analyze_prompt=analyze_prompt,
+        verdict_schema=VerdictList,
+        score=lambda claims, verdicts: hallucination_score(claims, verdicts, scale),
+        facts=_facts,
+        no_items_note="The output made no factual claims, so nothing could be hallucinated: "
+        "score 0.",
     )

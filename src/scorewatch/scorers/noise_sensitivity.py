@@ -39,11 +39,11 @@ from ._judging import (
     field_of,
     items_of,
     judged_scorer,
-    label_of,
     one_of,
     require_scale,
 )
 from ._text import request_text, response_text
+from ._verdicts import label_of
 from .utils import round_to_two_decimals
 
 __all__ = [
