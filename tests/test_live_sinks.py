@@ -295,3 +295,35 @@ def test_acknowledged_rows_survive_kill_9_of_the_writer(tmp_path: Path) -> None:
     missing = set(acknowledged) - stored
     assert not missing, sorted(missing)[:5]
     assert len(stored) >= len(acknowledged)
+
+
+async def test_credentials_in_the_request_context_never_reach_the_rows(tmp_path: Path) -> None:
+    seen: list[Any] = []
+
+    def score(ctx: Any) -> float:
+        seen.append(ctx.run.request_context)
+        return 1.0
+
+    scorer = sw.create_scorer(id="sees-context", description="").generate_score(score)
+    sink = SqliteSink(tmp_path / "scores.db")
+    jsonl = JsonlSink(tmp_path / "scores.jsonl")
+    live = LiveScoring({"s": scorer}, sinks=[sink, jsonl], drain_on_exit=False)
+    context = {
+        "tenant": "acme",
+        "headers": {"Authorization": "Bearer sk-live-123", "X-Request-Id": "r1"},
+        "apiKey": "sk-live-456",
+        "author": "jane",
+    }
+    live.submit(output="x", request_context=context, metadata={"session_token": "t0k"})
+    await live.aclose()
+    assert seen == [context]  # the scorer sees the context as given
+    (row,) = sink.query()
+    assert row["requestContext"] == {
+        "tenant": "acme",
+        "headers": {"Authorization": "[redacted]", "X-Request-Id": "r1"},
+        "apiKey": "[redacted]",
+        "author": "jane",
+    }
+    assert row["metadata"]["session_token"] == "[redacted]"
+    stored = (tmp_path / "scores.jsonl").read_text() + json.dumps(row)
+    assert "sk-live" not in stored and "t0k" not in stored

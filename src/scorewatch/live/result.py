@@ -2,7 +2,8 @@
 
 `to_row()` is the reference system's score row (spec §9, camelCase, `source="LIVE"`) plus the
 fields the reference leaves out: the judge records, the run status and, for failed runs, the
-error, the failed step and the completed steps. A failed run carries no score.
+error, the failed step and the completed steps. A failed run carries no score. Secret-looking
+keys of the request context and metadata are redacted (the scorer itself saw them unchanged).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic_core import to_jsonable_python
 from ..core.result import ScorerRunResult, ScorerRunSnapshot
 from ..core.steps import camel_step
 from .context import LiveCall
+from .redact import redact_secrets
 
 __all__ = ["LiveResult", "LiveStatus", "iso_timestamp"]
 
@@ -80,7 +82,7 @@ class LiveResult:
         if call.ground_truth is not None:
             metadata["groundTruth"] = _jsonable(call.ground_truth)
         if call.metadata:
-            metadata.update(_jsonable(call.metadata))
+            metadata.update(redact_secrets(_jsonable(call.metadata)))
         reason = self.reason
         return {
             "id": self.id,
@@ -90,7 +92,7 @@ class LiveResult:
             "input": _jsonable(call.input),
             "output": _jsonable(call.output),
             "additionalContext": None,
-            "requestContext": _jsonable(call.request_context),
+            "requestContext": redact_secrets(_jsonable(call.request_context)),
             "extractStepResult": None,
             "extractPrompt": None,
             "score": self.score,
