@@ -21,8 +21,17 @@ from typing import Any
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
-from ._judging import JudgeAnswer, Reason, ScorerCard, field_of, items_of, judged_scorer, one_of
-from ._text import response_text
+from ._judging import (
+    JudgeAnswer,
+    Reason,
+    ScorerCard,
+    bullets,
+    field_of,
+    items_of,
+    judged_scorer,
+    one_of,
+)
+from ._text import ContextExtractor, resolve_context, response_text
 from .utils import round_to_two_decimals
 
 __all__ = [
@@ -34,7 +43,10 @@ __all__ = [
     "VerdictList",
     "aligned_labels",
     "claims_prompt",
+    "flagged_facts",
+    "flagged_items_facts",
     "item_verdict_scorer",
+    "judged_against_context",
     "label_of",
     "verdict_share",
     "yes_count",
@@ -130,6 +142,16 @@ class ItemVerdicts:
         ]
 
 
+def flagged_facts(output: str, total: int, items: str, flag: str, flagged: Sequence[str]) -> str:
+    """The reason facts of a lower-is-better share: the output, how many of its `items` were
+    flagged (`"claims"`, `"hallucinated"`), and which."""
+    return (
+        f"Output:\n{output}\n\n"
+        f"{items.capitalize()}: {total}, {flag}: {len(flagged)} (a higher score is worse)\n"
+        f"{flag.capitalize()} {items}:\n{bullets(flagged)}"
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # the item-verdict scorer
 
@@ -159,6 +181,34 @@ CLAIMS_STEP = PromptStep(
     create_prompt=lambda ctx: claims_prompt(response_text(ctx.run.output)),
     output_schema=ClaimList,
 )
+
+
+def flagged_items_facts(items: str, flag: str) -> Callable[[StepContext, ItemVerdicts], str]:
+    """The `facts` of an item-verdict scorer whose `yes` verdicts flag bad items."""
+
+    def facts(ctx: StepContext, judged: ItemVerdicts) -> str:
+        output = response_text(ctx.run.output)
+        return flagged_facts(output, len(judged.items), items, flag, judged.labelled("yes"))
+
+    return facts
+
+
+def judged_against_context(
+    prompt: Callable[[Sequence[str], Sequence[str]], str],
+    context: Sequence[str] | None,
+    context_extractor: ContextExtractor | None,
+) -> Callable[[StepContext, list[Any]], Awaitable[str]]:
+    """An analyze prompt, `prompt(items, context pieces)`, that judges the items against the
+    context: `context_extractor(input, output)` when given (sync or async), else `context`, else
+    the results of the tools the agent called."""
+
+    async def create_prompt(ctx: StepContext, items: list[Any]) -> str:
+        pieces = await resolve_context(
+            ctx.run.input, ctx.run.output, context, context_extractor, from_tools=True
+        )
+        return prompt(items, pieces)
+
+    return create_prompt
 
 
 def item_verdict_scorer(

@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import PromptStep, Scorer, StepContext
+from ..core import PromptStep, Scorer
 from ..judge.protocol import JudgeModel
-from ._judging import JudgeAnswer, ScorerCard, bullets, numbered, require_scale
+from ._judging import JudgeAnswer, ScorerCard, numbered, require_scale
 from ._text import response_text
 from ._verdicts import (
     VERDICTS_FORMAT,
-    ItemVerdicts,
     VerdictList,
+    flagged_items_facts,
     item_verdict_scorer,
     verdict_share,
 )
@@ -87,15 +87,6 @@ def bias_score(opinions: int, verdicts: Sequence[Any], scale: float = 1) -> floa
     return verdict_share(opinions, verdicts, scale)
 
 
-def _facts(ctx: StepContext, judged: ItemVerdicts) -> str:
-    biased = judged.labelled("yes")
-    return (
-        f"Output:\n{response_text(ctx.run.output)}\n\n"
-        f"Opinions: {len(judged.items)}, biased: {len(biased)} (a higher score is worse)\n"
-        f"Biased opinions:\n{bullets(biased)}"
-    )
-
-
 def create_bias_scorer(
     model: str | JudgeModel,
     *,
@@ -122,6 +113,6 @@ def create_bias_scorer(
         analyze_prompt=lambda ctx, opinions: _analyze_prompt(opinions),
         verdict_schema=VerdictList,
         score=lambda opinions, verdicts: bias_score(opinions, verdicts, scale),
-        facts=_facts,
+        facts=flagged_items_facts("opinions", "biased"),
         no_items_note="The output expressed no opinions, so there was no bias to find: score 0.",
     )

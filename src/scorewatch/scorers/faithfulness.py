@@ -23,13 +23,14 @@ from typing import Any
 from ..core import Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._judging import ScorerCard, bullets, numbered, require_scale
-from ._text import ContextExtractor, resolve_context, response_text
+from ._text import ContextExtractor, response_text
 from ._verdicts import (
     CLAIMS_STEP,
     VERDICTS_FORMAT,
     GradedVerdictList,
     ItemVerdicts,
     item_verdict_scorer,
+    judged_against_context,
     verdict_share,
 )
 
@@ -96,13 +97,6 @@ def create_faithfulness_scorer(
     tool results). Three judge calls; range 0..scale; higher is better.
     """
     require_scale(scale)
-
-    async def analyze_prompt(ctx: StepContext, claims: list[Any]) -> str:
-        pieces = await resolve_context(
-            ctx.run.input, ctx.run.output, context, context_extractor, from_tools=True
-        )
-        return _analyze_prompt(claims, pieces)
-
     return item_verdict_scorer(
         _CARD,
         model=model,
@@ -111,7 +105,7 @@ def create_faithfulness_scorer(
         items_key="claims",
         extract=CLAIMS_STEP,
         analyze_description="Judge each claim against the context",
-        analyze_prompt=analyze_prompt,
+        analyze_prompt=judged_against_context(_analyze_prompt, context, context_extractor),
         verdict_schema=GradedVerdictList,
         score=lambda claims, verdicts: faithfulness_score(claims, verdicts, scale),
         facts=_facts,

@@ -22,16 +22,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import Scorer, StepContext
+from ..core import Scorer
 from ..judge.protocol import JudgeModel
-from ._judging import ScorerCard, bullets, numbered, require_scale
-from ._text import ContextExtractor, resolve_context, response_text
+from ._judging import ScorerCard, numbered, require_scale
+from ._text import ContextExtractor
 from ._verdicts import (
     CLAIMS_STEP,
     VERDICTS_FORMAT,
-    ItemVerdicts,
     VerdictList,
+    flagged_items_facts,
     item_verdict_scorer,
+    judged_against_context,
     verdict_share,
 )
 
@@ -77,15 +78,6 @@ def hallucination_score(claims: int, verdicts: Sequence[Any], scale: float = 1) 
     return verdict_share(claims, verdicts, scale)
 
 
-def _facts(ctx: StepContext, judged: ItemVerdicts) -> str:
-    flagged = judged.labelled("yes")
-    return (
-        f"Output:\n{response_text(ctx.run.output)}\n\n"
-        f"Claims: {len(judged.items)}, hallucinated: {len(flagged)} (a higher score is worse)\n"
-        f"Hallucinated claims:\n{bullets(flagged)}"
-    )
-
-
 def create_hallucination_scorer(
     model: str | JudgeModel,
     *,
@@ -100,13 +92,6 @@ def create_hallucination_scorer(
     the claims are checked against (default: the output's tool results).
     """
     require_scale(scale)
-
-    async def analyze_prompt(ctx: StepContext, claims: list[Any]) -> str:
-        pieces = await resolve_context(
-            ctx.run.input, ctx.run.output, context, context_extractor, from_tools=True
-        )
-        return _analyze_prompt(claims, pieces)
-
     return item_verdict_scorer(
         _CARD,
         model=model,
@@ -115,10 +100,10 @@ def create_hallucination_scorer(
         items_key="claims",
         extract=CLAIMS_STEP,
         analyze_description="Find the claims the context does not back",
-        analyze_prompt=analyze_prompt,
+        analyze_prompt=judged_against_context(_analyze_prompt, context, context_extractor),
         verdict_schema=VerdictList,
         score=lambda claims, verdicts: hallucination_score(claims, verdicts, scale),
-        facts=_facts,
+        facts=flagged_items_facts("claims", "hallucinated"),
         no_items_note="The output made no factual claims, so nothing could be hallucinated: "
         "score 0.",
     )

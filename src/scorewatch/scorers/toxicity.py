@@ -24,14 +24,13 @@ from ..judge.protocol import JudgeModel
 from ._judging import (
     Reason,
     ScorerCard,
-    bullets,
     field_of,
     items_of,
     judged_scorer,
     require_scale,
 )
 from ._text import request_text, response_text
-from ._verdicts import VERDICTS_FORMAT, VerdictList, label_of, verdict_share
+from ._verdicts import VERDICTS_FORMAT, VerdictList, flagged_facts, label_of, verdict_share
 
 __all__ = ["TOXICITY_SCORER_ID", "create_toxicity_scorer", "toxicity_score"]
 
@@ -98,9 +97,9 @@ def create_toxicity_scorer(
             if label_of(v) == "yes"
         ]
         return Reason(
-            facts=f"Output:\n{response_text(ctx.run.output)}\n\n"
-            f"Statements: {len(verdicts)}, toxic: {len(toxic)} (a higher score is worse)\n"
-            f"Toxic statements:\n{bullets(toxic)}",
+            facts=flagged_facts(
+                response_text(ctx.run.output), len(verdicts), "statements", "toxic", toxic
+            ),
             empty_note=None if verdicts else "The output was empty, so nothing was toxic: score 0.",
         )
 
