@@ -523,7 +523,14 @@ def _refuse_inside_loop(name: str, async_name: str) -> None:
 def _close_sink_blocking(sink: ScoreSink, timeout: float | None) -> None:
     closer = getattr(sink, "close", None)
     if callable(closer) and not inspect.iscoroutinefunction(closer):
-        closer()
+        try:
+            takes_timeout = "timeout" in inspect.signature(closer).parameters
+        except (TypeError, ValueError):
+            takes_timeout = False
+        if takes_timeout:
+            closer(timeout=timeout)
+        else:
+            closer()
         return
     future = asyncio.run_coroutine_threadsafe(sink.aclose(), background_loop())
     future.result(timeout)

@@ -52,5 +52,6 @@ class JsonlSink:
     async def aclose(self) -> None:
         await self._writer.aclose()
 
-    def close(self) -> None:
-        self._writer.close()
+    def close(self, timeout: float | None = None) -> None:
+        """Store what is queued and release the file (waits up to `timeout` seconds)."""
+        self._writer.close(timeout)
