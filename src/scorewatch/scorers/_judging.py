@@ -13,7 +13,7 @@ Conventions every LLM-judged scorer follows:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from pydantic.config import JsonDict
 from ..core import JudgeConfig, PromptStep, Scorer, StepContext, create_scorer
 from ..core.scorer import Direction
 from ..judge.protocol import JudgeModel
+from ._text import ContextExtractor, resolve_context
 from .utils import format_number
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "ScorerCard",
     "bullets",
     "check_context_options",
+    "context_pieces",
+    "context_step",
     "field_of",
     "items_of",
     "judge",
@@ -161,6 +164,25 @@ def check_context_options(context: Sequence[str] | None, extractor: object, scor
         raise ValueError(f"{scorer} needs context=[...] or context_extractor=")
     if context is not None and not isinstance(context, str) and len(context) == 0:
         raise ValueError(f"{scorer}: context must not be an empty list")
+
+
+def context_step(
+    context: Sequence[str] | None, context_extractor: ContextExtractor | None
+) -> Callable[[StepContext], Awaitable[dict[str, Any]]]:
+    """The preprocess of the scorers that judge context pieces: `context_extractor(input,
+    output)` when given (sync or async), else `context`. Resolved once per run, as
+    `{"context": [...]}`: an extractor may be slow, and later steps need the same list."""
+
+    async def gather(ctx: StepContext) -> dict[str, Any]:
+        pieces = await resolve_context(ctx.run.input, ctx.run.output, context, context_extractor)
+        return {"context": pieces}
+
+    return gather
+
+
+def context_pieces(ctx: StepContext) -> list[str]:
+    """The context pieces `context_step` resolved for this run."""
+    return [str(piece) for piece in items_of(ctx.results.preprocess_step_result, "context")]
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ __all__ = [
     "ItemVerdicts",
     "VerdictList",
     "aligned_labels",
+    "by_index",
     "claims_prompt",
     "flagged_facts",
     "flagged_items_facts",
@@ -64,6 +65,17 @@ def aligned_labels(expected: int, verdicts: Sequence[Any], name: str = "verdict"
     extra verdicts are dropped, a missing verdict is `''` (counts as no)."""
     labels = [label_of(verdict, name) for verdict in verdicts[:expected]]
     return labels + [""] * (expected - len(labels))
+
+
+def by_index(count: int, entries: Sequence[Any], key: str = "context_index") -> list[Any]:
+    """The entry for each of `count` items, matched by the index the judge gave under `key`:
+    the first entry for an index wins; None where no entry names the index."""
+    found: dict[int, Any] = {}
+    for entry in entries:
+        index = field_of(entry, key)
+        if isinstance(index, int) and 0 <= index < count and index not in found:
+            found[index] = entry
+    return [found.get(index) for index in range(count)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,15 +29,16 @@ from ._judging import (
     Reason,
     ScorerCard,
     check_context_options,
-    field_of,
+    context_pieces,
+    context_step,
     items_of,
     judged_scorer,
     numbered,
     one_of,
     require_scale,
 )
-from ._text import ContextExtractor, as_text, request_text, resolve_context, response_text
-from ._verdicts import label_of
+from ._text import ContextExtractor, as_text, request_text, response_text
+from ._verdicts import by_index, label_of
 from .utils import round_to_two_decimals
 
 __all__ = [
@@ -76,12 +77,7 @@ class PieceVerdicts(JudgeAnswer):
 
 def usefulness_by_index(pieces: int, verdicts: Sequence[Any]) -> list[bool]:
     """Useful flag per piece; the first verdict for an index wins, others are ignored."""
-    useful: dict[int, bool] = {}
-    for verdict in verdicts:
-        index = field_of(verdict, "context_index")
-        if isinstance(index, int) and 0 <= index < pieces and index not in useful:
-            useful[index] = label_of(verdict) == "yes"
-    return [useful.get(index, False) for index in range(pieces)]
+    return [label_of(verdict) == "yes" for verdict in by_index(pieces, verdicts)]
 
 
 def context_precision_score(useful: Sequence[bool], scale: float = 1) -> float:
@@ -127,29 +123,21 @@ def create_context_precision_scorer(
     require_scale(scale)
     check_context_options(context, context_extractor, "the context precision scorer")
 
-    async def gather(ctx: StepContext) -> dict[str, Any]:
-        # Resolved once per run: an extractor may be slow, and later steps need the same list.
-        pieces = await resolve_context(ctx.run.input, ctx.run.output, context, context_extractor)
-        return {"context": pieces}
-
-    def pieces_of(ctx: StepContext) -> list[str]:
-        return [str(piece) for piece in items_of(ctx.results.preprocess_step_result, "context")]
-
     def expected_of(ctx: StepContext) -> str:
         truth = as_text(ctx.run.ground_truth)
         return truth if truth.strip() else response_text(ctx.run.output)
 
     def analyze_prompt(ctx: StepContext) -> str:
-        pieces = pieces_of(ctx)
+        pieces = context_pieces(ctx)
         return _analyze_prompt(request_text(ctx.run.input), expected_of(ctx), pieces)
 
     def score(ctx: StepContext) -> float:
-        pieces = pieces_of(ctx)
+        pieces = context_pieces(ctx)
         verdicts = items_of(ctx.results.analyze_step_result, "verdicts")
         return context_precision_score(usefulness_by_index(len(pieces), verdicts), scale)
 
     def explain(ctx: StepContext) -> Reason:
-        pieces = pieces_of(ctx)
+        pieces = context_pieces(ctx)
         useful = usefulness_by_index(
             len(pieces), items_of(ctx.results.analyze_step_result, "verdicts")
         )
@@ -173,7 +161,7 @@ def create_context_precision_scorer(
         model=model,
         model_options=model_options,
         scale=scale,
-        preprocess=gather,
+        preprocess=context_step(context, context_extractor),
         analyze=PromptStep(
             description="Judge whether each context piece was useful",
             create_prompt=analyze_prompt,

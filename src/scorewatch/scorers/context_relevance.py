@@ -33,6 +33,8 @@ from ._judging import (
     ScorerCard,
     bullets,
     check_context_options,
+    context_pieces,
+    context_step,
     field_of,
     items_of,
     judged_scorer,
@@ -40,8 +42,8 @@ from ._judging import (
     one_of,
     require_scale,
 )
-from ._text import ContextExtractor, request_text, resolve_context, response_text
-from ._verdicts import label_of
+from ._text import ContextExtractor, request_text, response_text
+from ._verdicts import by_index, label_of
 from .utils import round_to_two_decimals
 
 __all__ = [
@@ -82,15 +84,6 @@ class ContextEvaluation(JudgeAnswer):
     missing_context: list[str] = Field(default_factory=list)
 
 
-def _by_index(pieces: int, evaluations: Sequence[Any]) -> list[Any]:
-    found: dict[int, Any] = {}
-    for evaluation in evaluations:
-        index = field_of(evaluation, "context_index")
-        if isinstance(index, int) and 0 <= index < pieces and index not in found:
-            found[index] = evaluation
-    return [found.get(index) for index in range(pieces)]
-
-
 def context_relevance_score(
     pieces: int,
     evaluations: Sequence[Any],
@@ -104,7 +97,7 @@ def context_relevance_score(
     """The relevance score (see the module docstring); 0 without context pieces."""
     if pieces == 0:
         return 0.0
-    evaluated = _by_index(pieces, evaluations)
+    evaluated = by_index(pieces, evaluations)
     weights = [RELEVANCE_WEIGHTS.get(label_of(e, "relevance"), 0.0) for e in evaluated]
     unused_high = sum(
         1
@@ -156,22 +149,15 @@ def create_context_relevance_scorer(
     require_scale(scale)
     check_context_options(context, context_extractor, "the context relevance scorer")
 
-    async def gather(ctx: StepContext) -> dict[str, Any]:
-        pieces = await resolve_context(ctx.run.input, ctx.run.output, context, context_extractor)
-        return {"context": pieces}
-
-    def pieces_of(ctx: StepContext) -> list[str]:
-        return [str(piece) for piece in items_of(ctx.results.preprocess_step_result, "context")]
-
     def analyze_prompt(ctx: StepContext) -> str:
         return _analyze_prompt(
-            request_text(ctx.run.input), response_text(ctx.run.output), pieces_of(ctx)
+            request_text(ctx.run.input), response_text(ctx.run.output), context_pieces(ctx)
         )
 
     def score(ctx: StepContext) -> float:
         evaluation = ctx.results.analyze_step_result
         return context_relevance_score(
-            len(pieces_of(ctx)),
+            len(context_pieces(ctx)),
             items_of(evaluation, "evaluations"),
             len(items_of(evaluation, "missing_context")),
             unused_high_relevance_penalty=unused_high_relevance_penalty,
@@ -181,9 +167,9 @@ def create_context_relevance_scorer(
         )
 
     def explain(ctx: StepContext) -> Reason:
-        pieces = pieces_of(ctx)
+        pieces = context_pieces(ctx)
         evaluation = ctx.results.analyze_step_result
-        evaluated = _by_index(len(pieces), items_of(evaluation, "evaluations"))
+        evaluated = by_index(len(pieces), items_of(evaluation, "evaluations"))
         lines = [
             f"[{i}] relevance {label_of(e, 'relevance') or 'not rated'}, "
             f"{'used' if field_of(e, 'was_used') is True else 'not used'}: {piece}"
@@ -201,7 +187,7 @@ def create_context_relevance_scorer(
         model=model,
         model_options=model_options,
         scale=scale,
-        preprocess=gather,
+        preprocess=context_step(context, context_extractor),
         analyze=PromptStep(
             description="Rate each context piece's relevance and use",
             create_prompt=analyze_prompt,
