@@ -419,3 +419,17 @@ async def test_a_cancelled_drain_leaves_the_queue_working() -> None:
     assert await live.drain(10)
     assert live.stats()["scored"] == 1
     await live.aclose()
+
+
+async def test_a_second_close_waits_for_the_first_to_drain() -> None:
+    judge = GatedJudge()
+    live = LiveScoring({"judged": judged_scorer(judge)}, drain_on_exit=False)
+    for i in range(3):
+        live.submit(output=str(i))
+    first = asyncio.ensure_future(live.aclose(timeout=30))
+    second = asyncio.ensure_future(live.aclose(timeout=30))
+    await asyncio.sleep(0.01)
+    assert not first.done() and not second.done()
+    judge.open()
+    await asyncio.gather(first, second)
+    assert live.stats()["scored"] == 3

@@ -358,8 +358,10 @@ class LiveScoring:
 
     async def aclose(self, timeout: float | None = None) -> None:  # noqa: ASYNC109
         """Refuse new calls, drain (up to `timeout`, default `shutdown_timeout`), count what is
-        left as `dropped_shutdown`, close the sinks and flush OpenTelemetry providers."""
+        left as `dropped_shutdown`, close the sinks and flush OpenTelemetry providers.
+        While another close is in progress, this one only waits for the queue to drain."""
         if self._shut:
+            await self._queue.drain(self.shutdown_timeout if timeout is None else timeout)
             return
         self._shut = True
         self._queue.close()
@@ -381,6 +383,9 @@ class LiveScoring:
 
     def _shutdown_blocking(self, timeout: float | None) -> None:
         if self._shut:
+            # Another close is under way (perhaps an aclose on the loop this signal handler
+            # interrupted): make sure the queued work is done before the process goes on.
+            self._queue.drain_blocking(self.shutdown_timeout if timeout is None else timeout)
             return
         self._shut = True
         self._queue.close()
