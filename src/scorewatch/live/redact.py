@@ -24,6 +24,8 @@ def _is_secret_key(key: str) -> bool:
     """`apiKey`, `X-API-Key`, `access_token`, `Authorization`: yes. `author`, `tokens_used`: no."""
     words = _CAMEL_BOUNDARY.sub("_", key).lower().replace("-", "_").replace(".", "_")
     return _SECRET_WORD.search(words) is not None
+
+
 _MAX_DEPTH: Final = 16
 
 
