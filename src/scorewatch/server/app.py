@@ -88,6 +88,17 @@ def create_app(service: ServiceState) -> FastAPI:
         docs_url="/docs" if docs else None,
         redoc_url=None,
         openapi_url="/openapi.json" if docs else None,
+        # FastAPI's own OpenTelemetry instrumentation (0.16x) records validation failures with
+        # their input values and a span per dependency: content must not leave the process,
+        # and per-request spans would cost more than scoring's own telemetry. Older FastAPI
+        # versions keep unknown keywords as extras.
+        telemetry={
+            "tracing": False,
+            "metrics": False,
+            "logs": False,
+            "operation_spans": False,
+            "auto_configure": False,
+        },
         openapi_tags=[
             {"name": "scores", "description": "Submit traffic to score and read results."},
             {"name": "service", "description": "What the service runs and how it is doing."},

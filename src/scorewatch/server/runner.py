@@ -120,8 +120,12 @@ def _url(host: str, port: int) -> str:
 def serve(config: ServeConfig) -> int:
     """Run until SIGTERM/SIGINT; returns the process exit code. `ConfigError` propagates."""
     level = config.server.log_level.upper()
+    # Only scorewatch's own records at the configured level: libraries (litellm logs every
+    # completion at INFO) stay at WARNING.
     logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("scorewatch").setLevel(level)
     host, port = config.server.host, config.server.port
