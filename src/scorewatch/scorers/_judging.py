@@ -220,9 +220,21 @@ def judged_scorer(
     score: Callable[[StepContext], float],
     explain: Callable[[StepContext], Reason],
     preprocess: PromptStep | Callable[[StepContext], Any] | None = None,
+    nothing_to_judge: Callable[[StepContext], str | None] | None = None,
 ) -> Scorer:
     """An LLM-judged prebuilt scorer: [preprocess ->] analyze -> score (a function of the
-    verdicts, never asked of the judge) -> a judge-written reason for the score."""
+    verdicts, never asked of the judge) -> a judge-written reason for the score.
+
+    `nothing_to_judge(ctx)`, when given, says why a run has nothing to judge (an empty response,
+    no ground truth): the score is then 0 whatever the verdicts, and the reason prompt gives
+    that note ahead of `explain`'s own.
+    """
+
+    def zero_note(ctx: StepContext) -> str | None:
+        return nothing_to_judge(ctx) if nothing_to_judge is not None else None
+
+    def score_or_zero(ctx: StepContext) -> float:
+        return 0.0 if zero_note(ctx) else score(ctx)
 
     def reason(ctx: StepContext) -> str:
         stated = explain(ctx)
@@ -231,7 +243,7 @@ def judged_scorer(
             score=ctx.score,
             scale=scale,
             facts=stated.facts,
-            empty_note=stated.empty_note,
+            empty_note=zero_note(ctx) or stated.empty_note,
         )
 
     scorer = create_scorer(
@@ -247,7 +259,7 @@ def judged_scorer(
         scorer = scorer.preprocess(preprocess)
     return (
         scorer.analyze(analyze)
-        .generate_score(score)
+        .generate_score(score_or_zero)
         .generate_reason(
             PromptStep(description=f"Explain the {card.subject} score", create_prompt=reason)
         )

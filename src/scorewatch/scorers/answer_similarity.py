@@ -233,9 +233,12 @@ def create_answer_similarity_scorer(
             [str(u) for u in items_of(found, "ground_truth_units")],
         )
 
+    def no_ground_truth(ctx: StepContext) -> str | None:
+        if _has_ground_truth(ctx.run.ground_truth):
+            return None
+        return "No ground truth was given, so there was nothing to compare with: score 0."
+
     def score(ctx: StepContext) -> float:
-        if not _has_ground_truth(ctx.run.ground_truth):
-            return 0.0
         units = items_of(ctx.results.preprocess_step_result, "ground_truth_units")
         comparison = ctx.results.analyze_step_result
         return answer_similarity_score(
@@ -257,11 +260,6 @@ def create_answer_similarity_scorer(
         contradictions = [
             str(field_of(c, "output_unit")) for c in items_of(comparison, "contradictions")
         ]
-        note = None
-        if not _has_ground_truth(ctx.run.ground_truth):
-            note = "No ground truth was given, so there was nothing to compare with: score 0."
-        elif not units:
-            note = "The ground truth had no units to compare with, so the score is 0."
         return Reason(
             facts=f"Output:\n{response_text(ctx.run.output)}\n\n"
             f"Ground truth:\n{as_text(ctx.run.ground_truth)}\n\n"
@@ -269,7 +267,9 @@ def create_answer_similarity_scorer(
             f"{labels.count('semantic')}, partial: {labels.count('partial')}\n"
             f"Missing:\n{bullets(missing)}\nContradictions:\n{bullets(contradictions)}\n"
             f"Extra units in the output: {len(items_of(comparison, 'extra_in_output'))}",
-            empty_note=note,
+            empty_note=None
+            if units
+            else "The ground truth had no units to compare with, so the score is 0.",
         )
 
     return judged_scorer(
@@ -289,4 +289,5 @@ def create_answer_similarity_scorer(
         ),
         score=score,
         explain=explain,
+        nothing_to_judge=no_ground_truth,
     )

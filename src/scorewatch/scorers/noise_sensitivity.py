@@ -165,9 +165,12 @@ def create_noise_sensitivity_scorer(
             noise_type,
         )
 
+    def empty_response(ctx: StepContext) -> str | None:
+        if response_text(ctx.run.output).strip():
+            return None
+        return "The response to the noisy query was empty, so the score is 0."
+
     def score(ctx: StepContext) -> float:
-        if not response_text(ctx.run.output).strip():
-            return 0.0
         impact = ctx.results.analyze_step_result
         return noise_sensitivity_score(
             items_of(impact, "dimensions"),
@@ -184,16 +187,11 @@ def create_noise_sensitivity_scorer(
             f"{field_of(d, 'dimension')}: {label_of(d, 'impact') or 'not rated'}"
             for d in items_of(impact, "dimensions")
         ]
-        note = None
-        if not response_text(ctx.run.output).strip():
-            note = "The response to the noisy query was empty, so the score is 0."
-        elif not rows:
-            note = "No dimension was rated, so the score is 0."
         return Reason(
             facts=f"Impact of the noise per dimension:\n{bullets(rows)}\n"
             f"Major issues:\n{bullets([str(i) for i in items_of(impact, 'major_issues')])}\n"
             "(A higher score means the answer resisted the noise better.)",
-            empty_note=note,
+            empty_note=None if rows else "No dimension was rated, so the score is 0.",
         )
 
     return judged_scorer(
@@ -208,4 +206,5 @@ def create_noise_sensitivity_scorer(
         ),
         score=score,
         explain=explain,
+        nothing_to_judge=empty_response,
     )

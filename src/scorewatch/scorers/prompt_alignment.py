@@ -173,8 +173,6 @@ def create_prompt_alignment_scorer(
         return _analyze_prompt(evaluation_mode, user, system, response_text(ctx.run.output))
 
     def score(ctx: StepContext) -> float:
-        if nothing_to_judge(ctx):
-            return 0.0
         return prompt_alignment_score(ctx.results.analyze_step_result, evaluation_mode, scale)
 
     def explain(ctx: StepContext) -> Reason:
@@ -192,7 +190,6 @@ def create_prompt_alignment_scorer(
             f"Format fits: {field_of(analysis, 'format_fits') is True}, "
             f"tone fits: {field_of(analysis, 'tone_fits') is True}\n"
             "(Weights: intent 0.4, requirements 0.4, format and tone 0.2.)",
-            empty_note=nothing_to_judge(ctx),
         )
 
     return judged_scorer(
@@ -207,4 +204,5 @@ def create_prompt_alignment_scorer(
         ),
         score=score,
         explain=explain,
+        nothing_to_judge=nothing_to_judge,
     )
