@@ -6,7 +6,6 @@ import inspect
 from collections.abc import Mapping
 from time import perf_counter
 from typing import Any
-from uuid import uuid4
 
 from ..errors import ScorewatchError
 from .errors import INVALID_STEP_RESULT, MISSING_GENERATE_SCORE, ScorerRunError
@@ -26,7 +25,7 @@ from .result import (
     StepResults,
     build_trusted,
 )
-from .run_input import check_run, coerce_run
+from .run_input import check_run, coerce_run, new_run_id
 from .schema import is_finite_number
 from .scorer import Scorer, Step
 from .steps import StepName, camel_step
@@ -41,7 +40,14 @@ _PROMPT_FIELDS: dict[StepName, str] = {
 }
 
 
+# Values a step function commonly returns, which are never awaitable: checked by exact type
+# before the (much slower) `inspect.isawaitable`.
+_PLAIN_TYPES = frozenset({float, int, str, dict, list, tuple, bool, type(None)})
+
+
 def _check_score(scorer: Scorer, value: Any) -> float:
+    if type(value) is float and value - value == 0.0:  # finite: inf - inf and nan are nan
+        return value
     if not is_finite_number(value):
         raise ScorewatchError(
             f"scorer {scorer.id!r}, step 'generate_score': returned {value!r} "
@@ -123,6 +129,35 @@ def _run_fields(run: ScorerRun) -> dict[str, Any]:
     }
 
 
+def _result_fields(run: ScorerRun, acc: _Accumulator) -> dict[str, Any]:
+    results = acc.results
+    fields = {
+        "run_id": run.run_id,
+        "input": run.input,
+        "output": run.output,
+        "ground_truth": run.ground_truth,
+        "request_context": run.request_context,
+        "expected_trajectory": run.expected_trajectory,
+        "score_source": run.score_source,
+        "target": run.target,
+        "target_scope": run.target_scope,
+        "target_entity_type": run.target_entity_type,
+        "target_trace_id": run.target_trace_id,
+        "target_span_id": run.target_span_id,
+        "target_correlation_context": run.target_correlation_context,
+        "target_metadata": run.target_metadata,
+        "score_trace_id": run.score_trace_id,
+        "score": acc.score,
+        "reason": acc.reason,
+        "preprocess_step_result": results.preprocess_step_result,
+        "analyze_step_result": results.analyze_step_result,
+        "judge": acc.judge or None,
+    }
+    if acc.prompts:
+        fields.update(acc.prompts)
+    return fields
+
+
 async def _prepare(scorer: Scorer, run: ScorerRun) -> ScorerRun:
     if scorer.prepare_run is None:
         return run
@@ -139,17 +174,13 @@ async def _prepare(scorer: Scorer, run: ScorerRun) -> ScorerRun:
     )
 
 
-async def _execute_step(
-    scorer: Scorer, step: Step, ctx: StepContext, listeners: tuple[RunListener, ...]
-) -> tuple[Any, str | None, JudgeExecutionSuccess | None]:
-    if step.function is not None:
-        value = step.function(ctx)
-        if inspect.isawaitable(value):
-            value = await value
-        if step.name == "generate_score":
-            value = _check_score(scorer, value)
-        return value, None, None
-    return await execute_prompt_step(scorer, step, ctx, listeners)
+async def _execute_function_step(scorer: Scorer, step: Step, ctx: StepContext) -> Any:
+    value = step.function(ctx)  # type: ignore[misc]
+    if type(value) not in _PLAIN_TYPES and inspect.isawaitable(value):
+        value = await value
+    if step.name == "generate_score":
+        value = _check_score(scorer, value)
+    return value
 
 
 def _step_finished(
@@ -175,16 +206,17 @@ def _step_finished(
 
 async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> ScorerRunResult:
     steps = scorer.steps
-    if not any(step.name == "generate_score" for step in steps):
+    if not scorer.has_generate_score:
         raise ScorewatchError(
             f"scorer {scorer.id!r} has no generate_score step",
             code=MISSING_GENERATE_SCORE,
             details={"scorerId": scorer.id, "steps": ", ".join(camel_step(s.name) for s in steps)},
         )
-    run = await _prepare(scorer, run)
+    if scorer.prepare_run is not None:
+        run = await _prepare(scorer, run)
     check_run(run, scorer.id)
     if not run.run_id:
-        run.run_id = str(uuid4())
+        run.run_id = new_run_id()
 
     listeners: tuple[RunListener, ...] = ()
     if current_observers():
@@ -196,16 +228,31 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
                 break
     run_started = perf_counter()
     acc = _Accumulator()
+    # One context for the whole run: steps share `results` anyway, and only generate_reason
+    # reads `score` (set just before it runs).
+    ctx = StepContext(run=run, results=acc.results)
     step_started = run_started
     for step in steps:
-        ctx = StepContext(run=run, results=acc.results)
         if step.name == "generate_reason":
             ctx.score = acc.score
         if listeners:
             step_started = perf_counter()
             _step_started(listeners, step)
+        prompt: str | None = None
+        execution: JudgeExecutionSuccess | None = None
         try:
-            value, prompt, execution = await _execute_step(scorer, step, ctx, listeners)
+            function = step.function
+            if function is None:
+                value, prompt, execution = await execute_prompt_step(scorer, step, ctx, listeners)
+            elif step.is_async:
+                value = await _execute_function_step(scorer, step, ctx)
+            else:
+                # The common case, inlined: a synchronous function returning a plain value.
+                value = function(ctx)
+                if type(value) not in _PLAIN_TYPES and inspect.isawaitable(value):
+                    value = await value
+                if step.name == "generate_score":
+                    value = _check_score(scorer, value)
         except Exception as raised:
             error = _run_error(scorer, step, run, acc, raised)
             cause = error.__cause__
@@ -234,7 +281,7 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
             _step_finished(listeners, step, step_started, None, prompt, execution, value)
         acc.record(step.name, value)
 
-    result = build_trusted(ScorerRunResult, {**_run_fields(run), **acc.fields()})
+    result = build_trusted(ScorerRunResult, _result_fields(run, acc))
     if listeners:
         duration = perf_counter() - run_started
         notify(listeners, lambda listener: listener.run_finished(result, duration))

@@ -127,6 +127,7 @@ class ScorerRunResult(ScorerRunSnapshot):
 
 _SnapshotT = TypeVar("_SnapshotT", bound=ScorerRunSnapshot)
 _object_setattr = object.__setattr__
+_TEMPLATES: dict[type[ScorerRunSnapshot], dict[str, Any]] = {}
 
 
 def build_trusted(cls: type[_SnapshotT], values: dict[str, Any]) -> _SnapshotT:
@@ -136,7 +137,10 @@ def build_trusted(cls: type[_SnapshotT], values: dict[str, Any]) -> _SnapshotT:
     None), at a fraction of the cost: result construction sits on every run's hot path.
     """
     instance = cls.__new__(cls)
-    fields = dict.fromkeys(cls.__pydantic_fields__)
+    template = _TEMPLATES.get(cls)
+    if template is None:
+        template = _TEMPLATES[cls] = dict.fromkeys(cls.__pydantic_fields__)
+    fields = template.copy()
     fields.update(values)
     _object_setattr(instance, "__dict__", fields)
     _object_setattr(instance, "__pydantic_fields_set__", set(values))

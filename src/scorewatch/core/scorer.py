@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -41,6 +42,7 @@ class Step:
     missing_judge: str | None = None
     schema: dict[str, Any] | None = None
     validate: Callable[[Any], Any] | None = field(default=None, repr=False)
+    is_async: bool = False
 
 
 def _definition_error(scorer_id: str, step: str, problem: str) -> ScorewatchError:
@@ -108,6 +110,7 @@ class Scorer:
         "_steps",
         "description",
         "direction",
+        "has_generate_score",
         "id",
         "judge",
         "name",
@@ -138,6 +141,7 @@ class Scorer:
         self.scale = scale
         self.direction: Direction = direction
         self._steps = steps
+        self.has_generate_score = any(step.name == "generate_score" for step in steps)
 
     def __repr__(self) -> str:
         return f"Scorer(id={self.id!r}, steps={[s.name for s in self._steps]})"
@@ -205,7 +209,12 @@ class Scorer:
                 name,
                 f"expected a function or a PromptStep, got {type(definition).__name__}",
             )
-        return Step(name=name, type="function", function=definition)
+        return Step(
+            name=name,
+            type="function",
+            function=definition,
+            is_async=inspect.iscoroutinefunction(definition),
+        )
 
     def _build_prompt_step(self, name: StepName, prompt: PromptStep) -> Step:
         if not callable(prompt.create_prompt):
@@ -258,9 +267,6 @@ class Scorer:
         Pass the run as keywords, or as a `ScorerRun` / mapping (camelCase keys accepted) for the
         less common fields. `emit_score=False` keeps telemetry from emitting an evaluation event.
         """
-        from .pipeline import run_scorer
-        from .run_input import coerce_run
-
         if run is None:
             prepared = ScorerRun(
                 output=output,
@@ -294,15 +300,32 @@ class Scorer:
                     f"scorer {self.id!r}: pass the run either as a ScorerRun/mapping or as "
                     f"keywords, not both (also got {', '.join(given)})"
                 )
+            from .run_input import coerce_run
+
             prepared, internal_emit = coerce_run(run)
             emit_score = emit_score and internal_emit
-        return await run_scorer(self, prepared, emit_score)
+        return await _run_scorer()(self, prepared, emit_score)
 
     def run_sync(
         self, run: ScorerRun | Mapping[str, Any] | None = None, /, **fields: Any
     ) -> ScorerRunResult:
         """`run` for code without an event loop (runs on scorewatch's background loop)."""
         return run_coroutine_sync(self.run(run, **fields))
+
+
+RunScorer = Callable[[Scorer, ScorerRun, bool], Awaitable[ScorerRunResult]]
+_RUN_SCORER: RunScorer | None = None
+
+
+def _run_scorer() -> RunScorer:
+    # The pipeline imports this module, so it is bound on first use, then read from a global
+    # (an import statement inside `run` costs more than a function-only step).
+    global _RUN_SCORER
+    if _RUN_SCORER is None:
+        from .pipeline import run_scorer
+
+        _RUN_SCORER = run_scorer
+    return _RUN_SCORER
 
 
 def create_scorer(
