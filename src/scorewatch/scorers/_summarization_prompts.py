@@ -10,10 +10,8 @@ re-reading it). Each prompt carries a fixed phrase that scripted test judges rou
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from ._judging import JudgeAnswer, bullets, numbered
 from .utils import format_number
 
 __all__ = [
@@ -44,60 +42,24 @@ _MATCHING = (
 # schemas
 
 
-def _tighten(schema: dict[str, Any]) -> None:
-    """Drop generated titles and defaults; require every property and forbid others, recursively."""
-    schema.pop("title", None)
-    schema.pop("default", None)
-    properties = schema.get("properties")
-    if isinstance(properties, dict):
-        schema["required"] = list(properties)
-        schema["additionalProperties"] = False
-        for sub in properties.values():
-            if isinstance(sub, dict):
-                _tighten(sub)
-    for key in ("items", "$defs"):
-        value = schema.get(key)
-        if isinstance(value, dict):
-            if key == "$defs":
-                for sub in value.values():
-                    if isinstance(sub, dict):
-                        _tighten(sub)
-            else:
-                _tighten(value)
-
-
-class _JudgeAnswer(BaseModel):
-    """A judge answer: validated leniently, described strictly.
-
-    The schema sent to the judge requires every field and forbids extras (what strict
-    structured-output modes demand, and fewer characters than pydantic's titled schema), while
-    validation ignores extra keys and fills a missing `reason`, so one sloppy field does not cost
-    a fallback call.
-    """
-
-    model_config = ConfigDict(
-        extra="ignore", json_schema_extra=lambda schema, _cls: _tighten(schema)
-    )
-
-
-class ClaimVerdict(_JudgeAnswer):
+class ClaimVerdict(JudgeAnswer):
     claim: str
     supported: bool
     reason: str = ""
 
 
-class SourceJudgement(_JudgeAnswer):
+class SourceJudgement(JudgeAnswer):
     alignment: list[ClaimVerdict]
     questions: list[str]
 
 
-class QuestionVerdict(_JudgeAnswer):
+class QuestionVerdict(JudgeAnswer):
     question: str
     answered: bool
     reason: str = ""
 
 
-class CoverageJudgement(_JudgeAnswer):
+class CoverageJudgement(JudgeAnswer):
     coverage: list[QuestionVerdict]
 
 
@@ -141,7 +103,6 @@ JSON:
 
 def coverage_prompt(summary: str, questions: Sequence[str]) -> str:
     """Analyze: each question answered from the summary alone. Never give this prompt the source."""
-    listed = "\n".join(f"[{index}] {question}" for index, question in enumerate(questions))
     return f"""Decide whether each question can be answered from the summary below, your only \
 evidence (no prior knowledge, no guessing). Answered only if the summary holds enough information; \
 omitted or contradicted is false.
@@ -153,7 +114,7 @@ Summary:
 
 Number of questions: {len(questions)}
 Questions:
-{listed or "(none)"}
+{numbered(questions)}
 
 Format: {{"coverage":[{{"question":str,"answered":bool,"reason":str}}]}}
 Example. Summary: "Company Y makes sensors." Questions: [0] Does Company Y make sensors? \
@@ -163,10 +124,6 @@ Example. Summary: "Company Y makes sensors." Questions: [0] Does Company Y make 
 
 JSON:
 """
-
-
-def _bullets(items: Sequence[str]) -> str:
-    return "\n".join(f"- {item}" for item in items) if items else "- none"
 
 
 def reason_prompt(
@@ -200,10 +157,10 @@ Coverage score: {format_number(coverage_score)} (source questions the summary an
 The score is the lower axis score times the scale.
 {note}
 Unsupported claims:
-{_bullets(unsupported_claims)}
+{bullets(unsupported_claims)}
 
 Unanswered questions:
-{_bullets(missing_questions)}
+{bullets(missing_questions)}
 
 Rules: name the deciding axis (the lower one, or both if tied) and the claims or questions \
 behind it; one or two sentences; use the score above, do not recalculate it.

@@ -26,6 +26,7 @@ __all__ = [
     "all_request_text",
     "all_response_text",
     "as_text",
+    "extracted",
     "reference_text",
     "request_text",
     "resolve_context",
@@ -102,6 +103,12 @@ def _as_pieces(value: Any) -> list[str]:
     return [piece if isinstance(piece, str) else as_text(piece) for piece in value]
 
 
+async def extracted(extractor: Callable[[Any, Any], Any], run_input: Any, run_output: Any) -> Any:
+    """What a user's extractor returns for the run; sync and async extractors alike."""
+    found = extractor(run_input, run_output)
+    return await found if inspect.isawaitable(found) else found
+
+
 async def resolve_context(
     run_input: Any,
     run_output: Any,
@@ -117,10 +124,7 @@ async def resolve_context(
     agent-shaped runs: with OpenAI-style messages a silent skip would judge against nothing.
     """
     if context_extractor is not None:
-        extracted = context_extractor(run_input, run_output)
-        if inspect.isawaitable(extracted):
-            extracted = await extracted
-        pieces = _as_pieces(extracted)
+        pieces = _as_pieces(await extracted(context_extractor, run_input, run_output))
     elif context is not None:
         pieces = _as_pieces(context)
     elif from_tools:

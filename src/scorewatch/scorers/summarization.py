@@ -13,13 +13,13 @@ Two axes, three judge calls:
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import JudgeConfig, PromptStep, Scorer, StepContext, create_scorer
+from ..core import PromptStep, Scorer, StepContext, create_scorer
 from ..judge.protocol import JudgeModel
+from ._judging import field_of, items_of, judge, ratio
 from ._summarization_prompts import (
     SUMMARIZATION_INSTRUCTIONS,
     CoverageJudgement,
@@ -28,12 +28,8 @@ from ._summarization_prompts import (
     reason_prompt,
     source_judgement_prompt,
 )
-from .utils import (
-    extract_agent_response_messages,
-    get_assistant_message_from_run_output,
-    get_user_message_from_run_input,
-    round_to_two_decimals,
-)
+from ._text import extracted, request_text, response_text
+from .utils import round_to_two_decimals
 
 __all__ = [
     "SUMMARIZATION_DESCRIPTION",
@@ -80,14 +76,6 @@ class AxisMeasures:
         return self.claim_count > 0 and self.question_count > 0
 
 
-def _ratio(matched: int, total: int) -> float:
-    return 0.0 if total == 0 else min(1.0, matched / total)
-
-
-def _field(entry: Any, name: str) -> Any:
-    return entry.get(name) if isinstance(entry, Mapping) else None
-
-
 def measure_axes(
     *,
     questions: Sequence[str],
@@ -103,14 +91,14 @@ def measure_axes(
     """
     asked = list(questions[: max(max_questions, 0)])
     verdicts = list(coverage[: len(asked)])
-    answered = [_field(verdict, "answered") is True for verdict in verdicts]
+    answered = [field_of(verdict, "answered") is True for verdict in verdicts]
     answered += [False] * (len(asked) - len(answered))
-    supported = [_field(verdict, "supported") is True for verdict in alignment]
+    supported = [field_of(verdict, "supported") is True for verdict in alignment]
     return AxisMeasures(
-        alignment_score=_ratio(sum(supported), len(alignment)),
-        coverage_score=_ratio(sum(answered), len(asked)),
+        alignment_score=ratio(sum(supported), len(alignment)),
+        coverage_score=ratio(sum(answered), len(asked)),
         unsupported_claims=[
-            str(_field(verdict, "claim") or "")
+            str(field_of(verdict, "claim") or "")
             for verdict, ok in zip(alignment, supported, strict=True)
             if not ok
         ],
@@ -133,10 +121,7 @@ def summary_of(output: Any) -> str:
     with no text before the final answer is skipped. Any other output falls back to the generic
     assistant-text lookup.
     """
-    if isinstance(output, list | tuple):
-        texts = [text for text in extract_agent_response_messages(output) if text.strip()]
-        return texts[-1] if texts else ""
-    return get_assistant_message_from_run_output(output) or ""
+    return response_text(output)
 
 
 async def _source_of(
@@ -148,26 +133,19 @@ async def _source_of(
     agent-shaped runs: with OpenAI-style messages its silent skip would judge the wrong text.
     """
     if source_extractor is not None:
-        extracted = source_extractor(run_input, output)
-        if inspect.isawaitable(extracted):
-            extracted = await extracted
-        return "" if extracted is None else str(extracted)
+        found = await extracted(source_extractor, run_input, output)
+        return "" if found is None else str(found)
     if source is not None:
         return source
-    return get_user_message_from_run_input(run_input) or ""
-
-
-def _step_result(value: Any, key: str) -> list[Any]:
-    found = _field(value, key)
-    return list(found) if isinstance(found, list) else []
+    return request_text(run_input)
 
 
 def _measures(ctx: StepContext, max_questions: int) -> AxisMeasures:
     preprocess = ctx.results.preprocess_step_result
     return measure_axes(
-        questions=_step_result(preprocess, "questions"),
-        alignment=_step_result(preprocess, "alignment"),
-        coverage=_step_result(ctx.results.analyze_step_result, "coverage"),
+        questions=items_of(preprocess, "questions"),
+        alignment=items_of(preprocess, "alignment"),
+        coverage=items_of(ctx.results.analyze_step_result, "coverage"),
         max_questions=max_questions,
     )
 
@@ -207,7 +185,7 @@ def create_summarization_scorer(
         return source_judgement_prompt(text, summary_of(ctx.run.output), max_questions)
 
     def analyze_prompt(ctx: StepContext) -> str:
-        questions = _step_result(ctx.results.preprocess_step_result, "questions")
+        questions = items_of(ctx.results.preprocess_step_result, "questions")
         asked = [str(question) for question in questions[:max_questions]]
         return coverage_prompt(summary_of(ctx.run.output), asked)
 
@@ -236,11 +214,7 @@ def create_summarization_scorer(
             id=SUMMARIZATION_SCORER_ID,
             name=SUMMARIZATION_SCORER_NAME,
             description=SUMMARIZATION_DESCRIPTION,
-            judge=JudgeConfig(
-                model=model,
-                instructions=SUMMARIZATION_INSTRUCTIONS,
-                model_options=model_options,
-            ),
+            judge=judge(model, SUMMARIZATION_INSTRUCTIONS, model_options),
             type="agent",
             scale=scale,
             direction="higher_is_better",
