@@ -309,3 +309,32 @@ def test_demo_prometheus_starts_with_the_short_window_rules(prometheus_bin: str)
         prometheus.stop()
     with pytest.raises(OSError):
         urllib.request.urlopen(f"{prometheus.url}/-/ready", timeout=2)
+
+
+def test_demo_with_model_uses_that_model_through_litellm(tmp_path: Path) -> None:
+    """`--model` takes the real-model path: litellm with the provider's usual environment. Here
+    the OpenAI endpoint is the simulated judge, so the path runs without a key or a network."""
+    with SimulatedJudge(latency_s=(0.0, 0.02), seed=2) as judge:
+        env = {
+            **os.environ,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "OPENAI_API_BASE": judge.base_url,
+            "OPENAI_BASE_URL": judge.base_url,
+            "OPENAI_API_KEY": "sk-test-placeholder",
+        }
+        completed = subprocess.run(
+            [sys.executable, "-m", "scorewatch", "demo", "--model", "openai/gpt-4o-mini",
+             "--duration", "3", "--rate", "10", "--port", "0", "--db", str(tmp_path / "d.db")],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=180,
+        )  # fmt: skip
+        answered = judge.answered
+    text = completed.stdout + completed.stderr
+    assert completed.returncode == 0, text
+    assert "judge: openai/gpt-4o-mini (a real model" in text
+    assert "SIMULATED" not in text
+    assert answered > 0
+    judge_line = re.search(r"judge \(openai/gpt-4o-mini\): (\d+) calls .*\$(\d+\.\d+)", text)
+    assert judge_line is not None, text
+    assert int(judge_line.group(1)) == answered
+    assert float(judge_line.group(2)) > 0  # priced from litellm's table for gpt-4o-mini
+    assert "sk-test-placeholder" not in text

@@ -55,7 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate", type=_positive, default=4.0, metavar="RPS", help="agent requests per second"
     )
     parser.add_argument(
-        "--port", type=_port, default=9464, help="port of /metrics on 127.0.0.1 (0: any free one)"
+        "--port",
+        type=_port,
+        default=None,
+        help="port of /metrics on 127.0.0.1 (default 9464, or a free one if it is taken; "
+        "0: any free one)",
     )
     parser.add_argument(
         "--prometheus",

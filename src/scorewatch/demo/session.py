@@ -17,7 +17,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..core.hooks import add_run_observer, remove_run_observer
 from ..live import CallbackSink, LiveResult, LiveScoring, Sampling, ScorerEntry, SqliteSink
@@ -33,10 +33,14 @@ from .simulated_judge import SimulatedJudge
 from .stats import DemoStats
 from .view import LiveView, ViewState, render_summary
 
+if TYPE_CHECKING:
+    from ..telemetry import TelemetryHandle
+
 __all__ = ["AGENT_TARGET", "DemoOptions", "run_demo"]
 
 AGENT_TARGET = "summarizer-agent"
 DEFAULT_DURATION_S = 45.0
+DEFAULT_METRICS_PORT = 9464
 DEFAULT_DURATION_WITH_PROMETHEUS_S = 60.0
 
 
@@ -45,7 +49,8 @@ class DemoOptions:
     model: str | None = None
     duration_s: float = DEFAULT_DURATION_S
     rate: float = 4.0
-    port: int = 9464
+    port: int | None = None
+    """Port of /metrics on 127.0.0.1 (0: any free one); None: 9464, or a free one if taken."""
     prometheus: bool = False
     db_path: Path | None = None
     sample_rate: float = 0.5
@@ -89,14 +94,18 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
             "judge calls and costs money)"
         )
 
-    from .. import telemetry
-
+    port = DEFAULT_METRICS_PORT if options.port is None else options.port
     try:
-        handle = telemetry.configure(
-            service_name="scorewatch-demo", prometheus=f"127.0.0.1:{options.port}", otlp=False
-        )
+        try:
+            handle = _configure_telemetry(port)
+        except OSError:
+            if options.port is not None:
+                raise
+            # The default port is taken (another exporter?): any free port will do.
+            say(f"127.0.0.1:{port} is taken; serving /metrics on a free port instead")
+            handle = _configure_telemetry(0)
     except Exception as error:
-        say(f"error: cannot serve /metrics on 127.0.0.1:{options.port} ({error}); try --port 0")
+        say(f"error: cannot serve /metrics on 127.0.0.1:{port} ({error}); try --port 0")
         if judge is not None:
             judge.stop()
         return 2
@@ -236,6 +245,14 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
         if judge is not None:
             judge.stop()
     return 0
+
+
+def _configure_telemetry(port: int) -> TelemetryHandle:
+    from .. import telemetry
+
+    return telemetry.configure(
+        service_name="scorewatch-demo", prometheus=f"127.0.0.1:{port}", otlp=False
+    )
 
 
 def _import_litellm() -> None:
