@@ -242,10 +242,12 @@ class GaugePoller:
         self._interval = interval
         self.latest: QueueGauges | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stopping: asyncio.Event | None = None
 
     def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            self._stopping = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run(self._stopping))
 
     async def refresh(self) -> QueueGauges | None:
         try:
@@ -254,14 +256,19 @@ class GaugePoller:
             logger.warning("reading the queue gauges failed (%s)", type(error).__name__)
         return self.latest
 
-    async def _run(self) -> None:
-        while True:
+    async def _run(self, stopping: asyncio.Event) -> None:
+        while not stopping.is_set():
             await self.refresh()
-            await asyncio.sleep(self._interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), self._interval)
 
     async def stop(self) -> None:
+        # Not a cancellation first: the Redis client can swallow a cancellation that lands
+        # inside a command, and the loop would then go on. Ask, wait a moment, then cancel.
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if task is None or self._stopping is None:
+            return
+        self._stopping.set()
+        _done, pending = await asyncio.wait({task}, timeout=5.0)
+        for left in pending:
+            left.cancel()

@@ -105,6 +105,7 @@ class StreamWorker:
         self._counts = dict.fromkeys(_COUNTS, 0)
         self._lock = threading.Lock()
         self._stopping = asyncio.Event()
+        self._drained = asyncio.Event()
         self._poller = GaugePoller(client, names, stats_interval)
         self._unregister = queue_observers.register_queue_gauges(lambda: self._poller.latest)
 
@@ -135,8 +136,12 @@ class StreamWorker:
         try:
             await self._consume()
         finally:
-            heartbeat.cancel()
+            self._stopping.set()
             await self._drain(drain_timeout)
+            # The heartbeat kept the runs in flight claimed until now.
+            self._drained.set()
+            await asyncio.wait({heartbeat}, timeout=5.0)
+            heartbeat.cancel()
             await self._poller.stop()
             self._unregister()
         return self.stats()
@@ -211,8 +216,10 @@ class StreamWorker:
 
     async def _heartbeat(self) -> None:
         interval = self._visibility_ms / 3000
-        while True:
-            await asyncio.sleep(interval)
+        while not self._drained.is_set():
+            await _sleep_or_stop(self._drained, interval)
+            if self._drained.is_set():
+                return
             ids: list[Any] = list(self._tasks.values())
             if not ids:
                 continue
