@@ -12,6 +12,7 @@ import json
 import os
 import queue
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -338,3 +339,35 @@ def test_demo_with_model_uses_that_model_through_litellm(tmp_path: Path) -> None
     assert int(judge_line.group(1)) == answered
     assert float(judge_line.group(2)) > 0  # priced from litellm's table for gpt-4o-mini
     assert "sk-test-placeholder" not in text
+
+
+def test_demo_ctrl_c_prints_the_summary_and_exits_0(tmp_path: Path) -> None:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scorewatch", "demo", "--duration", "600", "--rate", "10",
+         "--port", "0", "--db", str(tmp_path / "d.db")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_reader, args=(process.stdout, lines), daemon=True).start()
+    output: list[str] = []
+    try:
+        while True:
+            line = lines.get(timeout=120)
+            assert line is not None, "".join(output)
+            output.append(line)
+            if re.match(r"\[\s*\d+\.\d+s\] agent ", line):  # serving and scoring: interrupt
+                process.send_signal(signal.SIGINT)
+                break
+        while (line := lines.get(timeout=120)) is not None:
+            output.append(line)
+        code = process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = "".join(output)
+    assert code == 0, text
+    assert "interrupted: finishing the runs already accepted" in text
+    assert "=== scorewatch demo: summary" in text
+    assert re.search(r"results: \d+ rows in", text), text
