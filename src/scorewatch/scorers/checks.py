@@ -23,7 +23,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..core import Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
+from ._measured import measured_scorer
 from ._text import all_response_text, tool_calls_of
 
 __all__ = [
@@ -39,29 +40,13 @@ __all__ = [
 ]
 
 
-def _check(
-    *,
-    id: str,
-    name: str,
-    description: str,
-    inspect_run: Any,
-    passed_key: str = "passed",
-) -> Scorer:
-    def score(ctx: StepContext) -> float:
-        found = ctx.results.preprocess_step_result
-        return 1.0 if isinstance(found, dict) and found.get(passed_key) is True else 0.0
-
-    return (
-        create_scorer(
-            id=id,
-            name=name,
-            description=description,
-            type="agent",
-            scale=1,
-            direction="higher_is_better",
-        )
-        .preprocess(inspect_run)
-        .generate_score(score)
+def _check(*, id: str, name: str, description: str, inspect_run: Any) -> Scorer:
+    return measured_scorer(
+        id=id,
+        name=name,
+        description=description,
+        measure=inspect_run,
+        score=lambda found: 1.0 if isinstance(found, dict) and found.get("passed") is True else 0.0,
     )
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
+from ._measured import measured_scorer
 from ._text import all_request_text, all_response_text, request_text
 from ._words import check_language, content_words, stem_words
 from .utils import round_to_two_decimals
@@ -51,24 +52,18 @@ def create_completeness_scorer(*, language: str = "english") -> Scorer:
             "element_counts": {"input": len(input_elements), "output": len(output_elements)},
         }
 
-    def score(ctx: StepContext) -> float:
-        found = ctx.results.preprocess_step_result
+    def score(found: Any) -> float:
         wanted: list[str] = found["input_elements"]
         if not wanted:
             return 1.0 if not found["output_elements"] else 0.0
         covered = len(wanted) - len(found["missing_elements"])
         return round_to_two_decimals(covered / len(wanted))
 
-    return (
-        create_scorer(
-            id=COMPLETENESS_SCORER_ID,
-            name="Completeness Scorer",
-            description="Measures how many of the input's key words (stems, stop words excluded) "
-            "the output covers",
-            type="agent",
-            scale=1,
-            direction="higher_is_better",
-        )
-        .preprocess(extract)
-        .generate_score(score)
+    return measured_scorer(
+        id=COMPLETENESS_SCORER_ID,
+        name="Completeness Scorer",
+        description="Measures how many of the input's key words (stems, stop words excluded) "
+        "the output covers",
+        measure=extract,
+        score=score,
     )

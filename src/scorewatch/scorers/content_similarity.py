@@ -19,9 +19,9 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from ..core import Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
+from ._measured import measured_scorer, rounded
 from ._text import all_response_text, reference_text
-from .utils import round_to_two_decimals
 
 __all__ = ["CONTENT_SIMILARITY_SCORER_ID", "create_content_similarity_scorer"]
 
@@ -55,19 +55,11 @@ def create_content_similarity_scorer(
             "similarity": fuzz.ratio(processed_reference, processed_output) / 100,
         }
 
-    def score(ctx: StepContext) -> float:
-        return round_to_two_decimals(float(ctx.results.preprocess_step_result["similarity"]))
-
-    return (
-        create_scorer(
-            id=CONTENT_SIMILARITY_SCORER_ID,
-            name="Content Similarity Scorer",
-            description="Measures the normalized edit similarity of the output to the ground "
-            "truth (or the input)",
-            type="agent",
-            scale=1,
-            direction="higher_is_better",
-        )
-        .preprocess(compare)
-        .generate_score(score)
+    return measured_scorer(
+        id=CONTENT_SIMILARITY_SCORER_ID,
+        name="Content Similarity Scorer",
+        description="Measures the normalized edit similarity of the output to the ground "
+        "truth (or the input)",
+        measure=compare,
+        score=rounded("similarity"),
     )

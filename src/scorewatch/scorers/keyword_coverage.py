@@ -17,7 +17,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..core import Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
+from ._measured import measured_scorer
 from ._text import all_request_text, all_response_text, request_text
 from ._words import check_language, content_words, fold, words
 from .utils import round_to_two_decimals
@@ -64,22 +65,16 @@ def create_keyword_coverage_scorer(
             "matched_keywords": [k for k in reference if k in present],
         }
 
-    def score(ctx: StepContext) -> float:
-        found = ctx.results.preprocess_step_result
+    def score(found: Any) -> float:
         total = len(found["reference_keywords"])
         if total == 0:
             return 1.0
         return round_to_two_decimals(len(found["matched_keywords"]) / total)
 
-    return (
-        create_scorer(
-            id=KEYWORD_COVERAGE_SCORER_ID,
-            name="Keyword Coverage Scorer",
-            description="Measures the share of the reference keywords that appear in the output",
-            type="agent",
-            scale=1,
-            direction="higher_is_better",
-        )
-        .preprocess(extract)
-        .generate_score(score)
+    return measured_scorer(
+        id=KEYWORD_COVERAGE_SCORER_ID,
+        name="Keyword Coverage Scorer",
+        description="Measures the share of the reference keywords that appear in the output",
+        measure=extract,
+        score=score,
     )

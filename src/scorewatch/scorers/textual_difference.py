@@ -16,9 +16,9 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import Any
 
-from ..core import Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
+from ._measured import measured_scorer, rounded
 from ._text import all_response_text, reference_text
-from .utils import round_to_two_decimals
 
 __all__ = ["TEXTUAL_DIFFERENCE_SCORER_ID", "create_textual_difference_scorer"]
 
@@ -48,19 +48,11 @@ def create_textual_difference_scorer(*, ignore_case: bool = False) -> Scorer:
             "confidence": 1 - length_diff,
         }
 
-    def score(ctx: StepContext) -> float:
-        return round_to_two_decimals(float(ctx.results.preprocess_step_result["ratio"]))
-
-    return (
-        create_scorer(
-            id=TEXTUAL_DIFFERENCE_SCORER_ID,
-            name="Textual Difference Scorer",
-            description="Measures how much of the ground truth (or the input) the output keeps, "
-            "with difflib's sequence matching",
-            type="agent",
-            scale=1,
-            direction="higher_is_better",
-        )
-        .preprocess(compare)
-        .generate_score(score)
+    return measured_scorer(
+        id=TEXTUAL_DIFFERENCE_SCORER_ID,
+        name="Textual Difference Scorer",
+        description="Measures how much of the ground truth (or the input) the output keeps, "
+        "with difflib's sequence matching",
+        measure=compare,
+        score=rounded("ratio"),
     )

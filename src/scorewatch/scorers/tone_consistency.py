@@ -22,9 +22,9 @@ import statistics
 from functools import cache
 from typing import Any
 
-from ..core import Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
+from ._measured import measured_scorer, rounded
 from ._text import all_response_text, request_text
-from .utils import round_to_two_decimals
 
 __all__ = ["TONE_SCORER_ID", "create_tone_consistency_scorer", "polarity"]
 
@@ -87,19 +87,11 @@ def create_tone_consistency_scorer(
             "score": max(0.0, 1 - spread),
         }
 
-    def score(ctx: StepContext) -> float:
-        return round_to_two_decimals(float(ctx.results.preprocess_step_result["score"]))
-
-    return (
-        create_scorer(
-            id=TONE_SCORER_ID,
-            name="Tone Consistency Scorer",
-            description="Measures whether the output's sentiment matches a reference tone, or "
-            "stays steady across its sentences (VADER sentiment)",
-            type="agent",
-            scale=1,
-            direction="higher_is_better",
-        )
-        .preprocess(measure)
-        .generate_score(score)
+    return measured_scorer(
+        id=TONE_SCORER_ID,
+        name="Tone Consistency Scorer",
+        description="Measures whether the output's sentiment matches a reference tone, or "
+        "stays steady across its sentences (VADER sentiment)",
+        measure=measure,
+        score=rounded("score"),
     )

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-from ..core import Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
+from ._measured import measured_scorer
 from ._text import tool_calls_of
 
 __all__ = [
@@ -67,8 +68,7 @@ def create_tool_call_accuracy_code_scorer(
             "correct_order_called": called_in_order(actual, order, strict_mode) if order else None,
         }
 
-    def score(ctx: StepContext) -> float:
-        found = ctx.results.preprocess_step_result
+    def score(found: Any) -> float:
         actual: list[str] = found["actual_tools"]
         if not actual:
             return 0.0
@@ -83,15 +83,10 @@ def create_tool_call_accuracy_code_scorer(
         if order
         else f"Checks that the agent called {expected_tool!r}"
     )
-    return (
-        create_scorer(
-            id=TOOL_CALL_ACCURACY_CODE_SCORER_ID,
-            name="Tool Call Accuracy (code)",
-            description=description,
-            type="agent",
-            scale=1,
-            direction="higher_is_better",
-        )
-        .preprocess(inspect_run)
-        .generate_score(score)
+    return measured_scorer(
+        id=TOOL_CALL_ACCURACY_CODE_SCORER_ID,
+        name="Tool Call Accuracy (code)",
+        description=description,
+        measure=inspect_run,
+        score=score,
     )
