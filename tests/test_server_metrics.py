@@ -227,3 +227,54 @@ def test_the_real_prometheus_scrapes_the_service(
             prometheus.terminate()
             prometheus.wait(10)
         process.kill()
+
+
+def test_sigterm_flushes_the_otlp_exporters(tmp_path: Path, judge: LoopbackJudgeServer) -> None:
+    from scorewatch.testing import OtlpReceiver
+
+    secret = "OTLP-CONTENT-MARKER-51"
+    with OtlpReceiver(grpc_enabled=False) as receiver:
+        body = CONFIG.format(server="", judge=judge_table(judge.base_url), protected="false")
+        env = {
+            "SW_TEST_JUDGE_BASE": judge.base_url,
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.http_endpoint,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            # Nothing is exported on a schedule during the test: only the shutdown flush sends.
+            "OTEL_BSP_SCHEDULE_DELAY": "600000",
+            "OTEL_BLRP_SCHEDULE_DELAY": "600000",
+            "OTEL_METRIC_EXPORT_INTERVAL": "600000",
+        }
+        process = ServeProcess(write_config(tmp_path, body), env=env)
+        try:
+            process.wait_listening()
+            with httpx.Client(base_url=process.url, timeout=30) as client:
+                for index in range(3):
+                    response = client.post(
+                        "/v1/scores",
+                        params={"wait": "true"},
+                        json={
+                            "scorers": ["judged"],
+                            "input": secret,
+                            "output": secret,
+                            "target": "otlp-agent",
+                            "trace_id": f"{index + 1:032x}",
+                            "span_id": f"{index + 1:016x}",
+                        },
+                    )
+                    assert response.json()["results"][0]["status"] == "success"
+            assert receiver.spans_named("evaluation judged") == []
+            assert process.terminate() == 0
+        finally:
+            process.kill()
+        runs = receiver.spans_named("evaluation judged")
+        assert len(runs) == 3
+        assert {span.resource.get("service.name") for span in runs} == {"scorewatch-test"}
+        assert all(span.attributes.get("scorewatch.target") == "otlp-agent" for span in runs)
+        linked = {link[0] for span in runs for link in span.links}
+        assert linked == {f"{i:032x}" for i in (1, 2, 3)}  # the run spans link to the agents'
+        events = receiver.log_records("gen_ai.evaluation.result")
+        assert len(events) == 3
+        assert {event.attributes.get("gen_ai.evaluation.score.value") for event in events} == {0.75}
+        assert receiver.metric_points("gen_ai.evaluation.score")
+        exported = repr(receiver.spans()) + repr(receiver.log_records())
+        assert secret not in exported  # content stays out unless capture_content is on
