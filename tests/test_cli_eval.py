@@ -252,3 +252,17 @@ def test_report_command_and_charts_render_in_chromium(tmp_path: Path) -> None:
 def test_eval_help(flag: str) -> None:
     done = scorewatch("eval", flag)
     assert done.returncode == 0 and "--threshold" in done.stdout
+
+
+def test_sqlite_sink_receives_results(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "data.jsonl", ROWS)
+    db = tmp_path / "scores.db"
+    done = scorewatch(
+        "eval", str(data), "--scorer", "tests.cli_scorers:length_scorer", "--sqlite", str(db)
+    )
+    assert done.returncode == 0, done.stderr
+    from scorewatch.live import SqliteSink
+
+    rows = SqliteSink(db).query(limit=10)
+    assert sorted(row["score"] for row in rows) == [0.0, 1.0, 1.0]
+    assert {row["source"] for row in rows} == {"TEST"}

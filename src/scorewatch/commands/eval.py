@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=4, help="items in flight at once")
     parser.add_argument("--out", help="append per-item results here (JSONL)")
     parser.add_argument(
+        "--sqlite", help="also store every result in this SQLite file (the live sink's rows)"
+    )
+    parser.add_argument(
         "--threshold",
         action="append",
         default=[],
@@ -163,8 +166,11 @@ def _evaluate(
     records: list[dict[str, Any]] = []
     progress = Progress(len(data))
     costs = EstimatedCostCollector()
+    store = _sqlite_writer(args.sqlite, data)
 
     async def on_result(outcome: RunOutcome) -> None:
+        if store is not None:
+            await store(outcome)
         record = outcome_record(outcome, data[outcome.item_index], costs.pop(_run_id_of(outcome)))
         records.append(record)
         if out is not None:
@@ -192,6 +198,8 @@ def _evaluate(
         interrupted = True
     finally:
         remove_run_observer(costs)
+        if store is not None:
+            asyncio.run(store.aclose())
         progress.finish()
 
     summaries = summarize_records(records)
@@ -210,6 +218,14 @@ def _evaluate(
     if interrupted:
         return 130
     return 1 if problems else 0
+
+
+def _sqlite_writer(path: str | None, data: list[dict[str, Any]]) -> Any:
+    if not path:
+        return None
+    from ..live import ExperimentSinkWriter, SqliteSink
+
+    return ExperimentSinkWriter([SqliteSink(path)], data)
 
 
 def _run_id_of(outcome: RunOutcome) -> str | None:

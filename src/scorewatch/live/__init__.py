@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from .context import LiveCall
 from .entry import LiveFilter, ScorerEntry
+from .experiments import ExperimentSinkWriter
 from .result import LiveResult
 from .sampling import Sampling
 from .scoring import LiveDecision, LiveScoring, LiveStats
@@ -25,6 +26,7 @@ from .sinks import CallbackSink, JsonlSink, ScoreSink, SqliteSink
 
 __all__ = [
     "CallbackSink",
+    "ExperimentSinkWriter",
     "JsonlSink",
     "LiveCall",
     "LiveDecision",

@@ -14,14 +14,19 @@ from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
+from ..core.errors import ScorerRunError
 from ..core.result import ScorerRunResult, ScorerRunSnapshot
+from ..core.scorer import Scorer
 from ..core.steps import camel_step
+from ..errors import ScorewatchError
 from .context import LiveCall
 from .redact import redact_secrets
 
 __all__ = ["LiveResult", "LiveStatus", "iso_timestamp"]
 
 LiveStatus = Literal["success", "failed"]
+RowSource = Literal["LIVE", "TEST"]
+"""The reference row's `source`: live traffic, or batch evaluation (experiments)."""
 
 
 def iso_timestamp(moment: datetime) -> str:
@@ -51,6 +56,63 @@ class LiveResult:
     failed_step: str | None = None
     completed_steps: tuple[str, ...] = ()
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    source: RowSource = "LIVE"
+
+    @classmethod
+    def success(
+        cls,
+        run_id: str,
+        scorer: Scorer,
+        call: LiveCall,
+        result: ScorerRunResult,
+        source: RowSource = "LIVE",
+    ) -> LiveResult:
+        return cls(
+            id=run_id,
+            scorer_id=scorer.id,
+            scorer_name=scorer.name,
+            scorer_description=scorer.description,
+            has_judge=scorer.has_judge,
+            call=call,
+            status="success",
+            result=result,
+            source=source,
+        )
+
+    @classmethod
+    def failure(
+        cls,
+        run_id: str,
+        scorer: Scorer,
+        call: LiveCall,
+        error: BaseException,
+        source: RowSource = "LIVE",
+    ) -> LiveResult:
+        """A failed run: stored with its error and snapshot, never as a score."""
+        failed_step: str | None = None
+        completed: tuple[str, ...] = ()
+        snapshot = None
+        if isinstance(error, ScorerRunError):
+            failed_step = error.failed_step
+            completed = tuple(error.completed_steps)
+            snapshot = error.result
+        cause = error.__cause__ if isinstance(error, ScorerRunError) else error
+        return cls(
+            id=run_id,
+            scorer_id=scorer.id,
+            scorer_name=scorer.name,
+            scorer_description=scorer.description,
+            has_judge=scorer.has_judge,
+            call=call,
+            status="failed",
+            result=snapshot,
+            error=str(error) or type(error).__name__,
+            error_code=error.code if isinstance(error, ScorewatchError) else None,
+            error_type=type(cause or error).__name__,
+            failed_step=failed_step,
+            completed_steps=completed,
+            source=source,
+        )
 
     @property
     def score(self) -> float | None:
@@ -107,7 +169,7 @@ class LiveResult:
                 "hasJudge": self.has_judge,
             },
             "metadata": metadata,
-            "source": "LIVE",
+            "source": self.source,
             "entity": {"id": call.target or "", "name": call.target or ""},
             "entityType": "AGENT",
             "structuredOutput": False,

@@ -28,10 +28,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Literal, TypeVar, overload
 
-from ..core.errors import ScorerRunError
 from ..core.scorer import Scorer
 from ..core.sync import background_loop
-from ..errors import ScorewatchError
 from . import observers
 from .context import LiveCall, current_trace_ids
 from .entry import ScorerEntry
@@ -298,7 +296,7 @@ class LiveScoring:
                 target_metadata=call.metadata,
             )
         except Exception as error:
-            live_result = _failure(work, error)
+            live_result = LiveResult.failure(work.run_id, scorer, work.call, error)
             outcome = "failed"
             self._warn.warning(
                 f"run:{scorer.id}:{live_result.error_type}",
@@ -308,16 +306,7 @@ class LiveScoring:
                 live_result.error,
             )
         else:
-            live_result = LiveResult(
-                id=work.run_id,
-                scorer_id=scorer.id,
-                scorer_name=scorer.name,
-                scorer_description=scorer.description,
-                has_judge=scorer.has_judge,
-                call=call,
-                status="success",
-                result=result,
-            )
+            live_result = LiveResult.success(work.run_id, scorer, call, result)
             outcome = "scored"
         if job.state != "done":  # not given up at shutdown meanwhile
             await self._store(live_result)
@@ -484,34 +473,6 @@ def _drain_at_exit(live: LiveScoring) -> None:
         except RuntimeError:  # the interpreter is already shutting down
             pass
     atexit.register(drain)
-
-
-def _failure(work: _Work, error: Exception) -> LiveResult:
-    scorer = work.scorer
-    failed_step: str | None = None
-    completed: tuple[str, ...] = ()
-    snapshot = None
-    if isinstance(error, ScorerRunError):
-        failed_step = error.failed_step
-        completed = tuple(error.completed_steps)
-        snapshot = error.result
-    code = error.code if isinstance(error, ScorewatchError) else None
-    cause = error.__cause__ if isinstance(error, ScorerRunError) else error
-    return LiveResult(
-        id=work.run_id,
-        scorer_id=scorer.id,
-        scorer_name=scorer.name,
-        scorer_description=scorer.description,
-        has_judge=scorer.has_judge,
-        call=work.call,
-        status="failed",
-        result=snapshot,
-        error=str(error) or type(error).__name__,
-        error_code=code,
-        error_type=type(cause or error).__name__,
-        failed_step=failed_step,
-        completed_steps=completed,
-    )
 
 
 def _refuse_inside_loop(name: str, async_name: str) -> None:
