@@ -242,18 +242,24 @@ def _first_text_with_role(messages: Any, role: str) -> str | None:
     return None
 
 
+def _text_or_record(value: Any, role: str) -> str | Mapping[str, Any] | None:
+    """A bare string is the text itself; a message list (as chat-completion callers pass it)
+    gives the text of its first `role` message; anything else is read as a record (None when
+    it is not one)."""
+    if isinstance(value, str):
+        return value
+    items = _as_list(value)
+    if items is not None:
+        return _first_text_with_role(items, role)
+    return _as_mapping(value)
+
+
 def get_user_message_from_run_input(run_input: Any) -> str | None:
     """The user's message: a bare string, the first user message of `inputMessages` or
     `messages`, or a `prompt` / `text` / `content` / `input` / `user` field. None when absent."""
-    if isinstance(run_input, str):
-        return run_input
-    items = _as_list(run_input)
-    if items is not None:
-        # A bare OpenAI message list, as chat-completion callers pass it.
-        return _first_text_with_role(items, "user")
-    record = _as_mapping(run_input)
-    if record is None:
-        return None
+    record = _text_or_record(run_input, "user")
+    if not isinstance(record, Mapping):
+        return record
     for key in ("inputMessages", "messages"):
         found = _first_text_with_role(record.get(key), "user")
         if found is not None:
@@ -273,14 +279,9 @@ def get_assistant_message_from_run_output(run_output: Any) -> str | None:
     """The assistant's answer: a bare string, the FIRST assistant message of a list, a single
     assistant message or `{text}` / `{content}` object, or an OpenAI chat-completion response's
     first choice. None when absent."""
-    if isinstance(run_output, str):
-        return run_output
-    items = _as_list(run_output)
-    if items is not None:
-        return _first_text_with_role(items, "assistant")
-    record = _as_mapping(run_output)
-    if record is None:
-        return None
+    record = _text_or_record(run_output, "assistant")
+    if not isinstance(record, Mapping):
+        return record
     role = record.get("role")
     choices = _as_list(record.get("choices"))
     if role is None and choices:
