@@ -24,6 +24,7 @@ Range 0..scale, higher is better. Without a ground truth the run fails with a cl
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..core import PromptStep, Scorer, StepContext
@@ -93,34 +94,16 @@ class UnitComparison(JudgeAnswer):
     contradictions: list[Contradiction]
 
 
+@dataclass(slots=True, kw_only=True)
 class SimilarityWeights:
     """The scoring weights (see the module docstring)."""
 
-    __slots__ = (
-        "contradiction_penalty",
-        "exact_match_bonus",
-        "extra_info_penalty",
-        "max_extra_info_penalty",
-        "missing_penalty",
-        "semantic_weight",
-    )
-
-    def __init__(
-        self,
-        *,
-        semantic_weight: float = 0.8,
-        exact_match_bonus: float = 0.2,
-        missing_penalty: float = 0.15,
-        contradiction_penalty: float = 1.0,
-        extra_info_penalty: float = 0.05,
-        max_extra_info_penalty: float = 0.2,
-    ) -> None:
-        self.semantic_weight = semantic_weight
-        self.exact_match_bonus = exact_match_bonus
-        self.missing_penalty = missing_penalty
-        self.contradiction_penalty = contradiction_penalty
-        self.extra_info_penalty = extra_info_penalty
-        self.max_extra_info_penalty = max_extra_info_penalty
+    semantic_weight: float = 0.8
+    exact_match_bonus: float = 0.2
+    missing_penalty: float = 0.15
+    contradiction_penalty: float = 1.0
+    extra_info_penalty: float = 0.05
+    max_extra_info_penalty: float = 0.2
 
 
 def answer_similarity_score(
