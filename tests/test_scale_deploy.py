@@ -1,0 +1,126 @@
+"""The scale-out deploy pieces: compose.scale.yaml over compose.yaml, the `scale` kustomize
+component of deploy/k8s, and the configs they mount, parse and agree with each other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from deploy_support import DEPLOY, load_yaml, load_yaml_documents
+from scorewatch.server.config import load_config
+from scorewatch.server.scorers import build_scorers
+
+K8S = DEPLOY / "k8s"
+SCALE = K8S / "scale"
+SCALE_CONFIGS = [DEPLOY / "scorewatch.scale.toml", SCALE / "scorewatch.toml"]
+
+
+@pytest.mark.parametrize("path", SCALE_CONFIGS)
+def test_scale_configs_use_the_queue_and_postgres_from_the_environment(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = load_config(path)
+    assert config.queue.url is None and config.queue.url_env == "SCOREWATCH_QUEUE_URL"
+    assert config.sinks.sqlite is False and config.sinks.postgres_env == "SCOREWATCH_POSTGRES_DSN"
+    assert "password=" not in path.read_text("utf-8").lower()
+    monkeypatch.setenv("SCOREWATCH_QUEUE_URL", "redis://redis:6379/0")
+    assert config.queue.resolved_url() == "redis://redis:6379/0"
+    assert [s.id for s in build_scorers(config)] == [spec.id for spec in config.scorers]
+
+
+def _compose_scale() -> dict[str, Any]:
+    document = load_yaml(DEPLOY / "compose.scale.yaml")
+    assert isinstance(document, dict)
+    return document
+
+
+def test_compose_scale_adds_redis_postgres_and_workers() -> None:
+    base = load_yaml(DEPLOY / "compose.yaml")["services"]
+    services = _compose_scale()["services"]
+    assert {"redis", "postgres", "worker"} <= set(services)
+    assert set(services) - {"redis", "postgres", "worker"} <= set(base)  # overrides only
+    worker = services["worker"]
+    assert worker["command"][0] == "worker"
+    assert worker["image"] == base["scorewatch"]["image"]  # the image serve builds
+    for name in ("scorewatch", "worker"):
+        env = services[name]["environment"]
+        assert env["SCOREWATCH_QUEUE_URL"].split("//")[1].split(":")[0] in services
+        assert "host=postgres " in env["SCOREWATCH_POSTGRES_DSN"]
+        assert "${POSTGRES_PASSWORD" in env["SCOREWATCH_POSTGRES_DSN"]  # never in the file
+        for volume in services[name]["volumes"]:
+            source = volume.split(":")[0]
+            assert (DEPLOY / source).is_file(), f"{name}: {volume}"
+            assert volume.split(":")[1] == "/etc/scorewatch/scorewatch.toml"
+    assert "--appendonly" in services["redis"]["command"]
+    for service in services.values():
+        for port in service.get("ports", []):
+            assert port.startswith("127.0.0.1:")
+    assert set(_compose_scale()["volumes"]) == {"redis-data", "postgres-data"}
+
+
+def _component() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    component = load_yaml(SCALE / "kustomization.yaml")
+    assert component["kind"] == "Component"
+    documents: list[dict[str, Any]] = []
+    for name in component["resources"]:
+        assert (SCALE / name).is_file(), f"the component lists missing {name}"
+        documents += load_yaml_documents(SCALE / name)
+    return component, documents
+
+
+def test_kustomize_base_includes_the_scale_component() -> None:
+    base = load_yaml(K8S / "kustomization.yaml")
+    assert "scale" in base["components"]
+    component, _documents = _component()
+    for patch in component["patches"]:
+        assert (SCALE / patch["path"]).is_file()
+    (generator,) = component["configMapGenerator"]
+    assert generator["behavior"] == "replace"
+    assert generator["name"] in {g["name"] for g in base["configMapGenerator"]}
+    assert all((SCALE / f).is_file() for f in generator["files"])
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {item["name"]: item.get("value", "<secret>") for item in container["env"]}
+
+
+def test_worker_deployment_scales_independently_and_reaches_redis_and_postgres() -> None:
+    _component_doc, documents = _component()
+    by_kind_name = {(d["kind"], d["metadata"]["name"]): d for d in documents}
+    worker = by_kind_name[("Deployment", "scorewatch-worker")]
+    serve = load_yaml(K8S / "deployment.yaml")
+    worker_labels = worker["spec"]["selector"]["matchLabels"]
+    assert worker_labels != serve["spec"]["selector"]["matchLabels"]
+    assert worker_labels.items() <= worker["spec"]["template"]["metadata"]["labels"].items()
+    hpa = by_kind_name[("HorizontalPodAutoscaler", "scorewatch-worker")]
+    assert hpa["spec"]["scaleTargetRef"]["name"] == "scorewatch-worker"
+
+    (container,) = worker["spec"]["template"]["spec"]["containers"]
+    assert container["args"][0] == "worker"
+    config_mount = next(m for m in container["volumeMounts"] if m["name"] == "config")
+    assert f"{config_mount['mountPath']}/scorewatch.toml" in container["args"]
+    config = load_config(SCALE / "scorewatch.toml")
+    grace = worker["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace > config.server.shutdown_timeout
+
+    services = {d["metadata"]["name"]: d for d in documents if d["kind"] == "Service"}
+    patch = load_yaml(SCALE / "serve-queue-patch.yaml")
+    (serve_container,) = patch["spec"]["template"]["spec"]["containers"]
+    for env in (_env(container), _env(serve_container)):
+        redis_host = env["SCOREWATCH_QUEUE_URL"].split("//")[1].split(":")[0]
+        assert redis_host in services
+        dsn_host = env["SCOREWATCH_POSTGRES_DSN"].split("host=")[1].split()[0]
+        assert dsn_host in services
+        assert "password=$(POSTGRES_PASSWORD)" in env["SCOREWATCH_POSTGRES_DSN"]
+        names = list(env)
+        assert names.index("POSTGRES_PASSWORD") < names.index("SCOREWATCH_POSTGRES_DSN")
+    for name in ("scorewatch-redis", "scorewatch-postgres"):
+        statefulset = by_kind_name[("StatefulSet", name)]
+        selector = services[name]["spec"]["selector"]
+        assert selector.items() <= statefulset["spec"]["template"]["metadata"]["labels"].items()
+    monitor = by_kind_name[("PodMonitor", "scorewatch-worker")]
+    assert monitor["spec"]["selector"]["matchLabels"] == worker_labels
+    ports = {p["name"] for p in container["ports"]}
+    assert monitor["spec"]["podMetricsEndpoints"][0]["port"] in ports
