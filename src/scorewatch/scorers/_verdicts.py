@@ -50,6 +50,7 @@ __all__ = [
     "judged_against_context",
     "label_of",
     "verdict_share",
+    "weight_of",
     "yes_count",
 ]
 
@@ -58,6 +59,11 @@ def label_of(entry: Any, name: str = "verdict") -> str:
     """A verdict label, trimmed and lower-cased (`" Yes"` counts as `"yes"`)."""
     value = field_of(entry, name)
     return value.strip().lower() if isinstance(value, str) else ""
+
+
+def weight_of(entry: Any, name: str, weights: Mapping[str, float]) -> float:
+    """What the label under `name` weighs in `weights`; a missing or unknown label weighs 0."""
+    return weights.get(label_of(entry, name), 0.0)
 
 
 def aligned_labels(expected: int, verdicts: Sequence[Any], name: str = "verdict") -> list[str]:

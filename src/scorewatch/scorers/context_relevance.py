@@ -43,7 +43,7 @@ from ._judging import (
     require_scale,
 )
 from ._text import ContextExtractor, request_text, response_text
-from ._verdicts import by_index, label_of
+from ._verdicts import by_index, label_of, weight_of
 from .utils import round_to_two_decimals
 
 __all__ = [
@@ -98,7 +98,7 @@ def context_relevance_score(
     if pieces == 0:
         return 0.0
     evaluated = by_index(pieces, evaluations)
-    weights = [RELEVANCE_WEIGHTS.get(label_of(e, "relevance"), 0.0) for e in evaluated]
+    weights = [weight_of(e, "relevance", RELEVANCE_WEIGHTS) for e in evaluated]
     unused_high = sum(
         1
         for e in evaluated

@@ -43,7 +43,7 @@ from ._judging import (
     require_scale,
 )
 from ._text import request_text, response_text
-from ._verdicts import label_of
+from ._verdicts import label_of, weight_of
 from .utils import round_to_two_decimals
 
 __all__ = [
@@ -103,7 +103,7 @@ def noise_sensitivity_score(
     scale: float = 1,
 ) -> float:
     """Robustness from the judged dimensions (see the module docstring); 0 without any."""
-    weights = [impact_weights.get(label_of(d, "impact"), 0.0) for d in dimensions]
+    weights = [weight_of(d, "impact", impact_weights) for d in dimensions]
     if not weights:
         return 0.0
     value = sum(weights) / len(weights)

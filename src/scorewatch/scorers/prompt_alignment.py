@@ -38,7 +38,7 @@ from ._judging import (
     require_scale,
 )
 from ._text import request_text, response_text
-from ._verdicts import label_of
+from ._verdicts import label_of, weight_of
 from .utils import get_combined_system_prompt, round_to_two_decimals
 
 __all__ = [
@@ -97,11 +97,11 @@ def prompt_alignment_score(analysis: Any, mode: EvaluationMode = "both", scale: 
     """The weighted alignment score of an analysis (see the module docstring)."""
     if not isinstance(analysis, Mapping):
         return 0.0
-    intent = _CREDIT.get(label_of(field_of(analysis, "intent"), "addressed"), 0.0)
+    intent = weight_of(field_of(analysis, "intent"), "addressed", _CREDIT)
     credits: dict[str, list[float]] = {"user": [], "system": []}
     for requirement in items_of(analysis, "requirements"):
         source = "system" if label_of(requirement, "source") == "system" else "user"
-        credits[source].append(_CREDIT.get(label_of(requirement, "fulfilled"), 0.0))
+        credits[source].append(weight_of(requirement, "fulfilled", _CREDIT))
     user, system = _mean(credits["user"]), _mean(credits["system"])
     if mode == "both" and user is not None and system is not None:
         requirements = 0.7 * user + 0.3 * system
