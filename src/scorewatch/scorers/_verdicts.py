@@ -43,6 +43,7 @@ __all__ = [
     "VerdictList",
     "aligned_labels",
     "by_index",
+    "by_position",
     "claims_prompt",
     "flagged_facts",
     "flagged_items_facts",
@@ -66,11 +67,17 @@ def weight_of(entry: Any, name: str, weights: Mapping[str, float]) -> float:
     return weights.get(label_of(entry, name), 0.0)
 
 
+def by_position(count: int, entries: Sequence[Any]) -> list[Any]:
+    """The entry for each of `count` judged items, matched by POSITION (judges reword items
+    when echoing them): extra entries are dropped, a missing one is None."""
+    matched = list(entries[:count])
+    return matched + [None] * (count - len(matched))
+
+
 def aligned_labels(expected: int, verdicts: Sequence[Any], name: str = "verdict") -> list[str]:
-    """One label per judged item, matched by POSITION (judges reword items when echoing them):
-    extra verdicts are dropped, a missing verdict is `''` (counts as no)."""
-    labels = [label_of(verdict, name) for verdict in verdicts[:expected]]
-    return labels + [""] * (expected - len(labels))
+    """One label per judged item, matched by position (`by_position`); a missing verdict is
+    `''` (counts as no)."""
+    return [label_of(verdict, name) for verdict in by_position(expected, verdicts)]
 
 
 def by_index(count: int, entries: Sequence[Any], key: str = "context_index") -> list[Any]:

@@ -29,6 +29,7 @@ from ._summarization_prompts import (
     source_judgement_prompt,
 )
 from ._text import extracted, request_text, response_text
+from ._verdicts import by_position
 from .utils import round_to_two_decimals
 
 __all__ = [
@@ -90,9 +91,9 @@ def measure_axes(
     counts as unanswered; verdicts beyond the questions asked are ignored. Alignment is not capped.
     """
     asked = list(questions[: max(max_questions, 0)])
-    verdicts = list(coverage[: len(asked)])
-    answered = [field_of(verdict, "answered") is True for verdict in verdicts]
-    answered += [False] * (len(asked) - len(answered))
+    answered = [
+        field_of(verdict, "answered") is True for verdict in by_position(len(asked), coverage)
+    ]
     supported = [field_of(verdict, "supported") is True for verdict in alignment]
     return AxisMeasures(
         alignment_score=ratio(sum(supported), len(alignment)),

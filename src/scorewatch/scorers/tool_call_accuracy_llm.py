@@ -39,6 +39,7 @@ from ._judging import (
     require_scale,
 )
 from ._text import request_text, response_text, tool_calls_of
+from ._verdicts import by_position
 from .utils import round_to_two_decimals
 
 __all__ = [
@@ -108,7 +109,9 @@ def tool_selection_score(
     """Appropriate calls / calls x scale, rounded; without calls, scale if nothing was missing."""
     if calls == 0:
         return 0.0 if missing_tools else float(scale)
-    appropriate = sum(1 for e in evaluations[:calls] if field_of(e, "appropriate") is True)
+    appropriate = sum(
+        1 for e in by_position(calls, evaluations) if field_of(e, "appropriate") is True
+    )
     return round_to_two_decimals(appropriate / calls * scale)
 
 
@@ -179,7 +182,7 @@ def create_tool_call_accuracy_llm_scorer(
         evaluations = items_of(selection, "evaluations")
         wrong = [
             f"{name} ({field_of(e, 'reason') or 'not judged'})"
-            for name, e in zip(called, evaluations + [None] * len(called), strict=False)
+            for name, e in zip(called, by_position(len(called), evaluations), strict=True)
             if field_of(e, "appropriate") is not True
         ]
         missing = [str(t) for t in items_of(selection, "missing_tools")]
