@@ -345,6 +345,19 @@ def test_422_for_invalid_json(client: httpx.Client) -> None:
     assert fields["body"].startswith("invalid JSON")
 
 
+def test_415_unless_the_body_is_declared_json(client: httpx.Client) -> None:
+    body = json.dumps(pair(scorers=["length"])).encode()
+    for content_type in (None, "text/plain", "application/x-www-form-urlencoded"):
+        headers = {} if content_type is None else {"content-type": content_type}
+        response = client.post("/v1/scores", content=body, headers=headers)
+        assert response.status_code == 415, content_type
+        assert response.json()["error"] == "unsupported_media_type"
+    charset = client.post(
+        "/v1/scores", content=body, headers={"content-type": "application/json; charset=utf-8"}
+    )
+    assert charset.status_code == 202
+
+
 def test_413_over_one_mebibyte(client: httpx.Client) -> None:
     big = pair(output="z" * (1 << 20))
     response = client.post("/v1/scores", json=big)

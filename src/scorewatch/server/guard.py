@@ -68,6 +68,19 @@ class ServiceGuard:
         if scope.get("method") not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
+        if path.startswith("/v1/") and not _is_json(scope):
+            # Also what keeps a web page from posting to a token-less service on localhost: a
+            # browser cannot send application/json cross-origin without a CORS preflight.
+            await _discard_body(receive, settings.max_body_bytes)
+            await _answer(
+                send,
+                415,
+                {
+                    "error": "unsupported_media_type",
+                    "message": "send the body as JSON, with Content-Type: application/json",
+                },
+            )
+            return
         limit = settings.max_body_bytes
         declared = _content_length(scope)
         if declared is not None and declared > limit:
@@ -120,6 +133,16 @@ async def _discard_body(receive: Receive, limit: int) -> None:
         size += len(message.get("body", b""))
         if not message.get("more_body", False):
             return
+
+
+def _is_json(scope: Scope) -> bool:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-type":
+            media: bytes = value.split(b";", 1)[0].strip().lower()
+            return media == b"application/json" or (
+                media.startswith(b"application/") and media.endswith(b"+json")
+            )
+    return False
 
 
 def _content_length(scope: Scope) -> int | None:

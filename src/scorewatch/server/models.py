@@ -193,8 +193,9 @@ class ErrorBody(BaseModel):
     """Every error answer has this shape."""
 
     error: str = Field(
-        description="A stable code: invalid_request, body_too_large, unknown_scorer, "
-        "queue_full, shutting_down, unauthorized, no_result_store.",
+        description="A stable code: invalid_request, body_too_large, batch_too_large, "
+        "unsupported_media_type, unknown_scorer, queue_full, shutting_down, unauthorized, "
+        "not_found, method_not_allowed, no_result_store.",
         examples=["unknown_scorer"],
     )
     message: str = Field(examples=["unknown scorer 'sumary'; known: length, summary"])

@@ -36,6 +36,7 @@ _REFUSALS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
     404: {"model": ErrorBody, "description": "Unknown scorer id; `known_scorers` lists them."},
     413: {"model": ErrorBody, "description": "Body over server.max_body_bytes (default 1 MiB)."},
+    415: {"model": ErrorBody, "description": "Content-Type is not application/json."},
     422: {"model": ErrorBody, "description": "Invalid JSON or fields; `fields` names them."},
     429: {"model": ErrorBody, "description": "Queue full; retry after `Retry-After` seconds."},
     503: {"model": ErrorBody, "description": "Shutting down; send elsewhere or retry later."},
