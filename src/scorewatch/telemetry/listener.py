@@ -9,7 +9,7 @@ up to the judge records exactly.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -56,9 +56,92 @@ class TelemetryObserver:
     capture: ContentCapture
     target_guard: CardinalityGuard
     model_guard: CardinalityGuard
+    profiles: dict[int, _ScorerProfile] = field(default_factory=dict)
 
     def run_started(self, start: RunStart) -> RunTelemetry:
         return RunTelemetry(self, start)
+
+    def profile(self, scorer: Any) -> _ScorerProfile:
+        """What every run of `scorer` shares (names, attribute dicts), computed once.
+
+        Keyed by identity and checked against the scorer object itself, so a new scorer that
+        reuses a freed object's id never sees the old profile.
+        """
+        profile = self.profiles.get(id(scorer))
+        if profile is not None and profile.scorer is scorer:
+            return profile
+        profile = _ScorerProfile(scorer)
+        if len(self.profiles) >= _PROFILE_CACHE_SIZE:
+            self.profiles.clear()
+        self.profiles[id(scorer)] = profile
+        return profile
+
+
+_PROFILE_CACHE_SIZE = 1024
+
+
+class _ScorerProfile:
+    """Span names and attribute dicts of one scorer's runs, shared by all of them.
+
+    The dicts are never mutated after construction: the SDK copies span attributes, and a
+    metric measurement only reads its attributes.
+    """
+
+    __slots__ = (
+        "by_outcome",
+        "direction",
+        "models",
+        "run_attributes",
+        "run_span_name",
+        "scale",
+        "score_attributes",
+        "scorer",
+        "step_metric_attributes",
+        "step_span",
+        "threshold",
+    )
+
+    def __init__(self, scorer: Any) -> None:
+        self.scorer = scorer
+        scorer_id: str = scorer.id
+        self.scale = float(getattr(scorer, "scale", 1.0) or 1.0)
+        self.threshold = getattr(scorer, "threshold", None)
+        self.direction = getattr(scorer, "direction", "higher_is_better")
+        self.models = _step_models(scorer)
+        self.run_span_name = names.run_span_name(scorer_id)
+        base: Attributes = {
+            names.ATTR_OPERATION_NAME: names.OPERATION_EVALUATION,
+            names.ATTR_EVALUATION_NAME: scorer_id,
+            names.ATTR_SCORER_ID: scorer_id,
+        }
+        scorer_name = getattr(scorer, "name", None)
+        if scorer_name:
+            base[names.ATTR_SCORER_NAME] = str(scorer_name)
+        self.run_attributes = base
+        self.step_span: dict[tuple[str, str], tuple[str, Attributes]] = {}
+        self.step_metric_attributes: dict[tuple[str, str], Attributes] = {}
+        self.score_attributes: dict[tuple[str, str | None], Attributes] = {}
+        self.by_outcome: dict[str, Attributes] = {}
+        for step in getattr(scorer, "steps", ()):
+            name, kind = str(getattr(step, "name", "")), str(getattr(step, "type", ""))
+            self.step_span[(name, kind)] = (
+                names.step_span_name(name),
+                {names.ATTR_STEP: name, names.ATTR_STEP_TYPE: kind},
+            )
+            self.step_metric_attributes[(name, kind)] = {
+                names.ATTR_EVALUATION_NAME: scorer_id,
+                names.ATTR_STEP: name,
+                names.ATTR_STEP_TYPE: kind,
+            }
+
+    def outcome_attributes(self, outcome: str) -> Attributes:
+        attributes = self.by_outcome.get(outcome)
+        if attributes is None:
+            attributes = self.by_outcome[outcome] = {
+                names.ATTR_EVALUATION_NAME: self.scorer.id,
+                names.ATTR_OUTCOME: outcome,
+            }
+        return attributes
 
 
 def _parse_hex(value: str | None, width: int) -> int:
@@ -83,10 +166,10 @@ def _target_context(trace_id: str | None, span_id: str | None) -> SpanContext | 
     )
 
 
-def _step_models(start: RunStart) -> dict[str, str]:
+def _step_models(scorer: Any) -> dict[str, str]:
     """The judge model of each prompt step, when the scorer exposes it, to name `chat` spans."""
     models: dict[str, str] = {}
-    for step in getattr(start.scorer, "steps", ()):
+    for step in getattr(scorer, "steps", ()):
         judge = getattr(step, "judge", None)
         model_id = getattr(getattr(judge, "model", None), "model_id", None)
         if isinstance(model_id, str):
@@ -114,29 +197,31 @@ class RunTelemetry:
         self._instruments = observer.instruments
         self._capture = observer.capture
         scorer, run = start.scorer, start.run
+        try:
+            profile = observer.profile(scorer)
+        except TypeError:  # an unhashable duck-typed scorer: nothing to share
+            profile = _ScorerProfile(scorer)
+        self._profile = profile
         self._scorer_id: str = scorer.id
-        self._scale = float(getattr(scorer, "scale", 1.0) or 1.0)
-        self._threshold = getattr(scorer, "threshold", None)
-        self._direction = getattr(scorer, "direction", "higher_is_better")
+        self._scale = profile.scale
+        self._threshold = profile.threshold
+        self._direction = profile.direction
         self._emit_score = start.emit_score
         self._score_source = run.score_source or "direct"
         self._target = run.target
         self._run_id = run.run_id
-        self._models = _step_models(start)
+        self._models = profile.models
         self._steps: list[_OpenSpan] = []
         self._attempts: list[_OpenSpan] = []
         self._totals = _JudgeTotals()
-        self._evaluated = _target_context(run.target_trace_id, run.target_span_id)
+        self._evaluated = (
+            _target_context(run.target_trace_id, run.target_span_id)
+            if run.target_trace_id or run.target_span_id
+            else None
+        )
 
-        attributes: Attributes = {
-            names.ATTR_OPERATION_NAME: names.OPERATION_EVALUATION,
-            names.ATTR_EVALUATION_NAME: scorer.id,
-            names.ATTR_SCORER_ID: scorer.id,
-            names.ATTR_SCORE_SOURCE: self._score_source,
-        }
-        scorer_name = getattr(scorer, "name", None)
-        if scorer_name:
-            attributes[names.ATTR_SCORER_NAME] = str(scorer_name)
+        attributes: Attributes = profile.run_attributes.copy()
+        attributes[names.ATTR_SCORE_SOURCE] = self._score_source
         if run.run_id:
             attributes[names.ATTR_RUN_ID] = run.run_id
         if run.target:
@@ -155,7 +240,7 @@ class RunTelemetry:
         # A run scored by a queue worker also links to the request that enqueued it.
         links.extend(Link(enqueued) for enqueued in current_run_links())
         span = observer.tracer.start_span(
-            names.run_span_name(scorer.id),
+            profile.run_span_name,
             context=parent,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
@@ -201,35 +286,43 @@ class RunTelemetry:
     # -- steps -------------------------------------------------------------------------------
 
     def step_started(self, step: StepName, step_type: StepType) -> None:
-        self._close_steps()
-        span = self._observer.tracer.start_span(
+        if self._steps or self._attempts:
+            self._close_steps()
+        known = self._profile.step_span.get((step, step_type))
+        span_name, attributes = known or (
             names.step_span_name(step),
+            {names.ATTR_STEP: step, names.ATTR_STEP_TYPE: step_type},
+        )
+        span = self._observer.tracer.start_span(
+            span_name,
             context=self._run_context,
             kind=SpanKind.INTERNAL,
-            attributes={names.ATTR_STEP: step, names.ATTR_STEP_TYPE: step_type},
+            attributes=attributes,
         )
         token = otel_context.attach(trace.set_span_in_context(span))
         self._steps.append(_OpenSpan(span, token))
 
     def step_finished(self, outcome: StepOutcome) -> None:
-        self._close_attempts()
+        if self._attempts:
+            self._close_attempts()
         open_step = self._steps.pop() if self._steps else None
         if open_step is not None:
             self._detach(open_step.token)
             if outcome.error is not None:
                 _mark_failed(open_step.span, outcome.error)
             open_step.span.end()
-        self._close_steps()
+        if self._steps:
+            self._close_steps()
 
         ins = self._instruments
-        ins.step_duration.record(
-            outcome.duration_s,
-            {
-                names.ATTR_EVALUATION_NAME: self._scorer_id,
-                names.ATTR_STEP: outcome.step,
-                names.ATTR_STEP_TYPE: outcome.step_type,
-            },
-        )
+        step_attributes = self._profile.step_metric_attributes.get(
+            (outcome.step, outcome.step_type)
+        ) or {
+            names.ATTR_EVALUATION_NAME: self._scorer_id,
+            names.ATTR_STEP: outcome.step,
+            names.ATTR_STEP_TYPE: outcome.step_type,
+        }
+        ins.step_duration.record(outcome.duration_s, step_attributes)
         execution = outcome.execution
         if execution is not None:
             counted: Attributes = {
@@ -339,7 +432,8 @@ class RunTelemetry:
     # -- run end -----------------------------------------------------------------------------
 
     def run_finished(self, result: ScorerRunResult, duration_s: float) -> None:
-        self._close_steps()
+        if self._steps or self._attempts:
+            self._close_steps()
         score = getattr(result, "score", None)
         not_scorable = bool(getattr(result, "not_scorable", None)) or score is None
         outcome = names.OUTCOME_NOT_SCORABLE if not_scorable else names.OUTCOME_SUCCESS
@@ -349,19 +443,21 @@ class RunTelemetry:
         if self._capture.on_spans and result.reason is not None:
             span.set_attribute(names.ATTR_REASON, describe.to_json(result.reason))
         ins = self._instruments
-        ins.scorer_runs.add(
-            1, {names.ATTR_EVALUATION_NAME: self._scorer_id, names.ATTR_OUTCOME: outcome}
-        )
-        ins.run_duration.record(
-            duration_s, {names.ATTR_EVALUATION_NAME: self._scorer_id, names.ATTR_OUTCOME: outcome}
-        )
+        outcome_attributes = self._profile.outcome_attributes(outcome)
+        ins.scorer_runs.add(1, outcome_attributes)
+        ins.run_duration.record(duration_s, outcome_attributes)
         if score is not None and not not_scorable:
-            score_attributes: Attributes = {
-                names.ATTR_EVALUATION_NAME: self._scorer_id,
-                names.ATTR_SCORE_SOURCE: self._score_source,
-            }
-            if self._target:
-                score_attributes[names.ATTR_TARGET] = self._observer.target_guard(self._target)
+            target = self._observer.target_guard(self._target) if self._target else None
+            key = (self._score_source, target)
+            score_attributes = self._profile.score_attributes.get(key)
+            if score_attributes is None:
+                score_attributes = {
+                    names.ATTR_EVALUATION_NAME: self._scorer_id,
+                    names.ATTR_SCORE_SOURCE: self._score_source,
+                }
+                if target is not None:
+                    score_attributes[names.ATTR_TARGET] = target
+                self._profile.score_attributes[key] = score_attributes
             ins.score_histogram(self._scale).record(float(score), score_attributes)
         if self._emit_score:
             reason = result.reason if self._capture.on_events else None
