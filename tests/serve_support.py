@@ -58,6 +58,10 @@ SCORER_MODULE = textwrap.dedent(
         return sw.create_scorer(id="failing", description="Always fails").generate_score(explode)
 
 
+    def make_exploding_factory():
+        raise RuntimeError("no scorer today")
+
+
     def only_support_bot(call):
         return call.target == "support-bot"
 

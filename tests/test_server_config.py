@@ -167,6 +167,7 @@ def test_building_errors_name_the_scorer_entry(tmp_path: Path) -> None:
         'factory = "sw_test_scorers:missing"': "scorers[0].factory: cannot import",
         'factory = "no_such_module_here:make"': "scorers[0].factory: cannot import",
         'kind = "completeness"\noptions = { bogus = 1 }': "scorers[0].options:",
+        'factory = "sw_test_scorers:make_exploding_factory"': "raised RuntimeError: no scorer",
     }
     for line, expected in cases.items():
         path = write_config(tmp_path, f'[[scorers]]\nid = "x"\n{line}\n')
@@ -174,6 +175,29 @@ def test_building_errors_name_the_scorer_entry(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as raised:
             build_scorers(config)
         assert expected in raised.value.message, (line, raised.value.message)
+
+
+def test_a_named_judge_key_variable_must_be_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_config(
+        tmp_path,
+        """
+        [judge]
+        model = "openai/gpt-4o-mini"
+        api_key_env = "SW_TEST_JUDGE_KEY"
+        [[scorers]]
+        id = "summary"
+        kind = "summarization"
+        """,
+    )
+    monkeypatch.delenv("SW_TEST_JUDGE_KEY", raising=False)
+    with pytest.raises(ConfigError, match=r"judge\.api_key_env: environment variable"):
+        build_scorers(load_config(path))
+    monkeypatch.setenv("SW_TEST_JUDGE_KEY", "sk-from-env")
+    [summary] = build_scorers(load_config(path))
+    assert summary.judge_model == "openai/gpt-4o-mini"
+    assert "sk-from-env" not in repr(summary.scorer.steps)
 
 
 def test_filters_and_targets_come_from_the_config(tmp_path: Path) -> None:

@@ -70,9 +70,11 @@ def _judge_for(spec: ScorerSpec, defaults: JudgeDefaults) -> tuple[str | None, d
     if spec.model_options:
         options.update(spec.model_options)
     if defaults.api_key_env and "api_key" not in options:
-        key = os.environ.get(defaults.api_key_env)
-        if key:
-            options["api_key"] = key
+        key = os.environ.get(defaults.api_key_env, "").strip()
+        if not key:
+            line = f"judge.api_key_env: environment variable {defaults.api_key_env} is not set"
+            raise ConfigError(f"invalid configuration:\n  {line}", problems=[line])
+        options["api_key"] = key
     return model, options
 
 
@@ -119,6 +121,10 @@ def _build_custom(index: int, spec: ScorerSpec, base_dir: Path) -> Scorer:
         factory = import_object(path, search=base_dir)
     except (ImportError, AttributeError) as error:
         raise _problem(index, "factory", f"cannot import {path!r}: {error}") from None
+    except Exception as error:  # the module itself failed while being imported
+        raise _problem(
+            index, "factory", f"importing {path!r} raised {type(error).__name__}: {error}"
+        ) from error
     if isinstance(factory, Scorer):
         return factory
     if not callable(factory):
@@ -127,6 +133,10 @@ def _build_custom(index: int, spec: ScorerSpec, base_dir: Path) -> Scorer:
         produced = factory()
     except TypeError as error:
         raise _problem(index, "factory", f"{path!r} must take no arguments: {error}") from None
+    except Exception as error:
+        raise _problem(
+            index, "factory", f"{path!r} raised {type(error).__name__}: {error}"
+        ) from error
     if inspect.isawaitable(produced):
         if inspect.iscoroutine(produced):
             produced.close()
@@ -161,6 +171,10 @@ def _filter_for(index: int, spec: ScorerSpec, base_dir: Path) -> LiveFilter | No
             found = import_object(spec.filter, search=base_dir)
         except (ImportError, AttributeError) as error:
             raise _problem(index, "filter", f"cannot import {spec.filter!r}: {error}") from None
+        except Exception as error:
+            raise _problem(
+                index, "filter", f"importing {spec.filter!r} raised {type(error).__name__}: {error}"
+            ) from error
         if not callable(found):
             raise _problem(index, "filter", f"{spec.filter!r} is not callable")
         predicate = found
