@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -261,7 +262,9 @@ def _import_litellm() -> None:
     litellm.suppress_debug_info = True
 
 
-def _start_prometheus(metrics_port: int | None, say: Any) -> DemoPrometheus | None:
+def _start_prometheus(
+    metrics_port: int | None, say: Callable[[str], None]
+) -> DemoPrometheus | None:
     if metrics_port is None:
         return None
     prometheus = DemoPrometheus.locate(f"127.0.0.1:{metrics_port}")
@@ -292,7 +295,7 @@ def _start_prometheus(metrics_port: int | None, say: Any) -> DemoPrometheus | No
     return prometheus
 
 
-def _quality_label(dataset: DemoDataset) -> Any:
+def _quality_label(dataset: DemoDataset) -> Callable[[LiveResult], str | None]:
     def label(result: LiveResult) -> str | None:
         output = result.call.output
         found = dataset.find_summary(output) if isinstance(output, str) else None

@@ -11,7 +11,7 @@ import math
 import statistics
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,7 +123,12 @@ class DemoStats:
     summary that was scored).
     """
 
-    def __init__(self, scorer_names: Sequence[str], *, label_of: Any = None) -> None:
+    def __init__(
+        self,
+        scorer_names: Sequence[str],
+        *,
+        label_of: Callable[[LiveResult], str | None] | None = None,
+    ) -> None:
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self.phase = "healthy"
