@@ -7,12 +7,13 @@ The caller's context variables (e.g. the current OpenTelemetry span) travel with
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextvars
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["background_loop", "run_coroutine_sync"]
 
@@ -24,6 +25,8 @@ _loop: asyncio.AbstractEventLoop | None = None
 
 def background_loop() -> asyncio.AbstractEventLoop:
     """The shared loop, started on first use."""
+    import asyncio  # here, not at module level: it costs `import scorewatch` tens of ms
+
     global _loop
     with _lock:
         if _loop is None or _loop.is_closed():
@@ -36,6 +39,9 @@ def background_loop() -> asyncio.AbstractEventLoop:
 
 def run_coroutine_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run `coro` to completion from synchronous code and return its result."""
+    import asyncio
+    import concurrent.futures
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
