@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sqlite3
@@ -116,6 +117,13 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
     db_path = options.db_path or Path(tempfile.mkdtemp(prefix="scorewatch-demo-")) / "scores.db"
     db_path.parent.mkdir(parents=True, exist_ok=True)
     say(f"results: {db_path} (SQLite, table mastra_scorers)")
+    # Warnings (a failing judge: one per failed run) go to a file, not through the live view.
+    log_path = db_path.parent / "scorewatch-demo.log"
+    log_handler = logging.FileHandler(log_path, encoding="utf-8")
+    log_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    package_logger = logging.getLogger("scorewatch")
+    package_logger.addHandler(log_handler)
+    say(f"log: {log_path}")
 
     prometheus = None
     if options.prometheus:
@@ -158,6 +166,7 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
             series=stats.series(),
             judge=stats.judge(),
             judge_label=judge_label,
+            last_error=stats.last_error,
         )
 
     async def refresh() -> None:
@@ -245,6 +254,8 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
         handle.shutdown()
         if judge is not None:
             judge.stop()
+        package_logger.removeHandler(log_handler)
+        log_handler.close()
     return 0
 
 

@@ -140,6 +140,8 @@ class DemoStats:
         self._output_tokens = 0
         self._cost = 0.0
         self._latencies: list[float] = []
+        self.last_error: str | None = None
+        """The latest failed run, as "scorer: error" (a judge outage shows here)."""
 
     def elapsed(self) -> float:
         return time.monotonic() - self._started
@@ -155,6 +157,7 @@ class DemoStats:
             score = result.score
             if score is None:
                 series.failed += 1
+                self.last_error = f"{result.scorer_id}: {result.error or 'failed'}"
                 return
             series.points.append((moment, score))
             series.by_phase.setdefault(self.phase, []).append(score)

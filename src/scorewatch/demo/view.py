@@ -29,6 +29,7 @@ class ViewState:
     series: Sequence[ScorerSeries]
     judge: JudgeTotals
     judge_label: str
+    last_error: str | None = None
 
 
 def short_name(scorer_id: str) -> str:
@@ -93,6 +94,8 @@ def render_panel(state: ViewState) -> list[str]:
         )
     lines.append("  " + _decisions_line(state.live))
     lines.append("  " + _judge_line(state.judge, state.judge_label))
+    if state.last_error:
+        lines.append(f"  last failure: {state.last_error}")
     return lines
 
 
@@ -110,6 +113,7 @@ def render_line(state: ViewState) -> str:
         f"sampled {live.get('sampled', 0)} not sampled {live.get('not_sampled', 0)} dropped "
         f"{_dropped(live)} · judge calls {judge.calls} tokens {judge.tokens:,} p50 "
         f"{_ms(judge.latency_p50_s)} cost ${judge.cost_usd:.4f}"
+        + (f" · last failure: {state.last_error}" if state.last_error else "")
     )
 
 
@@ -137,7 +141,7 @@ def render_summary(
         )
         lines.append(
             f"  {short_name(series.name):<20} overall {_score(series.mean()).strip()}"
-            f" (n={series.count}, failed {series.failed}) · {phases}"
+            f" (n={series.count}, failed {series.failed})" + (f" · {phases}" if phases else "")
         )
         if series.by_label:
             by_quality = ", ".join(
@@ -147,6 +151,8 @@ def render_summary(
             lines.append(f"  {'':<20} by summary quality: {by_quality}")
     lines.append(_decisions_line(state.live))
     lines.append(_judge_line(state.judge, state.judge_label))
+    if state.last_error:
+        lines.append(f"last failure: {state.last_error}")
     lines.append(f"results: {rows} rows in {db_path}")
     lines.append(
         f'  try: sqlite3 {db_path} "select scorerId, status, round(avg(score), 2), count(*) '
