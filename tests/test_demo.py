@@ -371,3 +371,38 @@ def test_demo_ctrl_c_prints_the_summary_and_exits_0(tmp_path: Path) -> None:
     assert "interrupted: finishing the runs already accepted" in text
     assert "=== scorewatch demo: summary" in text
     assert re.search(r"results: \d+ rows in", text), text
+
+
+def test_demo_with_a_failing_judge_reports_failures_and_still_exits_0(tmp_path: Path) -> None:
+    from scorewatch.testing.judge_server import HttpError, LoopbackJudgeServer
+
+    refusal = HttpError(401, "Incorrect API key provided", error_type="invalid_request_error")
+    with LoopbackJudgeServer(refusal) as server:
+        env = {
+            **os.environ,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "OPENAI_API_BASE": server.base_url,
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "sk-wrong-key",
+        }
+        completed = subprocess.run(
+            [sys.executable, "-m", "scorewatch", "demo", "--model", "openai/gpt-4o-mini",
+             "--duration", "2", "--rate", "10", "--port", "0", "--db", str(tmp_path / "d.db")],
+            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=180,
+        )  # fmt: skip
+    text = completed.stdout + completed.stderr
+    assert completed.returncode == 0, text
+    failed = re.search(r"summarization\s+overall - \(n=0, failed (\d+)\)", text)
+    assert failed is not None and int(failed.group(1)) > 0, text
+    assert "last failure: summarization-scorer: Scorer Run Failed" in text
+    assert "sk-wrong-key" not in text
+    log = (tmp_path / "scorewatch-demo.log").read_text(encoding="utf-8")
+    assert "summarization-scorer" in log and "sk-wrong-key" not in log
+    with sqlite3.connect(tmp_path / "d.db") as connection:
+        statuses = dict(
+            connection.execute(
+                "select status, count(*) from mastra_scorers "
+                "where scorerId = 'summarization-scorer' group by 1"
+            ).fetchall()
+        )
+    assert statuses == {"failed": int(failed.group(1))}
