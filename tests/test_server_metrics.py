@@ -118,6 +118,8 @@ def test_metrics_are_prometheus_text_on_the_service_port(
         assert found["scorewatch_live_queue_depth"].type == "gauge"
         assert sample_value(found["scorewatch_live_queue_depth"]) == 0
         assert "scorewatch_live_in_flight" in found
+        document = httpx.get(f"{process.url}/openapi.json", timeout=10).json()
+        assert "security" not in document["paths"]["/v1/scores"]["post"]  # no token here
     finally:
         process.kill()
 

@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from starlette.routing import Route
 
 from .. import __version__
-from .auth import resolve_token
+from .auth import require_token, resolve_token
 from .config import ServeConfig
 from .errors import install_error_handlers
 from .guard import ServiceGuard
@@ -107,8 +107,9 @@ def create_app(service: ServiceState) -> FastAPI:
     )
     app.state.service = service
     install_error_handlers(app)
-    app.include_router(scores.router)
-    app.include_router(scorers.router)
+    guarded = [Depends(require_token)] if service.token is not None else []
+    app.include_router(scores.router, dependencies=guarded)
+    app.include_router(scorers.router, dependencies=guarded)
     app.include_router(probes.router)
     if service.config.telemetry.prometheus:
         from ..telemetry import prometheus_asgi_app

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from ...live.result import LiveResult
-from ..auth import require_token
 from ..errors import ApiError
 from ..intake import Admission, IntakeClosedError, QueueFullError, ScoreItem
 from ..models import (
@@ -30,7 +29,8 @@ from ..state import ServiceState, service_of
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1", tags=["scores"], dependencies=[Depends(require_token)])
+# The bearer-token dependency is added by `create_app` when the service has a token.
+router = APIRouter(prefix="/v1", tags=["scores"])
 
 _REFUSALS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
