@@ -38,6 +38,7 @@ ANALYZE = json.dumps(
     }
 )
 REASON = "The score is 0.7 because coverage decided it: the summary omits three facts."
+SCORE = '{"score": 0.5}'
 
 
 def answer_for(body: dict[str, Any]) -> str:
@@ -47,6 +48,8 @@ def answer_for(body: dict[str, Any]) -> str:
         return PREPROCESS
     if prompt.startswith("Decide whether each question"):
         return ANALYZE
+    if prompt.startswith("Rate this answer"):
+        return SCORE  # the one-call scorer of soak.py
     return REASON
 
 
