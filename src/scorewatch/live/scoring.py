@@ -19,12 +19,12 @@ import asyncio
 import atexit
 import inspect
 import logging
-import os
 import signal
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from random import getrandbits, random
 from types import FrameType
 from typing import Any, Literal, TypeVar, overload
 
@@ -107,6 +107,14 @@ class LiveScoring:
                     f"{entry.scorer.id!r}; live run ids and metrics are keyed by scorer id"
                 )
             seen[entry.scorer.id] = key
+        # For the unkeyed fast path of `submit`: without filters, and when every scorer samples
+        # at a rate, a call whose draw is at or above the highest rate is taken by none of them.
+        rates = [entry.sampling.rate for entry in self._entries.values()]
+        self._unfiltered = all(entry.filter is None for entry in self._entries.values())
+        self._highest_rate: float | None = (
+            max(rates) if rates and all(rate is not None for rate in rates) else None  # type: ignore[type-var]
+        )
+        self._none_sampled: dict[str, LiveDecision] = dict.fromkeys(self._entries, "not_sampled")
         self._sinks: tuple[ScoreSink, ...] = tuple(sinks)
         for sink in self._sinks:
             if not callable(getattr(sink, "write", None)):
@@ -178,15 +186,50 @@ class LiveScoring:
         `run_id` is the agent's own id for the call (a fresh one when not given); it keys
         sampling when no trace id is known.
         """
+        decisions = self._offer(
+            input,
+            output,
+            target,
+            trace_id,
+            span_id,
+            request_context,
+            ground_truth,
+            run_id,
+            metadata,
+        )
+        # The all-not-sampled answer is shared between calls: the caller gets its own copy.
+        return dict(decisions) if decisions is self._none_sampled else decisions
+
+    def _offer(
+        self,
+        input: Any,
+        output: Any,
+        target: str | None,
+        trace_id: str | None = None,
+        span_id: str | None = None,
+        request_context: Any = None,
+        ground_truth: Any = None,
+        run_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> dict[str, LiveDecision]:
         if trace_id is None and span_id is None:
             trace_id, span_id = current_trace_ids()
+        draw: float | None = None
+        if not trace_id and not run_id and self._unfiltered:
+            # Nothing to hash: the key would be a fresh random run id, whose hash is a uniform
+            # draw. Draw once per call (so nested rates stay nested, as with a hash) and build
+            # the call only when some scorer takes it.
+            draw = random()
+            highest = self._highest_rate
+            if highest is not None and draw >= highest:
+                return self._not_sampled_by_all()
         call = LiveCall(
             input=input,
             output=output,
             target=target,
             trace_id=trace_id,
             span_id=span_id,
-            run_id=run_id or os.urandom(16).hex(),
+            run_id=run_id or f"{getrandbits(128):032x}",
             request_context=request_context,
             ground_truth=ground_truth,
             metadata=dict(metadata) if metadata else None,
@@ -194,7 +237,7 @@ class LiveScoring:
         sample_key = call.trace_id or call.run_id
         decisions: dict[str, LiveDecision] = {}
         for key, entry in self._entries.items():
-            decision = self._decide(entry, call, sample_key)
+            decision = self._decide(entry, call, sample_key, draw)
             if decision == "sampled":
                 scorer = entry.scorer
                 base = live_run_id(scorer.id, call.trace_id, call.run_id, call.span_id, target)
@@ -205,7 +248,20 @@ class LiveScoring:
             decisions[key] = decision
         return decisions
 
-    def _decide(self, entry: ScorerEntry, call: LiveCall, sample_key: str) -> LiveDecision:
+    def _not_sampled_by_all(self) -> dict[str, LiveDecision]:
+        with self._lock:
+            self._counts["not_sampled"] += len(self._entries)
+        if observers.current_live_observers():
+            for entry in self._entries.values():
+                observers.record_decision(entry.scorer.id, "not_sampled")
+        return self._none_sampled
+
+    def _decide(
+        self, entry: ScorerEntry, call: LiveCall, sample_key: str, draw: float | None = None
+    ) -> LiveDecision:
+        if draw is not None:  # unfiltered, unkeyed: see `submit`
+            rate = entry.sampling.rate
+            return "sampled" if rate is None or draw < rate else "not_sampled"
         if entry.filter is not None:
             try:
                 keep = entry.filter(call)
@@ -256,7 +312,7 @@ class LiveScoring:
         Generator functions are refused with a TypeError."""
 
         def observe(run_input: Any, output: Any, name: str) -> None:
-            self.submit(input=run_input, output=output, target=name)
+            self._offer(run_input, output, name)
 
         def decorate(function: F) -> F:
             wrapped: F = watch_callable(function, observe, target, input_from)
