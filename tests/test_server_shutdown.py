@@ -32,6 +32,7 @@ factory = "sw_test_scorers:make_length_scorer"
 [live]
 max_concurrency = {concurrency}
 max_queue = {max_queue}
+max_queue_bytes = {max_queue_bytes}
 
 [sinks]
 sqlite = "scores.db"
@@ -45,12 +46,14 @@ def start(
     shutdown_timeout: float = 30,
     concurrency: int = 4,
     max_queue: int = 1000,
+    max_queue_bytes: int = 256 << 20,
 ) -> ServeProcess:
     body = CONFIG.format(
         judge=judge_table(judge.base_url),
         shutdown_timeout=shutdown_timeout,
         concurrency=concurrency,
         max_queue=max_queue,
+        max_queue_bytes=max_queue_bytes,
     )
     path = write_config(directory, body)
     process = ServeProcess(path, env={"SW_TEST_JUDGE_BASE": judge.base_url})
@@ -128,6 +131,41 @@ def test_queue_full_answers_429_with_retry_after_and_counts_it(
         assert process.terminate() == 0
         accounting = check_nothing_lost(process, accepted)
         assert accounting["dropped_shutdown"] == len(accepted)  # the judge never answered
+    finally:
+        process.kill()
+
+
+def test_memory_held_by_accepted_items_is_bounded_too(
+    tmp_path: Path, slow_judge: LoopbackJudgeServer
+) -> None:
+    process = start(
+        tmp_path, slow_judge, concurrency=1, max_queue_bytes=1 << 20, shutdown_timeout=0.5
+    )
+    try:
+        with httpx.Client(base_url=process.url, timeout=30) as client:
+            accepted: set[str] = set()
+            statuses = []
+            for index in range(5):
+                body = pair(index) | {"output": "x" * 300_000}
+                response = client.post("/v1/scores", json=body)
+                statuses.append(response.status_code)
+                if response.status_code == 202:
+                    accepted.update(a["run_id"] for a in response.json()["accepted"])
+                else:
+                    refusal = response
+            assert statuses == [202, 202, 202, 429, 429]  # 3 x 300 kB fit in 1 MiB, 4 do not
+            assert refusal.json()["error"] == "queue_full"
+            assert "live.max_queue_bytes" in refusal.json()["message"]
+            stats = client.get("/v1/stats").json()
+            assert 900_000 < stats["queued_bytes"] < 1 << 20
+            assert stats["dropped_queue_full"] == 2
+            assert client.get("/readyz").status_code == 200  # not full: small items still fit
+            small = client.post("/v1/scores", json=pair(9))
+            assert small.status_code == 202
+            accepted.update(a["run_id"] for a in small.json()["accepted"])
+        assert process.terminate() == 0
+        accounting = check_nothing_lost(process, accepted)
+        assert accounting["queued_bytes"] == 0  # released when the runs were given up
     finally:
         process.kill()
 

@@ -220,6 +220,12 @@ class LiveSettings(_Table):
 
     max_concurrency: int = Field(32, ge=1, le=10_000)
     max_queue: int = Field(10_000, ge=1, le=10_000_000)
+    max_queue_bytes: int = Field(
+        256 << 20,
+        ge=1 << 20,
+        le=1 << 40,
+        description="Request-body bytes that accepted, unfinished items may hold in memory.",
+    )
 
 
 class SinkSettings(_Table):

@@ -60,6 +60,14 @@ _COUNTS = (
 )
 
 
+@dataclass(slots=True)
+class _Held:
+    """The memory one accepted item holds until the last of its runs ends."""
+
+    size: int
+    runs: int
+
+
 @dataclass(frozen=True, slots=True)
 class _Work:
     scorer_id: str
@@ -67,10 +75,14 @@ class _Work:
     run_id: str
     call: LiveCall
     done: asyncio.Future[LiveResult] | None
+    held: _Held | None = None
 
 
 class InProcessIntake:
-    """Runs at most `max_concurrency` scorer runs at once; at most `max_queue` wait."""
+    """Runs at most `max_concurrency` scorer runs at once; at most `max_queue` wait, and the
+    accepted items not yet finished hold at most `max_queue_bytes` of request body (an item
+    larger than that is still accepted when nothing else is held, so it is never refused
+    forever)."""
 
     def __init__(
         self,
@@ -79,10 +91,13 @@ class InProcessIntake:
         sinks: Sequence[ScoreSink],
         max_concurrency: int,
         max_queue: int,
+        max_queue_bytes: int | None = None,
     ) -> None:
         self._entries = dict(entries)
         self._sinks = tuple(sinks)
         self._max_queue = max_queue
+        self._max_bytes = max_queue_bytes
+        self._held_bytes = 0
         self._lock = threading.Lock()
         self._counts = dict.fromkeys(_COUNTS, 0)
         self._sink_errors: dict[str, int] = {}
@@ -107,11 +122,14 @@ class InProcessIntake:
         with self._lock:
             snapshot = dict(self._counts)
             snapshot["sink_errors"] = sum(self._sink_errors.values())
+            snapshot["queued_bytes"] = self._held_bytes
         snapshot["queued"] = self._queue.queued
         snapshot["in_flight"] = self._queue.in_flight
         return snapshot
 
     def saturated(self) -> bool:
+        if self._max_bytes is not None and self._held_bytes >= self._max_bytes:
+            return True
         return self._queue.queued >= self._max_queue
 
     # -- admission -------------------------------------------------------------------------------
@@ -123,6 +141,7 @@ class InProcessIntake:
         # that follow it cannot interleave with another request's.
         plans: list[tuple[ScoreItem, LiveCall, list[str], list[Skipped]]] = []
         needed = 0
+        needed_bytes = 0
         for item in items:
             call = _call_of(item)
             sample_key = call.trace_id or call.run_id
@@ -136,6 +155,8 @@ class InProcessIntake:
                 else:
                     skipped.append(Skipped(scorer_id, decision))
             needed += len(sampled)
+            if sampled:
+                needed_bytes += item.size
             plans.append((item, call, sampled, skipped))
 
         if self._closed or self._queue.closed:
@@ -145,11 +166,25 @@ class InProcessIntake:
         if needed > free:
             self._refuse(plans, "dropped_queue_full")
             raise QueueFullError(needed, max(free, 0), self._max_queue)
+        held = self._held_bytes
+        if self._max_bytes is not None and held and held + needed_bytes > self._max_bytes:
+            self._refuse(plans, "dropped_queue_full")
+            raise QueueFullError(
+                needed,
+                max(free, 0),
+                self._max_queue,
+                detail=f"the scoring queue holds {held} bytes of accepted items; "
+                f"{needed_bytes} more would pass live.max_queue_bytes ({self._max_bytes})",
+            )
 
         loop = asyncio.get_running_loop()
         admissions: list[Admission] = []
         for item, call, sampled, skipped in plans:
             admission = Admission(skipped=skipped, results={} if want_results else None)
+            hold = _Held(item.size, len(sampled)) if sampled else None
+            if hold is not None:
+                with self._lock:
+                    self._held_bytes += hold.size
             for skip in skipped:
                 self._count(skip.decision)
                 observers.record_decision(skip.scorer, skip.decision)
@@ -161,8 +196,9 @@ class InProcessIntake:
                 if admission.results is not None:
                     done = loop.create_future()
                     admission.results[run_id] = done
-                answer = self._queue.offer(_Work(scorer_id, scorer, run_id, call, done))
+                answer = self._queue.offer(_Work(scorer_id, scorer, run_id, call, done, hold))
                 if answer != "accepted":  # cannot happen after the check above; never hide it
+                    self._release(hold)
                     logger.error("queue refused an admitted run (%s); counted as dropped", answer)
                     dropped: LiveDecision = (
                         "dropped_queue_full" if answer == "queue_full" else "dropped_shutdown"
@@ -253,7 +289,16 @@ class InProcessIntake:
                 )
                 observers.record_sink_error(name)
 
+    def _release(self, hold: _Held | None) -> None:
+        if hold is None:
+            return
+        with self._lock:
+            hold.runs -= 1
+            if hold.runs == 0:
+                self._held_bytes -= hold.size
+
     def _finished(self, job: Job[_Work], outcome: JobOutcome) -> None:
+        self._release(job.payload.held)
         self._count(outcome)
         if outcome == "dropped_shutdown":
             observers.record_decision(job.payload.scorer_id, "dropped_shutdown")

@@ -13,7 +13,9 @@ from typing import Any
 
 from .state import ServiceState
 
-__all__ = ["ServiceGuard"]
+__all__ = ["BODY_BYTES_KEY", "ServiceGuard"]
+
+BODY_BYTES_KEY = "scorewatch.body_bytes"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -101,6 +103,8 @@ class ServiceGuard:
             chunks.append(chunk)
             more = bool(message.get("more_body", False))
         body = b"".join(chunks)
+        # What an accepted item holds in memory is bounded by its share of the body.
+        scope[BODY_BYTES_KEY] = len(body)
         replayed = False
 
         async def replay() -> Message:

@@ -42,6 +42,7 @@ class ScoreItem:
     target: str
     scorers: tuple[str, ...] | None = None
     trace_id: str | None = None
+    size: int = 0  # bytes the item takes in the request body (an estimate of what it holds)
     span_id: str | None = None
     run_id: str | None = None
     request_context: Any = None
@@ -74,11 +75,12 @@ class Admission:
 class QueueFullError(Exception):
     """Not enough room for the request's evaluations; nothing of it was accepted."""
 
-    def __init__(self, needed: int, free: int, capacity: int) -> None:
-        super().__init__(f"the scoring queue is full ({needed} needed, {free} free)")
+    def __init__(self, needed: int, free: int, capacity: int, detail: str | None = None) -> None:
+        super().__init__(detail or f"the scoring queue is full ({needed} needed, {free} free)")
         self.needed = needed
         self.free = free
         self.capacity = capacity
+        self.detail = detail
 
 
 class IntakeClosedError(Exception):

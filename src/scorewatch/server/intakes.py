@@ -30,6 +30,7 @@ def build_intake(config: ServeConfig, entries: Mapping[str, ScorerEntry], stores
             sinks=stores.sinks,
             max_concurrency=config.live.max_concurrency,
             max_queue=config.live.max_queue,
+            max_queue_bytes=config.live.max_queue_bytes,
         )
     from ..live.sinks.postgres import PostgresSink
     from .redis_intake import RedisIntake

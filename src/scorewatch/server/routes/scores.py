@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 
 from ...live.result import LiveResult
 from ..errors import ApiError
+from ..guard import BODY_BYTES_KEY
 from ..intake import Admission, IntakeClosedError, QueueFullError, ScoreItem
 from ..models import (
     BatchAccepted,
@@ -43,7 +44,11 @@ _REFUSALS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _item_of(request: ScoreRequest) -> ScoreItem:
+def _body_bytes(request: Request) -> int:
+    return int(request.scope.get(BODY_BYTES_KEY, 0))
+
+
+def _item_of(request: ScoreRequest, size: int = 0) -> ScoreItem:
     return ScoreItem(
         input=request.input,
         output=request.output,
@@ -55,6 +60,7 @@ def _item_of(request: ScoreRequest) -> ScoreItem:
         request_context=request.request_context,
         ground_truth=request.ground_truth,
         metadata=request.metadata,
+        size=size,
     )
 
 
@@ -89,11 +95,13 @@ async def _admit(
                 f"the request needs {full.needed} queue slots, more than the queue holds "
                 f"({full.capacity}); split it",
             ) from None
+        reason = full.detail or (
+            f"the scoring queue is full ({full.needed} slot(s) needed, {full.free} free)"
+        )
         raise ApiError(
             429,
             "queue_full",
-            f"the scoring queue is full ({full.needed} slot(s) needed, {full.free} free); "
-            f"retry after {retry}s",
+            f"{reason}; retry after {retry}s",
             headers={"Retry-After": str(retry)},
             retry_after=retry,
         ) from None
@@ -164,7 +172,8 @@ async def submit_score(
 ) -> JSONResponse:
     service = service_of(request)
     _check_scorers(service, [body])
-    (admission,) = await _admit(service, [_item_of(body)], want_results=wait)
+    item = _item_of(body, _body_bytes(request))
+    (admission,) = await _admit(service, [item], want_results=wait)
     if not wait:
         return JSONResponse(_accepted_body(admission), status_code=202)
     limit = service.config.server.wait_timeout
@@ -203,7 +212,8 @@ async def submit_batch(body: BatchRequest, request: Request) -> JSONResponse:
             fields=[{"field": "items", "message": f"at most {limit} items"}],
         )
     _check_scorers(service, body.items)
-    admissions = await _admit(service, [_item_of(item) for item in body.items])
+    share = _body_bytes(request) // len(body.items)
+    admissions = await _admit(service, [_item_of(item, share) for item in body.items])
     items = [_accepted_body(admission) for admission in admissions]
     return JSONResponse(
         {
