@@ -177,8 +177,8 @@ def test_building_errors_name_the_scorer_entry(tmp_path: Path) -> None:
         assert expected in raised.value.message, (line, raised.value.message)
 
 
-def test_a_named_judge_key_variable_must_be_set(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_named_judge_key_variable_is_read_and_its_absence_warned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = write_config(
         tmp_path,
@@ -192,12 +192,20 @@ def test_a_named_judge_key_variable_must_be_set(
         """,
     )
     monkeypatch.delenv("SW_TEST_JUDGE_KEY", raising=False)
-    with pytest.raises(ConfigError, match=r"judge\.api_key_env: environment variable"):
+    with caplog.at_level("WARNING", logger="scorewatch.server"):
         build_scorers(load_config(path))
+    assert "judge.api_key_env names SW_TEST_JUDGE_KEY, which is not set" in caplog.text
+    caplog.clear()
     monkeypatch.setenv("SW_TEST_JUDGE_KEY", "sk-from-env")
-    [summary] = build_scorers(load_config(path))
+    with caplog.at_level("WARNING", logger="scorewatch.server"):
+        [summary] = build_scorers(load_config(path))
+    assert caplog.text == ""
     assert summary.judge_model == "openai/gpt-4o-mini"
-    assert "sk-from-env" not in repr(summary.scorer.steps)
+    judge = summary.scorer.judge
+    assert judge is not None
+    model = judge.model
+    assert getattr(model, "options", None) == {"api_key": "***"}  # passed on, and masked
+    assert "sk-from-env" not in repr(judge) + repr(model)
 
 
 def test_filters_and_targets_come_from_the_config(tmp_path: Path) -> None:

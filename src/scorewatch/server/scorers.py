@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from ..live.sampling import Sampling
 from .config import ConfigError, JudgeDefaults, ScorerSpec, ServeConfig
 
 __all__ = ["ConfiguredScorer", "build_scorers", "import_object"]
+
+logger = logging.getLogger("scorewatch.server")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +74,15 @@ def _judge_for(spec: ScorerSpec, defaults: JudgeDefaults) -> tuple[str | None, d
         options.update(spec.model_options)
     if defaults.api_key_env and "api_key" not in options:
         key = os.environ.get(defaults.api_key_env, "").strip()
-        if not key:
-            line = f"judge.api_key_env: environment variable {defaults.api_key_env} is not set"
-            raise ConfigError(f"invalid configuration:\n  {line}", problems=[line])
-        options["api_key"] = key
+        if key:
+            options["api_key"] = key
+        else:
+            # Not fatal: a configuration is also built to be checked, where secrets are absent.
+            logger.warning(
+                "judge.api_key_env names %s, which is not set: the judge gets no api_key "
+                "(the provider's own environment variable is used if there is one)",
+                defaults.api_key_env,
+            )
     return model, options
 
 
