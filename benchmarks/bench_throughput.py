@@ -1,19 +1,24 @@
 """End-to-end throughput: summarization evaluations per second through litellm (issue #4).
 
     .venv/bin/python benchmarks/bench_throughput.py [--evaluations 600] [--rounds 3]
-        [--concurrency 64] [--latency 0.05] [-o result.json]
+        [--concurrency 64] [--processes 1] [--latency 0.05] [-o result.json]
 
 The judge is the loopback server in a separate process (`_judge_process.py`), answering every
 call after `--latency` seconds; the client runs the real summarization scorer over the real
 `LiteLLMJudge` (three HTTP calls per evaluation). Each round runs `--evaluations` evaluations,
 `--concurrency` at a time, after a warm-up round. Reported: evaluations/s per round, judge HTTP
 calls/s, and judge calls per second of the client's CPU time (calls/s per core).
+
+One event loop uses one core. `--processes N` splits the evaluations and the concurrency over N
+client processes (each with its own loop), started together after their warm-up; a round's
+figure is the sum of the processes' rates.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import subprocess
 import sys
 import time
@@ -84,10 +89,59 @@ async def measure(args: argparse.Namespace, port: int) -> list[dict[str, Any]]:
     scorer = create_summarization_scorer(judge)
     source = source_of(400)
     await run_round(scorer, source, args.concurrency, args.concurrency)  # warm-up
+    if args.child:
+        print("READY", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)  # wait for the parent's go
     return [
         await run_round(scorer, source, args.evaluations, args.concurrency)
         for _ in range(args.rounds)
     ]
+
+
+def in_processes(args: argparse.Namespace, port: int) -> list[dict[str, Any]]:
+    """Run the rounds in `args.processes` child processes; sum their rates round by round."""
+    share = [
+        "--evaluations",
+        str(args.evaluations // args.processes),
+        "--concurrency",
+        str(args.concurrency // args.processes),
+        "--rounds",
+        str(args.rounds),
+    ]
+    children = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--child", str(port), *share],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(args.processes)
+    ]
+    for child in children:
+        assert child.stdout is not None
+        if child.stdout.readline().strip() != "READY":
+            raise RuntimeError("a client process failed to warm up")
+    outputs = [child.communicate(input="go\n", timeout=1800)[0] for child in children]
+    per_child = [json.loads(out) for out in outputs]
+    rounds: list[dict[str, Any]] = []
+    for number in range(args.rounds):
+        parts = [child[number] for child in per_child]
+        total = sum(part["evaluations"] for part in parts)
+        failures = sum(part["failures"] for part in parts)
+        cpu = sum(part["client_cpu_s"] for part in parts)
+        calls = 3 * (total - failures)
+        rounds.append(
+            {
+                "evaluations": total,
+                "failures": failures,
+                "seconds": max(part["seconds"] for part in parts),
+                "evaluations_per_s": sum(part["evaluations_per_s"] for part in parts),
+                "judge_calls_per_s": sum(part["judge_calls_per_s"] for part in parts),
+                "client_cpu_s": cpu,
+                "judge_calls_per_cpu_s": calls / cpu if cpu else 0.0,
+            }
+        )
+    return rounds
 
 
 def main() -> None:
@@ -95,16 +149,25 @@ def main() -> None:
     parser.add_argument("--evaluations", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("-o", "--output")
     args = parser.parse_args()
+    if args.child:  # one client process of `--processes`: rounds as JSON on stdout
+        print(json.dumps(asyncio.run(measure(args, args.child))), flush=True)
+        return
     process, port = start_judge(args.latency)
     try:
-        rounds = asyncio.run(measure(args, port))
+        if args.processes > 1:
+            rounds = in_processes(args, port)
+        else:
+            rounds = asyncio.run(measure(args, port))
     finally:
         served = stop_judge(process)
     _common.emit(
         {
+            "processes": args.processes,
             "concurrency": args.concurrency,
             "latency_s": args.latency,
             "rounds": rounds,

@@ -246,25 +246,35 @@ def memory_rows(work: Path, quick: bool) -> list[Row]:
 
 
 def throughput_rows(work: Path, quick: bool) -> list[Row]:
-    out = work / "throughput.json"
     evaluations = "300" if quick else "600"
-    command = [PYTHON, "benchmarks/bench_throughput.py", "--evaluations", evaluations]
-    run([*command, "-o", str(out)], timeout=1800)
-    data = json.loads(out.read_text())
-    rate = data["evaluations_per_s"]
-    calls = data["judge_calls_per_cpu_s"]
-    return [
-        Row(
-            "4",
-            "summarization evaluations/s via litellm, loopback judge 50 ms, concurrency 64",
-            "eval/s",
-            rate["min"],
-            rate["median"],
-            rate["max"],
-            "≥ 100 on 2 cores",
-            rate["median"] >= 100,
-            f"{data['failures']} failures",
-        ),
+    cores = os.cpu_count() or 1
+    figures: dict[int, dict[str, Any]] = {}
+    for processes in sorted({1, cores}):
+        out = work / f"throughput_{processes}.json"
+        command = [PYTHON, "benchmarks/bench_throughput.py", "--evaluations", evaluations]
+        run([*command, "--processes", str(processes), "-o", str(out)], timeout=1800)
+        figures[processes] = json.loads(out.read_text())
+    rows: list[Row] = []
+    for processes, data in figures.items():
+        rate = data["evaluations_per_s"]
+        judged = processes == cores
+        rows.append(
+            Row(
+                "4",
+                f"summarization evaluations/s via litellm, loopback judge 50 ms, concurrency 64, "
+                f"{processes} client process{'es' if processes > 1 else ''}",
+                "eval/s",
+                rate["min"],
+                rate["median"],
+                rate["max"],
+                f"≥ 100 on {cores} cores" if judged else "- (one event loop, one core)",
+                rate["median"] >= 100 if judged else None,
+                f"{data['failures']} failures; "
+                f"{data['judge_calls_per_s']['median']:.0f} judge calls/s",
+            )
+        )
+    calls = figures[cores]["judge_calls_per_cpu_s"]
+    rows.append(
         Row(
             "4",
             "judge HTTP calls per second of client CPU (per core)",
@@ -274,9 +284,10 @@ def throughput_rows(work: Path, quick: bool) -> list[Row]:
             calls["max"],
             "-",
             None,
-            f"wall: {data['judge_calls_per_s']['median']:.0f} calls/s",
-        ),
-    ]
+            "litellm's own cost per call dominates (see notes)",
+        )
+    )
+    return rows
 
 
 # -- report --------------------------------------------------------------------------------------
