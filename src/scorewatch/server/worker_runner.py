@@ -45,8 +45,12 @@ def run_worker(
     metrics_listen: str | None = None,
 ) -> int:
     level = config.server.log_level.upper()
+    # scorewatch's records at the configured level; libraries (litellm logs every completion at
+    # INFO) stay at WARNING.
     logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("scorewatch").setLevel(level)
     url = queue_url(config)

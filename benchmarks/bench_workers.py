@@ -1,0 +1,203 @@
+"""Throughput of `scorewatch worker` processes as they are added: 1 -> 3 workers.
+
+    .venv/bin/python benchmarks/bench_workers.py [--items 120] [--concurrency 2] [--latency 0.2]
+
+Needs the real Redis (127.0.0.1:6379) and PostgreSQL (127.0.0.1:5432, database `test`). For each
+worker count, a fresh stream and schema: the workers start and report they are consuming, the
+items are appended to the stream in one go, and the clock runs until every result row is in
+PostgreSQL. Each run makes one call to a loopback judge that answers after `--latency` seconds,
+so one worker's ceiling is `concurrency / latency` evaluations per second (the single-process
+limit the queue exists to lift). Prints one JSON object; `speedup` is 3 workers over 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import psycopg
+import redis
+
+import scorewatch as sw
+from scorewatch.live import Sampling, ScorerEntry
+from scorewatch.server.intake import ScoreItem
+from scorewatch.server.redis_intake import RedisIntake
+from scorewatch.server.stream_queue import StreamNames, connect
+from scorewatch.testing import LoopbackJudgeServer, Reply
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+PG_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres"
+
+SCORERS = textwrap.dedent(
+    """
+    import os
+
+    import scorewatch as sw
+
+
+    def make_judged_scorer():
+        judge = sw.JudgeConfig(
+            model="openai/loopback-judge",
+            instructions="You rate answers from 0 to 1.",
+            model_options={
+                "api_base": os.environ["SW_BENCH_JUDGE_BASE"],
+                "api_key": "sk-bench",
+                "max_retries": 0,
+                "timeout": 30,
+            },
+        )
+        scorer = sw.create_scorer(id="judged", description="One judge call", judge=judge)
+        return scorer.generate_score(
+            sw.PromptStep("rate the output", lambda ctx: f"Rate this answer: {ctx.run.output}")
+        )
+    """
+)
+
+
+def _config(directory: Path, stream: str, schema: str) -> Path:
+    (directory / "sw_bench_scorers.py").write_text(SCORERS, encoding="utf-8")
+    path = directory / "scorewatch.toml"
+    path.write_text(
+        '[[scorers]]\nid = "judged"\nfactory = "sw_bench_scorers:make_judged_scorer"\n\n'
+        f'[sinks]\nsqlite = false\npostgres = "{PG_DSN}"\npostgres_schema = "{schema}"\n\n'
+        f'[queue]\nstream = "{stream}"\ngroup = "{stream}-workers"\nclaim_interval = 1\n\n'
+        "[telemetry]\nprometheus = false\notlp = false\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+async def _enqueue(stream: str, count: int) -> None:
+    scorer = sw.create_scorer(id="judged", description="placeholder").generate_score(lambda c: 1)
+    intake = RedisIntake(
+        {"judged": ScorerEntry(scorer, sampling=Sampling.none())},
+        client=connect(REDIS_URL),
+        names=StreamNames(stream, f"{stream}-workers", f"{stream}:dead"),
+        max_backlog=1_000_000,
+    )
+    try:
+        await intake.admit(
+            [ScoreItem(input="q", output=f"answer {i}", target="bench") for i in range(count)]
+        )
+    finally:
+        await intake.aclose()
+
+
+def _count_rows(schema: str) -> int:
+    with psycopg.connect(PG_DSN) as conn:
+        found = conn.execute("SELECT to_regclass(%s)", (f'"{schema}".mastra_scorers',)).fetchone()
+        if found is None or found[0] is None:
+            return 0
+        row = conn.execute(f'SELECT count(*) FROM "{schema}".mastra_scorers'.encode()).fetchone()
+        return int(row[0]) if row else 0
+
+
+def _run(workers: int, items: int, concurrency: int, judge_base: str) -> dict[str, Any]:
+    prefix = f"swbench-{uuid.uuid4().hex[:10]}"
+    stream, schema = f"{prefix}:work", prefix.replace("-", "_")
+    processes: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryDirectory() as folder:
+        config = _config(Path(folder), stream, schema)
+        env = dict(os.environ, SW_BENCH_JUDGE_BASE=judge_base)
+        try:
+            logs = []
+            for index in range(workers):
+                log = Path(folder) / f"worker-{index}.log"
+                logs.append(log)
+                processes.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "scorewatch",
+                            "worker",
+                            "--config",
+                            str(config),
+                            "--queue",
+                            REDIS_URL,
+                            "--concurrency",
+                            str(concurrency),
+                            "--consumer",
+                            f"bench-{index}",
+                        ],
+                        cwd=folder,
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=log.open("wb"),
+                    )
+                )
+            deadline = time.monotonic() + 120
+            while not all("consuming" in log.read_text() for log in logs):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("workers did not start")
+                time.sleep(0.05)
+            started = time.perf_counter()
+            asyncio.run(_enqueue(stream, items))
+            client = redis.Redis.from_url(REDIS_URL)
+            while _count_rows(schema) < items:
+                if time.perf_counter() - started > 600:
+                    raise RuntimeError("the items were not all scored")
+                if client.xpending(stream, f"{stream}-workers")["pending"] and any(
+                    "will retry" in log.read_text() for log in logs
+                ):
+                    raise RuntimeError(f"runs are failing:\n{logs[0].read_text()[-2000:]}")
+                time.sleep(0.05)
+            elapsed = time.perf_counter() - started
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait(60)
+            client = redis.Redis.from_url(REDIS_URL)
+            keys = list(client.scan_iter(match=f"{prefix}*"))
+            if keys:
+                client.delete(*keys)
+            client.close()
+            with psycopg.connect(PG_DSN, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+    return {
+        "workers": workers,
+        "items": items,
+        "seconds": round(elapsed, 3),
+        "evaluations_per_s": round(items / elapsed, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=120)
+    parser.add_argument("--concurrency", type=int, default=2, help="runs at once per worker")
+    parser.add_argument("--latency", type=float, default=0.2, help="judge latency, seconds")
+    args = parser.parse_args()
+    reply = Reply('{"score": 0.7}', delay=args.latency)
+    with LoopbackJudgeServer(default=reply, record_requests=False) as judge:
+        one = _run(1, args.items, args.concurrency, judge.base_url)
+        three = _run(3, args.items, args.concurrency, judge.base_url)
+    print(
+        json.dumps(
+            {
+                "judge_latency_s": args.latency,
+                "concurrency_per_worker": args.concurrency,
+                "ceiling_per_worker": round(args.concurrency / args.latency, 2),
+                "runs": [one, three],
+                "speedup": round(three["evaluations_per_s"] / one["evaluations_per_s"], 2),
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
