@@ -59,33 +59,46 @@ class InMemoryTelemetry:
     span_exporter: Any
     log_exporter: Any
     metric_reader: Any
+    tracer_provider: Any
+    meter_provider: Any
+    logger_provider: Any
 
     def clear(self) -> None:
         self.span_exporter.clear()
         self.log_exporter.clear()
 
 
-def instrument_in_memory() -> InMemoryTelemetry:
+def instrument_in_memory(batch: bool = False) -> InMemoryTelemetry:
+    """In-memory exporters behind synchronous processors (export on the caller's thread, so
+    its cost is counted), or behind the batching ones a service uses with `batch=True`."""
     from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+    from opentelemetry.sdk._logs.export import (
+        BatchLogRecordProcessor,
+        InMemoryLogRecordExporter,
+        SimpleLogRecordProcessor,
+    )
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from scorewatch import telemetry
 
     spans = InMemorySpanExporter()
     tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    tracer_provider.add_span_processor(
+        BatchSpanProcessor(spans) if batch else SimpleSpanProcessor(spans)
+    )
     logs = InMemoryLogRecordExporter()
     logger_provider = LoggerProvider()
-    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    logger_provider.add_log_record_processor(
+        BatchLogRecordProcessor(logs) if batch else SimpleLogRecordProcessor(logs)
+    )
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader], views=telemetry.metric_views())
     telemetry.instrument(tracer_provider, meter_provider, logger_provider)
-    return InMemoryTelemetry(spans, logs, reader)
+    return InMemoryTelemetry(spans, logs, reader, tracer_provider, meter_provider, logger_provider)
 
 
 def configure_prometheus() -> Any:

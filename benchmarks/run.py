@@ -27,7 +27,7 @@ from typing import Any
 import _common
 
 PYTHON = sys.executable
-GROUPS = ("micro", "import", "prompt", "scrape", "memory", "throughput")
+GROUPS = ("micro", "import", "prompt", "scrape", "memory", "throughput", "profile")
 
 
 @dataclass
@@ -290,6 +290,21 @@ def throughput_rows(work: Path, quick: bool) -> list[Row]:
     return rows
 
 
+def telemetry_profile(work: Path) -> str:
+    """The evidence behind the telemetry rows: the SDK floor and where a run's time goes."""
+    sections = []
+    for variant in ("in-memory", "prometheus"):
+        out = work / f"profile_{variant}.md"
+        command = [PYTHON, "benchmarks/profile_telemetry.py", "--variant", variant]
+        print(f"$ {shlex.join(command)}", flush=True)
+        done = subprocess.run(
+            command, check=True, timeout=900, cwd=_common.REPO, capture_output=True, text=True
+        )
+        out.write_text(done.stdout)
+        sections.append(done.stdout.strip())
+    return "\n\n".join(sections)
+
+
 # -- report --------------------------------------------------------------------------------------
 
 HEADER = ["#", "benchmark", "unit", "min", "median", "max", "target", "met", "note"]
@@ -302,7 +317,9 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def write_report(rows: list[Row], command: str, started: dict[str, Any], ended: float) -> None:
+def write_report(
+    rows: list[Row], command: str, started: dict[str, Any], ended: float, evidence: str
+) -> None:
     machine = started["machine"]
     load_before = ", ".join(f"{x:.2f}" for x in machine["load"])
     load_after = ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -325,6 +342,8 @@ figures: issue 12. A target is judged on the median.
 {table(rows)}
 
 """
+    if evidence:
+        body += f"## Telemetry: the OpenTelemetry SDK floor and a profile\n\n{evidence}\n\n"
     path.write_text(body + (preserved or "<!-- notes: kept across runs -->\n"))
     print(f"wrote {path}")
 
@@ -343,6 +362,7 @@ def main() -> None:
     }
     clock = time.perf_counter()
     rows: list[Row] = []
+    evidence = ""
     with tempfile.TemporaryDirectory(prefix="scorewatch-bench-") as tmp:
         work = Path(tmp)
         for group in groups:
@@ -358,6 +378,8 @@ def main() -> None:
                 rows += memory_rows(work, args.quick)
             elif group == "throughput":
                 rows += throughput_rows(work, args.quick)
+            elif group == "profile":
+                evidence = telemetry_profile(work)
             else:
                 raise SystemExit(f"unknown group {group!r}; known: {', '.join(GROUPS)}")
     print()
@@ -365,7 +387,7 @@ def main() -> None:
     if not args.no_write:
         arguments = " ".join(sys.argv[1:])
         command = f"benchmarks/run.py {arguments}" if arguments else "make bench"
-        write_report(rows, command, started, time.perf_counter() - clock)
+        write_report(rows, command, started, time.perf_counter() - clock, evidence)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,187 @@
+"""Where a telemetry-instrumented run's time goes, and what the OpenTelemetry SDK alone costs.
+
+    .venv/bin/python benchmarks/profile_telemetry.py [--variant in-memory|prometheus] [--runs 3000]
+
+Two measurements (CPU time of the calling thread, median of 7 batches after a warm-up batch):
+
+1. the quality scorer's run with telemetry instrumented, as benchmark #1 runs it;
+2. the SDK floor: the same telemetry made DIRECTLY through the OpenTelemetry SDK with no
+   scorewatch code at all — one run span (made current), four step spans (each made current),
+   seven metric measurements with prebuilt attribute dicts, one evaluation event. No listener
+   can cost less than this while emitting what telemetry.md requires.
+
+Then a cProfile of (1), self time grouped by package, and the top functions. Prints Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import cProfile
+import pstats
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import _common
+from _common import QUESTION, TWELVE_WORDS, quality_scorer
+
+STEPS = ("preprocess", "analyze", "generate_score", "generate_reason")
+
+
+def cpu_per_call_us(batch: Callable[[int], None], runs: int, after: Callable[[], None]) -> float:
+    batch(runs // 4)
+    after()
+    values = []
+    for _ in range(7):
+        started = time.thread_time()
+        batch(runs)
+        values.append((time.thread_time() - started) / runs * 1e6)
+        after()
+    return statistics.median(values)
+
+
+def setup(variant: str) -> tuple[Any, Any, Any, Callable[[], None]]:
+    """Instrument scorewatch; return the providers (traces, metrics, logs) and a cleanup."""
+    if variant == "in-memory":
+        memory = _common.instrument_in_memory()
+        providers = (memory.tracer_provider, memory.meter_provider, memory.logger_provider)
+        return (*providers, memory.clear)
+    handle = _common.configure_prometheus()
+    return handle.tracer_provider, handle.meter_provider, handle.logger_provider, lambda: None
+
+
+def floor_batch(
+    tracer_provider: Any, meter_provider: Any, logger_provider: Any
+) -> Callable[[int], None]:
+    from opentelemetry import context, trace
+
+    tracer = tracer_provider.get_tracer("floor")
+    meter = meter_provider.get_meter("floor")
+    event_logger = logger_provider.get_logger("floor")
+    step_duration = meter.create_histogram("floor.step.duration", unit="s")
+    run_duration = meter.create_histogram("floor.run.duration", unit="s")
+    histogram = meter.create_histogram("floor.score", unit="1")
+    scorer_runs = meter.create_counter("floor.runs")
+
+    run_attributes = {
+        "gen_ai.operation.name": "evaluation",
+        "gen_ai.evaluation.name": "quality",
+        "scorewatch.scorer.id": "quality",
+        "scorewatch.scorer.name": "Quality Scorer",
+        "scorewatch.score_source": "direct",
+        "scorewatch.run_id": "c553814e-ad5a-4810-a9f1-1ff13f344bf2",
+    }
+    step_attributes = [
+        {"scorewatch.step": step, "scorewatch.step.type": "function"} for step in STEPS
+    ]
+    step_metric_attributes = [
+        {"gen_ai.evaluation.name": "quality", **attributes} for attributes in step_attributes
+    ]
+    outcome = {"gen_ai.evaluation.name": "quality", "scorewatch.outcome": "success"}
+    score = {"gen_ai.evaluation.name": "quality", "scorewatch.score_source": "direct"}
+    event = {"gen_ai.evaluation.name": "quality", "gen_ai.evaluation.score.value": 1.0}
+
+    def batch(runs: int) -> None:
+        for _ in range(runs):
+            span = tracer.start_span("evaluation quality", attributes=run_attributes)
+            run_context = trace.set_span_in_context(span)
+            token = context.attach(run_context)
+            for index in range(4):
+                step = tracer.start_span(
+                    f"evaluation.step {STEPS[index]}",
+                    context=run_context,
+                    attributes=step_attributes[index],
+                )
+                step_token = context.attach(trace.set_span_in_context(step))
+                context.detach(step_token)
+                step.end()
+                step_duration.record(1e-5, step_metric_attributes[index])
+            scorer_runs.add(1, outcome)
+            run_duration.record(1e-4, outcome)
+            histogram.record(1.0, score)
+            span.set_attribute("scorewatch.score", 1.0)
+            event_logger.emit(
+                event_name="gen_ai.evaluation.result", context=run_context, attributes=event
+            )
+            context.detach(token)
+            span.end()
+
+    return batch
+
+
+def scorer_batch(loop: asyncio.AbstractEventLoop) -> Callable[[int], None]:
+    scorer = quality_scorer()
+
+    async def runs(count: int) -> None:
+        for _ in range(count):
+            await scorer.run(input=QUESTION, output=TWELVE_WORDS)
+
+    return lambda count: loop.run_until_complete(runs(count))
+
+
+def group_of(path: str, function: str) -> str:
+    for marker, name in (
+        ("opentelemetry/sdk/trace", "OpenTelemetry SDK: traces"),
+        ("opentelemetry/sdk/metrics", "OpenTelemetry SDK: metrics"),
+        ("opentelemetry/sdk/_logs", "OpenTelemetry SDK: logs"),
+        ("opentelemetry/attributes", "OpenTelemetry: attribute cleaning"),
+        ("opentelemetry", "OpenTelemetry API, context, exporters"),
+        ("scorewatch/telemetry", "scorewatch telemetry listener"),
+        ("scorewatch", "scorewatch core"),
+        ("asyncio", "asyncio"),
+    ):
+        if marker in path:
+            return name
+    return f"builtin {function}" if path == "~" else "other Python"
+
+
+def profile(batch: Callable[[int], None], runs: int, after: Callable[[], None]) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(4):
+        batch(runs // 4)
+        after()
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    groups: collections.Counter[str] = collections.Counter()
+    rows = []
+    for (path, line, function), (_, calls, own, _cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+        groups[group_of(path, function)] += own
+        rows.append((own, calls, f"{path.rsplit('site-packages/', 1)[-1]}:{line}({function})"))
+    total = sum(groups.values()) or 1.0
+    lines = ["| self time share | group |", "|---:|---|"]
+    lines += [f"| {t / total:5.1%} | {g} |" for g, t in groups.most_common(12)]
+    lines += ["", "| self time share | calls/run | function |", "|---:|---:|---|"]
+    for own, calls, name in sorted(rows, reverse=True)[:12]:
+        lines.append(f"| {own / total:5.1%} | {calls / runs:.0f} | `{name}` |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", choices=("in-memory", "prometheus"), default="in-memory")
+    parser.add_argument("--runs", type=int, default=2000)
+    args = parser.parse_args()
+    loop = asyncio.new_event_loop()
+    tracer_provider, meter_provider, logger_provider, after = setup(args.variant)
+    run = scorer_batch(loop)
+    floor = floor_batch(tracer_provider, meter_provider, logger_provider)
+    measured = cpu_per_call_us(run, args.runs, after)
+    sdk_only = cpu_per_call_us(floor, args.runs, after)
+    print(f"### Telemetry ({args.variant}): CPU per quality-scorer run\n")
+    print(f"- scorer run with telemetry: **{measured:.0f} µs**")
+    print(
+        f"- the SDK floor (the same spans, measurements and event made directly through the "
+        f"SDK, no scorewatch code): **{sdk_only:.0f} µs**"
+    )
+    print(f"- so scorewatch's own share is at most {max(0.0, measured - sdk_only):.0f} µs\n")
+    print(f"cProfile of the instrumented run ({args.runs} runs):\n")
+    print(profile(run, args.runs, after))
+    loop.close()
+
+
+if __name__ == "__main__":
+    main()
