@@ -79,7 +79,7 @@ def _config(directory: Path, stream: str, schema: str) -> Path:
     return path
 
 
-async def _enqueue(stream: str, count: int) -> None:
+async def _enqueue(stream: str, count: int, label: str) -> None:
     scorer = sw.create_scorer(id="judged", description="placeholder").generate_score(lambda c: 1)
     intake = RedisIntake(
         {"judged": ScorerEntry(scorer, sampling=Sampling.none())},
@@ -89,7 +89,7 @@ async def _enqueue(stream: str, count: int) -> None:
     )
     try:
         await intake.admit(
-            [ScoreItem(input="q", output=f"answer {i}", target="bench") for i in range(count)]
+            [ScoreItem(input="q", output=f"{label} {i}", target="bench") for i in range(count)]
         )
     finally:
         await intake.aclose()
@@ -143,10 +143,15 @@ def _run(workers: int, items: int, concurrency: int, judge_base: str) -> dict[st
                 if time.monotonic() > deadline:
                     raise RuntimeError("workers did not start")
                 time.sleep(0.05)
+            # Warm-up (connections, first calls), not timed.
+            warm_up = workers * concurrency * 2
+            asyncio.run(_enqueue(stream, warm_up, "warm-up"))
+            while _count_rows(schema) < warm_up:
+                time.sleep(0.05)
             started = time.perf_counter()
-            asyncio.run(_enqueue(stream, items))
+            asyncio.run(_enqueue(stream, items, "timed"))
             client = redis.Redis.from_url(REDIS_URL)
-            while _count_rows(schema) < items:
+            while _count_rows(schema) < warm_up + items:
                 if time.perf_counter() - started > 600:
                     raise RuntimeError("the items were not all scored")
                 if client.xpending(stream, f"{stream}-workers")["pending"] and any(

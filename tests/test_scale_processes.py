@@ -6,6 +6,9 @@ its 202 loses nothing."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,3 +196,25 @@ def test_serve_killed_right_after_202_still_gets_the_item_scored(
     rows = _wait_rows(schema, 1)
     assert worker.terminate() == 0
     assert [(row[0], row[1]) for row in rows] == [(run["run_id"], "success")]
+
+
+def test_worker_without_a_queue_and_serve_with_a_bad_queue_url_refuse_to_start(
+    tmp_path: Path,
+) -> None:
+    config = scale_config(
+        tmp_path, stream="unused", schema="unused", factories={"length": "make_length_scorer"}
+    )
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
+    worker = subprocess.run(
+        [sys.executable, "-m", "scorewatch", "worker", "--config", str(config)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert worker.returncode == 2
+    assert "no work queue" in worker.stderr
+    serve = subprocess.run(
+        [sys.executable, "-m", "scorewatch", "serve", "--config", str(config), "--check",
+         "--queue", "http://127.0.0.1:6379"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert serve.returncode == 2
+    assert "--queue: expected redis://HOST:PORT/DB" in serve.stderr

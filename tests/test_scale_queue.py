@@ -38,7 +38,7 @@ from scorewatch.server.config import ServeConfig
 from scorewatch.server.engine import InProcessIntake
 from scorewatch.server.intake import QueueFullError, ScoreItem
 from scorewatch.server.intakes import build_intake
-from scorewatch.server.redis_intake import RedisIntake
+from scorewatch.server.redis_intake import IntakeUnavailableError, RedisIntake
 from scorewatch.server.stores import Stores
 from scorewatch.server.stream_queue import StreamNames, connect, read_gauges
 from scorewatch.server.worker import StreamWorker
@@ -334,4 +334,19 @@ async def test_run_span_links_to_the_request_that_enqueued_it(
     assert send.parent.span_id == request_span.get_span_context().span_id
     linked = {(link.context.trace_id, link.context.span_id) for link in run.links}
     assert (send.context.trace_id, send.context.span_id) in linked
+    await intake.aclose()
+
+
+async def test_unreachable_redis_accepts_nothing_and_is_not_ready() -> None:
+    stream = StreamNames("swtest-unreachable:work", "g", "swtest-unreachable:work:dead")
+    client = connect("redis://127.0.0.1:1/0")  # nothing listens on port 1
+    intake = _intake(client, stream, {"length": _length_scorer()}, max_backlog=100)
+    with pytest.raises(IntakeUnavailableError):
+        await intake.admit([ScoreItem(input="q", output="lost?", target="bot")])
+    stats = intake.stats()
+    assert stats["sampled"] == 0 and stats["queue_errors"] == 1
+    intake.saturated()  # starts the gauge poller
+    await intake._poller.refresh()
+    assert intake.saturated()  # /readyz reports the queue as not ready
+    await intake.shutdown(1.0)
     await intake.aclose()

@@ -12,6 +12,7 @@ PostgreSQL sink) for the runs it queued.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -137,8 +138,14 @@ class RedisIntake:
         return snapshot
 
     def saturated(self) -> bool:
+        """Backlog at the limit, or Redis unreadable (then `/readyz` says not ready)."""
+        if not self._closed:
+            with contextlib.suppress(RuntimeError):  # no running loop: nothing to start
+                asyncio.get_running_loop()
+                self._poller.start()
         latest = self._poller.latest
-        return latest is not None and latest.backlog >= self._max_backlog
+        full = latest is not None and latest.backlog >= self._max_backlog
+        return full or self._poller.failing
 
     def _count(self, key: str, amount: int = 1) -> None:
         with self._lock:

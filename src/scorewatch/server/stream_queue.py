@@ -241,6 +241,8 @@ class GaugePoller:
         self._names = names
         self._interval = interval
         self.latest: QueueGauges | None = None
+        # True while Redis cannot be read: serve reports itself not ready.
+        self.failing = False
         self._task: asyncio.Task[None] | None = None
         self._stopping: asyncio.Event | None = None
 
@@ -253,7 +255,11 @@ class GaugePoller:
         try:
             self.latest = await read_gauges(self._client, self._names)
         except Exception as error:
-            logger.warning("reading the queue gauges failed (%s)", type(error).__name__)
+            if not self.failing:
+                logger.warning("reading the queue gauges failed (%s)", type(error).__name__)
+            self.failing = True
+        else:
+            self.failing = False
         return self.latest
 
     async def _run(self, stopping: asyncio.Event) -> None:

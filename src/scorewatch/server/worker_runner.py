@@ -6,6 +6,7 @@ where another worker reclaims them."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 import signal
@@ -59,6 +60,10 @@ def run_worker(
             "no work queue: pass --queue redis://HOST:PORT/DB or set [queue] url / url_env"
         )
     scorers = {configured.id: configured.scorer for configured in build_scorers(config)}
+    if any(scorer.has_judge for scorer in scorers.values()):
+        # Load the judge client now rather than in the first run: otherwise the first entries
+        # this worker takes stall for the seconds litellm needs to import.
+        importlib.import_module("litellm")
     handle = _configure_telemetry(config, metrics_listen)
     try:
         stats = asyncio.run(
