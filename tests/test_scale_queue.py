@@ -317,6 +317,7 @@ async def test_run_span_links_to_the_request_that_enqueued_it(
         with tracer.start_as_current_span("POST /v1/scores") as request_span:
             await intake.admit([ScoreItem(input="q", output="hello", target="bot")])
         worker = _worker(scorers, stream, [CallbackSink(stored.append)])
+        worker._tracer = provider.get_tracer("test")
         running = asyncio.create_task(worker.run(drain_timeout=5))
 
         async def scored() -> bool:
@@ -334,6 +335,10 @@ async def test_run_span_links_to_the_request_that_enqueued_it(
     assert send.parent.span_id == request_span.get_span_context().span_id
     linked = {(link.context.trace_id, link.context.span_id) for link in run.links}
     assert (send.context.trace_id, send.context.span_id) in linked
+    process = spans[names.queue_process_span_name(stream.stream)]
+    assert [link.context.span_id for link in process.links] == [send.context.span_id]
+    assert process.parent is None  # a trace of its own: the request's trace is not held open
+    assert run.parent is not None and run.parent.span_id == process.context.span_id
     await intake.aclose()
 
 
@@ -349,4 +354,35 @@ async def test_unreachable_redis_accepts_nothing_and_is_not_ready() -> None:
     await intake._poller.refresh()
     assert intake.saturated()  # /readyz reports the queue as not ready
     await intake.shutdown(1.0)
+    await intake.aclose()
+
+
+async def test_a_sink_outage_keeps_the_entry_and_burns_no_delivery(
+    redis: tuple[Redis, StreamNames],
+) -> None:
+    client, stream = redis
+    scorers = {"length": _length_scorer()}
+    intake = _intake(client, stream, scorers, max_backlog=100)
+    await intake.admit([ScoreItem(input="q", output="kept", target="bot")])
+    attempts: list[str] = []
+
+    def flaky(result: LiveResult) -> None:
+        attempts.append(result.id)
+        if len(attempts) <= 2:
+            raise ConnectionError("the database is restarting")
+
+    # Visibility 0.3 s and the retries back off 0.5 s then 1 s: without the heartbeat keeping the
+    # entry claimed, it would be redelivered meanwhile.
+    worker = _worker(scorers, stream, [CallbackSink(flaky)])
+    running = asyncio.create_task(worker.run(drain_timeout=5))
+
+    async def drained() -> bool:
+        return int(await client.xlen(stream.stream)) == 0
+
+    await _until(drained)
+    worker.stop()
+    stats = await running
+    assert len(attempts) == 3 and len(set(attempts)) == 1
+    assert stats["sink_errors"] == 2 and stats["scored"] == 1
+    assert stats["redelivered"] == 0 and stats["dead_lettered"] == 0
     await intake.aclose()

@@ -206,8 +206,11 @@ class RedisIntake:
                     encoded.append(encode_entry(scorer_id, run_id, plan.call, carrier))
             span.set_attribute(telemetry_names.ATTR_MESSAGING_BATCH_COUNT, len(encoded))
             try:
-                await self._prepare()
-                await append_entries(self._client, self._names.stream, encoded, self._max_backlog)
+                if encoded:  # a request with nothing sampled never waits on Redis
+                    await self._prepare()
+                    await append_entries(
+                        self._client, self._names.stream, encoded, self._max_backlog
+                    )
             except QueueFull as full:
                 self._refuse(plans, "dropped_queue_full")
                 free = max(0, self._max_backlog - full.backlog)

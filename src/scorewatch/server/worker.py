@@ -33,12 +33,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import propagate, trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from ..core.scorer import Scorer
 from ..live import observers, queue_observers
 from ..live.result import LiveResult
 from ..live.sinks.base import ScoreSink
 from ..live.trace_links import linked_runs
+from ..telemetry import names as telemetry_names
 from .engine import _failure, _Work
 from .stream_queue import GaugePoller, QueueEntry, StreamNames, decode_entry, ensure_group
 
@@ -49,6 +52,8 @@ __all__ = ["StreamWorker", "default_consumer_name"]
 
 logger = logging.getLogger("scorewatch.worker")
 
+_MAX_SINK_BACKOFF_S = 5.0
+_CONSUMER_CLEANUP_S = 60.0
 _COUNTS = (
     "delivered",
     "redelivered",
@@ -108,6 +113,7 @@ class StreamWorker:
         self._drained = asyncio.Event()
         self._poller = GaugePoller(client, names, stats_interval)
         self._unregister = queue_observers.register_queue_gauges(lambda: self._poller.latest)
+        self._tracer = trace.get_tracer(telemetry_names.INSTRUMENTATION_SCOPE)
 
     # -- accounting ----------------------------------------------------------------------------
 
@@ -148,7 +154,7 @@ class StreamWorker:
 
     async def _consume(self) -> None:
         loop = asyncio.get_running_loop()
-        next_claim = 0.0
+        next_claim = next_cleanup = 0.0
         while not self._stopping.is_set():
             if len(self._tasks) >= self._concurrency:
                 await asyncio.wait(set(self._tasks), return_when=asyncio.FIRST_COMPLETED)
@@ -156,6 +162,9 @@ class StreamWorker:
             try:
                 if loop.time() >= next_claim:
                     next_claim = loop.time() + self._claim_interval
+                    if loop.time() >= next_cleanup:
+                        next_cleanup = loop.time() + _CONSUMER_CLEANUP_S
+                        await self._forget_dead_consumers()
                     if await self._reclaim():
                         continue
                 await self._read()
@@ -213,6 +222,19 @@ class StreamWorker:
             deliveries = int(detail[0]["times_delivered"]) if detail else self._max_deliveries
             self._start(_Delivery(entry_id, fields, deliveries))
         return len(claimed)
+
+    async def _forget_dead_consumers(self) -> None:
+        """Remove consumers that hold nothing and have been silent for a long while (workers
+        that restarted under a new name), so `XINFO CONSUMERS` stays readable. A live consumer
+        removed by mistake is recreated by its next read."""
+        quiet_ms = max(3_600_000, 10 * self._visibility_ms)
+        consumers: Any = await self._client.xinfo_consumers(self._names.stream, self._names.group)
+        for consumer in consumers:
+            name = _text(consumer.get("name", b""))
+            if name == self.consumer or int(consumer.get("pending", 1)) != 0:
+                continue
+            if int(consumer.get("idle", 0)) > quiet_ms:
+                await self._client.xgroup_delconsumer(self._names.stream, self._names.group, name)
 
     async def _heartbeat(self) -> None:
         interval = self._visibility_ms / 3000
@@ -272,6 +294,27 @@ class StreamWorker:
             logger.error("queue entry %s is unreadable (%s)", delivery.entry_id, error)
             await self._dead_letter(delivery, "malformed")
             return
+        enqueued = trace.get_current_span(propagate.extract(entry.trace_carrier))
+        enqueued_context = enqueued.get_span_context()
+        with self._tracer.start_as_current_span(
+            telemetry_names.queue_process_span_name(self._names.stream),
+            context=Context(),
+            kind=SpanKind.CONSUMER,
+            links=[Link(enqueued_context)] if enqueued_context.is_valid else [],
+            attributes={
+                telemetry_names.ATTR_MESSAGING_SYSTEM: telemetry_names.MESSAGING_SYSTEM_REDIS,
+                telemetry_names.ATTR_MESSAGING_OPERATION_TYPE: "process",
+                telemetry_names.ATTR_MESSAGING_DESTINATION: self._names.stream,
+            },
+        ) as span:
+            reason = await self._handle(delivery, entry, enqueued_context)
+            if reason is not None:
+                span.set_attribute(telemetry_names.ATTR_QUEUE_REASON, reason)
+
+    async def _handle(
+        self, delivery: _Delivery, entry: QueueEntry, enqueued: SpanContext
+    ) -> str | None:
+        """Score, store, acknowledge; returns the dead-letter reason when it comes to that."""
         scorer = self._scorers.get(entry.scorer_id)
         if scorer is None:
             logger.error(
@@ -280,13 +323,13 @@ class StreamWorker:
                 entry.scorer_id,
             )
             await self._dead_letter(delivery, "unknown_scorer")
-            return
+            return "unknown_scorer"
         if delivery.deliveries > self._max_deliveries:
             await self._dead_letter(delivery, "max_deliveries")
-            return
+            return "max_deliveries"
         observers.record_in_flight(1)
         try:
-            result = await self._score(entry, scorer)
+            result = await self._score(entry, scorer, enqueued)
         finally:
             observers.record_in_flight(-1)
         last_chance = delivery.deliveries >= self._max_deliveries
@@ -300,22 +343,28 @@ class StreamWorker:
                 self._max_deliveries,
                 result.error_type,
             )
-            return
-        if not await self._store(result):
-            return  # not acknowledged: stored on a later delivery
+            return None
+        # A sink outage must not burn deliveries: keep the entry (the heartbeat keeps it
+        # claimed) and retry the write, until it works or this worker stops.
+        backoff = 0.5
+        while not await self._store(result):
+            if self._stopping.is_set():
+                return None  # not acknowledged: another worker stores it later
+            await _sleep_or_stop(self._stopping, backoff)
+            backoff = min(backoff * 2, _MAX_SINK_BACKOFF_S)
         if result.status == "failed":
             self._count("failed")
             await self._dead_letter(delivery, "failed")
-            return
+            return "failed"
         self._count("scored")
         await self._acknowledge(delivery.entry_id)
+        return None
 
-    async def _score(self, entry: QueueEntry, scorer: Scorer) -> LiveResult:
+    async def _score(self, entry: QueueEntry, scorer: Scorer, enqueued: SpanContext) -> LiveResult:
         work = _Work(entry.scorer_id, scorer, entry.run_id, entry.call, None)
-        enqueued = trace.get_current_span(propagate.extract(entry.trace_carrier))
         call = entry.call
         try:
-            with linked_runs(enqueued.get_span_context()):
+            with linked_runs(enqueued):
                 result = await scorer.run(
                     input=call.input,
                     output=call.output,

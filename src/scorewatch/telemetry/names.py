@@ -229,7 +229,7 @@ ATTR_OUTCOME: Final = "scorewatch.outcome"
 ATTR_DECISION: Final = "scorewatch.decision"
 ATTR_SINK: Final = "scorewatch.sink"
 ATTR_QUEUE_STREAM: Final = "scorewatch.queue.stream"
-# Why an entry was dead-lettered: max_deliveries, unknown_scorer, malformed.
+# Why an entry was dead-lettered: failed, max_deliveries, unknown_scorer, malformed.
 ATTR_QUEUE_REASON: Final = "scorewatch.queue.reason"
 # Our own, span-only: which attempt of the step a `chat` span is, and whether it is the
 # structured-output fallback.

@@ -128,8 +128,15 @@ _SPANS: Final = (
         "SPAN_QUEUE_PROCESS",
         "CONSUMER",
         "none (links to the send span)",
-        ("ATTR_MESSAGING_SYSTEM", "ATTR_MESSAGING_OPERATION_TYPE", "ATTR_MESSAGING_DESTINATION"),
-        "A worker processing entries of the work queue (`scorewatch worker`).",
+        (
+            "ATTR_MESSAGING_SYSTEM",
+            "ATTR_MESSAGING_OPERATION_TYPE",
+            "ATTR_MESSAGING_DESTINATION",
+            "ATTR_QUEUE_REASON",
+        ),
+        "A worker processing one entry of the work queue (`scorewatch worker`): scoring, "
+        "storing, acknowledging; `scorewatch.queue.reason` when it was dead-lettered. A run "
+        "without an evaluated span is its child.",
     ),
 )
 
@@ -203,8 +210,8 @@ _ATTRIBUTES: Final[dict[str, str]] = {
     "ATTR_MESSAGING_DESTINATION": "the work queue's stream name",
     "ATTR_MESSAGING_BATCH_COUNT": "entries sent in one request",
     "ATTR_QUEUE_STREAM": "the work queue's stream name",
-    "ATTR_QUEUE_REASON": "why an entry was dead-lettered: `max_deliveries`, `unknown_scorer`, "
-    "`malformed`",
+    "ATTR_QUEUE_REASON": "why an entry was dead-lettered: `failed`, `max_deliveries`, "
+    "`unknown_scorer`, `malformed`",
 }
 
 _JUDGE_CALL = (
