@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import time
@@ -191,11 +192,24 @@ def test_serve_killed_right_after_202_still_gets_the_item_scored(
     serve.kill()  # SIGKILL, no drain: only Redis holds the work now
     assert answer.status_code == 202, answer.text
     (run,) = answer.json()["accepted"]
-    worker = WorkerProcess(config, name="later")
+    worker = WorkerProcess(config, name="later", extra_args=("--metrics-listen", "127.0.0.1:0"))
     worker.wait_consuming()
     rows = _wait_rows(schema, 1)
-    assert worker.terminate() == 0
     assert [(row[0], row[1]) for row in rows] == [(run["run_id"], "success")]
+    # The worker's own /metrics: the run it scored and the stream's gauges.
+    port = re.search(r"metrics on port (\d+)", worker.stderr())
+    assert port, worker.stderr()
+    label = f'scorewatch_queue_stream="{stream}"'
+    deadline = time.monotonic() + 30
+    while True:
+        text = httpx.get(f"http://127.0.0.1:{port.group(1)}/metrics", timeout=10).text
+        if f"scorewatch_queue_backlog{{{label}}} 0" in text or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert f"scorewatch_queue_backlog{{{label}}} 0" in text
+    assert f"scorewatch_queue_pending{{{label}}} 0" in text
+    assert 'scorewatch_scorer_runs_total{gen_ai_evaluation_name="length"' in text
+    assert worker.terminate() == 0
 
 
 def test_worker_without_a_queue_and_serve_with_a_bad_queue_url_refuse_to_start(

@@ -386,3 +386,28 @@ async def test_a_sink_outage_keeps_the_entry_and_burns_no_delivery(
     assert stats["sink_errors"] == 2 and stats["scored"] == 1
     assert stats["redelivered"] == 0 and stats["dead_lettered"] == 0
     await intake.aclose()
+
+
+async def test_waiting_for_results_reads_them_back_from_postgres(
+    redis: tuple[Redis, StreamNames], schema: str
+) -> None:
+    client, stream = redis
+    sink = PostgresSink(PG_DSN, schema=schema)
+    scorers = {"length": _length_scorer()}
+    intake = _intake(client, stream, scorers, max_backlog=100, lookup=sink, wait_limit=20)
+    worker = _worker(scorers, stream, [sink])
+    running = asyncio.create_task(worker.run(drain_timeout=5))
+    try:
+        (admission,) = await intake.admit(
+            [ScoreItem(input="q", output="x" * 40, target="bot")], want_results=True
+        )
+        assert admission.results is not None
+        (future,) = admission.results.values()
+        result = await asyncio.wait_for(future, 20)
+        assert result.status == "success" and result.score == 0.4
+        assert result.id == admission.accepted[0].run_id
+    finally:
+        worker.stop()
+        await running
+        await intake.aclose()
+        await sink.aclose()
