@@ -22,7 +22,7 @@ from .experiments import ExperimentSinkWriter
 from .result import LiveResult
 from .sampling import Sampling
 from .scoring import LiveDecision, LiveScoring, LiveStats
-from .sinks import CallbackSink, JsonlSink, ScoreSink, SqliteSink
+from .sinks import CallbackSink, JsonlSink, PostgresSink, ScoreSink, SqliteSink
 
 __all__ = [
     "CallbackSink",
@@ -34,6 +34,7 @@ __all__ = [
     "LiveResult",
     "LiveScoring",
     "LiveStats",
+    "PostgresSink",
     "Sampling",
     "ScoreSink",
     "ScorerEntry",
