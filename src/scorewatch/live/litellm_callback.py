@@ -11,6 +11,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from .work_queue import in_live_job
@@ -70,6 +71,14 @@ class _RecentIds:
             return True
 
 
+def _started_before(start_time: Any, moment: datetime) -> bool:
+    if not isinstance(start_time, datetime):
+        return False
+    if start_time.tzinfo is not None:
+        start_time = start_time.astimezone().replace(tzinfo=None)
+    return bool(start_time < moment)
+
+
 def _build_class() -> type:
     from litellm.integrations.custom_logger import CustomLogger
 
@@ -78,6 +87,9 @@ def _build_class() -> type:
 
         def __init__(self, submit: Submit, target: str) -> None:
             super().__init__()
+            # litellm reports completions from a background worker, possibly after a delay:
+            # a completion that started before this callback existed is not ours to score.
+            self.created = datetime.now()
             self.target = target
             self._submit = submit
             self._recent = _RecentIds()
@@ -87,16 +99,18 @@ def _build_class() -> type:
         ) -> None:
             if isinstance(kwargs, Mapping) and _is_async_call(kwargs):
                 return  # async_log_success_event reports it, on the caller's loop
-            self._observe(kwargs, response_obj)
+            self._observe(kwargs, response_obj, start_time)
 
         async def async_log_success_event(
             self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
         ) -> None:
-            self._observe(kwargs, response_obj)
+            self._observe(kwargs, response_obj, start_time)
 
-        def _observe(self, kwargs: Any, response_obj: Any) -> None:
+        def _observe(self, kwargs: Any, response_obj: Any, start_time: Any) -> None:
             try:
                 if in_live_job() or not isinstance(kwargs, Mapping):
+                    return
+                if _started_before(start_time, self.created):
                     return
                 if kwargs.get("stream") and kwargs.get("complete_streaming_response") is not None:
                     response_obj = kwargs["complete_streaming_response"]
