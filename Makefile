@@ -16,12 +16,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/scorewatch demo
 
+# The suite, then the static checks (ruff, mypy strict) that CI holds the code to.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+	$(MAKE) --no-print-directory lint typecheck
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks grafana deploy
+	$(BIN)/ruff format --check src tests benchmarks grafana deploy
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
