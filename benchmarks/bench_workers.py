@@ -1,13 +1,14 @@
 """Throughput of `scorewatch worker` processes as they are added: 1 -> 3 workers.
 
-    .venv/bin/python benchmarks/bench_workers.py [--items 120] [--concurrency 2] [--latency 0.2]
+    .venv/bin/python benchmarks/bench_workers.py [--items 120] [--concurrency 2] [--repeats 3]
 
 Needs the real Redis (127.0.0.1:6379) and PostgreSQL (127.0.0.1:5432, database `test`). For each
 worker count, a fresh stream and schema: the workers start and report they are consuming, the
 items are appended to the stream in one go, and the clock runs until every result row is in
 PostgreSQL. Each run makes one call to a loopback judge that answers after `--latency` seconds,
 so one worker's ceiling is `concurrency / latency` evaluations per second (the single-process
-limit the queue exists to lift). Prints one JSON object; `speedup` is 3 workers over 1.
+limit the queue exists to lift). Prints one JSON object; `speedup` is 3 workers over 1
+(min/median/max over `--repeats` pairs of runs).
 """
 
 from __future__ import annotations
@@ -185,19 +186,28 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=120)
     parser.add_argument("--concurrency", type=int, default=2, help="runs at once per worker")
     parser.add_argument("--latency", type=float, default=0.2, help="judge latency, seconds")
+    parser.add_argument("--repeats", type=int, default=1, help="1-then-3 measurements")
     args = parser.parse_args()
     reply = Reply('{"score": 0.7}', delay=args.latency)
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     with LoopbackJudgeServer(default=reply, record_requests=False) as judge:
-        one = _run(1, args.items, args.concurrency, judge.base_url)
-        three = _run(3, args.items, args.concurrency, judge.base_url)
+        for _ in range(args.repeats):
+            one = _run(1, args.items, args.concurrency, judge.base_url)
+            three = _run(3, args.items, args.concurrency, judge.base_url)
+            pairs.append((one, three))
+    speedups = sorted(t["evaluations_per_s"] / o["evaluations_per_s"] for o, t in pairs)
     print(
         json.dumps(
             {
                 "judge_latency_s": args.latency,
                 "concurrency_per_worker": args.concurrency,
                 "ceiling_per_worker": round(args.concurrency / args.latency, 2),
-                "runs": [one, three],
-                "speedup": round(three["evaluations_per_s"] / one["evaluations_per_s"], 2),
+                "runs": [run for pair in pairs for run in pair],
+                "speedup": {
+                    "min": round(speedups[0], 2),
+                    "median": round(speedups[len(speedups) // 2], 2),
+                    "max": round(speedups[-1], 2),
+                },
             },
             indent=2,
         )
