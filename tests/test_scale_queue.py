@@ -232,7 +232,9 @@ async def test_poison_item_is_dead_lettered_after_n_deliveries_without_blocking_
         items += [ScoreItem(input="q", output=f"fine {i}", target="bot") for i in range(6)]
         admissions = await intake.admit(items)
         poison_run = admissions[0].accepted[0].run_id
-        worker = _worker(scorers, stream, [sink], concurrency=2)
+        # A visibility timeout well above any stall of a loaded machine: only the poison item
+        # is ever redelivered.
+        worker = _worker(scorers, stream, [sink], concurrency=2, visibility_timeout=1.0)
         running = asyncio.create_task(worker.run(drain_timeout=5))
 
         async def dead_lettered() -> bool:
@@ -371,9 +373,9 @@ async def test_a_sink_outage_keeps_the_entry_and_burns_no_delivery(
         if len(attempts) <= 2:
             raise ConnectionError("the database is restarting")
 
-    # Visibility 0.3 s and the retries back off 0.5 s then 1 s: without the heartbeat keeping the
+    # Visibility 1 s and the retries back off 0.5 s then 1 s: without the heartbeat keeping the
     # entry claimed, it would be redelivered meanwhile.
-    worker = _worker(scorers, stream, [CallbackSink(flaky)])
+    worker = _worker(scorers, stream, [CallbackSink(flaky)], visibility_timeout=1.0)
     running = asyncio.create_task(worker.run(drain_timeout=5))
 
     async def drained() -> bool:
