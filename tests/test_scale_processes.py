@@ -113,6 +113,10 @@ def test_every_accepted_item_is_scored_exactly_once_across_three_workers(
                 ]
             rows = _wait_rows(schema, len(accepted))
             listed = client.get("/v1/scores", params={"limit": 1000}).json()
+            stats = client.get("/v1/stats")
+            assert stats.status_code == 200, stats.text
+            assert stats.json()["sampled"] == 300 and stats.json()["rejected_requests"] == 0
+            assert client.get("/readyz").json()["checks"]["queue"] is True
         assert len(accepted) == len(set(accepted)) == 300
         assert sorted(row[0] for row in rows) == sorted(accepted)
         assert all(status == "success" for _id, status, _score in rows)

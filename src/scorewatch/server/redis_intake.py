@@ -64,6 +64,7 @@ _COUNTS = (
     "scored",
     "failed",
     "rejected_requests",
+    "sink_errors",  # serve stores nothing itself with a queue: the workers count theirs
     "queue_errors",
 )
 _POLL_S = 0.2
