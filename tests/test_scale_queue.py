@@ -413,3 +413,38 @@ async def test_waiting_for_results_reads_them_back_from_postgres(
         await running
         await intake.aclose()
         await sink.aclose()
+
+
+async def test_unreadable_entries_and_entries_that_kill_workers_are_dead_lettered(
+    redis: tuple[Redis, StreamNames],
+) -> None:
+    client, stream = redis
+    ran: list[str] = []
+
+    def counting(ctx: Any) -> float:
+        ran.append(str(ctx.run.output))
+        return 1.0
+
+    scorers = {"length": sw.create_scorer(id="length", description="d").generate_score(counting)}
+    intake = _intake(client, stream, scorers, max_backlog=100)
+    await intake.admit([ScoreItem(input="q", output="crashes workers", target="bot")])
+    await client.xadd(stream.stream, {"v": "1", "scorer": "length", "call": "{not json"})
+    # The first entry was taken by workers that died while scoring it, three times already.
+    await client.xreadgroup(stream.group, "crashed-1", {stream.stream: ">"}, count=1)
+    ((first_id, _fields),) = await client.xrange(stream.stream, count=1)
+    for name in ("crashed-2", "crashed-3"):
+        await client.xclaim(stream.stream, stream.group, name, 0, [first_id])
+    worker = _worker(scorers, stream, [CallbackSink(lambda result: None)])
+    running = asyncio.create_task(worker.run(drain_timeout=5))
+
+    async def both_dead() -> bool:
+        return int(await client.xlen(stream.dead_letters)) == 2
+
+    await _until(both_dead)
+    worker.stop()
+    stats = await running
+    reasons = sorted(f[b"dead.reason"] for _id, f in await client.xrange(stream.dead_letters))
+    assert reasons == [b"malformed", b"max_deliveries"]
+    assert ran == []  # the entry that kept killing workers was not run a fourth time
+    assert stats["dead_lettered"] == 2 and await client.xlen(stream.stream) == 0
+    await intake.aclose()
