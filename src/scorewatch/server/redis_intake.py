@@ -40,10 +40,10 @@ from .intake import (
     Skipped,
 )
 from .stream_queue import (
+    EntryAppender,
     GaugePoller,
     QueueFull,
     StreamNames,
-    append_entries,
     encode_entry,
     ensure_group,
 )
@@ -118,6 +118,7 @@ class RedisIntake:
         self._closed = False
         self._group_ready = False
         self._poller = GaugePoller(client, names, stats_interval)
+        self._appender = EntryAppender(client, names.stream, max_backlog)
         self._unregister = queue_observers.register_queue_gauges(lambda: self._poller.latest)
         self._waiters: set[asyncio.Task[None]] = set()
         self._tracer = trace.get_tracer(telemetry_names.INSTRUMENTATION_SCOPE)
@@ -209,9 +210,7 @@ class RedisIntake:
             try:
                 if encoded:  # a request with nothing sampled never waits on Redis
                     await self._prepare()
-                    await append_entries(
-                        self._client, self._names.stream, encoded, self._max_backlog
-                    )
+                    await self._appender.append(encoded)
             except QueueFull as full:
                 self._refuse(plans, "dropped_queue_full")
                 free = max(0, self._max_backlog - full.backlog)

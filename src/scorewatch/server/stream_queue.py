@@ -32,11 +32,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENTRY_VERSION",
+    "EntryAppender",
     "GaugePoller",
     "QueueEntry",
     "QueueFull",
     "StreamNames",
-    "append_entries",
     "connect",
     "decode_entry",
     "encode_entry",
@@ -182,20 +182,29 @@ def decode_entry(fields: Mapping[bytes, bytes]) -> QueueEntry:
     )
 
 
-async def append_entries(
-    client: Redis, stream: str, entries: Sequence[list[str]], max_backlog: int
-) -> list[str]:
-    """Append all entries or none: raises `QueueFull` when the backlog would pass the limit."""
-    if not entries:
-        return []
-    arguments: list[str | int] = [max_backlog, len(entries)]
-    for fields in entries:
-        arguments.append(len(fields))
-        arguments.extend(fields)
-    answer = await client.eval(_APPEND_SCRIPT, 1, stream, *arguments)
-    if isinstance(answer, int):
-        raise QueueFull(-answer - 1)
-    return [item.decode() if isinstance(item, bytes) else str(item) for item in answer]
+class EntryAppender:
+    """Appends a request's entries all or none, checking the backlog in the same script.
+
+    The script is sent once and then called by its SHA (`EVALSHA`, reloaded if Redis lost it).
+    """
+
+    def __init__(self, client: Redis, stream: str, max_backlog: int) -> None:
+        self._script = client.register_script(_APPEND_SCRIPT)
+        self._stream = stream
+        self._max_backlog = max_backlog
+
+    async def append(self, entries: Sequence[list[str]]) -> list[str]:
+        """The new entry ids; raises `QueueFull` (nothing appended) past the backlog limit."""
+        if not entries:
+            return []
+        arguments: list[str | int] = [self._max_backlog, len(entries)]
+        for fields in entries:
+            arguments.append(len(fields))
+            arguments.extend(fields)
+        answer = await self._script(keys=[self._stream], args=arguments)
+        if isinstance(answer, int):
+            raise QueueFull(-answer - 1)
+        return [item.decode() if isinstance(item, bytes) else str(item) for item in answer]
 
 
 async def ensure_group(client: Redis, names: StreamNames) -> None:
