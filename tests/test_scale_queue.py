@@ -448,3 +448,23 @@ async def test_unreadable_entries_and_entries_that_kill_workers_are_dead_lettere
     assert ran == []  # the entry that kept killing workers was not run a fourth time
     assert stats["dead_lettered"] == 2 and await client.xlen(stream.stream) == 0
     await intake.aclose()
+
+
+async def test_only_silent_consumers_holding_nothing_are_forgotten(
+    redis: tuple[Redis, StreamNames],
+) -> None:
+    client, stream = redis
+    intake = _intake(client, stream, {"length": _length_scorer()}, max_backlog=100)
+    await intake.admit([ScoreItem(input="q", output="held", target="bot")])
+    await client.xreadgroup(stream.group, "holds-one", {stream.stream: ">"}, count=1)
+    await client.xgroup_createconsumer(stream.stream, stream.group, "holds-none")
+    await asyncio.sleep(0.05)
+    worker = _worker({"length": _length_scorer()}, stream, [])
+    assert await worker._forget_dead_consumers(quiet_ms=10) == 1
+    left = {_text(c["name"]) for c in await client.xinfo_consumers(stream.stream, stream.group)}
+    assert left == {"holds-one"}  # its pending entry stays claimable
+    await intake.aclose()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

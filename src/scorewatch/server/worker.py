@@ -54,6 +54,21 @@ logger = logging.getLogger("scorewatch.worker")
 
 _MAX_SINK_BACKOFF_S = 5.0
 _CONSUMER_CLEANUP_S = 60.0
+# KEYS[1]: the stream. ARGV: group, idle threshold (ms), this consumer's name.
+_FORGET_SCRIPT = """
+local removed = 0
+for _, fields in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local info = {}
+  for index = 1, #fields, 2 do
+    info[fields[index]] = fields[index + 1]
+  end
+  if info['name'] ~= ARGV[3] and info['pending'] == 0 and info['idle'] > tonumber(ARGV[2]) then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], info['name'])
+    removed = removed + 1
+  end
+end
+return removed
+"""
 _COUNTS = (
     "delivered",
     "redelivered",
@@ -219,22 +234,23 @@ class StreamWorker:
         self._count("redelivered", len(claimed))
         queue_observers.record_redeliveries(self._names.stream, len(claimed))
         for (entry_id, fields), detail in zip(claimed, details, strict=True):
-            deliveries = int(detail[0]["times_delivered"]) if detail else self._max_deliveries
+            if not detail:
+                continue  # acknowledged meanwhile by the consumer it was taken from
+            deliveries = int(detail[0]["times_delivered"])
             self._start(_Delivery(entry_id, fields, deliveries))
         return len(claimed)
 
-    async def _forget_dead_consumers(self) -> None:
+    async def _forget_dead_consumers(self, quiet_ms: int | None = None) -> int:
         """Remove consumers that hold nothing and have been silent for a long while (workers
-        that restarted under a new name), so `XINFO CONSUMERS` stays readable. A live consumer
-        removed by mistake is recreated by its next read."""
-        quiet_ms = max(3_600_000, 10 * self._visibility_ms)
-        consumers: Any = await self._client.xinfo_consumers(self._names.stream, self._names.group)
-        for consumer in consumers:
-            name = _text(consumer.get("name", b""))
-            if name == self.consumer or int(consumer.get("pending", 1)) != 0:
-                continue
-            if int(consumer.get("idle", 0)) > quiet_ms:
-                await self._client.xgroup_delconsumer(self._names.stream, self._names.group, name)
+        that restarted under a new name), so `XINFO CONSUMERS` stays readable. The check and the
+        removal run in one script: a consumer that reads meanwhile is never removed with
+        entries in its hands (they would become unclaimable). Returns how many went."""
+        if quiet_ms is None:
+            quiet_ms = max(3_600_000, 10 * self._visibility_ms)
+        removed: Any = await self._client.eval(
+            _FORGET_SCRIPT, 1, self._names.stream, self._names.group, quiet_ms, self.consumer
+        )
+        return int(removed)
 
     async def _heartbeat(self) -> None:
         interval = self._visibility_ms / 3000
