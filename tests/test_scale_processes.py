@@ -236,3 +236,35 @@ def test_worker_without_a_queue_and_serve_with_a_bad_queue_url_refuse_to_start(
     )  # fmt: skip
     assert serve.returncode == 2
     assert "--queue: expected redis://HOST:PORT/DB" in serve.stderr
+
+
+def test_sigterm_finishes_the_runs_in_flight_and_leaves_the_rest_queued(
+    tmp_path: Path, names: tuple[str, str]
+) -> None:
+    stream, schema = names
+    config = scale_config(
+        tmp_path,
+        stream=stream,
+        schema=schema,
+        factories={"slow": "make_slow_scorer"},
+        max_concurrency=4,
+        visibility_timeout=30.0,  # nothing may be reclaimed: the numbers must add up as they are
+    )
+    accepted = asyncio.run(_enqueue(stream, "slow", 20))
+    first = WorkerProcess(config, name="first", env={"SW_SLOW_SCORER_S": "0.6"})
+    first.wait_consuming()
+    _wait_rows(schema, 1)
+    assert first.terminate() == 0
+    account = first.final_accounting()
+    stored = _rows(schema)
+    # Every run it had started was finished, stored and acknowledged before it exited...
+    assert account["in_flight"] == 0
+    assert account["scored"] == account["acknowledged"] == len(stored) < 20
+    backlog, pending = _stream_state(stream, f"{stream}-workers")
+    # ... and the rest is still queued, unclaimed, for the next worker.
+    assert (backlog, pending) == (20 - len(stored), 0)
+    second = WorkerProcess(config, name="second", env={"SW_SLOW_SCORER_S": "0.01"})
+    second.wait_consuming()
+    rows = _wait_rows(schema, 20)
+    assert second.terminate() == 0
+    assert sorted(row[0] for row in rows) == sorted(accepted)
