@@ -468,3 +468,19 @@ async def test_only_silent_consumers_holding_nothing_are_forgotten(
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def test_sync_query_never_ties_the_pool_to_a_short_lived_loop(schema: str) -> None:
+    sink = PostgresSink(PG_DSN, schema=schema)
+    assert sink.query() == []  # migrates on a connection of its own
+    assert sink._pool is None and sink._pool_loop is None
+
+    async def write_then_read() -> list[dict[str, Any]]:
+        await sink.write([_result("run-sync", "x", 0.5)])
+        rows = await sink.aquery()
+        assert sink._pool is not None  # the pool belongs to the loop that uses it
+        await sink.aclose()
+        return rows
+
+    assert [row["id"] for row in asyncio.run(write_then_read())] == ["run-sync"]
+    assert [row["id"] for row in sink.query(ids=["run-sync"])] == ["run-sync"]

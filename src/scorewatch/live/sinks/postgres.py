@@ -286,6 +286,37 @@ class PostgresSink:
     ) -> list[dict[str, Any]]:
         """Stored rows, newest first, as `SqliteSink.query` returns them (timestamps as ISO
         text). `since` is inclusive; `ids` keeps only these run ids."""
+        sql, params = self._select(target, scorer, since, status, limit, ids)
+        pool = await self._connection_pool()
+        if pool is not None:
+            async with pool.connection() as conn:
+                return await self._fetch(conn, sql, params)
+        return await self._fetch_direct(sql, params)
+
+    def query(
+        self,
+        *,
+        target: str | None = None,
+        scorer: str | None = None,
+        since: datetime | str | None = None,
+        status: Literal["success", "failed"] | None = None,
+        limit: int = 100,
+        ids: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """`aquery` for synchronous callers (not from inside a running event loop); uses a
+        connection of its own, never the pool."""
+        sql, params = self._select(target, scorer, since, status, limit, ids)
+        return asyncio.run(self._fetch_direct(sql, params))
+
+    def _select(
+        self,
+        target: str | None,
+        scorer: str | None,
+        since: datetime | str | None,
+        status: str | None,
+        limit: int,
+        ids: Sequence[str] | None,
+    ) -> tuple[str, list[Any]]:
         clauses: list[str] = []
         params: list[Any] = []
         if target is not None:
@@ -310,10 +341,9 @@ class PostgresSink:
             f"ORDER BY {_quote('createdAt')} DESC, {_quote('id')} DESC LIMIT %s"
         )
         params.append(max(0, int(limit)))
-        pool = await self._connection_pool()
-        if pool is not None:
-            async with pool.connection() as conn:
-                return await self._fetch(conn, sql, params)
+        return sql, params
+
+    async def _fetch_direct(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         await self._migrate_once()
         conn = await self._connect()
         try:
@@ -326,10 +356,6 @@ class PostgresSink:
     ) -> list[dict[str, Any]]:
         cursor = await conn.execute(sql.encode(), params)
         return [_decode(row) for row in await cursor.fetchall()]
-
-    def query(self, **filters: Any) -> list[dict[str, Any]]:
-        """`aquery` for synchronous callers (not from inside a running event loop)."""
-        return asyncio.run(self.aquery(**filters))
 
 
 def _dumps(value: Any) -> str:
