@@ -484,3 +484,23 @@ def test_sync_query_never_ties_the_pool_to_a_short_lived_loop(schema: str) -> No
 
     assert [row["id"] for row in asyncio.run(write_then_read())] == ["run-sync"]
     assert [row["id"] for row in sink.query(ids=["run-sync"])] == ["run-sync"]
+
+
+async def test_an_application_role_without_create_on_the_database_can_migrate(
+    schema: str,
+) -> None:
+    role = f"{schema}_app"
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"'.encode())
+        conn.execute(f'CREATE ROLE "{role}" LOGIN'.encode())
+        conn.execute(f'GRANT USAGE, CREATE ON SCHEMA "{schema}" TO "{role}"'.encode())
+    try:
+        sink = PostgresSink(PG_DSN.replace("user=postgres", f"user={role}"), schema=schema)
+        assert await sink.migrate() == [1]
+        await sink.write([_result("run-app", "x", 1.0)])
+        assert [row["id"] for row in await sink.aquery()] == ["run-app"]
+        await sink.aclose()
+    finally:
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE'.encode())
+            conn.execute(f'DROP ROLE "{role}"'.encode())

@@ -203,7 +203,13 @@ class PostgresSink:
                     "SELECT pg_advisory_xact_lock(hashtext(%s))",
                     (f"scorewatch-migrations:{self.schema}",),
                 )
-                await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self._schema_sql}")
+                # Only when missing: CREATE SCHEMA IF NOT EXISTS needs the database's CREATE
+                # privilege even for an existing schema, which an application role may lack.
+                found = await conn.execute(
+                    "SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,)
+                )
+                if await found.fetchone() is None:
+                    await conn.execute(f"CREATE SCHEMA {self._schema_sql}".encode())
                 await conn.execute(
                     f"CREATE TABLE IF NOT EXISTS {migrations_sql} (version integer PRIMARY KEY, "
                     "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
