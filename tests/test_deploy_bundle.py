@@ -23,6 +23,9 @@ COMPOSE_SERVICES = {
     "alertmanager",
     "grafana",
     "jaeger",
+    "worker",
+    "redis",
+    "postgres",
 }
 
 
@@ -42,8 +45,9 @@ def _host_path(volume: str) -> Path | None:
 def test_compose_runs_the_whole_stack() -> None:
     services = _compose()["services"]
     assert set(services) == COMPOSE_SERVICES
+    local_image = services["scorewatch"]["image"]
     for name, service in services.items():
-        if name != "scorewatch":
+        if service["image"] != local_image:  # scorewatch's own, built from this checkout
             assert re.search(r":v?\d", service["image"]), f"{name}: pin the image version"
         for port in service.get("ports", []):
             assert port.startswith("127.0.0.1:"), f"{name} publishes {port} beyond localhost"
@@ -67,16 +71,42 @@ def test_compose_references_only_files_that_exist() -> None:
     assert (context / build["dockerfile"]).is_file()
 
 
+def _mounted_config(service: dict[str, Any]) -> Path:
+    """The host file a compose service mounts as its scorewatch.toml."""
+    (mount,) = [
+        v for v in service["volumes"] if v.split(":")[1] == "/etc/scorewatch/scorewatch.toml"
+    ]
+    path = _host_path(mount)
+    assert path is not None and path.is_file(), mount
+    assert service["command"][-1] == "/etc/scorewatch/scorewatch.toml" or (
+        "/etc/scorewatch/scorewatch.toml" in service["command"]
+    )
+    return path
+
+
 def test_compose_wires_the_services_together() -> None:
     services = _compose()["services"]
-    scorewatch_env = services["scorewatch"]["environment"]
-    assert scorewatch_env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4318"
+    for name in ("scorewatch", "worker"):
+        env = services[name]["environment"]
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://otel-collector:4318"
     prometheus = load_yaml(PROMETHEUS_DIR / "prometheus.yml")
+    jobs = {job["job_name"]: job for job in prometheus["scrape_configs"]}
     targets = {
-        job["job_name"]: job["static_configs"][0]["targets"] for job in prometheus["scrape_configs"]
+        name: job["static_configs"][0]["targets"]
+        for name, job in jobs.items()
+        if "static_configs" in job
     }
-    listen_port = load_config(DEPLOY / "scorewatch.toml").server.listen.rsplit(":", 1)[1]
+    config = load_config(_mounted_config(services["scorewatch"]))
+    listen_port = config.server.listen.rsplit(":", 1)[1]
     assert targets["scorewatch"] == [f"scorewatch:{listen_port}"]
+    assert services["scorewatch"]["ports"] == [f"127.0.0.1:{listen_port}:{listen_port}"]
+    # Every worker replica is a target of its own: DNS discovery of the service name, on the
+    # port the worker serves its metrics on.
+    worker_command = services["worker"]["command"]
+    worker_port = int(worker_command[worker_command.index("--metrics-listen") + 1].split(":")[1])
+    (discovery,) = jobs["scorewatch-worker"]["dns_sd_configs"]
+    assert discovery["names"] == ["worker"] and discovery["type"] == "A"
+    assert discovery["port"] == worker_port
     collector = load_yaml(DEPLOY / "otel-collector" / "config.yaml")
     exporter_port = collector["exporters"]["prometheus"]["endpoint"].rsplit(":", 1)[1]
     assert targets["otel-collector"] == [f"otel-collector:{exporter_port}"]

@@ -1,5 +1,5 @@
-"""The scale-out deploy pieces: compose.scale.yaml over compose.yaml, the `scale` kustomize
-component of deploy/k8s, and the configs they mount, parse and agree with each other."""
+"""The scale-out deploy pieces: Redis, PostgreSQL and workers in compose.yaml, the `scale`
+kustomize component of deploy/k8s, and the configs they mount, parse and agree with each other."""
 
 from __future__ import annotations
 
@@ -30,34 +30,39 @@ def test_scale_configs_use_the_queue_and_postgres_from_the_environment(
     assert [s.id for s in build_scorers(config)] == [spec.id for spec in config.scorers]
 
 
-def _compose_scale() -> dict[str, Any]:
-    document = load_yaml(DEPLOY / "compose.scale.yaml")
-    assert isinstance(document, dict)
-    return document
+def _compose_services() -> dict[str, Any]:
+    services = load_yaml(DEPLOY / "compose.yaml")["services"]
+    assert isinstance(services, dict)
+    return services
 
 
-def test_compose_scale_adds_redis_postgres_and_workers() -> None:
-    base = load_yaml(DEPLOY / "compose.yaml")["services"]
-    services = _compose_scale()["services"]
-    assert {"redis", "postgres", "worker"} <= set(services)
-    assert set(services) - {"redis", "postgres", "worker"} <= set(base)  # overrides only
-    worker = services["worker"]
-    assert worker["command"][0] == "worker"
-    assert worker["image"] == base["scorewatch"]["image"]  # the image serve builds
+def test_compose_runs_serve_on_the_queue_with_redis_postgres_and_workers() -> None:
+    services = _compose_services()
+    assert {"scorewatch", "worker", "redis", "postgres"} <= set(services)
+    worker, serve = services["worker"], services["scorewatch"]
+    assert worker["command"][0] == "worker" and serve["command"][0] == "serve"
+    assert worker["image"] == serve["image"] and "build" in serve  # the image serve builds
+    # Scaled independently: the workers have their own replica count, serve has none.
+    assert worker["deploy"]["replicas"] >= 2 and "deploy" not in serve
     for name in ("scorewatch", "worker"):
         env = services[name]["environment"]
         assert env["SCOREWATCH_QUEUE_URL"].split("//")[1].split(":")[0] in services
         assert "host=postgres " in env["SCOREWATCH_POSTGRES_DSN"]
         assert "${POSTGRES_PASSWORD" in env["SCOREWATCH_POSTGRES_DSN"]  # never in the file
-        for volume in services[name]["volumes"]:
-            source = volume.split(":")[0]
-            assert (DEPLOY / source).is_file(), f"{name}: {volume}"
-            assert volume.split(":")[1] == "/etc/scorewatch/scorewatch.toml"
+        (volume,) = services[name]["volumes"]
+        source, target = volume.split(":")[:2]
+        assert (DEPLOY / source).resolve() == SCALE_CONFIGS[0]
+        assert target == "/etc/scorewatch/scorewatch.toml" and target in services[name]["command"]
+        # Neither starts before Redis and PostgreSQL answer their health checks.
+        for backend in ("redis", "postgres"):
+            assert services[name]["depends_on"][backend]["condition"] == "service_healthy"
+            assert services[backend]["healthcheck"]["test"]
     assert "--appendonly" in services["redis"]["command"]
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"].startswith("${")
     for service in services.values():
         for port in service.get("ports", []):
             assert port.startswith("127.0.0.1:")
-    assert set(_compose_scale()["volumes"]) == {"redis-data", "postgres-data"}
+    assert not DEPLOY.joinpath("compose.scale.yaml").exists()  # folded into compose.yaml
 
 
 def _component() -> tuple[dict[str, Any], list[dict[str, Any]]]:
