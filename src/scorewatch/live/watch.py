@@ -79,7 +79,7 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 
 def watch_callable(
     fn: Any,
-    observe: Callable[[Any, Any, str], None],
+    observe: Callable[[Any, Any, str], object],
     target: str | None,
     input_from: InputFrom | None,
 ) -> Any:
