@@ -8,6 +8,7 @@ keys of the request context and metadata are redacted (the scorer itself saw the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -67,17 +68,7 @@ class LiveResult:
         result: ScorerRunResult,
         source: RowSource = "LIVE",
     ) -> LiveResult:
-        return cls(
-            id=run_id,
-            scorer_id=scorer.id,
-            scorer_name=scorer.name,
-            scorer_description=scorer.description,
-            has_judge=scorer.has_judge,
-            call=call,
-            status="success",
-            result=result,
-            source=source,
-        )
+        return cls._of(run_id, scorer, call, source, "success", result)
 
     @classmethod
     def failure(
@@ -89,14 +80,35 @@ class LiveResult:
         source: RowSource = "LIVE",
     ) -> LiveResult:
         """A failed run: stored with its error and snapshot, never as a score."""
-        failed_step: str | None = None
-        completed: tuple[str, ...] = ()
-        snapshot = None
-        if isinstance(error, ScorerRunError):
-            failed_step = error.failed_step
-            completed = tuple(error.completed_steps)
-            snapshot = error.result
-        cause = error.__cause__ if isinstance(error, ScorerRunError) else error
+        if not isinstance(error, ScorerRunError):
+            return cls._of(run_id, scorer, call, source, "failed", None, error, error)
+        return cls._of(
+            run_id,
+            scorer,
+            call,
+            source,
+            "failed",
+            error.result,
+            error,
+            error.__cause__ or error,
+            error.failed_step,
+            tuple(error.completed_steps),
+        )
+
+    @classmethod
+    def _of(
+        cls,
+        run_id: str,
+        scorer: Scorer,
+        call: LiveCall,
+        source: RowSource,
+        status: LiveStatus,
+        result: ScorerRunResult | ScorerRunSnapshot | None,
+        error: BaseException | None = None,
+        cause: BaseException | None = None,
+        failed_step: str | None = None,
+        completed_steps: tuple[str, ...] = (),
+    ) -> LiveResult:
         return cls(
             id=run_id,
             scorer_id=scorer.id,
@@ -104,14 +116,40 @@ class LiveResult:
             scorer_description=scorer.description,
             has_judge=scorer.has_judge,
             call=call,
-            status="failed",
-            result=snapshot,
-            error=str(error) or type(error).__name__,
+            status=status,
+            result=result,
+            error=None if error is None else str(error) or type(error).__name__,
             error_code=error.code if isinstance(error, ScorewatchError) else None,
-            error_type=type(cause or error).__name__,
+            error_type=None if cause is None else type(cause).__name__,
             failed_step=failed_step,
-            completed_steps=completed,
+            completed_steps=completed_steps,
             source=source,
+        )
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any], call: LiveCall) -> LiveResult:
+        """A result read back from its stored row (`to_row`'s output, as a sink returns it):
+        status, score, reason and failure fields; the step results stay in the row."""
+        run_id = str(row["id"])
+        scorer_id = str(row["scorerId"])
+        scorer = row.get("scorer") or {}
+        completed = row.get("completedSteps") or ()
+        return cls(
+            id=run_id,
+            scorer_id=scorer_id,
+            scorer_name=str(scorer.get("name") or scorer_id),
+            scorer_description=str(scorer.get("description") or ""),
+            has_judge=bool(scorer.get("hasJudge")),
+            call=call,
+            status="success" if row.get("status") == "success" else "failed",
+            result=ScorerRunSnapshot(
+                run_id=run_id, score=row.get("score"), reason=row.get("reason")
+            ),
+            error=row.get("error"),
+            error_code=row.get("errorCode"),
+            error_type=row.get("errorType"),
+            failed_step=row.get("failedStep"),
+            completed_steps=tuple(str(step) for step in completed),
         )
 
     @property

@@ -36,6 +36,7 @@ from .entry import ScorerEntry
 from .litellm_callback import make_litellm_callback
 from .result import LiveResult
 from .run_ids import RunIdIssuer, live_run_id
+from .score_call import score_call
 from .sinks.base import ScoreSink
 from .throttle import ThrottledLog
 from .watch import InputFrom, watch_callable
@@ -334,35 +335,16 @@ class LiveScoring:
 
     async def _execute(self, job: Job[_Work]) -> JobOutcome:
         work = job.payload
-        scorer = work.scorer
-        call = work.call
-        outcome: JobOutcome
-        try:
-            result = await scorer.run(
-                input=call.input,
-                output=call.output,
-                run_id=work.run_id,
-                ground_truth=call.ground_truth,
-                request_context=call.request_context,
-                score_source="live",
-                target=call.target,
-                target_trace_id=call.trace_id,
-                target_span_id=call.span_id,
-                target_metadata=call.metadata,
-            )
-        except Exception as error:
-            live_result = LiveResult.failure(work.run_id, scorer, work.call, error)
-            outcome = "failed"
+        live_result = await score_call(work.scorer, work.call, work.run_id)
+        outcome: JobOutcome = "scored" if live_result.status == "success" else "failed"
+        if outcome == "failed":
             self._warn.warning(
-                f"run:{scorer.id}:{live_result.error_type}",
+                f"run:{work.scorer.id}:{live_result.error_type}",
                 "live scorer %r failed on run %s: %s",
-                scorer.id,
+                work.scorer.id,
                 work.run_id,
                 live_result.error,
             )
-        else:
-            live_result = LiveResult.success(work.run_id, scorer, call, result)
-            outcome = "scored"
         if job.state != "done":  # not given up at shutdown meanwhile
             await self._store(live_result)
         return outcome

@@ -23,15 +23,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from uuid import uuid4
 
-from ..core.errors import ScorerRunError
 from ..core.scorer import Scorer
-from ..errors import ScorewatchError
 from ..live import observers
 from ..live.context import LiveCall
 from ..live.entry import ScorerEntry
 from ..live.observers import LiveDecision
 from ..live.result import LiveResult
 from ..live.run_ids import RunIdIssuer, live_run_id
+from ..live.score_call import score_call
 from ..live.sinks.base import ScoreSink
 from ..live.work_queue import Job, JobOutcome, WorkQueue
 from .intake import (
@@ -234,23 +233,9 @@ class InProcessIntake:
 
     async def _execute(self, job: Job[_Work]) -> JobOutcome:
         work = job.payload
-        outcome: JobOutcome
-        try:
-            result = await work.scorer.run(
-                input=work.call.input,
-                output=work.call.output,
-                run_id=work.run_id,
-                ground_truth=work.call.ground_truth,
-                request_context=work.call.request_context,
-                score_source="live",
-                target=work.call.target,
-                target_trace_id=work.call.trace_id,
-                target_span_id=work.call.span_id,
-                target_metadata=work.call.metadata,
-            )
-        except Exception as error:
-            live_result = _failure(work, error)
-            outcome = "failed"
+        live_result = await score_call(work.scorer, work.call, work.run_id)
+        outcome: JobOutcome = "scored" if live_result.status == "success" else "failed"
+        if outcome == "failed":
             # The error text may quote content; the log names only the run and the error type.
             logger.debug(
                 "scorer %r failed on run %s (%s)",
@@ -258,18 +243,6 @@ class InProcessIntake:
                 work.run_id,
                 live_result.error_type,
             )
-        else:
-            live_result = LiveResult(
-                id=work.run_id,
-                scorer_id=work.scorer_id,
-                scorer_name=work.scorer.name,
-                scorer_description=work.scorer.description,
-                has_judge=work.scorer.has_judge,
-                call=work.call,
-                status="success",
-                result=result,
-            )
-            outcome = "scored"
         if job.state != "done":  # not given up at shutdown meanwhile
             await self._store(live_result)
             if work.done is not None and not work.done.done():
@@ -368,29 +341,3 @@ def _decide(entry: ScorerEntry, call: LiveCall, sample_key: str) -> SkipDecision
         if not keep:
             return "filtered"
     return None if entry.sampling.should_sample(sample_key) else "not_sampled"
-
-
-def _failure(work: _Work, error: Exception) -> LiveResult:
-    failed_step: str | None = None
-    completed: tuple[str, ...] = ()
-    snapshot = None
-    if isinstance(error, ScorerRunError):
-        failed_step = error.failed_step
-        completed = tuple(error.completed_steps)
-        snapshot = error.result
-    cause = error.__cause__ if isinstance(error, ScorerRunError) else error
-    return LiveResult(
-        id=work.run_id,
-        scorer_id=work.scorer_id,
-        scorer_name=work.scorer.name,
-        scorer_description=work.scorer.description,
-        has_judge=work.scorer.has_judge,
-        call=work.call,
-        status="failed",
-        result=snapshot,
-        error=str(error) or type(error).__name__,
-        error_code=error.code if isinstance(error, ScorewatchError) else None,
-        error_type=type(cause or error).__name__,
-        failed_step=failed_step,
-        completed_steps=completed,
-    )

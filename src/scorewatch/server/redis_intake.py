@@ -22,11 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 
-from ..core.result import ScorerRunSnapshot
 from ..live import observers, queue_observers
 from ..live.context import LiveCall
 from ..live.entry import ScorerEntry
-from ..live.result import LiveResult, LiveStatus
+from ..live.result import LiveResult
 from ..live.run_ids import RunIdIssuer, live_run_id
 from ..live.sinks.base import ScoreSink
 from ..telemetry import names as telemetry_names
@@ -231,7 +230,7 @@ class RedisIntake:
                 self._count(skip.decision)
                 observers.record_decision(skip.scorer, skip.decision)
         loop = asyncio.get_running_loop()
-        waiting: dict[str, tuple[str, asyncio.Future[LiveResult]]] = {}
+        waiting: dict[str, asyncio.Future[LiveResult]] = {}
         for index, scorer_id, run_id in runs:
             admission = admissions[index]
             admission.accepted.append(Accepted(scorer_id, run_id))
@@ -240,7 +239,7 @@ class RedisIntake:
             if admission.results is not None:
                 future: asyncio.Future[LiveResult] = loop.create_future()
                 admission.results[run_id] = future
-                waiting[run_id] = (scorer_id, future)
+                waiting[run_id] = future
         if waiting:
             self._watch(waiting, {run_id: plans[i].call for i, _s, run_id in runs})
         return admissions
@@ -259,7 +258,7 @@ class RedisIntake:
 
     def _watch(
         self,
-        waiting: dict[str, tuple[str, asyncio.Future[LiveResult]]],
+        waiting: dict[str, asyncio.Future[LiveResult]],
         calls: Mapping[str, LiveCall],
     ) -> None:
         if self._lookup is None:
@@ -270,7 +269,7 @@ class RedisIntake:
 
     async def _poll(
         self,
-        waiting: dict[str, tuple[str, asyncio.Future[LiveResult]]],
+        waiting: dict[str, asyncio.Future[LiveResult]],
         calls: Mapping[str, LiveCall],
     ) -> None:
         assert self._lookup is not None
@@ -278,7 +277,7 @@ class RedisIntake:
         deadline = loop.time() + self._wait_limit + 1.0
         while waiting and loop.time() < deadline:
             await asyncio.sleep(_POLL_S)
-            for run_id in [r for r, (_s, f) in waiting.items() if f.done()]:
+            for run_id in [r for r, f in waiting.items() if f.done()]:
                 del waiting[run_id]  # the waiter gave up
             if not waiting:
                 return
@@ -288,10 +287,11 @@ class RedisIntake:
                 logger.warning("reading results for a waiting request failed (%s)", error)
                 continue
             for row in rows:
-                scorer_id, future = waiting.pop(str(row["id"]), (None, None))
-                if scorer_id is None or future is None or future.done():
+                run_id = str(row["id"])
+                future = waiting.pop(run_id, None)
+                if future is None or future.done():
                     continue
-                future.set_result(_stored_result(row, scorer_id, calls[str(row["id"])]))
+                future.set_result(LiveResult.from_row(row, calls[run_id]))
 
     # -- shutdown ------------------------------------------------------------------------------
 
@@ -316,26 +316,3 @@ class RedisIntake:
             await self._client.aclose()
         except Exception as error:
             logger.debug("closing the Redis client failed (%s)", type(error).__name__)
-
-
-def _stored_result(row: Mapping[str, Any], scorer_id: str, call: LiveCall) -> LiveResult:
-    scorer = row.get("scorer") or {}
-    status: LiveStatus = "success" if row.get("status") == "success" else "failed"
-    completed = row.get("completedSteps") or ()
-    return LiveResult(
-        id=str(row["id"]),
-        scorer_id=scorer_id,
-        scorer_name=str(scorer.get("name") or scorer_id),
-        scorer_description=str(scorer.get("description") or ""),
-        has_judge=bool(scorer.get("hasJudge")),
-        call=call,
-        status=status,
-        result=ScorerRunSnapshot(
-            run_id=str(row["id"]), score=row.get("score"), reason=row.get("reason")
-        ),
-        error=row.get("error"),
-        error_code=row.get("errorCode"),
-        error_type=row.get("errorType"),
-        failed_step=row.get("failedStep"),
-        completed_steps=tuple(str(step) for step in completed),
-    )

@@ -39,10 +39,10 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 from ..core.scorer import Scorer
 from ..live import observers, queue_observers
 from ..live.result import LiveResult
+from ..live.score_call import score_call
 from ..live.sinks.base import ScoreSink
 from ..live.trace_links import linked_runs
 from ..telemetry import names as telemetry_names
-from .engine import _failure, _Work
 from .stream_queue import GaugePoller, QueueEntry, StreamNames, decode_entry, ensure_group
 
 if TYPE_CHECKING:
@@ -377,34 +377,8 @@ class StreamWorker:
         return None
 
     async def _score(self, entry: QueueEntry, scorer: Scorer, enqueued: SpanContext) -> LiveResult:
-        work = _Work(entry.scorer_id, scorer, entry.run_id, entry.call, None)
-        call = entry.call
-        try:
-            with linked_runs(enqueued):
-                result = await scorer.run(
-                    input=call.input,
-                    output=call.output,
-                    run_id=entry.run_id,
-                    ground_truth=call.ground_truth,
-                    request_context=call.request_context,
-                    score_source="live",
-                    target=call.target,
-                    target_trace_id=call.trace_id,
-                    target_span_id=call.span_id,
-                    target_metadata=call.metadata,
-                )
-        except Exception as error:
-            return _failure(work, error)
-        return LiveResult(
-            id=entry.run_id,
-            scorer_id=entry.scorer_id,
-            scorer_name=scorer.name,
-            scorer_description=scorer.description,
-            has_judge=scorer.has_judge,
-            call=call,
-            status="success",
-            result=result,
-        )
+        with linked_runs(enqueued):
+            return await score_call(scorer, entry.call, entry.run_id)
 
     async def _store(self, result: LiveResult) -> bool:
         stored = True

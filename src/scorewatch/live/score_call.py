@@ -1,0 +1,34 @@
+"""`score_call`: one scorer run on one live call, its outcome as a `LiveResult`.
+
+The one place that turns a `LiveCall` into scorer-run fields: `LiveScoring`, serve's in-process
+intake and the queue workers all run their scorers through it, so the three score a call alike
+and a failing run ends as a failed result rather than an exception.
+"""
+
+from __future__ import annotations
+
+from ..core.scorer import Scorer
+from .context import LiveCall
+from .result import LiveResult
+
+__all__ = ["score_call"]
+
+
+async def score_call(scorer: Scorer, call: LiveCall, run_id: str) -> LiveResult:
+    """Run `scorer` on `call` under `run_id`; a raised `Exception` becomes a failed result."""
+    try:
+        result = await scorer.run(
+            input=call.input,
+            output=call.output,
+            run_id=run_id,
+            ground_truth=call.ground_truth,
+            request_context=call.request_context,
+            score_source="live",
+            target=call.target,
+            target_trace_id=call.trace_id,
+            target_span_id=call.span_id,
+            target_metadata=call.metadata,
+        )
+    except Exception as error:
+        return LiveResult.failure(run_id, scorer, call, error)
+    return LiveResult.success(run_id, scorer, call, result)
