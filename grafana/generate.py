@@ -57,6 +57,11 @@ SCORE_STEPS = [(None, "red"), (0.5, "orange"), (0.8, "green")]
 RATIO_BAD_ABOVE_5 = [(None, "green"), (0.01, "orange"), (0.05, "red")]
 LATENCY_STEPS = [(None, "green"), (10.0, "orange"), (30.0, "red")]
 DAILY_BUDGET_USD = 100.0
+# `[queue] max_backlog` of the shipped configs (deploy/scorewatch.scale.toml, deploy/k8s/scale/):
+# serve answers 429 past it. The limit is not a metric, so the backlog panel's thresholds
+# mirror it (80% orange, as ScorewatchQueueBacklogHigh; 100% red).
+QUEUE_MAX_BACKLOG = 100_000
+QUEUE = 'scorewatch_queue_stream=~".+"'
 
 
 # -- building blocks ---------------------------------------------------------------------------
@@ -748,7 +753,8 @@ def live_dashboard() -> dash.Dashboard:
         _dashboard(
             "scorewatch-live",
             "scorewatch / Live pipeline",
-            "Live scoring: sampling decisions, drops, queue, concurrency, durations, sinks.",
+            "Live scoring: sampling decisions, drops, queue, concurrency, durations, sinks, and "
+            "the Redis work queue between serve and workers.",
         )
     )
     for panel in (
@@ -762,7 +768,90 @@ def live_dashboard() -> dash.Dashboard:
         _evaluations_by_target(),
     ):
         board = board.with_panel(panel)
+    board = board.with_row(dash.Row("Work queue (serve --queue, scorewatch worker)"))
+    for panel in _work_queue_panels():
+        board = board.with_panel(panel)
     return board
+
+
+def _work_queue_panels() -> list[timeseries.Panel]:
+    """The Redis stream between `scorewatch serve --queue` and `scorewatch worker`: empty
+    without a queue. Every process attached to a stream reports the same stream-wide gauges,
+    hence `max by` the stream; the counters count what each process did, hence `sum`."""
+    stream = "scorewatch_queue_stream"
+    backlog = _timeseries(
+        "Work queue backlog",
+        "Accepted evaluations not yet acknowledged by a worker (queued or being scored), per "
+        f"stream. serve refuses new work with 429 once it reaches [queue] max_backlog "
+        f"({QUEUE_MAX_BACKLOG} in the shipped configs); ScorewatchQueueBacklogHigh fires above "
+        "80% of it for 10m.",
+        [(f"max by ({stream}) (scorewatch_queue_backlog{{{QUEUE}}})", f"{{{{{stream}}}}}")],
+        unit="short",
+        steps=[(None, "green"), (0.8 * QUEUE_MAX_BACKLOG, "orange"), (QUEUE_MAX_BACKLOG, "red")],
+        thresholds_line=True,
+        width=8,
+    )
+    in_progress = _timeseries(
+        "Work queue pending and consumer lag",
+        "pending: delivered to a worker and not yet acknowledged (at most the workers' summed "
+        "concurrency, plus entries of dead workers waiting for visibility_timeout). lag: "
+        "accepted and not yet delivered to any worker; lag that stays above zero means the "
+        "workers cannot keep up: add workers.",
+        [
+            (
+                f"max by ({stream}) (scorewatch_queue_pending{{{QUEUE}}})",
+                f"{{{{{stream}}}}} pending",
+            ),
+            (f"max by ({stream}) (scorewatch_queue_lag{{{QUEUE}}})", f"{{{{{stream}}}}} lag"),
+        ],
+        unit="short",
+        steps=[(None, "green")],
+        width=8,
+    )
+    redeliveries = _timeseries(
+        "Work queue redeliveries",
+        "Entries per second claimed again (XAUTOCLAIM) because a worker held them longer than "
+        "visibility_timeout: a worker died, or runs take longer than the timeout.",
+        [
+            (
+                f"sum by ({stream}) (rate(scorewatch_queue_redeliveries_total{{{QUEUE}}}"
+                "[$__rate_interval]))",
+                f"{{{{{stream}}}}}",
+            )
+        ],
+        unit="ops",
+        steps=[(None, "green"), (0.001, "orange")],
+        width=8,
+    )
+    dead_lettered = _timeseries(
+        "Dead-lettered by reason",
+        "Entries moved to the dead-letter stream (<stream>:dead) per second, by reason: failed "
+        "(the run failed max_deliveries times), max_deliveries (it kept killing its worker), "
+        "unknown_scorer (the workers lack the scorer), malformed (unreadable). They are not "
+        "scored until replayed; see the ScorewatchQueueDeadLetters runbook.",
+        [
+            (
+                f"sum by ({stream}, scorewatch_queue_reason) (rate("
+                f"scorewatch_queue_dead_lettered_total{{{QUEUE}}}[$__rate_interval]))",
+                f"{{{{{stream}}}}} {{{{scorewatch_queue_reason}}}}",
+            )
+        ],
+        unit="ops",
+        steps=[(None, "green"), (0.000001, "red")],
+        thresholds_line=True,
+        stacked=True,
+        width=12,
+    )
+    dead_letters = _timeseries(
+        "Dead letters waiting",
+        "Entries in the dead-letter stream now, per stream: what is left to inspect and replay "
+        "(or delete) with redis-cli.",
+        [(f"max by ({stream}) (scorewatch_queue_dead_letters{{{QUEUE}}})", f"{{{{{stream}}}}}")],
+        unit="short",
+        steps=[(None, "green"), (1, "red")],
+        width=12,
+    )
+    return [backlog, in_progress, redeliveries, dead_lettered, dead_letters]
 
 
 # -- output ------------------------------------------------------------------------------------

@@ -8,7 +8,12 @@ then keeps scoring until its stdin closes:
   its scores sit around 0.9 until a line `drop` arrives on stdin, then around 0.5;
 - `tone`: a model-free scorer on live traffic (with a filter) and in batch experiments;
 - `slow`: a live scorer behind a tiny queue, so bursts are dropped when the queue is full;
-- a sink that fails now and then, next to an SQLite sink.
+- a sink that fails now and then, next to an SQLite sink;
+- with a Redis URL and a stream name as further arguments, serve's `RedisIntake` appends every
+  tick's traffic for `queued` to that stream and a `StreamWorker` scores it, so the work-queue
+  gauges and counters exist: a consumer that read two entries and died makes them be claimed
+  again (redeliveries) and an unreadable entry is dead-lettered (`malformed`). The streams are
+  deleted on exit.
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ from scorewatch.live import (
     ScorerEntry,
     SqliteSink,
 )
+from scorewatch.server.intake import ScoreItem
+from scorewatch.server.redis_intake import RedisIntake
+from scorewatch.server.stream_queue import StreamNames, connect, ensure_group
+from scorewatch.server.worker import StreamWorker
 from scorewatch.testing import ScriptedJudge
 
 SCORE_SCHEMA = {
@@ -128,10 +137,72 @@ def flaky_sink() -> CallbackSink:
     return CallbackSink(write, name="flaky-callback")
 
 
-async def traffic(live: LiveScoring, burst: LiveScoring, stop: threading.Event) -> None:
+def queued_scorer() -> sw.Scorer:
+    return sw.create_scorer(id="queued", description="Scored by a worker.").generate_score(
+        lambda ctx: min(1.0, len(str(ctx.run.output)) / 20)
+    )
+
+
+class WorkQueue:
+    """serve's intake and one worker on a real Redis stream, in this process."""
+
+    def __init__(self, url: str, stream: str, data_dir: Path) -> None:
+        self.names = StreamNames(stream, f"{stream}-workers", f"{stream}:dead")
+        self.intake = RedisIntake(
+            {"queued": ScorerEntry(queued_scorer(), sampling=Sampling.ratio(1.0))},
+            client=connect(url),
+            names=self.names,
+            max_backlog=10_000,
+            stats_interval=0.5,
+        )
+        self.client = connect(url)
+        self.worker = StreamWorker(
+            {"queued": queued_scorer()},
+            client=self.client,
+            names=self.names,
+            sinks=[SqliteSink(str(data_dir / "queued.db"))],
+            concurrency=4,
+            visibility_timeout=1.0,
+            max_deliveries=3,
+            claim_interval=0.25,
+            stats_interval=0.5,
+        )
+        self._running: asyncio.Task[dict[str, int]] | None = None
+
+    async def submit(self, tick: int) -> None:
+        item = ScoreItem(input=f"queued {tick}", output=f"answer {tick}", target="support-agent")
+        await self.intake.admit([item])
+
+    async def start(self) -> None:
+        await ensure_group(self.client, self.names)
+        await self.submit(-2)
+        await self.submit(-1)
+        # A consumer that takes both entries and dies: after visibility_timeout the worker
+        # claims them again.
+        await self.client.xreadgroup(
+            self.names.group, "e2e-dead-consumer", {self.names.stream: ">"}, count=2
+        )
+        await self.client.xadd(self.names.stream, {"v": "not an entry"})  # dead-lettered
+        self._running = asyncio.get_running_loop().create_task(self.worker.run(drain_timeout=5))
+
+    async def aclose(self) -> None:
+        self.worker.stop()
+        if self._running is not None:
+            await self._running
+        await self.intake.shutdown(1.0)
+        await self.intake.aclose()
+        await self.client.delete(self.names.stream, self.names.dead_letters)
+        await self.client.aclose()
+
+
+async def traffic(
+    live: LiveScoring, burst: LiveScoring, queue: WorkQueue | None, stop: threading.Event
+) -> None:
     for tick in itertools.count():
         if stop.is_set():
             return
+        if queue is not None:
+            await queue.submit(tick)
         for index in range(4):
             live.submit(
                 input=f"question {tick}-{index}",
@@ -155,7 +226,7 @@ def read_commands(level: Level, stop: threading.Event) -> None:
     stop.set()
 
 
-async def main(data_dir: Path) -> None:
+async def main(data_dir: Path, redis_url: str | None, stream: str | None) -> None:
     handle = telemetry.configure(
         service_name="scorewatch-e2e", prometheus="127.0.0.1:0", otlp=False
     )
@@ -181,14 +252,23 @@ async def main(data_dir: Path) -> None:
         max_queue=2,
         drain_on_exit=False,
     )
+    queue = None
+    if redis_url is not None and stream is not None:
+        queue = WorkQueue(redis_url, stream, data_dir)
+        await queue.start()
     stop = threading.Event()
     threading.Thread(target=read_commands, args=(level, stop), daemon=True).start()
     print(handle.prometheus_port, flush=True)
-    await traffic(live, burst, stop)
+    try:
+        await traffic(live, burst, queue, stop)
+    finally:
+        if queue is not None:
+            await queue.aclose()
     await live.aclose(timeout=5)
     await burst.aclose(timeout=5)
     handle.shutdown()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1])))
+    queue_arguments = sys.argv[2:4] if len(sys.argv) >= 4 else [None, None]
+    asyncio.run(main(Path(sys.argv[1]), *queue_arguments))

@@ -22,6 +22,7 @@ from deploy_support import (
     run,
     variable_queries,
 )
+from scorewatch.server.config import load_config
 from scorewatch.telemetry import names
 
 EXPECTED_TITLES = {
@@ -85,6 +86,9 @@ def test_every_panel_has_description_unit_thresholds_and_datasource(file_name: s
     assert len(panels) >= 6
     for panel in panels:
         title = panel["title"]
+        if panel["type"] == "row":  # a section header: no query, nothing to describe
+            assert not panel["collapsed"] and panel["panels"] == [], title
+            continue
         assert len(panel.get("description", "")) > 40, title
         assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, title
         defaults = panel["fieldConfig"]["defaults"]
@@ -140,6 +144,23 @@ def test_issue_panels_are_present() -> None:
         p for p in _boards()["scorewatch-scores.json"]["panels"] if p["type"] == "heatmap"
     )
     assert heatmap["targets"][0]["format"] == "heatmap"
+
+
+def test_the_live_dashboard_shows_every_work_queue_series() -> None:
+    board = _boards()["scorewatch-live.json"]
+    exprs = " ".join(target["expr"] for _, target in panel_targets(board))
+    queue_series = [getattr(names, n) for n in names.__all__ if n.startswith("PROM_QUEUE_")]
+    assert len(queue_series) == 6
+    for series in queue_series:
+        assert f"{series}{{" in exprs, f"no panel shows {series}"
+    dead = next(p for p in board["panels"] if p["title"] == "Dead-lettered by reason")
+    assert "scorewatch_queue_reason" in dead["targets"][0]["expr"]
+    # The backlog thresholds mirror the shipped [queue] max_backlog (the limit is no metric).
+    backlog = next(p for p in board["panels"] if p["title"] == "Work queue backlog")
+    red = backlog["fieldConfig"]["defaults"]["thresholds"]["steps"][-1]["value"]
+    for config in ("scorewatch.scale.toml", "k8s/scale/scorewatch.toml"):
+        shipped = load_config(GRAFANA.parent / "deploy" / config).queue.max_backlog
+        assert red == shipped == dashboards_generator().QUEUE_MAX_BACKLOG, config
 
 
 def test_queries_only_use_series_scorewatch_exports_or_records() -> None:

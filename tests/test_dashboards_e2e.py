@@ -1,5 +1,6 @@
 """End to end: a real Prometheus scrapes a real scorewatch process (live and batch scoring, judge
-retries and failures, queue drops, sink errors) with the short-window rules, every dashboard
+retries and failures, queue drops, sink errors, and a Redis work queue with a worker, a
+redelivery and a dead letter) with the short-window rules, every dashboard
 query returns data, the variables list the expected values, and a real score drop fires
 ScorewatchScoreDrop through a real Alertmanager to a loopback webhook."""
 
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,9 +23,10 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 import yaml
 
-from conftest import require_binary
+from conftest import IN_CI, require_binary
 from deploy_support import (
     SHORT_RULES_FILE,
     dashboard_files,
@@ -46,6 +49,17 @@ MAY_BE_EMPTY = {
     # Nothing fires before the score drop (checked with data in the alert test).
     ("Firing scorewatch alerts", "A"),
 }
+# The work-queue panels have data only when the workload runs its Redis stream: always under
+# CI (.ci/run starts Redis on 127.0.0.1:6379); locally only when Redis is there.
+QUEUE_PANELS = {
+    ("Work queue backlog", "A"),
+    ("Work queue pending and consumer lag", "A"),
+    ("Work queue pending and consumer lag", "B"),
+    ("Work queue redeliveries", "A"),
+    ("Dead-lettered by reason", "A"),
+    ("Dead letters waiting", "A"),
+}
+REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 def _free_port() -> int:
@@ -88,6 +102,7 @@ class Stack:
     alertmanager: str
     workload: subprocess.Popen[str]
     webhook_messages: list[dict[str, Any]] = field(default_factory=list)
+    stream: str | None = None  # the workload's Redis stream, when Redis runs
 
     def query(self, expr: str) -> list[dict[str, Any]]:
         response = httpx.get(f"{self.prometheus}/api/v1/query", params={"query": expr}, timeout=10)
@@ -129,6 +144,24 @@ class Stack:
 def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as output:
         return subprocess.Popen(args, stdout=output, stderr=subprocess.STDOUT)
+
+
+def _redis_stream() -> str | None:
+    """A per-run stream name when Redis answers on loopback; None (queue panels may then be
+    empty) locally without Redis; a failure under CI."""
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_timeout=2).ping()
+    except redis.RedisError as error:
+        if IN_CI:
+            pytest.fail(f"Redis is not reachable at {REDIS_URL} ({error}); .ci/run starts it")
+        return None
+    return f"swtest-e2e-{uuid.uuid4().hex[:12]}"
+
+
+def _delete_stream(stream: str) -> None:
+    client = redis.Redis.from_url(REDIS_URL, socket_timeout=5)
+    with contextlib.closing(client):
+        client.delete(stream, f"{stream}:dead")
 
 
 def _stop(process: subprocess.Popen[Any]) -> None:
@@ -191,8 +224,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         alertmanager = f"http://127.0.0.1:{am_port}"
         _wait_for(lambda: httpx.get(f"{alertmanager}/-/ready").status_code == 200, "Alertmanager")
 
+        stream = _redis_stream()
+        queue_arguments = [REDIS_URL, stream] if stream is not None else []
         workload = subprocess.Popen(
-            [sys.executable, str(WORKLOAD), str(tmp)],
+            [sys.executable, str(WORKLOAD), str(tmp), *queue_arguments],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -232,7 +267,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         prometheus = f"http://127.0.0.1:{prom_port}"
         _wait_for(lambda: httpx.get(f"{prometheus}/-/ready").status_code == 200, "Prometheus")
 
-        stack = Stack(prometheus, alertmanager, workload, webhook.received)  # type: ignore[attr-defined]
+        stack = Stack(prometheus, alertmanager, workload, webhook.received, stream)  # type: ignore[attr-defined]
         # The baseline (30 s ending 30 s ago in the short-window rules) needs half a minute of
         # recorded history before it exists.
         _wait_for(
@@ -252,6 +287,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                     process.wait(10)
             _stop(process)
         webhook.shutdown()
+        if stream is not None:  # the workload deletes it on exit; this covers a crash
+            _delete_stream(stream)
 
 
 def _has_values(result: list[dict[str, Any]]) -> bool:
@@ -267,6 +304,7 @@ def _boards() -> dict[str, dict[str, Any]]:
 
 
 def test_every_panel_query_returns_data(stack: Stack) -> None:
+    may_be_empty = MAY_BE_EMPTY if stack.stream is not None else MAY_BE_EMPTY | QUEUE_PANELS
     empty = []
     checked = 0
     for name, board in _boards().items():
@@ -274,10 +312,29 @@ def test_every_panel_query_returns_data(stack: Stack) -> None:
             expr = expand_variables(target["expr"], E2E_VARIABLES)
             result = stack.query(expr) if target.get("instant") else stack.query_range(expr)
             checked += 1
-            if not _has_values(result) and (panel["title"], target["refId"]) not in MAY_BE_EMPTY:
+            if not _has_values(result) and (panel["title"], target["refId"]) not in may_be_empty:
                 empty.append(f"{name}: {panel['title']} [{target['refId']}]: {expr}")
-    assert checked >= 30
+    assert checked >= 36
     assert empty == [], "panels without data:\n" + "\n".join(empty)
+
+
+def test_the_work_queue_panels_show_the_redelivery_and_the_dead_letter(stack: Stack) -> None:
+    if stack.stream is None:
+        pytest.skip(f"no Redis at {REDIS_URL}: the workload ran without its work queue")
+    stream = f'scorewatch_queue_stream="{stack.stream}"'
+    # The two entries the dead consumer held were claimed again, and scored.
+    redelivered = stack.query(f"scorewatch_queue_redeliveries_total{{{stream}}}")
+    assert [float(series["value"][1]) for series in redelivered] == [2.0]
+    dead = stack.query(f"scorewatch_queue_dead_lettered_total{{{stream}}}")
+    assert {s["metric"]["scorewatch_queue_reason"]: float(s["value"][1]) for s in dead} == {
+        "malformed": 1.0
+    }
+    assert float(stack.query(f"scorewatch_queue_dead_letters{{{stream}}}")[0]["value"][1]) == 1
+    # The worker keeps up with a few entries per second: the backlog never nears the limit.
+    backlog = stack.query(f"max_over_time(scorewatch_queue_backlog{{{stream}}}[5m])")
+    assert 0 <= float(backlog[0]["value"][1]) < 100
+    scored = stack.query('scorewatch_scorer_runs_total{gen_ai_evaluation_name="queued"}')
+    assert sum(float(series["value"][1]) for series in scored) >= 10
 
 
 def test_variables_list_the_expected_values(stack: Stack) -> None:
