@@ -23,7 +23,17 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..result import LiveResult, iso_timestamp
-from .sqlite import SCORE_COLUMNS
+from .rows import (
+    SCORE_COLUMNS,
+    TIME_COLUMNS,
+    create_table_sql,
+    decode_row,
+    encode_row,
+    filter_conditions,
+    quote,
+    select_sql,
+    upsert_sql,
+)
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -31,23 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MIGRATIONS", "PostgresSink"]
 
-_JSON_COLUMNS: Final = frozenset(
-    {
-        "input",
-        "output",
-        "additionalContext",
-        "requestContext",
-        "extractStepResult",
-        "analyzeStepResult",
-        "scorer",
-        "metadata",
-        "entity",
-        "preprocessStepResult",
-        "judge",
-        "completedSteps",
-    }
-)
-_TIME_COLUMNS: Final = frozenset({"createdAt", "updatedAt"})
 _TYPES: Final[dict[str, str]] = {
     "id": "text PRIMARY KEY",
     "scorerId": "text NOT NULL",
@@ -63,30 +56,8 @@ _TABLE: Final = "mastra_scorers"
 _MIGRATIONS_TABLE: Final = "scorewatch_migrations"
 
 
-def _quote(name: str) -> str:
-    if not name.replace("_", "").isalnum():
-        raise ValueError(f"not a plain SQL identifier: {name!r}")
-    return f'"{name}"'
-
-
-def _column_type(column: str) -> str:
-    if column in _TYPES:
-        return _TYPES[column]
-    return "jsonb" if column in _JSON_COLUMNS else "text"
-
-
 def _create_table(table: str) -> list[str]:
-    columns = ", ".join(f"{_quote(c)} {_column_type(c)}" for c in SCORE_COLUMNS)
-    statements = [f"CREATE TABLE IF NOT EXISTS {table} ({columns})"]
-    for suffix, keys in (
-        ("entity_created", ("entityId", "createdAt")),
-        ("scorer_created", ("scorerId", "createdAt")),
-        ("created", ("createdAt",)),
-    ):
-        key_sql = ", ".join(_quote(k) for k in keys)
-        index = _quote(f"{_TABLE}_{suffix}_idx")
-        statements.append(f"CREATE INDEX IF NOT EXISTS {index} ON {table} ({key_sql})")
-    return statements
+    return create_table_sql(table, _TABLE, _TYPES, text_type="text", json_type="jsonb")
 
 
 # (version, description, statements for a qualified table name). Append only; never edit one
@@ -115,8 +86,8 @@ class PostgresSink:
             ) from error
         self._dsn = dsn
         self.schema = schema
-        self._schema_sql = _quote(schema)
-        self._table_sql = f"{self._schema_sql}.{_quote(_TABLE)}"
+        self._schema_sql = quote(schema)
+        self._table_sql = f"{self._schema_sql}.{quote(_TABLE)}"
         self._min_size = min_size
         self._max_size = max_size
         self._connect_timeout = connect_timeout
@@ -126,20 +97,7 @@ class PostgresSink:
         self._migrated = False
         self._open_lock: asyncio.Lock | None = None
         self._closed = False
-        self._upsert_sql = self._build_upsert()
-
-    def _build_upsert(self) -> str:
-        names = ", ".join(_quote(c) for c in SCORE_COLUMNS)
-        marks = ", ".join("%s" for _ in SCORE_COLUMNS)
-        updates = ", ".join(
-            f"{_quote(c)} = excluded.{_quote(c)}"
-            for c in SCORE_COLUMNS
-            if c not in ("id", "createdAt")
-        )
-        return (
-            f"INSERT INTO {self._table_sql} ({names}) VALUES ({marks}) "
-            f"ON CONFLICT ({_quote('id')}) DO UPDATE SET {updates}"
-        )
+        self._upsert_sql = upsert_sql(self._table_sql, "%s")
 
     # -- connections -------------------------------------------------------------------------
 
@@ -195,7 +153,7 @@ class PostgresSink:
         own = connection is None
         conn = connection if connection is not None else await self._connect()
         applied_now: list[int] = []
-        migrations_sql = f"{self._schema_sql}.{_quote(_MIGRATIONS_TABLE)}"
+        migrations_sql = f"{self._schema_sql}.{quote(_MIGRATIONS_TABLE)}"
         try:
             async with conn.transaction():
                 # One migrating process at a time per schema; the lock ends with the transaction.
@@ -236,21 +194,14 @@ class PostgresSink:
     def _encode(self, result: LiveResult) -> tuple[Any, ...]:
         from psycopg.types.json import Jsonb
 
-        row = result.to_row()
-        values: list[Any] = []
-        for column in SCORE_COLUMNS:
-            value = row.get(column)
-            if value is None:
-                values.append(None)
-            elif column in _JSON_COLUMNS:
-                values.append(Jsonb(value, dumps=_dumps))
-            elif column in _TIME_COLUMNS:
-                values.append(result.created_at)
-            elif column == "reason" and not isinstance(value, str):
-                values.append(_dumps(value))
-            else:
-                values.append(value)
-        return tuple(values)
+        # Timestamps go in as the result's own datetime (timestamptz), not the row's ISO text.
+        created_at = dict.fromkeys(TIME_COLUMNS, lambda _text: result.created_at)
+        return encode_row(
+            result.to_row(),
+            dumps=_dumps,
+            as_json=lambda value: Jsonb(value, dumps=_dumps),
+            convert=created_at,
+        )
 
     async def write(self, results: Sequence[LiveResult]) -> None:
         if not results:
@@ -323,31 +274,12 @@ class PostgresSink:
         limit: int,
         ids: Sequence[str] | None,
     ) -> tuple[str, list[Any]]:
-        clauses: list[str] = []
-        params: list[Any] = []
-        if target is not None:
-            clauses.append(f"{_quote('entityId')} = %s")
-            params.append(target)
-        if scorer is not None:
-            clauses.append(f"{_quote('scorerId')} = %s")
-            params.append(scorer)
-        if since is not None:
-            clauses.append(f"{_quote('createdAt')} >= %s")
-            params.append(since if isinstance(since, datetime) else datetime.fromisoformat(since))
-        if status is not None:
-            clauses.append(f"{_quote('status')} = %s")
-            params.append(status)
+        if isinstance(since, str):
+            since = datetime.fromisoformat(since)
+        conditions = filter_conditions(target, scorer, since, status)
         if ids is not None:
-            clauses.append(f"{_quote('id')} = ANY(%s)")
-            params.append(list(ids))
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        names = ", ".join(_quote(c) for c in SCORE_COLUMNS)
-        sql = (
-            f"SELECT {names} FROM {self._table_sql}{where} "
-            f"ORDER BY {_quote('createdAt')} DESC, {_quote('id')} DESC LIMIT %s"
-        )
-        params.append(max(0, int(limit)))
-        return sql, params
+            conditions.append(("id", "= ANY({})", list(ids)))
+        return select_sql(self._table_sql, "%s", conditions, limit)
 
     async def _fetch_direct(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         await self._migrate_once()
@@ -361,7 +293,7 @@ class PostgresSink:
         self, conn: AsyncConnection[Any], sql: str, params: list[Any]
     ) -> list[dict[str, Any]]:
         cursor = await conn.execute(sql.encode(), params)
-        return [_decode(row) for row in await cursor.fetchall()]
+        return [decode_row(SCORE_COLUMNS, row, _DECODE) for row in await cursor.fetchall()]
 
 
 def _dumps(value: Any) -> str:
@@ -369,10 +301,9 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=repr).replace("\\u0000", "\\\\u0000")
 
 
-def _decode(row: Sequence[Any]) -> dict[str, Any]:
-    decoded: dict[str, Any] = {}
-    for column, value in zip(SCORE_COLUMNS, row, strict=True):
-        if column in _TIME_COLUMNS and isinstance(value, datetime):
-            value = iso_timestamp(value)
-        decoded[column] = value
-    return decoded
+def _iso_text(value: Any) -> Any:
+    return iso_timestamp(value) if isinstance(value, datetime) else value
+
+
+# jsonb comes back decoded already; only the timestamps go back to the rows' ISO text.
+_DECODE: Final = dict.fromkeys(TIME_COLUMNS, _iso_text)

@@ -17,97 +17,53 @@ import asyncio
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from ..result import LiveResult, iso_timestamp
 from .batch_thread import BatchWriterThread
+from .rows import (
+    JSON_COLUMNS,
+    SCORE_COLUMNS,
+    create_table_sql,
+    decode_row,
+    encode_row,
+    filter_conditions,
+    quote,
+    select_sql,
+    upsert_sql,
+)
 
 __all__ = ["SCORE_COLUMNS", "SqliteSink"]
 
-# (column, SQL type, stored as JSON text)
-_COLUMNS: Final[tuple[tuple[str, str, bool], ...]] = (
-    ("id", "TEXT NOT NULL PRIMARY KEY", False),
-    ("scorerId", "TEXT NOT NULL", False),
-    ("entityId", "TEXT", False),
-    ("runId", "TEXT NOT NULL", False),
-    ("input", "TEXT", True),
-    ("output", "TEXT", True),
-    ("additionalContext", "TEXT", True),
-    ("requestContext", "TEXT", True),
-    ("extractStepResult", "TEXT", True),
-    ("extractPrompt", "TEXT", False),
-    ("score", "REAL", False),
-    ("analyzeStepResult", "TEXT", True),
-    ("analyzePrompt", "TEXT", False),
-    ("reason", "TEXT", False),
-    ("reasonPrompt", "TEXT", False),
-    ("scorer", "TEXT", True),
-    ("metadata", "TEXT", True),
-    ("source", "TEXT NOT NULL", False),
-    ("entity", "TEXT", True),
-    ("entityType", "TEXT", False),
-    ("structuredOutput", "INTEGER", False),
-    ("traceId", "TEXT", False),
-    ("spanId", "TEXT", False),
-    ("resourceId", "TEXT", False),
-    ("threadId", "TEXT", False),
-    ("preprocessStepResult", "TEXT", True),
-    ("preprocessPrompt", "TEXT", False),
-    ("generateScorePrompt", "TEXT", False),
-    ("generateReasonPrompt", "TEXT", False),
-    ("createdAt", "TEXT NOT NULL", False),
-    ("updatedAt", "TEXT NOT NULL", False),
-    ("target", "TEXT", False),
-    ("status", "TEXT NOT NULL", False),
-    ("judge", "TEXT", True),
-    ("error", "TEXT", False),
-    ("errorCode", "TEXT", False),
-    ("errorType", "TEXT", False),
-    ("failedStep", "TEXT", False),
-    ("completedSteps", "TEXT", True),
-)
-
-SCORE_COLUMNS: Final[tuple[str, ...]] = tuple(name for name, _, _ in _COLUMNS)
-_JSON_COLUMNS: Final = frozenset(name for name, _, as_json in _COLUMNS if as_json)
-_BOOL_COLUMNS: Final = frozenset({"structuredOutput"})
+_TYPES: Final[dict[str, str]] = {
+    "id": "TEXT NOT NULL PRIMARY KEY",
+    "scorerId": "TEXT NOT NULL",
+    "runId": "TEXT NOT NULL",
+    "score": "REAL",
+    "source": "TEXT NOT NULL",
+    "structuredOutput": "INTEGER",
+    "createdAt": "TEXT NOT NULL",
+    "updatedAt": "TEXT NOT NULL",
+    "status": "TEXT NOT NULL",
+}
 _DEFAULT_TABLE: Final = "mastra_scorers"
+# JSON travels as text; the one boolean column as an integer.
+_ENCODE: Final[dict[str, Callable[[Any], Any]]] = {
+    "structuredOutput": lambda value: int(bool(value))
+}
+_DECODE: Final[dict[str, Callable[[Any], Any]]] = {
+    **dict.fromkeys(JSON_COLUMNS, json.loads),
+    "structuredOutput": bool,
+}
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 
-def _quote(name: str) -> str:
-    if not name.replace("_", "").isalnum():
-        raise ValueError(f"not a plain SQL identifier: {name!r}")
-    return f'"{name}"'
-
-
-def _encode(row: dict[str, Any]) -> tuple[Any, ...]:
-    values: list[Any] = []
-    for column in SCORE_COLUMNS:
-        value = row.get(column)
-        if column in _JSON_COLUMNS and value is not None:
-            value = json.dumps(value, ensure_ascii=False, default=repr)
-        elif column in _BOOL_COLUMNS and value is not None:
-            value = int(bool(value))
-        elif column == "reason" and value is not None and not isinstance(value, str):
-            value = json.dumps(value, ensure_ascii=False, default=repr)
-        values.append(value)
-    return tuple(values)
-
-
-def _decode(row: sqlite3.Row) -> dict[str, Any]:
-    decoded: dict[str, Any] = {}
-    for column in row.keys():  # noqa: SIM118 - sqlite3.Row is not a mapping
-        value = row[column]
-        if column in _JSON_COLUMNS and value is not None:
-            value = json.loads(value)
-        elif column in _BOOL_COLUMNS and value is not None:
-            value = bool(value)
-        decoded[column] = value
-    return decoded
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=repr)
 
 
 class SqliteSink:
@@ -124,10 +80,10 @@ class SqliteSink:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.table = table
-        self._table_sql = _quote(table)
+        self._table_sql = quote(table)
         self._synchronous = synchronous
         self._busy_timeout_ms = int(busy_timeout_ms)
-        self._upsert_sql = self._build_upsert()
+        self._upsert_sql = upsert_sql(self._table_sql, "?")
         setup = self._connect()
         try:
             self._create_schema(setup)
@@ -144,29 +100,8 @@ class SqliteSink:
         return conn
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
-        columns = ", ".join(f"{_quote(name)} {kind}" for name, kind, _ in _COLUMNS)
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {self._table_sql} ({columns})")
-        for suffix, keys in (
-            ("entity_created", ("entityId", "createdAt")),
-            ("scorer_created", ("scorerId", "createdAt")),
-            ("created", ("createdAt",)),
-        ):
-            index = _quote(f"{self.table}_{suffix}_idx")
-            key_sql = ", ".join(_quote(k) for k in keys)
-            conn.execute(f"CREATE INDEX IF NOT EXISTS {index} ON {self._table_sql} ({key_sql})")
-
-    def _build_upsert(self) -> str:
-        names = ", ".join(_quote(c) for c in SCORE_COLUMNS)
-        marks = ", ".join("?" for _ in SCORE_COLUMNS)
-        updates = ", ".join(
-            f"{_quote(c)} = excluded.{_quote(c)}"
-            for c in SCORE_COLUMNS
-            if c not in ("id", "createdAt")
-        )
-        return (
-            f"INSERT INTO {self._table_sql} ({names}) VALUES ({marks}) "
-            f"ON CONFLICT({_quote('id')}) DO UPDATE SET {updates}"
-        )
+        for statement in create_table_sql(self._table_sql, self.table, _TYPES, text_type="TEXT"):
+            conn.execute(statement)
 
     # -- writer thread ---------------------------------------------------------------------------
 
@@ -174,7 +109,7 @@ class SqliteSink:
         if self._conn is None:
             self._conn = self._connect()
         conn = self._conn
-        rows = [_encode(result.to_row()) for result in batch]
+        rows = [encode_row(result.to_row(), dumps=_dumps, convert=_ENCODE) for result in batch]
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany(self._upsert_sql, rows)
@@ -213,31 +148,14 @@ class SqliteSink:
     ) -> list[dict[str, Any]]:
         """Stored rows, newest first, JSON columns decoded. `since` is inclusive (a datetime or
         an ISO timestamp as stored); `target` matches `entityId`, `scorer` matches `scorerId`."""
-        clauses: list[str] = []
-        params: list[Any] = []
-        if target is not None:
-            clauses.append(f"{_quote('entityId')} = ?")
-            params.append(target)
-        if scorer is not None:
-            clauses.append(f"{_quote('scorerId')} = ?")
-            params.append(scorer)
-        if since is not None:
-            clauses.append(f"{_quote('createdAt')} >= ?")
-            params.append(iso_timestamp(since) if isinstance(since, datetime) else since)
-        if status is not None:
-            clauses.append(f"{_quote('status')} = ?")
-            params.append(status)
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        sql = (
-            f"SELECT * FROM {self._table_sql}{where} "
-            f"ORDER BY {_quote('createdAt')} DESC, {_quote('id')} DESC LIMIT ?"
-        )
-        params.append(max(0, int(limit)))
+        if isinstance(since, datetime):
+            since = iso_timestamp(since)
+        conditions = filter_conditions(target, scorer, since, status)
+        sql, params = select_sql(self._table_sql, "?", conditions, limit)
         conn = sqlite3.connect(self.path, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
-            conn.row_factory = sqlite3.Row
-            return [_decode(row) for row in conn.execute(sql, params)]
+            return [decode_row(SCORE_COLUMNS, row, _DECODE) for row in conn.execute(sql, params)]
         finally:
             conn.close()
 

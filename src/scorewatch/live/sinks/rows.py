@@ -1,0 +1,215 @@
+"""The score-row table the SQL sinks share: its columns, their SQL, and row (de)serialization.
+
+`SqliteSink` and `PostgresSink` store `LiveResult.to_row()` in the same columns (the reference
+system's `mastra_scorers` table plus target, status, judge records and failure fields). What
+differs between them is only the SQL dialect (placeholder, column types) and how a value crosses
+the driver (JSON as text or as `jsonb`, timestamps as text or `timestamptz`): those come in as
+arguments, the rest is written once here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final
+
+__all__ = [
+    "JSON_COLUMNS",
+    "SCORE_COLUMNS",
+    "TIME_COLUMNS",
+    "Condition",
+    "create_table_sql",
+    "decode_row",
+    "encode_row",
+    "filter_conditions",
+    "quote",
+    "select_sql",
+    "upsert_sql",
+]
+
+SCORE_COLUMNS: Final[tuple[str, ...]] = (
+    "id",
+    "scorerId",
+    "entityId",
+    "runId",
+    "input",
+    "output",
+    "additionalContext",
+    "requestContext",
+    "extractStepResult",
+    "extractPrompt",
+    "score",
+    "analyzeStepResult",
+    "analyzePrompt",
+    "reason",
+    "reasonPrompt",
+    "scorer",
+    "metadata",
+    "source",
+    "entity",
+    "entityType",
+    "structuredOutput",
+    "traceId",
+    "spanId",
+    "resourceId",
+    "threadId",
+    "preprocessStepResult",
+    "preprocessPrompt",
+    "generateScorePrompt",
+    "generateReasonPrompt",
+    "createdAt",
+    "updatedAt",
+    "target",
+    "status",
+    "judge",
+    "error",
+    "errorCode",
+    "errorType",
+    "failedStep",
+    "completedSteps",
+)
+JSON_COLUMNS: Final = frozenset(
+    {
+        "input",
+        "output",
+        "additionalContext",
+        "requestContext",
+        "extractStepResult",
+        "analyzeStepResult",
+        "scorer",
+        "metadata",
+        "entity",
+        "preprocessStepResult",
+        "judge",
+        "completedSteps",
+    }
+)
+TIME_COLUMNS: Final = frozenset({"createdAt", "updatedAt"})
+_INDEXES: Final = (
+    ("entity_created", ("entityId", "createdAt")),
+    ("scorer_created", ("scorerId", "createdAt")),
+    ("created", ("createdAt",)),
+)
+
+Condition = tuple[str, str, Any]
+"""(column, comparison with `{}` where the placeholder goes, value); a None value is no filter."""
+
+
+def quote(name: str) -> str:
+    """`name` as a quoted SQL identifier; anything but letters, digits and `_` is refused."""
+    if not name.replace("_", "").isalnum():
+        raise ValueError(f"not a plain SQL identifier: {name!r}")
+    return f'"{name}"'
+
+
+def create_table_sql(
+    table_sql: str,
+    index_prefix: str,
+    types: Mapping[str, str],
+    *,
+    text_type: str,
+    json_type: str | None = None,
+) -> list[str]:
+    """The table and its indexes, if missing. A column's SQL type is `types[column]`, else
+    `json_type` for a JSON column (default `text_type`), else `text_type`."""
+
+    def column_type(column: str) -> str:
+        if column in types:
+            return types[column]
+        return (json_type or text_type) if column in JSON_COLUMNS else text_type
+
+    columns = ", ".join(f"{quote(c)} {column_type(c)}" for c in SCORE_COLUMNS)
+    statements = [f"CREATE TABLE IF NOT EXISTS {table_sql} ({columns})"]
+    for suffix, keys in _INDEXES:
+        index = quote(f"{index_prefix}_{suffix}_idx")
+        key_sql = ", ".join(quote(k) for k in keys)
+        statements.append(f"CREATE INDEX IF NOT EXISTS {index} ON {table_sql} ({key_sql})")
+    return statements
+
+
+def upsert_sql(table_sql: str, mark: str) -> str:
+    """Insert a row (values in `SCORE_COLUMNS` order), or replace all of the stored row with
+    the same id but its `createdAt`: a run delivered twice leaves one row."""
+    names = ", ".join(quote(c) for c in SCORE_COLUMNS)
+    marks = ", ".join(mark for _ in SCORE_COLUMNS)
+    updates = ", ".join(
+        f"{quote(c)} = excluded.{quote(c)}" for c in SCORE_COLUMNS if c not in ("id", "createdAt")
+    )
+    return (
+        f"INSERT INTO {table_sql} ({names}) VALUES ({marks}) "
+        f"ON CONFLICT ({quote('id')}) DO UPDATE SET {updates}"
+    )
+
+
+def filter_conditions(
+    target: str | None, scorer: str | None, since: Any, status: str | None
+) -> list[Condition]:
+    """The sinks' common query filters: `target` matches `entityId`, `scorer` matches
+    `scorerId`, `since` is an inclusive lower bound on `createdAt` (as the driver takes it)."""
+    return [
+        ("entityId", "= {}", target),
+        ("scorerId", "= {}", scorer),
+        ("createdAt", ">= {}", since),
+        ("status", "= {}", status),
+    ]
+
+
+def select_sql(
+    table_sql: str, mark: str, conditions: Iterable[Condition], limit: int
+) -> tuple[str, list[Any]]:
+    """Every score column of the rows that meet all `conditions`, newest first, at most
+    `limit`; returns the statement and its parameters."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column, comparison, value in conditions:
+        if value is not None:
+            clauses.append(f"{quote(column)} {comparison.format(mark)}")
+            params.append(value)
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    names = ", ".join(quote(c) for c in SCORE_COLUMNS)
+    sql = (
+        f"SELECT {names} FROM {table_sql}{where} "
+        f"ORDER BY {quote('createdAt')} DESC, {quote('id')} DESC LIMIT {mark}"
+    )
+    params.append(max(0, int(limit)))
+    return sql, params
+
+
+def encode_row(
+    row: Mapping[str, Any],
+    *,
+    dumps: Callable[[Any], str],
+    as_json: Callable[[Any], Any] | None = None,
+    convert: Mapping[str, Callable[[Any], Any]] | None = None,
+) -> tuple[Any, ...]:
+    """`row` (a `LiveResult.to_row()`) as values in `SCORE_COLUMNS` order. None stays None; a
+    JSON column's value becomes `as_json(value)` (default: the text `dumps(value)`); a reason
+    that is not text becomes `dumps(reason)`; `convert` adapts any other column."""
+    to_json = dumps if as_json is None else as_json
+    special = convert or {}
+    values: list[Any] = []
+    for column in SCORE_COLUMNS:
+        value = row.get(column)
+        if value is None:
+            pass
+        elif column in JSON_COLUMNS:
+            value = to_json(value)
+        elif column in special:
+            value = special[column](value)
+        elif column == "reason" and not isinstance(value, str):
+            value = dumps(value)
+        values.append(value)
+    return tuple(values)
+
+
+def decode_row(
+    columns: Sequence[str], values: Sequence[Any], convert: Mapping[str, Callable[[Any], Any]]
+) -> dict[str, Any]:
+    """A stored row back as `to_row()` had it: `convert` maps a column to the function that
+    undoes its encoding (applied to values that are not None)."""
+    decoded: dict[str, Any] = {}
+    for column, value in zip(columns, values, strict=True):
+        if value is not None and column in convert:
+            decoded[column] = convert[column](value)
+        else:
+            decoded[column] = value
+    return decoded
