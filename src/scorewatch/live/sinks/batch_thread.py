@@ -17,7 +17,7 @@ from typing import Final, cast
 
 from ..result import LiveResult
 
-__all__ = ["BatchWriterThread"]
+__all__ = ["BatchWriterThread", "ThreadedSink"]
 
 _STOP: Final = object()
 
@@ -106,6 +106,34 @@ class BatchWriterThread:
             import logging
 
             logging.getLogger("scorewatch.live.sinks").exception("closing a sink failed")
+
+
+class ThreadedSink:
+    """A sink whose writes a `BatchWriterThread` stores: a subclass provides `_store` (called on
+    the thread with each batch) and `_release` (called there once, when the thread stops), and
+    calls `_start_writer` at the end of its `__init__`."""
+
+    name: str
+    _writer: BatchWriterThread
+
+    def _start_writer(self, thread_name: str) -> None:
+        self._writer = BatchWriterThread(thread_name, self._store, self._release)
+
+    def _store(self, batch: list[LiveResult]) -> None:
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        raise NotImplementedError
+
+    async def write(self, results: Sequence[LiveResult]) -> None:
+        await self._writer.write(results)
+
+    async def aclose(self) -> None:
+        await self._writer.aclose()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Store what is queued and release the file (waits up to `timeout` seconds)."""
+        self._writer.close(timeout)
 
 
 def _settle(future: concurrent.futures.Future[None], error: BaseException | None) -> None:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
 from ..result import LiveResult
-from .batch_thread import BatchWriterThread
+from .batch_thread import ThreadedSink
 
 __all__ = ["JsonlSink"]
 
 
-class JsonlSink:
+class JsonlSink(ThreadedSink):
     """Each line is `LiveResult.to_row()` as JSON. A run delivered twice (after its loop died
     mid-write) appears twice with the same `id`; readers keep the last line per id.
 
@@ -28,7 +27,7 @@ class JsonlSink:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fsync = fsync
         self._file: IO[str] | None = None
-        self._writer = BatchWriterThread("jsonl-sink", self._store, self._release)
+        self._start_writer("jsonl-sink")
 
     def _store(self, batch: list[LiveResult]) -> None:
         if self._file is None:
@@ -45,13 +44,3 @@ class JsonlSink:
         if self._file is not None:
             self._file.close()
             self._file = None
-
-    async def write(self, results: Sequence[LiveResult]) -> None:
-        await self._writer.write(results)
-
-    async def aclose(self) -> None:
-        await self._writer.aclose()
-
-    def close(self, timeout: float | None = None) -> None:
-        """Store what is queued and release the file (waits up to `timeout` seconds)."""
-        self._writer.close(timeout)

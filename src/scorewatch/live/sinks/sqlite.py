@@ -17,13 +17,13 @@ import asyncio
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from ..result import LiveResult, iso_timestamp
-from .batch_thread import BatchWriterThread
+from .batch_thread import ThreadedSink
 from .rows import (
     JSON_COLUMNS,
     SCORE_COLUMNS,
@@ -66,7 +66,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=repr)
 
 
-class SqliteSink:
+class SqliteSink(ThreadedSink):
     name = "sqlite"
 
     def __init__(
@@ -90,7 +90,7 @@ class SqliteSink:
         finally:
             setup.close()
         self._conn: sqlite3.Connection | None = None
-        self._writer = BatchWriterThread("sqlite-sink", self._store, self._release)
+        self._start_writer("sqlite-sink")
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -122,18 +122,6 @@ class SqliteSink:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-
-    # -- sink protocol ---------------------------------------------------------------------------
-
-    async def write(self, results: Sequence[LiveResult]) -> None:
-        await self._writer.write(results)
-
-    async def aclose(self) -> None:
-        await self._writer.aclose()
-
-    def close(self, timeout: float | None = None) -> None:
-        """Store what is queued and release the file (waits up to `timeout` seconds)."""
-        self._writer.close(timeout)
 
     # -- reading ---------------------------------------------------------------------------------
 
