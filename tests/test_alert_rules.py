@@ -19,6 +19,7 @@ from deploy_support import (
     rules_generator,
     run,
 )
+from scorewatch.server.config import load_config
 
 ALERTS = [
     "ScorewatchScoreDrop",
@@ -26,6 +27,8 @@ ALERTS = [
     "ScorewatchEvaluationsStalled",
     "ScorewatchLiveDrops",
     "ScorewatchJudgeSpendHigh",
+    "ScorewatchQueueDeadLetters",
+    "ScorewatchQueueBacklogHigh",
 ]
 RULE_TEST_FILES = sorted(RULE_TESTS_DIR.glob("*_test.yml"))
 
@@ -75,7 +78,7 @@ def test_rule_files_pass_promtool_check() -> None:
     promtool = require_binary("promtool")
     result = run([promtool, "check", "rules", str(RULES_FILE), str(SHORT_RULES_FILE)])
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 12 rules found" in result.stdout
+    assert "SUCCESS: 14 rules found" in result.stdout
 
 
 @pytest.mark.parametrize("test_file", RULE_TEST_FILES, ids=lambda p: p.name)
@@ -128,3 +131,65 @@ def test_score_drop_tests_catch_a_rule_without_the_long_window(tmp_path: Path) -
     weakened = dataclasses.replace(production, score_long_window="1h")
     output = _run_score_drop_test_against(weakened, "quiet on noise and a one-hour dip", tmp_path)
     assert "quiet on noise" in output
+
+
+def test_the_backlog_alert_mirrors_the_shipped_queue_limit() -> None:
+    """`[queue] max_backlog` is not exported as a metric: the rule carries it, and must agree
+    with the configs that ship it."""
+    generator = rules_generator()
+    for config in (DEPLOY / "scorewatch.scale.toml", DEPLOY / "k8s" / "scale" / "scorewatch.toml"):
+        assert load_config(config).queue.max_backlog == generator.PRODUCTION.queue_max_backlog
+    rule = next(
+        r
+        for g in load_yaml(RULES_FILE)["groups"]
+        for r in g["rules"]
+        if r.get("alert") == "ScorewatchQueueBacklogHigh"
+    )
+    threshold = generator.PRODUCTION.queue_backlog_fraction * generator.PRODUCTION.queue_max_backlog
+    assert rule["expr"].endswith(f"> {threshold:g}") and rule["for"] == "10m"
+
+
+def _run_queue_tests_with_expr(alert: str, expr: str, tmp_path: Path) -> str:
+    """Run queue_test.yml against the production rules with one alert's expression replaced."""
+    groups = load_yaml(RULES_FILE)["groups"]
+    for group in groups:
+        for rule in group["rules"]:
+            if rule.get("alert") == alert:
+                rule["expr"] = expr
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "scorewatch.rules.yml").write_text(yaml.safe_dump({"groups": groups}))
+    (tmp_path / "tests").mkdir()
+    suite = (RULE_TESTS_DIR / "queue_test.yml").read_text("utf-8")
+    (tmp_path / "tests" / "queue_test.yml").write_text(suite)
+    result = run(
+        [require_binary("promtool"), "test", "rules", "queue_test.yml"], tmp_path / "tests"
+    )
+    assert result.returncode != 0, "the queue tests should catch the weakened rule"
+    return result.stdout + result.stderr
+
+
+@pytest.mark.needs_binary
+def test_queue_tests_catch_a_dead_letter_rule_blind_to_a_first_dead_letter(
+    tmp_path: Path,
+) -> None:
+    naive = (
+        "sum by (scorewatch_queue_stream, scorewatch_queue_reason) "
+        "(increase(scorewatch_queue_dead_lettered_total[15m])) > 0"
+    )
+    output = _run_queue_tests_with_expr("ScorewatchQueueDeadLetters", naive, tmp_path)
+    assert "time: 21m" in output  # worker-1's first dead letter went unnoticed
+
+
+@pytest.mark.needs_binary
+def test_queue_tests_catch_a_dead_letter_rule_that_counts_old_dead_letters(
+    tmp_path: Path,
+) -> None:
+    unguarded = (
+        "sum by (scorewatch_queue_stream, scorewatch_queue_reason) (\n"
+        "  (scorewatch_queue_dead_lettered_total unless "
+        "scorewatch_queue_dead_lettered_total offset 15m)\n"
+        "  or increase(scorewatch_queue_dead_lettered_total[15m])\n"
+        ") > 0"
+    )
+    output = _run_queue_tests_with_expr("ScorewatchQueueDeadLetters", unguarded, tmp_path)
+    assert "time: 10m" in output  # a fresh Prometheus took worker-2's old ones for news

@@ -222,7 +222,7 @@ def test_prometheus_config_passes_promtool() -> None:
     promtool = require_binary("promtool")
     result = run([promtool, "check", "config", str(PROMETHEUS_DIR / "prometheus.yml")])
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 12 rules found" in result.stdout  # the rule files it globs were loaded
+    assert "SUCCESS: 14 rules found" in result.stdout  # the rule files it globs were loaded
 
 
 @pytest.mark.needs_binary
@@ -241,6 +241,8 @@ def test_alertmanager_routes_the_score_drop_to_the_oncall_receiver() -> None:
         "alertname=ScorewatchScoreDrop severity=critical": "quality-oncall",
         "alertname=ScorewatchJudgeSpendHigh severity=warning": "llm-budget",
         "alertname=ScorewatchLiveDrops severity=warning": "platform-team",
+        "alertname=ScorewatchQueueDeadLetters severity=warning": "platform-team",
+        "alertname=ScorewatchQueueBacklogHigh severity=warning": "platform-team",
         "alertname=SomethingElse severity=warning": "quality-team",
     }
     for labels, receiver in cases.items():

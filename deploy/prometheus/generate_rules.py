@@ -80,6 +80,16 @@ class RuleSettings:
     daily_budget_usd: float = 100.0
     spend_for: str = "5m"
 
+    # The Redis work queue (`serve --queue`, `scorewatch worker`). ScorewatchQueueDeadLetters:
+    # any entry dead-lettered within `queue_dead_letter_window`. ScorewatchQueueBacklogHigh: the
+    # backlog above `queue_backlog_fraction` of `queue_max_backlog` for `queue_backlog_for`.
+    # The limit is `[queue] max_backlog`, which no process exports as a metric: it is mirrored
+    # here (a test checks it against the shipped configs); set it to your own limit.
+    queue_dead_letter_window: str = "15m"
+    queue_max_backlog: int = 100_000
+    queue_backlog_fraction: float = 0.8
+    queue_backlog_for: str = "10m"
+
 
 PRODUCTION = RuleSettings()
 
@@ -104,6 +114,8 @@ SHORT_WINDOWS = RuleSettings(
     spend_window="1m",
     daily_budget_usd=1.0,
     spend_for="5s",
+    queue_dead_letter_window="30s",
+    queue_backlog_for="5s",
 )
 
 
@@ -322,6 +334,76 @@ def _spend(s: RuleSettings) -> dict[str, Any]:
     }
 
 
+# Gauges every process attached to a stream reports with the same stream-wide value: one alert
+# per stream, whatever the number of serve and worker processes.
+QUEUE_KEY = "scorewatch_queue_stream"
+
+
+def _queue_dead_letters(s: RuleSettings) -> dict[str, Any]:
+    key = f"{QUEUE_KEY}, scorewatch_queue_reason"
+    counter = "scorewatch_queue_dead_lettered_total"
+    window = s.queue_dead_letter_window
+    return {
+        "alert": "ScorewatchQueueDeadLetters",
+        # A process's counter appears with its first dead letter (at 1), which increase() cannot
+        # see. So a counter born within the window counts with its whole value, the others with
+        # their increase. "Born" needs the stream to have been watched a window ago (its backlog
+        # gauge, which every process reports from its start): otherwise the first evaluations
+        # of a fresh Prometheus would count every old dead letter as new.
+        "expr": (
+            f"sum by ({key}) (\n"
+            "    (\n"
+            f"        ({counter} unless {counter} offset {window})\n"
+            f"      and on ({QUEUE_KEY})\n"
+            f"        group by ({QUEUE_KEY}) (scorewatch_queue_backlog offset {window})\n"
+            "    )\n"
+            "  or\n"
+            f"    increase({counter}[{window}])\n"
+            ") > 0"
+        ),
+        "for": "0s",
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": (
+                "Work-queue entries of {{ $labels.scorewatch_queue_stream }} were dead-lettered "
+                "({{ $labels.scorewatch_queue_reason }})."
+            ),
+            "description": (
+                '{{ $value | printf "%.0f" }} entries of the stream '
+                "{{ $labels.scorewatch_queue_stream }} moved to its dead-letter stream "
+                f"({{{{ $labels.scorewatch_queue_stream }}}}:dead) during the last {window}, "
+                "reason {{ $labels.scorewatch_queue_reason }}. They are not scored until "
+                "replayed."
+            ),
+            "runbook_url": _runbook(s, "ScorewatchQueueDeadLetters"),
+        },
+    }
+
+
+def _queue_backlog(s: RuleSettings) -> dict[str, Any]:
+    threshold = s.queue_backlog_fraction * s.queue_max_backlog
+    return {
+        "alert": "ScorewatchQueueBacklogHigh",
+        "expr": f"max by ({QUEUE_KEY}) (scorewatch_queue_backlog) > {_number(threshold)}",
+        "for": s.queue_backlog_for,
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": (
+                "The work queue {{ $labels.scorewatch_queue_stream }} is filling up: serve "
+                "will refuse work soon."
+            ),
+            "description": (
+                '{{ $value | printf "%.0f" }} accepted evaluations of '
+                "{{ $labels.scorewatch_queue_stream }} are not acknowledged yet, above "
+                f"{_number(s.queue_backlog_fraction * 100)}% of the "
+                f"{s.queue_max_backlog} limit for {s.queue_backlog_for}: the workers do not "
+                "keep up, and serve answers 429 once the limit is reached."
+            ),
+            "runbook_url": _runbook(s, "ScorewatchQueueBacklogHigh"),
+        },
+    }
+
+
 def rule_groups(s: RuleSettings) -> list[dict[str, Any]]:
     """The rule groups, in the shape of a Prometheus rule file's ``groups``.
 
@@ -348,6 +430,11 @@ def rule_groups(s: RuleSettings) -> list[dict[str, Any]]:
                 _live_drops(s),
                 _spend(s),
             ],
+        },
+        {
+            "name": f"{s.group_prefix}.queue",
+            "interval": s.evaluation_interval,
+            "rules": [_queue_dead_letters(s), _queue_backlog(s)],
         },
     ]
 
