@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
@@ -28,6 +28,7 @@ from ..live.entry import ScorerEntry
 from ..live.result import LiveResult
 from ..live.run_ids import RunIdIssuer, live_run_id
 from ..live.sinks.base import ScoreSink
+from ..live.sinks.postgres import RunQuery
 from ..telemetry import names as telemetry_names
 from .engine import _call_of, _decide
 from .intake import (
@@ -76,9 +77,7 @@ class IntakeUnavailableError(IntakeClosedError):
 class RunLookup(Protocol):
     """A result store that can fetch rows by run id (the PostgreSQL sink)."""
 
-    async def aquery(
-        self, *, ids: Sequence[str] | None = None, limit: int = 100
-    ) -> list[dict[str, Any]]: ...
+    async def aquery(self, **query: Unpack[RunQuery]) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """Where results go and where `GET /v1/scores` reads them from.
 
-`ResultReader` is what the read endpoint needs (the SQLite sink today; a shared database sink
-serving every replica later). `SinkProbe` is what `/readyz` asks: can a result be written now?
+`ResultReader` is what the read endpoint needs: the sinks' own `ScoreReader` (the PostgreSQL
+sink when configured, shared by every replica; else the SQLite sink). `SinkProbe` is what
+`/readyz` asks: can a result be written now?
 """
 
 from __future__ import annotations
@@ -10,11 +11,10 @@ import asyncio
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Protocol
 
-from ..live.sinks.base import ScoreSink
+from ..live.sinks.base import ScoreReader, ScoreSink
 from ..live.sinks.jsonl import JsonlSink
 from ..live.sinks.sqlite import SqliteSink
 from .config import ServeConfig
@@ -22,18 +22,8 @@ from .config import ServeConfig
 __all__ = ["ResultReader", "SinkProbe", "SqliteProbe", "Stores", "build_stores"]
 
 
-class ResultReader(Protocol):
-    async def aquery(
-        self,
-        *,
-        target: str | None = None,
-        scorer: str | None = None,
-        since: datetime | str | None = None,
-        status: Literal["success", "failed"] | None = None,
-        limit: int = 100,
-    ) -> list[dict[str, Any]]:
-        """Stored rows, newest first."""
-        ...
+ResultReader = ScoreReader
+"""What `GET /v1/scores` reads from: a sink that reads its own rows back (`ScoreReader`)."""
 
 
 class SinkProbe(Protocol):

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from datetime import datetime
+from typing import Any, Protocol, TypedDict, Unpack, runtime_checkable
 
-from ..result import LiveResult
+from ..result import LiveResult, LiveStatus
 
-__all__ = ["ScoreSink"]
+__all__ = ["DEFAULT_QUERY_LIMIT", "ScoreQuery", "ScoreReader", "ScoreSink"]
+
+DEFAULT_QUERY_LIMIT = 100
 
 
 @runtime_checkable
@@ -25,3 +28,23 @@ class ScoreSink(Protocol):
     async def write(self, results: Sequence[LiveResult]) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+class ScoreQuery(TypedDict, total=False):
+    """The filters a reading sink's `query`/`aquery` take, each optional: `target` matches
+    `entityId`, `scorer` matches `scorerId`, `since` is inclusive (a datetime or an ISO timestamp
+    as stored), `status` keeps one status, `limit` caps the rows (`DEFAULT_QUERY_LIMIT`)."""
+
+    target: str | None
+    scorer: str | None
+    since: datetime | str | None
+    status: LiveStatus | None
+    limit: int
+
+
+class ScoreReader(Protocol):
+    """A sink whose stored rows can be read back (`GET /v1/scores`)."""
+
+    async def aquery(self, **query: Unpack[ScoreQuery]) -> list[dict[str, Any]]:
+        """Stored rows (`LiveResult.to_row()` as stored), newest first."""
+        ...

@@ -20,9 +20,10 @@ import asyncio
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Unpack
 
 from ..result import LiveResult, iso_timestamp
+from .base import ScoreQuery
 from .rows import (
     SCORE_COLUMNS,
     TIME_COLUMNS,
@@ -39,7 +40,14 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["MIGRATIONS", "PostgresSink"]
+__all__ = ["MIGRATIONS", "PostgresSink", "RunQuery"]
+
+
+class RunQuery(ScoreQuery, total=False):
+    """`ScoreQuery` plus `ids`: only the rows of these run ids."""
+
+    ids: Sequence[str] | None
+
 
 _TYPES: Final[dict[str, str]] = {
     "id": "text PRIMARY KEY",
@@ -231,55 +239,30 @@ class PostgresSink:
 
     # -- reading -----------------------------------------------------------------------------
 
-    async def aquery(
-        self,
-        *,
-        target: str | None = None,
-        scorer: str | None = None,
-        since: datetime | str | None = None,
-        status: Literal["success", "failed"] | None = None,
-        limit: int = 100,
-        ids: Sequence[str] | None = None,
-    ) -> list[dict[str, Any]]:
+    async def aquery(self, **query: Unpack[RunQuery]) -> list[dict[str, Any]]:
         """Stored rows, newest first, as `SqliteSink.query` returns them (timestamps as ISO
-        text). `since` is inclusive; `ids` keeps only these run ids."""
-        sql, params = self._select(target, scorer, since, status, limit, ids)
+        text). Filters: `ScoreQuery`, and `ids` keeps only these run ids."""
+        sql, params = self._select(query)
         pool = await self._connection_pool()
         if pool is not None:
             async with pool.connection() as conn:
                 return await self._fetch(conn, sql, params)
         return await self._fetch_direct(sql, params)
 
-    def query(
-        self,
-        *,
-        target: str | None = None,
-        scorer: str | None = None,
-        since: datetime | str | None = None,
-        status: Literal["success", "failed"] | None = None,
-        limit: int = 100,
-        ids: Sequence[str] | None = None,
-    ) -> list[dict[str, Any]]:
+    def query(self, **query: Unpack[RunQuery]) -> list[dict[str, Any]]:
         """`aquery` for synchronous callers (not from inside a running event loop); uses a
         connection of its own, never the pool."""
-        sql, params = self._select(target, scorer, since, status, limit, ids)
-        return asyncio.run(self._fetch_direct(sql, params))
+        return asyncio.run(self._fetch_direct(*self._select(query)))
 
-    def _select(
-        self,
-        target: str | None,
-        scorer: str | None,
-        since: datetime | str | None,
-        status: str | None,
-        limit: int,
-        ids: Sequence[str] | None,
-    ) -> tuple[str, list[Any]]:
+    def _select(self, query: RunQuery) -> tuple[str, list[Any]]:
+        since = query.get("since")
         if isinstance(since, str):
             since = datetime.fromisoformat(since)
-        conditions = filter_conditions(target, scorer, since, status)
+        conditions = filter_conditions(query, since, RunQuery.__optional_keys__)
+        ids = query.get("ids")
         if ids is not None:
             conditions.append(("id", "= ANY({})", list(ids)))
-        return select_sql(self._table_sql, "%s", conditions, limit)
+        return select_sql(self._table_sql, "%s", conditions, query.get("limit"))
 
     async def _fetch_direct(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         await self._migrate_once()

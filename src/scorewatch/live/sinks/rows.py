@@ -10,7 +10,10 @@ arguments, the rest is written once here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, Final
+
+from .base import DEFAULT_QUERY_LIMIT, ScoreQuery
 
 __all__ = [
     "JSON_COLUMNS",
@@ -141,23 +144,26 @@ def upsert_sql(table_sql: str, mark: str) -> str:
 
 
 def filter_conditions(
-    target: str | None, scorer: str | None, since: Any, status: str | None
+    query: ScoreQuery, since: Any, accepted: AbstractSet[str] = ScoreQuery.__optional_keys__
 ) -> list[Condition]:
-    """The sinks' common query filters: `target` matches `entityId`, `scorer` matches
-    `scorerId`, `since` is an inclusive lower bound on `createdAt` (as the driver takes it)."""
+    """The conditions of a `ScoreQuery`; `since` is its lower bound as the driver takes it. A
+    filter the sink does not know is refused (a misspelt filter must not read every row)."""
+    unknown = sorted(set(query) - accepted)
+    if unknown:
+        raise TypeError(f"unexpected query filter(s): {', '.join(unknown)}")
     return [
-        ("entityId", "= {}", target),
-        ("scorerId", "= {}", scorer),
+        ("entityId", "= {}", query.get("target")),
+        ("scorerId", "= {}", query.get("scorer")),
         ("createdAt", ">= {}", since),
-        ("status", "= {}", status),
+        ("status", "= {}", query.get("status")),
     ]
 
 
 def select_sql(
-    table_sql: str, mark: str, conditions: Iterable[Condition], limit: int
+    table_sql: str, mark: str, conditions: Iterable[Condition], limit: int | None
 ) -> tuple[str, list[Any]]:
     """Every score column of the rows that meet all `conditions`, newest first, at most
-    `limit`; returns the statement and its parameters."""
+    `limit` (None: `DEFAULT_QUERY_LIMIT`); returns the statement and its parameters."""
     clauses: list[str] = []
     params: list[Any] = []
     for column, comparison, value in conditions:
@@ -170,7 +176,7 @@ def select_sql(
         f"SELECT {names} FROM {table_sql}{where} "
         f"ORDER BY {quote('createdAt')} DESC, {quote('id')} DESC LIMIT {mark}"
     )
-    params.append(max(0, int(limit)))
+    params.append(max(0, int(DEFAULT_QUERY_LIMIT if limit is None else limit)))
     return sql, params
 
 

@@ -20,9 +20,10 @@ import sqlite3
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Unpack
 
 from ..result import LiveResult, iso_timestamp
+from .base import ScoreQuery
 from .batch_thread import ThreadedSink
 from .rows import (
     JSON_COLUMNS,
@@ -125,21 +126,13 @@ class SqliteSink(ThreadedSink):
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def query(
-        self,
-        *,
-        target: str | None = None,
-        scorer: str | None = None,
-        since: datetime | str | None = None,
-        status: Literal["success", "failed"] | None = None,
-        limit: int = 100,
-    ) -> list[dict[str, Any]]:
-        """Stored rows, newest first, JSON columns decoded. `since` is inclusive (a datetime or
-        an ISO timestamp as stored); `target` matches `entityId`, `scorer` matches `scorerId`."""
+    def query(self, **query: Unpack[ScoreQuery]) -> list[dict[str, Any]]:
+        """Stored rows, newest first, JSON columns decoded (filters: `ScoreQuery`)."""
+        since = query.get("since")
         if isinstance(since, datetime):
             since = iso_timestamp(since)
-        conditions = filter_conditions(target, scorer, since, status)
-        sql, params = select_sql(self._table_sql, "?", conditions, limit)
+        conditions = filter_conditions(query, since)
+        sql, params = select_sql(self._table_sql, "?", conditions, query.get("limit"))
         conn = sqlite3.connect(self.path, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
@@ -147,6 +140,6 @@ class SqliteSink(ThreadedSink):
         finally:
             conn.close()
 
-    async def aquery(self, **filters: Any) -> list[dict[str, Any]]:
+    async def aquery(self, **query: Unpack[ScoreQuery]) -> list[dict[str, Any]]:
         """`query` on a worker thread, for async callers."""
-        return await asyncio.to_thread(lambda: self.query(**filters))
+        return await asyncio.to_thread(lambda: self.query(**query))
