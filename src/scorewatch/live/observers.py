@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import Literal, Protocol, get_args
 
 __all__ = [
+    "LIVE_COUNTS",
     "LiveDecision",
     "LiveObserver",
     "add_live_observer",
@@ -34,6 +35,8 @@ logger = logging.getLogger("scorewatch.live.observers")
 LiveDecision = Literal[
     "sampled", "not_sampled", "filtered", "dropped_queue_full", "dropped_shutdown"
 ]
+LIVE_COUNTS: tuple[str, ...] = (*get_args(LiveDecision), "scored", "failed")
+"""What a live queue counts: every decision, then how accepted runs ended."""
 
 
 class LiveObserver(Protocol):

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from random import getrandbits, random
 from types import FrameType
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from ..core.scorer import Scorer
 from ..core.sync import background_loop
@@ -34,6 +34,7 @@ from . import observers
 from .context import LiveCall, current_trace_ids
 from .entry import ScorerEntry
 from .litellm_callback import make_litellm_callback
+from .observers import LIVE_COUNTS, LiveDecision
 from .result import LiveResult
 from .run_ids import RunIdIssuer, live_run_id
 from .score_call import score_call
@@ -46,21 +47,9 @@ __all__ = ["LiveDecision", "LiveScoring", "LiveStats"]
 
 logger = logging.getLogger("scorewatch.live")
 
-LiveDecision = Literal[
-    "sampled", "not_sampled", "filtered", "dropped_queue_full", "dropped_shutdown"
-]
 LiveStats = dict[str, int]
 F = TypeVar("F", bound=Callable[..., Any])
 
-_STAT_KEYS = (
-    "sampled",
-    "not_sampled",
-    "filtered",
-    "dropped_queue_full",
-    "dropped_shutdown",
-    "scored",
-    "failed",
-)
 _ADMISSION: dict[str, LiveDecision] = {
     "accepted": "sampled",
     "queue_full": "dropped_queue_full",
@@ -122,7 +111,7 @@ class LiveScoring:
                 raise TypeError(f"{sink!r} is not a ScoreSink (it has no write method)")
         self.shutdown_timeout = shutdown_timeout
         self._lock = threading.Lock()
-        self._counts: dict[str, int] = dict.fromkeys(_STAT_KEYS, 0)
+        self._counts: dict[str, int] = dict.fromkeys(LIVE_COUNTS, 0)
         self._sink_errors: dict[str, int] = {}
         self._warn = ThrottledLog(logger)
         self._ids = RunIdIssuer()

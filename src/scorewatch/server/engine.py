@@ -21,7 +21,6 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from uuid import uuid4
 
 from ..core.scorer import Scorer
 from ..live import observers
@@ -33,30 +32,18 @@ from ..live.run_ids import RunIdIssuer, live_run_id
 from ..live.score_call import score_call
 from ..live.sinks.base import ScoreSink
 from ..live.work_queue import Job, JobOutcome, WorkQueue
+from .admission import IntakeCounts, close_sinks, plan_items
 from .intake import (
     Accepted,
     Admission,
     IntakeClosedError,
     QueueFullError,
     ScoreItem,
-    SkipDecision,
-    Skipped,
 )
 
 __all__ = ["InProcessIntake"]
 
 logger = logging.getLogger("scorewatch.server")
-
-_COUNTS = (
-    "sampled",
-    "not_sampled",
-    "filtered",
-    "dropped_queue_full",
-    "dropped_shutdown",
-    "scored",
-    "failed",
-    "rejected_requests",
-)
 
 
 @dataclass(slots=True)
@@ -97,8 +84,8 @@ class InProcessIntake:
         self._max_queue = max_queue
         self._max_bytes = max_queue_bytes
         self._held_bytes = 0
-        self._lock = threading.Lock()
-        self._counts = dict.fromkeys(_COUNTS, 0)
+        self._lock = threading.Lock()  # the held bytes and the sink errors
+        self._counts = IntakeCounts()
         self._sink_errors: dict[str, int] = {}
         self._ids = RunIdIssuer()
         self._queue: WorkQueue[_Work] = WorkQueue(
@@ -118,8 +105,8 @@ class InProcessIntake:
         return self._max_queue
 
     def stats(self) -> dict[str, int]:
+        snapshot = self._counts.snapshot()
         with self._lock:
-            snapshot = dict(self._counts)
             snapshot["sink_errors"] = sum(self._sink_errors.values())
             snapshot["queued_bytes"] = self._held_bytes
         snapshot["queued"] = self._queue.queued
@@ -138,36 +125,20 @@ class InProcessIntake:
     ) -> list[Admission]:
         # No await from here to the end: on the event loop, the capacity check and the offers
         # that follow it cannot interleave with another request's.
-        plans: list[tuple[ScoreItem, LiveCall, list[str], list[Skipped]]] = []
-        needed = 0
-        needed_bytes = 0
-        for item in items:
-            call = _call_of(item)
-            sample_key = call.trace_id or call.run_id
-            chosen = item.scorers if item.scorers is not None else tuple(self._entries)
-            sampled: list[str] = []
-            skipped: list[Skipped] = []
-            for scorer_id in dict.fromkeys(chosen):
-                decision = _decide(self._entries[scorer_id], call, sample_key)
-                if decision is None:
-                    sampled.append(scorer_id)
-                else:
-                    skipped.append(Skipped(scorer_id, decision))
-            needed += len(sampled)
-            if sampled:
-                needed_bytes += item.size
-            plans.append((item, call, sampled, skipped))
+        plans = plan_items(self._entries, items)
+        needed = sum(len(plan.sampled) for plan in plans)
+        needed_bytes = sum(plan.item.size for plan in plans if plan.sampled)
 
         if self._closed or self._queue.closed:
-            self._refuse(plans, "dropped_shutdown")
+            self._counts.refused(plans, "dropped_shutdown")
             raise IntakeClosedError("the service is shutting down")
         free = self._max_queue - self._queue.queued
         if needed > free:
-            self._refuse(plans, "dropped_queue_full")
+            self._counts.refused(plans, "dropped_queue_full")
             raise QueueFullError(needed, max(free, 0), self._max_queue)
         held = self._held_bytes
         if self._max_bytes is not None and held and held + needed_bytes > self._max_bytes:
-            self._refuse(plans, "dropped_queue_full")
+            self._counts.refused(plans, "dropped_queue_full")
             raise QueueFullError(
                 needed,
                 max(free, 0),
@@ -178,16 +149,15 @@ class InProcessIntake:
 
         loop = asyncio.get_running_loop()
         admissions: list[Admission] = []
-        for item, call, sampled, skipped in plans:
-            admission = Admission(skipped=skipped, results={} if want_results else None)
-            hold = _Held(item.size, len(sampled)) if sampled else None
+        self._counts.skipped(plans)
+        for plan in plans:
+            item, call = plan.item, plan.call
+            admission = Admission(skipped=plan.skipped, results={} if want_results else None)
+            hold = _Held(item.size, len(plan.sampled)) if plan.sampled else None
             if hold is not None:
                 with self._lock:
                     self._held_bytes += hold.size
-            for skip in skipped:
-                self._count(skip.decision)
-                observers.record_decision(skip.scorer, skip.decision)
-            for scorer_id in sampled:
+            for scorer_id in plan.sampled:
                 scorer = self._entries[scorer_id].scorer
                 base = live_run_id(scorer_id, call.trace_id, call.run_id, call.span_id, item.target)
                 run_id = self._ids.issue(base)
@@ -202,32 +172,12 @@ class InProcessIntake:
                     dropped: LiveDecision = (
                         "dropped_queue_full" if answer == "queue_full" else "dropped_shutdown"
                     )
-                    self._count(dropped)
-                    observers.record_decision(scorer_id, dropped)
+                    self._counts.decided(scorer_id, dropped)
                     continue
-                self._count("sampled")
-                observers.record_decision(scorer_id, "sampled")
+                self._counts.decided(scorer_id, "sampled")
                 admission.accepted.append(Accepted(scorer_id, run_id))
             admissions.append(admission)
         return admissions
-
-    def _refuse(
-        self,
-        plans: Sequence[tuple[ScoreItem, LiveCall, list[str], list[Skipped]]],
-        decision: LiveDecision,
-    ) -> None:
-        refused = 0
-        for _item, _call, sampled, _skipped in plans:
-            for scorer_id in sampled:
-                observers.record_decision(scorer_id, decision)
-                refused += 1
-        with self._lock:
-            self._counts[decision] += refused
-            self._counts["rejected_requests"] += 1
-
-    def _count(self, key: str, amount: int = 1) -> None:
-        with self._lock:
-            self._counts[key] += amount
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -272,7 +222,7 @@ class InProcessIntake:
 
     def _finished(self, job: Job[_Work], outcome: JobOutcome) -> None:
         self._release(job.payload.held)
-        self._count(outcome)
+        self._counts.add(outcome)
         if outcome == "dropped_shutdown":
             observers.record_decision(job.payload.scorer_id, "dropped_shutdown")
             done = job.payload.done
@@ -298,46 +248,9 @@ class InProcessIntake:
 
     async def aclose(self) -> None:
         self._unregister_depth()
-        for sink in self._sinks:
-            try:
-                await sink.aclose()
-            except Exception as error:
-                logger.error(
-                    "closing sink %r failed (%s)", getattr(sink, "name", sink), type(error).__name__
-                )
+        await close_sinks(self._sinks)
 
 
 def _cancel(future: asyncio.Future[LiveResult]) -> None:
     if not future.done():
         future.cancel()
-
-
-def _call_of(item: ScoreItem) -> LiveCall:
-    return LiveCall(
-        input=item.input,
-        output=item.output,
-        target=item.target,
-        trace_id=item.trace_id,
-        span_id=item.span_id,
-        run_id=item.run_id or uuid4().hex,
-        request_context=item.request_context,
-        ground_truth=item.ground_truth,
-        metadata=dict(item.metadata) if item.metadata else None,
-    )
-
-
-def _decide(entry: ScorerEntry, call: LiveCall, sample_key: str) -> SkipDecision | None:
-    """None when the call is sampled, else why it is skipped."""
-    if entry.filter is not None:
-        try:
-            keep = entry.filter(call)
-        except Exception as error:
-            logger.warning(
-                "the filter of scorer %r raised %s; call skipped (filtered)",
-                entry.scorer.id,
-                type(error).__name__,
-            )
-            return "filtered"
-        if not keep:
-            return "filtered"
-    return None if entry.sampling.should_sample(sample_key) else "not_sampled"

@@ -14,15 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 
-from ..live import observers, queue_observers
+from ..live import queue_observers
 from ..live.context import LiveCall
 from ..live.entry import ScorerEntry
 from ..live.result import LiveResult
@@ -30,14 +28,13 @@ from ..live.run_ids import RunIdIssuer, live_run_id
 from ..live.sinks.base import ScoreSink
 from ..live.sinks.postgres import RunQuery
 from ..telemetry import names as telemetry_names
-from .engine import _call_of, _decide
+from .admission import IntakeCounts, close_sinks, plan_items
 from .intake import (
     Accepted,
     Admission,
     IntakeClosedError,
     QueueFullError,
     ScoreItem,
-    Skipped,
 )
 from .stream_queue import (
     EntryAppender,
@@ -55,18 +52,6 @@ __all__ = ["IntakeUnavailableError", "RedisIntake", "RunLookup"]
 
 logger = logging.getLogger("scorewatch.server")
 
-_COUNTS = (
-    "sampled",
-    "not_sampled",
-    "filtered",
-    "dropped_queue_full",
-    "dropped_shutdown",
-    "scored",
-    "failed",
-    "rejected_requests",
-    "sink_errors",  # serve stores nothing itself with a queue: the workers count theirs
-    "queue_errors",
-)
 _POLL_S = 0.2
 
 
@@ -78,14 +63,6 @@ class RunLookup(Protocol):
     """A result store that can fetch rows by run id (the PostgreSQL sink)."""
 
     async def aquery(self, **query: Unpack[RunQuery]) -> list[dict[str, Any]]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class _Planned:
-    item: ScoreItem
-    call: LiveCall
-    sampled: list[str]
-    skipped: list[Skipped]
 
 
 class RedisIntake:
@@ -110,8 +87,8 @@ class RedisIntake:
         self._sinks = tuple(sinks)
         self._lookup = lookup
         self._wait_limit = wait_limit
-        self._counts = dict.fromkeys(_COUNTS, 0)
-        self._lock = threading.Lock()
+        # sink_errors stays 0: serve stores nothing itself with a queue, the workers count theirs
+        self._counts = IntakeCounts("sink_errors", "queue_errors")
         self._ids = RunIdIssuer()
         self._closed = False
         self._group_ready = False
@@ -128,8 +105,7 @@ class RedisIntake:
         return self._max_backlog
 
     def stats(self) -> dict[str, int]:
-        with self._lock:
-            snapshot = dict(self._counts)
+        snapshot = self._counts.snapshot()
         latest = self._poller.latest
         snapshot["queued"] = latest.lag if latest else 0
         snapshot["in_flight"] = latest.pending if latest else 0
@@ -147,10 +123,6 @@ class RedisIntake:
         full = latest is not None and latest.backlog >= self._max_backlog
         return full or self._poller.failing
 
-    def _count(self, key: str, amount: int = 1) -> None:
-        with self._lock:
-            self._counts[key] += amount
-
     # -- admission ---------------------------------------------------------------------------
 
     async def _prepare(self) -> None:
@@ -164,22 +136,9 @@ class RedisIntake:
     async def admit(
         self, items: Sequence[ScoreItem], *, want_results: bool = False
     ) -> list[Admission]:
-        plans: list[_Planned] = []
-        for item in items:
-            call = _call_of(item)
-            sample_key = call.trace_id or call.run_id
-            chosen = item.scorers if item.scorers is not None else tuple(self._entries)
-            sampled: list[str] = []
-            skipped: list[Skipped] = []
-            for scorer_id in dict.fromkeys(chosen):
-                decision = _decide(self._entries[scorer_id], call, sample_key)
-                if decision is None:
-                    sampled.append(scorer_id)
-                else:
-                    skipped.append(Skipped(scorer_id, decision))
-            plans.append(_Planned(item, call, sampled, skipped))
+        plans = plan_items(self._entries, items)
         if self._closed:
-            self._refuse(plans, "dropped_shutdown")
+            self._counts.refused(plans, "dropped_shutdown")
             raise IntakeClosedError("the service is shutting down")
 
         runs: list[tuple[int, str, str]] = []  # (plan index, scorer id, run id)
@@ -210,12 +169,12 @@ class RedisIntake:
                     await self._prepare()
                     await self._appender.append(encoded)
             except QueueFull as full:
-                self._refuse(plans, "dropped_queue_full")
+                self._counts.refused(plans, "dropped_queue_full")
                 free = max(0, self._max_backlog - full.backlog)
                 raise QueueFullError(len(encoded), free, self._max_backlog) from None
             except Exception as error:
-                self._count("queue_errors")
-                self._refuse(plans, "dropped_queue_full")
+                self._counts.add("queue_errors")
+                self._counts.refused(plans, "dropped_queue_full")
                 logger.error("appending to the work queue failed (%s)", type(error).__name__)
                 raise IntakeUnavailableError(
                     f"the work queue is unavailable ({type(error).__name__})"
@@ -224,17 +183,13 @@ class RedisIntake:
         admissions = [
             Admission(skipped=plan.skipped, results={} if want_results else None) for plan in plans
         ]
-        for plan in plans:
-            for skip in plan.skipped:
-                self._count(skip.decision)
-                observers.record_decision(skip.scorer, skip.decision)
+        self._counts.skipped(plans)
         loop = asyncio.get_running_loop()
         waiting: dict[str, asyncio.Future[LiveResult]] = {}
         for index, scorer_id, run_id in runs:
             admission = admissions[index]
             admission.accepted.append(Accepted(scorer_id, run_id))
-            self._count("sampled")
-            observers.record_decision(scorer_id, "sampled")
+            self._counts.decided(scorer_id, "sampled")
             if admission.results is not None:
                 future: asyncio.Future[LiveResult] = loop.create_future()
                 admission.results[run_id] = future
@@ -242,16 +197,6 @@ class RedisIntake:
         if waiting:
             self._watch(waiting, {run_id: plans[i].call for i, _s, run_id in runs})
         return admissions
-
-    def _refuse(self, plans: Sequence[_Planned], decision: observers.LiveDecision) -> None:
-        refused = 0
-        for plan in plans:
-            for scorer_id in plan.sampled:
-                observers.record_decision(scorer_id, decision)
-                refused += 1
-        with self._lock:
-            self._counts[decision] += refused
-            self._counts["rejected_requests"] += 1
 
     # -- ?wait=true ----------------------------------------------------------------------------
 
@@ -304,13 +249,7 @@ class RedisIntake:
     async def aclose(self) -> None:
         self._unregister()
         await self._poller.stop()
-        for sink in self._sinks:
-            try:
-                await sink.aclose()
-            except Exception as error:
-                logger.error(
-                    "closing sink %r failed (%s)", getattr(sink, "name", sink), type(error).__name__
-                )
+        await close_sinks(self._sinks)
         try:
             await self._client.aclose()
         except Exception as error:
