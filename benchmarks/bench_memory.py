@@ -6,7 +6,11 @@ The judge is a `LiteLLMJudge` pointed at a loopback port nothing listens on (con
 its default retries included), so accepted runs fail slowly, the queue fills, and further calls
 are dropped and counted. Submissions go in batches of 100 with a yield to the event loop between
 batches (as an agent serving requests would), and RSS is sampled every 5,000 submissions.
-Reported: RSS growth from the warmed-up start, growth after the queue filled, the live stats.
+
+The baseline is taken once the process is warm: the queue full and the first `max_concurrency`
+runs failed, so litellm's failure path (modules it imports on first use, its clients) is loaded.
+Reported: RSS growth from that baseline (peak), growth over the second half of the submissions
+(flat means no per-submission growth), the samples, the live stats.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import argparse
 import asyncio
 import gc
 import socket
+import time
 from typing import Any
 
 import _common
@@ -50,40 +55,38 @@ async def submit_all(total: int, max_queue: int) -> dict[str, Any]:
     )
     output = "Machine learning is a subset of artificial intelligence that learns from data."
     # Warm-up: imports, litellm's client, the first failures, so the baseline is a steady state.
-    for i in range(500):
-        live.submit(input=f"question {i}", output=output, target="agent")
-    await asyncio.sleep(1.0)
+    warm_submissions = 0
+    deadline = time.monotonic() + 120
+    while live.stats()["failed"] < 32 and time.monotonic() < deadline:
+        for _ in range(100):
+            live.submit(input=f"warm-up {warm_submissions}", output=output, target="agent")
+            warm_submissions += 1
+        await asyncio.sleep(0.05)
     gc.collect()
     baseline = rss_bytes()
     samples: list[tuple[int, int]] = [(0, baseline)]
-    filled_at: int | None = None
-    filled_rss = baseline
+    warm_stats = live.stats()
     for i in range(total):
         live.submit(input=f"question {i}", output=output, target="agent")
         if i % 100 == 99:
             await asyncio.sleep(0)
-        if filled_at is None and live.stats()["dropped_queue_full"] > 0:
-            filled_at = i + 1
         if (i + 1) % 5_000 == 0:
-            rss = rss_bytes()
-            samples.append((i + 1, rss))
-            if filled_at is not None and filled_rss == baseline:
-                filled_rss = rss
+            samples.append((i + 1, rss_bytes()))
     stats = live.stats()
     await live.aclose(timeout=0.5)
     peak = max(rss for _, rss in samples)
-    final = samples[-1][1]
+    half = min(samples, key=lambda sample: abs(sample[0] - total // 2))
     return {
         "submissions": total,
         "max_queue": max_queue,
         "baseline_mb": baseline / 2**20,
         "growth_mb": (peak - baseline) / 2**20,
-        "growth_after_fill_mb": (final - filled_rss) / 2**20,
-        "queue_filled_after": filled_at,
+        "second_half_growth_mb": (samples[-1][1] - half[1]) / 2**20,
+        "warm_up": {"submissions": warm_submissions, "stats": warm_stats},
         "samples_mb": [(n, round(rss / 2**20, 2)) for n, rss in samples],
         "stats": stats,
         "accounted": stats["sampled"] + stats["dropped_queue_full"] + stats["dropped_shutdown"]
-        == total + 500,
+        == total + warm_submissions,
     }
 
 
