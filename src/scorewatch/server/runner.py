@@ -21,6 +21,7 @@ import uvicorn
 
 from .app import build_service, create_app, shutdown_service
 from .config import ServeConfig
+from .process_logging import configure_process_logging
 from .state import ServiceState
 
 __all__ = ["ScorewatchServer", "bind_socket", "serve"]
@@ -119,15 +120,7 @@ def _url(host: str, port: int) -> str:
 
 def serve(config: ServeConfig) -> int:
     """Run until SIGTERM/SIGINT; returns the process exit code. `ConfigError` propagates."""
-    level = config.server.log_level.upper()
-    # Only scorewatch's own records at the configured level: libraries (litellm logs every
-    # completion at INFO) stay at WARNING.
-    logging.basicConfig(
-        level=logging.WARNING,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("scorewatch").setLevel(level)
+    configure_process_logging(config)
     host, port = config.server.host, config.server.port
     handle = _configure_telemetry(config)
     try:

@@ -15,6 +15,7 @@ from typing import Any
 
 from .config import ConfigError, ServeConfig
 from .intakes import queue_url
+from .process_logging import configure_process_logging
 from .queue_settings import redact_url
 from .scorers import build_scorers
 from .stores import build_stores
@@ -45,15 +46,7 @@ def run_worker(
     consumer: str | None = None,
     metrics_listen: str | None = None,
 ) -> int:
-    level = config.server.log_level.upper()
-    # scorewatch's records at the configured level; libraries (litellm logs every completion at
-    # INFO) stay at WARNING.
-    logging.basicConfig(
-        level=logging.WARNING,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("scorewatch").setLevel(level)
+    configure_process_logging(config)
     url = queue_url(config)
     if url is None:
         raise ConfigError(
