@@ -38,7 +38,7 @@ from .observers import LIVE_COUNTS, LiveDecision
 from .result import LiveResult
 from .run_ids import RunIdIssuer, live_run_id
 from .score_call import score_call
-from .sinks.base import ScoreSink
+from .sinks.base import ScoreSink, write_to_sinks
 from .throttle import ThrottledLog
 from .watch import InputFrom, watch_callable
 from .work_queue import Job, JobOutcome, WorkQueue
@@ -339,21 +339,18 @@ class LiveScoring:
         return outcome
 
     async def _store(self, result: LiveResult) -> None:
-        for sink in self._sinks:
-            try:
-                await sink.write([result])
-            except Exception:
-                name = str(getattr(sink, "name", type(sink).__name__))
-                with self._lock:
-                    self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
-                self._warn.warning(
-                    f"sink:{name}",
-                    "live sink %r failed to store run %s",
-                    name,
-                    result.id,
-                    exc_info=True,
-                )
-                observers.record_sink_error(name)
+        def failed(name: str, _error: Exception) -> None:
+            with self._lock:
+                self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
+            self._warn.warning(
+                f"sink:{name}",
+                "live sink %r failed to store run %s",
+                name,
+                result.id,
+                exc_info=True,
+            )
+
+        await write_to_sinks(self._sinks, result, failed)
 
     def _finished(self, job: Job[_Work], outcome: JobOutcome) -> None:
         self._count(outcome)

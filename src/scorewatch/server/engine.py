@@ -30,7 +30,7 @@ from ..live.observers import LiveDecision
 from ..live.result import LiveResult
 from ..live.run_ids import RunIdIssuer, live_run_id
 from ..live.score_call import score_call
-from ..live.sinks.base import ScoreSink
+from ..live.sinks.base import ScoreSink, write_to_sinks
 from ..live.work_queue import Job, JobOutcome, WorkQueue
 from .admission import IntakeCounts, close_sinks, plan_items
 from .intake import (
@@ -200,17 +200,14 @@ class InProcessIntake:
         return outcome
 
     async def _store(self, result: LiveResult) -> None:
-        for sink in self._sinks:
-            try:
-                await sink.write([result])
-            except Exception as error:
-                name = str(getattr(sink, "name", type(sink).__name__))
-                with self._lock:
-                    self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
-                logger.error(
-                    "sink %r failed to store run %s (%s)", name, result.id, type(error).__name__
-                )
-                observers.record_sink_error(name)
+        def failed(name: str, error: Exception) -> None:
+            with self._lock:
+                self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
+            logger.error(
+                "sink %r failed to store run %s (%s)", name, result.id, type(error).__name__
+            )
+
+        await write_to_sinks(self._sinks, result, failed)
 
     def _release(self, hold: _Held | None) -> None:
         if hold is None:

@@ -40,7 +40,7 @@ from ..core.scorer import Scorer
 from ..live import observers, queue_observers
 from ..live.result import LiveResult
 from ..live.score_call import score_call
-from ..live.sinks.base import ScoreSink
+from ..live.sinks.base import ScoreSink, write_to_sinks
 from ..live.trace_links import linked_runs
 from ..telemetry import names as telemetry_names
 from .stream_queue import GaugePoller, QueueEntry, StreamNames, decode_entry, ensure_group
@@ -381,22 +381,16 @@ class StreamWorker:
             return await score_call(scorer, entry.call, entry.run_id)
 
     async def _store(self, result: LiveResult) -> bool:
-        stored = True
-        for sink in self._sinks:
-            try:
-                await sink.write([result])
-            except Exception as error:
-                stored = False
-                name = str(getattr(sink, "name", type(sink).__name__))
-                self._count("sink_errors")
-                observers.record_sink_error(name)
-                logger.error(
-                    "sink %r failed to store run %s (%s); left for redelivery",
-                    name,
-                    result.id,
-                    type(error).__name__,
-                )
-        return stored
+        def failed(name: str, error: Exception) -> None:
+            self._count("sink_errors")
+            logger.error(
+                "sink %r failed to store run %s (%s); left for redelivery",
+                name,
+                result.id,
+                type(error).__name__,
+            )
+
+        return await write_to_sinks(self._sinks, result, failed)
 
     async def _acknowledge(self, entry_id: str) -> None:
         async with self._client.pipeline(transaction=True) as pipe:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypedDict, Unpack, runtime_checkable
 
+from .. import observers
 from ..result import LiveResult, LiveStatus
 
-__all__ = ["DEFAULT_QUERY_LIMIT", "ScoreQuery", "ScoreReader", "ScoreSink"]
+__all__ = ["DEFAULT_QUERY_LIMIT", "ScoreQuery", "ScoreReader", "ScoreSink", "write_to_sinks"]
 
 DEFAULT_QUERY_LIMIT = 100
 
@@ -28,6 +29,27 @@ class ScoreSink(Protocol):
     async def write(self, results: Sequence[LiveResult]) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+async def write_to_sinks(
+    sinks: Iterable[ScoreSink],
+    result: LiveResult,
+    on_error: Callable[[str, Exception], None],
+) -> bool:
+    """Write `result` to every sink in turn; True when all of them stored it. A failing sink is
+    counted in telemetry (`record_sink_error`) and reported to `on_error(sink name, error)`
+    (from inside the `except`, so a log call there may pass `exc_info=True`); the next sink
+    still gets the result."""
+    stored = True
+    for sink in sinks:
+        try:
+            await sink.write([result])
+        except Exception as error:
+            stored = False
+            name = str(getattr(sink, "name", type(sink).__name__))
+            observers.record_sink_error(name)
+            on_error(name, error)
+    return stored
 
 
 class ScoreQuery(TypedDict, total=False):
