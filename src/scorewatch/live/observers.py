@@ -12,9 +12,10 @@ callable) and telemetry's observable gauge sums the registered sources at collec
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Literal, Protocol, get_args
+
+from .sources import PulledSources
 
 __all__ = [
     "LIVE_COUNTS",
@@ -48,8 +49,7 @@ class LiveObserver(Protocol):
 
 
 _observers: tuple[LiveObserver, ...] = ()
-_depth_sources: dict[int, Callable[[], int]] = {}
-_depth_lock = threading.Lock()
+_depth_sources: PulledSources[int] = PulledSources("live queue depth", logger)
 
 
 def add_live_observer(observer: LiveObserver) -> None:
@@ -96,25 +96,8 @@ def record_sink_error(sink: str) -> None:
 
 def register_queue_depth(source: Callable[[], int]) -> Callable[[], None]:
     """Make `source()` count in the live queue depth; returns the function that unregisters it."""
-    key = id(source)
-    with _depth_lock:
-        _depth_sources[key] = source
-
-    def unregister() -> None:
-        with _depth_lock:
-            if _depth_sources.get(key) is source:
-                del _depth_sources[key]
-
-    return unregister
+    return _depth_sources.register(source)
 
 
 def total_queue_depth() -> int:
-    with _depth_lock:
-        sources = list(_depth_sources.values())
-    total = 0
-    for source in sources:
-        try:
-            total += int(source())
-        except Exception:
-            logger.exception("live queue depth source %r failed; ignored", source)
-    return total
+    return sum(_depth_sources.read())

@@ -12,10 +12,11 @@ Gauges are pulled: a queue registers a zero-argument source returning its latest
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
+
+from .sources import PulledSources
 
 __all__ = [
     "QueueGauges",
@@ -51,8 +52,7 @@ class QueueObserver(Protocol):
 
 
 _observers: tuple[QueueObserver, ...] = ()
-_sources: dict[int, Callable[[], QueueGauges | None]] = {}
-_lock = threading.Lock()
+_sources: PulledSources[QueueGauges | None] = PulledSources("queue gauge", logger)
 
 
 def add_queue_observer(observer: QueueObserver) -> None:
@@ -88,30 +88,14 @@ def record_dead_lettered(stream: str, reason: str) -> None:
 
 def register_queue_gauges(source: Callable[[], QueueGauges | None]) -> Callable[[], None]:
     """Report `source()` in the queue gauges; returns the function that unregisters it."""
-    key = id(source)
-    with _lock:
-        _sources[key] = source
-
-    def unregister() -> None:
-        with _lock:
-            if _sources.get(key) is source:
-                del _sources[key]
-
-    return unregister
+    return _sources.register(source)
 
 
 def queue_gauges() -> list[QueueGauges]:
     """The latest reading of every registered queue, one per stream (a process that both serves
     and works one stream reports it once)."""
-    with _lock:
-        sources = list(_sources.values())
     readings: dict[str, QueueGauges] = {}
-    for source in sources:
-        try:
-            reading = source()
-        except Exception:
-            logger.exception("queue gauge source %r failed; ignored", source)
-            continue
+    for reading in _sources.read():
         if reading is not None:
             readings[reading.stream] = reading
     return list(readings.values())
