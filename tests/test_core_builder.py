@@ -261,3 +261,14 @@ def test_unknown_direction_is_rejected() -> None:
     with pytest.raises(sw.ScorewatchError) as caught:
         sw.create_scorer(id="dir", description="d", direction="sideways")  # type: ignore[arg-type]
     _assert_definition_error(caught.value, "dir", "direction")
+
+
+def test_copy_changes_fields_and_keeps_steps() -> None:
+    original = sw.create_scorer(id="a", description="d").generate_score(lambda ctx: 0.5)
+    renamed = original.copy(id="b", name="B", scale=10)
+    assert (renamed.id, renamed.name, renamed.scale) == ("b", "B", 10)
+    assert renamed.steps == original.steps and original.id == "a"
+    assert renamed.run_sync(output="x").score == 0.5
+    for bad in ({"steps": ()}, {"unknown": 1}, {"judge": None}):
+        with pytest.raises(TypeError):
+            original.copy(**bad)

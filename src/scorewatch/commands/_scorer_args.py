@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from ..core.scorer import Scorer
@@ -14,20 +13,18 @@ UNKNOWN_SCORER = "SCOREWATCH_UNKNOWN_SCORER"
 
 
 def import_object(path: str) -> Any:
-    """The object at `package.module:attribute`."""
-    module_name, _, attribute = path.partition(":")
-    if not module_name or not attribute:
+    """The object at `package.module:attribute` (the current directory is importable)."""
+    from ..server.scorers import import_object as import_from_path
+
+    if ":" not in path or path.startswith(":") or path.endswith(":"):
         raise ScorewatchError(
             f"{path!r} is not an import path of the form 'package.module:attribute'",
             code=UNKNOWN_SCORER,
         )
     try:
-        value: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            value = getattr(value, part)
+        return import_from_path(path)
     except (ImportError, AttributeError) as exc:
         raise ScorewatchError(f"cannot import {path!r}: {exc}", code=UNKNOWN_SCORER) from exc
-    return value
 
 
 def resolve_scorer(name: str, model: str | None, model_options: dict[str, Any]) -> Scorer:

@@ -175,6 +175,29 @@ class Scorer:
     def generate_reason(self, step: Any) -> Scorer:
         return self._with_step("generate_reason", step)
 
+    def copy(self, **changes: Any) -> Scorer:
+        """This scorer with some fields changed (`id`, `name`, `description`, `scale`, ...)."""
+        fields: dict[str, Any] = {
+            "id": self.id,
+            "description": self.description,
+            "name": self.name,
+            "judge": self.judge,
+            "type": self.type,
+            "prepare_run": self.prepare_run,
+            "scale": self.scale,
+            "direction": self.direction,
+            "steps": self._steps,
+        }
+        unknown = set(changes) - set(fields) - {"steps"}
+        if unknown or "steps" in changes:
+            raise TypeError(
+                f"Scorer.copy() cannot change {sorted(unknown | {'steps'} & set(changes))}"
+            )
+        fields.update(changes)
+        if "judge" in changes and self._steps:
+            raise TypeError("Scorer.copy() cannot change the judge of a scorer that has steps")
+        return Scorer(**fields)
+
     def _with_step(self, name: StepName, definition: Any) -> Scorer:
         if self._steps:
             last = self._steps[-1].name

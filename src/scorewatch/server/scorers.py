@@ -156,22 +156,6 @@ def _build_custom(index: int, spec: ScorerSpec, base_dir: Path) -> Scorer:
     return produced
 
 
-def _with_id(scorer: Scorer, scorer_id: str) -> Scorer:
-    if scorer.id == scorer_id:
-        return scorer
-    return Scorer(
-        id=scorer_id,
-        description=scorer.description,
-        name=scorer.name,
-        judge=scorer.judge,
-        type=scorer.type,
-        prepare_run=scorer.prepare_run,
-        scale=scorer.scale,
-        direction=scorer.direction,
-        steps=scorer.steps,
-    )
-
-
 def _filter_for(index: int, spec: ScorerSpec, base_dir: Path) -> LiveFilter | None:
     predicate: Callable[[LiveCall], Any] | None = None
     if spec.filter is not None:
@@ -210,7 +194,7 @@ def build_scorers(config: ServeConfig) -> list[ConfiguredScorer]:
             if judge is not None and isinstance(judge.model, str):
                 judge_model = judge.model
         entry = ScorerEntry(
-            _with_id(scorer, spec.id),
+            scorer if scorer.id == spec.id else scorer.copy(id=spec.id),
             sampling=Sampling.none() if spec.sampling >= 1.0 else Sampling.ratio(spec.sampling),
             filter=_filter_for(index, spec, config.base_dir),
         )
