@@ -130,29 +130,13 @@ def _run_fields(run: ScorerRun) -> dict[str, Any]:
 
 
 def _result_fields(run: ScorerRun, acc: _Accumulator) -> dict[str, Any]:
+    fields = _run_fields(run)
     results = acc.results
-    fields = {
-        "run_id": run.run_id,
-        "input": run.input,
-        "output": run.output,
-        "ground_truth": run.ground_truth,
-        "request_context": run.request_context,
-        "expected_trajectory": run.expected_trajectory,
-        "score_source": run.score_source,
-        "target": run.target,
-        "target_scope": run.target_scope,
-        "target_entity_type": run.target_entity_type,
-        "target_trace_id": run.target_trace_id,
-        "target_span_id": run.target_span_id,
-        "target_correlation_context": run.target_correlation_context,
-        "target_metadata": run.target_metadata,
-        "score_trace_id": run.score_trace_id,
-        "score": acc.score,
-        "reason": acc.reason,
-        "preprocess_step_result": results.preprocess_step_result,
-        "analyze_step_result": results.analyze_step_result,
-        "judge": acc.judge or None,
-    }
+    fields["score"] = acc.score
+    fields["reason"] = acc.reason
+    fields["preprocess_step_result"] = results.preprocess_step_result
+    fields["analyze_step_result"] = results.analyze_step_result
+    fields["judge"] = acc.judge or None
     if acc.prompts:
         fields.update(acc.prompts)
     return fields
