@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..server.config import ConfigError, load_config, parse_listen
+    from ..server.config import ConfigError, load_config, parse_listen, with_queue_url
 
     try:
         config = load_config(args.config)
@@ -45,14 +45,7 @@ def run(args: argparse.Namespace) -> int:
             server = config.server.model_copy(update={"listen": args.listen})
             config = config.model_copy(update={"server": server})
         if args.queue is not None:
-            from ..server.queue_settings import check_queue_url
-
-            try:
-                check_queue_url(args.queue)
-            except ValueError as error:
-                raise ConfigError(f"--queue: {error}") from None
-            queue = config.queue.model_copy(update={"url": args.queue, "url_env": None})
-            config = config.model_copy(update={"queue": queue})
+            config = with_queue_url(config, args.queue)
         if args.check:
             from ..server.auth import resolve_token
             from ..server.scorers import build_scorers

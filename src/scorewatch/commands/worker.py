@@ -40,18 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..server.config import ConfigError, load_config, parse_listen
-    from ..server.queue_settings import check_queue_url
+    from ..server.config import ConfigError, load_config, parse_listen, with_queue_url
 
     try:
         config = load_config(args.config)
         if args.queue is not None:
-            try:
-                check_queue_url(args.queue)
-            except ValueError as error:
-                raise ConfigError(f"--queue: {error}") from None
-            queue = config.queue.model_copy(update={"url": args.queue, "url_env": None})
-            config = config.model_copy(update={"queue": queue})
+            config = with_queue_url(config, args.queue)
         if args.concurrency is not None and args.concurrency < 1:
             raise ConfigError("--concurrency: must be at least 1")
         if args.metrics_listen is not None:

@@ -41,6 +41,7 @@ __all__ = [
     "is_loopback_host",
     "load_config",
     "parse_listen",
+    "with_queue_url",
 ]
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
@@ -333,6 +334,18 @@ class ServeConfig(_Table):
             raise ConfigError(
                 "invalid configuration:\n  " + "\n  ".join(problems), problems=problems
             ) from None
+
+
+def with_queue_url(config: ServeConfig, url: str, flag: str = "--queue") -> ServeConfig:
+    """`config` with its queue URL replaced (a command-line override), checked first."""
+    from .queue_settings import check_queue_url
+
+    try:
+        check_queue_url(url)
+    except ValueError as error:
+        raise ConfigError(f"{flag}: {error}") from None
+    queue = config.queue.model_copy(update={"url": url, "url_env": None})
+    return config.model_copy(update={"queue": queue})
 
 
 def _key_path(location: Sequence[int | str]) -> str:
