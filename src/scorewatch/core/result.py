@@ -20,22 +20,6 @@ __all__ = [
 
 ScoreSource = Literal["live", "experiment", "trace", "direct"]
 
-RUN_FIELDS: tuple[str, ...] = (
-    "input",
-    "output",
-    "ground_truth",
-    "request_context",
-    "expected_trajectory",
-    "score_source",
-    "target",
-    "target_scope",
-    "target_entity_type",
-    "target_trace_id",
-    "target_span_id",
-    "target_correlation_context",
-    "target_metadata",
-)
-
 
 @dataclass(slots=True)
 class ScorerRun:
