@@ -39,6 +39,7 @@ __all__ = [
     "TelemetrySettings",
     "format_validation_error",
     "is_loopback_host",
+    "key_path",
     "load_config",
     "parse_listen",
     "with_queue_url",
@@ -348,14 +349,15 @@ def with_queue_url(config: ServeConfig, url: str, flag: str = "--queue") -> Serv
     return config.model_copy(update={"queue": queue})
 
 
-def _key_path(location: Sequence[int | str]) -> str:
+def key_path(location: Sequence[int | str], *, empty: str = "(top level)") -> str:
+    """`("scorers", 0, "kind")` -> `scorers[0].kind`."""
     text = ""
     for part in location:
         if isinstance(part, int):
             text += f"[{part}]"
         else:
             text += f".{part}" if text else str(part)
-    return text or "(top level)"
+    return text or empty
 
 
 def format_validation_error(error: ValidationError) -> list[str]:
@@ -369,7 +371,7 @@ def format_validation_error(error: ValidationError) -> list[str]:
         elif item.get("type") == "missing":
             message = "required key is missing"
         message = message.removeprefix("Value error, ")
-        problems.append(f"{_key_path(location)}: {message}")
+        problems.append(f"{key_path(location)}: {message}")
     return problems
 
 

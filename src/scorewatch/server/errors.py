@@ -10,6 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from .config import key_path
+
 __all__ = ["ApiError", "error_response", "field_path", "install_error_handlers"]
 
 
@@ -51,13 +53,7 @@ def field_path(location: Sequence[int | str]) -> str:
     parts = list(location)
     if parts and parts[0] == "body":
         parts = parts[1:]
-    text = ""
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text or "body"
+    return key_path(parts, empty="body")
 
 
 def _problems(error: RequestValidationError) -> list[dict[str, str]]:
