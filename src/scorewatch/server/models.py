@@ -194,7 +194,7 @@ class ErrorBody(BaseModel):
 
     error: str = Field(
         description="A stable code: invalid_request, body_too_large, batch_too_large, "
-        "unsupported_media_type, unknown_scorer, queue_full, shutting_down, "
+        "unsupported_media_type, body_timeout, unknown_scorer, queue_full, shutting_down, "
         "queue_unavailable, unauthorized, "
         "not_found, method_not_allowed, no_result_store.",
         examples=["unknown_scorer"],
