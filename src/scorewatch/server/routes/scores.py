@@ -64,6 +64,17 @@ def _item_of(request: ScoreRequest, size: int = 0) -> ScoreItem:
     )
 
 
+# An unknown scorer id is echoed back so the client sees its typo, but only so much of it.
+_SHOWN_ID_CHARS = 64
+_SHOWN_IDS = 5
+
+
+def _shown(scorer_id: str) -> str:
+    if len(scorer_id) > _SHOWN_ID_CHARS:
+        return repr(scorer_id[:_SHOWN_ID_CHARS]) + "…"
+    return repr(scorer_id)
+
+
 def _check_scorers(service: ServiceState, requests: Sequence[ScoreRequest]) -> None:
     unknown: list[str] = []
     for request in requests:
@@ -72,11 +83,13 @@ def _check_scorers(service: ServiceState, requests: Sequence[ScoreRequest]) -> N
                 unknown.append(scorer_id)
     if unknown:
         known = service.known_scorers
+        shown = ", ".join(_shown(s) for s in unknown[:_SHOWN_IDS])
+        if len(unknown) > _SHOWN_IDS:
+            shown += f" and {len(unknown) - _SHOWN_IDS} more"
         raise ApiError(
             404,
             "unknown_scorer",
-            f"unknown scorer{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(repr(s) for s in unknown)}; known: {', '.join(known)}",
+            f"unknown scorer{'s' if len(unknown) > 1 else ''} {shown}; known: {', '.join(known)}",
             known_scorers=known,
         )
 
