@@ -3,9 +3,11 @@ log lines, oversized scorer ids, invalid UTF-8 and deep nesting (issue 17, items
 
 from __future__ import annotations
 
+import itertools
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -222,3 +224,47 @@ def test_invalid_utf8_and_deep_nesting_get_the_documented_422(client: httpx.Clie
     fine = b'{"input": ' + b"[" * 127 + b"]" * 127 + b', "output": "a", "target": "t", ' \
         b'"scorers": ["length"]}'  # fmt: skip
     assert client.post("/v1/scores", content=fine, headers=headers).status_code == 202
+
+
+# --------------------------------------------------------------- heavy scoring (item 7)
+
+HEAVY_CONFIG = """\
+[[scorers]]
+id = "similar"
+kind = "content-similarity"
+
+[sinks]
+sqlite = "scores.db"
+
+[telemetry]
+prometheus = false
+otlp = false
+"""
+
+
+def test_healthz_answers_while_a_heavy_item_is_scored(tmp_path: Path) -> None:
+    from test_live_offload import _text
+
+    path = write_config(tmp_path, HEAVY_CONFIG, module=False)
+    # One comparison of two 300 KB texts: seconds of CPU in a single call.
+    item = {"input": "q", "output": _text(300_000, 2), "ground_truth": _text(300_000, 3)}
+    item["target"] = "agent"
+    with ServeProcess(path) as served, httpx.Client(base_url=served.url, timeout=60) as http:
+        assert http.post("/v1/scores", json=item).status_code == 202
+        started = time.monotonic()
+        answered: list[float] = [started]
+        while True:
+            assert http.get("/healthz").status_code == 200
+            answered.append(time.monotonic())
+            stats = http.get("/v1/stats").json()
+            if stats["scored"] + stats["failed"] == 1:
+                break
+            assert time.monotonic() - started < 600, stats
+            time.sleep(0.02)
+        took = time.monotonic() - started
+        assert stats["scored"] == 1, stats
+    gap = max(later - earlier for earlier, later in itertools.pairwise(answered))
+    print(f"/healthz: longest gap {gap:.2f} s over {took:.2f} s of scoring")
+    # Scored on the loop, the comparison would hold /healthz for (nearly) all of that time.
+    assert len(answered) > 10, (answered, took)
+    assert gap < took / 3, (gap, took)

@@ -13,6 +13,7 @@ from .hooks import (
     add_run_observer,
     remove_run_observer,
 )
+from .offload import offload_function_steps
 from .records import (
     JudgeErrorSummary,
     JudgeExecution,
@@ -50,6 +51,7 @@ __all__ = [
     "StepType",
     "add_run_observer",
     "create_scorer",
+    "offload_function_steps",
     "remove_run_observer",
     "run_coroutine_sync",
 ]

@@ -33,9 +33,9 @@ Scores traffic of agents written in any language. POST each input/output pair to
 sampled runs and answer **202 before any judge call**. Results land in the configured sinks
 (`GET /v1/scores` reads the SQLite one) and in the Prometheus metrics at `/metrics`.
 
-Every refusal has the same JSON shape (`ErrorBody`): 401 bad token, 404 unknown scorer, 413 body
-too large, 408 body too slow, 415 body not declared JSON, 422 invalid field (named), 429 queue full (with
-`Retry-After`), 503 shutting down.
+Every refusal has the same JSON shape (`ErrorBody`): 401 bad token, 404 unknown scorer, 408 body
+too slow, 413 body too large, 415 body not declared JSON, 422 invalid field (named), 429 queue
+full (with `Retry-After`), 503 shutting down.
 """
 
 
