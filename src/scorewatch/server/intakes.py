@@ -39,7 +39,9 @@ def build_intake(config: ServeConfig, entries: Mapping[str, ScorerEntry], stores
     reader = stores.reader
     return RedisIntake(
         entries,
-        client=connect(url),
+        client=connect(
+            url, max_connections=config.queue.max_connections, timeout=config.queue.timeout
+        ),
         names=StreamNames.of(config.queue),
         max_backlog=config.queue.max_backlog,
         # Workers write the results; serve only closes its sinks and reads the shared one.

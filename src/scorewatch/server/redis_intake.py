@@ -43,12 +43,13 @@ from .stream_queue import (
     StreamNames,
     encode_entry,
     ensure_group,
+    never_sent,
 )
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["IntakeUnavailableError", "RedisIntake", "RunLookup"]
+__all__ = ["IntakeUnavailableError", "OutcomeUnknownError", "RedisIntake", "RunLookup"]
 
 logger = logging.getLogger("scorewatch.server")
 
@@ -57,6 +58,15 @@ _POLL_S = 0.2
 
 class IntakeUnavailableError(IntakeClosedError):
     """The work queue cannot be reached; nothing of the request was accepted."""
+
+
+class OutcomeUnknownError(IntakeClosedError):
+    """The append may or may not have happened (Redis timed out or went away after the command
+    was sent). `runs` holds (item index, scorer id, run id) of every evaluation it carried."""
+
+    def __init__(self, runs: list[tuple[int, str, str]]) -> None:
+        super().__init__("the work queue did not confirm the append")
+        self.runs = runs
 
 
 class RunLookup(Protocol):
@@ -88,7 +98,7 @@ class RedisIntake:
         self._lookup = lookup
         self._wait_limit = wait_limit
         # sink_errors stays 0: serve stores nothing itself with a queue, the workers count theirs
-        self._counts = IntakeCounts("sink_errors", "queue_errors")
+        self._counts = IntakeCounts("sink_errors", "queue_errors", "outcome_unknown")
         self._ids = RunIdIssuer()
         self._closed = False
         self._group_ready = False
@@ -174,6 +184,15 @@ class RedisIntake:
                 raise QueueFullError(len(encoded), free, self._max_backlog) from None
             except Exception as error:
                 self._counts.add("queue_errors")
+                if not never_sent(error):
+                    # Redis may have appended the entries before the answer was lost: neither
+                    # "accepted" nor "refused" would be true. The run ids let the client retry
+                    # the same request (same ids, stored once) or look the results up.
+                    self._counts.add("outcome_unknown", len(runs))
+                    logger.error(
+                        "appending to the work queue: outcome unknown (%s)", type(error).__name__
+                    )
+                    raise OutcomeUnknownError(runs) from None
                 self._counts.refused(plans, "dropped_queue_full")
                 logger.error("appending to the work queue failed (%s)", type(error).__name__)
                 raise IntakeUnavailableError(

@@ -86,8 +86,8 @@ async def _work(
     from .worker import StreamWorker
 
     stores = build_stores(config)
-    client = connect(url)
     settings = config.queue
+    client = connect(url, max_connections=settings.max_connections, timeout=settings.timeout)
     worker = StreamWorker(
         scorers,
         client=client,

@@ -25,7 +25,7 @@ from ..models import (
     ScoreResults,
     SkippedRun,
 )
-from ..redis_intake import IntakeUnavailableError
+from ..redis_intake import IntakeUnavailableError, OutcomeUnknownError
 from ..state import ServiceState, service_of
 
 __all__ = ["router"]
@@ -40,7 +40,11 @@ _REFUSALS: dict[int | str, dict[str, Any]] = {
     415: {"model": ErrorBody, "description": "Content-Type is not application/json."},
     422: {"model": ErrorBody, "description": "Invalid JSON or fields; `fields` names them."},
     429: {"model": ErrorBody, "description": "Queue full; retry after `Retry-After` seconds."},
-    503: {"model": ErrorBody, "description": "Shutting down; send elsewhere or retry later."},
+    503: {
+        "model": ErrorBody,
+        "description": "Shutting down, or the work queue is unreachable (nothing accepted), or "
+        "`outcome_unknown`: the queue did not confirm the append (`runs` lists the run ids).",
+    },
 }
 
 
@@ -117,6 +121,20 @@ async def _admit(
             f"{reason}; retry after {retry}s",
             headers={"Retry-After": str(retry)},
             retry_after=retry,
+        ) from None
+    except OutcomeUnknownError as unknown:
+        raise ApiError(
+            503,
+            "outcome_unknown",
+            "the work queue did not confirm the append: the runs may or may not have been "
+            "accepted; retry the same request (same trace/span or run ids give the same run "
+            "ids, stored once) or look the run ids up",
+            headers={"Retry-After": str(retry)},
+            retry_after=retry,
+            runs=[
+                {"item": index, "scorer": scorer, "run_id": run_id}
+                for index, scorer, run_id in unknown.runs
+            ],
         ) from None
     except IntakeUnavailableError:
         raise ApiError(
