@@ -18,10 +18,11 @@ from .config import ServeConfig
 from .errors import install_error_handlers
 from .guard import ServiceGuard
 from .intakes import build_intake
+from .redis_intake import RedisIntake
 from .routes import probes, scorers, scores
 from .scorers import build_scorers
 from .state import ServiceState
-from .stores import build_stores
+from .stores import SinkProbe, build_stores
 
 __all__ = ["build_service", "create_app", "shutdown_service"]
 
@@ -46,6 +47,9 @@ def build_service(config: ServeConfig) -> ServiceState:
     stores = build_stores(config)
     entries = {scorer_id: configured.entry for scorer_id, configured in built.items()}
     intake = build_intake(config, entries, stores)
+    dependencies: list[SinkProbe] = []
+    if isinstance(intake, RedisIntake):
+        dependencies.append(intake.probe())
     return ServiceState(
         config=config,
         scorers=built,
@@ -53,6 +57,7 @@ def build_service(config: ServeConfig) -> ServiceState:
         reader=stores.reader,
         probes=stores.probes,
         token=token,
+        dependencies=dependencies,
     )
 
 

@@ -217,7 +217,8 @@ class Health(BaseModel):
 class Readiness(BaseModel):
     status: Literal["ready", "not_ready"]
     checks: dict[str, bool] = Field(
-        description="`accepting` (not shutting down), `queue` (not saturated), `sink:<name>`."
+        description="`accepting` (not shutting down), `queue` (not saturated), `redis` (the "
+        "work queue answers, in queue mode), `sink:<name>` (writable)."
     )
 
 

@@ -75,6 +75,22 @@ class RunLookup(Protocol):
     async def aquery(self, **query: Unpack[RunQuery]) -> list[dict[str, Any]]: ...
 
 
+class RedisProbe:
+    name = "redis"
+
+    def __init__(self, client: Redis, timeout: float = 2.0) -> None:
+        self._client = client
+        self._timeout = timeout
+
+    async def writable(self) -> bool:
+        try:
+            await asyncio.wait_for(self._client.ping(), self._timeout)
+        except Exception as error:
+            logger.warning("the Redis work queue is not ready (%s)", type(error).__name__)
+            return False
+        return True
+
+
 class RedisIntake:
     """Appends accepted evaluations to a Redis stream; `scorewatch worker` scores them."""
 
@@ -132,6 +148,10 @@ class RedisIntake:
         latest = self._poller.latest
         full = latest is not None and latest.backlog >= self._max_backlog
         return full or self._poller.failing
+
+    def probe(self) -> RedisProbe:
+        """For `/readyz`: does Redis answer a PING now?"""
+        return RedisProbe(self._client)
 
     # -- admission ---------------------------------------------------------------------------
 
