@@ -231,6 +231,12 @@ class LiveSettings(_Table):
         le=1 << 40,
         description="Request-body bytes that accepted, unfinished items may hold in memory.",
     )
+    max_queue_delay: float = Field(
+        10.0,
+        gt=0,
+        le=86_400,
+        description="Seconds of work (at the measured scoring rate) that may wait; beyond: 429.",
+    )
 
 
 class SinkSettings(_Table):

@@ -75,12 +75,21 @@ class Admission:
 class QueueFullError(Exception):
     """Not enough room for the request's evaluations; nothing of it was accepted."""
 
-    def __init__(self, needed: int, free: int, capacity: int, detail: str | None = None) -> None:
+    def __init__(
+        self,
+        needed: int,
+        free: int,
+        capacity: int,
+        detail: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(detail or f"the scoring queue is full ({needed} needed, {free} free)")
         self.needed = needed
         self.free = free
         self.capacity = capacity
         self.detail = detail
+        # Seconds until the request would fit, when the intake can tell.
+        self.retry_after = retry_after
 
 
 class IntakeClosedError(Exception):

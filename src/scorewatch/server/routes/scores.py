@@ -115,12 +115,14 @@ async def _admit(
         reason = full.detail or (
             f"the scoring queue is full ({full.needed} slot(s) needed, {full.free} free)"
         )
+        # When the intake knows how long the queue needs to make room, say so (capped).
+        wait = retry if full.retry_after is None else min(max(retry, full.retry_after), 60)
         raise ApiError(
             429,
             "queue_full",
-            f"{reason}; retry after {retry}s",
-            headers={"Retry-After": str(retry)},
-            retry_after=retry,
+            f"{reason}; retry after {wait}s",
+            headers={"Retry-After": str(wait)},
+            retry_after=wait,
         ) from None
     except OutcomeUnknownError as unknown:
         raise ApiError(
