@@ -98,7 +98,7 @@ class InProcessIntake:
         self._throughput = Throughput(max_concurrency)
         self._held_bytes = 0
         self._lock = threading.Lock()  # the held bytes and the sink errors
-        self._counts = IntakeCounts()
+        self._counts = IntakeCounts("shed_requests")
         self._sink_errors: dict[str, int] = {}
         self._ids = RunIdIssuer()
         self._queue: WorkQueue[_Work] = WorkQueue(
@@ -130,6 +130,21 @@ class InProcessIntake:
         if self._max_bytes is not None and self._held_bytes >= self._max_bytes:
             return True
         return self._queue.queued >= self._max_queue
+
+    def refuse_early(self) -> int | None:
+        # Refusing a request unread costs a fraction of parsing it: past the limit, that is
+        # what keeps the answers fast when more arrives than the service can finish.
+        queued = self._queue.queued
+        waiting = self._admissible_wait()
+        if waiting is not None and queued >= waiting.allowed:
+            retry = Throughput.seconds_for(queued - waiting.allowed + 1, waiting.rate)
+        elif queued >= self._max_queue:
+            retry = 1
+        else:
+            return None
+        self._counts.add("rejected_requests")
+        self._counts.add("shed_requests")
+        return retry
 
     # -- admission -------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_SCORE_PATHS = frozenset({"/v1/scores", "/v1/scores:batch"})
 
 
 async def _answer(
@@ -94,6 +95,23 @@ class ServiceGuard:
         if scope.get("method") not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
+        if path in _SCORE_PATHS:
+            shed = self.state.intake.refuse_early()
+            if shed is not None:
+                await reader.discard()
+                wait = min(max(shed, settings.retry_after), 60)
+                await _answer(
+                    send,
+                    429,
+                    {
+                        "error": "queue_full",
+                        "message": "the service has more work queued than it finishes in "
+                        f"live.max_queue_delay; retry after {wait}s",
+                        "retry_after": wait,
+                    },
+                    {"Retry-After": str(wait)},
+                )
+                return
         if api and not _is_json(scope):
             # Also what keeps a web page from posting to a token-less service on localhost: a
             # browser cannot send application/json cross-origin without a CORS preflight.

@@ -118,6 +118,12 @@ class Intake(Protocol):
 
     def saturated(self) -> bool: ...
 
+    def refuse_early(self) -> int | None:
+        """Called before a request is parsed: when the intake is past its admission limit
+        already, count the request as refused (`rejected_requests`, `shed_requests`; its
+        evaluations are not decided) and return the seconds after which to retry; else None."""
+        ...
+
     async def shutdown(self, timeout: float) -> int:  # noqa: ASYNC109 - a drain budget
         """Refuse new work, finish what was accepted within `timeout` seconds, give up (and
         count as dropped_shutdown) the rest; returns how many were given up."""

@@ -153,6 +153,10 @@ class RedisIntake:
         """For `/readyz`: does Redis answer a PING now?"""
         return RedisProbe(self._client)
 
+    def refuse_early(self) -> int | None:
+        # The backlog is checked exactly by the append script; the gauges are seconds old.
+        return None
+
     # -- admission ---------------------------------------------------------------------------
 
     async def _prepare(self) -> None:
