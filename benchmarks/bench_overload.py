@@ -1,11 +1,12 @@
 """`scorewatch serve` past its capacity: answer latency and 429s at rising offered rates.
 
     .venv/bin/python benchmarks/bench_overload.py [--rates 25,50,100,200,400,800,1600]
-        [--seconds 10] [--sampling 0.05] [--latency 0.05] [-o result.json]
+        [--seconds 10] [--connections 256] [--sampling 0.05] [--latency 0.05] [-o result.json]
 
 Open-loop load: requests are sent on a fixed schedule (`rate` per second for `--seconds`),
-whatever the answers do, each on an idle keep-alive connection (a new one when none is idle),
-and a request's latency counts from its scheduled time, so a server falling behind shows as
+whatever the answers do, each on an idle keep-alive connection of a pool of at most
+`--connections` (256), as an agent's HTTP client would hold; a request's latency counts from its
+scheduled time (including any wait for a connection), so a server falling behind shows as
 latency rather than as a slower sender. The server is a real `python -m scorewatch serve` with
 the workload of bench_serve.py: the summarization scorer (three judge calls per run) on
 `--sampling` of the traffic against the loopback judge process (`--latency` s per call), and
@@ -35,22 +36,31 @@ _TARGET_P99_MS = 100.0
 
 
 class _Connections:
-    """Idle keep-alive connections to the server; a new one when none is idle."""
+    """Keep-alive connections to the server, at most `limit` (as a client's pool would hold):
+    an idle one, else a new one, else wait for one to come back."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, limit: int) -> None:
         self._host = host
         self._port = port
         self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self._slots = asyncio.Semaphore(limit)
         self.opened = 0
 
     async def take(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        await self._slots.acquire()
         if self._idle:
             return self._idle.pop()
         self.opened += 1
-        return await asyncio.open_connection(self._host, self._port)
+        try:
+            return await asyncio.open_connection(self._host, self._port)
+        except BaseException:
+            self._slots.release()
+            raise
 
-    def give_back(self, pair: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
-        self._idle.append(pair)
+    def give_back(self, pair: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None) -> None:
+        if pair is not None:
+            self._idle.append(pair)
+        self._slots.release()
 
     def close(self) -> None:
         for _reader, writer in self._idle:
@@ -59,27 +69,30 @@ class _Connections:
 
 
 async def _exchange(pool: _Connections, body: bytes) -> int:
-    pair = await pool.take()
-    reader, writer = pair
-    writer.write(
-        b"POST /v1/scores HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
-        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-    )
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = 0
-    close = False
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        key = name.strip().lower()
-        if key == b"content-length":
-            length = int(value)
-        elif key == b"connection" and value.strip().lower() == b"close":
-            close = True
-    await reader.readexactly(length)
+    reader, writer = await pool.take()
+    try:
+        writer.write(
+            b"POST /v1/scores HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = 0
+        close = False
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            key = name.strip().lower()
+            if key == b"content-length":
+                length = int(value)
+            elif key == b"connection" and value.strip().lower() == b"close":
+                close = True
+        await reader.readexactly(length)
+    except BaseException:
+        writer.close()
+        pool.give_back(None)
+        raise
     if close:
         writer.close()
-    else:
-        pool.give_back(pair)
+    pool.give_back(None if close else (reader, writer))
     return int(head.split(b" ", 2)[1])
 
 
@@ -156,6 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rates", default="25,50,100,200,400,800,1600")
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--connections", type=int, default=256)
     parser.add_argument("--sampling", type=float, default=0.05)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("-o", "--output", default=None)
@@ -178,7 +192,9 @@ def main() -> None:
             first = 0
             for rate in rates:
                 cpu_before = _cpu_seconds(serve.pid)
-                result = asyncio.run(_round(address, rate, args.seconds, source, first))
+                result = asyncio.run(
+                    _round(address, rate, args.seconds, source, first, args.connections)
+                )
                 first += result["sent"]
                 result["server_cpu_s"] = round(_cpu_seconds(serve.pid) - cpu_before, 2)
                 result["drain_after_s"] = _wait_idle(address)
