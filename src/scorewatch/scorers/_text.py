@@ -18,7 +18,9 @@ from .utils import (
     extract_tool_calls,
     extract_tool_results,
     get_assistant_message_from_run_output,
+    get_text_content_from_message,
     get_user_message_from_run_input,
+    is_scorer_run_output_for_agent,
 )
 
 __all__ = [
@@ -27,6 +29,8 @@ __all__ = [
     "all_response_text",
     "as_text",
     "extracted",
+    "joined_input_text",
+    "joined_output_text",
     "reference_text",
     "request_text",
     "resolve_context",
@@ -63,6 +67,25 @@ def all_response_text(run_output: Any, separator: str = " ") -> str:
     if isinstance(run_output, list | tuple):
         texts = [text for text in extract_agent_response_messages(run_output) if text]
         return separator.join(texts)
+    return get_assistant_message_from_run_output(run_output) or ""
+
+
+def joined_input_text(run_input: Any) -> str:
+    """The input as the reference's model-free scorers read it: the text of every input
+    message joined by `", "` (a message without text adds an empty piece)."""
+    return ", ".join(extract_input_messages(run_input))
+
+
+def joined_output_text(run_output: Any) -> str:
+    """The output as the reference's model-free scorers read it: the text of every output
+    message joined by `", "`. Agent messages count whatever their role, as in the reference;
+    OpenAI-style lists count their assistant messages (their tool messages hold tool results)."""
+    if isinstance(run_output, str):
+        return run_output
+    if isinstance(run_output, list | tuple):
+        if is_scorer_run_output_for_agent(run_output):
+            return ", ".join(get_text_content_from_message(message) for message in run_output)
+        return ", ".join(extract_agent_response_messages(run_output))
     return get_assistant_message_from_run_output(run_output) or ""
 
 

@@ -1,0 +1,102 @@
+"""The model-free scorers against outputs recorded from the reference system itself
+(`tests/fixtures/reference/model_free/*.json`, written by
+`tools/reference/record_model_free.mjs`): same ids and names, same scores to 1e-9, same step
+results. Completeness is the exception: its reference depends on a JS NLP library, so the
+test measures how close the documented approximation gets on the recorded set."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scorewatch.core import ScorerRunError
+from scorewatch.scorers.completeness import create_completeness_scorer
+from scorewatch.scorers.content_similarity import create_content_similarity_scorer
+from scorewatch.scorers.keyword_coverage import create_keyword_coverage_scorer
+from scorewatch.scorers.textual_difference import create_textual_difference_scorer
+from scorewatch.scorers.tone_consistency import create_tone_consistency_scorer
+from scorewatch.scorers.tool_call_accuracy_code import create_tool_call_accuracy_code_scorer
+
+FIXTURES = Path(__file__).parent / "fixtures" / "reference" / "model_free"
+
+FACTORIES: dict[str, Any] = {
+    "textual_difference": create_textual_difference_scorer,
+    "content_similarity": create_content_similarity_scorer,
+    "keyword_coverage": create_keyword_coverage_scorer,
+    "tone": create_tone_consistency_scorer,
+    "completeness": create_completeness_scorer,
+    "tool_call_accuracy_code": create_tool_call_accuracy_code_scorer,
+}
+OPTION_NAMES = {
+    "ignoreCase": "ignore_case",
+    "ignoreWhitespace": "ignore_whitespace",
+    "referenceTone": "reference_tone",
+    "expectedTool": "expected_tool",
+    "expectedToolOrder": "expected_tool_order",
+    "strictMode": "strict_mode",
+}
+
+
+def load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / f"{name}.json").read_text("utf-8"))
+    assert data["reference"] == "@mastra/evals@1.10.2"
+    return data
+
+
+def build(name: str, options: dict[str, Any] | None) -> Any:
+    given = {OPTION_NAMES[key]: value for key, value in (options or {}).items()}
+    return FACTORIES[name](**given)
+
+
+def assert_close(actual: Any, expected: Any, where: str) -> None:
+    """Equal, numbers to 1e-9 (the reference's whole numbers are ints, ours may be floats)."""
+    if isinstance(expected, bool) or expected is None or isinstance(expected, str):
+        assert actual == expected, where
+    elif isinstance(expected, int | float):
+        assert isinstance(actual, int | float) and not isinstance(actual, bool), where
+        assert math.isclose(actual, expected, rel_tol=0, abs_tol=1e-9), (where, actual, expected)
+    elif isinstance(expected, list):
+        assert isinstance(actual, list) and len(actual) == len(expected), (where, actual)
+        for index, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            assert_close(a, e, f"{where}[{index}]")
+    else:
+        assert isinstance(actual, dict) and sorted(actual) == sorted(expected), (where, actual)
+        for key in expected:
+            assert_close(actual[key], expected[key], f"{where}.{key}")
+
+
+async def check_case(name: str, data: dict[str, Any], case: dict[str, Any]) -> Any:
+    scorer = build(name, case["options"])
+    run = data["runs"][case["run"]]
+    expected = case["result"]
+    where = f"{name} case options={case['options']} run={case['run']}"
+    if "error" in expected:
+        with pytest.raises(ScorerRunError):
+            await scorer.run(run)
+        return None
+    result = await scorer.run(run)
+    assert result.judge is None
+    return result, expected, where
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["textual_difference", "content_similarity", "keyword_coverage", "tone", "tool_call_accuracy_code"],
+)
+async def test_scores_and_step_results_match_the_reference(name: str) -> None:
+    data = load(name)
+    scorer = build(name, data["cases"][0]["options"])
+    assert (scorer.id, scorer.name) == (data["scorer"]["id"], data["scorer"]["name"])
+    assert len(data["cases"]) >= 50
+    for case in data["cases"]:
+        checked = await check_case(name, data, case)
+        if checked is None:
+            continue
+        result, expected, where = checked
+        assert_close(result.score, expected["score"], f"{where} score")
+        assert_close(result.preprocess_step_result, expected["preprocessStepResult"], where)
+        assert_close(result.analyze_step_result, expected["analyzeStepResult"], where)
