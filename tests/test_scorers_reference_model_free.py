@@ -6,6 +6,7 @@ test measures how close the documented approximation gets on the recorded set.""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -18,7 +19,12 @@ from scorewatch.scorers.completeness import create_completeness_scorer
 from scorewatch.scorers.content_similarity import create_content_similarity_scorer
 from scorewatch.scorers.keyword_coverage import create_keyword_coverage_scorer
 from scorewatch.scorers.textual_difference import create_textual_difference_scorer
-from scorewatch.scorers.tone_consistency import create_tone_consistency_scorer
+from scorewatch.scorers.tone_consistency import (
+    _NEGATORS,
+    create_tone_consistency_scorer,
+    lexicon,
+    sentiment,
+)
 from scorewatch.scorers.tool_call_accuracy_code import create_tool_call_accuracy_code_scorer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reference" / "model_free"
@@ -100,3 +106,24 @@ async def test_scores_and_step_results_match_the_reference(name: str) -> None:
         assert_close(result.score, expected["score"], f"{where} score")
         assert_close(result.preprocess_step_result, expected["preprocessStepResult"], where)
         assert_close(result.analyze_step_result, expected["analyzeStepResult"], where)
+
+
+def test_tone_lexicon_is_the_reference_lexicon() -> None:
+    recorded = json.loads((FIXTURES / "tone_lexicon.json").read_text("utf-8"))
+    labels = lexicon()
+    assert len(labels) == recorded["entries"]
+    # The reference sorted its keys by UTF-16 units and wrote them with JSON.stringify.
+    pairs = [[key, labels[key]] for key in sorted(labels, key=lambda k: k.encode("utf-16-be"))]
+    canonical = json.dumps(pairs, ensure_ascii=False, separators=(",", ":"))
+    assert hashlib.sha256(canonical.encode("utf-8")).hexdigest() == recorded["sha256OfSortedPairs"]
+    assert set(recorded["negators"]) < _NEGATORS
+    assert _NEGATORS - set(recorded["negators"]) == {"constructor"}
+
+
+def test_sentiment_negation_and_tokens() -> None:
+    assert sentiment("good") == (3, 3.0)
+    assert sentiment("not good") == (-3, -1.5)
+    # Punctuation becomes a space; a single tab does not split a token (the reference's rule).
+    assert sentiment("good!good") == (6, 3.0)
+    assert sentiment("good\tgood") == (0, 0.0)
+    assert sentiment("") == (0, 0.0)

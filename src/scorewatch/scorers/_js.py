@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = [
     "JS_SPACE",
+    "JS_SPACE_CHARS",
     "JS_SPACES",
     "js_lower",
     "js_number",
@@ -25,10 +26,10 @@ __all__ = [
 
 # ECMAScript WhiteSpace + LineTerminator: what `\s` and `trim()` match. Python's `\s` adds
 # U+001C..U+001F and U+0085 and lacks U+FEFF.
-_SPACE_CHARS = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-JS_SPACE = re.compile(f"[{_SPACE_CHARS}]")
-JS_SPACES = re.compile(f"[{_SPACE_CHARS}]+")
-_TRIM = re.compile(f"^[{_SPACE_CHARS}]+|[{_SPACE_CHARS}]+$")
+JS_SPACE_CHARS = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+JS_SPACE = re.compile(f"[{JS_SPACE_CHARS}]")
+JS_SPACES = re.compile(f"[{JS_SPACE_CHARS}]+")
+_TRIM = re.compile(f"\\A[{JS_SPACE_CHARS}]+|[{JS_SPACE_CHARS}]+\\Z")
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
