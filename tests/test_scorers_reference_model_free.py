@@ -91,7 +91,13 @@ async def check_case(name: str, data: dict[str, Any], case: dict[str, Any]) -> A
 
 @pytest.mark.parametrize(
     "name",
-    ["textual_difference", "content_similarity", "keyword_coverage", "tone", "tool_call_accuracy_code"],
+    [
+        "textual_difference",
+        "content_similarity",
+        "keyword_coverage",
+        "tone",
+        "tool_call_accuracy_code",
+    ],
 )
 async def test_scores_and_step_results_match_the_reference(name: str) -> None:
     data = load(name)

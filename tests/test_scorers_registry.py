@@ -97,7 +97,7 @@ async def test_model_free_scorers_ignore_the_model() -> None:
         ("faithfulness", {}, "needs a judge model"),
         ("rubric", {"model": "openai/x"}, "rubric"),
         ("context-precision", {"model": "openai/x"}, "context, context_extractor"),
-        ("completeness", {"language": "klingon"}, "klingon"),
+        ("completeness", {"language": "english"}, "language"),
         ("check-includes", {"expected": "x", "bogus": 1}, "bogus"),
     ],
 )

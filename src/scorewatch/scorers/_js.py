@@ -15,8 +15,8 @@ from typing import Any
 
 __all__ = [
     "JS_SPACE",
-    "JS_SPACE_CHARS",
     "JS_SPACES",
+    "JS_SPACE_CHARS",
     "js_lower",
     "js_number",
     "js_trim",

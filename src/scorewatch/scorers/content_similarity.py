@@ -19,6 +19,7 @@ Score: 0..1, higher is better, not rounded; no judge call. Linear time in the te
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 from typing import Any
 
 from ..core import Scorer, StepContext
@@ -43,7 +44,7 @@ def compare_two_strings(first: str, second: str) -> float:
     a, b = utf16_units(first, second)
     if len(a) < 2 or len(b) < 2:
         return 0
-    shared = Counter(zip(a, a[1:], strict=False)) & Counter(zip(b, b[1:], strict=False))
+    shared = Counter(pairwise(a)) & Counter(pairwise(b))
     return 2.0 * sum(shared.values()) / (len(a) + len(b) - 2)
 
 

@@ -79,11 +79,12 @@ def lexicon() -> dict[str, int]:
             continue
         try:
             occurrences, negative, positive = (float(fields[i]) for i in (2, 4, 6))
-            value = math.floor(5 * (positive / occurrences - negative / occurrences))
+            rank = math.floor(5 * (positive / occurrences - negative / occurrences))
+            emoji_char = chr(int(fields[1], 16))
         except (ValueError, ZeroDivisionError, OverflowError):
             continue
-        if value:
-            labels[chr(int(fields[1], 16))] = value
+        if rank:
+            labels[emoji_char] = rank
     return labels
 
 
