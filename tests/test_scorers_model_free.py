@@ -5,22 +5,34 @@ tests/test_scorers_reference_model_free.py."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from scorewatch.scorers._js import js_trim
 from scorewatch.scorers.completeness import create_completeness_scorer, key_elements
 from scorewatch.scorers.content_similarity import (
     compare_two_strings,
     create_content_similarity_scorer,
 )
-from scorewatch.scorers.keyword_coverage import create_keyword_coverage_scorer, extract_keywords
+from scorewatch.scorers.keyword_coverage import (
+    _TAG,
+    create_keyword_coverage_scorer,
+    extract_keywords,
+)
 from scorewatch.scorers.textual_difference import (
     count_changes,
     create_textual_difference_scorer,
     lcs_ratio,
 )
-from scorewatch.scorers.tone_consistency import create_tone_consistency_scorer, sentiment
+from scorewatch.scorers.tone_consistency import (
+    _SENTENCE,
+    create_tone_consistency_scorer,
+    sentiment,
+)
 from scorewatch.scorers.utils import create_agent_test_run, create_test_message
 
 
@@ -261,3 +273,18 @@ async def test_tone_empty_output_is_stable() -> None:
             "avgSentiment": 0,
             "sentimentVariance": 0,
         }
+
+
+# ------------------------------------------------------------------- linear-time rewrites
+
+
+@given(st.text(alphabet="ab.!? \n<>", max_size=40))
+def test_linear_rewrites_match_the_reference_patterns(text: str) -> None:
+    """The look-behind sentence pattern and the tail-skipping tag removal (both there to keep
+    hostile texts linear) find exactly what the reference's patterns find."""
+    assert _SENTENCE.findall(text) == re.findall(r"[^.!?]+[.!?]+", text)
+    end = text.rfind(">") + 1
+    assert _TAG.sub("", text[:end]) + text[end:] == re.sub(r"(<([^>]+)>)", "", text)
+    spaces = "\t\n\v\f\r \u00a0\u2028\ufeff\x1c\x85"
+    padded = f"{text}{spaces}"
+    assert js_trim(padded) == padded.strip(spaces.replace("\x1c", "").replace("\x85", ""))

@@ -55,7 +55,9 @@ def stop_words() -> frozenset[str]:
 
 def extract_keywords(text: str) -> list[str]:
     """The keywords of `text`, in order of first appearance, as the reference extracts them."""
-    text = js_trim(_TAG.sub("", text))
+    # No tag can start after the last ">": leaving that tail out keeps many "<" linear.
+    end = text.rfind(">") + 1
+    text = js_trim(_TAG.sub("", text[:end]) + text[end:])
     if not text:
         return []
     stopped = stop_words()

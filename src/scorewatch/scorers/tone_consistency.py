@@ -45,7 +45,10 @@ TONE_SCORER_ID = "tone-scorer"
 
 _STRIPPED = re.compile(r'[.,/#!?$%^&*;:{}=_`"~()]')
 _SPACE_RUN = re.compile(f"[{JS_SPACE_CHARS}][{JS_SPACE_CHARS}]+")
-_SENTENCE = re.compile(r"[^.!?]+[.!?]+")
+# The reference's /[^.!?]+[.!?]+/g. A match can only start where a run of other characters
+# starts (a later start in the same run fails alike), so the look-behind changes no match and
+# keeps a long text without `.!?` linear instead of quadratic.
+_SENTENCE = re.compile(r"(?<![^.!?])[^.!?]+[.!?]+")
 # The `sentiment` package's English negators. It looks them up in a plain JS object, so a
 # token named like an inherited property also negates the next one: of those, only
 # `constructor` survives its lower-casing and punctuation stripping.
