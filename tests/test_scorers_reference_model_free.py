@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scorewatch.core import ScorerRunError
 from scorewatch.scorers.completeness import coverage, create_completeness_scorer
@@ -178,3 +180,26 @@ async def test_completeness_approximation_is_close_to_the_reference() -> None:
     assert exact >= 0.85, exact
     assert mean <= 0.02, mean
     assert max(errors) <= 0.3, max(errors)
+
+
+def _pairwise_coverage(original: list[str], simplified: list[str]) -> float:
+    """The reference's rule as it reads: every input element against every output element."""
+    if not original:
+        return 1 if not simplified else 0
+
+    def matches(element: str, other: str) -> bool:
+        if len(element) <= 3:
+            return element == other
+        longer, shorter = (element, other) if len(element) > len(other) else (other, element)
+        return shorter in longer and len(shorter) / len(longer) > 0.6
+
+    covered = [e for e in original if any(matches(e, s) for s in simplified)]
+    return len(covered) / len(original)
+
+
+@given(
+    st.lists(st.text(alphabet="abc\x00", min_size=1, max_size=40), max_size=8),
+    st.lists(st.text(alphabet="abc\x00", min_size=1, max_size=40), max_size=8),
+)
+def test_coverage_equals_the_pairwise_rule(original: list[str], simplified: list[str]) -> None:
+    assert coverage(original, simplified) == _pairwise_coverage(original, simplified)

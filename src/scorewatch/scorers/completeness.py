@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
 from functools import cache, lru_cache
 from typing import Any
 
@@ -39,9 +38,12 @@ COMPLETENESS_SCORER_ID = "completeness-scorer"
 
 _MARKS = re.compile("[\u0300-\u036f]")
 _NOT_WORD = re.compile("[^a-z0-9]+")
-# Above this length, substrings are not indexed (hostile "words" would make the index
-# quadratic); such elements are compared one by one, as the reference compares all.
-_INDEXED = 64
+# Output elements of one length, joined by this; elements never contain it (a-z0-9 only), and
+# an element that does is compared one by one.
+_SEPARATOR = "\x00"
+# Up to this length, the shorter elements an input element may contain are found by slicing it;
+# beyond, by scanning the output elements of those lengths.
+_SLICED = 32
 
 
 def _normalize(text: str) -> str:
@@ -67,57 +69,46 @@ def key_elements(text: str) -> list[str]:
     return list(dict.fromkeys(_stem(word) for word in _NOT_WORD.sub(" ", _normalize(text)).split()))
 
 
-def _ratio_ok(shorter: str, longer: str) -> bool:
-    return len(shorter) / len(longer) > 0.6
-
-
 def coverage(original: list[str], simplified: list[str]) -> float:
     """Share of `original` covered by `simplified`, by the reference's rule, without comparing
-    every pair: short words through a set, contained and containing words through indexes."""
+    every pair: output elements are grouped by length, and an input element is looked for only
+    in the groups whose length can satisfy the 60% rule (one C-level search per group)."""
     if not original:
         return 1 if not simplified else 0
     present = set(simplified)
-    # Substrings t of an output element s with len(t)/len(s) > 0.6: an input element equal
-    # to one is contained in s, long enough.
-    inside: set[str] = set()
-    long_outputs: list[str] = []
-    for s in present:
-        if len(s) > _INDEXED:
-            long_outputs.append(s)
-            continue
-        for size in range(len(s), 0, -1):
-            if not size / len(s) > 0.6:
-                break
-            inside.update(s[i : i + size] for i in range(len(s) - size + 1))
+    by_length: dict[int, list[str]] = {}
+    for element in present:
+        by_length.setdefault(len(element), []).append(element)
+    joined = {length: _SEPARATOR.join(group) for length, group in by_length.items()}
+    longest = max(by_length, default=0)
+
+    def inside_longer(element: str) -> bool:
+        size = len(element)
+        for length in range(size, longest + 1):
+            if not size / length > 0.6:
+                return False
+            if length not in joined:
+                continue
+            if _SEPARATOR in element:
+                if any(element in other for other in by_length[length]):
+                    return True
+            elif element in joined[length]:
+                return True
+        return False
+
+    def holds_shorter(element: str) -> bool:
+        size = len(element)
+        sizes = [k for k in range(size - 1, 0, -1) if k / size > 0.6]
+        if size <= _SLICED:
+            return any(element[i : i + k] in present for k in sizes for i in range(size - k + 1))
+        return any(other in element for k in sizes for other in by_length.get(k, ()))
 
     def covered(element: str) -> bool:
         if len(element) <= 3:
             return element in present
-        if element in inside:
-            return True
-        if len(element) <= _INDEXED:
-            return any(_contains_long(element, s) for s in long_outputs) or any(
-                element[i : i + size] in present
-                for size in _sizes_within(len(element))
-                for i in range(len(element) - size + 1)
-            )
-        return any(_pair_matches(element, s) for s in present)
+        return inside_longer(element) or holds_shorter(element)
 
     return sum(1 for element in original if covered(element)) / len(original)
-
-
-def _sizes_within(length: int) -> Iterable[int]:
-    """Lengths of a shorter element that may cover one of `length` characters."""
-    return (size for size in range(length - 1, 0, -1) if size / length > 0.6)
-
-
-def _contains_long(element: str, long_output: str) -> bool:
-    return element in long_output and _ratio_ok(element, long_output)
-
-
-def _pair_matches(element: str, other: str) -> bool:
-    longer, shorter = (element, other) if len(element) > len(other) else (other, element)
-    return shorter in longer and _ratio_ok(shorter, longer)
 
 
 def create_completeness_scorer() -> Scorer:
