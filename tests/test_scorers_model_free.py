@@ -207,7 +207,8 @@ async def test_textual_difference_is_the_lcs_ratio() -> None:
 
 
 def test_lcs_ratio_and_changes() -> None:
-    # A true LCS: difflib's block matching gives 0.5 here.
+    # A true LCS ("ab"): difflib's block matching finds one character and gives 1/3.
+    assert lcs_ratio("bab", "acb") == pytest.approx(2 / 3)
     assert lcs_ratio("abcd", "acbd") == 0.75
     assert lcs_ratio("", "") == 1
     assert lcs_ratio("abc", "") == 0
