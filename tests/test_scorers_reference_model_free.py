@@ -106,7 +106,7 @@ async def test_scores_and_step_results_match_the_reference(name: str) -> None:
         wire = result.model_dump(mode="json", by_alias=True)
         assert_close(wire["score"], expected["score"], f"{where} score")
         assert_close(wire["preprocessStepResult"], expected["preprocessStepResult"], where)
-        assert_close(wire["analyzeStepResult"], expected["analyzeStepResult"], where)
+        assert_close(wire.get("analyzeStepResult"), expected["analyzeStepResult"], where)
 
 
 def test_tone_lexicon_is_the_reference_lexicon() -> None:
