@@ -27,6 +27,7 @@ __all__ = [
     "all_response_text",
     "as_text",
     "extracted",
+    "output_messages",
     "reference_text",
     "request_text",
     "resolve_context",
@@ -142,15 +143,20 @@ def reference_text(run_input: Any, ground_truth: Any) -> tuple[str, str]:
     return all_request_text(run_input) or request_text(run_input), "input"
 
 
-def tool_calls_of(run_output: Any) -> list[str]:
-    """Names of the tools the output called, in order; an OpenAI chat-completion response
-    (`{"choices": [{"message": ...}]}`) is read through its choices' messages."""
+def output_messages(run_output: Any) -> Any:
+    """The output as messages: an OpenAI chat-completion response (`{"choices": [{"message":
+    ...}]}`) becomes its choices' messages; anything else is returned as is."""
     if isinstance(run_output, Mapping) and "role" not in run_output:
         choices = run_output.get("choices")
         if isinstance(choices, list):
-            run_output = [
+            return [
                 choice["message"]
                 for choice in choices
                 if isinstance(choice, Mapping) and isinstance(choice.get("message"), Mapping)
             ]
-    return extract_tool_calls(run_output).tools
+    return run_output
+
+
+def tool_calls_of(run_output: Any) -> list[str]:
+    """Names of the tools the output called, in order (see `output_messages`)."""
+    return extract_tool_calls(output_messages(run_output)).tools
