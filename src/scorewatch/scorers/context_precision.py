@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import model_validator
+
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._judging import (
@@ -71,6 +73,13 @@ class PieceVerdict(JudgeAnswer):
 
 class PieceVerdicts(JudgeAnswer):
     verdicts: list[PieceVerdict]
+
+    @model_validator(mode="after")
+    def _ranked(self) -> PieceVerdicts:
+        # The reference sorts its analyze result by context_index in place; the step result
+        # shows the same order.
+        self.verdicts.sort(key=lambda verdict: verdict.context_index)
+        return self
 
 
 def _index_of(verdict: Any) -> float:
