@@ -20,10 +20,11 @@ from scorewatch.testing import ScriptedJudge
 # The options each scorer cannot be built without (beyond the model).
 MINIMAL: dict[str, dict[str, Any]] = {
     "context-precision": {"context": ["c"]},
+    "context-recall": {"context": ["c"]},
     "context-relevance": {"context": ["c"]},
     "tool-call-accuracy-llm": {"available_tools": {"t": "a tool"}},
-    "noise-sensitivity": {"baseline_response": "b"},
-    "rubric": {"rubric": "Be right."},
+    "noise-sensitivity": {"baseline_response": "b", "noisy_query": "n"},
+    "rubric-label": {"rubric": "Be right."},
     "tool-call-accuracy-code": {"expected_tool": "t"},
     "check-includes": {"expected": "x"},
     "check-excludes": {"unwanted": "x"},
@@ -37,8 +38,9 @@ MINIMAL: dict[str, dict[str, Any]] = {
 
 EXPECTED_NAMES = {
     "summarization", "faithfulness", "hallucination", "answer-relevancy", "answer-similarity",
-    "toxicity", "bias", "context-precision", "context-relevance", "prompt-alignment",
-    "tool-call-accuracy-llm", "noise-sensitivity", "rubric", "completeness",
+    "toxicity", "bias", "context-precision", "context-recall", "context-relevance",
+    "prompt-alignment", "tool-call-accuracy-llm", "noise-sensitivity", "rubric", "rubric-label",
+    "completeness",
     "content-similarity", "keyword-coverage", "textual-difference", "tone-consistency",
     "tool-call-accuracy-code", "check-includes", "check-excludes", "check-equals",
     "check-matches", "check-called-tool", "check-did-not-call", "check-max-tool-calls",
@@ -82,6 +84,10 @@ def test_unknown_name_lists_the_known_ones() -> None:
 def test_name_spellings() -> None:
     assert build_scorer("content_similarity").id == "content-similarity-scorer"
     assert build_scorer("Completeness-Scorer").id == "completeness-scorer"
+    judge = ScriptedJudge([])
+    for spelling in ("llm-tool-call-accuracy-scorer", "tool_call_accuracy_llm"):
+        scorer = build_scorer(spelling, model=judge, available_tools={"t": "a tool"})
+        assert scorer.id == "llm-tool-call-accuracy-scorer"
 
 
 async def test_model_free_scorers_ignore_the_model() -> None:
@@ -95,7 +101,8 @@ async def test_model_free_scorers_ignore_the_model() -> None:
     ("name", "options", "fragment"),
     [
         ("faithfulness", {}, "needs a judge model"),
-        ("rubric", {"model": "openai/x"}, "rubric"),
+        ("rubric-label", {"model": "openai/x"}, "rubric"),
+        ("noise-sensitivity", {"model": "openai/x", "baseline_response": "b"}, "noisy_query"),
         ("context-precision", {"model": "openai/x"}, "context, context_extractor"),
         ("completeness", {"language": "klingon"}, "klingon"),
         ("check-includes", {"expected": "x", "bogus": 1}, "bogus"),
