@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -122,3 +123,20 @@ def test_package_exports_every_factory() -> None:
             assert getattr(scorers.checks, spec.factory.__name__) is spec.factory
         else:
             assert getattr(scorers, spec.factory.__name__) is spec.factory
+
+
+def test_docs_list_each_llm_scorer_id_and_name() -> None:
+    # docs/scorers.md's summary table: | `name` | `id` | scorer name | ...
+    docs = (Path(__file__).parent.parent / "docs" / "scorers.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in docs.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[0].startswith("`") and cells[0].strip("`") in PREBUILT:
+            rows[cells[0].strip("`")] = (cells[1].strip("`"), cells[2])
+    judge = ScriptedJudge([])
+    llm = [name for name, spec in PREBUILT.items() if spec.needs_model]
+    for name in llm:
+        scorer = build_scorer(name, model=judge, **MINIMAL.get(name, {}))
+        listed_id, listed_name = rows[name]
+        assert scorer.id == listed_id
+        assert listed_name.startswith(scorer.name)
