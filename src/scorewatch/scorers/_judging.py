@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -25,6 +25,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     model_serializer,
+    model_validator,
 )
 from pydantic.config import JsonDict
 
@@ -82,7 +83,8 @@ def _tighten(schema: dict[str, Any]) -> None:
 
 
 class JudgeAnswer(BaseModel):
-    """A judge answer: described strictly, validated leniently.
+    """A judge answer: described strictly, validated leniently (but a label outside a listed
+    set fails, as the reference system's enums do).
 
     The schema sent to the judge requires every field and forbids extras (what strict
     structured-output modes want, and shorter than pydantic's titled schema); validation ignores
@@ -93,6 +95,18 @@ class JudgeAnswer(BaseModel):
     model_config = ConfigDict(
         extra="ignore", json_schema_extra=lambda schema, _cls: _tighten(schema)
     )
+
+    @model_validator(mode="after")
+    def _labels_are_listed(self) -> Self:
+        for name, info in type(self).model_fields.items():
+            extra = info.json_schema_extra
+            listed = extra.get("enum") if isinstance(extra, dict) else None
+            value = getattr(self, name)
+            if not isinstance(listed, list) or not isinstance(value, str):
+                continue
+            if value.strip().lower() not in listed:
+                raise ValueError(f"{name} must be one of {', '.join(map(str, listed))}")
+        return self
 
     @model_serializer(mode="wrap")
     def _as_answered(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -142,10 +156,10 @@ def bullets(items: Sequence[str]) -> str:
 
 
 def one_of(*labels: str, default: str | None = None) -> Any:
-    """A string field whose schema lists the allowed labels. Validation stays lenient (any
-    string passes; scoring normalizes case and spaces and treats unknown labels as "no"), so a
-    judge answering "Yes " under prompt-described JSON does not cost a fallback call, while a
-    provider that enforces the schema only ever produces a listed label."""
+    """A string field that must be one of `labels`, as the reference system's enum fields:
+    the schema lists them, and an answer with another label fails validation (one fallback
+    call, then the run fails). The comparison trims and lower-cases (`"High "` is `high`), a
+    deliberate leniency; the value is kept as the judge wrote it."""
     extra: JsonDict = {"enum": list(labels)}
     if default is None:
         return Field(json_schema_extra=extra)

@@ -42,7 +42,6 @@ __all__ = [
     "ItemVerdicts",
     "ResultList",
     "VerdictList",
-    "by_index",
     "by_position",
     "claims_prompt",
     "flagged_facts",
@@ -53,7 +52,6 @@ __all__ = [
     "labels_of",
     "verdict_share",
     "weight_of",
-    "yes_count",
 ]
 
 
@@ -77,19 +75,6 @@ def by_position(count: int, entries: Sequence[Any]) -> list[Any]:
     missing one is None."""
     matched = list(entries[:count])
     return matched + [None] * (count - len(matched))
-
-
-def by_index(count: int, entries: Sequence[Any], key: str = "context_index") -> list[Any]:
-    """The entry for each of `count` items, matched by the index the judge gave under `key`:
-    the first entry for an index wins; None where no entry names the index."""
-    found: dict[int, Any] = {}
-    for entry in entries:
-        index = field_of(entry, key)
-        if isinstance(index, int | float) and not isinstance(index, bool):
-            position = int(index)
-            if position == index and 0 <= position < count and position not in found:
-                found[position] = entry
-    return [found.get(index) for index in range(count)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -122,14 +107,14 @@ RESULTS_FORMAT = '{"results":[{"result":str,"reason":str}]}'
 # scoring
 
 
-def yes_count(labels: Sequence[str]) -> float:
+def _yes_count(labels: Sequence[str]) -> float:
     return labels.count("yes")
 
 
 def verdict_share(
     verdicts: Sequence[Any],
     scale: float,
-    credit: Callable[[list[str]], float] = yes_count,
+    credit: Callable[[list[str]], float] = _yes_count,
     name: str = "verdict",
 ) -> float:
     """`credit` of the verdicts' labels / the number of verdicts x scale, rounded; 0 without

@@ -34,7 +34,6 @@ from ._judging import (
     items_of,
     judged_scorer,
     numbered,
-    one_of,
     require_scale,
 )
 from ._text import ContextExtractor, as_text, request_text, response_text
@@ -67,7 +66,7 @@ _CARD = ScorerCard(
 
 class PieceVerdict(JudgeAnswer):
     context_index: int | float
-    verdict: str = one_of("yes", "no")
+    verdict: str
     reason: str = ""
 
 
