@@ -17,6 +17,7 @@ from scorewatch.scorers.context_precision import (
     context_precision_score,
     create_context_precision_scorer,
 )
+from scorewatch.scorers.context_recall import create_context_recall_scorer
 from scorewatch.scorers.context_relevance import create_context_relevance_scorer
 from scorewatch.scorers.faithfulness import create_faithfulness_scorer
 from scorewatch.scorers.hallucination import create_hallucination_scorer
@@ -272,6 +273,9 @@ async def test_toxicity_two_calls() -> None:
     assert nothing.score is None and nothing.reason is None
     assert nothing.not_scorable is not None
     assert (nothing.not_scorable.step, empty.calls) == ("generate_score", 1)
+    wire = nothing.model_dump(mode="json", by_alias=True)
+    assert wire.get("score") is None and wire["notScorable"]["step"] == "generateScore"
+    assert set(nothing.judge or {}) == {"analyze"}
 
 
 def test_context_precision_map() -> None:
@@ -655,3 +659,42 @@ async def test_rubric_is_the_reference_checklist_gate() -> None:
     none = routed(analyze={"criteria": [], "overallAssessment": ""})
     result = await create_rubric_scorer(none).run(output="o")
     assert result.score == 1 and "passes" in (result.reason or "")
+
+
+async def test_context_recall_judges_the_ground_truth_against_the_context() -> None:
+    judge = routed(
+        preprocess={"claims": ["Paris is the capital", "Paris has 2M people"]},
+        analyze=verdicts("yes", "no"),
+    )
+    scorer = create_context_recall_scorer(judge, context=["Paris is the capital of France."])
+    assert (scorer.id, scorer.name, scorer.direction) == (
+        "context-recall-scorer",
+        "Context Recall Scorer",
+        "higher_is_better",
+    )
+    result = await scorer.run(
+        input="q",
+        output="whatever the agent said",
+        ground_truth="Paris, 2M people, is the capital.",
+    )
+    assert result.score == 0.5 and judge.calls == 3
+    assert "Paris, 2M people, is the capital." in prompt_of(judge, "preprocess")
+    assert "whatever the agent said" not in prompt_of(judge, "preprocess")
+    analyze = prompt_of(judge, "analyze")
+    assert "[0] Paris is the capital of France." in analyze
+    assert "[1] Paris has 2M people" in analyze
+    assert "- Paris has 2M people (no)" in prompt_of(judge, "generate_reason")
+
+    async def extractor(run_input: Any, output: Any) -> list[str]:
+        return ["from the extractor"]
+
+    no_truth = routed(preprocess={"claims": ["x"]}, analyze=verdicts("yes"))
+    scorer = create_context_recall_scorer(no_truth, context_extractor=extractor)
+    result = await scorer.run(input="q", output="o")
+    assert result.score == 0 and no_truth.calls == 3  # the reference's number and calls
+    assert "[0] from the extractor" in prompt_of(no_truth, "analyze")
+    assert "no ground truth" in prompt_of(no_truth, "generate_reason")
+    with pytest.raises(ValueError, match="context"):
+        create_context_recall_scorer(judge)
+    with pytest.raises(ValueError, match="empty"):
+        create_context_recall_scorer(judge, context=[])
