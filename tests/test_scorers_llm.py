@@ -698,3 +698,33 @@ async def test_context_recall_judges_the_ground_truth_against_the_context() -> N
         create_context_recall_scorer(judge)
     with pytest.raises(ValueError, match="empty"):
         create_context_recall_scorer(judge, context=[])
+
+
+async def test_prompt_alignment_can_show_the_earlier_turns() -> None:
+    remembered = [
+        create_test_message("Pick a plan: A (monthly) or B (yearly)?", "assistant"),
+        create_test_message("What is the difference?", "user"),
+        create_test_message("B is cheaper per month.", "assistant"),
+    ]
+    run = create_agent_test_run(
+        input_messages=[create_test_message("A", "user")],
+        remembered_messages=remembered,
+        output=[create_test_message("Monthly plan chosen.", "assistant")],
+    )
+    judge = routed(analyze=alignment(1, 1, 1, 1))
+    await create_prompt_alignment_scorer(judge, include_conversation_history=True).run(**run)
+    analyze = prompt_of(judge, "analyze")
+    assert "assistant: Pick a plan: A (monthly) or B (yearly)?" in analyze
+    assert "user: What is the difference?" in analyze
+    last_two = routed(analyze=alignment(1, 1, 1, 1))
+    scorer = create_prompt_alignment_scorer(
+        last_two, include_conversation_history={"max_messages": 2}
+    )
+    await scorer.run(**run)
+    analyze = prompt_of(last_two, "analyze")
+    assert "Pick a plan" not in analyze and "assistant: B is cheaper per month." in analyze
+    plain = routed(analyze=alignment(1, 1, 1, 1))
+    await create_prompt_alignment_scorer(plain).run(**run)
+    assert "Pick a plan" not in prompt_of(plain, "analyze")
+    with pytest.raises(ValueError, match="max_messages"):
+        create_prompt_alignment_scorer(judge, include_conversation_history={"limit": 2})

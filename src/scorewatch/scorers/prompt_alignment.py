@@ -14,7 +14,8 @@ Two judge calls:
    two decimals;
 3. generate_reason (judge): a short explanation.
 
-A run without the prompt the mode needs (the user's message, the system prompt, either for
+With `include_conversation_history` the judge also sees the remembered earlier turns of an
+agent run. A run without the prompt the mode needs (the user's message, the system prompt, either for
 `both`) or without a response fails, as in the reference. Range 0..scale, higher is better.
 Routing marker of the analyze prompt: `Check how well the response follows the prompt`.
 """
@@ -37,7 +38,11 @@ from ._judging import (
     require_scale,
 )
 from ._text import request_text, response_text
-from .utils import get_combined_system_prompt, round_to_two_decimals
+from .utils import (
+    get_combined_system_prompt,
+    get_conversation_history_from_run_input,
+    round_to_two_decimals,
+)
 
 __all__ = [
     "PROMPT_ALIGNMENT_SCORER_ID",
@@ -120,6 +125,21 @@ def _number(section: Any, name: str) -> float:
     return float(value)
 
 
+def _history_limit(option: bool | Mapping[str, int]) -> int | None:
+    """How many remembered messages to show the judge; None for none."""
+    if option is False:
+        return None
+    if option is True:
+        return 10
+    unknown = set(option) - {"max_messages", "maxMessages"}
+    if unknown:
+        raise ValueError(f"include_conversation_history takes max_messages, not {sorted(unknown)}")
+    limit = option.get("max_messages", option.get("maxMessages", 10))
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ValueError("include_conversation_history max_messages must be an integer")
+    return limit
+
+
 def prompt_alignment_score(analysis: Any, mode: EvaluationMode = "both", scale: float = 1) -> float:
     """The weighted alignment score of an analysis (see the module docstring); 0 without one."""
     if not isinstance(analysis, Mapping):
@@ -145,9 +165,14 @@ def prompt_alignment_score(analysis: Any, mode: EvaluationMode = "both", scale: 
 
 
 def _analyze_prompt(
-    mode: EvaluationMode, user_prompt: str, system_prompt: str, response: str
+    mode: EvaluationMode, user_prompt: str, system_prompt: str, response: str, history: str | None
 ) -> str:
     parts = []
+    if history:
+        parts.append(
+            "Earlier turns of the conversation (only to understand what the current message "
+            f"refers to; judge the response to the current message alone):\n{history}"
+        )
     if mode in ("system", "both"):
         parts.append(f"System prompt:\n{system_prompt or '(none)'}")
     if mode in ("user", "both"):
@@ -178,16 +203,25 @@ def create_prompt_alignment_scorer(
     model: str | JudgeModel,
     *,
     evaluation_mode: EvaluationMode = "both",
+    include_conversation_history: bool | Mapping[str, int] = False,
     scale: float = 1,
     model_options: Mapping[str, Any] | None = None,
 ) -> Scorer:
     """How well the response follows the user's message and/or the system prompt.
 
-    Two judge calls; range 0..scale; higher is better.
+    `include_conversation_history` (True, or `{"max_messages": N}`, default 10) shows the judge
+    the remembered earlier turns of an agent run, so a short reply such as "A" is judged
+    against what it answers. Two judge calls; range 0..scale; higher is better.
     """
     require_scale(scale)
     if evaluation_mode not in ("user", "system", "both"):
         raise ValueError(f"evaluation_mode must be user, system or both, not {evaluation_mode!r}")
+    max_history = _history_limit(include_conversation_history)
+
+    def history_of(ctx: StepContext) -> str | None:
+        if max_history is None:
+            return None
+        return get_conversation_history_from_run_input(ctx.run.input, max_history)
 
     def analyze_prompt(ctx: StepContext) -> str:
         user, system = request_text(ctx.run.input), get_combined_system_prompt(ctx.run.input)
@@ -200,7 +234,7 @@ def create_prompt_alignment_scorer(
             raise ValueError("prompt alignment needs a user message or a system prompt")
         if not response:
             raise ValueError("prompt alignment needs the agent's response")
-        return _analyze_prompt(evaluation_mode, user, system, response)
+        return _analyze_prompt(evaluation_mode, user, system, response, history_of(ctx))
 
     def score(ctx: StepContext) -> float:
         return prompt_alignment_score(ctx.results.analyze_step_result, evaluation_mode, scale)
@@ -226,7 +260,8 @@ def create_prompt_alignment_scorer(
             f"Appropriateness score {field_of(fit, 'score')} (format fits: "
             f"{field_of(fit, 'formatAlignment') is True}, tone fits: "
             f"{field_of(fit, 'toneAlignment') is True})\n"
-            f"(Evaluation mode: {evaluation_mode}.)",
+            f"(Evaluation mode: {evaluation_mode}.)"
+            + (f"\nEarlier turns:\n{history}" if (history := history_of(ctx)) else ""),
         )
 
     return judged_scorer(
