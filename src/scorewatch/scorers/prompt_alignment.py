@@ -15,8 +15,9 @@ Two judge calls:
 3. generate_reason (judge): a short explanation.
 
 With `include_conversation_history` the judge also sees the remembered earlier turns of an
-agent run. A run without the prompt the mode needs (the user's message, the system prompt, either for
-`both`) or without a response fails, as in the reference. Range 0..scale, higher is better.
+agent run. A run without the prompt the mode needs (the user's message, the system prompt,
+either for `both`) or without a response fails, as in the reference. Range 0..scale, higher is
+better.
 Routing marker of the analyze prompt: `Check how well the response follows the prompt`.
 """
 
