@@ -5,7 +5,9 @@ scoring verdicts is in `_verdicts`.
 Conventions every LLM-judged scorer follows:
 
 * the judge returns verdicts (lists of labelled items); the score is computed from them in a
-  function step, never asked of the judge;
+  function step (noise sensitivity and prompt alignment also weigh the judge's own sub-scores,
+  as the reference system does);
+* step results keep the reference system's keys, and only the keys the judge answered;
 * scores are rounded half up to two decimals (`round_to_two_decimals`);
 * the score formulas, their denominators and their empty cases are the reference system's
   (`@mastra/evals` 1.10); see `docs/scorers.md` for the few deliberate differences;
