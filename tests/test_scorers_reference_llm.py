@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from reference_fixtures import load_reference
 from scorewatch import ScorerRunError
 from scorewatch.core import Scorer
 from scorewatch.scorers import (
@@ -36,8 +36,7 @@ from scorewatch.scorers import (
 )
 from scorewatch.testing import ScriptedJudge
 
-FIXTURE = Path(__file__).parent / "fixtures" / "reference" / "llm_scorers" / "recorded.json"
-CASES: list[dict[str, Any]] = json.loads(FIXTURE.read_text(encoding="utf-8"))
+CASES: list[dict[str, Any]] = load_reference("llm_scorers/recorded.json")
 
 FACTORIES: dict[str, Callable[..., Scorer]] = {
     "answer-relevancy": create_answer_relevancy_scorer,
