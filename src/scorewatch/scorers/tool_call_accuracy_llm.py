@@ -38,8 +38,8 @@ from ._judging import (
     numbered,
     require_scale,
 )
-from ._text import output_messages, request_text, response_text
-from .utils import extract_tool_calls, round_to_two_decimals
+from ._text import found_tool_calls, request_text, response_text
+from .utils import round_to_two_decimals
 
 __all__ = [
     "TOOL_CALL_ACCURACY_LLM_SCORER_ID",
@@ -153,7 +153,7 @@ def create_tool_call_accuracy_llm_scorer(
         raise ValueError("available_tools must list at least one tool")
 
     def inspect_run(ctx: StepContext) -> dict[str, Any]:
-        found = extract_tool_calls(output_messages(ctx.run.output))
+        found = found_tool_calls(ctx.run.output)
         return {
             "actualTools": found.tools,
             "hasToolCalls": bool(found.tools),
