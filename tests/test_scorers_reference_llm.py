@@ -94,6 +94,9 @@ async def test_same_bytes_same_result_as_the_reference(case: dict[str, Any]) -> 
     result = await scorer.run(case["run"])
     assert result.preprocess_step_result == expected["preprocessStepResult"]
     assert result.analyze_step_result == expected["analyzeStepResult"]
+    wire = result.model_dump(mode="json", by_alias=True)
+    assert wire.get("preprocessStepResult") == expected["preprocessStepResult"]
+    assert wire["analyzeStepResult"] == expected["analyzeStepResult"]
     if case.get("deliberate") == "not_scorable":
         # Deliberate difference (docs/scorers.md): nothing to judge is not a maximal score.
         assert result.score is None
