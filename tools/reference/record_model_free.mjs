@@ -1,7 +1,7 @@
 // Records what the reference's model-free scorers (@mastra/evals) return on a varied case set,
 // into tests/fixtures/reference/model_free/*.json. Our own script: it only calls the reference.
 //
-//   REF_NODE_MODULES=/path/to/node_modules node tools/reference/record_model_free.mjs [out_dir]
+//   MASTRA_REF=/path/to/node_modules node tools/reference/record_model_free.mjs [out_dir]
 //
 // JS Sets in step results are written as arrays (JSON.stringify would write `{}`).
 import { createHash } from 'node:crypto';
@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 
-const modules = resolve(process.env.REF_NODE_MODULES ?? '/work/ref/node_modules');
+const modules = resolve(process.env.MASTRA_REF ?? '/work/ref/node_modules');
 const outDir = resolve(process.argv[2] ?? 'tests/fixtures/reference/model_free');
 const prebuilt = await import(join(modules, '@mastra/evals/dist/scorers/prebuilt/index.js'));
 const require = createRequire(join(modules, 'noop.js'));
