@@ -281,7 +281,11 @@ def known_names() -> list[str]:
 
 
 # Scorer ids (less their `-scorer` suffix) that differ from the short name.
-_ID_ALIASES = {"llm-tool-call-accuracy": "tool-call-accuracy-llm"}
+_ID_ALIASES = {
+    "llm-tool-call-accuracy": "tool-call-accuracy-llm",
+    "code-tool-call-accuracy": "tool-call-accuracy-code",
+    "tone": "tone-consistency",
+}
 
 
 def _spec_for(name: str) -> ScorerSpec:
