@@ -26,14 +26,12 @@ from .utils import (
 
 __all__ = [
     "ContextExtractor",
-    "all_request_text",
     "all_response_text",
     "as_text",
     "extracted",
     "found_tool_calls",
     "joined_input_text",
     "joined_output_text",
-    "reference_text",
     "request_text",
     "resolve_context",
     "response_text",
@@ -47,11 +45,6 @@ ContextExtractor = Callable[[Any, Any], "Sequence[str] | Awaitable[Sequence[str]
 def request_text(run_input: Any) -> str:
     """The user's message (the first user message of a conversation), or `''`."""
     return get_user_message_from_run_input(run_input) or ""
-
-
-def all_request_text(run_input: Any) -> str:
-    """Every input message's text joined by a blank line (a bare string is itself)."""
-    return "\n\n".join(text for text in extract_input_messages(run_input) if text.strip())
 
 
 def response_text(run_output: Any) -> str:
@@ -157,14 +150,6 @@ async def resolve_context(
     else:
         pieces = []
     return [piece for piece in pieces if piece.strip()]
-
-
-def reference_text(run_input: Any, ground_truth: Any) -> tuple[str, str]:
-    """What an output is compared with, and where it came from: the ground truth when the run
-    has one, else the run input (every input message)."""
-    if ground_truth is not None:
-        return as_text(ground_truth), "ground_truth"
-    return all_request_text(run_input) or request_text(run_input), "input"
 
 
 def found_tool_calls(run_output: Any) -> ToolCalls:
