@@ -196,3 +196,33 @@ def _pairwise_coverage(original: list[str], simplified: list[str]) -> float:
 )
 def test_coverage_equals_the_pairwise_rule(original: list[str], simplified: list[str]) -> None:
     assert coverage(original, simplified) == _pairwise_coverage(original, simplified)
+
+
+def _only_text(messages: list[dict[str, Any]]) -> str | None:
+    if len(messages) != 1 or messages[0]["content"].get("toolInvocations"):
+        return None
+    parts = messages[0]["content"]["parts"]
+    return parts[-1]["text"] if parts and parts[-1]["type"] == "text" else None
+
+
+@pytest.mark.parametrize(
+    "name", ["textual_difference", "content_similarity", "keyword_coverage", "tone"]
+)
+async def test_plain_and_openai_runs_score_as_the_reference_agent_runs(name: str) -> None:
+    """A one-message run gives the reference's number whether it comes as agent messages,
+    plain strings or OpenAI-style messages."""
+    data = load(name)
+    checked = 0
+    for case in data["cases"]:
+        run = data["runs"][case["run"]]
+        question, answer = _only_text(run["input"]["inputMessages"]), _only_text(run["output"])
+        if question is None or answer is None:
+            continue
+        scorer = build(name, case["options"])
+        openai_input = [{"role": "system", "content": "s"}, {"role": "user", "content": question}]
+        openai_output = [{"role": "assistant", "content": answer}]
+        for given_input, given_output in ((question, answer), (openai_input, openai_output)):
+            result = await scorer.run(input=given_input, output=given_output)
+            assert_close(result.score, case["result"]["score"], f"{name} run={case['run']}")
+        checked += 1
+    assert checked >= 30
