@@ -113,6 +113,19 @@ function pairs() {
   found.push({ input: input(TEXTS[0], TEXTS[2]), output: output(TEXTS[1], TEXTS[3]) });
   found.push({ input: input(TEXTS[4]), output: [message('assistant', null), ...output(TEXTS[5])] });
   found.push({ input: input(TEXTS[8]), output: output(TEXTS[8].toUpperCase()) });
+  // White space as JavaScript sees it (U+001C and U+0085 are white space to Python only,
+  // U+FEFF to JavaScript only), white-space-only changes, surrogate pairs.
+  for (const [a, b] of [
+    ['a b', 'a  b'],
+    ['a\u00a0b c', 'a b  c'],
+    ['\ufeffhello world', 'hello world'],
+    ['hello\x1cworld', 'hello world'],
+    ['hello\x85 world', 'hello world'],
+    ['😀x good', '😁x good'],
+    ['𝒜𝒷𝒸 café', '𝒜𝒷 cafe'],
+  ]) {
+    found.push({ input: input(a), output: output(b) });
+  }
   // A ground truth on the run: the reference still compares input with output.
   found.push({ input: input(TEXTS[0]), output: output(TEXTS[1]), groundTruth: TEXTS[1] });
   found.push({ input: input(TEXTS[2]), output: output(TEXTS[3]), groundTruth: TEXTS[2] });
