@@ -13,6 +13,7 @@ from .hooks import (
     add_run_observer,
     remove_run_observer,
 )
+from .not_scorable import NotScorable, NotScorableInfo, is_not_scorable, not_scorable
 from .offload import offload_function_steps
 from .records import (
     JudgeErrorSummary,
@@ -35,6 +36,8 @@ __all__ = [
     "JudgeExecutionFailure",
     "JudgeExecutionSuccess",
     "JudgeStepRecord",
+    "NotScorable",
+    "NotScorableInfo",
     "PromptStep",
     "RunListener",
     "RunObserver",
@@ -51,6 +54,8 @@ __all__ = [
     "StepType",
     "add_run_observer",
     "create_scorer",
+    "is_not_scorable",
+    "not_scorable",
     "offload_function_steps",
     "remove_run_observer",
     "run_coroutine_sync",
