@@ -97,10 +97,10 @@ async def _exchange(pool: _Connections, body: bytes) -> int:
 
 
 async def _round(
-    address: str, rate: int, seconds: float, source: str, first: int
+    address: str, rate: int, seconds: float, source: str, first: int, connections: int = 256
 ) -> dict[str, Any]:
     host, _, port = address.rpartition(":")
-    pool = _Connections(host, int(port))
+    pool = _Connections(host, int(port), connections)
     total = int(rate * seconds)
     answers: list[tuple[int, float]] = []
     errors = 0
