@@ -62,15 +62,18 @@ def test_a_burst_beyond_what_the_service_finishes_gets_429_with_a_computed_retry
             assert {answer.status_code for answer in warm} == {202}
             _wait_idle(http)
             answers = asyncio.run(_burst(served.url, 1000, 200))
+            # One by one, requests find the queue at its limit already: refused unparsed.
+            answers += [http.post("/v1/scores", json=_pair(2000 + i)) for i in range(50)]
             accepted = [a for a in answers if a.status_code == 202]
             refused = [a for a in answers if a.status_code == 429]
-            assert len(accepted) + len(refused) == 200
+            assert len(accepted) + len(refused) == 250
             started = time.monotonic()
             stats = _wait_idle(http)
             drained_in = time.monotonic() - started
             http.close()
-    # About 1 s of work (20 runs) may wait, plus the 4 running: far fewer than 200.
-    assert 4 <= len(accepted) <= 60, len(accepted)
+    # About 1 s of work (20 runs) may wait, plus the 4 running, plus what drains while the
+    # one-by-one requests are sent: far fewer than 250.
+    assert 4 <= len(accepted) <= 125, len(accepted)
     for answer in refused:
         body = answer.json()
         assert body["error"] == "queue_full" and "max_queue_delay" in body["message"]
@@ -82,7 +85,7 @@ def test_a_burst_beyond_what_the_service_finishes_gets_429_with_a_computed_retry
     assert stats["rejected_requests"] == len(refused)
     assert stats["dropped_queue_full"] + stats["shed_requests"] == len(refused)
     assert stats["shed_requests"] > 0
-    # The accepted work was bounded: it drained in seconds, not in 200 / 20 = 10 s.
+    # The accepted work was bounded: it drained in seconds, not in 250 / 20 = 12 s.
     assert drained_in < 10, drained_in
 
 
