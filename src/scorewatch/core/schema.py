@@ -6,7 +6,6 @@ location and kind only: the judge's text (evaluated content) never goes into an 
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..judge.errors import StructuredOutputError
+from .answer_json import parse_json_reply
 
 __all__ = [
     "SCORE_SCHEMA",
@@ -107,55 +107,3 @@ def _pydantic_summary(exc: ValidationError) -> str:
         for err in exc.errors(include_input=False, include_url=False)[:5]
     ]
     return "; ".join(parts)
-
-
-class _NotJsonNumber(ValueError):
-    pass
-
-
-def _reject_constant(name: str) -> Any:
-    # Python's json accepts NaN and Infinity; JSON (and the reference system's JSON.parse) does not,
-    # and a record holding them would not serialize as JSON.
-    raise _NotJsonNumber(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotJsonNumber("a number is out of the float range")
-    return value
-
-
-def parse_json_reply(text: str, finish_reason: str | None) -> Any:
-    """The JSON object in a judge reply; tolerates a markdown fence around it."""
-    body = text.strip()
-    if body.startswith("```"):
-        body = body.split("\n", 1)[1] if "\n" in body else ""
-        if body.rstrip().endswith("```"):
-            body = body.rstrip()[:-3]
-    truncated = finish_reason == "length"
-    try:
-        value = json.loads(body, parse_constant=_reject_constant, parse_float=_finite_float)
-    except _NotJsonNumber as exc:
-        raise StructuredOutputError(
-            f"the judge's answer is not valid JSON ({exc})",
-            code="STRUCTURED_OUTPUT_JSON_PARSE_FAILED",
-        ) from None
-    except json.JSONDecodeError as exc:
-        if truncated:
-            raise StructuredOutputError(
-                "the judge's answer was cut off (finish_reason=length) before the JSON ended",
-                code="STRUCTURED_OUTPUT_TRUNCATED",
-                finish_reason="length",
-            ) from None
-        raise StructuredOutputError(
-            f"the judge's answer is not valid JSON ({exc.msg} at line {exc.lineno} "
-            f"column {exc.colno})",
-            code="STRUCTURED_OUTPUT_JSON_PARSE_FAILED",
-        ) from None
-    if value is None:
-        raise StructuredOutputError(
-            "the judge's answer is JSON null, not an object",
-            code="STRUCTURED_OUTPUT_OBJECT_UNDEFINED",
-        )
-    return value
