@@ -79,6 +79,7 @@ async def test_item_14_prompt_generate_score_asks_for_a_score_object() -> None:
         "type": "object",
         "properties": {"score": {"type": "number"}},
         "required": ["score"],
+        "additionalProperties": False,  # issue 16 item 7
     }
     assert request.step == "generate_score"
     assert request.instructions == "You are a careful judge."
@@ -306,7 +307,10 @@ async def test_item_18_pydantic_output_schema_validates_and_dumps_plain_json() -
     judge = ScriptedJudge(['{"ok": "maybe"}', '{"ok": true, "reasons": ["clear"]}'])
     result = await analyze_scorer(judge, schema=Verdict).run(output="o")
     assert result.analyze_step_result == {"ok": True, "reasons": ["clear"]}
-    assert judge.requests[0].schema == Verdict.model_json_schema()
+    assert judge.requests[0].schema == {
+        **Verdict.model_json_schema(),
+        "additionalProperties": False,  # issue 16 item 7
+    }
     assert judge.calls == 2
 
 

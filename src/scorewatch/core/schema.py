@@ -19,6 +19,7 @@ from .answer_json import parse_json_reply
 __all__ = [
     "SCORE_SCHEMA",
     "OutputSchema",
+    "closed_objects",
     "compile_schema",
     "is_finite_number",
     "parse_json_reply",
@@ -32,7 +33,35 @@ SCORE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"score": {"type": "number"}},
     "required": ["score"],
+    "additionalProperties": False,
 }
+
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+_SUBSCHEMAS = ("items", "not", "if", "then", "else", "additionalItems")
+
+
+def closed_objects(schema: Any) -> Any:
+    """A copy of `schema` in which every object schema forbids unlisted members
+    (`additionalProperties: false`), as the reference's schemas do and OpenAI's strict structured
+    outputs require. An object schema that already says what extra members may be is kept."""
+    if isinstance(schema, list):
+        return [closed_objects(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    closed: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            closed[key] = {name: closed_objects(sub) for name, sub in value.items()}
+        elif key in _SUBSCHEMA_LISTS or key in _SUBSCHEMAS:
+            closed[key] = closed_objects(value)
+        else:
+            closed[key] = value
+    if (schema.get("type") == "object" or "properties" in schema) and (
+        "additionalProperties" not in schema
+    ):
+        closed["additionalProperties"] = False
+    return closed
 
 
 def is_finite_number(value: Any) -> bool:
@@ -67,7 +96,7 @@ def compile_schema(schema: Any) -> tuple[dict[str, Any], Validator]:
             except ValidationError as exc:
                 raise _schema_error(_pydantic_summary(exc)) from None
 
-        return model.model_json_schema(), validate_model
+        return closed_objects(model.model_json_schema()), validate_model
     if isinstance(schema, dict):
         from jsonschema import exceptions, validators
 
@@ -88,7 +117,7 @@ def compile_schema(schema: Any) -> tuple[dict[str, Any], Validator]:
                 raise _schema_error(where)
             return value
 
-        return schema, validate_dict
+        return closed_objects(schema), validate_dict
     raise ValueError(
         f"expected a pydantic model class or a JSON-schema dict, got {type(schema).__name__}"
     )
