@@ -147,6 +147,8 @@ async def test_a_truncated_attempt_is_recorded_as_such() -> None:
         '{"score": 0.7 or maybe 0.8}',  # json-repair would guess 0.7: a guess is not an answer
         "{verdict: yes}",
         "no json here",
+        "NaN",
+        "-Infinity",
     ],
 )
 def test_guesses_are_not_answers(text: str) -> None:

@@ -33,15 +33,6 @@ class _Dropped:
 _DROPPED = _Dropped()
 
 
-def _constant(_name: str) -> _Dropped:
-    return _DROPPED
-
-
-def _number(text: str) -> float | _Dropped:
-    value = float(text)
-    return value if math.isfinite(value) else _DROPPED
-
-
 def _without_dropped(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _without_dropped(item) for key, item in value.items() if not _is_dropped(item)}
@@ -55,8 +46,25 @@ def _is_dropped(value: Any) -> bool:
 
 
 def _loads(text: str) -> Any:
+    """`text` as JSON, NaN/Infinity members removed (the walk runs only when there were some)."""
+    dropped = False
+
+    def constant(_name: str) -> _Dropped:
+        nonlocal dropped
+        dropped = True
+        return _DROPPED
+
+    def number(digits: str) -> float | _Dropped:
+        nonlocal dropped
+        value = float(digits)
+        if math.isfinite(value):
+            return value
+        dropped = True
+        return _DROPPED
+
     # strict=False accepts raw newlines and tabs inside strings, as the reference escapes them.
-    return json.loads(text, strict=False, parse_constant=_constant, parse_float=_number)
+    value = json.loads(text, strict=False, parse_constant=constant, parse_float=number)
+    return _without_dropped(value) if dropped else value
 
 
 def _end_of_first_value(text: str) -> int | None:
@@ -186,9 +194,12 @@ def parse_json_reply(text: str, finish_reason: str | None) -> Any:
             value = _repaired(candidate)
             if value is None:
                 raise _not_json(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+            value = _without_dropped(value)  # json-repair reads NaN as a float
+    if _is_dropped(value):
+        raise _not_json("NaN and Infinity are not JSON numbers")
     if value is None:
         raise StructuredOutputError(
             "the judge's answer is JSON null, not an object",
             code="STRUCTURED_OUTPUT_OBJECT_UNDEFINED",
         )
-    return _without_dropped(value)
+    return value
