@@ -52,7 +52,7 @@ def assistant_turns(output: Any) -> list[str]:
         output = [c.get("message") for c in output["choices"] if isinstance(c, Mapping)]
     if isinstance(output, str):
         texts = [output]
-    elif isinstance(output, list | tuple) or isinstance(output, Mapping):
+    elif isinstance(output, list | tuple | Mapping):
         texts = extract_agent_response_messages(output)
     else:
         texts = []

@@ -63,7 +63,9 @@ def create_trajectory_accuracy_code_scorer(
             actual["steps"],
             steps,
             ordering=(item or {}).get("ordering") or ordering,
-            allow_repeated_steps=_flag((item or {}).get("allowRepeatedSteps"), allow_repeated_steps),
+            allow_repeated_steps=_flag(
+                (item or {}).get("allowRepeatedSteps"), allow_repeated_steps
+            ),
         )
         return {
             "actualTrajectory": actual,

@@ -26,6 +26,7 @@ from pydantic import Field
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._judging import JudgeAnswer, Reason, ScorerCard, field_of, items_of, judged_scorer
+from ._text import request_text, response_text
 from ._trajectory import (
     expectation_of,
     expected_steps_of,
@@ -33,7 +34,6 @@ from ._trajectory import (
     format_trajectory,
     trajectory_of,
 )
-from ._text import request_text, response_text
 from .utils import round_to_two_decimals
 
 __all__ = [

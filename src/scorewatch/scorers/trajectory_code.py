@@ -168,7 +168,9 @@ def _nested(
                 "repeatedSteps": [],
             }
             results.append(
-                _drop_absent({"stepName": step["name"], "score": 0, "accuracy": accuracy if wanted else None})
+                _drop_absent(
+                    {"stepName": step["name"], "score": 0, "accuracy": accuracy if wanted else None}
+                )
             )
             continue
         used.add(match)
@@ -177,7 +179,9 @@ def _nested(
         accuracy, efficiency, blacklist, failures = _measure(
             children, found.get("durationMs"), config
         )
-        deeper = _nested(config["steps"], children, weights) if config.get("steps") is not None else []
+        deeper = (
+            _nested(config["steps"], children, weights) if config.get("steps") is not None else []
+        )
         record = {
             "stepName": step["name"],
             "accuracy": accuracy,
@@ -192,9 +196,7 @@ def _nested(
         level = 1 if level is None else level
         if deeper:
             level = 0.7 * level + 0.3 * sum(r["score"] for r in deeper) / len(deeper)
-        results.append(
-            _drop_absent({**record, "score": _round(level), "nested": deeper or None})
-        )
+        results.append(_drop_absent({**record, "score": _round(level), "nested": deeper or None}))
     return results
 
 
@@ -232,7 +234,11 @@ def create_trajectory_code_scorer(
         if blacklist and blacklist["score"] == 0:
             return 0
         level = _level_score(
-            weight, found.get("accuracy"), found.get("efficiency"), blacklist, found.get("toolFailures")
+            weight,
+            found.get("accuracy"),
+            found.get("efficiency"),
+            blacklist,
+            found.get("toolFailures"),
         )
         if level is None and not nested:
             return 1
