@@ -203,15 +203,20 @@ def step_to_expected(step: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def expected_steps_of(expected: Any) -> list[dict[str, Any]] | None:
-    """Expected steps from an option: a list of expected steps as they are, or a recorded
-    trajectory (`{"steps": [...]}`) converted step by step; None when not given."""
+    """Expected steps from an option: a list of expected steps, or a recorded trajectory
+    (`{"steps": [...]}`) converted step by step; None when not given. Each step is checked as
+    the steps of an expectation are (a ValueError names what is wrong)."""
     if expected is None:
         return None
     if isinstance(expected, list | tuple):
-        return [dict(step) for step in expected]
-    if isinstance(expected, Mapping) and isinstance(expected.get("steps"), list):
-        return [step_to_expected(step) for step in expected["steps"]]
-    raise ValueError("expected_trajectory must be a list of steps or a {'steps': [...]} mapping")
+        steps = [dict(step) if isinstance(step, Mapping) else step for step in expected]
+    elif isinstance(expected, Mapping) and isinstance(expected.get("steps"), list):
+        steps = [step_to_expected(step) for step in expected["steps"]]
+    else:
+        raise ValueError(
+            "expected_trajectory must be a list of steps or a {'steps': [...]} mapping"
+        )
+    return [_expected_step(step, "expected_trajectory") for step in steps]
 
 
 def _js_value(value: Any) -> Any:

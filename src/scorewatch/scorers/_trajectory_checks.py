@@ -152,8 +152,8 @@ def compare_trajectories(
                 out_of_order.append(expected_names[i])
     matched = len(matched_indices)
     missing = [name for i, name in enumerate(expected_names) if i not in matched_indices]
-    wanted = set(expected_names)
-    extra = [name for name in actual_names if name not in wanted]
+    expected_set = set(expected_names)
+    extra = [name for name in actual_names if name not in expected_set]
     score = matched / len(expected)
     if ordering == "strict" and len(actual) > len(expected):
         score = max(0.0, score - (len(actual) - len(expected)) / len(expected) * 0.5)

@@ -44,8 +44,6 @@ def create_trajectory_accuracy_code_scorer(
     if ordering not in ORDERINGS:
         raise ValueError(f"ordering must be one of {', '.join(ORDERINGS)}, got {ordering!r}")
     static = expected_steps_of(expected_trajectory)
-    if static is not None:
-        static = expectation_of({"steps": static}, where="expected_trajectory")["steps"]  # type: ignore[index]
 
     def compare(ctx: StepContext) -> dict[str, Any]:
         actual = trajectory_of(ctx.run.output)

@@ -130,8 +130,6 @@ def create_trajectory_accuracy_llm_scorer(
     """How necessary, well ordered and complete the judge finds the run's steps (module
     docstring). Two judge calls; range 0..1; higher is better."""
     static = expected_steps_of(expected_trajectory)
-    if static is not None:
-        static = expectation_of({"steps": static}, where="expected_trajectory")["steps"]  # type: ignore[index]
 
     def inspect_run(ctx: StepContext) -> dict[str, Any]:
         actual = trajectory_of(ctx.run.output)
