@@ -16,7 +16,7 @@ from scorewatch.scorers import (
     create_trajectory_accuracy_llm_scorer,
     create_trajectory_code_scorer,
 )
-from scorewatch.scorers._trajectory import trajectory_of
+from scorewatch.scorers._trajectory import MAX_DEPTH, trajectory_of
 from scorewatch.scorers.multi_turn_judge import END, START
 from scorewatch.scorers.utils import create_test_message, create_tool_invocation
 from scorewatch.testing import ScriptedJudge
@@ -92,6 +92,13 @@ def test_openai_messages_become_the_reference_steps() -> None:
 def test_a_trajectory_passes_through_and_other_outputs_have_no_steps() -> None:
     given = {"steps": [{"stepType": "agent_run", "name": "a", "children": []}], "x": 1}
     assert trajectory_of(given) == given
+    odd = {
+        "steps": [1, {"name": "a", "children": ["x", {"name": "b"}]}, {"name": "c", "children": 5}]
+    }
+    assert trajectory_of(odd)["steps"] == [
+        {"name": "a", "children": [{"name": "b"}]},
+        {"name": "c"},
+    ]
     assert trajectory_of("plain text") == {"steps": [], "rawOutput": "plain text"}
     assert trajectory_of(None)["steps"] == []
 
@@ -115,6 +122,17 @@ async def test_a_trace_shaped_run_scores_retries_and_redundancy() -> None:
     # (0.4 x 1 + 0.2 x 0.8) / 0.6
     assert result.score == 0.93
     assert "Tool failures 0.8" in str(result.reason)
+
+
+async def test_a_hostile_trajectory_fails_the_run_cleanly() -> None:
+    deep: dict[str, Any] = {"stepType": "agent_run", "name": "leaf"}
+    for _ in range(MAX_DEPTH + 5):
+        deep = {"stepType": "agent_run", "name": "a", "children": [deep]}
+    scorer = create_trajectory_code_scorer(defaults={"max_steps": 1})
+    with pytest.raises(ScorerRunError, match="nested deeper"):
+        await scorer.run(output={"steps": [deep]})
+    shallow = await scorer.run(output={"steps": [None, "x", {"name": "a"}, {"name": "b"}]})
+    assert shallow.score == 0.5  # two steps against a budget of one
 
 
 async def test_the_same_calls_score_the_same_in_either_message_shape() -> None:

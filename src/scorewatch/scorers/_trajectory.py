@@ -24,6 +24,7 @@ from typing import Any
 
 __all__ = [
     "EXPECTATION_KEYS",
+    "MAX_DEPTH",
     "ORDERINGS",
     "Trajectory",
     "expectation_of",
@@ -178,11 +179,32 @@ def _messages(output: Any) -> list[Any] | None:
     return None
 
 
+MAX_DEPTH = 64
+
+
+def _clean_steps(steps: list[Any], depth: int) -> list[Any]:
+    """The steps that are mappings, their children cleaned the same way. A trajectory nested
+    deeper than `MAX_DEPTH` is refused (hostile input must not exhaust the stack)."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"trajectory nested deeper than {MAX_DEPTH} levels")
+    cleaned = []
+    for step in steps:
+        if not isinstance(step, Mapping):
+            continue
+        children = step.get("children")
+        if isinstance(children, list):
+            step = {**step, "children": _clean_steps(children, depth + 1)}
+        elif children is not None:
+            step = {key: value for key, value in step.items() if key != "children"}
+        cleaned.append(step)
+    return cleaned
+
+
 def trajectory_of(output: Any) -> Trajectory:
     """The run output as a trajectory `{"steps": [...], "rawOutput": output}` (see the module
     docstring); an output that is neither a trajectory nor messages has no steps."""
     if isinstance(output, Mapping) and isinstance(output.get("steps"), list):
-        return dict(output)
+        return {**output, "steps": _clean_steps(output["steps"], 0)}
     messages = _messages(output)
     if messages is None:
         return {"steps": [], "rawOutput": output}
