@@ -70,6 +70,8 @@ def test_each_spec_builds_a_scorer_that_matches_it(name: str) -> None:
     prompt_steps = [s for s in scorer.get_steps() if s["type"] == "prompt"]
     # Each prompt step is one judge call when the replies are well-formed.
     assert len(prompt_steps) == spec.judge_calls
+    # The scorer's own id finds the same spec (a Mastra-shaped config names scorers by id).
+    assert build_scorer(scorer.id, model=model, **MINIMAL.get(name, {})).id == scorer.id
 
 
 def test_directions() -> None:
@@ -116,7 +118,7 @@ async def test_model_free_scorers_ignore_the_model() -> None:
         ("rubric-label", {"model": "openai/x"}, "rubric"),
         ("noise-sensitivity", {"model": "openai/x", "baseline_response": "b"}, "noisy_query"),
         ("context-precision", {"model": "openai/x"}, "context, context_extractor"),
-        ("completeness", {"language": "klingon"}, "klingon"),
+        ("completeness", {"language": "english"}, "language"),
         ("check-includes", {"expected": "x", "bogus": 1}, "bogus"),
     ],
 )
@@ -151,3 +153,17 @@ def test_docs_list_each_llm_scorer_id_and_name() -> None:
         listed_id, listed_name = rows[name]
         assert scorer.id == listed_id
         assert listed_name.startswith(scorer.name)
+
+
+def test_docs_list_each_model_free_scorer_id_and_name() -> None:
+    docs = (Path(__file__).parent.parent / "docs" / "scorers.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in docs.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[0].strip("`") in PREBUILT:
+            rows[cells[0].strip("`")] = (cells[1].strip("`"), cells[2])
+    free = [n for n, spec in PREBUILT.items() if not spec.needs_model and "check-" not in n]
+    assert len(free) == 8  # six text and tool scorers, two trajectory scorers
+    for name in free:
+        scorer = build_scorer(name, **MINIMAL.get(name, {}))
+        assert rows[name] == (scorer.id, scorer.name)

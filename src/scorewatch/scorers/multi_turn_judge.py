@@ -21,6 +21,7 @@ from typing import Any
 from ..core import JudgeConfig, PromptStep, Scorer, StepContext, create_scorer
 from ..core.result import Score
 from ..judge.protocol import JudgeModel
+from ._js import js_trim
 from ._judging import JudgeAnswer, field_of, require_scale
 from .utils import extract_agent_response_messages, format_number
 
@@ -56,7 +57,8 @@ def assistant_turns(output: Any) -> list[str]:
         texts = extract_agent_response_messages(output)
     else:
         texts = []
-    return [text.strip() for text in texts if text.strip()]
+    # JavaScript's trim, as the reference trims: the two differ on a few control characters.
+    return [js_trim(text) for text in texts if js_trim(text)]
 
 
 def _unforgeable(text: str) -> str:

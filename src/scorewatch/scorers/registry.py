@@ -217,27 +217,27 @@ _SPECS = (
     _free(
         "completeness",
         create_completeness_scorer,
-        "Coverage of the input's key words (stems) in the output",
+        "Coverage of the input's words (stems) in the output",
     ),
     _free(
         "content-similarity",
         create_content_similarity_scorer,
-        "Normalized edit similarity of the output to the ground truth (or input)",
+        "Bigram Dice similarity of the output to the input",
     ),
     _free(
         "keyword-coverage",
         create_keyword_coverage_scorer,
-        "Share of the reference keywords that appear in the output",
+        "Share of the input's keywords that appear in the output",
     ),
     _free(
         "textual-difference",
         create_textual_difference_scorer,
-        "difflib sequence similarity of the output to the ground truth (or input)",
+        "Longest-common-subsequence ratio of the output to the input",
     ),
     _free(
         "tone-consistency",
         create_tone_consistency_scorer,
-        "Sentiment match with a reference tone, or sentiment stability (VADER)",
+        "Sentiment match with a reference text, or sentiment stability (AFINN-165)",
     ),
     _free(
         "tool-call-accuracy-code",
@@ -313,6 +313,8 @@ _ID_ALIASES = {
     "llm-trajectory-accuracy": "trajectory-accuracy-llm",
     "code-trajectory-accuracy": "trajectory-accuracy-code",
     "code-trajectory": "trajectory-code",
+    "code-tool-call-accuracy": "tool-call-accuracy-code",
+    "tone": "tone-consistency",
 }
 
 
