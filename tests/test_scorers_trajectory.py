@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scorewatch import ScorerRunError
 from scorewatch.scorers import (
@@ -17,6 +19,7 @@ from scorewatch.scorers import (
     create_trajectory_code_scorer,
 )
 from scorewatch.scorers._trajectory import MAX_DEPTH, trajectory_of
+from scorewatch.scorers._trajectory_checks import compare_trajectories
 from scorewatch.scorers.multi_turn_judge import END, START
 from scorewatch.scorers.utils import create_test_message, create_tool_invocation
 from scorewatch.testing import ScriptedJudge
@@ -230,3 +233,28 @@ async def test_a_judge_failure_fails_the_multi_turn_run() -> None:
     with pytest.raises(ScorerRunError):
         await scorer.run(output="Hello.")
     assert judge.calls == 2  # one fallback, then the run fails: never a silent 0
+
+
+NAMES = st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=8)
+
+
+def _steps(names: list[str]) -> list[dict[str, Any]]:
+    return [{"stepType": "tool_call", "name": name} for name in names]
+
+
+@settings(max_examples=200, deadline=None)
+@given(actual=NAMES, expected=NAMES)
+def test_step_matching_properties(actual: list[str], expected: list[str]) -> None:
+    scores = {
+        ordering: compare_trajectories(_steps(actual), _steps(expected), ordering=ordering)
+        for ordering in ("strict", "relaxed", "unordered")
+    }
+    for found in scores.values():
+        assert 0 <= found["score"] <= 1
+        assert found["matchedSteps"] + len(found["missingSteps"]) == len(expected)
+    # Presence anywhere matches at least what an in-order pass matches.
+    assert scores["unordered"]["matchedSteps"] >= scores["relaxed"]["matchedSteps"]
+    if expected:
+        assert compare_trajectories(_steps(expected), _steps(expected))["score"] == 1
+        strict = compare_trajectories(_steps(expected), _steps(expected), ordering="strict")
+        assert strict["score"] == 1
