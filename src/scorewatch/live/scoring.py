@@ -333,7 +333,7 @@ class LiveScoring:
                 await asyncio.wrap_future(warm_up)
             self._warm_up = None
         live_result = await score_call(work.scorer, work.call, work.run_id)
-        outcome: JobOutcome = "scored" if live_result.status == "success" else "failed"
+        outcome: JobOutcome = live_result.outcome
         if outcome == "failed":
             self._warn.warning(
                 f"run:{work.scorer.id}:{live_result.error_type}",

@@ -226,7 +226,7 @@ class InProcessIntake:
         work = job.payload
         started = time.perf_counter()
         live_result = await score_call(work.scorer, work.call, work.run_id)
-        outcome: JobOutcome = "scored" if live_result.status == "success" else "failed"
+        outcome: JobOutcome = live_result.outcome
         if outcome == "failed":
             # The error text may quote content; the log names only the run and the error type.
             logger.debug(
