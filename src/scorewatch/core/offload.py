@@ -45,9 +45,8 @@ def step_executor() -> Executor | None:
     return _EXECUTOR.get()
 
 
-async def run_off_loop(executor: Executor, function: Callable[[Any], Any], argument: Any) -> Any:
-    """`function(argument)` in `executor`, with the current context variables."""
+async def run_off_loop(executor: Executor | None, function: Callable[..., Any], *args: Any) -> Any:
+    """`function(*args)` in `executor` (None: asyncio's default one), with the current context
+    variables."""
     context = contextvars.copy_context()
-    return await asyncio.get_running_loop().run_in_executor(
-        executor, context.run, function, argument
-    )
+    return await asyncio.get_running_loop().run_in_executor(executor, context.run, function, *args)
