@@ -193,7 +193,7 @@ def _common_variables() -> list[Any]:
         _label_variable(
             "target",
             "Target",
-            f"label_values(gen_ai_evaluation_score_count{{{SCORER}}}, scorewatch_target)",
+            f"label_values(scorewatch_evaluation_score_count{{{SCORER}}}, scorewatch_target)",
             "The agents or workflows being scored (scorewatch.target).",
         ),
         _label_variable(
@@ -241,7 +241,7 @@ def _evaluations_by_target(width: int = 12) -> timeseries.Panel:
         [
             (
                 "sum by (scorewatch_target, scorewatch_score_source) (rate("
-                f"gen_ai_evaluation_score_count{{{SCORER}, {TARGET}}}[$__rate_interval]))",
+                f"scorewatch_evaluation_score_count{{{SCORER}, {TARGET}}}[$__rate_interval]))",
                 "{{scorewatch_target}} ({{scorewatch_score_source}})",
             )
         ],
@@ -309,9 +309,9 @@ def scores_dashboard() -> dash.Dashboard:
         [
             (
                 "sum by (gen_ai_evaluation_name, scorewatch_score_source) (rate("
-                f"gen_ai_evaluation_score_sum{{{score}}}[$__rate_interval]))\n"
+                f"scorewatch_evaluation_score_sum{{{score}}}[$__rate_interval]))\n"
                 "/ sum by (gen_ai_evaluation_name, scorewatch_score_source) (rate("
-                f"gen_ai_evaluation_score_count{{{score}}}[$__rate_interval]))",
+                f"scorewatch_evaluation_score_count{{{score}}}[$__rate_interval]))",
                 "{{gen_ai_evaluation_name}} ({{scorewatch_score_source}})",
             )
         ],
@@ -324,7 +324,7 @@ def scores_dashboard() -> dash.Dashboard:
         .title("Score distribution")
         .description(
             "How many scores fell in each 0.05-wide bucket per interval, from the "
-            "gen_ai_evaluation_score histogram. A drop shows as a band moving down, or a "
+            "scorewatch_evaluation_score histogram. A drop shows as a band moving down, or a "
             "new band of low scores."
         )
         .datasource(DATASOURCE)
@@ -336,7 +336,7 @@ def scores_dashboard() -> dash.Dashboard:
             [
                 _query(
                     "sum by (le) (increase("
-                    f"gen_ai_evaluation_score_bucket{{{score}}}[$__rate_interval]))",
+                    f"scorewatch_evaluation_score_bucket{{{score}}}[$__rate_interval]))",
                     "{{le}}",
                     "A",
                 ).format(PromQueryFormat.HEATMAP)
@@ -359,9 +359,9 @@ def scores_dashboard() -> dash.Dashboard:
     )
 
     bucket_share = (
-        "sum by (gen_ai_evaluation_name) (rate(gen_ai_evaluation_score_bucket"
+        "sum by (gen_ai_evaluation_name) (rate(scorewatch_evaluation_score_bucket"
         f'{{{score}, le="$pass_threshold"}}[$__rate_interval]))\n'
-        "/ sum by (gen_ai_evaluation_name) (rate(gen_ai_evaluation_score_count"
+        "/ sum by (gen_ai_evaluation_name) (rate(scorewatch_evaluation_score_count"
         f"{{{score}}}[$__rate_interval]))"
     )
     pass_fail = _timeseries(

@@ -264,7 +264,7 @@ def test_demo_command_runs_scores_serves_metrics_and_stores_rows(tmp_path: Path)
     assert int(judge_line.group(1)) > 0
     assert float(judge_line.group(2)) > 0
     # /metrics was served during the run, with the demo's scores and judge usage.
-    assert "gen_ai_evaluation_score_count" in scrape
+    assert "scorewatch_evaluation_score_count" in scrape
     assert "scorewatch_live_decisions_total" in scrape
     assert 'gen_ai_evaluation_name="completeness-scorer"' in scrape
     # Results landed in the SQLite file whose path was printed.

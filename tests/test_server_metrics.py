@@ -108,7 +108,7 @@ def test_metrics_are_prometheus_text_on_the_service_port(
                 )
                 == 4
             )
-        scores = found["gen_ai_evaluation_score"]
+        scores = found["scorewatch_evaluation_score"]
         assert scores.type == "histogram"
         assert sample_value(scores, "_count", gen_ai_evaluation_name="judged") == 4
         assert sample_value(scores, "_sum", gen_ai_evaluation_name="judged") == 3.0
@@ -215,13 +215,13 @@ def test_the_real_prometheus_scrapes_the_service(
         )
         _wait_for(
             base,
-            'sum(gen_ai_evaluation_score_count{gen_ai_evaluation_name="judged"})',
+            'sum(scorewatch_evaluation_score_count{gen_ai_evaluation_name="judged"})',
             5.0,
         )
         _wait_for(
             base,
-            'sum(gen_ai_evaluation_score_sum{gen_ai_evaluation_name="judged"})'
-            ' / sum(gen_ai_evaluation_score_count{gen_ai_evaluation_name="judged"})',
+            'sum(scorewatch_evaluation_score_sum{gen_ai_evaluation_name="judged"})'
+            ' / sum(scorewatch_evaluation_score_count{gen_ai_evaluation_name="judged"})',
             0.75,
         )
     finally:
@@ -277,6 +277,6 @@ def test_sigterm_flushes_the_otlp_exporters(tmp_path: Path, judge: LoopbackJudge
         events = receiver.log_records("gen_ai.evaluation.result")
         assert len(events) == 3
         assert {event.attributes.get("gen_ai.evaluation.score.value") for event in events} == {0.75}
-        assert receiver.metric_points("gen_ai.evaluation.score")
+        assert receiver.metric_points("scorewatch.evaluation.score")
         exported = repr(receiver.spans()) + repr(receiver.log_records())
         assert secret not in exported  # content stays out unless capture_content is on
