@@ -147,3 +147,74 @@ def test_serve_honours_the_exporter_variables(receiver: OtlpReceiver, tmp_path: 
     receiver.wait_for(lambda r: r.spans_named("evaluation length"), timeout=20)
     assert receiver.log_records() == []
     assert receiver.metric_points() == []
+
+
+@pytest.fixture
+def queue_names() -> Iterator[tuple[str, str]]:
+    """(stream key, PostgreSQL schema) for one worker test; removed afterwards."""
+    import psycopg
+    import redis
+
+    from scale_support import (
+        PG_DSN,
+        PG_HOST,
+        PG_PORT,
+        REDIS_HOST,
+        REDIS_PORT,
+        REDIS_URL,
+        require_service,
+        unique_prefix,
+    )
+
+    require_service("Redis", REDIS_HOST, REDIS_PORT)
+    require_service("PostgreSQL", PG_HOST, PG_PORT)
+    prefix = unique_prefix()
+    schema = prefix.replace("-", "_")
+    yield f"{prefix}:work", schema
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(match=f"{prefix}*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'.encode())
+
+
+def test_worker_honours_the_exporter_variables(
+    receiver: OtlpReceiver, tmp_path: Path, queue_names: tuple[str, str]
+) -> None:
+    from scale_support import REDIS_URL, WorkerProcess, scale_config
+
+    stream, schema = queue_names
+    config = scale_config(
+        tmp_path, stream=stream, schema=schema, factories={"length": "make_length_scorer"}
+    )
+    # The shared test config turns OTLP off; here the environment decides.
+    config.write_text(config.read_text().replace("otlp = false\n", ""), encoding="utf-8")
+    worker = WorkerProcess(
+        config,
+        name="env",
+        env={
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.http_endpoint,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+            "OTEL_TRACES_EXPORTER": "none",
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_LOGS_EXPORTER": "otlp",
+        },
+    )
+    try:
+        with ServeProcess(config, extra_args=("--queue", REDIS_URL)) as serve:
+            worker.wait_consuming()
+            with httpx.Client(base_url=serve.url, timeout=30) as client:
+                items = [{"input": "q", "output": f"answer {i}", "target": "bot"} for i in range(3)]
+                answer = client.post("/v1/scores:batch", json={"items": items})
+                assert answer.status_code == 202, answer.text
+            receiver.wait_for(lambda r: len(r.log_records("gen_ai.evaluation.result")) == 3, 60)
+            assert serve.terminate() == 0
+        assert worker.terminate() == 0
+    finally:
+        worker.kill9()
+    assert receiver.spans() == []
+    assert receiver.metric_points() == []
+    events = receiver.log_records("gen_ai.evaluation.result")
+    assert {e.resource["service.name"] for e in events} == {"scorewatch-worker"}
