@@ -16,6 +16,7 @@ installed distribution's.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -182,3 +183,79 @@ def test_opentelemetry_instrument_scorewatch_serve_joins_its_providers(
     assert len(runs) == 2  # one pipeline: each span exported once
     assert all("telemetry.auto.version" in span.resource for span in runs)
     assert {span.resource["service.name"] for span in runs} == {"auto-instrumented"}
+
+
+APP_WITH_ITS_OWN_SDK = textwrap.dedent(
+    """
+    import json, urllib.request
+    from opentelemetry import _logs, metrics, trace
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import scorewatch as sw
+    from scorewatch import telemetry
+
+    spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    reader = InMemoryMetricReader()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    meter_provider = MeterProvider(metric_readers=[reader])
+    trace.set_tracer_provider(tracer_provider)
+    metrics.set_meter_provider(meter_provider)
+    _logs.set_logger_provider(logger_provider)
+
+    handle = telemetry.configure(prometheus="127.0.0.1:0")
+    scorer = sw.create_scorer(id="joined", description="d").generate_score(lambda ctx: 0.5)
+    scorer.run_sync(output="x")
+    with urllib.request.urlopen(handle.prometheus_url) as response:
+        scraped = response.read().decode()
+    handle.shutdown()
+    scorer.run_sync(output="y")  # no longer observed
+    # The application's MeterProvider was left running: its reader still collects.
+    points = [
+        m.name
+        for rm in reader.get_metrics_data().resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+    ]
+    print(json.dumps({
+        "reused": handle.reused_providers,
+        "same": [handle.tracer_provider is tracer_provider, handle.meter_provider is meter_provider,
+                 handle.logger_provider is logger_provider],
+        "spans": [s.name for s in spans.get_finished_spans()],
+        "events": len(logs.get_finished_logs()),
+        "metrics": sorted(set(points)),
+        "scraped": "scorewatch_evaluation_score_count" in scraped,
+    }))
+    """
+)
+
+
+def test_configure_joins_the_providers_an_application_set_up(tmp_path: Path) -> None:
+    script = tmp_path / "app.py"
+    script.write_text(APP_WITH_ITS_OWN_SDK, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]),
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["reused"] is True and report["same"] == [True, True, True]
+    # The run's span and event went through the application's own processors (one pipeline);
+    # the run after shutdown is not observed any more, and the application's providers still
+    # run (shutdown left them to their owner).
+    assert sorted(report["spans"]) == ["evaluation joined", "evaluation.step generate_score"]
+    assert report["events"] == 1
+    assert "scorewatch.evaluation.score" in report["metrics"]
+    assert report["scraped"] is True  # /metrics from a reader added to the app's provider
