@@ -236,10 +236,15 @@ def test_demo_command_runs_scores_serves_metrics_and_stores_rows(tmp_path: Path)
             output.append(line)
             found = re.match(r"metrics: (http://127\.0\.0\.1:\d+/metrics)", line)
             if found and not scrape:
-                # Scrape while the demo runs (after a second of traffic).
-                time.sleep(1.5)
-                with urllib.request.urlopen(found.group(1), timeout=10) as response:
-                    scrape = response.read().decode()
+                # Scrape while the demo runs, until its first scores are in: under load the
+                # first runs finish seconds after the endpoint opens.
+                scrape_deadline = time.monotonic() + 6
+                while "scorewatch_evaluation_score_count" not in scrape:
+                    time.sleep(0.5)
+                    with urllib.request.urlopen(found.group(1), timeout=10) as response:
+                        scrape = response.read().decode()
+                    if time.monotonic() > scrape_deadline:
+                        break
         code = process.wait(timeout=60)
     finally:
         if process.poll() is None:
