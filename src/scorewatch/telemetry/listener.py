@@ -378,6 +378,8 @@ class RunTelemetry:
         attributes: Attributes = {names.ATTR_REQUEST_MODEL: attempt.model_id}
         if attempt.provider:
             attributes[names.ATTR_PROVIDER_NAME] = attempt.provider
+        if attempt.transport:
+            attributes[names.ATTR_JUDGE_TRANSPORT] = attempt.transport
         attributes.update(describe.usage_attributes(attempt.usage))
         if reply is not None:
             attributes.update(_reply_attributes(reply))

@@ -21,6 +21,7 @@ __all__ = [
     "ATTR_INPUT_MESSAGES",
     "ATTR_JUDGE_ATTEMPT",
     "ATTR_JUDGE_FALLBACK",
+    "ATTR_JUDGE_TRANSPORT",
     "ATTR_MESSAGING_BATCH_COUNT",
     "ATTR_MESSAGING_DESTINATION",
     "ATTR_MESSAGING_OPERATION_TYPE",
@@ -235,6 +236,7 @@ ATTR_QUEUE_REASON: Final = "scorewatch.queue.reason"
 # structured-output fallback.
 ATTR_JUDGE_ATTEMPT: Final = "scorewatch.judge.attempt"
 ATTR_JUDGE_FALLBACK: Final = "scorewatch.judge.fallback"
+ATTR_JUDGE_TRANSPORT: Final = "scorewatch.judge.transport"
 # Content of the run itself, on the run span, only when content capture is on for spans.
 ATTR_RUN_INPUT: Final = "scorewatch.input"
 ATTR_RUN_OUTPUT: Final = "scorewatch.output"
