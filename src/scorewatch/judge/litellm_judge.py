@@ -42,6 +42,8 @@ __all__ = ["LiteLLMJudge"]
 
 logger = logging.getLogger("scorewatch.judge")
 
+_warned: set[str] = set()
+
 _TIMEOUT_GRACE_S = 1.0
 """How long past its own `timeout` the client gets before the call is abandoned regardless."""
 
@@ -108,8 +110,9 @@ class LiteLLMJudge:
         self._facts: ModelFacts | None = None
         self._key_hint = key_hint(self._provider, self._options)
         missing = self.missing_api_key()
-        if missing is not None:
-            # Not an error yet: the variable may be set before the first call.
+        if missing is not None and missing not in _warned:
+            # Not an error yet: the variable may be set before the first call. Once per process.
+            _warned.add(missing)
             logger.warning("%s", missing)
 
     # --- JudgeModel -------------------------------------------------------------------------

@@ -20,15 +20,26 @@ from typing import Any
 
 from .usage import JudgeUsage
 
-__all__ = ["ModelFacts", "estimate_cost", "import_litellm", "model_facts"]
+__all__ = [
+    "ModelFacts",
+    "estimate_cost",
+    "import_litellm",
+    "model_facts",
+    "offline_by_default",
+]
 
 _lock = threading.Lock()
 
 
+def offline_by_default() -> None:
+    """Make litellm use its bundled price table unless the environment already says otherwise
+    (`LITELLM_LOCAL_MODEL_COST_MAP=False` keeps litellm's fetch from the internet)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
 def import_litellm() -> Any:
     """litellm, imported offline by default and with its debug banner off."""
-    # Overridable: a user who set the variable (to anything) keeps their choice.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    offline_by_default()
     import litellm
 
     # litellm prints a "Give Feedback / Get Help" banner to stdout on every failed call.
