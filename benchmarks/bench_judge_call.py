@@ -107,9 +107,11 @@ def child(args: argparse.Namespace) -> None:
 
 def measure(name: str, args: argparse.Namespace, judge_pid: int, port: int) -> dict[str, Any]:
     process = subprocess.Popen(
-        [sys.executable, __file__, "--child", name, "--port", str(port)]
-        + ["--calls", str(args.calls), "--rounds", str(args.rounds)]
-        + ["--concurrency", str(args.concurrency)],
+        [
+            *(sys.executable, __file__, "--child", name, "--port", str(port)),
+            *("--calls", str(args.calls), "--rounds", str(args.rounds)),
+            *("--concurrency", str(args.concurrency)),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
