@@ -1,6 +1,6 @@
 """Where a judge call's CPU goes, litellm path vs fast path: a profile grouped by package.
 
-    .venv/bin/python benchmarks/profile_judge.py [--calls 2000] [--transport litellm|auto]
+    .venv/bin/python benchmarks/profile_judge.py [--calls 1000] [--transport litellm|auto]
 
 Runs `LiteLLMJudge.complete` `--calls` times (32 at a time, after a warm-up) against the
 loopback judge in a process of its own, under cProfile, and prints a Markdown table: the share of
@@ -58,7 +58,7 @@ async def _calls(judge: LiteLLMJudge, total: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--transport", choices=("auto", "litellm"), default="auto")
     args = parser.parse_args()
     judge_process, port = _common.start_judge(0.0)
