@@ -214,12 +214,6 @@ class _Script:
         return function(body)
 
     @property
-    def connection_count(self) -> int:
-        """How many TCP connections were accepted (keep-alive clients reuse one)."""
-        with self._counter_lock:
-            return self._connection_count
-
-    @property
     def remaining(self) -> int:
         with self._lock:
             return len(self._queue)
