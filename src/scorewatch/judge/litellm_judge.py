@@ -74,8 +74,9 @@ class LiteLLMJudge:
     `"litellm"` or `"openai_http"`. Other keyword arguments go to the request as is.
 
     Usage is what the provider reported; a reply without a usage block has empty usage. On
-    streams litellm counts tokens itself when the provider sends no usage chunk, and those counts
-    are what the reply carries then.
+    streams through litellm, litellm counts tokens itself when the provider sends no usage chunk,
+    and those counts are what the reply carries then (the fast path asks for the usage chunk and
+    reports none if the server sends none).
     """
 
     def __init__(
