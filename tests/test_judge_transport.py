@@ -328,3 +328,23 @@ def test_serve_check_names_the_missing_key_and_the_model(tmp_path: Path) -> None
     ]
     code, stderr = run_serve(path, "--check", env={"OPENAI_API_KEY": KEY})
     assert code == 0, stderr
+
+
+async def test_the_fast_path_honours_the_proxy_environment_like_the_openai_sdk(
+    server: LoopbackJudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.script('{"score": 1}')
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+    proxied = LiteLLMJudge("openai/x", api_base=server.base_url, api_key=KEY, max_retries=0)
+    with pytest.raises(JudgeProviderError) as caught:
+        await proxied.complete(request())
+    assert caught.value.code == "CONNECTION_ERROR"
+    assert server.request_count == 0  # it went to the (absent) proxy, not to the server
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    bypassed = LiteLLMJudge("openai/x", api_base=server.base_url, api_key=KEY)
+    assert (await bypassed.complete(request())).text == '{"score": 1}'
+    assert server.request_count == 1

@@ -18,9 +18,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import urllib.request
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -118,7 +120,16 @@ async def _session() -> aiohttp.ClientSession:
 class OpenAIChatClient:
     """POSTs chat completions to one OpenAI-compatible endpoint."""
 
-    __slots__ = ("_base", "_body_options", "_extra_body", "_headers", "_key", "_model", "_org")
+    __slots__ = (
+        "_base",
+        "_body_options",
+        "_extra_body",
+        "_headers",
+        "_key",
+        "_model",
+        "_org",
+        "_proxies",
+    )
 
     def __init__(self, model: str, options: Mapping[str, Any]) -> None:
         prefix = "openai/"
@@ -135,6 +146,19 @@ class OpenAIChatClient:
         extra_body = options.get("extra_body")
         self._extra_body = dict(extra_body) if isinstance(extra_body, Mapping) else {}
         self._body_options = {k: v for k, v in options.items() if k in BODY_OPTIONS}
+        self._proxies: dict[str, str | None] = {}
+
+    def _proxy(self, url: str) -> str | None:
+        """The proxy the environment names for `url` (HTTPS_PROXY, NO_PROXY, ...), as the
+        openai SDK's httpx client honours it; worked out once per URL, not per request."""
+        if url not in self._proxies:
+            parts = urlsplit(url)
+            proxies = urllib.request.getproxies_environment()
+            bypass = urllib.request.proxy_bypass_environment(  # type: ignore[attr-defined]
+                parts.hostname or "", proxies
+            )
+            self._proxies[url] = None if bypass else proxies.get(parts.scheme)
+        return self._proxies[url]
 
     def url(self) -> str:
         # Read per call, like litellm does, so a variable set after construction counts.
@@ -171,7 +195,10 @@ class OpenAIChatClient:
     async def complete(self, body: bytes) -> dict[str, Any]:
         """The completion's JSON, or raise."""
         session = await _session()
-        async with session.post(self.url(), data=body, headers=self._request_headers()) as answer:
+        url = self.url()
+        async with session.post(
+            url, data=body, headers=self._request_headers(), proxy=self._proxy(url)
+        ) as answer:
             payload = await answer.read()
             if answer.status >= 400:
                 raise _status_error(answer.status, answer.headers, payload)
@@ -183,7 +210,10 @@ class OpenAIChatClient:
     async def stream(self, body: bytes, state: StreamState) -> None:
         """Read a server-sent-event stream of chunks into `state`."""
         session = await _session()
-        async with session.post(self.url(), data=body, headers=self._request_headers()) as answer:
+        url = self.url()
+        async with session.post(
+            url, data=body, headers=self._request_headers(), proxy=self._proxy(url)
+        ) as answer:
             if answer.status >= 400:
                 raise _status_error(answer.status, answer.headers, await answer.read())
             async for line in answer.content:
