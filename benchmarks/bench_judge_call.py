@@ -35,6 +35,9 @@ SYSTEM = "You are a careful judge."
 PROMPT = "Rate this answer from 0 to 1: the summary states every fact of the source."
 
 
+_closing: list[Callable[[], Awaitable[None]]] = []
+
+
 async def _client(name: str, base: str) -> Callable[[], Awaitable[Any]]:
     from scorewatch.judge import JudgeRequest, LiteLLMJudge
 
@@ -54,6 +57,7 @@ async def _client(name: str, base: str) -> Callable[[], Awaitable[Any]]:
         import aiohttp
 
         session = aiohttp.ClientSession()
+        _closing.append(session.close)
         url = f"{base}/chat/completions"
         body = json.dumps({"model": "loopback", "messages": messages}).encode()
         headers = {"Content-Type": "application/json", "Authorization": "Bearer sk-bench"}
@@ -100,7 +104,10 @@ async def _rounds(call: Callable[[], Awaitable[Any]], args: argparse.Namespace) 
 def child(args: argparse.Namespace) -> None:
     async def main() -> list[float]:
         call = await _client(args.child, f"http://127.0.0.1:{args.port}/v1")
-        return await _rounds(call, args)
+        values = await _rounds(call, args)
+        for close in _closing:
+            await close()
+        return values
 
     print("RESULT " + json.dumps(asyncio.run(main())), flush=True)
 
