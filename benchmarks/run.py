@@ -464,6 +464,8 @@ def main() -> None:
                 raise SystemExit(f"unknown group {group!r}; known: {', '.join(GROUPS)}")
     print()
     print(table(rows))
+    if judge_evidence:
+        print(f"\n{judge_evidence}")
     if not args.no_write:
         arguments = " ".join(sys.argv[1:])
         command = f"benchmarks/run.py {arguments}" if arguments else "make bench"
