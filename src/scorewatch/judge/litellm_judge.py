@@ -38,7 +38,7 @@ from .usage import JudgeUsage
 if TYPE_CHECKING:
     from .openai_http import OpenAIChatClient
 
-__all__ = ["LiteLLMJudge"]
+__all__ = ["LiteLLMJudge", "warm_up_litellm"]
 
 logger = logging.getLogger("scorewatch.judge")
 
@@ -54,6 +54,25 @@ _SECRET_OPTIONS = frozenset(
 _RESERVED_OPTIONS = frozenset(
     {"model", "messages", "max_retries", "num_retries", "stream", "stream_options", "timeout"}
 )
+
+
+def warm_up_litellm() -> None:
+    """Import litellm and walk one offline (mocked) completion through it; never raises.
+
+    litellm imports much of itself on the first call, which takes seconds of CPU: whoever runs
+    judged scorers on an event loop calls this first, in a thread, so that cost is not paid on
+    the loop."""
+    try:
+        litellm = import_litellm()
+        litellm.completion(
+            model="openai/scorewatch-warm-up",
+            messages=[{"role": "user", "content": "warm-up"}],
+            mock_response="ok",
+        )
+    except Exception as error:  # a failed warm-up only costs the first run some time
+        logging.getLogger("scorewatch.judge").debug(
+            "judge warm-up failed (%s)", type(error).__name__
+        )
 
 
 class LiteLLMJudge:
