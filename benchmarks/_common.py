@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -145,6 +146,40 @@ def rss_bytes() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return 0
+
+
+# -- the loopback judge in a process of its own -------------------------------------------------
+
+
+def start_judge(latency: float, *extra: str) -> tuple[subprocess.Popen[str], int]:
+    script = str(BENCH_DIR / "_judge_process.py")
+    process = subprocess.Popen(
+        [sys.executable, script, "--latency", str(latency), *extra],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.startswith("PORT "):
+        process.kill()
+        raise RuntimeError(f"judge process did not start: {line!r}")
+    return process, int(line.split()[1])
+
+
+def stop_judge(process: subprocess.Popen[str]) -> int:
+    out, _ = process.communicate(input="", timeout=30)
+    for line in out.splitlines():
+        if line.startswith("REQUESTS "):
+            return int(line.split()[1])
+    return -1
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a running process so far, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
 
 
 def emit(result: dict[str, Any], path: str | None) -> None:

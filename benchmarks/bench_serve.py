@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import _common
-from bench_throughput import start_judge, stop_judge
+from _common import start_judge, stop_judge
 from summarization_prompt_size import SUMMARY, source_of
 
 CONFIG = """\

@@ -1,7 +1,8 @@
-"""End-to-end throughput: summarization evaluations per second through litellm (issue #4).
+"""End-to-end throughput: summarization evaluations per second over HTTP (issues #4, #20).
 
     .venv/bin/python benchmarks/bench_throughput.py [--evaluations 600] [--rounds 3]
-        [--concurrency 64] [--processes 1] [--latency 0.05] [-o result.json]
+        [--concurrency 64] [--processes 1] [--latency 0.05] [--transport auto|litellm]
+        [-o result.json]
 
 The judge is the loopback server in a separate process (`_judge_process.py`), answering every
 call after `--latency` seconds; the client runs the real summarization scorer over the real
@@ -12,6 +13,10 @@ calls/s, and judge calls per second of the client's CPU time (calls/s per core).
 One event loop uses one core. `--processes N` splits the evaluations and the concurrency over N
 client processes (each with its own loop), started together after their warm-up; a round's
 figure is the sum of the processes' rates.
+
+The judge server's own CPU over the measured rounds is read from /proc and reported next to
+the clients' (`server_cpu_s`, `machine_cores_used`): the machine's cores are shared by both.
+`--transport` picks the judge's client (`auto`: the fast path here; `litellm`: before it).
 """
 
 from __future__ import annotations
@@ -29,30 +34,6 @@ from summarization_prompt_size import SUMMARY, source_of
 
 from scorewatch.judge import LiteLLMJudge
 from scorewatch.scorers import create_summarization_scorer
-
-
-def start_judge(latency: float, *extra: str) -> tuple[subprocess.Popen[str], int]:
-    script = str(_common.BENCH_DIR / "_judge_process.py")
-    process = subprocess.Popen(
-        [sys.executable, script, "--latency", str(latency), *extra],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith("PORT "):
-        process.kill()
-        raise RuntimeError(f"judge process did not start: {line!r}")
-    return process, int(line.split()[1])
-
-
-def stop_judge(process: subprocess.Popen[str]) -> int:
-    out, _ = process.communicate(input="", timeout=30)
-    for line in out.splitlines():
-        if line.startswith("REQUESTS "):
-            return int(line.split()[1])
-    return -1
 
 
 async def run_round(scorer: Any, source: str, total: int, concurrency: int) -> dict[str, Any]:
@@ -84,7 +65,10 @@ async def run_round(scorer: Any, source: str, total: int, concurrency: int) -> d
 
 async def measure(args: argparse.Namespace, port: int) -> list[dict[str, Any]]:
     judge = LiteLLMJudge(
-        "openai/loopback", api_base=f"http://127.0.0.1:{port}/v1", api_key="sk-bench"
+        "openai/loopback",
+        api_base=f"http://127.0.0.1:{port}/v1",
+        api_key="sk-bench",
+        transport=args.transport,
     )
     scorer = create_summarization_scorer(judge)
     source = source_of(400)
@@ -107,6 +91,8 @@ def in_processes(args: argparse.Namespace, port: int) -> list[dict[str, Any]]:
         str(args.concurrency // args.processes),
         "--rounds",
         str(args.rounds),
+        "--transport",
+        args.transport,
     ]
     children = [
         subprocess.Popen(
@@ -151,23 +137,32 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--transport", choices=("auto", "litellm"), default="auto")
     parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("-o", "--output")
     args = parser.parse_args()
     if args.child:  # one client process of `--processes`: rounds as JSON on stdout
         print(json.dumps(asyncio.run(measure(args, args.child))), flush=True)
         return
-    process, port = start_judge(args.latency)
+    process, port = _common.start_judge(args.latency)
     try:
+        server_before = _common.process_cpu_seconds(process.pid)
         if args.processes > 1:
             rounds = in_processes(args, port)
         else:
             rounds = asyncio.run(measure(args, port))
+        # Includes the clients' warm-up round (one round of `--concurrency` evaluations).
+        server_cpu = _common.process_cpu_seconds(process.pid) - server_before
     finally:
-        served = stop_judge(process)
+        served = _common.stop_judge(process)
+    wall = sum(r["seconds"] for r in rounds)
     _common.emit(
         {
             "processes": args.processes,
+            "transport": args.transport,
+            "server_cpu_s": server_cpu,
+            "client_cpu_s": sum(r["client_cpu_s"] for r in rounds),
+            "machine_cores_used": (server_cpu + sum(r["client_cpu_s"] for r in rounds)) / wall,
             "concurrency": args.concurrency,
             "latency_s": args.latency,
             "rounds": rounds,

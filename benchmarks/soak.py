@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import _common
-from bench_throughput import start_judge, stop_judge
+from _common import start_judge, stop_judge
 
 LISTENING = re.compile(r"scorewatch serve: listening on (http://\S+)")
 STOPPED = re.compile(r"scorewatch serve: stopped; accounting (\{.*\})")

@@ -45,8 +45,15 @@ def server() -> Iterator[LoopbackJudgeServer]:
         yield running
 
 
-def judge_config(server: LoopbackJudgeServer, **options: Any) -> sw.JudgeConfig:
+@pytest.fixture(params=["openai_http", "litellm"])
+def transport(request: pytest.FixtureRequest) -> str:
+    """Every fault runs on both paths (scorewatch's own client and litellm)."""
+    return str(request.param)
+
+
+def judge_config(server: LoopbackJudgeServer, transport: str, **options: Any) -> sw.JudgeConfig:
     model_options: dict[str, Any] = {
+        "transport": transport,
         "api_base": server.base_url,
         "api_key": SENTINEL,
         "timeout": 5.0,
@@ -103,7 +110,9 @@ def only_execution(record_holder: Any, step: str = "analyze") -> Any:
 # --- success paths ----------------------------------------------------------------------------
 
 
-async def test_a_full_prompt_scorer_runs_over_http(server: LoopbackJudgeServer) -> None:
+async def test_a_full_prompt_scorer_runs_over_http(
+    server: LoopbackJudgeServer, transport: str
+) -> None:
     server.script(
         [
             Reply(VALID_ANALYSIS, cached_tokens=4, reasoning_tokens=2, cost=0.001),
@@ -111,7 +120,7 @@ async def test_a_full_prompt_scorer_runs_over_http(server: LoopbackJudgeServer) 
             Reply("Because it is right."),
         ]
     )
-    result = await full_scorer(judge_config(server)).run(input="2+2?", output="4")
+    result = await full_scorer(judge_config(server, transport)).run(input="2+2?", output="4")
     assert result.score == 0.8
     assert result.reason == "Because it is right."
     assert result.analyze_step_result == {"verdict": "good"}
@@ -120,6 +129,7 @@ async def test_a_full_prompt_scorer_runs_over_http(server: LoopbackJudgeServer) 
     assert analyze.status == "success"
     assert analyze.judge_model_id == MODEL
     assert analyze.judge_provider == "openai"
+    assert analyze.judge_transport == transport  # which client served it is in the record
     assert (analyze.attempt_count, analyze.model_call_count) == (1, 1)
     assert analyze.usage.as_dict() == {**USAGE_1, "reasoning_tokens": 2, "cached_input_tokens": 4}
     assert analyze.cost == sw.JudgeCost(amount=0.001, unit="USD", source="provider")
@@ -135,16 +145,18 @@ async def test_a_full_prompt_scorer_runs_over_http(server: LoopbackJudgeServer) 
     assert wire["judge"]["generateScore"]["executions"][0]["attemptCount"] == 1
 
 
-def test_run_sync_works_against_the_server(server: LoopbackJudgeServer) -> None:
+def test_run_sync_works_against_the_server(server: LoopbackJudgeServer, transport: str) -> None:
     server.script(VALID_ANALYSIS)
-    result = analyze_scorer(judge_config(server)).run_sync(input="q", output="a")
+    result = analyze_scorer(judge_config(server, transport)).run_sync(input="q", output="a")
     assert result.score == 1.0
     assert only_execution(result).status == "success"
 
 
-async def test_invalid_json_then_valid_uses_the_one_fallback(server: LoopbackJudgeServer) -> None:
+async def test_invalid_json_then_valid_uses_the_one_fallback(
+    server: LoopbackJudgeServer, transport: str
+) -> None:
     server.script(["not valid JSON", VALID_ANALYSIS])
-    result = await analyze_scorer(judge_config(server)).run(input="q", output="a")
+    result = await analyze_scorer(judge_config(server, transport)).run(input="q", output="a")
     record = only_execution(result)
     assert record.status == "success"
     assert (record.attempt_count, record.model_call_count) == (2, 2)
@@ -156,9 +168,10 @@ async def test_invalid_json_then_valid_uses_the_one_fallback(server: LoopbackJud
 
 async def test_transient_error_is_retried_and_every_attempt_counts(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script([HttpError(429, retry_after=0), HttpError(503), VALID_ANALYSIS])
-    result = await analyze_scorer(judge_config(server)).run(input="q", output="a")
+    result = await analyze_scorer(judge_config(server, transport)).run(input="q", output="a")
     record = only_execution(result)
     assert record.status == "success"
     assert record.attempt_count == 3
@@ -169,20 +182,23 @@ async def test_transient_error_is_retried_and_every_attempt_counts(
 
 async def test_retry_after_is_honoured_instead_of_the_backoff(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     # With an hour of backoff and no jitter, only honouring `Retry-After: 0` finishes in time.
     patient = RetryPolicy(max_retries=1, base_delay=3600, max_delay=3600, jitter=False)
     server.script([HttpError(429, retry_after=0), VALID_ANALYSIS])
     async with asyncio.timeout(30):
-        result = await analyze_scorer(judge_config(server, retry_policy=patient)).run(
+        result = await analyze_scorer(judge_config(server, transport, retry_policy=patient)).run(
             input="q", output="a"
         )
     assert only_execution(result).attempt_count == 2
 
 
-async def test_invalid_json_then_rate_limit_then_valid(server: LoopbackJudgeServer) -> None:
+async def test_invalid_json_then_rate_limit_then_valid(
+    server: LoopbackJudgeServer, transport: str
+) -> None:
     server.script(["not valid JSON", HttpError(429, retry_after=0), VALID_ANALYSIS])
-    result = await analyze_scorer(judge_config(server)).run(input="q", output="a")
+    result = await analyze_scorer(judge_config(server, transport)).run(input="q", output="a")
     record = only_execution(result)
     assert record.status == "success"
     assert (record.attempt_count, record.model_call_count) == (3, 2)
@@ -191,6 +207,7 @@ async def test_invalid_json_then_rate_limit_then_valid(server: LoopbackJudgeServ
 
 async def test_usage_sums_cached_and_reasoning_tokens_across_attempts(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script(
         [
@@ -198,7 +215,7 @@ async def test_usage_sums_cached_and_reasoning_tokens_across_attempts(
             Reply(VALID_ANALYSIS, cached_tokens=5, cache_creation_tokens=2),
         ]
     )
-    result = await analyze_scorer(judge_config(server)).run(input="q", output="a")
+    result = await analyze_scorer(judge_config(server, transport)).run(input="q", output="a")
     assert only_execution(result).usage.as_dict() == {
         **USAGE_2,
         "reasoning_tokens": 1,
@@ -226,10 +243,12 @@ TRANSIENT = [
     ("behaviour", "code"), [t[1:] for t in TRANSIENT], ids=[t[0] for t in TRANSIENT]
 )
 async def test_a_transient_fault_then_success_is_recovered(
-    server: LoopbackJudgeServer, behaviour: Any, code: str
+    server: LoopbackJudgeServer, transport: str, behaviour: Any, code: str
 ) -> None:
     server.script([behaviour, VALID_ANALYSIS])
-    result = await analyze_scorer(judge_config(server, timeout=0.5)).run(input="q", output="a")
+    result = await analyze_scorer(judge_config(server, transport, timeout=0.5)).run(
+        input="q", output="a"
+    )
     record = only_execution(result)
     assert record.status == "success"
     assert (record.attempt_count, record.model_call_count) == (2, 1)
@@ -241,10 +260,10 @@ async def test_a_transient_fault_then_success_is_recovered(
     ("behaviour", "code"), [t[1:] for t in TRANSIENT], ids=[t[0] for t in TRANSIENT]
 )
 async def test_a_persistent_transient_fault_fails_after_max_retries(
-    server: LoopbackJudgeServer, behaviour: Any, code: str
+    server: LoopbackJudgeServer, transport: str, behaviour: Any, code: str
 ) -> None:
     server.script(behaviour)
-    error = await run_failing(analyze_scorer(judge_config(server, timeout=0.5)))
+    error = await run_failing(analyze_scorer(judge_config(server, transport, timeout=0.5)))
     assert error.failed_step == "analyze"
     assert error.completed_steps == []
     assert error.code == "MASTR_SCORER_FAILED_TO_RUN_WORKFLOW_FAILED"
@@ -261,6 +280,7 @@ async def test_a_persistent_transient_fault_fails_after_max_retries(
     assert record.finish_reason == "error"
     assert record.error.code == code
     assert record.error.name == type(error.__cause__).__name__
+    assert record.judge_transport == transport
     assert server.request_count == 3
 
 
@@ -277,10 +297,10 @@ TERMINAL = [
     ("behaviour", "code", "status"), [t[1:] for t in TERMINAL], ids=[t[0] for t in TERMINAL]
 )
 async def test_a_terminal_fault_is_never_retried(
-    server: LoopbackJudgeServer, behaviour: Any, code: str, status: int
+    server: LoopbackJudgeServer, transport: str, behaviour: Any, code: str, status: int
 ) -> None:
     server.script([behaviour, VALID_ANALYSIS])
-    error = await run_failing(analyze_scorer(judge_config(server)))
+    error = await run_failing(analyze_scorer(judge_config(server, transport)))
     assert error.result is not None
     record = only_execution(error.result)
     assert record.status == "failed"
@@ -297,10 +317,11 @@ async def test_a_terminal_fault_is_never_retried(
 
 async def test_max_retries_zero_reproduces_the_reference_accounting(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script([HttpError(429, retry_after=0), VALID_ANALYSIS])
     error = await run_failing(
-        analyze_scorer(judge_config(server, retry_policy=None, max_retries=0))
+        analyze_scorer(judge_config(server, transport, retry_policy=None, max_retries=0))
     )
     assert error.result is not None
     record = only_execution(error.result)
@@ -314,9 +335,10 @@ async def test_max_retries_zero_reproduces_the_reference_accounting(
 
 async def test_invalid_json_twice_fails_with_both_calls_counted(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script(["not valid JSON", '{"verdict": 3}'])
-    error = await run_failing(analyze_scorer(judge_config(server)))
+    error = await run_failing(analyze_scorer(judge_config(server, transport)))
     assert error.result is not None
     record = only_execution(error.result)
     assert (record.status, record.attempt_count, record.model_call_count) == ("failed", 2, 2)
@@ -327,9 +349,11 @@ async def test_invalid_json_twice_fails_with_both_calls_counted(
     assert record.error.code == "STRUCTURED_OUTPUT_SCHEMA_VALIDATION_FAILED"
 
 
-async def test_invalid_json_then_fallback_provider_error(server: LoopbackJudgeServer) -> None:
+async def test_invalid_json_then_fallback_provider_error(
+    server: LoopbackJudgeServer, transport: str
+) -> None:
     server.script(["not valid JSON", HttpError(400)])
-    error = await run_failing(analyze_scorer(judge_config(server)))
+    error = await run_failing(analyze_scorer(judge_config(server, transport)))
     assert error.result is not None
     record = only_execution(error.result)
     assert (record.status, record.attempt_count, record.model_call_count) == ("failed", 2, 1)
@@ -340,10 +364,11 @@ async def test_invalid_json_then_fallback_provider_error(server: LoopbackJudgeSe
 
 async def test_truncated_json_is_a_failed_attempt_not_a_silent_zero(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     truncated = Reply('{"verdict": "go', finish_reason="length")
     server.script([truncated, truncated])
-    error = await run_failing(analyze_scorer(judge_config(server)))
+    error = await run_failing(analyze_scorer(judge_config(server, transport)))
     assert error.result is not None
     assert error.result.score is None
     record = only_execution(error.result)
@@ -355,16 +380,19 @@ async def test_truncated_json_is_a_failed_attempt_not_a_silent_zero(
 
 async def test_truncated_then_valid_recovers_through_the_fallback(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script([Reply('{"verdict": "go', finish_reason="length"), VALID_ANALYSIS])
-    result = await analyze_scorer(judge_config(server)).run(input="q", output="a")
+    result = await analyze_scorer(judge_config(server, transport)).run(input="q", output="a")
     record = only_execution(result)
     assert (record.status, record.attempt_count, record.model_call_count) == ("success", 2, 2)
 
 
-async def test_reason_step_failure_keeps_the_score_record(server: LoopbackJudgeServer) -> None:
+async def test_reason_step_failure_keeps_the_score_record(
+    server: LoopbackJudgeServer, transport: str
+) -> None:
     server.script([VALID_ANALYSIS, '{"score": 0}', HttpError(400)])
-    error = await run_failing(full_scorer(judge_config(server)))
+    error = await run_failing(full_scorer(judge_config(server, transport)))
     assert error.failed_step == "generate_reason"
     assert error.completed_steps == ["analyze", "generate_score"]
     assert error.result is not None
@@ -382,9 +410,13 @@ async def test_reason_step_failure_keeps_the_score_record(server: LoopbackJudgeS
     assert total_input == 20  # analyze + score; the failed reason call reached no model
 
 
-async def test_streaming_judge_gives_the_same_record(server: LoopbackJudgeServer) -> None:
+async def test_streaming_judge_gives_the_same_record(
+    server: LoopbackJudgeServer, transport: str
+) -> None:
     server.script(["not valid JSON", Reply(VALID_ANALYSIS, cost=0.5)])
-    result = await analyze_scorer(judge_config(server, stream=True)).run(input="q", output="a")
+    result = await analyze_scorer(judge_config(server, transport, stream=True)).run(
+        input="q", output="a"
+    )
     record = only_execution(result)
     assert (record.status, record.attempt_count, record.model_call_count) == ("success", 2, 2)
     assert record.usage.input_tokens == 20
@@ -397,7 +429,7 @@ async def test_streaming_judge_gives_the_same_record(server: LoopbackJudgeServer
 
 def _comparable(record: Any) -> dict[str, Any]:
     data: dict[str, Any] = record.model_dump(mode="json")
-    for key in ("duration_ms", "judge_model_id", "judge_provider", "prompt"):
+    for key in ("duration_ms", "judge_model_id", "judge_provider", "judge_transport", "prompt"):
         data.pop(key, None)
     if isinstance(data.get("error"), dict):
         data["error"].pop("message", None)
@@ -442,7 +474,7 @@ def _scripted_behaviour(step: str) -> Any:
     ("script", "code"), [s[1:] for s in SCENARIOS], ids=[s[0] for s in SCENARIOS]
 )
 async def test_records_match_the_scripted_judge(
-    server: LoopbackJudgeServer, script: list[str], code: str | None
+    server: LoopbackJudgeServer, transport: str, script: list[str], code: str | None
 ) -> None:
     server.script([_server_behaviour(step) for step in script])
     scripted = ScriptedJudge(
@@ -451,7 +483,10 @@ async def test_records_match_the_scripted_judge(
         retry_policy=FAST_RETRIES,
     )
     records = []
-    for judge in (judge_config(server), sw.JudgeConfig(model=scripted, instructions="Judge.")):
+    for judge in (
+        judge_config(server, transport),
+        sw.JudgeConfig(model=scripted, instructions="Judge."),
+    ):
         try:
             result: Any = await analyze_scorer(judge).run(input="q", output="a")
         except sw.ScorerRunError as error:
@@ -470,7 +505,7 @@ async def test_records_match_the_scripted_judge(
 
 
 async def test_the_api_key_appears_nowhere(
-    server: LoopbackJudgeServer, caplog: pytest.LogCaptureFixture
+    server: LoopbackJudgeServer, transport: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     server.script(
@@ -485,7 +520,9 @@ async def test_the_api_key_appears_nowhere(
             MalformedBody(),
         ]
     )
-    judge = judge_config(server, retry_policy=RetryPolicy(max_retries=2, base_delay=0.001))
+    judge = judge_config(
+        server, transport, retry_policy=RetryPolicy(max_retries=2, base_delay=0.001)
+    )
     scorer = full_scorer(judge)
     result = await scorer.run(input="q", output="a")
     texts = [result.model_dump_json(), result.model_dump_json(by_alias=True), repr(result)]
@@ -501,7 +538,8 @@ async def test_the_api_key_appears_nowhere(
             if isinstance(cause, sw.ScorewatchError):
                 texts += [str(cause), json.dumps(cause.to_dict(), default=str)]
             cause = cause.__cause__
-    assert any(record.name == "LiteLLM" for record in caplog.records)  # litellm's logs seen
+    if transport == "litellm":
+        assert any(record.name == "LiteLLM" for record in caplog.records)  # litellm's logs seen
     texts.append(caplog.text)
     texts += [repr(request) for request in server.requests]
     assert server.request_count == 8
@@ -511,17 +549,21 @@ async def test_the_api_key_appears_nowhere(
     assert all("authorization" in request.header_names for request in server.requests)
 
 
-async def test_a_stream_broken_midway_counts_as_a_model_call(server: LoopbackJudgeServer) -> None:
+async def test_a_stream_broken_midway_counts_as_a_model_call(
+    server: LoopbackJudgeServer, transport: str
+) -> None:
     broken = Reply(VALID_ANALYSIS, chunk_size=4, drop_after_chunks=2)
     server.script([broken, VALID_ANALYSIS])
-    result = await analyze_scorer(judge_config(server, stream=True)).run(input="q", output="a")
+    result = await analyze_scorer(judge_config(server, transport, stream=True)).run(
+        input="q", output="a"
+    )
     record = only_execution(result)
     assert (record.status, record.attempt_count, record.model_call_count) == ("success", 2, 2)
     # the broken stream reported no usage (litellm adds reasoning_tokens=0 on streams)
     assert {key: record.usage.as_dict()[key] for key in USAGE_1} == USAGE_1
 
     server.script(broken)
-    error = await run_failing(analyze_scorer(judge_config(server, stream=True)))
+    error = await run_failing(analyze_scorer(judge_config(server, transport, stream=True)))
     assert error.result is not None
     failed = only_execution(error.result)
     assert (failed.status, failed.attempt_count, failed.model_call_count) == ("failed", 3, 3)

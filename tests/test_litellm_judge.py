@@ -1,4 +1,8 @@
-"""LiteLLMJudge driving the real litellm client against the loopback judge server."""
+"""LiteLLMJudge against the loopback judge server, on both paths: litellm and the fast path.
+
+Every test that makes a call runs once per transport (`openai_http`, scorewatch's own client,
+and `litellm`), so both must give the same replies, errors and codes.
+"""
 
 from __future__ import annotations
 
@@ -58,11 +62,21 @@ def server() -> Iterator[LoopbackJudgeServer]:
         yield running
 
 
+@pytest.fixture(params=["openai_http", "litellm"])
+def transport(request: pytest.FixtureRequest) -> str:
+    """Every test that calls the server runs on both paths: the record must not differ."""
+    return str(request.param)
+
+
 def judge_for(
-    server: LoopbackJudgeServer, model: str = UNKNOWN_MODEL, **options: Any
+    server: LoopbackJudgeServer, transport: str, model: str = UNKNOWN_MODEL, **options: Any
 ) -> LiteLLMJudge:
     options.setdefault("timeout", 5.0)
-    return LiteLLMJudge(model, api_base=server.base_url, api_key=SENTINEL, **options)
+    judge = LiteLLMJudge(
+        model, api_base=server.base_url, api_key=SENTINEL, transport=transport, **options
+    )
+    assert judge.transport == transport
+    return judge
 
 
 def test_importing_scorewatch_does_not_import_litellm() -> None:
@@ -103,6 +117,7 @@ def test_repr_never_shows_the_api_key() -> None:
 
 async def test_reply_carries_text_usage_cost_and_response_metadata(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script(
         Reply(
@@ -117,7 +132,7 @@ async def test_reply_carries_text_usage_cost_and_response_metadata(
             model="loopback-judge-2026",
         )
     )
-    reply = await judge_for(server).complete(score_request())
+    reply = await judge_for(server, transport).complete(score_request())
     assert reply.text == '{"score": 0.75}'
     assert reply.finish_reason == "stop"
     assert reply.model_call_count == 1
@@ -139,9 +154,10 @@ async def test_reply_carries_text_usage_cost_and_response_metadata(
 
 async def test_no_provider_cost_means_no_cost_but_a_price_table_estimate(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script(Reply('{"score": 1}', prompt_tokens=1000, completion_tokens=100))
-    reply = await judge_for(server, PRICED_MODEL).complete(score_request())
+    reply = await judge_for(server, transport, PRICED_MODEL).complete(score_request())
     assert reply.cost is None
     assert reply.estimated_cost_usd is not None
     assert reply.estimated_cost_usd > 0
@@ -149,15 +165,18 @@ async def test_no_provider_cost_means_no_cost_but_a_price_table_estimate(
 
 async def test_the_estimate_comes_from_the_price_table_not_the_provider_cost(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script(Reply('{"score": 1}', prompt_tokens=1000, completion_tokens=100, cost=7.5))
-    reply = await judge_for(server, PRICED_MODEL).complete(score_request())
+    reply = await judge_for(server, transport, PRICED_MODEL).complete(score_request())
     assert reply.cost is not None and reply.cost.amount == 7.5
     assert reply.estimated_cost_usd is not None
     assert reply.estimated_cost_usd < 0.01
 
 
-async def test_registered_prices_and_capabilities_are_used(server: LoopbackJudgeServer) -> None:
+async def test_registered_prices_and_capabilities_are_used(
+    server: LoopbackJudgeServer, transport: str
+) -> None:
     import litellm
 
     model = "openai/registered-loopback-judge"
@@ -174,7 +193,7 @@ async def test_registered_prices_and_capabilities_are_used(server: LoopbackJudge
     )
     try:
         server.script(Reply('{"score": 1}', prompt_tokens=1000, completion_tokens=500))
-        reply = await judge_for(server, model).complete(score_request())
+        reply = await judge_for(server, transport, model).complete(score_request())
     finally:
         litellm.model_cost.pop(model, None)
     assert reply.estimated_cost_usd == pytest.approx(1000 * 1e-6 + 500 * 2e-6)
@@ -184,9 +203,10 @@ async def test_registered_prices_and_capabilities_are_used(server: LoopbackJudge
 
 async def test_unknown_model_gets_the_schema_in_the_system_prompt(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script('{"score": 1}')
-    await judge_for(server).complete(score_request())
+    await judge_for(server, transport).complete(score_request())
     sent = server.requests[-1].body
     assert "response_format" not in sent
     system, user = sent["messages"]
@@ -198,9 +218,10 @@ async def test_unknown_model_gets_the_schema_in_the_system_prompt(
 
 async def test_native_structured_output_sends_a_json_schema_response_format(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script('{"score": 1}')
-    await judge_for(server, native_structured_output=True).complete(score_request())
+    await judge_for(server, transport, native_structured_output=True).complete(score_request())
     sent = server.requests[-1].body
     assert sent["response_format"] == {
         "type": "json_schema",
@@ -214,9 +235,10 @@ async def test_native_structured_output_sends_a_json_schema_response_format(
 
 async def test_inline_and_forced_injection_override_native_support(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script('{"score": 1}')
-    judge = judge_for(server, native_structured_output=True)
+    judge = judge_for(server, transport, native_structured_output=True)
     await judge.complete(score_request(json_prompt_injection="inline"))
     await judge.complete(score_request(json_prompt_injection=True, fallback=True))
     inline, forced = (request.body for request in server.requests)
@@ -227,9 +249,11 @@ async def test_inline_and_forced_injection_override_native_support(
     assert '"score"' in forced["messages"][0]["content"]
 
 
-async def test_plain_text_request_has_no_schema_anywhere(server: LoopbackJudgeServer) -> None:
+async def test_plain_text_request_has_no_schema_anywhere(
+    server: LoopbackJudgeServer, transport: str
+) -> None:
     server.script("Because the answer is correct.")
-    reply = await judge_for(server, native_structured_output=True).complete(
+    reply = await judge_for(server, transport, native_structured_output=True).complete(
         score_request(step="generate_reason", schema=None)
     )
     assert reply.text == "Because the answer is correct."
@@ -240,9 +264,10 @@ async def test_plain_text_request_has_no_schema_anywhere(server: LoopbackJudgeSe
 
 async def test_options_pass_through_but_hidden_retries_stay_off(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script(HttpError(429))
-    judge = judge_for(server, temperature=0, max_tokens=64, max_retries=4)
+    judge = judge_for(server, transport, temperature=0, max_tokens=64, max_retries=4)
     assert judge.retry_policy.max_retries == 4  # our retries, run by the core
     with pytest.raises(JudgeProviderError):
         await judge.complete(score_request())
@@ -252,9 +277,11 @@ async def test_options_pass_through_but_hidden_retries_stay_off(
     assert sent["max_tokens"] == 64
 
 
-async def test_finish_reason_length_is_reported(server: LoopbackJudgeServer) -> None:
+async def test_finish_reason_length_is_reported(
+    server: LoopbackJudgeServer, transport: str
+) -> None:
     server.script(Reply('{"score": 0.', finish_reason="length"))
-    reply = await judge_for(server).complete(score_request())
+    reply = await judge_for(server, transport).complete(score_request())
     assert reply.finish_reason == "length"
     assert reply.text == '{"score": 0.'
 
@@ -303,6 +330,7 @@ FAULTS: list[tuple[str, Any, type[JudgeError], str, bool, int | None]] = [
 )
 async def test_each_fault_maps_to_a_stable_code_after_exactly_one_request(
     server: LoopbackJudgeServer,
+    transport: str,
     behaviour: Any,
     error_type: type[JudgeError],
     code: str,
@@ -311,7 +339,7 @@ async def test_each_fault_maps_to_a_stable_code_after_exactly_one_request(
 ) -> None:
     server.script(behaviour)
     with pytest.raises(JudgeError) as caught:
-        await judge_for(server).complete(score_request())
+        await judge_for(server, transport).complete(score_request())
     error = caught.value
     assert type(error) is error_type
     assert error.code == code
@@ -319,7 +347,10 @@ async def test_each_fault_maps_to_a_stable_code_after_exactly_one_request(
     assert error.status_code == status
     assert error.domain == "JUDGE"
     assert server.request_count == 1
-    assert type(error.__cause__).__module__.startswith("litellm")  # provider error kept as cause
+    # the client's own exception is kept as the cause
+    cause_module = type(error.__cause__).__module__
+    expected = ("litellm",) if transport == "litellm" else ("scorewatch.judge", "aiohttp", "json")
+    assert cause_module.startswith(expected), cause_module
     rendered = f"{error} {error!r} {error.to_dict()}"
     assert SENTINEL not in rendered
     assert "loopback judge:" not in rendered  # the response body's message is never copied
@@ -329,6 +360,7 @@ async def test_each_fault_maps_to_a_stable_code_after_exactly_one_request(
 
 async def test_retry_after_is_parsed_from_the_rate_limit_answer(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script(
         [
@@ -338,7 +370,7 @@ async def test_retry_after_is_parsed_from_the_rate_limit_answer(
             HttpError(429),
         ]
     )
-    judge = judge_for(server)
+    judge = judge_for(server, transport)
     seen = []
     for _ in range(4):
         with pytest.raises(JudgeError) as caught:
@@ -359,10 +391,10 @@ def test_parse_retry_after_handles_dates_and_garbage() -> None:
     assert future == pytest.approx(10.0)
 
 
-async def test_a_slow_provider_times_out(server: LoopbackJudgeServer) -> None:
+async def test_a_slow_provider_times_out(server: LoopbackJudgeServer, transport: str) -> None:
     server.script(Reply('{"score": 1}', delay=5))
     with pytest.raises(JudgeTimeoutError) as caught:
-        await judge_for(server, timeout=0.3).complete(score_request())
+        await judge_for(server, transport, timeout=0.3).complete(score_request())
     assert caught.value.code == "TIMEOUT"
     assert caught.value.retryable is True
     assert server.request_count == 1
@@ -381,11 +413,12 @@ async def test_a_closed_port_is_a_connection_error() -> None:
 
 async def test_streaming_collects_text_usage_and_the_provider_cost(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script(
         Reply('{"score": 0.25}', chunk_size=3, cached_tokens=4, reasoning_tokens=6, cost=0.25)
     )
-    reply = await judge_for(server, stream=True).complete(score_request())
+    reply = await judge_for(server, transport, stream=True).complete(score_request())
     assert reply.text == '{"score": 0.25}'
     assert reply.finish_reason == "stop"
     assert reply.usage.input_tokens == 10
@@ -400,19 +433,20 @@ async def test_streaming_collects_text_usage_and_the_provider_cost(
 
 async def test_streaming_never_mistakes_litellms_own_bill_for_a_provider_cost(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     # On streams litellm writes its own computed cost into usage.cost; that is an estimate.
     server.script(Reply('{"score": 1}', finish_reason="length"))
-    reply = await judge_for(server, PRICED_MODEL, stream=True).complete(score_request())
+    reply = await judge_for(server, transport, PRICED_MODEL, stream=True).complete(score_request())
     assert reply.cost is None
     assert reply.estimated_cost_usd is not None and reply.estimated_cost_usd > 0
     assert reply.finish_reason == "length"
 
 
-async def test_a_stream_that_stalls_times_out(server: LoopbackJudgeServer) -> None:
+async def test_a_stream_that_stalls_times_out(server: LoopbackJudgeServer, transport: str) -> None:
     server.script(Reply("a long answer", chunk_size=1, chunk_delay=0.2))
     with pytest.raises(JudgeTimeoutError):
-        await judge_for(server, stream=True, timeout=0.3).complete(score_request())
+        await judge_for(server, transport, stream=True, timeout=0.3).complete(score_request())
 
 
 def test_normalize_usage_reads_nested_provider_details_and_keeps_flat_keys_first() -> None:
@@ -450,19 +484,22 @@ def test_normalize_usage_reads_nested_provider_details_and_keeps_flat_keys_first
     assert normalize_usage({"promptTokens": 2}).as_dict() == {"input_tokens": 2, "total_tokens": 2}
 
 
-async def test_a_reply_without_usage_has_empty_usage(server: LoopbackJudgeServer) -> None:
+async def test_a_reply_without_usage_has_empty_usage(
+    server: LoopbackJudgeServer, transport: str
+) -> None:
     server.script(Reply('{"score": 1}', include_usage=False))
-    reply = await judge_for(server, PRICED_MODEL).complete(score_request())
+    reply = await judge_for(server, transport, PRICED_MODEL).complete(score_request())
     assert reply.usage.is_empty()
     assert reply.estimated_cost_usd is None
 
 
 async def test_a_stream_broken_midway_keeps_the_partial_answer_as_evidence(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script(Reply('{"score": 0.123456789}', chunk_size=4, drop_after_chunks=3))
     with pytest.raises(JudgeProviderError) as caught:
-        await judge_for(server, stream=True).complete(score_request())
+        await judge_for(server, transport, stream=True).complete(score_request())
     error = caught.value
     assert error.code == "CONNECTION_ERROR"
     assert error.retryable is True
@@ -473,10 +510,11 @@ async def test_a_stream_broken_midway_keeps_the_partial_answer_as_evidence(
 
 async def test_a_stalled_stream_times_out_with_its_partial_answer(
     server: LoopbackJudgeServer,
+    transport: str,
 ) -> None:
     server.script(Reply("abcdefghijklmnopqrstuvwxyz", chunk_size=1, chunk_delay=0.1))
     with pytest.raises(JudgeTimeoutError) as caught:
-        await judge_for(server, stream=True, timeout=0.2).complete(score_request())
+        await judge_for(server, transport, stream=True, timeout=0.2).complete(score_request())
     assert caught.value.text is not None
     assert "abcdefghijklmnopqrstuvwxyz".startswith(caught.value.text)
     assert caught.value.model_call_count == 1

@@ -57,9 +57,14 @@ def litellm_module() -> Iterator[Any]:
 
 def live_scoring(server: LoopbackJudgeServer) -> tuple[LiveScoring, Collected]:
     # The judge itself goes through litellm to the same server: its completions must not be
-    # taken for agent traffic (that would score the judge, forever).
+    # taken for agent traffic (that would score the judge, forever). (The default fast path
+    # never reaches litellm's callbacks; litellm is forced here to keep the case covered.)
     judge = LiteLLMJudge(
-        "openai/judge-model", api_base=server.base_url, api_key="sk-test", max_retries=0
+        "openai/judge-model",
+        api_base=server.base_url,
+        api_key="sk-test",
+        max_retries=0,
+        transport="litellm",
     )
     collected = Collected()
     live = LiveScoring(

@@ -21,7 +21,10 @@ def server() -> Iterator[LoopbackJudgeServer]:
         yield running
 
 
-async def test_chat_spans_and_metrics_from_real_http_calls(server: LoopbackJudgeServer) -> None:
+@pytest.mark.parametrize("transport", ["openai_http", "litellm"])
+async def test_chat_spans_and_metrics_from_real_http_calls(
+    server: LoopbackJudgeServer, transport: str
+) -> None:
     server.push(
         HttpError(429, headers={"Retry-After": "0"}),
         Reply(
@@ -41,6 +44,7 @@ async def test_chat_spans_and_metrics_from_real_http_calls(server: LoopbackJudge
         api_base=server.base_url,
         api_key=API_KEY,
         retry_policy=RetryPolicy(max_retries=1, base_delay=0.0, jitter=False),
+        transport=transport,
     )
     with in_memory_telemetry(capture_content=True) as sink:
         result = await prompt_scorer(judge).run(output="x")
@@ -60,6 +64,8 @@ async def test_chat_spans_and_metrics_from_real_http_calls(server: LoopbackJudge
         limited, answered = chats
         assert limited.status.status_code == StatusCode.ERROR
         assert "error.type" in (limited.attributes or {})
+        # which client made each call, failed or not; the provider name is unaffected
+        assert {(s.attributes or {})[names.ATTR_JUDGE_TRANSPORT] for s in chats} == {transport}
         attributes = dict(answered.attributes or {})
         assert attributes["gen_ai.provider.name"] == "openai"
         assert attributes["gen_ai.request.model"] == "loopback-judge"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -32,8 +31,9 @@ def _available() -> dict[str, tuple[str, str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # Never let litellm fetch its price map from the network unless the user asked for it.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from .judge.prices import offline_by_default
+
+    offline_by_default()
     parser = argparse.ArgumentParser(prog="scorewatch", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     runners: dict[str, Callable[[argparse.Namespace], int]] = {}

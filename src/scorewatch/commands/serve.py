@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..server.scorers import ConfiguredScorer
 
 __all__ = ["add_arguments", "run"]
 
@@ -53,7 +58,14 @@ def run(args: argparse.Namespace) -> int:
             from ..server.scorers import build_scorers
 
             resolve_token(config)
+            # A missing key is reported below, once per scorer, not also as a warning.
+            logging.getLogger("scorewatch.judge").setLevel(logging.ERROR)
             built = build_scorers(config)
+            missing = [f"scorer {s.id!r}: {line}" for s in built if (line := _missing_key(s))]
+            if missing:
+                for line in missing:
+                    print(f"scorewatch serve: {args.config}: {line}", file=sys.stderr)
+                return 2
             try:
                 require_dependencies(config)
             except DependencyUnavailableError as error:
@@ -67,3 +79,11 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"scorewatch serve: {error.message}", file=sys.stderr)
         return 2
+
+
+def _missing_key(configured: ConfiguredScorer) -> str | None:
+    """The judge's one-line complaint when its API key is certainly missing (see LiteLLMJudge)."""
+    model = getattr(configured.scorer.judge, "model", None)
+    check = getattr(model, "missing_api_key", None)
+    line = check() if callable(check) else None
+    return line if isinstance(line, str) else None

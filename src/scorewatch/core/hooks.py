@@ -63,6 +63,7 @@ class JudgeAttempt:
     error: BaseException | None
     usage: JudgeUsage
     model_call_count: int
+    transport: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -192,6 +192,7 @@ class _StepCall:
             error=error,
             usage=usage,
             model_call_count=calls,
+            transport=transport_of(self.judge.model),
         )
         notify(self.listeners, lambda lst: lst.judge_attempt_finished(event))
 
@@ -252,6 +253,12 @@ def _error_summary(error: BaseException) -> JudgeErrorSummary:
     )
 
 
+def transport_of(model: object) -> str | None:
+    """The client a judge model says served it (`LiteLLMJudge.transport`), if it says."""
+    transport = getattr(model, "transport", None)
+    return transport if isinstance(transport, str) else None
+
+
 def _duration_ms(started: float) -> int:
     return max(0, round((perf_counter() - started) * 1000))
 
@@ -296,6 +303,7 @@ async def execute_prompt_step(
                 prompt=prompt or "",
                 judge_model_id=call.judge.model.model_id,
                 judge_provider=call.judge.model.provider,
+                judge_transport=transport_of(call.judge.model),
                 output=ledger.output if ledger.has_output else None,
                 raw_output=ledger.raw_output,
                 usage=None if ledger.usage.is_empty() else ledger.usage,
@@ -311,6 +319,7 @@ async def execute_prompt_step(
         prompt=prompt,
         judge_model_id=call.judge.model.model_id,
         judge_provider=call.judge.model.provider,
+        judge_transport=transport_of(call.judge.model),
         output=value,
         usage=ledger.usage,
         cost=ledger.cost,

@@ -41,6 +41,8 @@ class _ExecutionBase(WireModel):
     prompt: str
     judge_model_id: str
     judge_provider: str | None = None
+    # Which client served the calls ("openai_http", "litellm"); None for other judge models.
+    judge_transport: str | None = None
     attempt_count: int = Field(ge=1)
     model_call_count: int = Field(ge=0)
     duration_ms: int = Field(ge=0)

@@ -1,7 +1,7 @@
 """One run of `scorewatch demo`: a simulated summarizer agent, scored live, watched in the terminal.
 
 Everything on the scoring path is the real thing: `LiveScoring` with deterministic sampling on
-the agent (`watch`), the summarization scorer calling its judge through litellm over HTTP, two
+the agent (`watch`), the summarization scorer calling its judge over HTTP (the fast path), two
 model-free scorers, the telemetry add-on serving `/metrics`, and an SQLite sink. Only the agent
 and — unless `--model` names a real one — the judge are simulated.
 """
@@ -84,7 +84,7 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
         say(
             f"judge: SIMULATED - a loopback OpenAI-compatible server at {judge.base_url} replays "
             "the demo dataset's annotations as verdicts (no API key, no network). Calls still go "
-            "over HTTP through litellm, so judge records, tokens, latency and cost are measured. "
+            "over HTTP as a real judge's do, so records, tokens, latency and cost are measured. "
             "Use --model MODEL (e.g. openai/gpt-4o-mini, with its API key in the environment) "
             "for a real judge."
         )
@@ -92,7 +92,7 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
         model, model_options = options.model, None
         judge_label = options.model
         say(
-            f"judge: {options.model} (a real model through litellm: each scored request makes 3 "
+            f"judge: {options.model} (a real model: each scored request makes 3 "
             "judge calls and costs money)"
         )
 

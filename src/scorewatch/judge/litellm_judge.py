@@ -1,15 +1,19 @@
-"""A judge backed by litellm: any provider litellm supports, one HTTP request per call.
+"""The judge for a model id: litellm for any provider, a fast path for OpenAI-compatible ones.
 
 litellm (and the openai SDK under it) would retry 408/429/5xx on its own, invisibly to the judge
 record. Here those retries are switched off (`max_retries=0`, `num_retries=0`); the scorer core
 retries instead, per `LiteLLMJudge.retry_policy`, counting every attempt. This class only makes
 the call and classifies its failure.
 
+Which client makes the call is `transport` (see `routing`): scorewatch's own chat-completions
+client (`"openai_http"`, under a millisecond of CPU per call) for OpenAI-compatible models, litellm
+for everything else. Both fill the same reply, raise the same errors, and count the same way.
+
 litellm is imported on the first call, so `import scorewatch` stays fast. Prices for
-`estimated_cost_usd` come from litellm's price table; a model it does not know gets no estimate
-(register one with `litellm.register_model({"openai/my-model": {"input_cost_per_token": ...,
-"output_cost_per_token": ..., "litellm_provider": "openai", "mode": "chat"}})`, which may also
-declare `"supports_response_schema": True`).
+`estimated_cost_usd` come from litellm's price table, read once per model; a model it does not
+know gets no estimate (register one with `litellm.register_model({"openai/my-model":
+{"input_cost_per_token": ..., "output_cost_per_token": ..., "litellm_provider": "openai",
+"mode": "chat"}})`, which may also declare `"supports_response_schema": True`).
 """
 
 from __future__ import annotations
@@ -17,18 +21,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from .credentials import key_hint, mentions_missing_key, missing_key_message
 from .errors import JudgeError, JudgeTimeoutError
-from .protocol import JudgeCost, JudgeReply, JudgeRequest
-from .provider_errors import classify_provider_error
+from .prices import ModelFacts, estimate_cost, import_litellm, model_facts
+from .protocol import JudgeReply, JudgeRequest
+from .provider_errors import classify_provider_error, missing_key_error
+from .replies import ReplyShape, StreamState, completion_fields
 from .retry import RetryPolicy
+from .routing import Transport, TransportChoice, choose_transport
 from .structured import Placement, render_messages, resolve_injection
-from .usage import EMPTY_USAGE, JudgeUsage, normalize_usage
+from .usage import JudgeUsage
+
+if TYPE_CHECKING:
+    from .openai_http import OpenAIChatClient
 
 __all__ = ["LiteLLMJudge", "warm_up_litellm"]
+
+logger = logging.getLogger("scorewatch.judge")
+
+_warned: set[str] = set()
 
 _TIMEOUT_GRACE_S = 1.0
 """How long past its own `timeout` the client gets before the call is abandoned regardless."""
@@ -42,14 +56,6 @@ _RESERVED_OPTIONS = frozenset(
 )
 
 
-def _import_litellm() -> Any:
-    import litellm
-
-    # litellm prints a "Give Feedback / Get Help" banner to stdout on every failed call.
-    litellm.suppress_debug_info = True
-    return litellm
-
-
 def warm_up_litellm() -> None:
     """Import litellm and walk one offline (mocked) completion through it; never raises.
 
@@ -57,7 +63,7 @@ def warm_up_litellm() -> None:
     judged scorers on an event loop calls this first, in a thread, so that cost is not paid on
     the loop."""
     try:
-        litellm = _import_litellm()
+        litellm = import_litellm()
         litellm.completion(
             model="openai/scorewatch-warm-up",
             messages=[{"role": "user", "content": "warm-up"}],
@@ -70,22 +76,26 @@ def warm_up_litellm() -> None:
 
 
 class LiteLLMJudge:
-    """A `JudgeModel` calling `litellm.acompletion`.
+    """A `JudgeModel` for a litellm model id.
 
     ```python
     judge = LiteLLMJudge("openai/gpt-4o-mini", temperature=0, timeout=30)
     judge = LiteLLMJudge("openai/local", api_base="http://127.0.0.1:8000/v1", api_key="...")
+    judge = LiteLLMJudge("anthropic/claude-sonnet-4-5", transport="litellm")
     ```
 
     `max_retries` (default 2) sets the retry policy of transient failures (408, 429, 5xx,
     timeouts, dropped connections); pass `retry_policy` for full control. `timeout` bounds every
     call, streamed or not. `stream=True` streams the answer (usage from the final chunk).
     `native_structured_output` overrides litellm's verdict on whether the model supports a
-    JSON-schema response format. Other keyword arguments go to `litellm.acompletion` as is.
+    JSON-schema response format. `transport` picks the client: `"auto"` (scorewatch's own
+    OpenAI-compatible client when it can serve the model and options, else litellm),
+    `"litellm"` or `"openai_http"`. Other keyword arguments go to the request as is.
 
     Usage is what the provider reported; a reply without a usage block has empty usage. On
-    streams litellm counts tokens itself when the provider sends no usage chunk, and those counts
-    are what the reply carries then.
+    streams through litellm, litellm counts tokens itself when the provider sends no usage chunk,
+    and those counts are what the reply carries then (the fast path asks for the usage chunk and
+    reports none if the server sends none).
     """
 
     def __init__(
@@ -97,6 +107,7 @@ class LiteLLMJudge:
         timeout: float = 60.0,
         stream: bool = False,
         native_structured_output: bool | None = None,
+        transport: TransportChoice = "auto",
         **litellm_options: Any,
     ) -> None:
         if not model:
@@ -110,10 +121,19 @@ class LiteLLMJudge:
         self._native = native_structured_output
         self._options = {k: v for k, v in litellm_options.items() if k not in _RESERVED_OPTIONS}
         self._provider = _provider_from_id(model, litellm_options.get("custom_llm_provider"))
-        self._server_address, self._server_port = _server_of(
-            litellm_options.get("api_base") or litellm_options.get("base_url")
+        base = litellm_options.get("api_base") or litellm_options.get("base_url")
+        self._server = _server_of(base)
+        self._transport: Transport = choose_transport(
+            transport, model, self._provider, self._options
         )
-        self._unpriced_at: int | None = None
+        self._client: OpenAIChatClient | None = None
+        self._facts: ModelFacts | None = None
+        self._key_hint = key_hint(self._provider, self._options)
+        missing = self.missing_api_key()
+        if missing is not None and missing not in _warned:
+            # Not an error yet: the variable may be set before the first call. Once per process.
+            _warned.add(missing)
+            logger.warning("%s", missing)
 
     # --- JudgeModel -------------------------------------------------------------------------
 
@@ -126,29 +146,43 @@ class LiteLLMJudge:
         return self._provider
 
     @property
+    def transport(self) -> Transport:
+        """The client serving this judge: `"openai_http"` (the fast path) or `"litellm"`."""
+        return self._transport
+
+    @property
     def options(self) -> dict[str, Any]:
-        """The litellm options, secrets masked."""
+        """The request options, secrets masked."""
         return {k: ("***" if k in _SECRET_OPTIONS else v) for k, v in self._options.items()}
+
+    def missing_api_key(self) -> str | None:
+        """One line naming the variable and the model when the API key is certainly missing."""
+        return missing_key_message(self._model, self._provider, self._options)
 
     def __repr__(self) -> str:
         return (
-            f"LiteLLMJudge(model={self._model!r}, timeout={self.timeout}, "
-            f"max_retries={self.retry_policy.max_retries}, options={self.options!r})"
+            f"LiteLLMJudge(model={self._model!r}, transport={self._transport!r}, "
+            f"timeout={self.timeout}, max_retries={self.retry_policy.max_retries}, "
+            f"options={self.options!r})"
         )
 
     __str__ = __repr__
 
     async def complete(self, request: JudgeRequest) -> JudgeReply:
-        litellm = _import_litellm()
-        placement = self._placement(litellm, request)
-        arguments = self._arguments(request, placement)
-        partial = _StreamState()
+        litellm = import_litellm()
+        missing = missing_key_message(self._model, self._provider, self._options, strict=True)
+        if missing is not None and not _litellm_has_global_key(litellm, self._transport):
+            raise missing_key_error(missing)
+        facts = self._model_facts(litellm)
+        placement = self._placement(facts, request)
+        partial = StreamState()
         try:
-            async with asyncio.timeout(self.timeout + _TIMEOUT_GRACE_S):
-                if self.stream:
-                    return await self._complete_streaming(litellm, arguments, placement, partial)
-                response = await litellm.acompletion(**arguments)
-                return self._reply(litellm, response, placement)
+            if self._transport == "openai_http":
+                async with asyncio.timeout(self.timeout):
+                    shape = await self._complete_http(request, placement, partial)
+            else:
+                async with asyncio.timeout(self.timeout + _TIMEOUT_GRACE_S):
+                    shape = await self._complete_litellm(litellm, request, placement, partial)
         except JudgeError:
             raise
         except TimeoutError as error:
@@ -159,41 +193,46 @@ class LiteLLMJudge:
             )
             raise partial.attach(timeout) from error
         except Exception as error:
-            failure = classify_provider_error(error, model=self._model)
-            raise partial.attach(failure) from error
+            raise partial.attach(self._failure(error)) from error
+        return shape.reply(
+            estimate=lambda usage: self._estimate_cost(facts, usage),
+            server=self._server,
+            placement=placement,
+            streamed=self.stream,
+            transport=self._transport,
+        )
 
     # --- the call ---------------------------------------------------------------------------
 
-    def _placement(self, litellm: Any, request: JudgeRequest) -> Placement:
+    def _model_facts(self, litellm: Any) -> ModelFacts:
+        facts = self._facts
+        if facts is None or not facts.priced:
+            # An unpriced model is asked again (cheaply, the table is cached by size): one
+            # registered after this judge was built gets its price.
+            facts = self._facts = model_facts(
+                litellm, self._model, self._options.get("custom_llm_provider")
+            )
+        return facts
+
+    def _failure(self, error: Exception) -> JudgeError:
+        if mentions_missing_key(error):
+            hint = self._key_hint or "the provider's API key variable"
+            return missing_key_error(
+                f"judge model {self._model!r} has no API key: set {hint} (or pass api_key)"
+            )
+        return classify_provider_error(error, model=self._model, key_hint=self._key_hint)
+
+    def _placement(self, facts: ModelFacts, request: JudgeRequest) -> Placement:
         if request.schema is None:
             return "system"
-        return resolve_injection(
-            request.json_prompt_injection, supports_native=self._supports_native(litellm)
-        )
+        native = self._native if self._native is not None else facts.supports_response_schema
+        return resolve_injection(request.json_prompt_injection, supports_native=native)
 
-    def _supports_native(self, litellm: Any) -> bool:
-        if self._native is not None:
-            return self._native
-        try:
-            return bool(
-                litellm.supports_response_schema(
-                    model=self._model, custom_llm_provider=self._options.get("custom_llm_provider")
-                )
-            )
-        except Exception:  # an unknown model or provider: ask in the prompt instead
-            return False
-
-    def _arguments(self, request: JudgeRequest, placement: Placement) -> dict[str, Any]:
-        arguments: dict[str, Any] = {
-            **self._options,
-            "model": self._model,
-            "messages": render_messages(request, placement),
-            "timeout": self.timeout,
-            "max_retries": 0,
-            "num_retries": 0,
-        }
+    def _extra(self, request: JudgeRequest, placement: Placement) -> dict[str, Any]:
+        """The request fields beyond model, messages and the user's options."""
+        extra: dict[str, Any] = {}
         if request.schema is not None and placement == "native":
-            arguments["response_format"] = {
+            extra["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {
                     "name": _schema_name(request.step),
@@ -202,213 +241,53 @@ class LiteLLMJudge:
                 },
             }
         if self.stream:
-            arguments["stream"] = True
-            arguments["stream_options"] = {"include_usage": True}
-        return arguments
+            extra["stream"] = True
+            extra["stream_options"] = {"include_usage": True}
+        return extra
 
-    def _reply(self, litellm: Any, response: Any, placement: Placement) -> JudgeReply:
-        choice = _first(getattr(response, "choices", None))
-        message = getattr(choice, "message", None)
-        usage_block = _as_mapping(getattr(response, "usage", None))
-        return self._build_reply(
-            litellm,
-            text=_text(getattr(message, "content", None)),
-            finish_reason=getattr(choice, "finish_reason", None),
-            usage_block=usage_block,
-            provider_cost=_provider_cost(response, usage_block),
-            response_id=getattr(response, "id", None),
-            response_model=getattr(response, "model", None),
-            placement=placement,
-            streamed=False,
-        )
+    async def _complete_http(
+        self, request: JudgeRequest, placement: Placement, state: StreamState
+    ) -> ReplyShape:
+        client = self._client
+        if client is None:
+            from .openai_http import OpenAIChatClient
 
-    async def _complete_streaming(
-        self,
-        litellm: Any,
-        arguments: dict[str, Any],
-        placement: Placement,
-        state: _StreamState,
-    ) -> JudgeReply:
+            client = self._client = OpenAIChatClient(self._model, self._options)
+        body = client.body(render_messages(request, placement), self._extra(request, placement))
+        if self.stream:
+            await client.stream(body, state)
+            return state.shape()
+        return completion_fields(await client.complete(body))
+
+    async def _complete_litellm(
+        self, litellm: Any, request: JudgeRequest, placement: Placement, state: StreamState
+    ) -> ReplyShape:
+        arguments: dict[str, Any] = {
+            **self._options,
+            "model": self._model,
+            "messages": render_messages(request, placement),
+            "timeout": self.timeout,
+            "max_retries": 0,
+            "num_retries": 0,
+            **self._extra(request, placement),
+        }
+        if not self.stream:
+            return completion_fields(await litellm.acompletion(**arguments))
         stream = await litellm.acompletion(**arguments)
         async for chunk in stream:
             state.add(chunk)
-        return self._build_reply(
-            litellm,
-            text="".join(state.parts),
-            finish_reason=state.finish_reason,
-            usage_block=state.usage_block,
-            provider_cost=state.provider_cost,
-            response_id=state.response_id,
-            response_model=state.response_model,
-            placement=placement,
-            streamed=True,
-        )
+        return state.shape()
 
-    def _build_reply(
-        self,
-        litellm: Any,
-        *,
-        text: str,
-        finish_reason: Any,
-        usage_block: Mapping[str, Any] | None,
-        provider_cost: float | None,
-        response_id: Any,
-        response_model: Any,
-        placement: Placement,
-        streamed: bool,
-    ) -> JudgeReply:
-        usage = normalize_usage(usage_block) if usage_block else EMPTY_USAGE
-        if not any(usage.as_dict().values()):
-            # litellm fills in zeros when the provider sent no usage block: that is "unknown".
-            usage = EMPTY_USAGE
-        return JudgeReply(
-            text=text,
-            usage=usage,
-            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-            model_call_count=1,
-            response_model=response_model if isinstance(response_model, str) else None,
-            response_id=response_id if isinstance(response_id, str) else None,
-            cost=(
-                JudgeCost(amount=provider_cost, unit="USD", source="provider")
-                if provider_cost is not None
-                else None
-            ),
-            estimated_cost_usd=self._estimate_cost(litellm, usage),
-            server_address=self._server_address,
-            server_port=self._server_port,
-            metadata={"structured_output": placement, "streamed": streamed},
-        )
-
-    def _estimate_cost(self, litellm: Any, usage: JudgeUsage) -> float | None:
+    def _estimate_cost(self, facts: ModelFacts, usage: JudgeUsage) -> float | None:
         """The price-table cost of this usage, never the provider's own figure."""
-        if usage.input_tokens is None and usage.output_tokens is None:
-            return None
-        price_table = getattr(litellm, "model_cost", None)
-        version = len(price_table) if isinstance(price_table, Mapping) else 0
-        if self._unpriced_at == version:
-            return None  # looked up before and not found; the table has not grown since
-        try:
-            from litellm.types.utils import Usage
-
-            details = (
-                {"cached_tokens": usage.cached_input_tokens}
-                if usage.cached_input_tokens is not None
-                else None
-            )
-            priced = Usage(
-                prompt_tokens=usage.input_tokens or 0,
-                completion_tokens=usage.output_tokens or 0,
-                total_tokens=usage.total_tokens or 0,
-                prompt_tokens_details=details,
-                cache_creation_input_tokens=usage.cache_creation_input_tokens,
-            )
-            prompt_cost, completion_cost = litellm.cost_per_token(
-                model=self._model,
-                prompt_tokens=usage.input_tokens or 0,
-                completion_tokens=usage.output_tokens or 0,
-                custom_llm_provider=self._options.get("custom_llm_provider"),
-                usage_object=priced,
-            )
-        except Exception:  # no price for this model: no estimate, and no error
-            self._unpriced_at = version
-            return None
-        total = float(prompt_cost) + float(completion_cost)
-        return total if total == total and total >= 0 else None
+        return estimate_cost(facts, usage)
 
 
-class _StreamState:
-    """What a streamed answer delivered so far, kept as evidence if the stream then fails."""
-
-    __slots__ = (
-        "finish_reason",
-        "parts",
-        "provider_cost",
-        "response_id",
-        "response_model",
-        "usage_block",
+def _litellm_has_global_key(litellm: Any, transport: Transport) -> bool:
+    # `litellm.api_key = ...` set in code is litellm's own way of giving the key.
+    return transport == "litellm" and bool(
+        getattr(litellm, "api_key", None) or getattr(litellm, "openai_key", None)
     )
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.finish_reason: str | None = None
-        self.usage_block: Mapping[str, Any] | None = None
-        self.provider_cost: float | None = None
-        self.response_id: str | None = None
-        self.response_model: str | None = None
-
-    def add(self, chunk: Any) -> None:
-        self.response_id = self.response_id or getattr(chunk, "id", None)
-        self.response_model = self.response_model or getattr(chunk, "model", None)
-        for choice in getattr(chunk, "choices", None) or ():
-            content = getattr(getattr(choice, "delta", None), "content", None)
-            if isinstance(content, str):
-                self.parts.append(content)
-            reason = getattr(choice, "finish_reason", None)
-            if isinstance(reason, str) and reason:
-                self.finish_reason = reason
-        usage = _as_mapping(getattr(chunk, "usage", None))
-        if usage:
-            self.usage_block = usage
-            self.provider_cost = _provider_cost(chunk, usage)
-
-    def attach(self, error: JudgeError) -> JudgeError:
-        """Let the judge record count a stream that reached the model before it broke."""
-        text = "".join(self.parts)
-        usage = normalize_usage(self.usage_block) if self.usage_block else EMPTY_USAGE
-        if text or not usage.is_empty():
-            error.text = text or None
-            error.usage = None if usage.is_empty() else usage
-            error.model_call_count = 1
-        return error
-
-
-def _first(items: Any) -> Any:
-    if isinstance(items, list | tuple) and items:
-        return items[0]
-    return None
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts
-        return "".join(
-            part.get("text", "") if isinstance(part, Mapping) else str(getattr(part, "text", ""))
-            for part in content
-        )
-    return ""
-
-
-def _as_mapping(value: Any) -> Mapping[str, Any] | None:
-    if value is None:
-        return None
-    if isinstance(value, Mapping):
-        return value
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        try:
-            dumped = dump()
-        except Exception:
-            return None
-        return dumped if isinstance(dumped, Mapping) else None
-    return None
-
-
-def _provider_cost(response: Any, usage_block: Mapping[str, Any] | None) -> float | None:
-    """The cost the provider itself reported in its usage block, if it did.
-
-    When litellm writes its own computed bill into `usage.cost` (it does on streams), it keeps
-    the upstream figure in `_hidden_params["upstream_usage_cost"]`; that one is authoritative.
-    """
-    hidden = getattr(response, "_hidden_params", None)
-    if isinstance(hidden, Mapping) and "upstream_usage_cost" in hidden:
-        value: Any = hidden["upstream_usage_cost"]
-    else:
-        value = usage_block.get("cost") if usage_block else None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    amount = float(value)
-    return amount if amount == amount and amount >= 0 else None
 
 
 def _schema_name(step: str) -> str:

@@ -16,6 +16,7 @@ provider exception stays reachable as `__cause__` (the caller raises `... from e
 | `CONTEXT_LENGTH_EXCEEDED` | the prompt does not fit the model's context      | no        |
 | `BAD_REQUEST`             | HTTP 400, 422 and other 4xx                      | no        |
 | `AUTHENTICATION_FAILED`   | HTTP 401                                         | no        |
+| `MISSING_API_KEY`         | no key given, none in the provider's variable    | no        |
 | `PERMISSION_DENIED`       | HTTP 403                                         | no        |
 | `MODEL_NOT_FOUND`         | HTTP 404                                         | no        |
 | `PAYMENT_REQUIRED`        | HTTP 402                                         | no        |
@@ -34,7 +35,7 @@ from typing import Any
 from ..errors import ErrorCategory
 from .errors import JudgeError, JudgeProviderError, JudgeTimeoutError
 
-__all__ = ["classify_provider_error", "parse_retry_after"]
+__all__ = ["classify_provider_error", "missing_key_error", "parse_retry_after"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +80,14 @@ _CONNECTION_TYPES = frozenset(
         "RemoteProtocolError",  # httpx
         "ServerDisconnectedError",
         "ClientConnectionError",
-        "ClientOSError",  # aiohttp
+        "ClientOSError",
+        "ClientPayloadError",  # aiohttp
     }
 )
 _TIMEOUT_TYPES = frozenset({"APITimeoutError", "Timeout", "ReadTimeout", "ConnectTimeout"})
 _CONTEXT_TYPES = frozenset({"ContextWindowExceededError"})
+_MALFORMED_TYPES = frozenset({"MalformedResponseError"})
+_CREDENTIAL_STATUSES = frozenset({401, 403})
 _MALFORMED_MARKERS = ("Empty or invalid response", "Invalid response object")
 
 
@@ -134,8 +138,10 @@ def _kind(error: BaseException) -> tuple[_Kind, int | None]:
     )
     if dropped and not any(_TIMEOUT_TYPES & n for n in names):
         return _CONNECTION, None
-    if any(isinstance(link, json.JSONDecodeError) for link in links) or any(
-        marker in str(link) for link in links[:3] for marker in _MALFORMED_MARKERS
+    if (
+        any(isinstance(link, json.JSONDecodeError) for link in links)
+        or any(_MALFORMED_TYPES & n for n in names)
+        or any(marker in str(link) for link in links[:3] for marker in _MALFORMED_MARKERS)
     ):
         return _MALFORMED, None
     if status is None:
@@ -189,8 +195,19 @@ def _request_id(error: BaseException, headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def classify_provider_error(error: BaseException, *, model: str) -> JudgeError:
-    """The `JudgeError` for a failed provider call. Raise it `from error`."""
+def missing_key_error(message: str) -> JudgeProviderError:
+    """The error of a call that was not made because the judge has no API key."""
+    return JudgeProviderError(message, code="MISSING_API_KEY", category="USER", retryable=False)
+
+
+def classify_provider_error(
+    error: BaseException, *, model: str, key_hint: str | None = None
+) -> JudgeError:
+    """The `JudgeError` for a failed provider call. Raise it `from error`.
+
+    `key_hint` names where the key comes from (`OPENAI_API_KEY`, `the api_key option`): a
+    rejected key (401/403) says to check it.
+    """
     kind, status = _kind(error)
     headers = _headers(error) if status is not None else {}
     retry_after = parse_retry_after(headers) if kind.retryable else None
@@ -198,6 +215,8 @@ def classify_provider_error(error: BaseException, *, model: str) -> JudgeError:
     message = f"judge provider for model {model!r} {kind.what}{suffix}"
     if retry_after is not None:
         message += f"; retry after {retry_after:g}s"
+    if key_hint and status in _CREDENTIAL_STATUSES:
+        message += f"; check {key_hint}"
     arguments: dict[str, Any] = {
         "code": kind.code,
         "category": kind.category,

@@ -392,6 +392,8 @@ class RunTelemetry:
         }
         if attempt.provider:
             attributes[names.ATTR_PROVIDER_NAME] = describe.provider_name(attempt.provider)
+        if attempt.transport:
+            attributes[names.ATTR_JUDGE_TRANSPORT] = attempt.transport
         attributes.update(describe.usage_attributes(attempt.usage))
         if reply is not None:
             attributes.update(_reply_attributes(reply))

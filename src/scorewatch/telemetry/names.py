@@ -25,6 +25,7 @@ __all__ = [
     "ATTR_JUDGE_COST_SOURCE",
     "ATTR_JUDGE_FALLBACK",
     "ATTR_JUDGE_MODEL_ROUTE",
+    "ATTR_JUDGE_TRANSPORT",
     "ATTR_MESSAGING_BATCH_COUNT",
     "ATTR_MESSAGING_DESTINATION",
     "ATTR_MESSAGING_OPERATION_TYPE",
@@ -242,6 +243,7 @@ ATTR_JUDGE_COST_SOURCE: Final = "scorewatch.judge.cost.source"
 # litellm's routing id of the judge model (`openai/gpt-4o-mini`); `gen_ai.request.model` carries
 # the name the provider sees (`gpt-4o-mini`).
 ATTR_JUDGE_MODEL_ROUTE: Final = "scorewatch.judge.model_route"
+ATTR_JUDGE_TRANSPORT: Final = "scorewatch.judge.transport"
 # Content of the run itself, on the run span, only when content capture is on for spans.
 ATTR_RUN_INPUT: Final = "scorewatch.input"
 ATTR_RUN_OUTPUT: Final = "scorewatch.output"

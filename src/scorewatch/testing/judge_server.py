@@ -255,6 +255,7 @@ class LoopbackJudgeServer:
         self._port: int | None = None
         self._requests: list[ReceivedJudgeRequest] = []
         self._request_count = 0
+        self._connection_count = 0
         self._counter_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -355,6 +356,12 @@ class LoopbackJudgeServer:
             return self._request_count
 
     @property
+    def connection_count(self) -> int:
+        """How many TCP connections were accepted (keep-alive clients reuse one)."""
+        with self._counter_lock:
+            return self._connection_count
+
+    @property
     def remaining(self) -> int:
         """Scripted behaviours not played yet (sequence scripts only)."""
         return self._script.remaining
@@ -419,6 +426,8 @@ class LoopbackJudgeServer:
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)
+        with self._counter_lock:
+            self._connection_count += 1
         try:
             while True:
                 keep_alive = await self._handle_one(reader, writer)
