@@ -65,8 +65,10 @@ def instrumented(
     else:
         from openinference.instrumentation.openai import OpenAIInstrumentor as OIInstrumentor
 
-        env = {"OPENINFERENCE_HIDE_INPUTS": "false" if content else "true",
-               "OPENINFERENCE_HIDE_OUTPUTS": "false" if content else "true"}
+        env = {
+            "OPENINFERENCE_HIDE_INPUTS": "false" if content else "true",
+            "OPENINFERENCE_HIDE_OUTPUTS": "false" if content else "true",
+        }
         instrumentor = OIInstrumentor()
     with _env(env):
         instrumentor.instrument(tracer_provider=provider)

@@ -20,7 +20,7 @@ from typing import Any
 from .messages import Message, SpanContent, ToolCall, from_json_text, openai_message, text_of
 from .spans import SpanRecord
 
-__all__ = ["indexed", "read_span", "tool_call_of_span"]
+__all__ = ["REDACTED", "indexed", "read_span", "tool_call_of_span"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,7 +191,9 @@ def _indexed_tool_calls(
 def _openinference_message(fields: Mapping[str, Any], default_role: str) -> Message:
     role = fields.get("message.role")
     text = fields.get("message.content")
-    if not isinstance(text, str):
+    if text == REDACTED:
+        text = ""
+    elif not isinstance(text, str):
         text = "\n".join(
             part["message_content.text"]
             for part in indexed(fields, "message.contents")
@@ -212,11 +214,15 @@ def _openinference_message(fields: Mapping[str, Any], default_role: str) -> Mess
     )
 
 
+# What OpenInference writes in place of content when hiding it (OPENINFERENCE_HIDE_*).
+REDACTED = "__REDACTED__"
+
+
 def _value_messages(value: Any, default_role: str) -> list[Message] | None:
     """Messages from an `input.value` / `output.value` style attribute: plain text, an OpenAI
     request (`messages`) or response (`choices`), a message list, or some other JSON object."""
     decoded = from_json_text(value)
-    if decoded is None or decoded == "":
+    if decoded is None or decoded == "" or decoded == REDACTED:
         return None
     if isinstance(decoded, str):
         return [Message(role=default_role, text=decoded)]

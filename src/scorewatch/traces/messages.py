@@ -60,7 +60,7 @@ class SpanContent:
 
 def from_json_text(value: Any) -> Any:
     """A JSON-encoded attribute decoded; anything else (or text that is not JSON) as it is."""
-    if isinstance(value, str) and value[:1] in ("{", "["):
+    if isinstance(value, str) and value[:1] in ("{", "[", '"'):
         try:
             return json.loads(value)
         except ValueError:
