@@ -22,7 +22,7 @@ from scorewatch.scorers.utils import (
 )
 from scorewatch.testing.judge_server import LoopbackJudgeServer
 from scorewatch.traces import ExtractedRun, SpanSelector, extract_runs, parse_json
-from tests.traces_support import (
+from traces_support import (
     Producer,
     chat,
     instrumented,
