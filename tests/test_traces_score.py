@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
-from traces_support import instrumented, otlp_json, protobuf_request, run_agent
 
 from scorewatch.evals import RunOutcome
 from scorewatch.scorers.registry import build_scorer
 from scorewatch.scorers.tool_call_accuracy_code import create_tool_call_accuracy_code_scorer
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 from scorewatch.traces import SpanSelector, score_traces, score_traces_sync
+from traces_support import instrumented, otlp_json, protobuf_request, run_agent
 
 SECRET = "sk-loopback-traces-7731"
 
