@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from scorewatch.traces import (
     INVALID_TRACE_DATA,
     TraceDataError,
+    extract_runs,
     parse_json,
     parse_protobuf,
     read_file_exporter,
@@ -113,6 +114,26 @@ def test_malformed_json_is_a_clear_error(document: str, problem: str) -> None:
     with pytest.raises(TraceDataError) as caught:
         parse_json(document)
     assert problem in caught.value.message
+
+
+def test_hostile_nesting_is_an_error_or_plain_text() -> None:
+    with pytest.raises(TraceDataError, match="nested too deeply|not an OTLP"):
+        parse_json("[" * 100_000 + "]" * 100_000)
+    deep = "[" * 100_000 + "]" * 100_000
+    attributes = [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+        {"key": "gen_ai.input.messages", "value": {"stringValue": deep}},
+        {"key": "gen_ai.output.messages", "value": {"stringValue": deep}},
+    ]
+    span = {"traceId": "1" * 32, "spanId": "2" * 16, "name": "chat", "attributes": attributes}
+    document = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+    extraction = extract_runs(document)
+    assert extraction.runs == [] and extraction.skipped == {"no_content": 1}
+    nested = '{"content": ' * 900 + '"x"' + "}" * 900
+    parts = json.dumps([{"role": "user", "content": json.loads(nested)}])
+    attributes[1]["value"] = {"stringValue": parts}
+    document = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+    assert extract_runs(document).skipped == {"no_content": 1}
 
 
 def test_unknown_fields_are_ignored_as_otlp_requires() -> None:

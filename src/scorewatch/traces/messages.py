@@ -63,14 +63,14 @@ def from_json_text(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in ("{", "[", '"'):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # hostile nesting is just text
             return value
     return value
 
 
-def text_of(content: Any) -> str:
+def text_of(content: Any, _depth: int = 0) -> str:
     """The text of a message content: a string, or its text parts joined by newlines."""
-    if content is None:
+    if content is None or _depth > 8:  # real contents nest two or three levels
         return ""
     if isinstance(content, str):
         return content
@@ -90,7 +90,7 @@ def text_of(content: Any) -> str:
                     texts.append(text)
         return "\n".join(texts)
     if isinstance(content, Mapping):
-        return text_of(content.get("text", content.get("content")))
+        return text_of(content.get("text", content.get("content")), _depth + 1)
     return str(content)
 
 

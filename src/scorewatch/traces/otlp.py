@@ -120,6 +120,8 @@ def parse_json(data: bytes | str, *, where: str = "request") -> ExportTraceServi
         document = json.loads(data)
     except (ValueError, UnicodeDecodeError) as error:
         raise TraceDataError(f"{where}: not JSON: {error}") from None
+    except RecursionError:
+        raise TraceDataError(f"{where}: JSON nested too deeply") from None
     _rewrite_ids(document, where)
     request = ExportTraceServiceRequest()
     try:
@@ -172,7 +174,7 @@ def _documents(text: bytes | str) -> Iterator[ExportTraceServiceRequest]:
             raise TraceDataError(f"document: not UTF-8 text: {error}") from None
     try:
         json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     else:
         yield parse_json(text, where="document")

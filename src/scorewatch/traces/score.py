@@ -4,6 +4,7 @@ isolation as `scorewatch eval`); each result carries the evaluated span's trace 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -58,7 +59,8 @@ async def score_traces(
     exporter files) with every scorer. `on_result` sees each (span, scorer) outcome as it
     finishes, as `run_experiment`'s does; its result's `target_trace_id` / `target_span_id` name
     the span."""
-    extraction = extract_runs(data, select=select, limits=limits)
+    # Reading files and decoding spans is blocking CPU work: keep it off the caller's loop.
+    extraction = await asyncio.to_thread(extract_runs, data, select=select, limits=limits)
     counts = extraction.buffer
     dropped = {
         **{f"span_{k}": v for k, v in counts.spans_dropped.items()},
