@@ -25,6 +25,7 @@ from scorewatch.traces import ExtractedRun, SpanSelector, extract_runs, parse_js
 from traces_support import (
     Producer,
     chat,
+    chat_in_subprocess,
     instrumented,
     otlp_json,
     protobuf_request,
@@ -99,6 +100,25 @@ def test_a_model_call_becomes_a_run_in_both_encodings(producer: Producer) -> Non
     assert fields.score_source == "trace"
     assert (fields.target_trace_id, fields.target_span_id) == _ids(spans[0])
     assert fields.target == "shop-agent"  # the resource's service name, no agent name given
+
+
+def test_openllmetry_model_call_becomes_a_run() -> None:
+    # OpenLLMetry's current releases write the GenAI semantic conventions' message attributes.
+    document = chat_in_subprocess(
+        "openllmetry",
+        [
+            {"role": "system", "content": "Answer in one sentence."},
+            {"role": "user", "content": "What is the capital of France?"},
+        ],
+    )
+    (run,) = extract_runs(document).runs
+    assert run.convention == "gen_ai" and run.span_name == "openai.chat"
+    assert get_user_message_from_run_input(run.input) == "What is the capital of France?"
+    assert get_combined_system_prompt(run.input) == "Answer in one sentence."
+    assert get_assistant_message_from_run_output(run.output) == "The capital is Paris."
+    assert json.loads(document)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"] == (
+        run.trace_id
+    )
 
 
 @pytest.mark.parametrize("producer", PRODUCERS)

@@ -1,14 +1,18 @@
 """Real instrumented spans for the trace tests: an `openai` client instrumented by the official
-GenAI instrumentation or by OpenInference, talking to the loopback OpenAI-compatible server, its
-spans captured by the SDK's in-memory exporter and encoded by the OTLP exporter's own encoder."""
+GenAI instrumentation, by OpenInference or by OpenLLMetry, talking to the loopback
+OpenAI-compatible server, its spans captured by the SDK's in-memory exporter and encoded by the
+OTLP exporter's own encoder."""
 
 from __future__ import annotations
 
 import base64
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal
 
 import openai
@@ -23,7 +27,7 @@ from opentelemetry.trace import Tracer
 
 from scorewatch.testing.judge_server import LoopbackJudgeServer
 
-Producer = Literal["genai", "openinference"]
+Producer = Literal["genai", "openinference", "openllmetry"]
 
 _GENAI_ENV = {
     "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
@@ -62,6 +66,11 @@ def instrumented(
         if not content:
             env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "NO_CONTENT"
         instrumentor = OpenAIInstrumentor()
+    elif producer == "openllmetry":
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor as TraceloopInstrumentor
+
+        env = {"TRACELOOP_TRACE_CONTENT": "true" if content else "false"}
+        instrumentor = TraceloopInstrumentor()
     else:
         from openinference.instrumentation.openai import OpenAIInstrumentor as OIInstrumentor
 
@@ -77,6 +86,35 @@ def instrumented(
         finally:
             instrumentor.uninstrument()
             provider.shutdown()
+
+
+def chat_in_subprocess(producer: Producer, messages: Sequence[Mapping[str, Any]]) -> str:
+    """The OTLP/JSON of one instrumented model call made in a fresh interpreter.
+
+    OpenLLMetry's instrumentation does not fully undo itself on `uninstrument()` (the next
+    instrumentation of the same client in the process records no spans), so it runs apart.
+    """
+    script = (
+        "import json, sys\n"
+        "from traces_support import LoopbackJudgeServer, chat, instrumented, otlp_json\n"
+        "producer, messages = json.loads(sys.argv[1])\n"
+        "with LoopbackJudgeServer('The capital is Paris.') as server, "
+        "instrumented(producer) as (_, exporter):\n"
+        "    chat(server, messages)\n"
+        "print(otlp_json(exporter.get_finished_spans()))\n"
+    )
+    here = str(Path(__file__).resolve().parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    completed = subprocess.run(
+        [sys.executable, "-c", script, json.dumps([producer, list(messages)])],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return completed.stdout.strip().splitlines()[-1]
 
 
 def chat(
