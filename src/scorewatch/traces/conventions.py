@@ -27,16 +27,17 @@ __all__ = ["REDACTED", "indexed", "read_span", "tool_call_of_span"]
 # GenAI semantic conventions
 
 
-def _semconv_message(raw: Any, default_role: str) -> Message | None:
-    if not isinstance(raw, Mapping):
-        return openai_message(raw, default_role)
-    parts = raw.get("parts")
-    if not isinstance(parts, list):
-        return openai_message(raw, default_role)
+def _semconv_message(raw: Any, default_role: str) -> list[Message]:
+    """One message, in parts; each tool result becomes a `tool` message of its own (producers
+    send several results in one `user` or `tool` message)."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("parts"), list):
+        message = openai_message(raw, default_role)
+        return [message] if message is not None else []
     role = raw.get("role")
     message = Message(role=role if isinstance(role, str) else default_role)
+    results: list[Message] = []
     texts = []
-    for part in parts:
+    for part in raw["parts"]:
         if not isinstance(part, Mapping):
             continue
         kind = part.get("type")
@@ -53,11 +54,16 @@ def _semconv_message(raw: Any, default_role: str) -> Message | None:
             )
         elif kind == "tool_call_response":
             call_id = part.get("id")
-            message.tool_call_id = call_id if isinstance(call_id, str) else None
             response = part.get("response", part.get("result"))
-            texts.append(response if isinstance(response, str) else _json_text(response))
+            results.append(
+                Message(
+                    role="tool",
+                    text=response if isinstance(response, str) else _json_text(response),
+                    tool_call_id=call_id if isinstance(call_id, str) else None,
+                )
+            )
     message.text = "\n".join(texts)
-    return message
+    return [*results, message] if texts or message.tool_calls or not results else results
 
 
 def _json_text(value: Any) -> str:
@@ -75,7 +81,7 @@ def _semconv_messages(value: Any, default_role: str) -> list[Message] | None:
         decoded = [decoded]
     if not isinstance(decoded, list):
         return None
-    messages = [m for m in (_semconv_message(item, default_role) for item in decoded) if m]
+    messages = [m for item in decoded for m in _semconv_message(item, default_role)]
     return messages or None
 
 

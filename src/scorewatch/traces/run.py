@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from ..core.result import ScorerRun
 from .conventions import indexed, read_span, tool_call_of_span
-from .messages import Message, SpanContent, ToolCall
+from .messages import Message, SpanContent, ToolCall, from_json_text
 from .spans import SpanRecord
 
 __all__ = ["ExtractedRun", "SkipReason", "Skipped", "extract_run", "is_agent_span"]
@@ -138,7 +138,7 @@ def _turn_tool_calls(inputs: Sequence[Message], outputs: Sequence[Message]) -> l
                 by_id[call.id] = call
         if message.role == "tool" and message.tool_call_id in by_id:
             found = by_id[message.tool_call_id]
-            found.result, found.has_result = message.text, True
+            found.result, found.has_result = from_json_text(message.text), True
     return calls
 
 
