@@ -202,3 +202,42 @@ def test_selector_is_the_toml_table_shape() -> None:
         SpanSelector.model_validate({"operations": ["chat"]})
     with pytest.raises(ValidationError):
         BufferLimits(max_traces=0)
+
+
+def test_a_quiet_subtree_is_ready_while_the_rest_of_its_trace_is_busy() -> None:
+    clock = Clock()
+    buffer = TraceBuffer(limits=LIMITS, clock=clock)
+    buffer.add([agent(1), tool(2, 1, "lookup", start=1)])
+    for index in range(10, 20):  # another part of the trace keeps busy
+        clock.now += 1
+        buffer.add([span(index, 5, start=index)])
+        ready = buffer.pop_ready()
+        if clock.now - 1000 < 2:
+            assert ready == []
+        elif ready:
+            break
+    assert [r.span.span_id for r in ready] == [f"{1:016x}"]
+    assert clock.now == 1002
+
+
+def test_a_model_call_waits_for_the_agent_span_that_ends_after_it() -> None:
+    clock = Clock()
+    buffer = TraceBuffer(limits=LIMITS, clock=clock)  # default selectors: agents and chats
+    buffer.add([span(2, 1, start=5, gen_ai__operation__name="chat")])
+    clock.now += 30  # quiet long ago, but its parent (the agent, still running) is missing
+    assert buffer.pop_ready() == []
+    buffer.add([agent(1)])
+    clock.now += 2
+    assert [r.span.name for r in buffer.pop_ready()] == ["invoke_agent"]
+    assert buffer.counts.nested_skipped == 1
+
+
+def test_a_model_call_whose_parent_never_comes_is_scored_after_the_wait() -> None:
+    clock = Clock()
+    limits = BufferLimits(quiet_period_s=2, parent_wait_s=20)
+    buffer = TraceBuffer(limits=limits, clock=clock)
+    buffer.add([span(2, 1, start=5, gen_ai__operation__name="chat")])
+    clock.now += limits.quiet_period_s + limits.parent_wait_s - 1
+    assert buffer.pop_ready() == []
+    clock.now += 1
+    assert [r.span.name for r in buffer.pop_ready()] == ["chat"]

@@ -3,10 +3,15 @@
 Spans of one trace come in several export requests and in any order (a child's batch may land
 after its parent's). `TraceBuffer` keeps partial traces and hands out a selected span once its
 subtree can be taken as complete: the span itself has arrived (so it has ended) and nothing has
-arrived in its trace for `quiet_period_s`. Memory is bounded: at most `max_traces` traces of at
-most `max_spans_per_trace` spans, each kept at most `max_age_s`; a trace with nothing left to
-hand out is dropped after `linger_s` without new spans (late spans of a parent may still need
-it). Every span or trace dropped on a bound is counted by reason.
+arrived under it for `quiet_period_s`. Activity elsewhere in the trace (a long conversation kept
+in one trace) does not hold it back. A span that is skipped when nested (a model call inside a
+selected agent) also waits, up to `parent_wait_s` more, for its missing ancestors: an agent's
+span is exported only when the agent ends, well after its first model calls.
+
+Memory is bounded: at most `max_traces` traces of at most `max_spans_per_trace` spans, each
+kept at most `max_age_s`; a trace with nothing left to hand out is dropped after `linger_s`
+without new spans (late spans of a parent may still need it). Every span or trace dropped on a
+bound is counted by reason.
 
 Pure data structure: no I/O, no threads, no event loop; time comes from the injected clock.
 """
@@ -17,6 +22,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,13 +42,15 @@ class BufferLimits(BaseModel):
     max_age_s: float = Field(default=600.0, gt=0)
     quiet_period_s: float = Field(default=5.0, ge=0)
     linger_s: float = Field(default=30.0, ge=0)
+    parent_wait_s: float = Field(default=60.0, ge=0)
 
 
 @dataclass(slots=True)
 class BufferCounts:
     """What happened to what arrived. Eviction reasons: `max_traces` (the oldest trace made room
     for a new one), `max_age` (a trace still incomplete after `max_age_s`); span drop reasons:
-    `max_spans_per_trace`, `duplicate` (a span id seen before in its trace). `lost_selected`
+    `max_spans_per_trace`, `duplicate` (a span id seen before in its trace). `max_age` also
+    ends a trace that never stops receiving spans. `lost_selected`
     counts the selected spans that evictions took before they were handed out."""
 
     spans_received: int = 0
@@ -67,8 +75,8 @@ class _Trace:
     first_seen: float
     last_arrival: float
     spans: dict[str, SpanRecord] = field(default_factory=dict)
-    # selected span id -> (arrival time, whether a selected ancestor makes it skippable)
-    pending: dict[str, tuple[float, bool]] = field(default_factory=dict)
+    # selected span id -> [last arrival in its subtree, whether a selected ancestor skips it]
+    pending: dict[str, list[Any]] = field(default_factory=dict)
 
 
 class TraceBuffer:
@@ -118,7 +126,24 @@ class TraceBuffer:
         self._span_total += 1
         selector = matching_selector(span, self.selectors)
         if selector is not None:
-            trace.pending[span.span_id] = (now, not selector.nested)
+            trace.pending[span.span_id] = [now, not selector.nested]
+        if trace.pending:
+            self._touch_ancestors(trace, span, now)
+
+    @staticmethod
+    def _touch_ancestors(trace: _Trace, span: SpanRecord, now: float) -> None:
+        """A span arrived under its ancestors: their subtrees are not quiet yet."""
+        seen = {span.span_id}
+        parent_id = span.parent_span_id
+        while parent_id is not None and parent_id not in seen:
+            seen.add(parent_id)
+            waiting = trace.pending.get(parent_id)
+            if waiting is not None:
+                waiting[0] = now
+            parent = trace.spans.get(parent_id)
+            if parent is None:
+                return
+            parent_id = parent.parent_span_id
 
     def _evict(self, trace_id: str, reason: str) -> None:
         trace = self._traces.pop(trace_id)
@@ -140,9 +165,8 @@ class TraceBuffer:
         ready: list[ReadySpan] = []
         for trace_id in list(self._traces):
             trace = self._traces[trace_id]
-            quiet = flush or now - trace.last_arrival >= limits.quiet_period_s
-            if trace.pending and quiet:
-                ready.extend(self._hand_out(trace))
+            if trace.pending:
+                ready.extend(self._hand_out(trace, now, flush))
             if not flush and now - trace.first_seen >= limits.max_age_s:
                 self._evict(trace_id, "max_age")
             elif not trace.pending and (flush or now - trace.last_arrival >= limits.linger_s):
@@ -150,27 +174,44 @@ class TraceBuffer:
         self.counts.ready += len(ready)
         return ready
 
-    def _hand_out(self, trace: _Trace) -> list[ReadySpan]:
-        snapshot = tuple(trace.spans.values())
+    def _hand_out(self, trace: _Trace, now: float, flush: bool) -> list[ReadySpan]:
+        limits = self.limits
         out = []
-        for span_id, (_, skip_nested) in sorted(trace.pending.items(), key=lambda i: i[1][0]):
-            span = trace.spans[span_id]
-            if skip_nested and self._has_selected_ancestor(trace, span):
-                self.counts.nested_skipped += 1
+        snapshot: tuple[SpanRecord, ...] | None = None
+        for span_id, (last, skip_nested) in list(trace.pending.items()):
+            waited = now - last
+            if not flush and waited < limits.quiet_period_s:
                 continue
+            span = trace.spans[span_id]
+            if skip_nested:
+                ancestry = self._ancestry(trace, span)
+                if ancestry == "selected":
+                    del trace.pending[span_id]
+                    self.counts.nested_skipped += 1
+                    continue
+                if (
+                    ancestry == "missing"
+                    and not flush
+                    and waited < limits.quiet_period_s + limits.parent_wait_s
+                ):
+                    continue
+            del trace.pending[span_id]
+            if snapshot is None:
+                snapshot = tuple(trace.spans.values())
             out.append(ReadySpan(span=span, trace=snapshot))
-        trace.pending.clear()
         return out
 
-    def _has_selected_ancestor(self, trace: _Trace, span: SpanRecord) -> bool:
+    def _ancestry(self, trace: _Trace, span: SpanRecord) -> str:
+        """`selected` (an ancestor is selected), `root` (every ancestor is here, none selected)
+        or `missing` (an ancestor has not arrived)."""
         seen = {span.span_id}
         parent_id = span.parent_span_id
         while parent_id is not None and parent_id not in seen:
             seen.add(parent_id)
             parent = trace.spans.get(parent_id)
             if parent is None:
-                return False
+                return "missing"
             if matching_selector(parent, self.selectors) is not None:
-                return True
+                return "selected"
             parent_id = parent.parent_span_id
-        return False
+        return "root"
