@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.not_scorable import NotScorableInfo
+
 __all__ = [
     "AcceptedRun",
     "BatchAccepted",
@@ -137,11 +139,14 @@ class BatchAccepted(BaseModel):
 class RunOutcome(BaseModel):
     scorer: str
     run_id: str
-    status: Literal["success", "failed", "pending", "dropped"] = Field(
-        description="`pending`: not finished within the wait timeout; it keeps running and "
-        "its result will be stored. `dropped`: given up at shutdown (counted)."
+    status: Literal["success", "not_scorable", "failed", "pending", "dropped"] = Field(
+        description="`not_scorable`: the scorer found nothing to judge (no score; "
+        "`not_scorable` says which step and why). `pending`: not finished within the wait "
+        "timeout; it keeps running and its result will be stored. `dropped`: given up at "
+        "shutdown (counted)."
     )
-    score: float | None = None
+    score: int | float | None = None
+    not_scorable: NotScorableInfo | None = None
     reason: Any = None
     error: str | None = None
     error_code: str | None = None
@@ -194,8 +199,8 @@ class ErrorBody(BaseModel):
 
     error: str = Field(
         description="A stable code: invalid_request, body_too_large, batch_too_large, "
-        "unsupported_media_type, unknown_scorer, queue_full, shutting_down, "
-        "queue_unavailable, unauthorized, "
+        "unsupported_media_type, body_timeout, unknown_scorer, queue_full, shutting_down, "
+        "queue_unavailable, outcome_unknown, unauthorized, "
         "not_found, method_not_allowed, no_result_store.",
         examples=["unknown_scorer"],
     )
@@ -203,6 +208,11 @@ class ErrorBody(BaseModel):
     fields: list[FieldProblem] | None = None
     known_scorers: list[str] | None = None
     retry_after: int | None = Field(None, description="Seconds; also sent as Retry-After.")
+    runs: list[dict[str, Any]] | None = Field(
+        None,
+        description="`outcome_unknown`: `{item, scorer, run_id}` of every run the request "
+        "carried, which may or may not have been accepted.",
+    )
 
 
 class Health(BaseModel):
@@ -212,7 +222,8 @@ class Health(BaseModel):
 class Readiness(BaseModel):
     status: Literal["ready", "not_ready"]
     checks: dict[str, bool] = Field(
-        description="`accepting` (not shutting down), `queue` (not saturated), `sink:<name>`."
+        description="`accepting` (not shutting down), `queue` (not saturated), `redis` (the "
+        "work queue answers, in queue mode), `sink:<name>` (writable)."
     )
 
 
