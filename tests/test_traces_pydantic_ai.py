@@ -16,6 +16,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from scorewatch.scorers.tool_call_accuracy_code import create_tool_call_accuracy_code_scorer
+from scorewatch.scorers.trajectory_accuracy_code import create_trajectory_accuracy_code_scorer
 from scorewatch.scorers.utils import (
     extract_tool_results,
     get_assistant_message_from_run_output,
@@ -81,8 +82,19 @@ def test_pydantic_ai_agent_run_has_its_tool_calls_in_order() -> None:
     in_order = create_tool_call_accuracy_code_scorer(
         expected_tool_order=["lookup_order", "notify_customer"], strict_mode=True
     )
-    scored = score_traces_sync([in_order], document)
-    assert scored.scores == {in_order.id: 1}
+    # The trajectory scorers read the same run: its steps are the tool calls, in order.
+    strict = create_trajectory_accuracy_code_scorer(
+        expected_trajectory=[{"name": "lookup_order"}, {"name": "notify_customer"}],
+        ordering="strict",
+    )
+    swapped = create_trajectory_accuracy_code_scorer(
+        expected_trajectory=[{"name": "notify_customer"}, {"name": "lookup_order"}],
+        ordering="strict",
+    )
+    scored = score_traces_sync([in_order, strict], document)
+    assert scored.scores == {in_order.id: 1, strict.id: 1}
+    steps = swapped.run_sync(run.scorer_run())
+    assert steps.score is not None and steps.score < 1
     assert (scored.spans[0].trace_id, scored.spans[0].span_id) == (run.trace_id, run.span_id)
 
 
