@@ -1,7 +1,8 @@
 """The architecture's import rule: a folder imports only the folders listed above it.
 
-judge → core → scorers → evals → live → telemetry → server → testing; `judge` and `core` never
-import the OpenTelemetry SDK (core not even the API). The CLI, its commands and the demo sit on
+judge → core → scorers → evals → live → telemetry → server → testing, with `traces` beside
+`live` (neither imports the other); `judge` and `core` never import the OpenTelemetry SDK (core
+not even the API). The CLI, its commands and the demo sit on
 top and may import anything.
 """
 
@@ -15,6 +16,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "scorewatch"
 ORDER = ["judge", "core", "scorers", "evals", "live", "telemetry", "server", "testing"]
 RANK = {name: index for index, name in enumerate(ORDER)}
+# `traces` sits beside `live`, on top of evals: the two never import each other.
+RANK["traces"] = RANK["live"]
+SIBLINGS = {"live": "traces", "traces": "live"}
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:
@@ -42,13 +46,13 @@ def layer_of(module: str) -> str | None:
     return parts[1] if len(parts) > 1 and parts[0] == "scorewatch" else None
 
 
-@pytest.mark.parametrize("layer", ORDER)
+@pytest.mark.parametrize("layer", [*ORDER, "traces"])
 def test_layer_imports_only_layers_above(layer: str) -> None:
     problems = []
     for path in sorted((PACKAGE / layer).rglob("*.py")):
         for line, module in imported_modules(path):
             target = layer_of(module)
-            if target in RANK and RANK[target] > RANK[layer]:
+            if target in RANK and (RANK[target] > RANK[layer] or SIBLINGS.get(layer) == target):
                 problems.append(f"{path.relative_to(PACKAGE)}:{line} imports {module}")
             if layer in ("judge", "core") and module.startswith("opentelemetry.sdk"):
                 problems.append(f"{path.relative_to(PACKAGE)}:{line} imports {module}")
@@ -70,3 +74,8 @@ def test_judge_imports_nothing_of_scorewatch_but_errors() -> None:
 def test_the_checker_sees_relative_imports() -> None:
     modules = [module for _, module in imported_modules(PACKAGE / "core" / "prompt.py")]
     assert "scorewatch.judge.errors" in modules
+
+
+def test_the_checker_knows_the_traces_layer() -> None:
+    assert (PACKAGE / "traces" / "__init__.py").is_file()
+    assert RANK["traces"] > RANK["evals"] and SIBLINGS["live"] == "traces"

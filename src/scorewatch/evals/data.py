@@ -5,14 +5,16 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.result import ScorerRun
 from ..errors import ScorewatchError
 
 __all__ = [
     "INVALID_DATA_ITEM",
     "NO_DATA",
+    "RUN_FIELD_KEYS",
     "TARGET_FAILED",
     "EvalItem",
     "Target",
@@ -27,6 +29,19 @@ TARGET_FAILED = "RUN_EXPERIMENT_TARGET_FAILED_TO_GENERATE_RESULT"
 
 Target = Callable[[Any], Any]
 
+# Run fields an item may carry besides input/output: where the item came from (a trace's span,
+# when the items are runs built from traces).
+RUN_FIELD_KEYS = (
+    "score_source",
+    "target",
+    "target_scope",
+    "target_entity_type",
+    "target_trace_id",
+    "target_span_id",
+    "target_correlation_context",
+    "target_metadata",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class EvalItem:
@@ -37,6 +52,18 @@ class EvalItem:
     request_context: Any
     has_output: bool
     raw: Mapping[str, Any]
+    run_fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def scorer_run(self, output: Any) -> ScorerRun:
+        """The run a scorer gets for this item: an experiment run unless the item says otherwise."""
+        fields: dict[str, Any] = {"score_source": "experiment", **self.run_fields}
+        return ScorerRun(
+            input=self.input,
+            output=output,
+            ground_truth=self.ground_truth,
+            request_context=self.request_context,
+            **fields,
+        )
 
 
 def validate_items(data: Sequence[Mapping[str, Any]], *, has_target: bool) -> list[EvalItem]:
@@ -59,6 +86,7 @@ def validate_items(data: Sequence[Mapping[str, Any]], *, has_target: bool) -> li
                 request_context=raw.get("request_context", raw.get("requestContext")),
                 has_output="output" in raw,
                 raw=raw,
+                run_fields={key: raw[key] for key in RUN_FIELD_KEYS if key in raw},
             )
         )
     return items

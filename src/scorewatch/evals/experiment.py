@@ -133,13 +133,7 @@ async def run_experiment(
 
     async def score_one(scorer: Scorer, item: EvalItem, output: Any) -> ScorerResult:
         try:
-            result: ScorerRunResult | BaseException = await scorer.run(
-                input=item.input,
-                output=output,
-                ground_truth=item.ground_truth,
-                request_context=item.request_context,
-                score_source="experiment",
-            )
+            result: ScorerRunResult | BaseException = await scorer.run(item.scorer_run(output))
         except Exception as error:
             result = error
         if on_result is not None:

@@ -38,10 +38,20 @@ __all__ = [
     "MalformedBody",
     "ReceivedJudgeRequest",
     "Reply",
+    "ToolCallReply",
 ]
 
 _MAX_HEADER_BYTES = 1 << 20
 _CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallReply:
+    """A tool call the model asks for (an agent under test runs the tool, then calls again)."""
+
+    name: str
+    arguments: Mapping[str, Any] | str = field(default_factory=dict)
+    id: str = "call_loopback"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +83,22 @@ class Reply:
     chunk_size: int = 16
     chunk_delay: float = 0.0
     drop_after_chunks: int | None = None
+    tool_calls: Sequence[ToolCallReply] = ()
+
+    def tool_calls_block(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.arguments
+                    if isinstance(call.arguments, str)
+                    else json.dumps(call.arguments),
+                },
+            }
+            for call in self.tool_calls
+        ]
 
     def usage_block(self) -> dict[str, Any] | None:
         if not self.include_usage:
@@ -558,6 +584,10 @@ class LoopbackJudgeServer:
                 }
             ],
         }
+        if reply.tool_calls:
+            message = completion["choices"][0]["message"]
+            message["tool_calls"] = reply.tool_calls_block()
+            message["content"] = reply.text or None
         usage = reply.usage_block()
         if usage is not None:
             completion["usage"] = usage

@@ -1,0 +1,65 @@
+"""Batch extraction: every run a set of export requests holds, with what was skipped and why."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from .assembly import BufferCounts, BufferLimits, ReadySpan, TraceBuffer
+from .otlp import TraceData, requests_from
+from .run import ExtractedRun, Skipped, extract_run
+from .select import SpanSelector
+from .spans import spans_from_request
+
+__all__ = ["Extraction", "extract_ready", "extract_runs"]
+
+
+@dataclass(slots=True)
+class Extraction:
+    """The runs found, in trace then span-start order, and the selected spans not scored.
+
+    `skipped` counts by reason: `no_content`, `no_output` (see `Skipped`) and `nested` (a
+    selected span under another selected span, its selector not asking for nested spans)."""
+
+    runs: list[ExtractedRun] = field(default_factory=list)
+    skipped_spans: list[Skipped] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    buffer: BufferCounts = field(default_factory=BufferCounts)
+
+
+def extract_ready(ready: Iterable[ReadySpan], into: Extraction) -> None:
+    """Extract the runs of spans a `TraceBuffer` handed out, adding them to `into`."""
+    for item in ready:
+        found = extract_run(item.span, item.trace)
+        if isinstance(found, Skipped):
+            into.skipped_spans.append(found)
+            into.skipped[found.reason] += 1
+        else:
+            into.runs.append(found)
+
+
+def extract_runs(
+    data: TraceData | ExportTraceServiceRequest | Iterable[TraceData],
+    *,
+    select: Sequence[SpanSelector] | None = None,
+    limits: BufferLimits | None = None,
+) -> Extraction:
+    """The runs of every selected span in `data` (requests, OTLP JSON, `file` exporter paths),
+    assembled as the intake assembles them (the same bounds apply), then flushed at the end."""
+    buffer = TraceBuffer(select, limits)
+    extraction = Extraction()
+    for request in requests_from(data):
+        buffer.add(spans_from_request(request))
+    extract_ready(sorted(buffer.pop_ready(flush=True), key=_order), extraction)
+    extraction.skipped["nested"] += buffer.counts.nested_skipped
+    if not extraction.skipped["nested"]:
+        del extraction.skipped["nested"]
+    extraction.buffer = buffer.counts
+    return extraction
+
+
+def _order(item: ReadySpan) -> tuple[int, int]:
+    return (min(span.start_ns for span in item.trace), item.span.start_ns)

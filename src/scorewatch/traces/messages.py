@@ -1,0 +1,131 @@
+"""One message shape for every convention: what a span said went in and came out.
+
+Each convention module turns its attributes or events into `Message`s; `run.py` turns those into
+the agent messages the scorers read. Nothing here knows a convention.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Message",
+    "SpanContent",
+    "ToolCall",
+    "from_json_text",
+    "openai_message",
+    "text_of",
+]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A tool the model asked for, and its result once one was seen."""
+
+    name: str
+    id: str | None = None
+    arguments: Any = None
+    result: Any = None
+    has_result: bool = False
+
+
+@dataclass(slots=True)
+class Message:
+    role: str
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.text.strip() and not self.tool_calls
+
+
+@dataclass(slots=True)
+class SpanContent:
+    """What one span carries; None means the span says nothing about that side."""
+
+    convention: str
+    input: list[Message] | None = None
+    output: list[Message] | None = None
+    system: list[str] = field(default_factory=list)
+
+    @property
+    def has_any(self) -> bool:
+        return bool(self.input or self.output or self.system)
+
+
+def from_json_text(value: Any) -> Any:
+    """A JSON-encoded attribute decoded; anything else (or text that is not JSON) as it is."""
+    if isinstance(value, str) and value[:1] in ("{", "[", '"'):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):  # hostile nesting is just text
+            return value
+    return value
+
+
+def text_of(content: Any, _depth: int = 0) -> str:
+    """The text of a message content: a string, or its text parts joined by newlines."""
+    if content is None or _depth > 8:  # real contents nest two or three levels
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, Mapping) and part.get("type") in (
+                None,
+                "text",
+                "input_text",
+                "output_text",
+            ):
+                text = part.get("text", part.get("content"))
+                if isinstance(text, str):
+                    texts.append(text)
+        return "\n".join(texts)
+    if isinstance(content, Mapping):
+        return text_of(content.get("text", content.get("content")), _depth + 1)
+    return str(content)
+
+
+def _openai_tool_calls(raw: Any) -> list[ToolCall]:
+    calls = []
+    decoded = from_json_text(raw)
+    for item in decoded if isinstance(decoded, list) else []:
+        if not isinstance(item, Mapping):
+            continue
+        function = item.get("function")
+        function = function if isinstance(function, Mapping) else item
+        name = function.get("name")
+        if isinstance(name, str) and name:
+            call_id = item.get("id")
+            calls.append(
+                ToolCall(
+                    name=name,
+                    id=call_id if isinstance(call_id, str) else None,
+                    arguments=from_json_text(function.get("arguments")),
+                )
+            )
+    return calls
+
+
+def openai_message(raw: Any, default_role: str = "user") -> Message | None:
+    """A chat-completions style message (`role`, `content`, `tool_calls`, `tool_call_id`)."""
+    if isinstance(raw, str):
+        return Message(role=default_role, text=raw)
+    if not isinstance(raw, Mapping):
+        return None
+    role = raw.get("role")
+    call_id = raw.get("tool_call_id")
+    return Message(
+        role=role if isinstance(role, str) else default_role,
+        text=text_of(raw.get("content")),
+        tool_calls=_openai_tool_calls(raw.get("tool_calls")),
+        tool_call_id=call_id if isinstance(call_id, str) else None,
+    )

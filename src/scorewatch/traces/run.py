@@ -1,0 +1,244 @@
+"""From a selected span and the spans under it to the run the scorers read.
+
+The run has the shape of the reference system's trace runs: an agent run input
+(`inputMessages` = the current user turn, `rememberedMessages` = the conversation before it,
+`systemMessages`) and an output of one assistant agent message whose `tool-invocation` parts and
+`toolInvocations` list hold the tool calls in order, followed by the answer's text part. Tool
+calls come from the tool-execution spans under an agent span (in start order), else from the
+model messages of the turn. Scorers that read tool calls, trajectories or tool results as
+context read this shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from ..core.result import ScorerRun
+from .conventions import indexed, read_span, tool_call_of_span
+from .messages import Message, SpanContent, ToolCall, from_json_text
+from .spans import SpanRecord
+
+__all__ = ["ExtractedRun", "SkipReason", "Skipped", "extract_run", "is_agent_span"]
+
+SkipReason = Literal["no_content", "no_output"]
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A selected span that is not scored, and why (`no_content`: content capture was off, or
+    the span carries no messages in any known convention; `no_output`: an input but nothing
+    came out, e.g. a failed call)."""
+
+    trace_id: str
+    span_id: str
+    reason: SkipReason
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedRun:
+    """One span's run: what `Scorer.run` takes, plus where it came from."""
+
+    trace_id: str
+    span_id: str
+    span_name: str
+    convention: str
+    input: dict[str, Any]
+    output: list[dict[str, Any]]
+    tool_calls: list[str] = field(default_factory=list)
+    agent: str | None = None
+    entity_type: str | None = None
+    service_name: str | None = None
+
+    def scorer_run(self) -> ScorerRun:
+        """The run for `Scorer.run`, with the reference's trace fields set."""
+        return ScorerRun(output=self.output, **self.run_fields())
+
+    def run_fields(self) -> dict[str, Any]:
+        """Every run field but `output`."""
+        metadata = {"spanName": self.span_name, "convention": self.convention}
+        if self.service_name is not None:
+            metadata["serviceName"] = self.service_name
+        return {
+            "input": self.input,
+            "score_source": "trace",
+            "target": self.agent or self.service_name,
+            "target_scope": "span",
+            "target_entity_type": self.entity_type,
+            "target_trace_id": self.trace_id,
+            "target_span_id": self.span_id,
+            "target_correlation_context": {"traceId": self.trace_id, "spanId": self.span_id},
+            "target_metadata": metadata,
+        }
+
+
+def is_agent_span(span: SpanRecord) -> bool:
+    attributes = span.attributes
+    return (
+        attributes.get("gen_ai.operation.name") == "invoke_agent"
+        or attributes.get("openinference.span.kind") == "AGENT"
+        or attributes.get("traceloop.span.kind") in ("agent", "workflow")
+    )
+
+
+class _Tree:
+    def __init__(self, spans: Iterable[SpanRecord]) -> None:
+        self.children: dict[str, list[SpanRecord]] = {}
+        for span in spans:
+            if span.parent_span_id is not None:
+                self.children.setdefault(span.parent_span_id, []).append(span)
+        for siblings in self.children.values():
+            siblings.sort(key=lambda s: (s.start_ns, s.end_ns))
+
+    def descendants(self, span: SpanRecord) -> list[SpanRecord]:
+        """Depth-first in start order, not entering nested agents (they are runs of their own)."""
+        found: list[SpanRecord] = []
+        stack = list(reversed(self.children.get(span.span_id, [])))
+        while stack:
+            current = stack.pop()
+            found.append(current)
+            if not is_agent_span(current):
+                stack.extend(reversed(self.children.get(current.span_id, [])))
+        return found
+
+
+def _agent_message(message_id: str, role: str, text: str, created: datetime) -> dict[str, Any]:
+    return {
+        "id": message_id,
+        "role": role,
+        "content": {"format": 2, "parts": [{"type": "text", "text": text}], "content": text},
+        "createdAt": created,
+    }
+
+
+def _invocation(call: ToolCall, fallback_id: str) -> dict[str, Any]:
+    arguments = call.arguments
+    return {
+        "toolCallId": call.id or fallback_id,
+        "toolName": call.name,
+        "args": dict(arguments)
+        if isinstance(arguments, Mapping)
+        else ({} if arguments is None else {"value": arguments}),
+        "result": call.result if call.has_result else None,
+        "state": "result" if call.has_result else "call",
+    }
+
+
+def _turn_tool_calls(inputs: Sequence[Message], outputs: Sequence[Message]) -> list[ToolCall]:
+    """Tool calls of the current turn: those after the last user message, results matched by id."""
+    last_user = max((i for i, m in enumerate(inputs) if m.role == "user"), default=-1)
+    calls: list[ToolCall] = []
+    by_id: dict[str, ToolCall] = {}
+    for message in [*inputs[last_user + 1 :], *outputs]:
+        for call in message.tool_calls:
+            calls.append(call)
+            if call.id:
+                by_id[call.id] = call
+        if message.role == "tool" and message.tool_call_id in by_id:
+            found = by_id[message.tool_call_id]
+            found.result, found.has_result = from_json_text(message.text), True
+    return calls
+
+
+def _retrieved_documents(spans: Iterable[SpanRecord]) -> list[str]:
+    documents = []
+    for span in spans:
+        if span.attributes.get("openinference.span.kind") == "RETRIEVER":
+            for item in indexed(span.attributes, "retrieval.documents"):
+                text = item.get("document.content")
+                if isinstance(text, str) and text.strip():
+                    documents.append(text)
+    return documents
+
+
+def _created(span: SpanRecord) -> datetime:
+    return datetime.fromtimestamp((span.end_ns or span.start_ns) / 1e9, UTC)
+
+
+def _agent_name(span: SpanRecord) -> str | None:
+    for key in ("gen_ai.agent.name", "agent.name", "traceloop.entity.name"):
+        value = span.attributes.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def extract_run(span: SpanRecord, trace: Iterable[SpanRecord]) -> ExtractedRun | Skipped:
+    """The run of `span`, read with the other spans of its trace (`trace` may include it)."""
+    tree = _Tree(trace)
+    agent = is_agent_span(span)
+    below = tree.descendants(span) if agent else []
+    own = read_span(span)
+    models = [c for c in (read_span(s) for s in below if tool_call_of_span(s) is None) if c]
+    first = models[0] if models else None
+    last = models[-1] if models else None
+    inputs = _pick(own, first, "input")
+    outputs = _pick(own, last, "output")
+    system = (own.system if own is not None else []) or (first.system if first else [])
+    calls = [call for call in map(tool_call_of_span, below) if call is not None]
+    if not calls:
+        turn_inputs = (last.input if last is not None and last.input else None) or inputs
+        calls = _turn_tool_calls(turn_inputs, outputs)
+    answer = next((m.text for m in reversed(outputs) if m.role == "assistant" and m.text), "")
+    if not answer.strip() and not calls:
+        reason: SkipReason = "no_output" if any(not m.empty for m in inputs) else "no_content"
+        return Skipped(trace_id=span.trace_id, span_id=span.span_id, reason=reason)
+    created = _created(span)
+    last_user = max((i for i, m in enumerate(inputs) if m.role == "user"), default=-1)
+    current = [inputs[last_user]] if last_user >= 0 else []
+    remembered = [m for m in inputs[: max(last_user, 0)] if m.role in ("user", "assistant")]
+    run_input: dict[str, Any] = {
+        "inputMessages": [_agent_message("", m.role, m.text, created) for m in current],
+        "rememberedMessages": [
+            _agent_message("", m.role, m.text, created) for m in remembered if m.text
+        ],
+        "systemMessages": [{"role": "system", "content": text} for text in system],
+        "taggedSystemMessages": {},
+    }
+    documents = _retrieved_documents(below)
+    if documents:
+        run_input["context"] = documents
+    invocations = [_invocation(c, f"{span.span_id}-{i}") for i, c in enumerate(calls)]
+    parts: list[dict[str, Any]] = [
+        {"type": "tool-invocation", "toolInvocation": inv} for inv in invocations
+    ]
+    if answer.strip():
+        parts.append({"type": "text", "text": answer})
+    output = [
+        {
+            "id": span.span_id,
+            "role": "assistant",
+            "content": {
+                "format": 2,
+                "parts": parts,
+                "content": answer,
+                "toolInvocations": invocations,
+            },
+            "createdAt": created,
+        }
+    ]
+    conventions = {c.convention for c in [own, *models] if c is not None}
+    return ExtractedRun(
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        span_name=span.name,
+        convention=",".join(sorted(conventions)) or "tool_spans",
+        input=run_input,
+        output=output,
+        tool_calls=[call.name for call in calls],
+        agent=_agent_name(span),
+        entity_type="agent" if agent else None,
+        service_name=span.service_name,
+    )
+
+
+def _pick(
+    own: SpanContent | None, child: SpanContent | None, side: Literal["input", "output"]
+) -> list[Message]:
+    for content in (own, child):
+        messages = getattr(content, side) if content is not None else None
+        if messages:
+            return list(messages)
+    return []

@@ -1,0 +1,124 @@
+"""`score_traces`: score the runs found in OTLP trace data, the counterpart of the reference's
+`scoreTraces`. The runs go through `run_experiment` (the same scorer path, concurrency and error
+isolation as `scorewatch eval`); each result carries the evaluated span's trace and span ids."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from pydantic import BaseModel
+
+from ..core.sync import run_coroutine_sync
+from ..evals.entries import EvalScorer
+from ..evals.experiment import ExperimentSummary, OnResult, ScorerResult, run_experiment
+from .assembly import BufferLimits
+from .collect import extract_runs
+from .otlp import TraceData
+from .select import SpanSelector
+
+__all__ = ["ScoredSpan", "TraceScores", "score_traces", "score_traces_sync"]
+
+
+class ScoredSpan(BaseModel):
+    """One evaluated span and every scorer's result on its run."""
+
+    trace_id: str
+    span_id: str
+    span_name: str
+    agent: str | None = None
+    tool_calls: list[str] = []
+    results: dict[str, ScorerResult] = {}
+
+
+class TraceScores(BaseModel):
+    """Mean score per scorer, the spans scored, and what was not scored and why.
+
+    `skipped`: selected spans not scored, by reason (`no_content`, `no_output`, `nested`);
+    `dropped`: spans or traces the assembly bounds dropped, by reason."""
+
+    scores: dict[str, float]
+    spans: list[ScoredSpan]
+    skipped: dict[str, int]
+    dropped: dict[str, int]
+    summary: ExperimentSummary
+
+
+async def score_traces(
+    scorers: Sequence[EvalScorer],
+    data: TraceData | ExportTraceServiceRequest | Iterable[TraceData],
+    *,
+    select: Sequence[SpanSelector] | None = None,
+    limits: BufferLimits | None = None,
+    concurrency: int = 1,
+    on_result: OnResult | None = None,
+) -> TraceScores:
+    """Score every selected span of `data` (export requests, OTLP JSON, Collector `file`
+    exporter files) with every scorer. `on_result` sees each (span, scorer) outcome as it
+    finishes, as `run_experiment`'s does; its result's `target_trace_id` / `target_span_id` name
+    the span."""
+    # Reading files and decoding spans is blocking CPU work: keep it off the caller's loop.
+    extraction = await asyncio.to_thread(extract_runs, data, select=select, limits=limits)
+    counts = extraction.buffer
+    dropped = {
+        **{f"span_{k}": v for k, v in counts.spans_dropped.items()},
+        **{f"trace_{k}": v for k, v in counts.traces_evicted.items()},
+    }
+    spans = [
+        ScoredSpan(
+            trace_id=run.trace_id,
+            span_id=run.span_id,
+            span_name=run.span_name,
+            agent=run.agent,
+            tool_calls=run.tool_calls,
+        )
+        for run in extraction.runs
+    ]
+    if not spans:
+        summary = ExperimentSummary(total_items=0, failed_items=0, scorer_failures={})
+        return TraceScores(
+            scores={},
+            spans=[],
+            skipped=dict(extraction.skipped),
+            dropped=dropped,
+            summary=summary,
+        )
+    items: list[dict[str, Any]] = [
+        {"output": run.output, **run.run_fields()} for run in extraction.runs
+    ]
+    experiment = await run_experiment(
+        data=items, scorers=scorers, concurrency=concurrency, on_result=on_result
+    )
+    for span, item in zip(spans, experiment.items, strict=True):
+        span.results = item.results
+    return TraceScores(
+        scores=experiment.scores,
+        spans=spans,
+        skipped=dict(extraction.skipped),
+        dropped=dropped,
+        summary=experiment.summary,
+    )
+
+
+def score_traces_sync(
+    scorers: Sequence[EvalScorer],
+    data: TraceData | ExportTraceServiceRequest | Iterable[TraceData],
+    *,
+    select: Sequence[SpanSelector] | None = None,
+    limits: BufferLimits | None = None,
+    concurrency: int = 1,
+    on_result: OnResult | None = None,
+) -> TraceScores:
+    """`score_traces` for code without an event loop."""
+    return run_coroutine_sync(
+        score_traces(
+            scorers,
+            data,
+            select=select,
+            limits=limits,
+            concurrency=concurrency,
+            on_result=on_result,
+        )
+    )

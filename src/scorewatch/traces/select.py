@@ -1,0 +1,95 @@
+"""Which spans are runs to score: the `[[traces.select]]` tables of the configuration.
+
+A selector matches a span when every condition it sets holds; a span is selected when any
+selector matches. With no selectors, `DEFAULT_SELECTORS` apply: agent invocations and model
+calls in each convention this package reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .spans import SpanRecord
+
+__all__ = ["DEFAULT_SELECTORS", "SpanSelector", "matching_selector"]
+
+Scalar = str | bool | int | float
+
+
+class SpanSelector(BaseModel):
+    """One `[[traces.select]]` table.
+
+    `operation`: values of `gen_ai.operation.name` (`invoke_agent`, `chat`, ...);
+    `service`: values of the resource's `service.name`; `name`: a regular expression the whole
+    span name must match; `attributes`: attribute values the span must have (equality; a list
+    attribute matches when it contains the value). `nested = false` (the default) skips a match
+    when one of its ancestors in the trace is selected too, so an agent and the model calls it
+    makes are not all scored.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    operation: list[str] | None = None
+    service: list[str] | None = None
+    name: str | None = None
+    attributes: dict[str, Scalar] = Field(default_factory=dict)
+    nested: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as error:
+                raise ValueError(f"name is not a valid regular expression: {error}") from None
+        return value
+
+    @cached_property
+    def _pattern(self) -> re.Pattern[str] | None:
+        return re.compile(self.name) if self.name is not None else None
+
+    def matches(self, span: SpanRecord) -> bool:
+        attributes = span.attributes
+        if self.operation is not None and attributes.get("gen_ai.operation.name") not in (
+            self.operation
+        ):
+            return False
+        if self.service is not None and span.service_name not in self.service:
+            return False
+        pattern = self._pattern
+        if pattern is not None and pattern.fullmatch(span.name) is None:
+            return False
+        return all(_equal(attributes.get(key), want) for key, want in self.attributes.items())
+
+
+def _equal(value: Any, want: Scalar) -> bool:
+    if isinstance(value, list):
+        return any(_equal(item, want) for item in value)
+    if isinstance(value, bool) or isinstance(want, bool):
+        # bool is an int in Python: keep `true` from matching 1.
+        return type(value) is type(want) and value == want
+    return bool(value == want)
+
+
+DEFAULT_SELECTORS: tuple[SpanSelector, ...] = (
+    SpanSelector(operation=["invoke_agent", "chat", "text_completion", "generate_content"]),
+    SpanSelector(attributes={"openinference.span.kind": "AGENT"}),
+    SpanSelector(attributes={"openinference.span.kind": "LLM"}),
+    SpanSelector(attributes={"traceloop.span.kind": "agent"}),
+    SpanSelector(attributes={"llm.request.type": "chat"}),
+    SpanSelector(attributes={"llm.request.type": "completion"}),
+)
+
+
+def matching_selector(span: SpanRecord, selectors: Sequence[SpanSelector]) -> SpanSelector | None:
+    """The first selector that matches the span, or None."""
+    for selector in selectors:
+        if selector.matches(span):
+            return selector
+    return None

@@ -1,0 +1,109 @@
+"""Spans as the rest of this package reads them: plain values, hex ids, nothing protobuf.
+
+`spans_from_request` flattens an `ExportTraceServiceRequest` (resource → scope → span) into
+`SpanRecord`s, each carrying its resource's attributes, so later stages never walk protobuf
+messages or care which request a span came in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+__all__ = ["SpanEvent", "SpanRecord", "any_value", "attributes_of", "spans_from_request"]
+
+_STATUS_ERROR = 2
+
+
+@dataclass(frozen=True, slots=True)
+class SpanEvent:
+    """One span event: its name, time and attributes."""
+
+    name: str
+    time_ns: int
+    attributes: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SpanRecord:
+    """One finished span. Ids are lowercase hex (32 and 16 digits), as OTLP JSON writes them;
+    `parent_span_id` is None for a root span."""
+
+    trace_id: str
+    span_id: str
+    name: str
+    parent_span_id: str | None = None
+    start_ns: int = 0
+    end_ns: int = 0
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    events: tuple[SpanEvent, ...] = ()
+    resource: Mapping[str, Any] = field(default_factory=dict)
+    scope: str = ""
+    error: bool = False
+
+    @property
+    def service_name(self) -> str | None:
+        name = self.resource.get("service.name")
+        return name if isinstance(name, str) else None
+
+
+def any_value(value: AnyValue) -> Any:
+    """The Python value of an OTLP `AnyValue` (bytes become hex text, an unset value None)."""
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "int_value":
+        return value.int_value
+    if kind == "double_value":
+        return value.double_value
+    if kind == "array_value":
+        return [any_value(item) for item in value.array_value.values]
+    if kind == "kvlist_value":
+        return attributes_of(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return value.bytes_value.hex()
+    return None
+
+
+def attributes_of(pairs: Any) -> dict[str, Any]:
+    """A `KeyValue` list as a dict (a repeated key keeps its last value)."""
+    items: list[KeyValue] = list(pairs)
+    return {pair.key: any_value(pair.value) for pair in items}
+
+
+def spans_from_request(request: ExportTraceServiceRequest) -> Iterator[SpanRecord]:
+    """Every span of the request, in the order the request lists them."""
+    for resource_spans in request.resource_spans:
+        resource = attributes_of(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            scope = scope_spans.scope.name
+            for span in scope_spans.spans:
+                yield SpanRecord(
+                    trace_id=span.trace_id.hex(),
+                    span_id=span.span_id.hex(),
+                    parent_span_id=span.parent_span_id.hex() or None,
+                    name=span.name,
+                    start_ns=span.start_time_unix_nano,
+                    end_ns=span.end_time_unix_nano,
+                    attributes=attributes_of(span.attributes),
+                    events=tuple(
+                        SpanEvent(
+                            name=event.name,
+                            time_ns=event.time_unix_nano,
+                            attributes=attributes_of(event.attributes),
+                        )
+                        for event in span.events
+                    ),
+                    resource=resource,
+                    scope=scope,
+                    error=span.status.code == _STATUS_ERROR,
+                )

@@ -1,0 +1,243 @@
+"""The trace buffer: spans in pieces and out of order, completion after a quiet period, bounds
+on traces, spans and age, every drop counted. Time comes from a test clock."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from scorewatch.traces import (
+    BufferLimits,
+    SpanRecord,
+    SpanSelector,
+    TraceBuffer,
+    extract_run,
+)
+
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+
+
+@dataclass
+class Clock:
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def span(
+    span_id: int,
+    parent: int | None = None,
+    *,
+    trace: str = TRACE,
+    start: int = 0,
+    **attributes: Any,
+) -> SpanRecord:
+    values = {k.replace("__", "."): v for k, v in attributes.items()}
+    return SpanRecord(
+        trace_id=trace,
+        span_id=f"{span_id:016x}",
+        parent_span_id=f"{parent:016x}" if parent is not None else None,
+        name=str(values.get("gen_ai.operation.name", "work")),
+        start_ns=start,
+        end_ns=start + 1,
+        attributes=values,
+        resource={"service.name": "svc"},
+    )
+
+
+def agent(span_id: int, **extra: Any) -> SpanRecord:
+    return span(
+        span_id,
+        **{
+            "gen_ai__operation__name": "invoke_agent",
+            "gen_ai__output__messages": '[{"role": "assistant", "parts": '
+            '[{"type": "text", "content": "done"}]}]',
+        },
+        **extra,
+    )
+
+
+def tool(span_id: int, parent: int, name: str, start: int) -> SpanRecord:
+    return span(
+        span_id,
+        parent,
+        start=start,
+        gen_ai__operation__name="execute_tool",
+        gen_ai__tool__name=name,
+        gen_ai__tool__call__result='"ok"',
+    )
+
+
+LIMITS = BufferLimits(quiet_period_s=2, linger_s=10, max_age_s=60)
+
+
+def test_spans_split_across_requests_and_out_of_order_make_one_run() -> None:
+    clock = Clock()
+    buffer = TraceBuffer(limits=LIMITS, clock=clock)
+    buffer.add([tool(3, 1, "second", start=30)])  # a child's batch lands first
+    buffer.add([agent(1)])
+    clock.now += 1.5
+    buffer.add([tool(2, 1, "first", start=20)])  # a late batch: the agent is not complete yet
+    clock.now += 1.5
+    assert buffer.pop_ready() == []  # 1.5 s since the last span: still within the quiet period
+    clock.now += 0.5
+    (ready,) = buffer.pop_ready()
+    assert ready.span.span_id == f"{1:016x}"
+    run = extract_run(ready.span, ready.trace)
+    assert not isinstance(run, type(None))
+    assert run.tool_calls == ["first", "second"]
+    assert buffer.pop_ready() == []  # handed out once
+    assert buffer.counts.ready == 1 and buffer.counts.spans_received == 3
+
+
+def test_a_finished_trace_lingers_for_a_late_parent_then_is_retired() -> None:
+    clock = Clock()
+    buffer = TraceBuffer([SpanSelector(operation=["invoke_agent"])], LIMITS, clock=clock)
+    buffer.add([tool(2, 1, "lookup", start=5)])
+    clock.now += 5
+    assert buffer.pop_ready() == [] and len(buffer) == 1  # nothing selected yet, kept
+    buffer.add([agent(1)])  # the parent arrives after its child's trace went quiet
+    clock.now += 2
+    (ready,) = buffer.pop_ready()
+    assert [s.span_id for s in ready.trace] == [f"{2:016x}", f"{1:016x}"]
+    clock.now += 10
+    assert buffer.pop_ready() == [] and len(buffer) == 0 and buffer.spans_held == 0
+    assert buffer.counts.traces_completed == 1 and buffer.counts.traces_evicted == Counter()
+
+
+def test_a_trace_that_never_completes_is_evicted_and_counted() -> None:
+    clock = Clock()
+    buffer = TraceBuffer(limits=LIMITS, clock=clock)
+    buffer.add([agent(1)])
+    for index in range(2, 62):  # a span every second: never quiet for 2 s, until 60 s old
+        clock.now += 1
+        buffer.add([span(index, 1, start=index)])
+        assert buffer.pop_ready() == []
+    assert len(buffer) == 0 and buffer.spans_held == 0
+    buffer.add([span(99, 1)])  # a straggler starts a new partial trace, the agent is gone
+    assert len(buffer) == 1 and buffer.pop_ready(flush=True) == []
+    assert buffer.counts.traces_evicted == Counter({"max_age": 1})
+    assert buffer.counts.lost_selected == Counter({"max_age": 1})
+
+
+def test_a_flood_stays_within_bounds_and_every_drop_is_counted() -> None:
+    clock = Clock()
+    limits = BufferLimits(max_traces=50, max_spans_per_trace=20, quiet_period_s=2)
+    buffer = TraceBuffer(limits=limits, clock=clock)
+    peak = 0
+    for trace_index in range(1000):
+        trace = f"{trace_index + 1:032x}"
+        buffer.add([span(i + 1, trace=trace) for i in range(30)])
+        buffer.add([agent(99, trace=trace)])
+        peak = max(peak, buffer.spans_held)
+    assert len(buffer) == 50 and peak <= 50 * 20
+    counts = buffer.counts
+    assert counts.spans_received == 1000 * 31
+    assert counts.spans_dropped == Counter({"max_spans_per_trace": 1000 * 11})
+    assert counts.traces_evicted == Counter({"max_traces": 950})
+    # The agent span of each trace came after its 20 allowed spans: never selected, never lost.
+    assert counts.lost_selected == Counter()
+    clock.now += 2
+    assert buffer.pop_ready() == []
+
+
+def test_evicting_for_room_counts_the_selected_spans_lost() -> None:
+    buffer = TraceBuffer(limits=BufferLimits(max_traces=2), clock=Clock())
+    for index in range(5):
+        buffer.add([agent(1, trace=f"{index + 1:032x}")])
+    assert buffer.counts.traces_evicted == Counter({"max_traces": 3})
+    assert buffer.counts.lost_selected == Counter({"max_traces": 3})
+    assert [r.span.trace_id for r in buffer.pop_ready(flush=True)] == [f"{4:032x}", f"{5:032x}"]
+
+
+def test_a_repeated_span_is_counted_once() -> None:
+    buffer = TraceBuffer(limits=LIMITS, clock=Clock())
+    buffer.add([agent(1), agent(1)])
+    buffer.add([agent(1)])  # an exporter retry
+    assert buffer.counts.spans_dropped == Counter({"duplicate": 2})
+    assert len(buffer.pop_ready(flush=True)) == 1
+
+
+def test_nested_selected_spans_are_skipped_unless_asked() -> None:
+    chat = span(2, 1, gen_ai__operation__name="chat")
+    default = TraceBuffer(limits=LIMITS, clock=Clock())
+    default.add([chat, agent(1)])
+    assert [r.span.name for r in default.pop_ready(flush=True)] == ["invoke_agent"]
+    assert default.counts.nested_skipped == 1
+    both = TraceBuffer(
+        [SpanSelector(operation=["invoke_agent"]), SpanSelector(operation=["chat"], nested=True)],
+        LIMITS,
+        clock=Clock(),
+    )
+    both.add([chat, agent(1)])
+    assert sorted(r.span.name for r in both.pop_ready(flush=True)) == ["chat", "invoke_agent"]
+
+
+def test_selectors() -> None:
+    record = span(1, gen_ai__operation__name="chat", retries=3, flagged=True, tags=["a", "b"])
+    assert SpanSelector(operation=["chat", "invoke_agent"]).matches(record)
+    assert not SpanSelector(operation=["invoke_agent"]).matches(record)
+    assert SpanSelector(service=["svc"]).matches(record)
+    assert not SpanSelector(service=["other"]).matches(record)
+    assert SpanSelector(name="ch.t").matches(record)
+    assert not SpanSelector(name="ch").matches(record)  # the whole name must match
+    assert SpanSelector(attributes={"retries": 3, "flagged": True, "tags": "b"}).matches(record)
+    assert not SpanSelector(attributes={"retries": True}).matches(record)
+    assert not SpanSelector(attributes={"flagged": 1}).matches(record)
+    assert not SpanSelector(attributes={"retries": "3"}).matches(record)
+    assert not SpanSelector(operation=["chat"], service=["other"]).matches(record)
+
+
+def test_selector_is_the_toml_table_shape() -> None:
+    table = {"operation": ["invoke_agent"], "name": "invoke_agent .*", "attributes": {"a": 1}}
+    assert SpanSelector.model_validate(table).operation == ["invoke_agent"]
+    with pytest.raises(ValidationError, match="not a valid regular expression"):
+        SpanSelector(name="(")
+    with pytest.raises(ValidationError, match="Extra inputs"):
+        SpanSelector.model_validate({"operations": ["chat"]})
+    with pytest.raises(ValidationError):
+        BufferLimits(max_traces=0)
+
+
+def test_a_quiet_subtree_is_ready_while_the_rest_of_its_trace_is_busy() -> None:
+    clock = Clock()
+    buffer = TraceBuffer(limits=LIMITS, clock=clock)
+    buffer.add([agent(1), tool(2, 1, "lookup", start=1)])
+    for index in range(10, 20):  # another part of the trace keeps busy
+        clock.now += 1
+        buffer.add([span(index, 5, start=index)])
+        ready = buffer.pop_ready()
+        if clock.now - 1000 < 2:
+            assert ready == []
+        elif ready:
+            break
+    assert [r.span.span_id for r in ready] == [f"{1:016x}"]
+    assert clock.now == 1002
+
+
+def test_a_model_call_waits_for_the_agent_span_that_ends_after_it() -> None:
+    clock = Clock()
+    buffer = TraceBuffer(limits=LIMITS, clock=clock)  # default selectors: agents and chats
+    buffer.add([span(2, 1, start=5, gen_ai__operation__name="chat")])
+    clock.now += 30  # quiet long ago, but its parent (the agent, still running) is missing
+    assert buffer.pop_ready() == []
+    buffer.add([agent(1)])
+    clock.now += 2
+    assert [r.span.name for r in buffer.pop_ready()] == ["invoke_agent"]
+    assert buffer.counts.nested_skipped == 1
+
+
+def test_a_model_call_whose_parent_never_comes_is_scored_after_the_wait() -> None:
+    clock = Clock()
+    limits = BufferLimits(quiet_period_s=2, parent_wait_s=20)
+    buffer = TraceBuffer(limits=limits, clock=clock)
+    buffer.add([span(2, 1, start=5, gen_ai__operation__name="chat")])
+    clock.now += limits.quiet_period_s + limits.parent_wait_s - 1
+    assert buffer.pop_ready() == []
+    clock.now += 1
+    assert [r.span.name for r in buffer.pop_ready()] == ["chat"]

@@ -1,0 +1,117 @@
+"""A pydantic-ai agent (its own OpenTelemetry instrumentation, the GenAI conventions) calling two
+tools through its OpenAI model against the loopback server: the run built from its trace holds
+the tool calls in order, with their arguments and results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic_ai import Agent
+from pydantic_ai.capabilities.instrumentation import Instrumentation
+from pydantic_ai.models.instrumented import InstrumentationSettings
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from scorewatch.scorers.tool_call_accuracy_code import create_tool_call_accuracy_code_scorer
+from scorewatch.scorers.trajectory_accuracy_code import create_trajectory_accuracy_code_scorer
+from scorewatch.scorers.utils import (
+    extract_tool_results,
+    get_assistant_message_from_run_output,
+    get_combined_system_prompt,
+    get_user_message_from_run_input,
+)
+from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply, ToolCallReply
+from scorewatch.traces import extract_runs, score_traces_sync
+from traces_support import otlp_json
+
+
+def _agent_trace() -> str:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    script = [
+        Reply(tool_calls=[ToolCallReply("lookup_order", {"order_id": 7}, id="call_a")]),
+        Reply(tool_calls=[ToolCallReply("notify_customer", {"name": "ann"}, id="call_b")]),
+        Reply("Order 7 has shipped; Ann was told."),
+    ]
+    with LoopbackJudgeServer(script) as server:
+        model = OpenAIChatModel(
+            "gpt-4o-mini",
+            provider=OpenAIProvider(base_url=server.base_url, api_key="sk-test-not-a-key"),
+        )
+        settings = InstrumentationSettings(tracer_provider=provider, include_content=True)
+        agent = Agent(
+            model,
+            name="shop",
+            instructions="You track orders.",
+            capabilities=[Instrumentation(settings)],
+        )
+
+        @agent.tool_plain
+        def lookup_order(order_id: int) -> dict[str, Any]:
+            return {"order": order_id, "status": "shipped"}
+
+        @agent.tool_plain
+        def notify_customer(name: str) -> str:
+            return f"sent to {name}"
+
+        assert agent.run_sync("Where is order 7?").output == "Order 7 has shipped; Ann was told."
+    return otlp_json(exporter.get_finished_spans())
+
+
+def test_pydantic_ai_agent_run_has_its_tool_calls_in_order() -> None:
+    document = _agent_trace()
+    extraction = extract_runs(document)
+    assert extraction.skipped == {"nested": 3}  # its three model calls, inside the agent
+    (run,) = extraction.runs
+    assert run.span_name == "invoke_agent shop" and run.agent == "shop"
+    assert run.tool_calls == ["lookup_order", "notify_customer"]
+    assert [
+        (r.tool_call_id, r.tool_name, r.args, r.result) for r in extract_tool_results(run.output)
+    ] == [
+        ("call_a", "lookup_order", {"order_id": 7}, {"order": 7, "status": "shipped"}),
+        ("call_b", "notify_customer", {"name": "ann"}, "sent to ann"),
+    ]
+    assert get_user_message_from_run_input(run.input) == "Where is order 7?"
+    assert get_combined_system_prompt(run.input) == "You track orders."
+    assert get_assistant_message_from_run_output(run.output) == "Order 7 has shipped; Ann was told."
+
+    in_order = create_tool_call_accuracy_code_scorer(
+        expected_tool_order=["lookup_order", "notify_customer"], strict_mode=True
+    )
+    # The trajectory scorers read the same run: its steps are the tool calls, in order.
+    strict = create_trajectory_accuracy_code_scorer(
+        expected_trajectory=[{"name": "lookup_order"}, {"name": "notify_customer"}],
+        ordering="strict",
+    )
+    swapped = create_trajectory_accuracy_code_scorer(
+        expected_trajectory=[{"name": "notify_customer"}, {"name": "lookup_order"}],
+        ordering="strict",
+    )
+    scored = score_traces_sync([in_order, strict], document)
+    assert scored.scores == {in_order.id: 1, strict.id: 1}
+    steps = swapped.run_sync(run.scorer_run())
+    assert steps.score is not None and steps.score < 1
+    assert (scored.spans[0].trace_id, scored.spans[0].span_id) == (run.trace_id, run.span_id)
+
+
+def test_each_model_call_of_the_agent_sees_the_turns_tool_calls() -> None:
+    from scorewatch.traces import SpanSelector
+
+    extraction = extract_runs(_agent_trace(), select=[SpanSelector(operation=["chat"])])
+    calls = [run.tool_calls for run in extraction.runs]
+    # First call: asks for lookup_order; second: has its result, asks for notify_customer;
+    # third: has both results and answers.
+    assert calls == [
+        ["lookup_order"],
+        ["lookup_order", "notify_customer"],
+        ["lookup_order", "notify_customer"],
+    ]
+    states = [
+        [inv["state"] for inv in run.output[0]["content"]["toolInvocations"]]
+        for run in extraction.runs
+    ]
+    assert states == [["call"], ["result", "call"], ["result", "result"]]

@@ -1,0 +1,127 @@
+"""`score_traces`: runs found in real instrumented traces (a Collector `file` exporter file,
+plain and gzipped) scored through the evals path; every result names its span."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+
+from scorewatch.evals import RunOutcome
+from scorewatch.scorers.registry import build_scorer
+from scorewatch.scorers.tool_call_accuracy_code import create_tool_call_accuracy_code_scorer
+from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
+from scorewatch.traces import SpanSelector, score_traces, score_traces_sync
+from traces_support import instrumented, otlp_json, protobuf_request, run_agent
+
+SECRET = "sk-loopback-traces-7731"
+
+
+def _judge(body: dict[str, Any]) -> Reply:
+    prompt = str(body["messages"][-1]["content"])
+    if "Extract the factual claims" in prompt:
+        return Reply(text=json.dumps({"claims": ["Order 7 has shipped."]}))
+    if "Judge each claim against the context" in prompt:
+        # Supported only when the tool results reached the judge as the context.
+        verdict = "yes" if "shipped" in prompt and "sent" in prompt else "no"
+        return Reply(text=json.dumps({"verdicts": [{"verdict": verdict, "reason": "r"}]}))
+    return Reply(text="The claim is backed by the tool result.")
+
+
+def _agent_traces(count: int, *, content: bool = True) -> list[ReadableSpan]:
+    with (
+        LoopbackJudgeServer("Order 7 has shipped.") as server,
+        instrumented("genai", content=content) as (tracer, exporter),
+    ):
+        for _ in range(count):
+            run_agent(
+                tracer,
+                server,
+                "Where is order 7?",
+                [
+                    ("lookup_order", {"id": 7}, lambda a: {"status": "shipped"}),
+                    ("notify_customer", {"to": "ann"}, lambda a: "sent"),
+                ],
+            )
+        return list(exporter.get_finished_spans())
+
+
+def _ids(span: ReadableSpan) -> tuple[str, str]:
+    context = span.get_span_context()
+    assert context is not None
+    return f"{context.trace_id:032x}", f"{context.span_id:016x}"
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+async def test_file_exporter_traces_scored_with_span_ids(tmp_path: Path, compressed: bool) -> None:
+    spans = _agent_traces(2)
+    agents = [s for s in spans if s.name.startswith("invoke_agent")]
+    # The file exporter writes one export request per line; the spans come in several of them.
+    lines = [otlp_json([span]) for span in spans]
+    path = tmp_path / ("traces.json.gz" if compressed else "traces.json")
+    text = ("\n".join(lines) + "\n").encode()
+    path.write_bytes(gzip.compress(text) if compressed else text)
+    outcomes: list[RunOutcome] = []
+    with LoopbackJudgeServer(_judge) as judge:
+        faithfulness = build_scorer(
+            "faithfulness",
+            model="openai/loopback-judge",
+            model_options={"api_base": judge.base_url, "api_key": SECRET, "timeout": 10.0},
+        )
+        order = create_tool_call_accuracy_code_scorer(
+            expected_tool_order=["lookup_order", "notify_customer"]
+        )
+        scored = await score_traces(
+            [faithfulness, order], path, concurrency=2, on_result=outcomes.append
+        )
+        prompts = [str(r.messages[-1]["content"]) for r in judge.requests]
+    assert [(s.trace_id, s.span_id) for s in scored.spans] == [_ids(a) for a in agents]
+    assert scored.skipped == {"nested": 4} and scored.dropped == {}
+    assert scored.scores == {faithfulness.id: 1.0, order.id: 1.0}
+    for span in scored.spans:
+        assert span.tool_calls == ["lookup_order", "notify_customer"]
+        assert span.results[order.id].score == 1
+        assert span.results[faithfulness.id].score == 1
+    # The tool results are the context faithfulness judges the answer against.
+    analyze = [p for p in prompts if p.startswith("Judge each claim against the context")]
+    assert len(analyze) == 2
+    for prompt in analyze:
+        assert '[0] lookup_order: {"status": "shipped"}\n[1] notify_customer: sent' in prompt
+    assert len(outcomes) == 4
+    for outcome in outcomes:
+        assert outcome.result is not None
+        assert outcome.result.score_source == "trace"
+        assert (outcome.result.target_trace_id, outcome.result.target_span_id) in {
+            _ids(a) for a in agents
+        }
+        assert outcome.result.target_correlation_context == {
+            "traceId": outcome.result.target_trace_id,
+            "spanId": outcome.result.target_span_id,
+        }
+        assert SECRET not in json.dumps(outcome.result.model_dump(mode="json", by_alias=True))
+
+
+def test_content_capture_off_scores_nothing_and_says_why() -> None:
+    spans = _agent_traces(1, content=False)
+    chats = [s for s in spans if s.name.startswith("chat")]
+    order = create_tool_call_accuracy_code_scorer(expected_tool="lookup_order")
+    scored = score_traces_sync([order], protobuf_request(chats))
+    assert scored.spans == [] and scored.scores == {}
+    assert scored.skipped == {"no_content": 2}
+    assert scored.summary.total_items == 0
+
+
+def test_selection_picks_the_spans_scored() -> None:
+    spans = _agent_traces(1)
+    order = create_tool_call_accuracy_code_scorer(expected_tool="lookup_order")
+    scored = score_traces_sync(
+        [order], protobuf_request(spans), select=[SpanSelector(operation=["chat"], nested=True)]
+    )
+    assert [s.span_name for s in scored.spans] == ["chat gpt-4o-mini", "chat gpt-4o-mini"]
+    # A model call made before the tools ran saw no tool call: the scorer says 0, not an error.
+    assert [s.results[order.id].score for s in scored.spans] == [0, 0]
+    assert all(s.results[order.id].error is None for s in scored.spans)

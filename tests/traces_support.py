@@ -1,0 +1,178 @@
+"""Real instrumented spans for the trace tests: an `openai` client instrumented by the official
+GenAI instrumentation, by OpenInference or by OpenLLMetry, talking to the loopback
+OpenAI-compatible server, its spans captured by the SDK's in-memory exporter and encoded by the
+OTLP exporter's own encoder."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import openai
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
+
+from scorewatch.testing.judge_server import LoopbackJudgeServer
+
+Producer = Literal["genai", "openinference", "openllmetry"]
+
+_GENAI_ENV = {
+    "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+    # This instrumentation's spelling of "capture content on spans" (it rejects "true").
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
+}
+
+
+@contextmanager
+def _env(values: Mapping[str, str]) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextmanager
+def instrumented(
+    producer: Producer, *, content: bool = True, service: str = "shop-agent"
+) -> Iterator[tuple[Tracer, InMemorySpanExporter]]:
+    """A tracer and the exporter catching its spans, with `openai` instrumented meanwhile."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor: Any
+    if producer == "genai":
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+        env = dict(_GENAI_ENV)
+        if not content:
+            env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "NO_CONTENT"
+        instrumentor = OpenAIInstrumentor()
+    elif producer == "openllmetry":
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor as TraceloopInstrumentor
+
+        env = {"TRACELOOP_TRACE_CONTENT": "true" if content else "false"}
+        instrumentor = TraceloopInstrumentor()
+    else:
+        from openinference.instrumentation.openai import OpenAIInstrumentor as OIInstrumentor
+
+        env = {
+            "OPENINFERENCE_HIDE_INPUTS": "false" if content else "true",
+            "OPENINFERENCE_HIDE_OUTPUTS": "false" if content else "true",
+        }
+        instrumentor = OIInstrumentor()
+    with _env(env):
+        instrumentor.instrument(tracer_provider=provider)
+        try:
+            yield provider.get_tracer("agent-app"), exporter
+        finally:
+            instrumentor.uninstrument()
+            provider.shutdown()
+
+
+def chat_in_subprocess(producer: Producer, messages: Sequence[Mapping[str, Any]]) -> str:
+    """The OTLP/JSON of one instrumented model call made in a fresh interpreter.
+
+    OpenLLMetry's instrumentation does not fully undo itself on `uninstrument()` (the next
+    instrumentation of the same client in the process records no spans), so it runs apart.
+    """
+    script = (
+        "import json, sys\n"
+        "from traces_support import LoopbackJudgeServer, chat, instrumented, otlp_json\n"
+        "producer, messages = json.loads(sys.argv[1])\n"
+        "with LoopbackJudgeServer('The capital is Paris.') as server, "
+        "instrumented(producer) as (_, exporter):\n"
+        "    chat(server, messages)\n"
+        "print(otlp_json(exporter.get_finished_spans()))\n"
+    )
+    here = str(Path(__file__).resolve().parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    completed = subprocess.run(
+        [sys.executable, "-c", script, json.dumps([producer, list(messages)])],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return completed.stdout.strip().splitlines()[-1]
+
+
+def chat(
+    server: LoopbackJudgeServer, messages: Sequence[Mapping[str, Any]], model: str = "gpt-4o-mini"
+) -> str:
+    client = openai.OpenAI(base_url=server.base_url, api_key="sk-test-not-a-key", max_retries=0)
+    reply = client.chat.completions.create(model=model, messages=list(messages))  # type: ignore[arg-type]
+    return reply.choices[0].message.content or ""
+
+
+def protobuf_request(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
+    """What the OTLP exporter sends for these spans (its own encoder), parsed back from bytes."""
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(encode_spans(spans).SerializeToString())
+    return request
+
+
+def _hex_ids(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            key: base64.b64decode(value).hex()
+            if key in ("traceId", "spanId", "parentSpanId") and isinstance(value, str)
+            else _hex_ids(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_hex_ids(item) for item in node]
+    return node
+
+
+def otlp_json(spans: Sequence[ReadableSpan]) -> str:
+    """The OTLP/JSON encoding of the exporter's request (hex ids, as the Collector writes it)."""
+    return json.dumps(_hex_ids(MessageToDict(encode_spans(spans))))
+
+
+def run_agent(
+    tracer: Tracer,
+    server: LoopbackJudgeServer,
+    question: str,
+    tools: Sequence[tuple[str, dict[str, Any], Callable[[dict[str, Any]], Any]]],
+    agent: str = "shop-agent",
+) -> None:
+    """An agent in the GenAI conventions: an `invoke_agent` span around the instrumented model
+    calls and an `execute_tool` span per tool it runs."""
+    attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}
+    with tracer.start_as_current_span(f"invoke_agent {agent}", attributes=attributes):
+        messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
+        chat(server, messages)
+        for index, (name, arguments, tool) in enumerate(tools):
+            with tracer.start_as_current_span(
+                f"execute_tool {name}",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": name,
+                    "gen_ai.tool.call.id": f"call_{index}",
+                    "gen_ai.tool.call.arguments": json.dumps(arguments),
+                },
+            ) as span:
+                result = tool(arguments)
+                span.set_attribute("gen_ai.tool.call.result", json.dumps(result))
+        chat(server, [*messages, {"role": "user", "content": "Summarise."}])
