@@ -1,4 +1,4 @@
-"""Metrics of telemetry.md §4 with in-memory readers: values, buckets, cost, cardinality, live."""
+"""Our metric instruments with in-memory readers: values, buckets, cost, cardinality, live."""
 
 from __future__ import annotations
 
