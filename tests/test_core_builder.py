@@ -16,6 +16,8 @@ from scorewatch.core.errors import (
 )
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 
 class Verdict(BaseModel):
     ok: bool

@@ -26,6 +26,8 @@ from scorewatch.core.errors import (
 from scorewatch.judge import JudgeError, JudgeProviderError, RetryPolicy
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 
 async def failed_run(scorer: sw.Scorer, **fields: Any) -> sw.ScorerRunError:
     fields.setdefault("output", "the answer")

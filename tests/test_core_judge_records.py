@@ -36,6 +36,8 @@ from scorewatch.judge import (
 )
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 OBJECT = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 
 

@@ -22,6 +22,8 @@ from scorewatch.core.result import ScorerRun
 from scorewatch.judge import JudgeProviderError
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 TWELVE_WORDS = "Machine learning is a subset of artificial intelligence that learns from data."
 EIGHT_WORDS = "Machine learning lets computers learn from their data."
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "src" / "scorewatch" / "core"
 # Layering rule: core may import only the shared errors module and the judge boundary.

@@ -23,6 +23,8 @@ from scorewatch.demo.dataset import (
     parse_demo_dataset,
 )
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def dataset() -> DemoDataset:

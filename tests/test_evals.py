@@ -12,6 +12,8 @@ import scorewatch as sw
 from scorewatch.evals import RunOutcome
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 
 def score_from_output(scorer_id: str = "echo") -> sw.Scorer:
     """Scores the number the target produced."""

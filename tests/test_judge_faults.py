@@ -26,6 +26,8 @@ from scorewatch.testing import (
     ScriptedJudge,
 )
 
+pytestmark = pytest.mark.integration
+
 SENTINEL = "sk-sentinel-faults-7d2e44b1"
 MODEL = "openai/loopback-judge"
 FAST_RETRIES = RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.01)

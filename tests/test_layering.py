@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "scorewatch"
 ORDER = ["judge", "core", "scorers", "evals", "live", "telemetry", "server", "testing"]
 RANK = {name: index for index, name in enumerate(ORDER)}

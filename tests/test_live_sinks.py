@@ -29,6 +29,8 @@ from scorewatch.live import (
 )
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.integration
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 TESTS = str(Path(__file__).resolve().parent)
 

@@ -17,6 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from scorewatch.testing import LoopbackJudgeServer, Reply
 from serve_support import ServeProcess, judge_table, wait_idle, write_config
 
+pytestmark = pytest.mark.e2e
+
 CONFIG = """\
 [server]
 {server}

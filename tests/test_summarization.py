@@ -22,6 +22,8 @@ from scorewatch.scorers.utils import (
 )
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.integration
+
 SOURCE = (
     "The company was founded in 1995 by John Smith. It started with 10 employees and grew to 500 "
     "by 2020. The company is based in Seattle."

@@ -14,6 +14,8 @@ from scorewatch.telemetry.cardinality import CardinalityGuard
 from scorewatch.testing import ScriptedJudge
 from telemetry_helpers import in_memory_telemetry, prompt_scorer, verdicts
 
+pytestmark = pytest.mark.unit
+
 
 def _usage_total(results: list[sw.ScorerRunSnapshot], key: str) -> int:
     total = 0
