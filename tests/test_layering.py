@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import tomllib
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "scorewatch"
 LAYERS = PACKAGE / "layers.toml"
 
 
+@cache
 def imported_modules(path: Path) -> list[tuple[int, str]]:
-    """Absolute module names a file imports, relative imports resolved."""
+    """Absolute module names a file imports, relative imports resolved (parsed once per run)."""
     package = list(path.relative_to(PACKAGE.parent).parts[:-1])
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
