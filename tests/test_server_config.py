@@ -12,7 +12,7 @@ from scorewatch.server.config import ConfigError, is_loopback_host, load_config,
 from scorewatch.server.scorers import build_scorers
 from serve_support import run_serve, write_config
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 ISSUE_EXAMPLE = """\
 [server]

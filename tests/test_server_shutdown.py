@@ -14,7 +14,7 @@ import pytest
 from scorewatch.testing import HttpError, LoopbackJudgeServer, Reply
 from serve_support import ServeProcess, judge_table, sqlite_rows, wait_idle, write_config
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.e2e
 
 CONFIG = """\
 [server]
