@@ -28,3 +28,25 @@ def require_binary(name: str) -> str:
 @pytest.fixture
 def prometheus_bin() -> str:
     return require_binary("prometheus")
+
+
+KINDS = ("unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test module says what it needs, so `pytest -m unit` stays fast as tests are added."""
+    wrong: dict[str, list[str]] = {}
+    for item in items:
+        module = item.getparent(pytest.Module)
+        if module is None:
+            continue
+        kinds = sorted({mark.name for mark in module.iter_markers() if mark.name in KINDS})
+        if len(kinds) != 1:
+            wrong[module.nodeid] = kinds
+    if wrong:
+        lines = [f"{nodeid}: {', '.join(kinds) or 'no marker'}" for nodeid, kinds in wrong.items()]
+        raise pytest.UsageError(
+            "each test module needs exactly one of `pytestmark = pytest.mark.unit`, "
+            "`pytest.mark.integration` or `pytest.mark.e2e` (see pyproject.toml):\n  "
+            + "\n  ".join(sorted(lines))
+        )

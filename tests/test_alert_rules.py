@@ -21,6 +21,8 @@ from deploy_support import (
 )
 from scorewatch.server.config import load_config
 
+pytestmark = pytest.mark.integration
+
 ALERTS = [
     "ScorewatchScoreDrop",
     "ScorewatchJudgeErrorsHigh",

@@ -16,6 +16,8 @@ import pytest
 from conftest import require_binary
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

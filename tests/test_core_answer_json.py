@@ -21,6 +21,8 @@ from scorewatch.judge import JudgeReply
 from scorewatch.judge.errors import StructuredOutputError
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 REFERENCE = load_reference("core/judge_answers.json")
 FALLBACK = '{"claims": ["from-fallback"]}'
 SCORE_FALLBACK = '{"score": 0.125}'

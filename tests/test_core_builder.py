@@ -1,4 +1,4 @@
-"""The scorer builder: construction, immutability, step order, definition errors (items 1-4)."""
+"""The scorer builder: construction, immutability, step order, definition errors ."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from scorewatch.core.errors import (
 )
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 
 class Verdict(BaseModel):
     ok: bool
@@ -29,11 +31,11 @@ def _prompt(ctx: sw.StepContext) -> str:
     return "judge this"
 
 
-# ---------------------------------------------------------------------------------- item 1
+# ------------------------------------------------------------------------------ scorer ids
 
 
 @pytest.mark.parametrize("missing", [None, ""])
-def test_item_01_create_scorer_without_id_raises_missing_id(missing: Any) -> None:
+def test_create_scorer_without_id_raises_missing_id(missing: Any) -> None:
     with pytest.raises(sw.ScorewatchError) as caught:
         sw.create_scorer(id=missing, description="no id")
     error = caught.value
@@ -43,23 +45,23 @@ def test_item_01_create_scorer_without_id_raises_missing_id(missing: Any) -> Non
     assert "id" in error.message
 
 
-def test_item_01_create_scorer_without_any_argument_raises_missing_id() -> None:
+def test_create_scorer_without_any_argument_raises_missing_id() -> None:
     with pytest.raises(sw.ScorewatchError) as caught:
         sw.create_scorer()
     assert caught.value.code == MISSING_ID
 
 
-# ---------------------------------------------------------------------------------- item 2
+# ---------------------------------------------------------------------------- scorer names
 
 
-def test_item_02_name_defaults_to_id() -> None:
+def test_name_defaults_to_id() -> None:
     scorer = sw.create_scorer(id="quality", description="Evaluates response quality")
     assert scorer.name == "quality"
     assert scorer.id == "quality"
     assert scorer.description == "Evaluates response quality"
 
 
-def test_item_02_explicit_name_is_kept_through_chaining() -> None:
+def test_explicit_name_is_kept_through_chaining() -> None:
     scorer = sw.create_scorer(id="quality", name="Quality Scorer", description="d")
     chained = scorer.generate_score(_score)
     assert (chained.id, chained.name, chained.description) == ("quality", "Quality Scorer", "d")
@@ -89,10 +91,10 @@ def test_scorer_judge_may_be_a_mapping() -> None:
     assert scorer.judge.instructions == "x"
 
 
-# ---------------------------------------------------------------------------------- item 3
+# --------------------------------------------------------- a scorer without generate_score
 
 
-async def test_item_03_run_without_generate_score_raises_plain_error() -> None:
+async def test_run_without_generate_score_raises_plain_error() -> None:
     scorer = (
         sw.create_scorer(id="no-score", description="d")
         .preprocess(lambda ctx: 1)
@@ -108,24 +110,24 @@ async def test_item_03_run_without_generate_score_raises_plain_error() -> None:
     assert "no-score" in error.message
 
 
-async def test_item_03_missing_generate_score_details_use_wire_step_names() -> None:
+async def test_missing_generate_score_details_use_wire_step_names() -> None:
     scorer = sw.create_scorer(id="reason-only", description="d").generate_reason(lambda ctx: "r")
     with pytest.raises(sw.ScorewatchError) as caught:
         await scorer.run(output="o")
     assert caught.value.details["steps"] == "generateReason"
 
 
-async def test_item_03_empty_scorer_raises_missing_generate_score() -> None:
+async def test_empty_scorer_raises_missing_generate_score() -> None:
     with pytest.raises(sw.ScorewatchError) as caught:
         await sw.create_scorer(id="empty", description="d").run(output="o")
     assert caught.value.code == MISSING_GENERATE_SCORE
     assert caught.value.details["steps"] == ""
 
 
-# ---------------------------------------------------------------------------------- item 4
+# ----------------------------------------------------------------------- immutable builder
 
 
-def test_item_04_step_methods_return_new_scorers_and_leave_the_original_unchanged() -> None:
+def test_step_methods_return_new_scorers_and_leave_the_original_unchanged() -> None:
     base = sw.create_scorer(id="s", description="d")
     with_pre = base.preprocess(lambda ctx: 1)
     with_analyze = with_pre.analyze(sw.PromptStep("analyze it", _prompt, output_schema={}))
@@ -145,7 +147,7 @@ def test_item_04_step_methods_return_new_scorers_and_leave_the_original_unchange
     assert len({id(base), id(with_pre), id(with_analyze), id(with_score)}) == 4
 
 
-async def test_item_04_original_scorer_still_runs_its_own_steps() -> None:
+async def test_original_scorer_still_runs_its_own_steps() -> None:
     base = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 0.25)
     extended = base.generate_reason(lambda ctx: "extended")
     assert (await base.run(output="o")).reason is None

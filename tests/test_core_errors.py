@@ -1,5 +1,5 @@
 """`ScorerRunError`: failed step, completed steps, snapshot, message, serialization and the cause
-chain (items 31-37), and run-time bad input that must fail clearly."""
+chain, and run-time bad input that must fail clearly."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ from scorewatch.core.errors import (
 from scorewatch.judge import JudgeError, JudgeProviderError, RetryPolicy
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 
 async def failed_run(scorer: sw.Scorer, **fields: Any) -> sw.ScorerRunError:
     fields.setdefault("output", "the answer")
@@ -42,10 +44,10 @@ def boom(message: str = "step exploded") -> Any:
     return fail
 
 
-# --------------------------------------------------------------------------------- item 31
+# ---------------------------------------------------------------------- score step failure
 
 
-async def test_item_31_score_step_failure_after_analyze() -> None:
+async def test_score_step_failure_after_analyze() -> None:
     scorer = (
         sw.create_scorer(id="s31", description="d")
         .analyze(lambda ctx: {"claims": 3})
@@ -67,10 +69,10 @@ async def test_item_31_score_step_failure_after_analyze() -> None:
     assert round_trip_snapshot(snapshot) == snapshot
 
 
-# --------------------------------------------------------------------------------- item 32
+# --------------------------------------------------------------------- reason step failure
 
 
-async def test_item_32_reason_failure_after_score_zero() -> None:
+async def test_reason_failure_after_score_zero() -> None:
     judge = ScriptedJudge(['{"score": 0}', JudgeProviderError("bad request", status_code=400)])
     scorer = (
         sw.create_scorer(id="s32", description="d", judge=judge_config(judge))
@@ -97,10 +99,10 @@ async def test_item_32_reason_failure_after_score_zero() -> None:
     assert sum(r.get("usage", {}).get("inputTokens", 0) for r in all_records) == 10
 
 
-# --------------------------------------------------------------------------------- item 33
+# ------------------------------------------------------------- first function step failure
 
 
-async def test_item_33_first_function_step_failing_has_no_result() -> None:
+async def test_first_function_step_failing_has_no_result() -> None:
     scorer = (
         sw.create_scorer(id="s33", description="d").preprocess(boom()).generate_score(lambda ctx: 1)
     )
@@ -110,7 +112,7 @@ async def test_item_33_first_function_step_failing_has_no_result() -> None:
     assert error.completed_steps == []
 
 
-async def test_item_33_async_first_step_failing_has_no_result() -> None:
+async def test_async_first_step_failing_has_no_result() -> None:
     async def fail(ctx: sw.StepContext) -> float:
         await asyncio.sleep(0)
         raise KeyError("missing")
@@ -120,10 +122,10 @@ async def test_item_33_async_first_step_failing_has_no_result() -> None:
     assert isinstance(error.__cause__, KeyError)
 
 
-# --------------------------------------------------------------------------------- item 34
+# --------------------------------------------------------------- first prompt step failure
 
 
-async def test_item_34_first_prompt_step_failing_after_an_attempt() -> None:
+async def test_first_prompt_step_failing_after_an_attempt() -> None:
     judge = ScriptedJudge(["garbage", "more garbage"])
     scorer = (
         sw.create_scorer(id="s34", description="d", judge=judge_config(judge))
@@ -145,7 +147,7 @@ async def test_item_34_first_prompt_step_failing_after_an_attempt() -> None:
     assert round_trip_snapshot(snapshot) == snapshot
 
 
-async def test_item_34_create_prompt_failing_makes_no_record_and_no_result() -> None:
+async def test_create_prompt_failing_makes_no_record_and_no_result() -> None:
     judge = ScriptedJudge([])
     scorer = sw.create_scorer(id="s", description="d", judge=judge_config(judge)).generate_score(
         sw.PromptStep("s", boom("prompt template broke"))
@@ -156,10 +158,10 @@ async def test_item_34_create_prompt_failing_makes_no_record_and_no_result() -> 
     assert str(error) == "Scorer Run Failed: prompt template broke"
 
 
-# --------------------------------------------------------------------------------- item 35
+# ---------------------------------------------------------------- error message and fields
 
 
-async def test_item_35_message_code_domain_category_and_details() -> None:
+async def test_run_error_message_code_domain_category_and_details() -> None:
     scorer = (
         sw.create_scorer(id="s35", description="d")
         .preprocess(lambda ctx: 1)
@@ -182,7 +184,7 @@ async def test_item_35_message_code_domain_category_and_details() -> None:
     assert error.completed_steps == ["preprocess", "analyze"]
 
 
-async def test_item_35_message_uses_a_scorewatch_cause_message_and_names_empty_causes() -> None:
+async def test_message_uses_a_scorewatch_cause_message_and_names_empty_causes() -> None:
     judge = ScriptedJudge([JudgeProviderError("upstream 503", status_code=503)])
     scorer = sw.create_scorer(id="s", description="d", judge=judge_config(judge)).generate_score(
         sw.PromptStep("s", lambda ctx: "p")
@@ -196,10 +198,10 @@ async def test_item_35_message_uses_a_scorewatch_cause_message_and_names_empty_c
     assert (await failed_run(silent_scorer)).message == "Scorer Run Failed: RuntimeError"
 
 
-# --------------------------------------------------------------------------------- item 36
+# --------------------------------------------------------------------- error serialization
 
 
-async def test_item_36_serialization_omits_result_prompts_and_raw_output() -> None:
+async def test_run_error_serialization_omits_result_prompts_and_raw_output() -> None:
     judge = ScriptedJudge(['{"verdict": "PRIVATE-VERDICT"}', "RAW-JUDGE-TEXT", "RAW-JUDGE-TEXT-2"])
     scorer = (
         sw.create_scorer(id="s36", description="d", judge=judge_config(judge))
@@ -233,12 +235,12 @@ async def test_item_36_serialization_omits_result_prompts_and_raw_output() -> No
     assert not hasattr(error, "failedJudgeExecution")
 
 
-async def test_item_36_cause_of_a_plain_exception_serializes_name_and_message() -> None:
+async def test_cause_of_a_plain_exception_serializes_name_and_message() -> None:
     error = await failed_run(sw.create_scorer(id="s", description="d").generate_score(boom()))
     assert error.to_dict()["cause"] == {"name": "ValueError", "message": "step exploded"}
 
 
-# --------------------------------------------------------------------------------- item 37
+# ------------------------------------------------------------------------- the cause chain
 
 
 class ProviderHTTPError(Exception):
@@ -262,7 +264,7 @@ def _provider_failure(attempt: int) -> JudgeProviderError:
     return error
 
 
-async def test_item_37_provider_error_attributes_are_reachable_via_the_cause_chain() -> None:
+async def test_provider_error_attributes_are_reachable_via_the_cause_chain() -> None:
     policy = RetryPolicy(max_retries=2, base_delay=0, jitter=False)
     judge = ScriptedJudge([_provider_failure(n) for n in (1, 2, 3)], retry_policy=policy)
     scorer = sw.create_scorer(id="s37", description="d", judge=judge_config(judge)).generate_score(
@@ -284,7 +286,7 @@ async def test_item_37_provider_error_attributes_are_reachable_via_the_cause_cha
     assert "retry-after" not in json.dumps(error.to_dict())
 
 
-async def test_item_37_raise_from_keeps_the_original_error_as_cause() -> None:
+async def test_raise_from_keeps_the_original_error_as_cause() -> None:
     original = ValueError("original")
 
     def fail(ctx: sw.StepContext) -> float:
@@ -405,7 +407,7 @@ async def test_prepare_run_output_is_type_checked_too() -> None:
     assert caught.value.details == {"scorerId": "prep", "field": "run_id"}
 
 
-async def test_item_36_partial_model_text_on_a_judge_error_is_never_serialized() -> None:
+async def test_partial_model_text_on_a_judge_error_is_never_serialized() -> None:
     partial = JudgeProviderError("stream dropped", text="PARTIAL-RAW-ANSWER", model_call_count=1)
     judge = ScriptedJudge([partial])
     scorer = sw.create_scorer(id="s", description="d", judge=judge_config(judge)).generate_score(

@@ -1,4 +1,4 @@
-"""Prompt steps, the structured-output fallback and judge execution records (items 14-30)."""
+"""Prompt steps, the structured-output fallback and judge execution records."""
 
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ from scorewatch.judge import (
 )
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 OBJECT = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 
 
@@ -67,10 +69,10 @@ def failed_execution(error: sw.ScorerRunError) -> dict[str, Any]:
     return records[0]
 
 
-# --------------------------------------------------------------------------------- item 14
+# ------------------------------------------------------------------- the score prompt step
 
 
-async def test_item_14_prompt_generate_score_asks_for_a_score_object() -> None:
+async def test_prompt_generate_score_asks_for_a_score_object() -> None:
     judge = ScriptedJudge(['{"score": 0.7}'])
     result = await score_scorer(judge).run(output="o")
     request = judge.requests[0]
@@ -88,7 +90,7 @@ async def test_item_14_prompt_generate_score_asks_for_a_score_object() -> None:
     assert executions(wire(result), "generateScore")[0]["output"] == 0.7
 
 
-async def test_item_14_integer_score_stays_an_int_and_extra_keys_are_ignored() -> None:
+async def test_integer_score_stays_an_int_and_extra_keys_are_ignored() -> None:
     # Issue 16 item 2 changed this: the judge's integer score is kept as an int.
     judge = ScriptedJudge(['{"score": 3, "explanation": "ignored"}'])
     result = await score_scorer(judge).run(output="o")
@@ -96,16 +98,16 @@ async def test_item_14_integer_score_stays_an_int_and_extra_keys_are_ignored() -
     assert type(result.score) is int
 
 
-async def test_item_14_markdown_fenced_json_is_accepted() -> None:
+async def test_markdown_fenced_json_is_accepted() -> None:
     judge = ScriptedJudge(['```json\n{"score": 0.25}\n```'])
     assert (await score_scorer(judge).run(output="o")).score == 0.25
     assert judge.calls == 1
 
 
-# --------------------------------------------------------------------------------- item 15
+# ------------------------------------------------------------------ the reason prompt step
 
 
-async def test_item_15_prompt_generate_reason_returns_raw_text_without_fallback() -> None:
+async def test_prompt_generate_reason_returns_raw_text_without_fallback() -> None:
     text = '{"not": "parsed", broken json ... and prose'
     judge = ScriptedJudge(['{"score": 0.5}', text])
     scorer = score_scorer(judge).generate_reason(
@@ -121,7 +123,7 @@ async def test_item_15_prompt_generate_reason_returns_raw_text_without_fallback(
     assert (record["status"], record["attemptCount"], record["output"]) == ("success", 1, text)
 
 
-async def test_item_15_failing_reason_step_is_attempted_once() -> None:
+async def test_failing_reason_step_is_attempted_once() -> None:
     judge = ScriptedJudge(
         ['{"score": 0.5}', JudgeReply(text="cut", finish_reason="length"), "never used"]
     )
@@ -133,7 +135,7 @@ async def test_item_15_failing_reason_step_is_attempted_once() -> None:
 
 
 @pytest.mark.parametrize("extra", ["NaN", "-Infinity", "1e400"])
-async def test_item_18_a_non_json_number_member_is_dropped_on_the_first_call(extra: str) -> None:
+async def test_a_non_json_number_member_is_dropped_on_the_first_call(extra: str) -> None:
     # Issue 16 item 1 changed this from a format failure: the reference drops the member.
     judge = ScriptedJudge(['{"ok": true, "extra": ' + extra + "}", "never used"])
     result = await analyze_scorer(judge).run(output="o")
@@ -141,10 +143,10 @@ async def test_item_18_a_non_json_number_member_is_dropped_on_the_first_call(ext
     assert judge.calls == 1
 
 
-# --------------------------------------------------------------------------------- item 16
+# --------------------------------------------------------------- step-level judge settings
 
 
-async def test_item_16_step_level_judge_fields_override_scorer_level_ones() -> None:
+async def test_step_level_judge_fields_override_scorer_level_ones() -> None:
     scorer_judge = ScriptedJudge([], model_id="scorer-model")
     step_judge = ScriptedJudge(['{"ok": true}', '{"score": 1}'], model_id="step-model")
     scorer = (
@@ -180,7 +182,7 @@ async def test_item_16_step_level_judge_fields_override_scorer_level_ones() -> N
     assert executions(data, "analyze")[0]["judgeModelId"] == "step-model"
 
 
-async def test_item_16_default_json_prompt_injection_is_auto() -> None:
+async def test_default_json_prompt_injection_is_auto() -> None:
     judge = ScriptedJudge(['{"score": 1}'])
     await score_scorer(judge).run(output="o")
     assert judge.requests[0].json_prompt_injection == "auto"
@@ -188,7 +190,7 @@ async def test_item_16_default_json_prompt_injection_is_auto() -> None:
     assert judge.requests[0].attempt == 1
 
 
-async def test_item_16_step_judge_alone_is_enough() -> None:
+async def test_step_judge_alone_is_enough() -> None:
     judge = ScriptedJudge(['{"score": 0.1}'])
     scorer = sw.create_scorer(id="s", description="d").generate_score(
         sw.PromptStep("s", lambda ctx: "p", judge=judge_config(judge))
@@ -196,7 +198,7 @@ async def test_item_16_step_judge_alone_is_enough() -> None:
     assert (await scorer.run(output="o")).score == 0.1
 
 
-# --------------------------------------------------------------------------------- item 17
+# ------------------------------------------------------------------ missing judge settings
 
 
 @pytest.mark.parametrize(
@@ -208,7 +210,7 @@ async def test_item_16_step_judge_alone_is_enough() -> None:
         (sw.JudgeConfig(model=ScriptedJudge([]), instructions=""), "instructions"),
     ],
 )
-async def test_item_17_missing_model_or_instructions_fails_the_step_without_a_record(
+async def test_missing_model_or_instructions_fails_the_step_without_a_record(
     config: sw.JudgeConfig | None, missing: str
 ) -> None:
     scorer = (
@@ -231,7 +233,7 @@ async def test_item_17_missing_model_or_instructions_fails_the_step_without_a_re
     assert "judge" not in wire(error.result)
 
 
-# --------------------------------------------------------------------------------- item 18
+# ---------------------------------------------------------- the structured-output fallback
 
 FORMAT_FAILURES: list[Any] = [
     "not valid JSON",
@@ -244,7 +246,7 @@ FORMAT_FAILURES: list[Any] = [
 
 
 @pytest.mark.parametrize("bad", FORMAT_FAILURES)
-async def test_item_18_format_failure_triggers_exactly_one_fallback(bad: Any) -> None:
+async def test_format_failure_triggers_exactly_one_fallback(bad: Any) -> None:
     judge = ScriptedJudge([bad, '{"ok": true}'])
     result = await analyze_scorer(judge).run(output="o")
     assert result.analyze_step_result == {"ok": True}
@@ -268,7 +270,7 @@ async def test_item_18_format_failure_triggers_exactly_one_fallback(bad: Any) ->
         ("score", "[0.5]"),
     ],
 )
-async def test_item_18_non_json_numbers_and_non_numeric_scores_are_format_failures(
+async def test_non_json_numbers_and_non_numeric_scores_are_format_failures(
     scorer_kind: str, bad: str
 ) -> None:
     # NaN/Infinity are not JSON numbers: the member holding one is dropped (as the reference
@@ -291,15 +293,13 @@ async def test_item_18_non_json_numbers_and_non_numeric_scores_are_format_failur
     ("configured", "on_fallback"),
     [("inline", "inline"), ("system", "system"), (False, True), (True, True)],
 )
-async def test_item_18_fallback_keeps_inline_or_system_injection(
-    configured: Any, on_fallback: Any
-) -> None:
+async def test_fallback_keeps_inline_or_system_injection(configured: Any, on_fallback: Any) -> None:
     judge = ScriptedJudge(["nope", '{"score": 1}'])
     await score_scorer(judge, json_prompt_injection=configured).run(output="o")
     assert [r.json_prompt_injection for r in judge.requests] == [configured, on_fallback]
 
 
-async def test_item_18_pydantic_output_schema_validates_and_dumps_plain_json() -> None:
+async def test_pydantic_output_schema_validates_and_dumps_plain_json() -> None:
     class Verdict(BaseModel):
         ok: bool
         reasons: list[str] = []
@@ -314,7 +314,7 @@ async def test_item_18_pydantic_output_schema_validates_and_dumps_plain_json() -
     assert judge.calls == 2
 
 
-# --------------------------------------------------------------------------------- item 19
+# --------------------------------------------------------- what the fallback never retries
 
 
 @pytest.mark.parametrize(
@@ -326,7 +326,7 @@ async def test_item_18_pydantic_output_schema_validates_and_dumps_plain_json() -
         ConnectionError("reset"),
     ],
 )
-async def test_item_19_provider_errors_are_not_retried_by_the_fallback(
+async def test_provider_errors_are_not_retried_by_the_fallback(
     provider_error: Exception,
 ) -> None:
     judge = ScriptedJudge([provider_error, '{"ok": true}'])
@@ -335,16 +335,16 @@ async def test_item_19_provider_errors_are_not_retried_by_the_fallback(
     assert error.__cause__ is provider_error
 
 
-async def test_item_19_fallback_happens_at_most_once() -> None:
+async def test_fallback_happens_at_most_once() -> None:
     judge = ScriptedJudge(["bad one", "bad two", '{"ok": true}'])
     await failed_run(analyze_scorer(judge))
     assert judge.calls == 2
 
 
-# --------------------------------------------------------------------------------- item 20
+# --------------------------------------------------------------------- one successful call
 
 
-async def test_item_20_single_successful_call_record() -> None:
+async def test_single_successful_call_record() -> None:
     judge = ScriptedJudge(['{"score": 0.9}'])
     result = await score_scorer(judge).run(output="o")
     record = executions(wire(result), "generateScore")[0]
@@ -363,7 +363,7 @@ async def test_item_20_single_successful_call_record() -> None:
     assert "cost" not in record
 
 
-async def test_item_20_duration_covers_create_prompt() -> None:
+async def test_duration_covers_create_prompt() -> None:
     async def slow_prompt(ctx: sw.StepContext) -> str:
         await asyncio.sleep(0.05)
         return "p"
@@ -376,13 +376,13 @@ async def test_item_20_duration_covers_create_prompt() -> None:
     assert executions(wire(result), "generateScore")[0]["durationMs"] >= 50
 
 
-async def test_item_20_success_with_no_reported_usage_keeps_an_empty_usage_object() -> None:
+async def test_success_with_no_reported_usage_keeps_an_empty_usage_object() -> None:
     judge = ScriptedJudge(['{"score": 1}'], usage=JudgeUsage())
     record = executions(wire(await score_scorer(judge).run(output="o")), "generateScore")[0]
     assert record["usage"] == {}
 
 
-async def test_item_20_cost_only_when_the_judge_reports_an_authoritative_cost() -> None:
+async def test_cost_only_when_the_judge_reports_an_authoritative_cost() -> None:
     cost = JudgeCost(amount=0.0012, unit="USD", source="provider")
     judge = ScriptedJudge([reply('{"score": 1}', cost=cost, estimated_cost_usd=0.5)])
     record = executions(wire(await score_scorer(judge).run(output="o")), "generateScore")[0]
@@ -393,10 +393,10 @@ async def test_item_20_cost_only_when_the_judge_reports_an_authoritative_cost() 
     assert "cost" not in executions(wire(result), "generateScore")[0]
 
 
-# --------------------------------------------------------------------------------- item 21
+# ------------------------------------------------------------------------ fallback success
 
 
-async def test_item_21_fallback_success_sums_usage() -> None:
+async def test_fallback_success_sums_usage() -> None:
     judge = ScriptedJudge(["not valid JSON", '{"score": 0.5}'])
     result = await score_scorer(judge).run(output="o")
     records = executions(wire(result), "generateScore")
@@ -408,7 +408,7 @@ async def test_item_21_fallback_success_sums_usage() -> None:
     assert record["output"] == 0.5
 
 
-async def test_item_21_on_finish_is_called_once_per_validated_reply() -> None:
+async def test_on_finish_is_called_once_per_validated_reply() -> None:
     seen: list[JudgeReply] = []
 
     async def on_finish(judge_reply: JudgeReply) -> None:
@@ -420,10 +420,10 @@ async def test_item_21_on_finish_is_called_once_per_validated_reply() -> None:
     assert [r.text for r in seen] == ['{"score": 0.5}']
 
 
-# --------------------------------------------------------------------------------- item 22
+# ---------------------------------------------------------- model calls within one attempt
 
 
-async def test_item_22_one_attempt_with_two_model_steps() -> None:
+async def test_one_attempt_with_two_model_steps() -> None:
     usage = JudgeUsage(input_tokens=15, output_tokens=25, total_tokens=40)
     judge = ScriptedJudge([JudgeReply(text='{"score": 1}', usage=usage, model_call_count=2)])
     record = executions(wire(await score_scorer(judge).run(output="o")), "generateScore")[0]
@@ -431,16 +431,16 @@ async def test_item_22_one_attempt_with_two_model_steps() -> None:
     assert record["usage"] == {"inputTokens": 15, "outputTokens": 25, "totalTokens": 40}
 
 
-async def test_item_22_zero_model_call_count_reply_still_counts_one_call() -> None:
+async def test_zero_model_call_count_reply_still_counts_one_call() -> None:
     judge = ScriptedJudge([JudgeReply(text='{"score": 1}', model_call_count=0)])
     record = executions(wire(await score_scorer(judge).run(output="o")), "generateScore")[0]
     assert record["modelCallCount"] == 1
 
 
-# --------------------------------------------------------------------------------- item 23
+# --------------------------------------------------------------------- usage normalisation
 
 
-def test_item_23_usage_normalization_maps_legacy_names_and_computes_total() -> None:
+def test_usage_normalization_maps_legacy_names_and_computes_total() -> None:
     assert normalize_usage({"promptTokens": 7, "completionTokens": 5}).as_dict() == {
         "input_tokens": 7,
         "output_tokens": 5,
@@ -468,7 +468,7 @@ def test_item_23_usage_normalization_maps_legacy_names_and_computes_total() -> N
     assert normalize_usage({"promptTokens": "many"}).is_empty()
 
 
-async def test_item_23_normalized_usage_lands_in_the_record_in_wire_form() -> None:
+async def test_normalized_usage_lands_in_the_record_in_wire_form() -> None:
     usage = normalize_usage(
         {"promptTokens": 7, "completionTokens": 5, "cacheCreationInputTokens": 2}
     )
@@ -482,10 +482,10 @@ async def test_item_23_normalized_usage_lands_in_the_record_in_wire_form() -> No
     }
 
 
-# --------------------------------------------------------------------------------- item 24
+# ------------------------------------------------------------------------ provider failure
 
 
-async def test_item_24_provider_failure_before_any_response() -> None:
+async def test_provider_failure_before_any_response() -> None:
     judge = ScriptedJudge([JudgeProviderError("connection refused", code="CONNECTION_FAILED")])
     error = await failed_run(score_scorer(judge))
     record = failed_execution(error)
@@ -501,7 +501,7 @@ async def test_item_24_provider_failure_before_any_response() -> None:
     }
 
 
-async def test_item_24_failure_after_the_model_answered_counts_its_evidence() -> None:
+async def test_failure_after_the_model_answered_counts_its_evidence() -> None:
     usage = JudgeUsage(input_tokens=4, output_tokens=0, total_tokens=4)
     failure = JudgeProviderError("content filter", usage=usage, finish_reason="content_filter")
     judge = ScriptedJudge([failure])
@@ -511,10 +511,10 @@ async def test_item_24_failure_after_the_model_answered_counts_its_evidence() ->
     assert record["finishReason"] == "content_filter"
 
 
-# --------------------------------------------------------------------------------- item 25
+# ---------------------------------------------------- invalid JSON then a failing fallback
 
 
-async def test_item_25_invalid_json_then_failing_fallback() -> None:
+async def test_invalid_json_then_failing_fallback() -> None:
     judge = ScriptedJudge(["not valid JSON", JudgeProviderError("overloaded", status_code=529)])
     record = failed_execution(await failed_run(analyze_scorer(judge)))
     assert (record["attemptCount"], record["modelCallCount"]) == (2, 1)
@@ -524,10 +524,10 @@ async def test_item_25_invalid_json_then_failing_fallback() -> None:
     assert record["error"]["name"] == "JudgeProviderError"
 
 
-# --------------------------------------------------------------------------------- item 26
+# ---------------------------------------------------------------- two invalid JSON replies
 
 
-async def test_item_26_two_invalid_json_attempts() -> None:
+async def test_two_invalid_json_attempts() -> None:
     judge = ScriptedJudge(["first bad text", "second bad text"])
     error = await failed_run(analyze_scorer(judge))
     record = failed_execution(error)
@@ -541,7 +541,7 @@ async def test_item_26_two_invalid_json_attempts() -> None:
     assert "second bad text" not in record["error"]["message"]
 
 
-async def test_item_26_truncated_twice_keeps_finish_reason_length() -> None:
+async def test_truncated_twice_keeps_finish_reason_length() -> None:
     usage = normalize_usage({"completionTokens": 5})
     cut = JudgeReply(text='{"ok":', finish_reason="length", usage=usage)
     judge = ScriptedJudge([cut, cut])
@@ -551,11 +551,11 @@ async def test_item_26_truncated_twice_keeps_finish_reason_length() -> None:
     assert record["usage"] == {"outputTokens": 10, "totalTokens": 10}
 
 
-# --------------------------------------------------------------------------------- item 27
+# -------------------------------------------------------- output kept after a late failure
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
-async def test_item_27_output_validated_before_on_finish_failure_is_kept(
+async def test_output_validated_before_on_finish_failure_is_kept(
     asynchronous: bool,
 ) -> None:
     class CallbackFailed(Exception):
@@ -583,10 +583,10 @@ async def test_item_27_output_validated_before_on_finish_failure_is_kept(
     assert judge.calls == 1
 
 
-# --------------------------------------------------------------------------------- item 28
+# ------------------------------------------------------------------------- error summaries
 
 
-async def test_item_28_error_summary_has_only_name_message_code() -> None:
+async def test_error_summary_has_only_name_message_code() -> None:
     failure = JudgeProviderError(
         "rate limited", code="RATE_LIMITED", status_code=429, request_id="req-123", retry_after=3
     )
@@ -601,7 +601,7 @@ async def test_item_28_error_summary_has_only_name_message_code() -> None:
     assert "req-123" not in text and "429" not in text
 
 
-async def test_item_28_plain_exceptions_have_no_code_and_string_codes_are_kept() -> None:
+async def test_plain_exceptions_have_no_code_and_string_codes_are_kept() -> None:
     class WithCode(Exception):
         code = "E_CUSTOM"
 
@@ -618,10 +618,10 @@ async def test_item_28_plain_exceptions_have_no_code_and_string_codes_are_kept()
         assert record["error"] == expected
 
 
-# --------------------------------------------------------------------------------- item 29
+# ------------------------------------------------------------------------- JSON round trip
 
 
-async def test_item_29_judge_records_round_trip_through_json() -> None:
+async def test_judge_records_round_trip_through_json() -> None:
     judge = ScriptedJudge(["bad", '{"ok": true}', '{"score": 0.5}', "because"])
     scorer = (
         sw.create_scorer(id="rt", description="d", judge=judge_config(judge))
@@ -638,7 +638,7 @@ async def test_item_29_judge_records_round_trip_through_json() -> None:
     assert json.loads(json.dumps(wire(result)["judge"])) == wire(result)["judge"]
 
 
-async def test_item_29_failed_records_round_trip_through_json() -> None:
+async def test_failed_records_round_trip_through_json() -> None:
     judge = ScriptedJudge(["bad", JudgeProviderError("down", status_code=503)])
     error = await failed_run(analyze_scorer(judge))
     assert error.result is not None and error.result.judge is not None
@@ -648,10 +648,10 @@ async def test_item_29_failed_records_round_trip_through_json() -> None:
     assert dumped["executions"][0]["status"] == "failed"
 
 
-# --------------------------------------------------------------------------------- item 30
+# ----------------------------------------------------------------------- judge record keys
 
 
-async def test_item_30_judge_keys_follow_execution_order_and_only_prompt_steps() -> None:
+async def test_judge_keys_follow_execution_order_and_only_prompt_steps() -> None:
     judge = ScriptedJudge(['{"a": 1}', '{"b": 2}', "reason"])
     schema = {"type": "object"}
     scorer = (
@@ -668,7 +668,7 @@ async def test_item_30_judge_keys_follow_execution_order_and_only_prompt_steps()
     assert result.generate_score_prompt is None
 
 
-async def test_item_30_function_steps_never_create_records() -> None:
+async def test_function_steps_never_create_records() -> None:
     judge = ScriptedJudge(['{"score": 1}'])
     scorer = (
         sw.create_scorer(id="mixed", description="d", judge=judge_config(judge))
@@ -836,7 +836,7 @@ async def test_scripted_judge_is_a_judge_model() -> None:
     assert judge.calls == 3
 
 
-async def test_item_25_a_later_provider_error_does_not_overwrite_a_concrete_finish_reason() -> None:
+async def test_a_later_provider_error_does_not_overwrite_a_concrete_finish_reason() -> None:
     cut = JudgeReply(
         text='{"ok":', finish_reason="length", usage=normalize_usage({"inputTokens": 3})
     )

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
 import scorewatch as sw
 from reference_fixtures import load_reference
 from scorewatch.core.schema import closed_objects
 from scorewatch.testing import ScriptedJudge
+
+pytestmark = pytest.mark.unit
 
 REFERENCE = load_reference("core/judge_schema.json")
 

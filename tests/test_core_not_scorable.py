@@ -15,6 +15,8 @@ from core_support import RecordingObserver, observing, round_trip, wire
 from reference_fixtures import load_reference, stable_wire
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 REFERENCE = load_reference("core/not_scorable.json")
 
 

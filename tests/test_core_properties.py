@@ -7,6 +7,7 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,8 @@ from scorewatch.core.result import ScorerRunResult, ScorerRunSnapshot
 from scorewatch.core.schema import parse_json_reply
 from scorewatch.judge import JudgeProviderError, JudgeReply, StructuredOutputError
 from scorewatch.testing import ScriptedJudge
+
+pytestmark = pytest.mark.unit
 
 PROPERTY_SETTINGS = settings(
     max_examples=50,

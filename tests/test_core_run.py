@@ -1,5 +1,5 @@
 """The run pipeline: step order, contexts, run ids, result shape, prepare_run, run_sync and the
-run hooks that stand in for the reference system's observability (items 5-13, 38-43)."""
+run hooks that stand in for the reference system's observability."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from core_support import (
 from scorewatch.core.result import ScorerRun
 from scorewatch.judge import JudgeProviderError
 from scorewatch.testing import ScriptedJudge
+
+pytestmark = pytest.mark.unit
 
 TWELVE_WORDS = "Machine learning is a subset of artificial intelligence that learns from data."
 EIGHT_WORDS = "Machine learning lets computers learn from their data."
@@ -76,10 +78,10 @@ def test_worked_example_through_run_sync() -> None:
     assert high.run_id != low.run_id
 
 
-# ---------------------------------------------------------------------------------- item 5
+# ------------------------------------------------------------------------------ step order
 
 
-async def test_item_05_steps_run_in_chained_order_and_see_earlier_results() -> None:
+async def test_steps_run_in_chained_order_and_see_earlier_results() -> None:
     seen: list[tuple[str, Any, Any, Any]] = []
 
     def step(name: str, value: Any) -> Any:
@@ -114,10 +116,10 @@ async def test_item_05_steps_run_in_chained_order_and_see_earlier_results() -> N
     assert (result.score, result.reason) == (0.5, "why")
 
 
-# ---------------------------------------------------------------------------------- item 6
+# --------------------------------------------------------------- the reason step's context
 
 
-async def test_item_06_generate_reason_context_exposes_the_score() -> None:
+async def test_generate_reason_context_exposes_the_score() -> None:
     seen: dict[str, Any] = {}
 
     def reason(ctx: sw.StepContext) -> str:
@@ -134,7 +136,7 @@ async def test_item_06_generate_reason_context_exposes_the_score() -> None:
     assert seen == {"score": 0.75, "result": 0.75}
 
 
-async def test_item_06_score_is_not_set_for_earlier_steps() -> None:
+async def test_score_is_not_set_for_earlier_steps() -> None:
     seen: list[Any] = []
     scorer = (
         sw.create_scorer(id="s", description="d")
@@ -145,10 +147,10 @@ async def test_item_06_score_is_not_set_for_earlier_steps() -> None:
     assert seen == [None, None]
 
 
-# ---------------------------------------------------------------------------------- item 7
+# -------------------------------------------------------------------- sync and async steps
 
 
-async def test_item_07_sync_and_async_steps_and_create_prompt_are_supported() -> None:
+async def test_sync_and_async_steps_and_create_prompt_are_supported() -> None:
     judge = ScriptedJudge(['{"verdict": "yes"}', '{"score": 0.4}'])
 
     async def preprocess(ctx: sw.StepContext) -> dict[str, int]:
@@ -182,10 +184,10 @@ async def test_item_07_sync_and_async_steps_and_create_prompt_are_supported() ->
     assert [request.prompt for request in judge.requests] == ["length 6", "verdict yes"]
 
 
-# ---------------------------------------------------------------------------------- item 8
+# --------------------------------------------------------------------------------- run ids
 
 
-async def test_item_08_run_id_is_preserved_when_given() -> None:
+async def test_run_id_is_preserved_when_given() -> None:
     seen: list[str | None] = []
     scorer = sw.create_scorer(id="s", description="d").generate_score(
         lambda ctx: seen.append(ctx.run.run_id) or 1
@@ -196,7 +198,7 @@ async def test_item_08_run_id_is_preserved_when_given() -> None:
 
 
 @pytest.mark.parametrize("given", [None, ""])
-async def test_item_08_run_id_is_generated_when_omitted_or_empty(given: str | None) -> None:
+async def test_run_id_is_generated_when_omitted_or_empty(given: str | None) -> None:
     seen: list[str | None] = []
     scorer = sw.create_scorer(id="s", description="d").generate_score(
         lambda ctx: seen.append(ctx.run.run_id) or 1
@@ -208,7 +210,7 @@ async def test_item_08_run_id_is_generated_when_omitted_or_empty(given: str | No
     assert seen == [first.run_id, second.run_id]
 
 
-# ---------------------------------------------------------------------------------- item 9
+# ----------------------------------------------------------------- the result's run fields
 
 ARTEFACT_FIELDS = (
     "score",
@@ -222,7 +224,7 @@ ARTEFACT_FIELDS = (
 )
 
 
-async def test_item_09_success_result_has_run_fields_and_all_artefact_keys() -> None:
+async def test_success_result_has_run_fields_and_all_artefact_keys() -> None:
     scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 1)
     result = await scorer.run(
         input={"question": "q"},
@@ -272,7 +274,7 @@ async def test_item_09_success_result_has_run_fields_and_all_artefact_keys() -> 
     assert round_trip(result) == result
 
 
-async def test_item_09_run_may_be_given_as_a_camel_case_mapping() -> None:
+async def test_run_may_be_given_as_a_camel_case_mapping() -> None:
     scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 1)
     result = await scorer.run(
         {"input": "i", "output": "o", "groundTruth": "g", "runId": "r", "requestContext": {}}
@@ -281,16 +283,16 @@ async def test_item_09_run_may_be_given_as_a_camel_case_mapping() -> None:
     assert result.request_context == {}
 
 
-async def test_item_09_unknown_run_field_is_a_clear_error() -> None:
+async def test_unknown_run_field_is_a_clear_error() -> None:
     scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 1)
     with pytest.raises(TypeError, match="unknown scorer run field 'outptu'"):
         await scorer.run({"outptu": "typo"})
 
 
-# --------------------------------------------------------------------------------- item 10
+# ------------------------------------------------------------------------ internal options
 
 
-async def test_item_10_internal_never_appears_in_the_result() -> None:
+async def test_internal_never_appears_in_the_result() -> None:
     seen: list[Any] = []
     scorer = sw.create_scorer(id="s", description="d").generate_score(
         lambda ctx: seen.append(ctx.run) or 1
@@ -305,20 +307,20 @@ async def test_item_10_internal_never_appears_in_the_result() -> None:
     assert result.output == "o"
 
 
-# --------------------------------------------------------------------------------- item 11
+# ------------------------------------------------------------------- function-only results
 
 
-async def test_item_11_function_only_results_have_no_judge_key() -> None:
+async def test_function_only_results_have_no_judge_key() -> None:
     result = await quality_scorer().run(input="q", output=TWELVE_WORDS)
     assert result.judge is None
     assert "judge" not in wire(result)
     assert "judge" not in result.model_dump(exclude_none=True)
 
 
-# --------------------------------------------------------------------------------- item 12
+# -------------------------------------------------------------------------- stored prompts
 
 
-async def test_item_12_prompt_steps_store_the_exact_create_prompt_string() -> None:
+async def test_prompt_steps_store_the_exact_create_prompt_string() -> None:
     judge = ScriptedJudge(['{"x": 1}', '{"y": 2}', '{"score": 1}', "fine"])
     prompts = {
         "preprocess": "  Pre-process:\n\tkeep   whitespace ✓ ",
@@ -346,11 +348,11 @@ async def test_item_12_prompt_steps_store_the_exact_create_prompt_string() -> No
     assert data["judge"]["preprocess"]["executions"][0]["prompt"] == prompts["preprocess"]
 
 
-# --------------------------------------------------------------------------------- item 13
+# ----------------------------------------------------------------------------- prepare_run
 
 
 @pytest.mark.parametrize("flavour", ["sync", "async", "mapping"])
-async def test_item_13_prepare_run_output_is_what_steps_hooks_and_result_see(
+async def test_prepare_run_output_is_what_steps_hooks_and_result_see(
     flavour: str,
 ) -> None:
     def strip(run: ScorerRun) -> Any:
@@ -389,7 +391,7 @@ async def test_item_13_prepare_run_output_is_what_steps_hooks_and_result_see(
     assert "secret input" not in str(wire(result))
 
 
-async def test_item_13_prepare_run_runs_before_run_id_generation() -> None:
+async def test_prepare_run_runs_before_run_id_generation() -> None:
     def give_id(run: ScorerRun) -> ScorerRun:
         assert run.run_id is None
         run.run_id = "from-prepare"
@@ -401,7 +403,7 @@ async def test_item_13_prepare_run_runs_before_run_id_generation() -> None:
     assert (await scorer.run(output="o")).run_id == "from-prepare"
 
 
-async def test_item_13_prepare_run_returning_garbage_is_a_clear_error() -> None:
+async def test_prepare_run_returning_garbage_is_a_clear_error() -> None:
     scorer = sw.create_scorer(id="prep-bad", description="d", prepare_run=lambda run: 42)
     scorer = scorer.generate_score(lambda ctx: 1)
     with pytest.raises(TypeError, match=r"prep-bad.*prepare_run returned int"):
@@ -462,7 +464,7 @@ def _reason_fails_after_score_zero(judge: ScriptedJudge) -> sw.Scorer:
     )
 
 
-async def test_item_38_failed_run_never_reports_a_finished_run_even_with_recovered_score() -> None:
+async def test_failed_run_never_reports_a_finished_run_even_with_recovered_score() -> None:
     judge = ScriptedJudge(['{"score": 0}', JudgeProviderError("bad request", status_code=400)])
     with observing() as observer, pytest.raises(sw.ScorerRunError) as caught:
         await _reason_fails_after_score_zero(judge).run(output="o")
@@ -472,7 +474,7 @@ async def test_item_38_failed_run_never_reports_a_finished_run_even_with_recover
     assert caught.value.result is not None and caught.value.result.score == 0
 
 
-async def test_item_38_failed_function_run_reports_run_failed_once() -> None:
+async def test_failed_function_run_reports_run_failed_once() -> None:
     def fail(ctx: sw.StepContext) -> float:
         raise ValueError("nope")
 
@@ -485,7 +487,7 @@ async def test_item_38_failed_function_run_reports_run_failed_once() -> None:
     assert isinstance(outcome.error, ValueError)
 
 
-async def test_item_39_successful_run_reports_finished_once_with_score_identity() -> None:
+async def test_successful_run_reports_finished_once_with_score_identity() -> None:
     scorer = (
         sw.create_scorer(id="quality", name="Quality Scorer", description="d")
         .generate_score(lambda ctx: 0.8)
@@ -510,7 +512,7 @@ async def test_item_39_successful_run_reports_finished_once_with_score_identity(
     ]
 
 
-async def test_item_39_without_ground_truth_the_run_start_says_so() -> None:
+async def test_without_ground_truth_the_run_start_says_so() -> None:
     scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 1)
     with observing() as observer:
         await scorer.run(output="o")
@@ -526,7 +528,7 @@ async def test_item_39_without_ground_truth_the_run_start_says_so() -> None:
         (None, False, False),
     ],
 )
-async def test_item_40_emit_observability_score_false_reaches_the_hooks(
+async def test_emit_observability_score_false_reaches_the_hooks(
     internal: dict[str, Any] | None, keyword: bool, expected: bool
 ) -> None:
     scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 1)
@@ -540,7 +542,7 @@ async def test_item_40_emit_observability_score_false_reaches_the_hooks(
 
 
 @pytest.mark.parametrize("fail_on", ["run_finished", "step_started", "step_finished"])
-async def test_item_41_listener_exceptions_are_logged_and_the_run_still_resolves(
+async def test_listener_exceptions_are_logged_and_the_run_still_resolves(
     fail_on: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 0.5)
@@ -553,7 +555,7 @@ async def test_item_41_listener_exceptions_are_logged_and_the_run_still_resolves
     assert any("failed; ignored" in record.getMessage() for record in caplog.records)
 
 
-async def test_item_41_observer_failing_at_run_start_does_not_break_the_run(
+async def test_observer_failing_at_run_start_does_not_break_the_run(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 0.5)
@@ -569,7 +571,7 @@ async def test_item_41_observer_failing_at_run_start_does_not_break_the_run(
     assert any("run start" in record.getMessage() for record in caplog.records)
 
 
-async def test_item_42_request_context_and_its_keys_reach_the_hooks_unchanged() -> None:
+async def test_request_context_and_its_keys_reach_the_hooks_unchanged() -> None:
     context = {"userId": "u1", "tenant": {"id": "t1"}, "authToken": "secret"}
     seen: list[Any] = []
     scorer = sw.create_scorer(id="s", description="d").generate_score(
@@ -590,7 +592,7 @@ async def test_item_42_request_context_and_its_keys_reach_the_hooks_unchanged() 
     assert run.request_context is context
 
 
-async def test_item_43_score_trace_id_comes_from_the_listener_trace_id() -> None:
+async def test_score_trace_id_comes_from_the_listener_trace_id() -> None:
     seen: list[Any] = []
     scorer = sw.create_scorer(id="s", description="d").generate_score(
         lambda ctx: seen.append(ctx.run.score_trace_id) or 1
@@ -603,7 +605,7 @@ async def test_item_43_score_trace_id_comes_from_the_listener_trace_id() -> None
     assert wire(result)["scoreTraceId"] == trace_id
 
 
-async def test_item_43_no_trace_no_score_trace_id() -> None:
+async def test_no_trace_no_score_trace_id() -> None:
     scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 1)
     with observing(RecordingObserver(trace_id=None)):
         traced_without_id = await scorer.run(output="o")

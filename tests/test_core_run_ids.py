@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 import scorewatch as sw
 from scorewatch.core.run_input import new_run_id
+
+pytestmark = pytest.mark.unit
 
 
 def test_generated_ids_are_canonical_uuid4_strings() -> None:

@@ -11,6 +11,8 @@ from core_support import round_trip, wire
 from reference_fixtures import load_reference
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 REFERENCE = load_reference("core/score_types.json")
 
 

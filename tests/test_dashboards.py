@@ -25,6 +25,8 @@ from deploy_support import (
 from scorewatch.server.config import load_config
 from scorewatch.telemetry import names
 
+pytestmark = pytest.mark.integration
+
 EXPECTED_TITLES = {
     "scorewatch-scores.json": "scorewatch / Scores",
     "scorewatch-judge.json": "scorewatch / Judge usage",

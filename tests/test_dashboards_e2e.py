@@ -35,7 +35,7 @@ from deploy_support import (
     variable_queries,
 )
 
-pytestmark = pytest.mark.needs_binary
+pytestmark = [pytest.mark.e2e, pytest.mark.needs_binary]
 
 WORKLOAD = Path(__file__).with_name("deploy_workload.py")
 # Grafana's interval variables, sized for a 1 s scrape interval.

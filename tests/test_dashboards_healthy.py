@@ -21,6 +21,8 @@ from prometheus_support import query, running_prometheus
 from scorewatch.testing import LoopbackJudgeServer, Reply
 from serve_support import ServeProcess, judge_table, write_config
 
+pytestmark = pytest.mark.e2e
+
 CONFIG = """\
 {judge}
 

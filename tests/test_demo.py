@@ -37,6 +37,8 @@ from scorewatch.demo.simulated_judge import (
 )
 from scorewatch.scorers import create_summarization_scorer
 
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -23,6 +23,8 @@ from scorewatch.demo.dataset import (
     parse_demo_dataset,
 )
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def dataset() -> DemoDataset:
@@ -170,7 +172,7 @@ def test_expected_score_formula_edge_cases() -> None:
     unsupported = ClaimVerdict(claim="b", supported=False, reason="absent")
     assert expected_summary_score([], [True, True], 2) == 0
     assert expected_summary_score([supported], [], 0) == 0
-    # The spec's worked example: 2 of 3 claims, 3 of 5 questions.
+    # The summarization worked example: 2 of 3 claims, 3 of 5 questions.
     claims = [supported, supported, unsupported]
     assert expected_summary_score(claims, [True, True, True, False, False], 5) == 0.6
     # 0.125 and 0.625 would round down under Python's banker's rounding; the scorer rounds up.

@@ -15,6 +15,8 @@ from deploy_support import DEPLOY, PROMETHEUS_DIR, ROOT, load_yaml, load_yaml_do
 from scorewatch.server.config import load_config
 from scorewatch.server.scorers import build_scorers
 
+pytestmark = pytest.mark.integration
+
 K8S = DEPLOY / "k8s"
 COMPOSE_SERVICES = {
     "scorewatch",

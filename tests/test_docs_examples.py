@@ -40,6 +40,8 @@ from scorewatch.demo.simulated_judge import SimulatedJudge
 from scorewatch.telemetry import names
 from scorewatch.telemetry.reference import BEGIN_MARKER, END_MARKER, render_reference
 
+pytestmark = pytest.mark.e2e
+
 RUNNER = Path(__file__).resolve().parent / "docs_support.py"
 
 

@@ -1,4 +1,5 @@
-"""run_evals and run_experiment: checklist items 50-59 and bounded concurrency."""
+"""run_evals and run_experiment: validation, means, verdicts, failure isolation and bounded
+concurrency."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 import scorewatch as sw
 from scorewatch.evals import RunOutcome
 from scorewatch.testing import ScriptedJudge
+
+pytestmark = pytest.mark.unit
 
 
 def score_from_output(scorer_id: str = "echo") -> sw.Scorer:
@@ -32,7 +35,7 @@ def failing(scorer_id: str = "boom", *, after_score: bool = False) -> sw.Scorer:
 DATA = [{"input": "0.6", "ground_truth": "g1"}, {"input": "1.0", "ground_truth": "g2"}]
 
 
-async def test_item_50_validation_errors() -> None:
+async def test_run_evals_rejects_empty_data_missing_input_and_no_scorers() -> None:
     scorer = score_from_output()
     with pytest.raises(sw.ScorewatchError) as empty:
         await sw.run_evals(data=[], target=float, scorers=[scorer])
@@ -56,7 +59,7 @@ async def test_item_50_validation_errors() -> None:
     assert inverted.value.code == "INVALID_SCORER_THRESHOLD"
 
 
-async def test_item_51_mean_scores_and_total_items() -> None:
+async def test_scores_are_per_scorer_means_and_total_items_counts_items() -> None:
     result = await sw.run_evals(data=DATA, target=lambda text: text, scorers=[score_from_output()])
     assert result.scores == {"echo": pytest.approx(0.8)}
     assert result.summary.total_items == 2
@@ -87,7 +90,7 @@ async def test_items_with_output_need_no_target() -> None:
     assert result.scores == {"echo": 0.25}
 
 
-async def test_item_53_scorer_error_rejects_run_naming_scorer_and_item() -> None:
+async def test_a_scorer_error_rejects_the_run_naming_scorer_and_item() -> None:
     with pytest.raises(sw.ScorewatchError) as raised:
         await sw.run_evals(data=DATA, target=str, scorers=[score_from_output(), failing()])
     error = raised.value
@@ -98,7 +101,7 @@ async def test_item_53_scorer_error_rejects_run_naming_scorer_and_item() -> None
     assert isinstance(error.__cause__, sw.ScorerRunError)
 
 
-async def test_item_53_gate_errors_count_zero() -> None:
+async def test_a_failing_gate_counts_as_zero() -> None:
     result = await sw.run_evals(
         data=DATA, target=str, scorers=[score_from_output()], gates=[failing("gate")]
     )
@@ -116,7 +119,7 @@ async def test_target_failure_is_reported() -> None:
     assert raised.value.code == "RUN_EXPERIMENT_TARGET_FAILED_TO_GENERATE_RESULT"
 
 
-async def test_item_54_on_item_complete_once_per_item() -> None:
+async def test_on_item_complete_is_called_once_per_item() -> None:
     # Issue 16 item 6: one argument (item, target_result, scorer_results), as the reference's.
     calls: list[tuple[Any, Any, dict[str, sw.ScorerRunResult]]] = []
 
@@ -132,7 +135,7 @@ async def test_item_54_on_item_complete_once_per_item() -> None:
     assert {c[2]["echo"].score for c in calls} == {0.6, 1.0}
 
 
-async def test_item_57_verdicts() -> None:
+async def test_gate_and_threshold_verdicts() -> None:
     always_one = sw.create_scorer(id="gate", description="d").generate_score(lambda c: 1)
     scorer = score_from_output()
     passed = await sw.run_evals(
@@ -197,7 +200,7 @@ async def test_judge_calls_bounded_by_concurrency() -> None:
     assert peak == 4
 
 
-async def test_item_58_experiment_isolates_failures() -> None:
+async def test_experiment_isolates_a_failing_scorer() -> None:
     outcomes: list[RunOutcome] = []
     result = await sw.run_experiment(
         data=DATA,
@@ -216,7 +219,7 @@ async def test_item_58_experiment_isolates_failures() -> None:
     assert len(outcomes) == 4
 
 
-async def test_item_59_recovered_score_kept_in_memory_not_stored_as_success() -> None:
+async def test_recovered_score_kept_in_memory_not_stored_as_success() -> None:
     stored_successes: list[RunOutcome] = []
     stored_failures: list[RunOutcome] = []
 

@@ -12,6 +12,8 @@ import scorewatch as sw
 from reference_fixtures import load_reference
 from scorewatch.evals import ItemComplete
 
+pytestmark = pytest.mark.unit
+
 REFERENCE = load_reference("evals/run_evals.json")
 DATA: list[dict[str, Any]] = REFERENCE["data"]
 

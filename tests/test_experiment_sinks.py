@@ -7,8 +7,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import scorewatch as sw
 from scorewatch.live import ExperimentSinkWriter, JsonlSink, SqliteSink
+
+pytestmark = pytest.mark.integration
 
 
 def scorers() -> list[sw.Scorer]:

@@ -1,7 +1,7 @@
 """Prompt-based scorers judged by the real litellm client over HTTP, against scripted faults.
 
-Every fault must leave the documented judge record (spec §5) and, where the step fails, the
-documented `ScorerRunError` (spec §6); the same scenario through `ScriptedJudge` gives the same
+Every fault must leave the judge record docs/reference-semantics.md describes and, where the step
+fails, the `ScorerRunError` it describes; the same scenario through `ScriptedJudge` gives the same
 record. Backoff is shortened (`base_delay=0.001`, `Retry-After: 0`) so the suite stays fast.
 """
 
@@ -25,6 +25,8 @@ from scorewatch.testing import (
     Reply,
     ScriptedJudge,
 )
+
+pytestmark = pytest.mark.integration
 
 SENTINEL = "sk-sentinel-faults-7d2e44b1"
 MODEL = "openai/loopback-judge"

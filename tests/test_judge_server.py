@@ -18,6 +18,8 @@ from scorewatch.testing import (
     Reply,
 )
 
+pytestmark = pytest.mark.integration
+
 SENTINEL = "sk-sentinel-server-0c4f7d"
 CHAT = {"model": "loopback", "messages": [{"role": "user", "content": "hi"}]}
 

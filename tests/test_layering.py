@@ -1,28 +1,28 @@
-"""The architecture's import rule: a folder imports only the folders listed above it.
+"""The import rule of src/scorewatch/layers.toml, checked on every module of the package.
 
-judge → core → scorers → evals → live → telemetry → server → testing, with `traces` beside
-`live` (neither imports the other); `judge` and `core` never import the OpenTelemetry SDK (core
-not even the API). The CLI, its commands and the demo sit on
-top and may import anything.
+A module imports its own folder and lower levels; a sibling only when listed; never a `never`
+pair. Every folder and top-level module must be described, so a new folder cannot skip the rule.
 """
 
 from __future__ import annotations
 
 import ast
+import tomllib
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "scorewatch"
-ORDER = ["judge", "core", "scorers", "evals", "live", "telemetry", "server", "testing"]
-RANK = {name: index for index, name in enumerate(ORDER)}
-# `traces` sits beside `live`, on top of evals: the two never import each other.
-RANK["traces"] = RANK["live"]
-SIBLINGS = {"live": "traces", "traces": "live"}
+LAYERS = PACKAGE / "layers.toml"
 
 
+@cache
 def imported_modules(path: Path) -> list[tuple[int, str]]:
-    """Absolute module names a file imports, relative imports resolved."""
+    """Absolute module names a file imports, relative imports resolved (parsed once per run)."""
     package = list(path.relative_to(PACKAGE.parent).parts[:-1])
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -41,41 +41,72 @@ def imported_modules(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def layer_of(module: str) -> str | None:
+def unit_of(path: Path) -> str:
+    """The folder a module sits in, or the top-level module's own name."""
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0] if len(parts) > 1 else path.stem
+
+
+def target_of(module: str, units: set[str]) -> str | None:
+    """The described unit a `scorewatch.…` import reaches; names that are no unit are attributes
+    of the package root (`from scorewatch import __version__`)."""
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[0] == "scorewatch" else None
+    if parts[0] != "scorewatch":
+        return None
+    if len(parts) == 1:
+        return "__init__"
+    return parts[1] if parts[1] in units else "__init__"
 
 
-@pytest.mark.parametrize("layer", [*ORDER, "traces"])
-def test_layer_imports_only_layers_above(layer: str) -> None:
-    problems = []
-    for path in sorted((PACKAGE / layer).rglob("*.py")):
-        for line, module in imported_modules(path):
-            target = layer_of(module)
-            if target in RANK and (RANK[target] > RANK[layer] or SIBLINGS.get(layer) == target):
-                problems.append(f"{path.relative_to(PACKAGE)}:{line} imports {module}")
-            if layer in ("judge", "core") and module.startswith("opentelemetry.sdk"):
-                problems.append(f"{path.relative_to(PACKAGE)}:{line} imports {module}")
-            if layer == "core" and module.startswith("opentelemetry"):
-                problems.append(f"{path.relative_to(PACKAGE)}:{line} imports {module}")
-    assert problems == []
+def violations(layers: dict[str, Any]) -> list[str]:
+    level_of: dict[str, int] = {}
+    siblings: dict[str, set[str]] = {}
+    for index, level in enumerate(layers["level"]):
+        for unit in level["folders"]:
+            assert unit not in level_of, f"{unit} is described twice"
+            level_of[unit] = index
+        for unit, allowed in level.get("siblings", {}).items():
+            siblings[unit] = set(allowed)
+    exceptions = {(e["importer"], e["imports"]) for e in layers.get("exception", [])}
+    never = [(i, rule["imports"]) for rule in layers.get("never", []) for i in rule["importers"]]
 
-
-def test_judge_imports_nothing_of_scorewatch_but_errors() -> None:
+    present = {unit_of(p) for p in PACKAGE.rglob("*.py")}
     problems = [
-        f"{path.relative_to(PACKAGE)}:{line} imports {module}"
-        for path in sorted((PACKAGE / "judge").rglob("*.py"))
-        for line, module in imported_modules(path)
-        if layer_of(module) not in (None, "judge") and module != "scorewatch.errors"
+        f"{unit} is not described in layers.toml" for unit in sorted(present - set(level_of))
     ]
-    assert problems == []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        me = unit_of(path)
+        if me not in level_of:
+            continue
+        where = path.relative_to(PACKAGE)
+        for line, module in imported_modules(path):
+            for importer, prefix in never:
+                if importer == me and (module == prefix or module.startswith(prefix + ".")):
+                    problems.append(f"{where}:{line} imports {module} (never {me} → {prefix})")
+            target = target_of(module, set(level_of))
+            if target is None or target == me or (me, target) in exceptions:
+                continue
+            upward = level_of[target] > level_of[me]
+            sideways = level_of[target] == level_of[me] and target not in siblings.get(me, set())
+            if upward or sideways:
+                kind = "a higher level" if upward else "an unlisted sibling"
+                problems.append(f"{where}:{line} imports {module} ({kind}: {me} → {target})")
+    return problems
 
 
-def test_the_checker_sees_relative_imports() -> None:
-    modules = [module for _, module in imported_modules(PACKAGE / "core" / "prompt.py")]
-    assert "scorewatch.judge.errors" in modules
-
-
-def test_the_checker_knows_the_traces_layer() -> None:
-    assert (PACKAGE / "traces" / "__init__.py").is_file()
-    assert RANK["traces"] > RANK["evals"] and SIBLINGS["live"] == "traces"
+def test_imports_follow_the_described_layers() -> None:
+    layers = tomllib.loads(LAYERS.read_text(encoding="utf-8"))
+    # The checker must see relative imports, or it would pass by seeing nothing.
+    seen = [module for _, module in imported_modules(PACKAGE / "core" / "prompt.py")]
+    assert "scorewatch.judge.errors" in seen
+    assert violations(layers) == []
+    # ...and it must catch a break of each kind: core reaching up, a sibling, a never pair.
+    broken = {**layers, "level": [dict(level) for level in layers["level"]]}
+    broken["level"][2] = {"folders": ["core", "judge"]}  # judge becomes core's sibling
+    del broken["level"][1]
+    broken["never"] = [{"importers": ["telemetry"], "imports": "opentelemetry.sdk"}]
+    found = "\n".join(violations(broken))
+    assert "(an unlisted sibling: core → judge)" in found
+    assert "(never telemetry → opentelemetry.sdk)" in found
+    broken["level"] = list(reversed(layers["level"]))
+    assert "(a higher level: core → judge)" in "\n".join(violations(broken))

@@ -35,6 +35,8 @@ from scorewatch.testing import (
     Reply,
 )
 
+pytestmark = pytest.mark.integration
+
 SENTINEL = "sk-sentinel-litellm-5e1b9a"
 UNKNOWN_MODEL = "openai/loopback-judge"  # not in litellm's price table
 PRICED_MODEL = "openai/gpt-4o-mini"  # in litellm's bundled price table

@@ -8,6 +8,8 @@ import scorewatch as sw
 from live_support import Collected, constant_scorer
 from scorewatch.live import LiveScoring, Sampling, ScorerEntry
 
+pytestmark = pytest.mark.unit
+
 
 def test_entries_accept_scorers_entries_and_reference_shaped_mappings() -> None:
     live = LiveScoring(

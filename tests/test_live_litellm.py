@@ -20,6 +20,8 @@ from scorewatch.judge.litellm_judge import LiteLLMJudge
 from scorewatch.live import LiveScoring
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 
+pytestmark = pytest.mark.integration
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 TESTS = str(Path(__file__).resolve().parent)
 AGENT_ANSWER = "Paris is the capital of France."

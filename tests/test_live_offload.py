@@ -20,6 +20,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 import scorewatch as sw
 from scorewatch.core import offload_function_steps
 from scorewatch.live import LiveScoring
@@ -28,6 +30,8 @@ from scorewatch.live.offload import OFFLOAD_CHARS, call_is_heavy
 from scorewatch.scorers.completeness import create_completeness_scorer
 from scorewatch.scorers.content_similarity import create_content_similarity_scorer
 from scorewatch.testing import LoopbackJudgeServer, Reply
+
+pytestmark = pytest.mark.integration
 
 _PROBE = contextvars.ContextVar("probe", default="unset")
 

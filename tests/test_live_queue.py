@@ -28,6 +28,8 @@ from scorewatch.judge import JudgeRequest
 from scorewatch.live import JsonlSink, LiveScoring, SqliteSink
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.integration
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 TESTS = str(Path(__file__).resolve().parent)
 

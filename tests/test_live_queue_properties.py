@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scorewatch.live.work_queue import Job, JobOutcome, WorkQueue
+
+pytestmark = pytest.mark.unit
 
 Step = tuple[str, int]
 

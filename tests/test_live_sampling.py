@@ -12,6 +12,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from live_support import Collected, constant_scorer
 from scorewatch.live import LiveCall, LiveScoring, Sampling, ScorerEntry
 
+pytestmark = pytest.mark.unit
+
 
 def trace_ids(count: int, seed: int = 7) -> list[str]:
     rng = random.Random(seed)

@@ -29,10 +29,12 @@ from scorewatch.live import (
 )
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.integration
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 TESTS = str(Path(__file__).resolve().parent)
 
-# spec §9: the reference system's score row
+# The reference system's score row: every field name it stores, in its spelling.
 REFERENCE_FIELDS = {
     "id", "scorerId", "entityId", "runId", "input", "output", "additionalContext",
     "requestContext", "extractStepResult", "extractPrompt", "score", "analyzeStepResult",

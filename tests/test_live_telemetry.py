@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from live_support import GatedJudge, answering_judge, judged_scorer
 from scorewatch.live import LiveScoring, Sampling, ScorerEntry
 from scorewatch.telemetry import names
 from telemetry_helpers import in_memory_telemetry
+
+pytestmark = pytest.mark.unit
 
 
 class BrokenSink:

@@ -3,8 +3,12 @@ a fresh random id would be just that), without building the call when no scorer 
 
 from __future__ import annotations
 
+import pytest
+
 import scorewatch as sw
 from scorewatch.live import LiveScoring, Sampling, ScorerEntry
+
+pytestmark = pytest.mark.unit
 
 
 def scorer(scorer_id: str) -> sw.Scorer:

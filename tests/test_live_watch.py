@@ -13,6 +13,8 @@ import pytest
 from live_support import Collected, GatedJudge, constant_scorer, failing_judge, judged_scorer
 from scorewatch.live import LiveScoring, ScorerEntry
 
+pytestmark = pytest.mark.unit
+
 
 class AgentError(Exception):
     pass

@@ -24,6 +24,8 @@ from scorewatch.live.sinks.postgres import PostgresSink
 from scorewatch.telemetry import names
 from telemetry_helpers import in_memory_telemetry
 
+pytestmark = pytest.mark.integration
+
 SKIPPED = {"step": "preprocess", "reason": "empty output"}
 
 

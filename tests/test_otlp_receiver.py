@@ -26,6 +26,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from scorewatch.testing import OtlpReceiver
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 def receiver() -> Iterator[OtlpReceiver]:

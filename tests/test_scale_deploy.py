@@ -12,6 +12,8 @@ from deploy_support import DEPLOY, load_yaml, load_yaml_documents
 from scorewatch.server.config import load_config
 from scorewatch.server.scorers import build_scorers
 
+pytestmark = pytest.mark.unit
+
 K8S = DEPLOY / "k8s"
 SCALE = K8S / "scale"
 SCALE_CONFIGS = [DEPLOY / "scorewatch.scale.toml", SCALE / "scorewatch.toml"]

@@ -34,6 +34,8 @@ from scale_support import (
 from scorewatch.testing import HttpError, LoopbackJudgeServer
 from serve_support import ServeProcess, run_serve, write_config
 
+pytestmark = pytest.mark.e2e
+
 CONFIG = """\
 [[scorers]]
 id = "length"

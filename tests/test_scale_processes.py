@@ -39,6 +39,8 @@ from scorewatch.server.redis_intake import RedisIntake
 from scorewatch.server.stream_queue import StreamNames, connect
 from serve_support import ServeProcess
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def names() -> Iterator[tuple[str, str]]:

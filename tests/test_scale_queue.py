@@ -44,6 +44,8 @@ from scorewatch.server.stream_queue import StreamNames, connect, read_gauges
 from scorewatch.server.worker import StreamWorker
 from scorewatch.telemetry import names
 
+pytestmark = pytest.mark.integration
+
 # -- fixtures -------------------------------------------------------------------------------
 
 

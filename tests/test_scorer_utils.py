@@ -29,6 +29,8 @@ from scorewatch.scorers.utils import (
     round_to_two_decimals,
 )
 
+pytestmark = pytest.mark.unit
+
 # ---------------------------------------------------------------------------------- item 74
 
 

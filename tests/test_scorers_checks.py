@@ -19,6 +19,8 @@ from scorewatch.scorers.utils import (
     create_tool_invocation,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def openai_tools(*names: str, answer: str = "Done.") -> list[dict[str, Any]]:
     calls = [

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from scorewatch.judge.protocol import JudgeRequest
 from scorewatch.live import CallbackSink, LiveResult, LiveScoring
 from scorewatch.scorers import checks, create_answer_relevancy_scorer
 from scorewatch.testing import ScriptedJudge
+
+pytestmark = pytest.mark.unit
 
 
 def _reply(request: JudgeRequest) -> str:

@@ -37,6 +37,8 @@ from scorewatch.scorers.utils import (
 )
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 REASON = "The score is what it is because of the verdicts."
 
 

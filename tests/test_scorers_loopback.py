@@ -13,6 +13,8 @@ import pytest
 from scorewatch.scorers.registry import PREBUILT, build_scorer
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 
+pytestmark = pytest.mark.integration
+
 MODEL = "openai/loopback-judge"
 SECRET = "sk-loopback-scorers-51c0"
 REASON = "The score is fine because the verdicts say so."

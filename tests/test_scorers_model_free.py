@@ -35,6 +35,8 @@ from scorewatch.scorers.tone_consistency import (
 )
 from scorewatch.scorers.utils import create_agent_test_run, create_test_message
 
+pytestmark = pytest.mark.unit
+
 
 async def run(scorer: Any, input: Any, output: Any, **extra: Any) -> Any:
     result = await scorer.run(input=input, output=output, **extra)

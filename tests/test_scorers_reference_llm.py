@@ -36,6 +36,8 @@ from scorewatch.scorers import (
 )
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 CASES: list[dict[str, Any]] = load_reference("llm_scorers/recorded.json")
 
 FACTORIES: dict[str, Callable[..., Scorer]] = {

@@ -29,6 +29,8 @@ from scorewatch.scorers.tone_consistency import (
 )
 from scorewatch.scorers.tool_call_accuracy_code import create_tool_call_accuracy_code_scorer
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = Path(__file__).parent / "fixtures" / "reference" / "model_free"
 
 FACTORIES: dict[str, Any] = {

@@ -29,6 +29,8 @@ from scorewatch.scorers import (
 from scorewatch.scorers.trajectory_accuracy_code import NO_EXPECTATION
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 CASES: list[dict[str, Any]] = load_reference("trajectory/recorded.json")
 
 FACTORIES: dict[str, Callable[..., Scorer]] = {

@@ -18,6 +18,8 @@ from scorewatch.scorers.registry import (
 )
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 # The options each scorer cannot be built without (beyond the model).
 MINIMAL: dict[str, dict[str, Any]] = {
     "context-precision": {"context": ["c"]},

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from scorewatch.judge.protocol import JudgeRequest
 from scorewatch.scorers import checks, create_hallucination_scorer
 from scorewatch.telemetry import names
 from scorewatch.testing import ScriptedJudge
 from telemetry_helpers import in_memory_telemetry
+
+pytestmark = pytest.mark.unit
 
 OUTPUT = "The Eiffel Tower is 900 meters tall."
 

@@ -24,6 +24,8 @@ from scorewatch.scorers.multi_turn_judge import END, START
 from scorewatch.scorers.utils import create_test_message, create_tool_invocation
 from scorewatch.testing import ScriptedJudge
 
+pytestmark = pytest.mark.unit
+
 
 def _openai_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     return {

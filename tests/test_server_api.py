@@ -18,6 +18,8 @@ from scorewatch.live.sampling import fraction_of
 from scorewatch.testing import LoopbackJudgeServer
 from serve_support import ServeProcess, judge_table, sqlite_rows, wait_idle, write_config
 
+pytestmark = pytest.mark.e2e
+
 TOKEN = "test-token-4f1c9b"
 SECRET = "CONTENT-MARKER-7d1e"  # must never appear in the service's log
 

@@ -12,6 +12,8 @@ from scorewatch.server.config import ConfigError, is_loopback_host, load_config,
 from scorewatch.server.scorers import build_scorers
 from serve_support import run_serve, write_config
 
+pytestmark = pytest.mark.e2e
+
 ISSUE_EXAMPLE = """\
 [server]
 listen = "127.0.0.1:8787"

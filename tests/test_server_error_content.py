@@ -12,9 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 
 from scorewatch.testing import HttpError, LoopbackJudgeServer, OtlpReceiver
 from serve_support import ServeProcess, judge_table, write_config
+
+pytestmark = pytest.mark.e2e
 
 SENTINEL_KEY = "sk-SENTINEL-4f1e9d0c7b2a"
 ECHOED_CONTENT = "CANARY-ECHOED-BY-PROVIDER-8c3d"

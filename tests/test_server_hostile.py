@@ -15,6 +15,8 @@ import pytest
 
 from serve_support import ServeProcess, write_config
 
+pytestmark = pytest.mark.e2e
+
 TOKEN = "hostile-test-token-5d1c"
 BODY_TIMEOUT_S = 1.0
 

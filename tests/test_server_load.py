@@ -23,6 +23,8 @@ import pytest
 from scorewatch.testing import LoopbackJudgeServer, Reply
 from serve_support import ServeProcess, judge_table, sqlite_rows, write_config
 
+pytestmark = pytest.mark.e2e
+
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 REQUESTS = int(os.environ.get("SCOREWATCH_LOAD_REQUESTS", "20000" if IN_CI else "5000"))
 CLIENTS = 32

@@ -16,6 +16,8 @@ from prometheus_support import query, running_prometheus
 from scorewatch.testing import LoopbackJudgeServer, Reply
 from serve_support import ServeProcess, judge_table, wait_idle, write_config
 
+pytestmark = pytest.mark.e2e
+
 CONFIG = """\
 [server]
 {server}

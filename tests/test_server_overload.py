@@ -15,9 +15,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from scorewatch.testing import LoopbackJudgeServer, Reply
 from serve_support import ServeProcess, write_config
+
+pytestmark = pytest.mark.e2e
 
 CONFIG = """\
 [[scorers]]

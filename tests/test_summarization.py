@@ -1,4 +1,4 @@
-"""The summarization scorer (spec §14, checklist items 60-70) against a scripted judge."""
+"""The summarization scorer (claims, questions, coverage, weaker axis) with a scripted judge."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from scorewatch.scorers.utils import (
     extract_tool_results,
 )
 from scorewatch.testing import ScriptedJudge
+
+pytestmark = pytest.mark.integration
 
 SOURCE = (
     "The company was founded in 1995 by John Smith. It started with 10 employees and grew to 500 "
@@ -111,7 +113,7 @@ def run_with_tool_call(summary: str, source: str = SOURCE) -> dict[str, Any]:
     )
 
 
-# ---------------------------------------------------------------------------------- item 60
+# ---------------------------------------------------------------------------- configuration
 
 
 def test_configuration() -> None:
@@ -149,7 +151,7 @@ def test_max_questions_must_be_an_int() -> None:
         create_summarization_scorer(judge(), max_questions=2.5)  # type: ignore[arg-type]
 
 
-# ---------------------------------------------------------------------------------- item 61
+# ------------------------------------------------------------------------ the score formula
 
 
 @pytest.mark.parametrize(
@@ -179,7 +181,7 @@ async def test_score_is_the_weaker_axis_times_scale(
     assert model.calls == 3
 
 
-# ---------------------------------------------------------------------------------- item 62
+# ------------------------------------------------------------------------------- the reason
 
 
 async def test_reason_is_the_judge_text_verbatim() -> None:
@@ -256,7 +258,7 @@ async def test_worked_example_two_of_three_claims_three_of_five_questions() -> N
         assert request.instructions == SUMMARIZATION_INSTRUCTIONS
 
 
-# ---------------------------------------------------------------------------------- item 63
+# ---------------------------------------------------------------------- the coverage prompt
 
 
 async def test_coverage_prompt_never_contains_the_source() -> None:
@@ -276,7 +278,7 @@ async def test_coverage_prompt_never_contains_the_source() -> None:
     assert "The source document mentions volcanoes." in prompt_of(model, "preprocess")
 
 
-# ---------------------------------------------------------------------------------- item 64
+# ---------------------------------------------------------------- which text is the summary
 
 
 async def test_summary_is_the_last_non_empty_assistant_text() -> None:
@@ -321,7 +323,7 @@ async def test_summary_from_openai_messages_with_a_tool_turn() -> None:
     assert "Draft that was replaced." not in all_prompts(model)
 
 
-# ---------------------------------------------------------------------------------- item 65
+# -------------------------------------------------------------- where the source comes from
 
 
 async def test_source_option_overrides_the_run_input() -> None:
@@ -406,7 +408,7 @@ async def test_empty_source_option_is_kept() -> None:
     assert SOURCE not in all_prompts(model)
 
 
-# ---------------------------------------------------------------------------------- item 66
+# ---------------------------------------------------------------- empty claims or questions
 
 
 async def test_no_claims_scores_zero_and_still_explains() -> None:
@@ -455,7 +457,7 @@ async def test_missing_output_and_input_do_not_crash() -> None:
     assert result.reason == "Nothing to score."
 
 
-# ---------------------------------------------------------------------------------- item 67
+# ------------------------------------------------------------------------- too few verdicts
 
 
 async def test_missing_coverage_verdicts_count_as_unanswered() -> None:
@@ -485,7 +487,7 @@ async def test_verdicts_match_questions_by_position_not_text() -> None:
     assert result.score == 0.5
 
 
-# ---------------------------------------------------------------------------------- item 68
+# ------------------------------------------------------------------------ too many verdicts
 
 
 async def test_extra_coverage_verdicts_are_ignored() -> None:
@@ -498,7 +500,7 @@ async def test_extra_coverage_verdicts_are_ignored() -> None:
     assert result.score == 1
 
 
-# ---------------------------------------------------------------------------------- item 69
+# ------------------------------------------------------------------------- the question cap
 
 
 async def test_questions_beyond_the_default_cap_are_ignored_and_not_sent() -> None:
@@ -538,7 +540,7 @@ async def test_questions_beyond_max_questions_are_ignored() -> None:
     assert "Unanswered questions:\n- none" in prompt_of(model, "generate_reason")
 
 
-# ---------------------------------------------------------------------------------- item 70
+# ------------------------------------------------------------------------ the reason prompt
 
 
 async def test_reason_prompt_quotes_scores_with_js_number_formatting() -> None:

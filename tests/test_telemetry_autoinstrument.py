@@ -31,6 +31,8 @@ import pytest
 from scorewatch.testing import OtlpReceiver
 from serve_support import ServeProcess, write_config
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 LAUNCHER = BIN / "opentelemetry-instrument"

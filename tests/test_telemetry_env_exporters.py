@@ -17,6 +17,8 @@ from scorewatch.testing import OtlpReceiver, ScriptedJudge
 from serve_support import ServeProcess, write_config
 from telemetry_helpers import prompt_scorer, verdicts
 
+pytestmark = pytest.mark.e2e
+
 _VARIABLES = [
     "OTEL_TRACES_EXPORTER",
     "OTEL_METRICS_EXPORTER",

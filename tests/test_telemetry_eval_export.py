@@ -13,6 +13,8 @@ import pytest
 
 from scorewatch.testing import OtlpReceiver
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = [{"input": "q1", "output": "a long enough answer here"}, {"input": "q2", "output": "short"}]
 

@@ -26,6 +26,8 @@ import pytest
 
 from prometheus_support import query, running_prometheus
 
+pytestmark = pytest.mark.e2e
+
 _PROCESS = textwrap.dedent(
     """
     import asyncio, json, sys

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import httpx
+import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
@@ -15,6 +16,8 @@ from scorewatch import telemetry
 from scorewatch.telemetry.exposition import render_openmetrics, render_text
 from scorewatch.testing import ScriptedJudge
 from telemetry_helpers import prompt_scorer, verdicts
+
+pytestmark = pytest.mark.integration
 
 
 async def test_same_bytes_as_generate_latest_on_scorewatch_metrics() -> None:

@@ -12,6 +12,8 @@ from scorewatch.telemetry import names
 from scorewatch.testing import HttpError, LoopbackJudgeServer, Reply
 from telemetry_helpers import in_memory_telemetry, prompt_scorer, verdicts
 
+pytestmark = pytest.mark.integration
+
 API_KEY = "sk-telemetry-sentinel-7d1c"
 
 

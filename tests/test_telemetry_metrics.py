@@ -1,4 +1,4 @@
-"""Metrics of telemetry.md §4 with in-memory readers: values, buckets, cost, cardinality, live."""
+"""Our metric instruments with in-memory readers: values, buckets, cost, cardinality, live."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from scorewatch.telemetry import names
 from scorewatch.telemetry.cardinality import CardinalityGuard
 from scorewatch.testing import ScriptedJudge
 from telemetry_helpers import in_memory_telemetry, prompt_scorer, verdicts
+
+pytestmark = pytest.mark.unit
 
 
 def _usage_total(results: list[sw.ScorerRunSnapshot], key: str) -> int:

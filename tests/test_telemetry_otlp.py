@@ -15,6 +15,8 @@ from scorewatch.telemetry import names
 from scorewatch.testing import OtlpReceiver, ScriptedJudge
 from telemetry_helpers import prompt_scorer, verdicts
 
+pytestmark = pytest.mark.integration
+
 TARGET_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 TARGET_SPAN = "00f067aa0ba902b7"
 

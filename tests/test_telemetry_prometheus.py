@@ -22,6 +22,8 @@ from scorewatch.telemetry import names
 from scorewatch.testing import ScriptedJudge
 from telemetry_helpers import prompt_scorer, verdicts
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def handle() -> Iterator[telemetry.TelemetryHandle]:

@@ -17,6 +17,8 @@ from scorewatch.telemetry import names
 from scorewatch.testing import ScriptedJudge
 from telemetry_helpers import InMemoryTelemetry, in_memory_telemetry, prompt_scorer, verdicts
 
+pytestmark = pytest.mark.unit
+
 NO_WAIT = RetryPolicy(max_retries=2, base_delay=0.0, jitter=False)
 
 
