@@ -24,6 +24,8 @@ from scorewatch.judge.prices import estimate_cost, import_litellm, model_facts
 from scorewatch.testing import HttpError, LoopbackJudgeServer, Reply
 from serve_support import run_serve, write_config
 
+pytestmark = pytest.mark.e2e
+
 KEY = "sk-transport-sentinel-41c9"
 SCHEMA = {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}
 

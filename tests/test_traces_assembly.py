@@ -18,6 +18,8 @@ from scorewatch.traces import (
     extract_run,
 )
 
+pytestmark = pytest.mark.unit
+
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 
 

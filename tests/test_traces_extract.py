@@ -32,6 +32,8 @@ from traces_support import (
     run_agent,
 )
 
+pytestmark = pytest.mark.integration
+
 PRODUCERS: list[Producer] = ["genai", "openinference"]
 CONVENTION = {"genai": "gen_ai", "openinference": "openinference"}
 

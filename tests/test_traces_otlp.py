@@ -26,6 +26,8 @@ from scorewatch.traces import (
 )
 from traces_support import otlp_json
 
+pytestmark = pytest.mark.unit
+
 
 def _spans() -> list[ReadableSpan]:
     exporter = InMemorySpanExporter()

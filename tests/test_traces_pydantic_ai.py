@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -26,6 +27,8 @@ from scorewatch.scorers.utils import (
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply, ToolCallReply
 from scorewatch.traces import extract_runs, score_traces_sync
 from traces_support import otlp_json
+
+pytestmark = pytest.mark.integration
 
 
 def _agent_trace() -> str:

@@ -18,6 +18,8 @@ from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 from scorewatch.traces import SpanSelector, score_traces, score_traces_sync
 from traces_support import instrumented, otlp_json, protobuf_request, run_agent
 
+pytestmark = pytest.mark.integration
+
 SECRET = "sk-loopback-traces-7731"
 
 
