@@ -14,13 +14,16 @@ from typing import Any
 import pytest
 
 from conftest import require_binary
-from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
+from scorewatch.testing.judge_server import HttpError, LoopbackJudgeServer, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
+# This checkout's sources first (not whichever copy the virtualenv installed), and the repository
+# root so that `tests.cli_scorers:...` imports.
+PYTHONPATH = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
 
 
 def scorewatch(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> Any:
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    full_env = {**os.environ, "PYTHONPATH": PYTHONPATH, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "scorewatch", *args],
         capture_output=True,
@@ -154,7 +157,7 @@ def test_interrupted_run_keeps_finished_results(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "data.jsonl", rows)
     out = tmp_path / "results.jsonl"
     with LoopbackJudgeServer(Reply(text='{"score": 1}', delay=0.2)) as server:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "SCOREWATCH_TEST_API_BASE": server.base_url}
+        env = {**os.environ, "PYTHONPATH": PYTHONPATH, "SCOREWATCH_TEST_API_BASE": server.base_url}
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -266,3 +269,145 @@ def test_sqlite_sink_receives_results(tmp_path: Path) -> None:
     rows = SqliteSink(db).query(limit=10)
     assert sorted(row["score"] for row in rows) == [0.0, 1.0, 1.0]
     assert {row["source"] for row in rows} == {"TEST"}
+
+
+def test_failed_runs_exit_1_with_code_step_and_message(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "data.jsonl", ROWS)
+    out = tmp_path / "results.jsonl"
+    args = ["eval", str(data), "--scorer", "tests.cli_scorers:picky_scorer", "--out", str(out)]
+    done = scorewatch(*args)
+    assert done.returncode == 1, done.stdout + done.stderr
+    # One line per distinct reason: scorer, code, step, message and the items it hit.
+    assert (
+        "picky: MASTR_SCORER_FAILED_TO_RUN_WORKFLOW_FAILED at step analyze: "
+        "Scorer Run Failed: too short to analyze (1 word)  (item 1)"
+    ) in done.stdout
+    assert "1 run(s) failed (pass --allow-failures" in done.stdout
+    failed = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["item"], r["failed_step"]) for r in failed if r["error"]] == [(1, "analyze")]
+    allowed = scorewatch(*args, "--allow-failures", "--format", "json")
+    assert allowed.returncode == 0, allowed.stdout
+    summary = json.loads(allowed.stdout)
+    assert summary["failures"] == [
+        {
+            "scorer_id": "picky",
+            "code": "MASTR_SCORER_FAILED_TO_RUN_WORKFLOW_FAILED",
+            "step": "analyze",
+            "message": "Scorer Run Failed: too short to analyze (1 word)",
+            "items": [1],
+        }
+    ]
+
+
+def test_a_judge_failure_prints_the_judges_error_code(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "data.jsonl", ROWS[:1])
+    with LoopbackJudgeServer(HttpError(401, "Incorrect API key provided")) as server:
+        done = scorewatch(
+            "eval",
+            str(data),
+            "--scorer",
+            "tests.cli_scorers:judged_scorer",
+            env={"SCOREWATCH_TEST_API_BASE": server.base_url},
+        )
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("  judged:"))
+    # The judge's own code (not the generic "scorer run failed"), the step, then the message.
+    code = line.split(": ")[1].split(" at step ")[0]
+    assert code != "MASTR_SCORER_FAILED_TO_RUN_WORKFLOW_FAILED" and code.isupper(), line
+    assert " at step generate_score: " in line and "(item 0)" in line
+
+
+def test_thresholds_accept_the_id_the_table_prints(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "data.jsonl", ROWS)
+    scorer = "tests.cli_scorers:length_scorer"
+    failing = scorewatch("eval", str(data), "--scorer", scorer, "--threshold", "length=0.9")
+    assert failing.returncode == 1 and "threshold failed: length" in failing.stdout
+    table_ids = [line.split()[0] for line in failing.stdout.splitlines()[1:2]]
+    assert table_ids == ["length"]
+    passing = scorewatch("eval", str(data), "--scorer", scorer, "--threshold", "length=0.5")
+    assert passing.returncode == 0, passing.stdout
+    unknown = scorewatch("eval", str(data), "--scorer", scorer, "--threshold", "lenght=0.5")
+    assert unknown.returncode == 2
+    assert "'lenght'" in unknown.stderr and "scorer ids: length" in unknown.stderr
+
+
+SCORERS_FILE = """
+[[scorers]]
+id = "mentions-answer"
+kind = "check-includes"
+options = { expected = "answer" }
+
+[[scorers]]
+id = "long-enough"
+factory = "tests.cli_scorers:length_scorer"
+sampling = 0.5
+"""
+
+
+def test_scorers_file_in_serves_format_gives_options(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "data.jsonl", ROWS)
+    scorers = tmp_path / "scorers.toml"
+    scorers.write_text(SCORERS_FILE, encoding="utf-8")
+    done = scorewatch(
+        "eval",
+        str(data),
+        "--scorers",
+        str(scorers),
+        "--threshold",
+        "mentions-answer=0.6",
+        "--gate",
+        "long-enough",
+        "--format",
+        "json",
+    )
+    summary = json.loads(done.stdout)
+    assert summary["scorers"]["mentions-answer"]["mean"] == pytest.approx(2 / 3)
+    assert summary["scorers"]["long-enough"]["mean"] == pytest.approx(2 / 3)
+    # The gate (mean must be 1) fails; the threshold passes.
+    assert summary["problems"] == ["gate failed: long-enough mean 0.6666666666666666 < 1"]
+    assert done.returncode == 1
+    assert "scorers[1] (long-enough): sampling apply to live traffic" in done.stderr
+    # A missing option is reported the way serve reports it, by its key path.
+    scorers.write_text('[[scorers]]\nid = "x"\nkind = "check-includes"\n', encoding="utf-8")
+    bad = scorewatch("eval", str(data), "--scorers", str(scorers))
+    assert bad.returncode == 2 and "scorers[0].options" in bad.stderr and "expected" in bad.stderr
+
+
+def test_out_replaces_an_earlier_runs_file(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "data.jsonl", ROWS)
+    out = tmp_path / "results.jsonl"
+    out.write_text('{"scorer_id": "stale", "item": 0}\n', encoding="utf-8")
+    for _ in range(2):
+        done = scorewatch(
+            "eval", str(data), "--scorer", "tests.cli_scorers:length_scorer", "--out", str(out)
+        )
+        assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 3 and {r["scorer_id"] for r in records} == {"length"}
+    same = scorewatch(
+        "eval", str(data), "--scorer", "tests.cli_scorers:length_scorer",
+        "--out", str(out), "--baseline", str(out),
+    )  # fmt: skip
+    assert same.returncode == 2 and "overwrite its baseline" in same.stderr
+    assert len(out.read_text().splitlines()) == 3
+
+
+def test_version() -> None:
+    import tomllib
+
+    expected = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    done = scorewatch("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"scorewatch {expected}"
+
+
+@pytest.mark.parametrize("command", ["", "demo", "serve", "worker", "eval", "report", "scorers"])
+def test_every_help_ends_with_examples(command: str) -> None:
+    done = scorewatch(*([command] if command else []), "--help")
+    assert done.returncode == 0, done.stderr
+    tail = done.stdout.rstrip().split("\nexamples:\n")
+    assert len(tail) == 2, done.stdout
+    examples = [line.strip() for line in tail[1].splitlines() if line.strip()]
+    assert examples and all(
+        line.startswith(f"scorewatch {command}".rstrip()) or line.startswith("--")
+        for line in examples
+    ), examples

@@ -31,16 +31,42 @@ def _available() -> dict[str, tuple[str, str]]:
     return {name: spec for name, spec in COMMANDS.items() if find_spec(spec[0]) is not None}
 
 
+def _version() -> str:
+    """The installed distribution's version; the package's own when run from a source tree."""
+    from importlib import metadata
+
+    from . import __version__
+
+    try:
+        return metadata.version("scorewatch")
+    except metadata.PackageNotFoundError:
+        return __version__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # Never let litellm fetch its price map from the network unless the user asked for it.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    parser = argparse.ArgumentParser(prog="scorewatch", description=__doc__.splitlines()[0])
+    from .commands._help import EXAMPLES, TOP_LEVEL_EXAMPLES, epilog
+
+    parser = argparse.ArgumentParser(
+        prog="scorewatch",
+        description=__doc__.splitlines()[0],
+        epilog=epilog(TOP_LEVEL_EXAMPLES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"scorewatch {_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     runners: dict[str, Callable[[argparse.Namespace], int]] = {}
     args_list = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in args_list if not a.startswith("-")), None)
     for name, (module_name, help_text) in _available().items():
-        sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        sub = subparsers.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=epilog(EXAMPLES[name]),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         if name == chosen:
             module = importlib.import_module(module_name)
             module.add_arguments(sub)
