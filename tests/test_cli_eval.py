@@ -34,6 +34,32 @@ def scorewatch(*args: str, env: dict[str, str] | None = None, timeout: float = 9
     )
 
 
+def render_in_chromium(page: Path, tmp_path: Path) -> str:
+    """The DOM of `page` after its scripts ran, from headless Chromium."""
+    chromium = require_binary("chromium")
+    dom = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert "</body>" in dom.stdout, dom.stderr[-2000:]
+    return dom.stdout
+
+
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
@@ -224,28 +250,8 @@ def test_report_command_and_charts_render_in_chromium(tmp_path: Path) -> None:
     page = html.read_text()
     assert "&lt;b&gt;r0&lt;/b&gt;" in page and "<b>r0</b>" not in page
     assert "analyze" in page and "Scorer Run Failed: x" in page
-    chromium = require_binary("chromium")
-    dom = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--dump-dom",
-            html.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    rendered = dom.stdout
-    assert 'data-charts-rendered="' in rendered, dom.stderr[-2000:]
+    rendered = render_in_chromium(html, tmp_path)
+    assert 'data-charts-rendered="' in rendered
     count = int(rendered.split('data-charts-rendered="')[1].split('"')[0])
     assert count == 10 + 1  # ten histogram bins + one mean bar
     assert rendered.count('class="bar"') == 11
@@ -411,3 +417,84 @@ def test_every_help_ends_with_examples(command: str) -> None:
         line.startswith(f"scorewatch {command}".rstrip()) or line.startswith("--")
         for line in examples
     ), examples
+
+
+BASELINE_ROWS = [
+    {"input": "q1", "output": "a long enough answer here"},
+    {"input": "q2", "output": "short"},
+    {"input": "q3", "output": "another long enough answer"},
+    {"input": "q4", "output": "one more long answer"},
+]
+# q1 regresses, q2 improves, q3 and q4 stay; the mean drops from 0.75 to 0.5.
+CANDIDATE_ROWS = [
+    {"input": "q1", "output": "now short"},
+    {"input": "q2", "output": "now a long enough answer"},
+    {"input": "q3", "output": "gone"},
+    {"input": "q4", "output": "one more long answer"},
+]
+
+
+def test_eval_baseline_and_report_compare_gate_and_render(tmp_path: Path) -> None:
+    scorer = "tests.cli_scorers:length_scorer"
+    baseline = tmp_path / "main.jsonl"
+    done = scorewatch(
+        "eval", str(write_jsonl(tmp_path / "a.jsonl", BASELINE_ROWS)), "--scorer", scorer,
+        "--out", str(baseline),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    candidate_data = write_jsonl(tmp_path / "b.jsonl", CANDIDATE_ROWS)
+    candidate, page = tmp_path / "branch.jsonl", tmp_path / "eval.html"
+    gated = scorewatch(
+        "eval", str(candidate_data), "--scorer", scorer, "--out", str(candidate),
+        "--baseline", str(baseline), "--html", str(page),
+    )  # fmt: skip
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    lines = gated.stdout.splitlines()
+    assert lines[lines.index("compared with the baseline:") + 2].split() == [
+        "length", "0.750", "0.500", "-0.250", "2", "1", "0"
+    ]  # fmt: skip
+    assert "regressed items (2):" in gated.stdout and "improved items (1):" in gated.stdout
+    assert "  length  item 0  1.000 -> 0.000  q1" in gated.stdout
+    assert "regression: length mean 0.750 -> 0.500" in gated.stdout
+    allowed = scorewatch(
+        "eval", str(candidate_data), "--scorer", scorer, "--baseline", str(baseline),
+        "--max-drop", "0.3",
+    )  # fmt: skip
+    assert allowed.returncode == 0, allowed.stdout
+
+    html = tmp_path / "compare.html"
+    compared = scorewatch("report", "--compare", str(baseline), str(candidate), "--html", str(html))
+    assert compared.returncode == 1, compared.stdout + compared.stderr
+    assert "regression: length" in compared.stdout
+    as_json = scorewatch(
+        "report", "--compare", str(baseline), str(candidate), "--format", "json",
+        "--max-drop", "0.25",
+    )  # fmt: skip
+    assert as_json.returncode == 0, as_json.stdout
+    result = json.loads(as_json.stdout)
+    assert result["scorers"]["length"]["delta"] == -0.25 and result["passed"] is True
+    assert [(c["item"], c["baseline"], c["candidate"]) for c in result["regressed"]] == [
+        (0, 1.0, 0.0),
+        (2, 1.0, 0.0),
+    ]
+
+    for report in (page, html):
+        rendered = render_in_chromium(report, tmp_path)
+        assert 'data-compare-rendered="1"' in rendered
+        bar = rendered.split('class="delta-bar')[1].split(">")[0]
+        assert bar.startswith(' worse"') and 'data-scorer="length"' in bar
+        assert 'data-value="-0.25"' in bar
+        regressed = rendered.split('id="regressed"')[1].split("</table>")[0]
+        assert regressed.count("<tr") == 3  # the header and two items
+        improved = rendered.split('id="improved"')[1].split("</table>")[0]
+        assert improved.count('class="better"') == 1 and "q2" in improved
+        assert "regression: length mean 0.750 -&gt; 0.500" in rendered
+
+
+def test_report_needs_a_results_file_or_compare(tmp_path: Path) -> None:
+    neither = scorewatch("report")
+    assert neither.returncode == 2 and "--compare BASELINE CANDIDATE" in neither.stderr
+    broken = tmp_path / "not-results.jsonl"
+    broken.write_text('{"input": "a"}\n', encoding="utf-8")
+    done = scorewatch("report", "--compare", str(broken), str(broken))
+    assert done.returncode == 2 and "not-results.jsonl:1: not a result record" in done.stderr
