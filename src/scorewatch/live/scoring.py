@@ -325,7 +325,7 @@ class LiveScoring:
     async def _execute(self, job: Job[_Work]) -> JobOutcome:
         work = job.payload
         live_result = await score_call(work.scorer, work.call, work.run_id)
-        outcome: JobOutcome = "scored" if live_result.status == "success" else "failed"
+        outcome: JobOutcome = live_result.outcome
         if outcome == "failed":
             self._warn.warning(
                 f"run:{work.scorer.id}:{live_result.error_type}",

@@ -184,7 +184,7 @@ class InProcessIntake:
     async def _execute(self, job: Job[_Work]) -> JobOutcome:
         work = job.payload
         live_result = await score_call(work.scorer, work.call, work.run_id)
-        outcome: JobOutcome = "scored" if live_result.status == "success" else "failed"
+        outcome: JobOutcome = live_result.outcome
         if outcome == "failed":
             # The error text may quote content; the log names only the run and the error type.
             logger.debug(

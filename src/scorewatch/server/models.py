@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.not_scorable import NotScorableInfo
+
 __all__ = [
     "AcceptedRun",
     "BatchAccepted",
@@ -137,11 +139,14 @@ class BatchAccepted(BaseModel):
 class RunOutcome(BaseModel):
     scorer: str
     run_id: str
-    status: Literal["success", "failed", "pending", "dropped"] = Field(
-        description="`pending`: not finished within the wait timeout; it keeps running and "
-        "its result will be stored. `dropped`: given up at shutdown (counted)."
+    status: Literal["success", "not_scorable", "failed", "pending", "dropped"] = Field(
+        description="`not_scorable`: the scorer found nothing to judge (no score; "
+        "`not_scorable` says which step and why). `pending`: not finished within the wait "
+        "timeout; it keeps running and its result will be stored. `dropped`: given up at "
+        "shutdown (counted)."
     )
-    score: float | None = None
+    score: int | float | None = None
+    not_scorable: NotScorableInfo | None = None
     reason: Any = None
     error: str | None = None
     error_code: str | None = None

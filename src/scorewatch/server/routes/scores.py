@@ -141,6 +141,7 @@ def _outcome(scorer: str, run_id: str, future: asyncio.Future[LiveResult]) -> Ru
         run_id=run_id,
         status=result.status,
         score=result.score,
+        not_scorable=result.not_scorable,
         reason=result.reason if result.status == "success" else None,
         error=result.error,
         error_code=result.error_code,
@@ -240,7 +241,9 @@ async def list_scores(
     since: datetime | None = Query(  # noqa: B008 - FastAPI's way of declaring a parameter
         None, description="Only results created at or after."
     ),
-    status: Literal["success", "failed"] | None = Query(None, description="Only this status."),
+    status: Literal["success", "not_scorable", "failed"] | None = Query(
+        None, description="Only this status."
+    ),
     limit: int = Query(100, ge=1, le=1000, description="At most this many rows."),
 ) -> JSONResponse:
     service = service_of(request)
