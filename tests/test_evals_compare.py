@@ -71,3 +71,10 @@ def test_lower_is_better_and_scale() -> None:
 def test_a_scorer_without_scores_in_the_candidate_fails_the_gate() -> None:
     comparison = compare_records([rec(0, "s", 1.0)], [rec(0, "s", None)])
     assert comparison.problems() == ["regression: s has no score in the candidate run"]
+
+
+def test_a_not_scorable_item_is_neither_regressed_nor_failed() -> None:
+    skipped = {**rec(1, "s", None), "error": None, "not_scorable": {"step": "preprocess"}}
+    comparison = compare_records([rec(0, "s", 0.5), rec(1, "s", 0.5)], [rec(0, "s", 0.5), skipped])
+    assert comparison.regressed == [] and comparison.scorers["s"].newly_failed == 0
+    assert comparison.passed

@@ -204,7 +204,7 @@ def _classify(
 ) -> None:
     old_score, new_score = _score(before), _score(after)
     item = int(after.get("item") or 0)
-    if old_score is not None and new_score is None:
+    if old_score is not None and new_score is None and after.get("error"):
         delta.regressed += 1
         delta.newly_failed += 1
         comparison.regressed.append(
@@ -215,7 +215,7 @@ def _classify(
                 old_score,
                 None,
                 None,
-                str(after.get("error") or "no score"),
+                str(after.get("error")),
             )
         )
         return
