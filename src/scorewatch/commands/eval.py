@@ -304,6 +304,7 @@ def _json_summary(
                 "p50": s.quantiles()[1],
                 "p90": s.quantiles()[2],
                 "failures": s.failures,
+                "not_scorable": s.not_scorable,
                 "judge_calls": s.judge_calls,
                 "tokens": s.tokens,
                 "estimated_cost_usd": s.estimated_cost_usd if s.has_cost else None,
