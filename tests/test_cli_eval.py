@@ -498,3 +498,41 @@ def test_report_needs_a_results_file_or_compare(tmp_path: Path) -> None:
     broken.write_text('{"input": "a"}\n', encoding="utf-8")
     done = scorewatch("report", "--compare", str(broken), str(broken))
     assert done.returncode == 2 and "not-results.jsonl:1: not a result record" in done.stderr
+
+
+def test_scorers_file_judged_scorer_with_options_and_judge_override(tmp_path: Path) -> None:
+    def script(body: dict[str, Any]) -> Reply:
+        prompt = body["messages"][-1]["content"]
+        output = prompt.split("Settings")
+        verdict = "pass" if len(output) > 2 else "fail"  # the rubric names Settings once
+        return Reply(text=json.dumps({"choice": verdict, "reason": f"graded {verdict}"}))
+
+    scorers = tmp_path / "scorers.toml"
+    # The file's judge points nowhere; the command line's --model-option fixes its api_base.
+    scorers.write_text(
+        '[judge]\nmodel = "openai/loopback-judge"\n'
+        'model_options = { api_base = "http://127.0.0.1:9/v1", api_key = "sk-test" }\n\n'
+        '[[scorers]]\nid = "mentions-settings"\nkind = "rubric"\n'
+        'options = { rubric = "Pass when the answer points to Settings." }\n',
+        encoding="utf-8",
+    )
+    rows = [
+        {"input": "Reset?", "output": "Open Settings, then Security."},
+        {"input": "Reset?", "output": "Ask someone."},
+    ]
+    data = write_jsonl(tmp_path / "data.jsonl", rows)
+    out = tmp_path / "results.jsonl"
+    with LoopbackJudgeServer(script) as server:
+        done = scorewatch(
+            "eval", str(data), "--scorers", str(scorers), "--out", str(out),
+            "--model-option", f"api_base={server.base_url}", "--model-option", "max_retries=0",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [
+        (r["item"], r["score"], r["reason"]) for r in sorted(records, key=lambda r: r["item"])
+    ] == [
+        (0, 1, "pass: graded pass"),
+        (1, 0, "fail: graded fail"),
+    ]
+    assert all(r["scorer_id"] == "mentions-settings" and r["judge_calls"] == 1 for r in records)
