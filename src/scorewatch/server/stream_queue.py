@@ -107,7 +107,8 @@ def connect(url: str) -> Redis:
         from redis.asyncio import Redis
     except ImportError as error:  # pragma: no cover - depends on the installation
         raise ImportError(
-            "the Redis work queue needs the redis package: pip install 'scorewatch[scale]'"
+            "the Redis work queue needs the redis package: install the scale extra "
+            "(pip install -e '.[scale]' in a scorewatch checkout)"
         ) from error
     client: Redis = Redis.from_url(url, decode_responses=False, health_check_interval=30)
     logger.debug("work queue at %s", redact_url(url))
