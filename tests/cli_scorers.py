@@ -46,3 +46,9 @@ def picky_scorer() -> sw.Scorer:
         .analyze(analyze)
         .generate_score(lambda ctx: 1.0)
     )
+
+
+def fragile_target(text: str) -> str:
+    if "boom" in text:
+        raise RuntimeError("the agent crashed")
+    return text + " answered in enough words"

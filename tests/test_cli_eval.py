@@ -536,3 +536,14 @@ def test_scorers_file_judged_scorer_with_options_and_judge_override(tmp_path: Pa
         (1, 0, "fail: graded fail"),
     ]
     assert all(r["scorer_id"] == "mentions-settings" and r["judge_calls"] == 1 for r in records)
+
+
+def test_a_target_failure_is_a_failed_run_with_its_reason(tmp_path: Path) -> None:
+    data = tmp_path / "data.csv"
+    data.write_text("input\nhello\nboom\n", encoding="utf-8")
+    args = ["eval", str(data), "--scorer", "tests.cli_scorers:length_scorer"]
+    done = scorewatch(*args, "--target", "tests.cli_scorers:fragile_target")
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if "(target)" in line)
+    assert line.startswith("  (target): RUN_EXPERIMENT_TARGET_FAILED_TO_GENERATE_RESULT at step ")
+    assert "the agent crashed" in line and line.endswith("(item 1)")

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 from ..evals.compare import Comparison, ItemChange
+from ..evals.data import TARGET_FAILED
 
 __all__ = ["failure_reasons", "print_comparison", "print_failures"]
 
@@ -33,7 +34,7 @@ def failure_reasons(
             )
             groups[key].append(int(record.get("item") or 0))
     for item, message in target_failures.items():
-        groups[("(target)", "TARGET_FAILED", "target", message)].append(item)
+        groups[("(target)", TARGET_FAILED, "target", message)].append(item)
     return [
         {"scorer_id": s, "code": c, "step": st, "message": m, "items": sorted(items)}
         for (s, c, st, m), items in groups.items()
