@@ -394,8 +394,15 @@ def test_out_replaces_an_earlier_runs_file(tmp_path: Path) -> None:
         "eval", str(data), "--scorer", "tests.cli_scorers:length_scorer",
         "--out", str(out), "--baseline", str(out),
     )  # fmt: skip
-    assert same.returncode == 2 and "overwrite its baseline" in same.stderr
+    assert same.returncode == 2 and "--out and --baseline are the same file" in same.stderr
     assert len(out.read_text().splitlines()) == 3
+    onto_data = scorewatch(
+        "eval", str(data), "--scorer", "tests.cli_scorers:length_scorer", "--out", str(data)
+    )
+    assert (
+        onto_data.returncode == 2 and "--out and the dataset are the same file" in onto_data.stderr
+    )
+    assert len(data.read_text().splitlines()) == 3 and "score" not in data.read_text()
 
 
 def test_version() -> None:

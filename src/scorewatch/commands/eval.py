@@ -175,11 +175,13 @@ def _run(args: argparse.Namespace) -> int:
                 f"--threshold {name}={value}: not a number", code=CLI_USAGE
             ) from None
     baseline = read_results(args.baseline) if args.baseline else None
-    if args.out and args.baseline and Path(args.out).resolve() == Path(args.baseline).resolve():
-        raise ScorewatchError(
-            "--out and --baseline are the same file: the run would overwrite its baseline",
-            code=CLI_USAGE,
-        )
+    if args.out:
+        for flag, other in (("--baseline", args.baseline), ("the dataset", args.data)):
+            if other and Path(args.out).resolve() == Path(other).resolve():
+                raise ScorewatchError(
+                    f"--out and {flag} are the same file: the run would overwrite it",
+                    code=CLI_USAGE,
+                )
     target = import_object(args.target) if args.target else None
     data = load_dataset(args.data, need_output=target is None)
 
