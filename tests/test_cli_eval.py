@@ -335,6 +335,9 @@ def test_thresholds_accept_the_id_the_table_prints(tmp_path: Path) -> None:
     unknown = scorewatch("eval", str(data), "--scorer", scorer, "--threshold", "lenght=0.5")
     assert unknown.returncode == 2
     assert "'lenght'" in unknown.stderr and "scorer ids: length" in unknown.stderr
+    for bad in ("length=nan", "length=high"):
+        refused = scorewatch("eval", str(data), "--scorer", scorer, "--threshold", bad)
+        assert refused.returncode == 2 and "not a number" in refused.stderr, bad
 
 
 SCORERS_FILE = """

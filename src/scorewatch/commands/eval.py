@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -169,11 +170,12 @@ def _run(args: argparse.Namespace) -> int:
     for name, value in args.threshold:
         scorer_id = found.resolve(name, "--threshold")
         try:
-            thresholds[scorer_id] = float(value)
+            minimum = float(value)
         except ValueError:
-            raise ScorewatchError(
-                f"--threshold {name}={value}: not a number", code=CLI_USAGE
-            ) from None
+            minimum = math.nan
+        if not math.isfinite(minimum):
+            raise ScorewatchError(f"--threshold {name}={value}: not a number", code=CLI_USAGE)
+        thresholds[scorer_id] = minimum
     baseline = read_results(args.baseline) if args.baseline else None
     if args.out:
         for flag, other in (("--baseline", args.baseline), ("the dataset", args.data)):
