@@ -20,7 +20,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("scorewatch.commands.serve", "run the HTTP scoring service"),
     "worker": ("scorewatch.commands.worker", "score work from a Redis Streams queue"),
     "eval": ("scorewatch.commands.eval", "score a dataset (JSONL or CSV) and gate on thresholds"),
-    "report": ("scorewatch.commands.report", "write an HTML report of an earlier eval run"),
+    "report": (
+        "scorewatch.commands.report",
+        "an HTML report of an earlier eval run, or compare two runs (a CI gate)",
+    ),
     "scorers": ("scorewatch.commands.scorers", "list the prebuilt scorers"),
 }
 
