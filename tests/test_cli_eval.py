@@ -522,7 +522,7 @@ def test_scorers_file_judged_scorer_with_options_and_judge_override(tmp_path: Pa
     scorers.write_text(
         '[judge]\nmodel = "openai/loopback-judge"\n'
         'model_options = { api_base = "http://127.0.0.1:9/v1", api_key = "sk-test" }\n\n'
-        '[[scorers]]\nid = "mentions-settings"\nkind = "rubric"\n'
+        '[[scorers]]\nid = "mentions-settings"\nkind = "rubric-label"\n'
         'options = { rubric = "Pass when the answer points to Settings." }\n',
         encoding="utf-8",
     )
