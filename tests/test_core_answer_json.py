@@ -147,6 +147,8 @@ async def test_a_truncated_attempt_is_recorded_as_such() -> None:
         '{"score": 0.7 or maybe 0.8}',  # json-repair would guess 0.7: a guess is not an answer
         "{verdict: yes}",
         "no json here",
+        "NaN",
+        "-Infinity",
     ],
 )
 def test_guesses_are_not_answers(text: str) -> None:
@@ -170,3 +172,33 @@ def test_extraction_edges(text: str, expected: Any) -> None:
     if expected is None:
         expected = {"a": 'quote " and brace }', "b": [1, {"c": 2}]}
     assert parse_json_reply(text, "stop") == expected
+
+
+async def test_a_long_answer_is_searched_off_the_event_loop_with_the_same_result() -> None:
+    claims = [f"claim number {i} " + "x" * 40 for i in range(60)]
+    body = '{"claims": [' + ", ".join(f'"{c}"' for c in claims) + ",]}"  # a trailing comma
+    answer = "Here is my analysis.\n```json\n" + body + "\n```\nHope that helps."
+    assert len(answer) > 2_048  # past the on-loop limit
+    judge = ScriptedJudge([answer])
+    result = await _analyze_scorer(judge).run(output="a")
+    assert result.analyze_step_result["claims"] == claims
+    assert judge.calls == 1
+    cut = ScriptedJudge(['{"claims": ["' + "y" * 3000, FALLBACK])
+    assert (await _analyze_scorer(cut).run(output="a")).analyze_step_result["claims"] == [
+        "from-fallback"
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" + "{" * 30_000 + "}" * 30_000,  # deep nesting: json-repair would take minutes
+        "{" * 100_000 + "}" * 100_000,
+        '{"a": ' * 40 + "1," + "}" * 40,  # a slip json-repair could mend, but nested too deep
+        "prose " * 20_000 + '{"claims": []}',  # too long to search
+    ],
+)
+def test_hostile_answers_fail_as_not_json(text: str) -> None:
+    with pytest.raises(StructuredOutputError) as caught:
+        parse_json_reply(text, "stop")
+    assert caught.value.code == "STRUCTURED_OUTPUT_JSON_PARSE_FAILED"

@@ -10,6 +10,7 @@ import pytest
 
 import scorewatch as sw
 from reference_fixtures import load_reference
+from scorewatch.evals import ItemComplete
 
 REFERENCE = load_reference("evals/run_evals.json")
 DATA: list[dict[str, Any]] = REFERENCE["data"]
@@ -103,6 +104,7 @@ async def test_on_item_complete_gets_one_object_as_the_reference() -> None:
     seen: list[dict[str, Any]] = []
 
     def on_item(done: Any) -> None:
+        assert isinstance(done, ItemComplete)
         seen.append(
             {
                 "keys": sorted(["item", "scorerResults", "targetResult"]),

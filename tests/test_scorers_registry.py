@@ -26,6 +26,7 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "tool-call-accuracy-llm": {"available_tools": {"t": "a tool"}},
     "noise-sensitivity": {"baseline_response": "b", "noisy_query": "n"},
     "rubric-label": {"rubric": "Be right."},
+    "multi-turn-judge": {"criterion": "The assistant stayed polite."},
     "tool-call-accuracy-code": {"expected_tool": "t"},
     "check-includes": {"expected": "x"},
     "check-excludes": {"unwanted": "x"},
@@ -46,6 +47,7 @@ EXPECTED_NAMES = {
     "tool-call-accuracy-code", "check-includes", "check-excludes", "check-equals",
     "check-matches", "check-called-tool", "check-did-not-call", "check-max-tool-calls",
     "check-tool-order", "check-used-no-tools",
+    "trajectory-accuracy-llm", "multi-turn-judge", "trajectory-accuracy-code", "trajectory-code",
 }  # fmt: skip
 
 
@@ -91,6 +93,15 @@ def test_name_spellings() -> None:
     for spelling in ("llm-tool-call-accuracy-scorer", "tool_call_accuracy_llm"):
         scorer = build_scorer(spelling, model=judge, available_tools={"t": "a tool"})
         assert scorer.id == "llm-tool-call-accuracy-scorer"
+    for spelling, short in (
+        ("llm-trajectory-accuracy-scorer", "trajectory-accuracy-llm"),
+        ("code-trajectory-accuracy-scorer", "trajectory-accuracy-code"),
+        ("code-trajectory-scorer", "trajectory-code"),
+        ("multi-turn-judge-scorer", "multi-turn-judge"),
+    ):
+        options = MINIMAL.get(short, {})
+        assert build_scorer(spelling, model=judge, **options).id == spelling
+        assert build_scorer(short, model=judge, **options).id == spelling
 
 
 async def test_model_free_scorers_ignore_the_model() -> None:
@@ -152,7 +163,7 @@ def test_docs_list_each_model_free_scorer_id_and_name() -> None:
         if len(cells) == 7 and cells[0].strip("`") in PREBUILT:
             rows[cells[0].strip("`")] = (cells[1].strip("`"), cells[2])
     free = [n for n, spec in PREBUILT.items() if not spec.needs_model and "check-" not in n]
-    assert len(free) == 6
+    assert len(free) == 8  # six text and tool scorers, two trajectory scorers
     for name in free:
         scorer = build_scorer(name, **MINIMAL.get(name, {}))
         assert rows[name] == (scorer.id, scorer.name)

@@ -19,11 +19,22 @@ from typing import Any
 
 from ..judge.errors import StructuredOutputError
 
-__all__ = ["parse_json_reply"]
+__all__ = ["NeedsSearch", "parse_json_reply"]
 
 _STRUCTURAL = re.compile(r'["\\{}\[\]]')
+_BRACKETS = re.compile(r"[{}\[\]]")
 _OPENING_FENCE = re.compile(r"^```json\b[^\n]*\n?")
 _HARMONY_MESSAGE = "<|message|>"
+# json-repair is pure Python (a few microseconds per character, and far slower on deep nesting):
+# it only mends answers of a judge's usual size, so a hostile answer cannot stall the event loop.
+_REPAIR_MAX_CHARS = 8_192
+_REPAIR_MAX_DEPTH = 32
+# Searching prose for the JSON is a Python loop over brackets and quotes: bounded likewise.
+_SEARCH_MAX_CHARS = 65_536
+
+
+class NeedsSearch(Exception):
+    """The answer is not plain JSON: finding the JSON in it is slower, pure-Python work."""
 
 
 class _Dropped:
@@ -31,15 +42,6 @@ class _Dropped:
 
 
 _DROPPED = _Dropped()
-
-
-def _constant(_name: str) -> _Dropped:
-    return _DROPPED
-
-
-def _number(text: str) -> float | _Dropped:
-    value = float(text)
-    return value if math.isfinite(value) else _DROPPED
 
 
 def _without_dropped(value: Any) -> Any:
@@ -55,8 +57,28 @@ def _is_dropped(value: Any) -> bool:
 
 
 def _loads(text: str) -> Any:
+    """`text` as JSON, NaN/Infinity members removed (the walk runs only when there were some)."""
+    dropped = False
+
+    def constant(_name: str) -> _Dropped:
+        nonlocal dropped
+        dropped = True
+        return _DROPPED
+
+    def number(digits: str) -> float | _Dropped:
+        nonlocal dropped
+        value = float(digits)
+        if math.isfinite(value):
+            return value
+        dropped = True
+        return _DROPPED
+
     # strict=False accepts raw newlines and tabs inside strings, as the reference escapes them.
-    return json.loads(text, strict=False, parse_constant=_constant, parse_float=_number)
+    try:
+        value = json.loads(text, strict=False, parse_constant=constant, parse_float=number)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", text, 0) from None
+    return _without_dropped(value) if dropped else value
 
 
 def _end_of_first_value(text: str) -> int | None:
@@ -113,7 +135,17 @@ def _last_balanced_object(text: str) -> tuple[str | None, bool]:
     return last, depth > 0
 
 
+def _nesting(text: str) -> int:
+    depth = deepest = 0
+    for char in _BRACKETS.findall(text):
+        depth += 1 if char in "{[" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
 def _repaired(candidate: str) -> Any:
+    if len(candidate) > _REPAIR_MAX_CHARS or _nesting(candidate) > _REPAIR_MAX_DEPTH:
+        return None
     from json_repair import loads as repair_loads
 
     try:
@@ -170,15 +202,23 @@ def _candidate(body: str) -> str:
     return found
 
 
-def parse_json_reply(text: str, finish_reason: str | None) -> Any:
-    """The JSON answer in a judge reply, or `StructuredOutputError` saying why there is none."""
+def parse_json_reply(text: str, finish_reason: str | None, *, search: bool = True) -> Any:
+    """The JSON answer in a judge reply, or `StructuredOutputError` saying why there is none.
+
+    With `search=False`, an answer that is not plain JSON raises `NeedsSearch` instead of being
+    searched, so a caller on an event loop can do that part on a worker thread.
+    """
     if finish_reason == "length":
         # The model stopped early: even JSON that happens to parse may be missing members.
         raise _truncated("finish_reason=length")
     body = _body(text)
     try:
         value = _loads(body)  # the common case: the answer is exactly one JSON value
-    except json.JSONDecodeError:
+    except json.JSONDecodeError as exc:
+        if not search:
+            raise NeedsSearch from None
+        if len(body) > _SEARCH_MAX_CHARS:
+            raise _not_json(f"{exc.msg}; too long to search for a JSON value") from None
         candidate = _candidate(body)
         try:
             value = _loads(candidate)
@@ -186,9 +226,12 @@ def parse_json_reply(text: str, finish_reason: str | None) -> Any:
             value = _repaired(candidate)
             if value is None:
                 raise _not_json(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+            value = _without_dropped(value)  # json-repair reads NaN as a float
+    if _is_dropped(value):
+        raise _not_json("NaN and Infinity are not JSON numbers")
     if value is None:
         raise StructuredOutputError(
             "the judge's answer is JSON null, not an object",
             code="STRUCTURED_OUTPUT_OBJECT_UNDEFINED",
         )
-    return _without_dropped(value)
+    return value
