@@ -24,6 +24,8 @@ class ServiceState:
     reader: ResultReader | None
     probes: Sequence[SinkProbe]
     token: str | None = None
+    # Services the intake needs (the Redis work queue), checked by /readyz as `<name>`.
+    dependencies: Sequence[SinkProbe] = ()
     draining: bool = False
     # Called once the HTTP server stops; flushes telemetry exporters.
     on_close: list[Callable[[], Any]] = field(default_factory=list)
