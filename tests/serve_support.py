@@ -108,13 +108,14 @@ class ServeProcess:
         env: Mapping[str, str] | None = None,
         listen: str | None = "127.0.0.1:0",
         extra_args: tuple[str, ...] = (),
+        command: tuple[str, ...] = (sys.executable, "-m", "scorewatch"),
     ) -> None:
         self.config = config
         self.stderr_path = config.parent / f"serve-{time.monotonic_ns()}.stderr"
         environment = dict(os.environ)
         environment["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
         environment.update(env or {})
-        args = [sys.executable, "-m", "scorewatch", "serve", "--config", str(config)]
+        args = [*command, "serve", "--config", str(config)]
         if listen is not None:
             args += ["--listen", listen]
         args += list(extra_args)
