@@ -30,3 +30,25 @@ def judged_scorer() -> sw.Scorer:
 
 def upper_target(text: str) -> str:
     return text.upper() + " AND MORE WORDS"
+
+
+def picky_scorer() -> sw.Scorer:
+    """Fails its analyze step on outputs of fewer than three words, scores 1 otherwise."""
+
+    def analyze(ctx: sw.StepContext) -> dict[str, int]:
+        words = len(str(ctx.run.output).split())
+        if words < 3:
+            raise ValueError(f"too short to analyze ({words} word)")
+        return {"words": words}
+
+    return (
+        sw.create_scorer(id="picky", description="fails on short outputs")
+        .analyze(analyze)
+        .generate_score(lambda ctx: 1.0)
+    )
+
+
+def fragile_target(text: str) -> str:
+    if "boom" in text:
+        raise RuntimeError("the agent crashed")
+    return text + " answered in enough words"

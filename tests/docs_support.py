@@ -4,14 +4,18 @@
 (later examples may use earlier ones) and one event loop (top-level `await` is allowed), in the
 current directory; exit status 1 and the failing block's location and traceback on a failure.
 Blocks marked `docs-test: simulated-judge` run with the OpenAI endpoint taken from
-`DOCS_TEST_OPENAI_BASE_URL`; blocks marked `docs-test: skip: <reason>` are not run.
+`DOCS_TEST_OPENAI_BASE_URL`; blocks marked `docs-test: skip: <reason>` are not run. A line
+ending in `# prints: TEXT` promises that the block prints TEXT as a line of its own: the block
+fails when its output does not have those lines, in that order.
 """
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import contextlib
 import inspect
+import io
 import os
 import re
 import sys
@@ -26,6 +30,7 @@ SIMULATED_JUDGE_URL_ENV = "DOCS_TEST_OPENAI_BASE_URL"
 PLACEHOLDER_KEY = "sk-docs-test-placeholder"
 _DIRECTIVE = re.compile(r"docs-test:\s*(skip|simulated-judge|bash)\b:?\s*(.*?)\s*(?:-->)?$")
 _FENCE = re.compile(r"^```(\w[\w+-]*)?\s*$")
+_PRINTS = re.compile(r"#\s*prints:\s*(.*?)\s*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,14 +87,49 @@ def python_blocks(path: Path) -> list[Block]:
     return [block for block in blocks(path) if block.language in ("python", "py")]
 
 
+def promised_output(block: Block) -> list[str]:
+    """The lines the block's `# prints: TEXT` comments promise, in order."""
+    return [found.group(1) for line in block.code.splitlines() if (found := _PRINTS.search(line))]
+
+
+class _Tee(io.TextIOBase):
+    """Writes through to the real stdout and keeps a copy."""
+
+    def __init__(self, target: Any) -> None:
+        self.target, self.copy = target, io.StringIO()
+
+    def write(self, text: str) -> int:
+        self.copy.write(text)
+        return int(self.target.write(text))
+
+    def flush(self) -> None:
+        self.target.flush()
+
+
+def check_promises(block: Block, printed: str) -> None:
+    lines = printed.splitlines()
+    position = 0
+    for expected in promised_output(block):
+        try:
+            position = lines.index(expected, position) + 1
+        except ValueError:
+            raise AssertionError(
+                f"{block.where}: promised the line {expected!r} (a `# prints:` comment); "
+                f"it printed:\n{printed}"
+            ) from None
+
+
 def run_block(block: Block, namespace: dict[str, Any], loop: asyncio.AbstractEventLoop) -> None:
     code = compile(
         block.code, block.where, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True
     )
-    if code.co_flags & inspect.CO_COROUTINE:
-        loop.run_until_complete(eval(code, namespace))
-    else:
-        exec(code, namespace)
+    tee = _Tee(sys.stdout)
+    with contextlib.redirect_stdout(tee):
+        if code.co_flags & inspect.CO_COROUTINE:
+            loop.run_until_complete(eval(code, namespace))
+        else:
+            exec(code, namespace)
+    check_promises(block, tee.copy.getvalue())
 
 
 def _set_openai_endpoint(url: str | None) -> None:

@@ -413,3 +413,130 @@ def test_demo_with_a_failing_judge_reports_failures_and_still_exits_0(tmp_path: 
             ).fetchall()
         )
     assert statuses == {"failed": int(failed.group(1))}
+
+
+# ------------------------------------------------------------------ make demo: what it installs
+
+
+def _make_dry_run(target: str, tmp_path: Path) -> list[str]:
+    """`make -n TARGET` on a copy of the Makefile and pyproject.toml (a fresh checkout)."""
+    folder = tmp_path / target
+    folder.mkdir()
+    for name in ("Makefile", "pyproject.toml"):
+        (folder / name).write_text((REPO / name).read_text(encoding="utf-8"), encoding="utf-8")
+    done = subprocess.run(
+        ["make", "-n", target], cwd=folder, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_make_demo_installs_the_runtime_set_and_says_so(tmp_path: Path) -> None:
+    demo = _make_dry_run("demo", tmp_path)
+    installs = [line for line in demo if " install " in line and "pip" in line]
+    assert [line.split(" install ")[1] for line in installs] == [
+        "--quiet --upgrade pip",
+        "--progress-bar on -e .",  # no extras: no test, lint or type tools
+    ]
+    # Each step is announced before it runs.
+    for install in installs:
+        assert demo[demo.index(install) - 1].startswith("echo"), demo
+    assert any("runtime dependencies" in line for line in demo)
+    assert demo[-1] == ".venv/bin/scorewatch demo"
+    test = _make_dry_run("test", tmp_path)
+    assert any(line.endswith("install --progress-bar on -e '.[dev]'") for line in test), test
+
+
+def _requirements(extra: str | None) -> list[str]:
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return list(
+        project["dependencies"] if extra is None else project["optional-dependencies"][extra]
+    )
+
+
+def _closure(requirements: list[str]) -> set[str]:
+    """Distributions (normalized names) installing these requirements pulls in."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found: set[str] = set()
+    pending = [(Requirement(text), "") for text in requirements]
+    while pending:
+        requirement, extra = pending.pop()
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": extra}):
+            continue
+        name = canonicalize_name(requirement.name)
+        wanted = ["", *sorted(requirement.extras)]
+        if name == "scorewatch":  # a self-reference (`scorewatch[scale]`): this pyproject
+            for sub in requirement.extras:
+                pending += [(Requirement(text), "") for text in _requirements(sub)]
+            continue
+        if name in found and not requirement.extras:
+            continue
+        found.add(name)
+        try:
+            nested = metadata.requires(requirement.name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        pending += [(Requirement(text), sub) for text in nested for sub in wanted]
+    return found
+
+
+def test_dev_extra_has_the_toolchain_and_the_runtime_set_has_none_of_it() -> None:
+    dev = _closure(["scorewatch[dev]"])
+    runtime = _closure(_requirements(None))
+    toolchain = {"pytest", "ruff", "mypy", "hypothesis", "pyperf", "grafana-foundation-sdk"}
+    assert toolchain <= dev
+    assert not toolchain & runtime
+
+
+_BLOCK_NON_RUNTIME = """
+import importlib.machinery, json, sys
+from importlib import metadata
+
+allowed = set(json.loads(sys.argv[1]))
+blocked = set()
+for dist in metadata.distributions():
+    name = dist.metadata["Name"].lower().replace("_", "-").replace(".", "-")
+    if name not in allowed:
+        blocked |= {str(dist.locate_file(file)) for file in dist.files or []}
+
+
+class BlockNonRuntime:
+    # What a virtualenv with only the runtime set would lack: importing it fails.
+    def find_spec(self, fullname, path=None, target=None):
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and spec.origin in blocked:
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
+sys.meta_path.insert(0, BlockNonRuntime())
+from scorewatch.cli import main
+
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_the_demo_runs_with_only_the_runtime_set_importable(tmp_path: Path) -> None:
+    """Every module of a distribution outside the runtime set `make demo` installs is made
+    unimportable (as in a virtualenv without them); the demo still runs and scores."""
+    allowed = sorted(_closure(_requirements(None)) | {"scorewatch"})
+    db = tmp_path / "demo.db"
+    done = subprocess.run(
+        [sys.executable, "-c", _BLOCK_NON_RUNTIME, json.dumps(allowed),
+         "demo", "--duration", "3", "--rate", "10", "--port", "0", "--db", str(db)],
+        cwd=tmp_path,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = sqlite3.connect(db).execute("select count(*) from mastra_scorers").fetchone()[0]
+    assert rows > 0, done.stdout[-2000:]
+    assert "failed 0" in done.stdout, done.stdout[-2000:]

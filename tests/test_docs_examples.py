@@ -34,6 +34,7 @@ from docs_support import (
     Block,
     blocks,
     documents,
+    promised_output,
     python_blocks,
 )
 from scorewatch.demo.simulated_judge import SimulatedJudge
@@ -168,3 +169,55 @@ def test_docs_links_point_at_files_that_exist() -> None:
             if re.match(r"[a-z]+:", target):
                 continue
             assert (path.parent / target).exists(), f"{path.relative_to(REPO)} links {target}"
+
+
+def test_printed_output_is_checked_against_prints_comments(tmp_path: Path) -> None:
+    """A `# prints: TEXT` comment is a promise the runner checks (the README's examples say
+    what they print, and must keep saying the truth)."""
+    page = tmp_path / "page.md"
+    page.write_text("```python\nprint(6 * 7)   # prints: 42\n```\n", encoding="utf-8")
+    kept = subprocess.run(
+        [sys.executable, str(RUNNER), str(page)], capture_output=True, text=True, timeout=60
+    )
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    page.write_text("```python\nprint(6 * 7)   # prints: 43\n```\n", encoding="utf-8")
+    broken = subprocess.run(
+        [sys.executable, str(RUNNER), str(page)], capture_output=True, text=True, timeout=60
+    )
+    assert broken.returncode == 1 and "promised the line '43'" in broken.stdout
+
+
+def test_readme_examples_say_what_they_print() -> None:
+    """The first example and the LiveScoring one promise their exact output (so both are
+    deterministic)."""
+    examples = python_blocks(REPO / "README.md")
+    assert promised_output(examples[0]) == ["1.0 Score: 1.0. Response has 12 words."]
+    live = next(block for block in examples if "LiveScoring(" in block.code)
+    assert promised_output(live) == ["{'sampled': 2, 'scored': 2}"]
+
+
+def test_docs_mention_no_file_outside_the_repository() -> None:
+    """A path a page names (`dir/file.ext`) is in this repository, relative to the root or the
+    page; no absolute paths into someone's machine; links never leave the repository."""
+    named = re.compile(r"`((?:[\w.-]+/)+[\w.-]+\.(?:md|py|toml|ya?ml|json|jsonl|txt|m?js|sh))`")
+    for path in documents():
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(REPO)
+        for found in named.finditer(text):
+            name = found.group(1)
+            assert (REPO / name).exists() or (path.parent / name).exists(), (where, name)
+        for absolute in ("/work/", "/home/", "/Users/", "node_modules"):
+            assert absolute not in text, (where, absolute)
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if not re.match(r"[a-z]+:", target):
+                resolved = (path.parent / target).resolve()
+                assert resolved.is_relative_to(REPO), (where, target)
+
+
+def test_the_evaluation_page_covers_run_evals_eval_report_and_compare() -> None:
+    page = REPO / "docs" / "evaluation.md"
+    code = "".join(block.code for block in blocks(page) if block.directive != "skip")
+    for used in ("run_evals_sync(", "run_experiment_sync(", "scorewatch eval ", "--scorers ",
+                 "scorewatch report ", "report --compare", "compare_records("):  # fmt: skip
+        assert used in code, used
+    assert "docs/evaluation.md" in (REPO / "README.md").read_text(encoding="utf-8")

@@ -7,6 +7,8 @@ that read counters compare before/after.
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from conftest import require_binary
 from scorewatch.live.sampling import fraction_of
 from scorewatch.testing import LoopbackJudgeServer
 from serve_support import ServeProcess, judge_table, sqlite_rows, wait_idle, write_config
@@ -456,6 +459,59 @@ def test_openapi_document_describes_the_product(anonymous: httpx.Client) -> None
         assert request["properties"][name]["description"], name
     assert schemas["ErrorBody"]["properties"]["error"]["description"]
     assert document["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+
+
+def test_docs_page_references_nothing_outside_the_service(anonymous: httpx.Client) -> None:
+    page = anonymous.get("/docs")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    html = page.text
+    assert "http:" not in html and "https:" not in html and "//" not in html, html
+    links = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert sorted(links) == [
+        "/docs/assets/favicon-32x32.png",
+        "/docs/assets/swagger-ui-bundle.js",
+        "/docs/assets/swagger-ui.css",
+    ]
+    for link, kind in zip(sorted(links), ("image/png", "text/javascript", "text/css"), strict=True):
+        asset = anonymous.get(link)
+        assert asset.status_code == 200 and asset.content, link
+        assert asset.headers["content-type"].startswith(kind), link
+    assert "url: '/openapi.json'" in html and anonymous.get("/openapi.json").status_code == 200
+    # Only the page's own files are served from Swagger UI's folder.
+    assert anonymous.get("/docs/assets/index.html").status_code == 404
+    assert anonymous.get("/docs/assets/..%2F__init__.py").status_code == 404
+
+
+def test_docs_page_renders_in_chromium_without_a_network(
+    served: ServeProcess, tmp_path: Path
+) -> None:
+    chromium = require_binary("chromium")
+    host = served.url.split("//")[1].split(":")[0]
+    dom = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            # Every host but the service's is unresolvable: a CDN reference would fail to load.
+            f"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE {host}",
+            "--virtual-time-budget=15000",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            served.url + "/docs",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    rendered = dom.stdout
+    # Swagger UI ran (its script loaded) and rendered the operations of the OpenAPI document.
+    assert 'class="swagger-ui' in rendered, dom.stderr[-2000:]
+    assert "opblock" in rendered and "/v1/scores" in rendered, rendered[-2000:]
 
 
 # ------------------------------------------------------------------------- content, ids

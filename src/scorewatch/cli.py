@@ -19,7 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("scorewatch.commands.serve", "run the HTTP scoring service"),
     "worker": ("scorewatch.commands.worker", "score work from a Redis Streams queue"),
     "eval": ("scorewatch.commands.eval", "score a dataset (JSONL or CSV) and gate on thresholds"),
-    "report": ("scorewatch.commands.report", "write an HTML report of an earlier eval run"),
+    "report": (
+        "scorewatch.commands.report",
+        "an HTML report of an earlier eval run, or compare two runs (a CI gate)",
+    ),
     "scorers": ("scorewatch.commands.scorers", "list the prebuilt scorers"),
 }
 
@@ -30,17 +33,43 @@ def _available() -> dict[str, tuple[str, str]]:
     return {name: spec for name, spec in COMMANDS.items() if find_spec(spec[0]) is not None}
 
 
+def _version() -> str:
+    """The installed distribution's version; the package's own when run from a source tree."""
+    from importlib import metadata
+
+    from . import __version__
+
+    try:
+        return metadata.version("scorewatch")
+    except metadata.PackageNotFoundError:
+        return __version__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .judge.prices import offline_by_default
 
     offline_by_default()
-    parser = argparse.ArgumentParser(prog="scorewatch", description=__doc__.splitlines()[0])
+    from .commands._help import EXAMPLES, TOP_LEVEL_EXAMPLES, epilog
+
+    parser = argparse.ArgumentParser(
+        prog="scorewatch",
+        description=__doc__.splitlines()[0],
+        epilog=epilog(TOP_LEVEL_EXAMPLES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"scorewatch {_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     runners: dict[str, Callable[[argparse.Namespace], int]] = {}
     args_list = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in args_list if not a.startswith("-")), None)
     for name, (module_name, help_text) in _available().items():
-        sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        sub = subparsers.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=epilog(EXAMPLES[name]),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         if name == chosen:
             module = importlib.import_module(module_name)
             module.add_arguments(sub)

@@ -1,8 +1,9 @@
 """`scorewatch eval DATA --scorer NAME ...`: score a dataset and gate CI on the result.
 
-Results are appended to `--out` (JSONL) as each (item, scorer) run finishes, so an interrupted
-run keeps what it finished. The exit code is 1 when a threshold or gate fails, 2 on bad usage,
-130 when interrupted.
+Results are written to `--out` (JSONL, replacing an earlier file) as each (item, scorer) run
+finishes, so an interrupted run keeps what it finished. The exit code is 1 when a threshold or
+gate fails, a run failed (unless `--allow-failures`) or the run regressed against `--baseline`;
+2 on bad usage; 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -19,12 +21,15 @@ from ..core.hooks import add_run_observer, remove_run_observer
 from ..core.scorer import Scorer
 from ..errors import ScorewatchError
 from ..evals import ExperimentItem, RunOutcome, run_experiment
+from ..evals.compare import DEFAULT_MAX_DROP, Comparison, compare_records
 from ..evals.dataset_file import load_dataset
-from ..evals.records import EstimatedCostCollector, outcome_record
+from ..evals.records import EstimatedCostCollector, outcome_record, read_results
 from ..evals.report_html import render_report
 from ..evals.summary import ScorerSummary, summarize_records
+from ._eval_output import failure_reasons, print_comparison, print_failures
+from ._eval_scorers import CLI_USAGE, load_scorers
 from ._progress import Progress
-from ._scorer_args import import_object, resolve_scorer
+from ._scorer_args import import_object
 
 __all__ = ["add_arguments", "run"]
 
@@ -41,10 +46,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scorer",
         action="append",
-        required=True,
+        default=[],
         help="a prebuilt scorer's short name (see `scorewatch scorers`) or module:factory",
     )
-    parser.add_argument("--gate", action="append", default=[], help="a scorer whose mean must be 1")
+    parser.add_argument(
+        "--scorers",
+        metavar="FILE",
+        help="a TOML file of [[scorers]] (and [judge]) in serve's format, for scorers that take "
+        "options (context, reference text, tools, rubric)",
+    )
+    parser.add_argument(
+        "--gate", action="append", default=[], help="a scorer (name or id) whose mean must be 1"
+    )
     parser.add_argument("--model", help="judge model for LLM-judged scorers (a litellm model id)")
     parser.add_argument(
         "--model-option",
@@ -56,7 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--target", help="module:callable producing each item's output")
     parser.add_argument("--concurrency", type=int, default=4, help="items in flight at once")
-    parser.add_argument("--out", help="append per-item results here (JSONL)")
+    parser.add_argument(
+        "--out", help="write per-item results here (JSONL); an existing file is replaced"
+    )
     parser.add_argument(
         "--sqlite", help="also store every result in this SQLite file (the live sink's rows)"
     )
@@ -66,7 +81,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         type=_key_value,
         metavar="SCORER=MIN",
-        help="fail (exit 1) when the scorer's mean is below MIN",
+        help="fail (exit 1) when the scorer's mean is below MIN; SCORER is the id the summary "
+        "table prints (or the --scorer value)",
+    )
+    parser.add_argument(
+        "--allow-failures",
+        action="store_true",
+        help="exit 0 even when runs failed (judge errors, step errors, target errors)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="an earlier run's --out file: show mean deltas and the items that regressed or "
+        "improved, and fail on a regression beyond --max-drop",
+    )
+    parser.add_argument(
+        "--max-drop",
+        type=float,
+        default=DEFAULT_MAX_DROP,
+        metavar="SHARE",
+        help="with --baseline: the largest allowed drop of a scorer's mean, as a share of its "
+        f"scale (default {DEFAULT_MAX_DROP})",
     )
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--html", help="also write a self-contained HTML report here")
@@ -152,28 +187,31 @@ def _export_telemetry(forced: bool) -> Any:
 
 def _run(args: argparse.Namespace) -> int:
     options = _model_options(args.model_option)
-    names = list(dict.fromkeys([*args.scorer, *args.gate]))
-    scorers: dict[str, Scorer] = {name: resolve_scorer(name, args.model, options) for name in names}
+    found, gates = load_scorers(args.scorer, args.scorers, args.gate, args.model, options)
     thresholds: dict[str, float] = {}
     for name, value in args.threshold:
-        if name not in scorers:
-            raise ScorewatchError(
-                f"--threshold names {name!r}, which is not among the --scorer values",
-                code="SCOREWATCH_CLI_USAGE",
-            )
+        scorer_id = found.resolve(name, "--threshold")
         try:
-            thresholds[scorers[name].id] = float(value)
+            minimum = float(value)
         except ValueError:
-            raise ScorewatchError(
-                f"--threshold {name}={value}: not a number", code="SCOREWATCH_CLI_USAGE"
-            ) from None
-    gates = [scorers[name].id for name in args.gate]
+            minimum = math.nan
+        if not math.isfinite(minimum):
+            raise ScorewatchError(f"--threshold {name}={value}: not a number", code=CLI_USAGE)
+        thresholds[scorer_id] = minimum
+    baseline = read_results(args.baseline) if args.baseline else None
+    if args.out:
+        for flag, other in (("--baseline", args.baseline), ("the dataset", args.data)):
+            if other and Path(args.out).resolve() == Path(other).resolve():
+                raise ScorewatchError(
+                    f"--out and {flag} are the same file: the run would overwrite it",
+                    code=CLI_USAGE,
+                )
     target = import_object(args.target) if args.target else None
     data = load_dataset(args.data, need_output=target is None)
 
     with contextlib.ExitStack() as stack:
-        out = stack.enter_context(Path(args.out).open("a", encoding="utf-8")) if args.out else None
-        return _evaluate(args, data, scorers, target, thresholds, gates, out)
+        out = stack.enter_context(Path(args.out).open("w", encoding="utf-8")) if args.out else None
+        return _evaluate(args, data, found.by_id, target, thresholds, gates, out, baseline)
 
 
 def _evaluate(
@@ -184,8 +222,10 @@ def _evaluate(
     thresholds: dict[str, float],
     gates: list[str],
     out: IO[str] | None,
+    baseline: list[dict[str, Any]] | None,
 ) -> int:
     records: list[dict[str, Any]] = []
+    target_failures: dict[int, str] = {}
     progress = Progress(len(data))
     costs = EstimatedCostCollector()
     store = _sqlite_writer(args.sqlite, data)
@@ -200,6 +240,8 @@ def _evaluate(
             out.flush()
 
     def on_item(item: ExperimentItem) -> None:
+        if item.target_error is not None:
+            target_failures[item.index] = item.target_error
         failed = sum(1 for r in item.results.values() if r.error) + (1 if item.target_error else 0)
         progress.advance(failures=failed)
 
@@ -226,13 +268,28 @@ def _evaluate(
 
     summaries = summarize_records(records)
     problems = _verdict(summaries, thresholds, gates)
+    reasons = failure_reasons(records, target_failures)
+    if reasons and not args.allow_failures:
+        count = sum(len(reason["items"]) for reason in reasons)
+        problems.append(f"{count} run(s) failed (pass --allow-failures to accept failed runs)")
+    comparison = (
+        compare_records(baseline, records, max_drop=args.max_drop) if baseline is not None else None
+    )
+    if comparison is not None:
+        problems.extend(comparison.problems())
     if args.html:
-        scales = {scorer.id: float(scorer.scale) for scorer in scorers.values()}
-        Path(args.html).write_text(render_report(records, scales=scales), encoding="utf-8")
+        Path(args.html).write_text(render_report(records, comparison=comparison), encoding="utf-8")
     if args.format == "json":
-        print(json.dumps(_json_summary(summaries, problems, interrupted), indent=2))
+        print(
+            json.dumps(
+                _json_summary(summaries, problems, interrupted, reasons, comparison), indent=2
+            )
+        )
     else:
         _print_table(summaries, sys.stdout)
+        print_failures(reasons, sys.stdout)
+        if comparison is not None:
+            print_comparison(comparison, sys.stdout)
         for problem in problems:
             print(problem)
         if interrupted:
@@ -258,7 +315,11 @@ def _run_id_of(outcome: RunOutcome) -> str | None:
 
 
 def _json_summary(
-    summaries: dict[str, ScorerSummary], problems: list[str], interrupted: bool
+    summaries: dict[str, ScorerSummary],
+    problems: list[str],
+    interrupted: bool,
+    failures: list[dict[str, Any]],
+    comparison: Comparison | None,
 ) -> dict[str, Any]:
     return {
         "scorers": {
@@ -269,12 +330,15 @@ def _json_summary(
                 "p50": s.quantiles()[1],
                 "p90": s.quantiles()[2],
                 "failures": s.failures,
+                "not_scorable": s.not_scorable,
                 "judge_calls": s.judge_calls,
                 "tokens": s.tokens,
                 "estimated_cost_usd": s.estimated_cost_usd if s.has_cost else None,
             }
             for s in summaries.values()
         },
+        "failures": failures,
+        "comparison": comparison.to_dict() if comparison is not None else None,
         "problems": problems,
         "passed": not problems and not interrupted,
         "interrupted": interrupted,

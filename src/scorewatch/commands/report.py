@@ -1,4 +1,12 @@
-"""`scorewatch report results.jsonl --html report.html`: the HTML report of an earlier eval."""
+"""`scorewatch report`: the HTML report of an earlier eval, or the comparison of two runs.
+
+    scorewatch report results.jsonl --html report.html
+    scorewatch report --compare baseline.jsonl results.jsonl [--html report.html]
+
+With `--compare`, the per-scorer mean deltas and the regressed and improved items are printed
+(and shown in the HTML report); the exit code is 1 when a scorer's mean dropped by more than
+`--max-drop` of its scale, so the command can gate CI.
+"""
 
 from __future__ import annotations
 
@@ -7,33 +15,69 @@ import json
 import sys
 from pathlib import Path
 
+from ..errors import ScorewatchError
+from ..evals.compare import DEFAULT_MAX_DROP, compare_records
+from ..evals.records import read_results
 from ..evals.report_html import render_report
+from ._eval_output import print_comparison
 
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("results", help="the --out file of `scorewatch eval` (JSONL)")
-    parser.add_argument("--html", required=True, help="where to write the report")
+    parser.add_argument("results", nargs="?", help="the --out file of `scorewatch eval` (JSONL)")
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("BASELINE", "CANDIDATE"),
+        help="compare two runs' --out files: mean deltas, regressed and improved items",
+    )
+    parser.add_argument(
+        "--max-drop",
+        type=float,
+        default=DEFAULT_MAX_DROP,
+        metavar="SHARE",
+        help="with --compare: exit 1 when a scorer's mean dropped by more than this share of "
+        f"its scale (default {DEFAULT_MAX_DROP})",
+    )
+    parser.add_argument("--html", help="where to write the HTML report")
+    parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--title", default="scorewatch evaluation")
 
 
 def run(args: argparse.Namespace) -> int:
-    path = Path(args.results)
-    if not path.is_file():
-        print(f"scorewatch report: {path}: no such file", file=sys.stderr)
+    try:
+        return _run(args)
+    except ScorewatchError as error:
+        print(f"scorewatch report: {error.message}", file=sys.stderr)
         return 2
-    records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            print(
-                f"scorewatch report: {path}:{number}: not valid JSON ({exc.msg})", file=sys.stderr
+
+
+def _run(args: argparse.Namespace) -> int:
+    if (args.results is None) == (args.compare is None):
+        raise ScorewatchError(
+            "give either a results file (with --html) or --compare BASELINE CANDIDATE",
+            code="SCOREWATCH_CLI_USAGE",
+        )
+    if args.compare is None:
+        if not args.html:
+            raise ScorewatchError(
+                "--html FILE is required to report a single run", code="SCOREWATCH_CLI_USAGE"
             )
-            return 2
-    Path(args.html).write_text(render_report(records, title=args.title), encoding="utf-8")
-    print(f"wrote {args.html} ({len(records)} results)")
-    return 0
+        records = read_results(args.results)
+        Path(args.html).write_text(render_report(records, title=args.title), encoding="utf-8")
+        print(f"wrote {args.html} ({len(records)} results)")
+        return 0
+    baseline, candidate = (read_results(path) for path in args.compare)
+    comparison = compare_records(baseline, candidate, max_drop=args.max_drop)
+    if args.format == "json":
+        print(json.dumps(comparison.to_dict(), indent=2, default=str))
+    else:
+        print_comparison(comparison, sys.stdout)
+        for problem in comparison.problems():
+            print(problem)
+    if args.html:
+        page = render_report(candidate, title=args.title, comparison=comparison)
+        Path(args.html).write_text(page, encoding="utf-8")
+        print(f"wrote {args.html}", file=sys.stderr if args.format == "json" else sys.stdout)
+    return 0 if comparison.passed else 1

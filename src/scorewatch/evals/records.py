@@ -2,16 +2,70 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..core.errors import ScorerRunError
 from ..core.hooks import JudgeAttempt, RunListener, RunStart
 from ..core.records import JudgeResults
 from ..core.result import ScorerRunResult, ScorerRunSnapshot
+from ..errors import ScorewatchError
 from .experiment import RunOutcome
 
-__all__ = ["EstimatedCostCollector", "outcome_record"]
+__all__ = [
+    "RESULTS_FILE_INVALID",
+    "EstimatedCostCollector",
+    "error_code",
+    "outcome_record",
+    "read_results",
+]
+
+RESULTS_FILE_INVALID = "SCOREWATCH_RESULTS_FILE_INVALID"
+
+
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """The records of an eval's `--out` file; `ScorewatchError` naming the file and line."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScorewatchError(f"{file}: no such file", code=RESULTS_FILE_INVALID) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ScorewatchError(
+            f"{file}: cannot read it ({error})", code=RESULTS_FILE_INVALID
+        ) from None
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ScorewatchError(
+                f"{file}:{number}: not valid JSON ({error.msg})", code=RESULTS_FILE_INVALID
+            ) from None
+        if not isinstance(record, dict) or "scorer_id" not in record:
+            raise ScorewatchError(
+                f"{file}:{number}: not a result record (no scorer_id); expected a file written "
+                "by `scorewatch eval --out`",
+                code=RESULTS_FILE_INVALID,
+            )
+        records.append(record)
+    return records
+
+
+def error_code(error: BaseException | None) -> str | None:
+    """The most specific stable code: a step failure's cause (e.g. the judge's error) first."""
+    if error is None:
+        return None
+    if isinstance(error, ScorerRunError):
+        cause_code = getattr(error.__cause__, "code", None)
+        if isinstance(cause_code, str):
+            return cause_code
+    code = getattr(error, "code", None)
+    return code if isinstance(code, str) else type(error).__name__
 
 
 def _judge_totals(judge: JudgeResults | None) -> tuple[int, int, int]:
@@ -43,6 +97,10 @@ def outcome_record(
         "item": outcome.item_index,
         "scorer_id": outcome.scorer.id,
         "scorer_name": outcome.scorer.name,
+        # What a comparison needs to tell a drop from a rise: the top of the range and which way
+        # is better.
+        "scale": outcome.scorer.scale,
+        "direction": outcome.scorer.direction,
         "run_id": snapshot.run_id if snapshot is not None else None,
         "input": item.get("input"),
         "output": snapshot.output if snapshot is not None else item.get("output"),
@@ -51,6 +109,7 @@ def outcome_record(
         "reason": None,
         "not_scorable": None,
         "error": None,
+        "error_code": None,
         "failed_step": None,
         "completed_steps": None,
         "judge_calls": calls,
@@ -66,7 +125,8 @@ def outcome_record(
         record["reason"] = reason if isinstance(reason, str) else None
     else:
         error = outcome.error
-        record["error"] = getattr(error, "message", None) or str(error)
+        record["error"] = getattr(error, "message", None) or str(error) or type(error).__name__
+        record["error_code"] = error_code(error)
         if isinstance(error, ScorerRunError):
             record["failed_step"] = error.failed_step
             record["completed_steps"] = list(error.completed_steps)

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from .compare import Comparison, ItemChange
 from .summary import ScorerSummary, summarize_records
 
 __all__ = ["render_report"]
@@ -24,6 +25,7 @@ th,td{border-bottom:1px solid #eaeef2;padding:.35rem .5rem;text-align:left;verti
 th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .charts{display:flex;flex-wrap:wrap;gap:1.5rem}.chart{border:1px solid #d0d7de;padding:.5rem}
 .chart h3{font-size:.95rem;margin:.2rem 0 .5rem}.muted{color:#656d76}.err{color:#cf222e}
+.worse{color:#cf222e}.better{color:#1a7f37}.verdict{font-weight:600}
 """
 
 _SCRIPT = """
@@ -56,6 +58,25 @@ bars(means, data.scorers.map(function(s){return s.id;}),
   Math.max.apply(null, data.scorers.map(function(s){return s.scale;}).concat([1])), '#1a7f37');
 document.body.setAttribute('data-charts-rendered',
   String(document.querySelectorAll('rect.bar').length));
+const deltas=document.getElementById('deltas');
+if(deltas && data.comparison){
+  // One bar per scorer from a zero line: up (green) when better, down (red) when worse.
+  const w=+deltas.getAttribute('width'), h=+deltas.getAttribute('height'), pad=30, mid=h/2;
+  const rows=data.comparison, n=rows.length, bw=(w-pad*2)/Math.max(n,1);
+  const top=Math.max.apply(null, rows.map(function(r){return Math.abs(r.change||0);})
+    .concat([data.maxDrop*2, 1e-9]));
+  deltas.appendChild(el('line',{x1:pad,y1:mid,x2:w-pad,y2:mid,stroke:'#8c959f'}));
+  rows.forEach(function(r,i){
+    const v=r.change||0, bh=(mid-pad)*Math.abs(v)/top;
+    deltas.appendChild(el('rect',{x:pad+i*bw+2,y:v>=0?mid-bh:mid,width:Math.max(bw-4,1),
+      height:bh,fill:v<0?'#cf222e':'#1a7f37','class':'delta-bar '+(v<0?'worse':'better'),
+      'data-scorer':r.id,'data-value':v}));
+    deltas.appendChild(el('text',{x:pad+i*bw+bw/2,y:h-6,'font-size':10,'text-anchor':'middle'},
+      r.id));
+  });
+  document.body.setAttribute('data-compare-rendered',
+    String(document.querySelectorAll('rect.delta-bar').length));
+}
 })();
 """
 
@@ -102,17 +123,82 @@ def _summary_rows(summaries: dict[str, ScorerSummary]) -> str:
     return "".join(rows)
 
 
+def _signed(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:+.{digits}f}"
+
+
+def _change_rows(changes: Sequence[ItemChange], limit: int) -> str:
+    rows = []
+    for change in changes[:limit]:
+        after = (
+            f"<span class=err>failed: {_clip(change.candidate_error)}</span>"
+            if change.candidate_error is not None
+            else _fmt(change.candidate)
+        )
+        css = "worse" if change.change is None or change.change < 0 else "better"
+        rows.append(
+            f"<tr class={css}><td>{html.escape(change.scorer_id)}</td>"
+            f"<td class=num>{change.item}</td><td>{_clip(change.input)}</td>"
+            f"<td class=num>{_fmt(change.baseline)}</td><td class=num>{after}</td></tr>"
+        )
+    more = len(changes) - limit
+    if more > 0:
+        rows.append(f"<tr><td colspan=5 class=muted>… and {more} more</td></tr>")
+    return "".join(rows) or "<tr><td colspan=5 class=muted>none</td></tr>"
+
+
+def _comparison_section(comparison: Comparison, limit: int) -> str:
+    problems = comparison.problems()
+    verdict = (
+        f'<p class="verdict better" id="compare-verdict">No regression beyond '
+        f"{comparison.max_drop:.1%} of a scorer's scale.</p>"
+        if not problems
+        else '<p class="verdict worse" id="compare-verdict">'
+        + "<br>".join(html.escape(p) for p in problems)
+        + "</p>"
+    )
+    rows = "".join(
+        f"<tr class={'worse' if (d.change or 0) < 0 else 'better'}>"
+        f"<td>{html.escape(d.scorer_id)}</td><td class=num>{_fmt(d.baseline_mean)}</td>"
+        f"<td class=num>{_fmt(d.candidate_mean)}</td><td class=num>{_signed(d.delta)}</td>"
+        f"<td class=num>{d.regressed}</td><td class=num>{d.improved}</td>"
+        f"<td class=num>{d.newly_failed}</td></tr>"
+        for d in comparison.scorers.values()
+    )
+    unmatched = ""
+    if comparison.only_in_baseline or comparison.only_in_candidate:
+        unmatched = (
+            f'<p class="muted">{comparison.only_in_baseline} runs only in the baseline, '
+            f"{comparison.only_in_candidate} only in this run (not compared).</p>"
+        )
+    head = "<tr><th>scorer</th><th>item</th><th>input</th><th>baseline</th><th>now</th></tr>"
+    return f"""<h2>Compared with the baseline</h2>{verdict}{unmatched}
+<table id="compare"><thead><tr><th>scorer</th><th>baseline mean</th><th>mean</th><th>delta</th>
+<th>regressed</th><th>improved</th><th>newly failed</th></tr></thead><tbody>{rows}</tbody></table>
+<div class="charts"><div class="chart"><h3>Change of the mean (share of the scale)</h3>
+<svg id="deltas" width="360" height="200" role="img"></svg></div></div>
+<h3>Regressed items</h3><table id="regressed"><thead>{head}</thead>
+<tbody>{_change_rows(comparison.regressed, limit)}</tbody></table>
+<h3>Improved items</h3><table id="improved"><thead>{head}</thead>
+<tbody>{_change_rows(comparison.improved, limit)}</tbody></table>"""
+
+
 def render_report(
     records: Sequence[dict[str, Any]],
     *,
     title: str = "scorewatch evaluation",
     scales: dict[str, float] | None = None,
     lowest: int = 10,
+    comparison: Comparison | None = None,
 ) -> str:
-    """The report page for result records (the lines of an eval's `--out` file)."""
+    """The report page for result records (the lines of an eval's `--out` file), with the
+    comparison to a baseline run when given."""
     summaries = summarize_records(records)
-    scales = scales or {}
-    chart_data = {
+    scales = {
+        **{str(r["scorer_id"]): float(r["scale"]) for r in records if r.get("scale")},
+        **(scales or {}),
+    }
+    chart_data: dict[str, Any] = {
         "scorers": [
             {
                 "id": s.scorer_id,
@@ -123,6 +209,13 @@ def render_report(
             for s in summaries.values()
         ]
     }
+    compared = ""
+    if comparison is not None:
+        chart_data["comparison"] = [
+            {"id": d.scorer_id, "change": d.change} for d in comparison.scorers.values()
+        ]
+        chart_data["maxDrop"] = comparison.max_drop
+        compared = _comparison_section(comparison, lowest)
     embedded = json.dumps(chart_data).replace("</", "<\\/")
     histograms = "".join(
         f'<div class="chart"><h3>{html.escape(s.scorer_id)}: score distribution</h3>'
@@ -140,6 +233,7 @@ def render_report(
     failure_rows = "".join(
         f"<tr><td>{html.escape(str(r['scorer_id']))}</td><td class=num>{r['item']}</td>"
         f"<td>{html.escape(str(r.get('failed_step') or '–'))}</td>"
+        f"<td>{html.escape(str(r.get('error_code') or '–'))}</td>"
         f"<td class=err>{_clip(r['error'])}</td></tr>"
         for r in failures
     )
@@ -149,6 +243,7 @@ def render_report(
 <style>{_STYLE}</style></head><body>
 <h1>{html.escape(title)}</h1>
 <p class="muted">{total_items} items, {len(records)} scorer runs, {len(failures)} failed.</p>
+{compared}
 <h2>Scorers</h2>
 <table><thead><tr><th>scorer</th><th>runs</th><th>mean</th><th>p10</th><th>p50</th><th>p90</th>
 <th>failures</th><th>judge calls</th><th>tokens</th><th>estimated cost</th></tr></thead>
@@ -160,8 +255,8 @@ def render_report(
 <table><thead><tr><th>scorer</th><th>item</th><th>score</th><th>reason</th><th>output</th></tr>
 </thead><tbody>{low_rows or "<tr><td colspan=5 class=muted>none</td></tr>"}</tbody></table>
 <h2>Failures</h2>
-<table><thead><tr><th>scorer</th><th>item</th><th>failed step</th><th>error</th></tr></thead>
-<tbody>{failure_rows or "<tr><td colspan=4 class=muted>none</td></tr>"}</tbody></table>
+<table><thead><tr><th>scorer</th><th>item</th><th>failed step</th><th>code</th><th>error</th></tr>
+</thead><tbody>{failure_rows or "<tr><td colspan=5 class=muted>none</td></tr>"}</tbody></table>
 <script type="application/json" id="report-data">{embedded}</script>
 <script>{_SCRIPT}</script>
 </body></html>

@@ -15,6 +15,7 @@ from starlette.routing import Route
 from .. import __version__
 from .auth import require_token, resolve_token
 from .config import ServeConfig
+from .docs_page import install_docs_page
 from .errors import install_error_handlers
 from .guard import ServiceGuard
 from .intakes import build_intake
@@ -91,7 +92,7 @@ def create_app(service: ServiceState) -> FastAPI:
         summary="Score AI agents' outputs with LLM judges and watch those scores in production.",
         description=_DESCRIPTION,
         lifespan=lifespan,
-        docs_url="/docs" if docs else None,
+        docs_url=None,  # install_docs_page: the same page without a CDN
         redoc_url=None,
         openapi_url="/openapi.json" if docs else None,
         # FastAPI's own OpenTelemetry instrumentation (0.16x) records validation failures with
@@ -113,6 +114,8 @@ def create_app(service: ServiceState) -> FastAPI:
     )
     app.state.service = service
     install_error_handlers(app)
+    if docs:
+        install_docs_page(app, openapi_url="/openapi.json", title="scorewatch API")
     guarded = [Depends(require_token)] if service.token is not None else []
     app.include_router(scores.router, dependencies=guarded)
     app.include_router(scorers.router, dependencies=guarded)

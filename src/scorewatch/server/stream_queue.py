@@ -112,7 +112,8 @@ def connect(url: str, *, max_connections: int = 64, timeout: float = 5.0) -> Red
         from redis.asyncio import BlockingConnectionPool, Redis
     except ImportError as error:  # pragma: no cover - depends on the installation
         raise ImportError(
-            "the Redis work queue needs the redis package: pip install 'scorewatch[scale]'"
+            "the Redis work queue needs the redis package: install the scale extra "
+            "(pip install -e '.[scale]' in a scorewatch checkout)"
         ) from error
     pool = BlockingConnectionPool.from_url(
         url,

@@ -90,7 +90,8 @@ class PostgresSink:
             import psycopg_pool  # noqa: F401
         except ImportError as error:  # pragma: no cover - depends on the installation
             raise ImportError(
-                "PostgresSink needs psycopg and psycopg-pool: pip install 'scorewatch[scale]'"
+                "PostgresSink needs psycopg and psycopg-pool: install the scale extra "
+                "(pip install -e '.[scale]' in a scorewatch checkout)"
             ) from error
         self._dsn = dsn
         self.schema = schema

@@ -1,0 +1,359 @@
+"""Generate the PostgreSQL-backed dashboard: the lowest scores, straight from the score table.
+
+    python grafana/postgres_dashboard.py           # rewrite grafana/dashboards-postgres/*.json
+    python grafana/postgres_dashboard.py --check   # exit 1 if the committed dashboard is stale
+
+Prometheus keeps aggregates; the individual runs (score, reason, judge, target, trace id) are
+rows that `PostgresSink` writes to `mastra_scorers`. This dashboard reads them through Grafana's
+PostgreSQL data source (type `grafana-postgresql-datasource`), so a person can go from "scores
+dropped" to the runs that scored lowest, their judge's reason and the trace behind each. Panels
+use Grafana's SQL macros (`$__timeFilter`, `$__timeGroupAlias`) and the dashboard variables;
+tests/test_dashboard_postgres.py runs every query against a real PostgreSQL filled by the real
+sink. Built with the same SDK and helpers as grafana/generate.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from grafana_foundation_sdk.builders import bargauge, table, timeseries
+from grafana_foundation_sdk.builders import common as common_builder
+from grafana_foundation_sdk.builders import dashboard as dash
+from grafana_foundation_sdk.cog import builder as cogbuilder
+from grafana_foundation_sdk.cog import variants as cogvariants
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models.dashboard import (
+    DashboardCursorSync,
+    DataSourceRef,
+    DynamicConfigValue,
+    VariableOption,
+    VariableRefresh,
+    VariableSort,
+)
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from generate import SCORE_STEPS, TAG, _thresholds, render  # noqa: E402
+
+__all__ = ["DASHBOARD_DIR", "FILE_NAME", "TRACE_URL", "dashboard", "stale_files", "write"]
+
+DASHBOARD_DIR = HERE / "dashboards-postgres"
+FILE_NAME = "scorewatch-low-scores.json"
+DATASOURCE_TYPE = "grafana-postgresql-datasource"
+DATASOURCE = DataSourceRef(type_val=DATASOURCE_TYPE, uid="${datasource}")
+TABLE = "mastra_scorers"
+# The trace UI of deploy/compose.yaml (Jaeger); a trace id appended opens that trace.
+TRACE_URL = "http://localhost:16686/trace/"
+
+# Every panel shares these filters. A run without a target is listed as "(none)".
+TARGET_SQL = """COALESCE(NULLIF("target", ''), '(none)')"""
+FILTERS = f"""$__timeFilter("createdAt")
+  AND "scorerId" IN ($scorer)
+  AND {TARGET_SQL} IN ($target)"""
+# The judge models a run called, from its judge records (no prompt or output is read).
+JUDGE_SQL = """(SELECT string_agg(DISTINCT model #>> '{}', ', ')
+          FROM jsonb_path_query("judge", '$.*.executions[*].judgeModelId') AS model)"""
+
+
+class SqlQuery(cogvariants.Dataquery):
+    """A raw-SQL target of Grafana's SQL data sources (the SDK has no PostgreSQL query type)."""
+
+    def __init__(self, ref_id: str, sql: str, query_format: str) -> None:
+        self.ref_id, self.sql, self.query_format = ref_id, sql, query_format
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "refId": self.ref_id,
+            "datasource": DATASOURCE.to_json(),
+            "editorMode": "code",
+            "format": self.query_format,
+            "rawQuery": True,
+            "rawSql": self.sql,
+        }
+
+
+class Sql(cogbuilder.Builder[cogvariants.Dataquery]):
+    def __init__(self, sql: str, *, query_format: str = "table", ref_id: str = "A") -> None:
+        self._query = SqlQuery(ref_id, sql, query_format)
+
+    def build(self) -> cogvariants.Dataquery:
+        return self._query
+
+
+def _trace_link() -> list[DynamicConfigValue]:
+    link = {"title": "Open the trace", "url": "${trace_url}${__value.raw}", "targetBlank": True}
+    return [DynamicConfigValue(id_val="links", value=[link])]
+
+
+def _width(pixels: int) -> list[DynamicConfigValue]:
+    return [DynamicConfigValue(id_val="custom.width", value=pixels)]
+
+
+def lowest_scores_panel() -> table.Panel:
+    sql = f"""SELECT
+  "score",
+  "scorerId" AS "scorer",
+  {TARGET_SQL} AS "target",
+  "reason",
+  COALESCE({JUDGE_SQL}, '') AS "judge",
+  "createdAt" AS "time",
+  "traceId" AS "trace",
+  "runId" AS "run"
+FROM {TABLE}
+WHERE {FILTERS}
+  AND "status" = 'success'
+  AND "score" IS NOT NULL
+ORDER BY "score" ASC, "createdAt" DESC
+LIMIT $limit"""
+    return (
+        table.Panel()
+        .title("Lowest-scored runs")
+        .description(
+            "The runs with the lowest scores in the time range (successful runs; failed ones are "
+            "below), lowest first: score, scorer, target, the judge's reason, the judge model(s), "
+            "when it was scored and its trace id, which links to the trace (variable trace_url)."
+        )
+        .datasource(DATASOURCE)
+        .height(12)
+        .span(24)
+        .unit("none")
+        .decimals(3)
+        .thresholds(_thresholds(SCORE_STEPS))
+        .cell_height(common.TableCellHeight.SM)
+        .filterable(True)
+        .targets([Sql(sql)])
+        .override_by_name(
+            "score",
+            [
+                DynamicConfigValue(
+                    id_val="custom.cellOptions", value={"type": "color-background", "mode": "basic"}
+                ),
+                *_width(80),
+            ],
+        )
+        .override_by_name("time", [DynamicConfigValue(id_val="unit", value="dateTimeAsIso")])
+        .override_by_name("trace", [*_trace_link(), *_width(280)])
+        .override_by_name("reason", [DynamicConfigValue(id_val="custom.inspect", value=True)])
+    )
+
+
+def mean_score_panel() -> timeseries.Panel:
+    sql = f"""SELECT
+  $__timeGroupAlias("createdAt", $__interval),
+  "scorerId" AS "metric",
+  avg("score") AS "mean score"
+FROM {TABLE}
+WHERE {FILTERS}
+  AND "status" = 'success'
+  AND "score" IS NOT NULL
+GROUP BY 1, 2
+ORDER BY 1, 2"""
+    return (
+        timeseries.Panel()
+        .title("Mean score per scorer")
+        .description("Mean score of the successful runs per scorer, per time bucket.")
+        .datasource(DATASOURCE)
+        .height(8)
+        .span(12)
+        .unit("none")
+        .decimals(3)
+        .min(0)
+        .thresholds(_thresholds(SCORE_STEPS))
+        .line_width(1)
+        .fill_opacity(10)
+        .legend(
+            common_builder.VizLegendOptions()
+            .display_mode(common.LegendDisplayMode.TABLE)
+            .placement(common.LegendPlacement.BOTTOM)
+            .show_legend(True)
+            .calcs(["mean", "min"])
+        )
+        .targets([Sql(sql, query_format="time_series")])
+    )
+
+
+def low_share_panel() -> bargauge.Panel:
+    sql = f"""SELECT
+  "scorerId" AS "scorer",
+  avg(CASE WHEN "score" <= $low_score THEN 1.0 ELSE 0.0 END) AS "share at or below"
+FROM {TABLE}
+WHERE {FILTERS}
+  AND "status" = 'success'
+  AND "score" IS NOT NULL
+GROUP BY 1
+ORDER BY 1"""
+    return (
+        bargauge.Panel()
+        .title("Share of runs at or below the low-score mark")
+        .description(
+            "Per scorer: the share of successful runs scoring at or below the variable low_score. "
+            "0 when no run scored that low."
+        )
+        .datasource(DATASOURCE)
+        .height(8)
+        .span(12)
+        .unit("percentunit")
+        .min(0)
+        .max(1)
+        .decimals(1)
+        .thresholds(_thresholds([(None, "green"), (0.1, "orange"), (0.25, "red")]))
+        .reduce_options(common_builder.ReduceDataOptions().values(True).calcs(["lastNotNull"]))
+        .orientation(common.VizOrientation.HORIZONTAL)
+        .display_mode(common.BarGaugeDisplayMode.BASIC)
+        .targets([Sql(sql)])
+    )
+
+
+def failed_runs_panel() -> table.Panel:
+    sql = f"""SELECT
+  "createdAt" AS "time",
+  "scorerId" AS "scorer",
+  {TARGET_SQL} AS "target",
+  "status",
+  "errorCode" AS "code",
+  "failedStep" AS "step",
+  "error",
+  "traceId" AS "trace"
+FROM {TABLE}
+WHERE {FILTERS}
+  AND "status" <> 'success'
+ORDER BY "createdAt" DESC
+LIMIT $limit"""
+    return (
+        table.Panel()
+        .title("Failed runs")
+        .description(
+            "Runs that produced no score (judge error, step error, not scorable), newest first: "
+            "the error code, the step that failed, the message and the trace."
+        )
+        .datasource(DATASOURCE)
+        .height(10)
+        .span(24)
+        .thresholds(_thresholds([(None, "red")]))
+        .cell_height(common.TableCellHeight.SM)
+        .filterable(True)
+        .targets([Sql(sql)])
+        .override_by_name("time", [DynamicConfigValue(id_val="unit", value="dateTimeAsIso")])
+        .override_by_name("trace", [*_trace_link(), *_width(280)])
+    )
+
+
+def _column_variable(name: str, label: str, column_sql: str, description: str) -> Any:
+    return (
+        dash.QueryVariable(name)
+        .label(label)
+        .description(description)
+        .datasource(DATASOURCE)
+        .query(
+            f'SELECT DISTINCT {column_sql} FROM {TABLE} WHERE $__timeFilter("createdAt") ORDER BY 1'
+        )
+        .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .sort(VariableSort.ALPHABETICAL_CASE_INSENSITIVE_ASC)
+        .multi(True)
+        .include_all(True)
+        .current(VariableOption(selected=True, text="All", value="$__all"))
+    )
+
+
+def _variables() -> Sequence[Any]:
+    return [
+        dash.DatasourceVariable("datasource")
+        .label("Data source")
+        .type(DATASOURCE_TYPE)
+        .description("The PostgreSQL database PostgresSink writes to (table mastra_scorers)."),
+        _column_variable("scorer", "Scorer", '"scorerId"', "Scorer ids with runs in the range."),
+        _column_variable("target", "Target", TARGET_SQL, "Scored targets with runs in the range."),
+        dash.CustomVariable("limit")
+        .label("Rows")
+        .description("How many runs the tables list.")
+        .values("20,50,100,500")
+        .current(VariableOption(selected=True, text="50", value="50")),
+        dash.CustomVariable("low_score")
+        .label("Low-score mark")
+        .description("Scores at or below this count as low (the bar gauge).")
+        .values("0.2,0.3,0.5,0.7")
+        .current(VariableOption(selected=True, text="0.5", value="0.5")),
+        dash.TextBoxVariable("trace_url")
+        .label("Trace URL prefix")
+        .description("A trace id appended to this opens the trace (Jaeger, Tempo, ...).")
+        .default_value(TRACE_URL),
+    ]
+
+
+def dashboard() -> dash.Dashboard:
+    board = (
+        dash.Dashboard("scorewatch / Lowest scores (PostgreSQL)")
+        .uid("scorewatch-low-scores")
+        .description(
+            "The individual runs behind the scores, from the PostgreSQL score table: the lowest "
+            "scores with the judge's reason and a link to each trace, the mean per scorer, the "
+            "share of low scores and the failed runs."
+        )
+        .tags([TAG, "postgresql"])
+        .editable()
+        .tooltip(DashboardCursorSync.CROSSHAIR)
+        .refresh("1m")
+        .time("now-24h", "now")
+        .timezone("browser")
+    )
+    for variable in _variables():
+        board = board.with_variable(variable)
+    for panel in (
+        lowest_scores_panel(),
+        mean_score_panel(),
+        low_share_panel(),
+        failed_runs_panel(),
+    ):
+        board = board.with_panel(panel)
+    return board
+
+
+def build() -> dict[str, Any]:
+    """The dashboard's JSON model."""
+    loaded: dict[str, Any] = json.loads(render(dashboard()))
+    return loaded
+
+
+def _expected() -> dict[Path, str]:
+    return {DASHBOARD_DIR / FILE_NAME: render(dashboard())}
+
+
+def write() -> list[Path]:
+    DASHBOARD_DIR.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path, content in _expected().items():
+        if not path.exists() or path.read_text(encoding="utf-8") != content:
+            path.write_text(content, encoding="utf-8")
+            written.append(path)
+    return written
+
+
+def stale_files() -> list[Path]:
+    expected = _expected()
+    stale = [p for p, c in expected.items() if not p.exists() or p.read_text("utf-8") != c]
+    return stale + [p for p in DASHBOARD_DIR.glob("*.json") if p not in expected]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Generate the PostgreSQL-backed dashboard.")
+    parser.add_argument("--check", action="store_true", help="fail if the dashboard is stale")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = stale_files()
+        for path in stale:
+            print(f"stale: {path.relative_to(HERE.parent)}", file=sys.stderr)
+        return 1 if stale else 0
+    for path in write():
+        print(f"wrote {path.relative_to(HERE.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,99 @@
+"""What `scorewatch eval` and `scorewatch report --compare` print besides the summary table:
+why runs failed, and how a run compares with its baseline."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import IO, Any
+
+from ..evals.compare import Comparison, ItemChange
+from ..evals.data import TARGET_FAILED
+
+__all__ = ["failure_reasons", "print_comparison", "print_failures"]
+
+
+def _items(numbers: list[int], limit: int = 10) -> str:
+    shown = ", ".join(str(n) for n in sorted(numbers)[:limit])
+    return shown + (f", … ({len(numbers)} in all)" if len(numbers) > limit else "")
+
+
+def failure_reasons(
+    records: Iterable[Mapping[str, Any]], target_failures: Mapping[int, str]
+) -> list[dict[str, Any]]:
+    """Failed runs grouped by (scorer, code, step, message): a thousand runs failing the same
+    way make one line, with the items it hit."""
+    groups: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
+    for record in records:
+        if record.get("error"):
+            key = (
+                str(record.get("scorer_id")),
+                str(record.get("error_code") or "–"),
+                str(record.get("failed_step") or "–"),
+                str(record["error"]),
+            )
+            groups[key].append(int(record.get("item") or 0))
+    for item, message in target_failures.items():
+        groups[("(target)", TARGET_FAILED, "target", message)].append(item)
+    return [
+        {"scorer_id": s, "code": c, "step": st, "message": m, "items": sorted(items)}
+        for (s, c, st, m), items in groups.items()
+    ]
+
+
+def print_failures(reasons: list[dict[str, Any]], stream: IO[str]) -> None:
+    if not reasons:
+        return
+    total = sum(len(reason["items"]) for reason in reasons)
+    print(f"\n{total} failed run(s):", file=stream)
+    for reason in reasons:
+        print(
+            f"  {reason['scorer_id']}: {reason['code']} at step {reason['step']}: "
+            f"{reason['message']}  (item {_items(reason['items'])})",
+            file=stream,
+        )
+
+
+def _change_line(change: ItemChange) -> str:
+    text = change.input if isinstance(change.input, str) else repr(change.input)
+    text = text if len(text) <= 60 else text[:59] + "…"
+    before = "–" if change.baseline is None else f"{change.baseline:.3f}"
+    after = (
+        f"failed ({change.candidate_error})"
+        if change.candidate_error is not None
+        else f"{change.candidate:.3f}"
+    )
+    return f"  {change.scorer_id}  item {change.item}  {before} -> {after}  {text}"
+
+
+def print_comparison(comparison: Comparison, stream: IO[str], limit: int = 10) -> None:
+    header = ("scorer", "baseline", "mean", "delta", "regressed", "improved", "newly failed")
+    rows = [
+        (
+            d.scorer_id,
+            "–" if d.baseline_mean is None else f"{d.baseline_mean:.3f}",
+            "–" if d.candidate_mean is None else f"{d.candidate_mean:.3f}",
+            "–" if d.delta is None else f"{d.delta:+.3f}",
+            str(d.regressed),
+            str(d.improved),
+            str(d.newly_failed),
+        )
+        for d in comparison.scorers.values()
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    print("\ncompared with the baseline:", file=stream)
+    for row in [header, *rows]:
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)), file=stream)
+    for title, changes in (("regressed", comparison.regressed), ("improved", comparison.improved)):
+        if changes:
+            print(f"{title} items ({len(changes)}):", file=stream)
+            for change in changes[:limit]:
+                print(_change_line(change), file=stream)
+            if len(changes) > limit:
+                print(f"  … and {len(changes) - limit} more", file=stream)
+    if comparison.only_in_baseline or comparison.only_in_candidate:
+        print(
+            f"not compared: {comparison.only_in_baseline} run(s) only in the baseline, "
+            f"{comparison.only_in_candidate} only in this run",
+            file=stream,
+        )

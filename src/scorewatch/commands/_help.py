@@ -1,0 +1,45 @@
+"""The examples that end each command's `--help` (kept apart so `--help` imports nothing heavy)."""
+
+from __future__ import annotations
+
+__all__ = ["EXAMPLES", "TOP_LEVEL_EXAMPLES", "epilog"]
+
+TOP_LEVEL_EXAMPLES = """\
+  scorewatch demo                                   # watch a simulated agent being scored
+  scorewatch scorers                                # the prebuilt scorers
+  scorewatch eval data.jsonl --scorer completeness --threshold completeness=0.6
+  scorewatch serve --config scorewatch.toml
+  scorewatch COMMAND --help                         # a command's options and examples"""
+
+EXAMPLES: dict[str, str] = {
+    "demo": """\
+  scorewatch demo                                   # 45 s, simulated judge, no API key
+  scorewatch demo --duration 120 --rate 5 --port 0  # longer, faster, any free metrics port
+  scorewatch demo --prometheus                      # also run Prometheus and its alert rules
+  scorewatch demo --model openai/gpt-4o-mini        # a real judge (OPENAI_API_KEY set)""",
+    "serve": """\
+  scorewatch serve --config scorewatch.toml --check # validate and build the scorers, then exit
+  scorewatch serve --config scorewatch.toml
+  scorewatch serve --config scorewatch.toml --queue redis://127.0.0.1:6379/0""",
+    "worker": """\
+  scorewatch worker --config scorewatch.toml        # the [queue] of the file
+  scorewatch worker --config scorewatch.toml --queue redis://127.0.0.1:6379/0""",
+    "eval": """\
+  scorewatch eval data.jsonl --scorer completeness --threshold completeness=0.6
+  scorewatch eval data.csv --scorer summarization --model openai/gpt-4o-mini \\
+      --out results.jsonl --html report.html
+  scorewatch eval data.jsonl --scorers scorers.toml # scorers with options, serve's format
+  scorewatch eval data.jsonl --scorer mypkg.scorers:tone --target mypkg.agent:answer
+  scorewatch eval data.jsonl --scorers scorers.toml --baseline main.jsonl --out results.jsonl""",
+    "report": """\
+  scorewatch report results.jsonl --html report.html
+  scorewatch report --compare main.jsonl results.jsonl               # exit 1 on a regression
+  scorewatch report --compare main.jsonl results.jsonl --max-drop 0.1 --html compare.html""",
+    "scorers": """\
+  scorewatch scorers                                # name, judge (llm/none), description
+  scorewatch scorers --format json""",
+}
+
+
+def epilog(examples: str) -> str:
+    return f"examples:\n{examples}"
