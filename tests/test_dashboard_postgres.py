@@ -28,6 +28,8 @@ from scorewatch.live.context import LiveCall
 from scorewatch.live.score_call import score_call
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 
+pytestmark = pytest.mark.integration
+
 MULTI = ("scorer", "target")
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from scorewatch.evals.compare import compare_records
 
+pytestmark = pytest.mark.unit
+
 
 def rec(item: int, scorer: str, score: float | None, **extra: Any) -> dict[str, Any]:
     return {
