@@ -245,6 +245,13 @@ class SinkSettings(_Table):
         None, description="Environment variable holding the PostgreSQL DSN (with a password)."
     )
     postgres_schema: str = Field("public", description="Schema of the PostgreSQL score table.")
+    retry_timeout: float = Field(
+        120.0,
+        ge=0,
+        le=86_400,
+        description="Without a queue: how long a result waits for a sink that is down before "
+        "it is dropped (counted in sink_dropped), s.",
+    )
 
     @field_validator("postgres_env")
     @classmethod

@@ -9,11 +9,13 @@ arguments, the rest is written once here.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
-from .base import DEFAULT_QUERY_LIMIT, ScoreQuery
+from .base import DEFAULT_QUERY_LIMIT, ScoreOrder, ScoreQuery
 
 __all__ = [
     "JSON_COLUMNS",
@@ -24,8 +26,10 @@ __all__ = [
     "decode_row",
     "encode_row",
     "filter_conditions",
+    "order_key",
     "quote",
     "select_sql",
+    "storable",
     "upsert_sql",
 ]
 
@@ -96,6 +100,38 @@ _INDEXES: Final = (
 Condition = tuple[str, str, Any]
 """(column, comparison with `{}` where the placeholder goes, value); a None value is no filter."""
 
+# Text no sink can hold as it is: NUL (PostgreSQL text and jsonb refuse it) and unpaired
+# surrogates (not encodable as UTF-8, so neither SQLite, a file nor PostgreSQL takes them).
+_UNSTORABLE_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
+REPLACEMENT: Final = "\ufffd"
+_NON_FINITE: Final = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def _text(value: str) -> str:
+    if _UNSTORABLE_TEXT.search(value) is None:
+        return value
+    return _UNSTORABLE_TEXT.sub(REPLACEMENT, value)
+
+
+def storable(value: Any) -> Any:
+    """`value` (JSON-like data, as `LiveResult.to_row()` makes it) in a form every sink stores:
+    NUL characters and unpaired surrogates in text (keys included) become U+FFFD, and numbers
+    JSON cannot write (NaN, Infinity) become the strings "NaN", "Infinity", "-Infinity"."""
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else _NON_FINITE[value]
+    if isinstance(value, Mapping):
+        return {
+            (_text(key) if isinstance(key, str) else key): storable(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [storable(item) for item in value]
+    return value
+
 
 def quote(name: str) -> str:
     """`name` as a quoted SQL identifier; anything but letters, digits and `_` is refused."""
@@ -151,30 +187,70 @@ def filter_conditions(
     unknown = sorted(set(query) - accepted)
     if unknown:
         raise TypeError(f"unexpected query filter(s): {', '.join(unknown)}")
+    order = query.get("order") or "newest"
+    if order not in _ORDERS:
+        raise ValueError(f"unknown order {order!r}; expected one of {', '.join(_ORDERS)}")
+    ordered_by_score = order != "newest"
     return [
         ("entityId", "= {}", query.get("target")),
         ("scorerId", "= {}", query.get("scorer")),
         ("createdAt", ">= {}", since),
         ("status", "= {}", query.get("status")),
+        ("score", ">= {}", query.get("min_score")),
+        ("score", "<= {}", query.get("max_score")),
+        # Ordered by score, only rows that have one (a failed run has none).
+        ("score", "IS NOT NULL", True if ordered_by_score else None),
     ]
 
 
+# order -> (sort column, descending)
+_ORDERS: Final[dict[ScoreOrder, tuple[str, bool]]] = {
+    "newest": ("createdAt", True),
+    "score_asc": ("score", False),
+    "score_desc": ("score", True),
+}
+
+
+def order_key(row: Mapping[str, Any], order: ScoreOrder | None) -> tuple[Any, str]:
+    """Where `row` sits in `order`: (sort value, id), what `after` takes to continue past it."""
+    column, _descending = _ORDERS[order or "newest"]
+    return row[column], str(row["id"])
+
+
 def select_sql(
-    table_sql: str, mark: str, conditions: Iterable[Condition], limit: int | None
+    table_sql: str,
+    mark: str,
+    conditions: Iterable[Condition],
+    limit: int | None,
+    order: ScoreOrder | None = None,
+    after: tuple[Any, str] | None = None,
 ) -> tuple[str, list[Any]]:
-    """Every score column of the rows that meet all `conditions`, newest first, at most
-    `limit` (None: `DEFAULT_QUERY_LIMIT`); returns the statement and its parameters."""
+    """Every score column of the rows that meet all `conditions`, in `order` (default newest
+    first; ties by id), strictly after the key `after` (from `order_key`), at most `limit`
+    (None: `DEFAULT_QUERY_LIMIT`); returns the statement and its parameters."""
     clauses: list[str] = []
     params: list[Any] = []
     for column, comparison, value in conditions:
-        if value is not None:
+        if value is None:
+            continue
+        if "{}" in comparison:
             clauses.append(f"{quote(column)} {comparison.format(mark)}")
             params.append(value)
+        else:
+            clauses.append(f"{quote(column)} {comparison}")
+    column, descending = _ORDERS[order or "newest"]
+    direction = "DESC" if descending else "ASC"
+    if after is not None:
+        # Keyset pagination: a row value comparison, so pages neither skip nor repeat rows.
+        clauses.append(
+            f"({quote(column)}, {quote('id')}) {'<' if descending else '>'} ({mark}, {mark})"
+        )
+        params.extend(after)
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     names = ", ".join(quote(c) for c in SCORE_COLUMNS)
     sql = (
         f"SELECT {names} FROM {table_sql}{where} "
-        f"ORDER BY {quote('createdAt')} DESC, {quote('id')} DESC LIMIT {mark}"
+        f"ORDER BY {quote(column)} {direction}, {quote('id')} {direction} LIMIT {mark}"
     )
     params.append(max(0, int(DEFAULT_QUERY_LIMIT if limit is None else limit)))
     return sql, params
