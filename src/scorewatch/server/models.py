@@ -139,7 +139,9 @@ class RunOutcome(BaseModel):
     run_id: str
     status: Literal["success", "failed", "pending", "dropped"] = Field(
         description="`pending`: not finished within the wait timeout; it keeps running and "
-        "its result will be stored. `dropped`: given up at shutdown (counted)."
+        "its result will be stored. `dropped`: not stored: given up at shutdown, or a sink "
+        "stayed down past sinks.retry_timeout (counted). `failed` with error_code "
+        "`unstorable`: a sink refused the row; the run is stored as a failure without content."
     )
     score: float | None = None
     reason: Any = None
@@ -157,10 +159,13 @@ class ScoreResults(BaseModel):
 
 
 class ScoreList(BaseModel):
-    """Stored results, newest first, as score rows (camelCase, reference row layout)."""
+    """Stored results as score rows (camelCase, reference row layout), one page of them."""
 
     scores: list[dict[str, Any]]
     count: int
+    next: str | None = Field(
+        None, description="Pass as `cursor` to read the next page; null when this was the last."
+    )
 
 
 class ScorerInfo(BaseModel):
@@ -196,7 +201,7 @@ class ErrorBody(BaseModel):
         description="A stable code: invalid_request, body_too_large, batch_too_large, "
         "unsupported_media_type, unknown_scorer, queue_full, shutting_down, "
         "queue_unavailable, unauthorized, "
-        "not_found, method_not_allowed, no_result_store.",
+        "not_found, method_not_allowed, no_result_store, result_store_unavailable.",
         examples=["unknown_scorer"],
     )
     message: str = Field(examples=["unknown scorer 'sumary'; known: length, summary"])

@@ -207,8 +207,11 @@ class PostgresSink:
     def _encode(self, result: LiveResult) -> tuple[Any, ...]:
         from psycopg.types.json import Jsonb
 
-        # Timestamps go in as the result's own datetime (timestamptz), not the row's ISO text.
-        created_at = dict.fromkeys(TIME_COLUMNS, lambda _text: result.created_at)
+        # Timestamps go in as the result's own datetime (timestamptz), not the row's ISO text,
+        # at the row's millisecond precision: what a reader sees is what it can page by.
+        moment = result.created_at
+        moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+        created_at = dict.fromkeys(TIME_COLUMNS, lambda _text: moment)
         return encode_row(
             storable(result.to_row()),
             dumps=_dumps,

@@ -26,6 +26,7 @@ __all__ = [
     "decode_row",
     "encode_row",
     "filter_conditions",
+    "non_finite_path",
     "order_key",
     "quote",
     "select_sql",
@@ -111,6 +112,28 @@ def _text(value: str) -> str:
     if _UNSTORABLE_TEXT.search(value) is None:
         return value
     return _UNSTORABLE_TEXT.sub(REPLACEMENT, value)
+
+
+def non_finite_path(value: Any) -> list[str | int] | None:
+    """Where in `value` (JSON-like data) the first NaN or infinite number is, as keys and
+    indexes (`[]` for `value` itself); None when there is none. Walks without recursion, so
+    any nesting depth is fine."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return [_key_text(part) if isinstance(part, str) else part for part in path]
+        elif isinstance(item, Mapping):
+            stack.extend((child, (*path, str(key))) for key, child in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((child, (*path, index)) for index, child in enumerate(item))
+    return None
+
+
+def _key_text(key: str) -> str:
+    # A key named in an error answer: bounded, and printable whatever it held.
+    return _text(key[:40] + ("..." if len(key) > 40 else ""))
 
 
 def storable(value: Any) -> Any:
