@@ -29,12 +29,12 @@ from ..live.context import LiveCall
 from ..live.entry import ScorerEntry
 from ..live.observers import LiveDecision
 from ..live.result import LiveResult
-from ..live.run_ids import RunIdIssuer, live_run_id
+from ..live.run_ids import request_run_id
 from ..live.score_call import score_call
 from ..live.sinks.base import ScoreSink
 from ..live.sinks.delivery import Delivery, deliver
 from ..live.work_queue import Job, JobOutcome, WorkQueue
-from .admission import IntakeCounts, close_sinks, plan_items
+from .admission import IntakeCounts, close_sinks, plan_digest, plan_items
 from .intake import (
     Accepted,
     Admission,
@@ -97,7 +97,6 @@ class InProcessIntake:
         self._sink_errors: dict[str, int] = {}
         self._sink_refused = 0
         self._sink_dropped = 0
-        self._ids = RunIdIssuer()
         self._queue: WorkQueue[_Work] = WorkQueue(
             self._execute,
             max_queue=max_queue,
@@ -169,10 +168,12 @@ class InProcessIntake:
             if hold is not None:
                 with self._lock:
                     self._held_bytes += hold.size
+            digest = plan_digest(plan) if plan.sampled else ""
             for scorer_id in plan.sampled:
                 scorer = self._entries[scorer_id].scorer
-                base = live_run_id(scorer_id, call.trace_id, call.run_id, call.span_id, item.target)
-                run_id = self._ids.issue(base)
+                run_id = request_run_id(
+                    scorer_id, item.trace_id, item.run_id, item.span_id, item.target, digest
+                )
                 done: asyncio.Future[LiveResult] | None = None
                 if admission.results is not None:
                     done = loop.create_future()
