@@ -54,6 +54,7 @@ class ServiceGuard:
         if self.state.draining and path.startswith("/v1/"):
             # Read the (bounded) body first: closing a connection with unread data resets it,
             # and the client might never see the answer.
+            self.state.rejected_draining += 1
             await _discard_body(receive, settings.max_body_bytes)
             retry = str(settings.retry_after)
             await _answer(
