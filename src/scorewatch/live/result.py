@@ -22,6 +22,7 @@ from ..core.steps import camel_step
 from ..errors import ScorewatchError
 from .context import LiveCall
 from .redact import redact_secrets
+from .storable import storable
 
 __all__ = ["LiveResult", "LiveStatus", "iso_timestamp"]
 
@@ -38,7 +39,10 @@ def iso_timestamp(moment: datetime) -> str:
 
 
 def _jsonable(value: Any) -> Any:
-    return to_jsonable_python(value, fallback=repr, serialize_unknown=True)
+    try:
+        return to_jsonable_python(value, fallback=repr, serialize_unknown=True)
+    except UnicodeError:  # text that has no UTF-8 form (an unpaired surrogate): stored cleaned
+        return to_jsonable_python(storable(value), fallback=repr, serialize_unknown=True)
 
 
 @dataclass(frozen=True, slots=True)

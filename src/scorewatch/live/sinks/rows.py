@@ -10,11 +10,11 @@ arguments, the rest is written once here.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
+from ..storable import storable, storable_text
 from .base import DEFAULT_QUERY_LIMIT, ScoreOrder, ScoreQuery
 
 __all__ = [
@@ -101,18 +101,6 @@ _INDEXES: Final = (
 Condition = tuple[str, str, Any]
 """(column, comparison with `{}` where the placeholder goes, value); a None value is no filter."""
 
-# Text no sink can hold as it is: NUL (PostgreSQL text and jsonb refuse it) and unpaired
-# surrogates (not encodable as UTF-8, so neither SQLite, a file nor PostgreSQL takes them).
-_UNSTORABLE_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
-REPLACEMENT: Final = "\ufffd"
-_NON_FINITE: Final = {math.inf: "Infinity", -math.inf: "-Infinity"}
-
-
-def _text(value: str) -> str:
-    if _UNSTORABLE_TEXT.search(value) is None:
-        return value
-    return _UNSTORABLE_TEXT.sub(REPLACEMENT, value)
-
 
 def non_finite_path(value: Any) -> list[str | int] | None:
     """Where in `value` (JSON-like data) the first NaN or infinite number is, as keys and
@@ -133,27 +121,7 @@ def non_finite_path(value: Any) -> list[str | int] | None:
 
 def _key_text(key: str) -> str:
     # A key named in an error answer: bounded, and printable whatever it held.
-    return _text(key[:40] + ("..." if len(key) > 40 else ""))
-
-
-def storable(value: Any) -> Any:
-    """`value` (JSON-like data, as `LiveResult.to_row()` makes it) in a form every sink stores:
-    NUL characters and unpaired surrogates in text (keys included) become U+FFFD, and numbers
-    JSON cannot write (NaN, Infinity) become the strings "NaN", "Infinity", "-Infinity"."""
-    if isinstance(value, str):
-        return _text(value)
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        return "NaN" if math.isnan(value) else _NON_FINITE[value]
-    if isinstance(value, Mapping):
-        return {
-            (_text(key) if isinstance(key, str) else key): storable(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [storable(item) for item in value]
-    return value
+    return storable_text(key[:40] + ("..." if len(key) > 40 else ""))
 
 
 def quote(name: str) -> str:

@@ -58,6 +58,10 @@ _ENCODE: Final[dict[str, Callable[[Any], Any]]] = {
 }
 
 
+def _decode_text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
 def _loads(text: Any) -> Any:
     # A value some other writer put there is returned as it is rather than failing the read.
     try:
@@ -160,6 +164,8 @@ class SqliteSink(ThreadedSink):
             query.get("after"),
         )
         conn = sqlite3.connect(self.path, check_same_thread=False)
+        # Text another tool stored as bytes that are not UTF-8 is read, not an error.
+        conn.text_factory = _decode_text
         try:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
             return [decode_row(SCORE_COLUMNS, row, _DECODE) for row in conn.execute(sql, params)]
