@@ -85,7 +85,7 @@ class PostgresSink:
         min_size: int = 1,
         max_size: int = 8,
         connect_timeout: float = 10.0,
-        read_timeout: float = 3.0,
+        acquire_timeout: float = 3.0,
     ) -> None:
         try:
             import psycopg  # noqa: F401
@@ -101,9 +101,9 @@ class PostgresSink:
         self._min_size = min_size
         self._max_size = max_size
         self._connect_timeout = connect_timeout
-        # A reader waits this long for a connection: GET /v1/scores answers 503 quickly while
-        # the database is down instead of hanging for the pool's whole timeout.
-        self._read_timeout = read_timeout
+        # A read or write waits this long for a connection: while the database is down,
+        # GET /v1/scores answers 503 quickly and a writer's retry budget stays what it says.
+        self._acquire_timeout = acquire_timeout
         self._pool: AsyncConnectionPool[Any] | None = None
         self._pool_loop: asyncio.AbstractEventLoop | None = None
         self._ready_loops: set[int] = set()
@@ -235,7 +235,7 @@ class PostgresSink:
         if rows:
             pool = await self._connection_pool()
             if pool is not None:
-                async with pool.connection() as conn:
+                async with pool.connection(timeout=self._acquire_timeout) as conn:
                     await self._store_rows(conn, rows, refused)
             else:
                 await self._migrate_once()
@@ -288,7 +288,7 @@ class PostgresSink:
         sql, params = self._select(query)
         pool = await self._connection_pool()
         if pool is not None:
-            async with pool.connection(timeout=self._read_timeout) as conn:
+            async with pool.connection(timeout=self._acquire_timeout) as conn:
                 return await self._fetch(conn, sql, params)
         return await self._fetch_direct(sql, params)
 
