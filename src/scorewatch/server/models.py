@@ -235,5 +235,14 @@ class Stats(BaseModel):
     failed: int
     rejected_requests: int
     sink_errors: int
+    sink_refused: int = Field(
+        0,
+        description="Results a sink refused for a reason of their own row (stored as "
+        "`unstorable` failures).",
+    )
+    sink_dropped: int = Field(
+        0, description="Results a sink finally did not store (down past sinks.retry_timeout)."
+    )
+    rejected_draining: int = Field(0, description="Requests answered 503 while draining.")
     queued: int
     in_flight: int
