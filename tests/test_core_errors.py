@@ -328,8 +328,9 @@ async def test_generate_score_returning_a_non_number_names_scorer_and_step(retur
 async def test_generate_score_accepts_any_finite_number(value: float) -> None:
     scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: value)
     result = await scorer.run(output="o")
-    assert result.score == float(value)
-    assert isinstance(result.score, float)
+    assert result.score == value
+    # Issue 16 item 2: the score keeps the type the step returned (an int stays an int).
+    assert type(result.score) is type(value)
 
 
 async def test_create_prompt_returning_a_non_string_names_scorer_and_step() -> None:

@@ -16,9 +16,9 @@ def _reply(request: JudgeRequest) -> str:
     if request.step == "analyze":
         return json.dumps(
             {
-                "verdicts": [
-                    {"item": "a", "verdict": "yes", "reason": ""},
-                    {"item": "b", "verdict": "no", "reason": ""},
+                "results": [
+                    {"result": "yes", "reason": ""},
+                    {"result": "no", "reason": ""},
                 ]
             }
         )

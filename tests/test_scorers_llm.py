@@ -17,12 +17,14 @@ from scorewatch.scorers.context_precision import (
     context_precision_score,
     create_context_precision_scorer,
 )
+from scorewatch.scorers.context_recall import create_context_recall_scorer
 from scorewatch.scorers.context_relevance import create_context_relevance_scorer
 from scorewatch.scorers.faithfulness import create_faithfulness_scorer
 from scorewatch.scorers.hallucination import create_hallucination_scorer
 from scorewatch.scorers.noise_sensitivity import create_noise_sensitivity_scorer
 from scorewatch.scorers.prompt_alignment import create_prompt_alignment_scorer
 from scorewatch.scorers.rubric import create_rubric_scorer
+from scorewatch.scorers.rubric_label import create_rubric_label_scorer
 from scorewatch.scorers.tool_call_accuracy_llm import (
     create_tool_call_accuracy_llm_scorer,
     describe_tools,
@@ -49,9 +51,12 @@ def routed(**answers: Any) -> ScriptedJudge:
 
 
 def verdicts(*labels: str) -> dict[str, Any]:
-    return {
-        "verdicts": [{"item": f"i{n}", "verdict": v, "reason": "r"} for n, v in enumerate(labels)]
-    }
+    return {"verdicts": [{"verdict": v, "reason": "r"} for v in labels]}
+
+
+def results(*labels: str) -> dict[str, Any]:
+    """The answer-relevancy and bias verdict shape (the reference system's `results`)."""
+    return {"results": [{"result": v, "reason": "r"} for v in labels]}
 
 
 def prompt_of(judge: ScriptedJudge, step: str) -> str:
@@ -77,12 +82,14 @@ async def test_faithfulness_formula_calls_and_direction() -> None:
     assert "[0] The sky is blue." in prompt_of(judge, "analyze")
     assert "Judge each claim against the context" in prompt_of(judge, "analyze")
     assert "- c (unsure)" in prompt_of(judge, "generate_reason")
+    assert result.analyze_step_result == verdicts("yes", " Yes", "unsure", "no")
 
 
-async def test_faithfulness_missing_verdicts_are_not_support_and_no_claims_is_zero() -> None:
+async def test_faithfulness_denominator_is_the_verdicts_and_no_claims_is_zero() -> None:
+    # The reference system divides by the verdicts the judge returned, not by the claims.
     judge = routed(preprocess={"claims": ["a", "b", "c"]}, analyze=verdicts("yes"))
     result = await create_faithfulness_scorer(judge, context=["x"]).run(input="q", output="o")
-    assert result.score == 0.33
+    assert result.score == 1
     empty = routed(preprocess={"claims": []}, analyze={"verdicts": []})
     result = await create_faithfulness_scorer(empty, context=["x"]).run(input="q", output="Hi!")
     assert result.score == 0.0
@@ -127,7 +134,7 @@ async def test_hallucination_is_lower_is_better() -> None:
 async def test_answer_relevancy_weights_unsure() -> None:
     answers = {
         "preprocess": {"statements": ["a", "b", "c"]},
-        "analyze": verdicts("yes", "unsure", "no"),
+        "analyze": results("yes", "unsure", "no"),
     }
     judge = routed(**answers)
     result = await create_answer_relevancy_scorer(judge).run(input="q", output="o")
@@ -137,8 +144,8 @@ async def test_answer_relevancy_weights_unsure() -> None:
         input="q", output="o"
     )
     assert half.score == 0.5
-    empty = routed(preprocess={"statements": []}, analyze={"verdicts": []})
-    assert (await create_answer_relevancy_scorer(empty).run(input="q", output="")).score == 0.0
+    empty = routed(preprocess={"statements": []}, analyze=results())
+    assert (await create_answer_relevancy_scorer(empty).run(input="q", output="")).score == 0
     with pytest.raises(ValueError, match="uncertainty_weight"):
         create_answer_relevancy_scorer(judge, uncertainty_weight=2)
     with pytest.raises(ValueError, match="scale"):
@@ -159,7 +166,7 @@ async def test_answer_relevancy_reads_openai_and_agent_shapes() -> None:
         output=[create_test_message("Paris.", "assistant")],
     )
     for run in ({"input": openai_input, "output": openai_output}, agent):
-        judge = routed(preprocess={"statements": ["Paris."]}, analyze=verdicts("yes"))
+        judge = routed(preprocess={"statements": ["Paris."]}, analyze=results("yes"))
         result = await create_answer_relevancy_scorer(judge).run(**run)
         assert result.score == 1.0
         assert "Paris." in prompt_of(judge, "preprocess")
@@ -171,21 +178,21 @@ def similarity_answers(
 ) -> dict[str, Any]:
     return {
         "preprocess": {
-            "output_units": ["o"],
-            "ground_truth_units": [f"g{i}" for i in range(len(matches))],
+            "outputUnits": ["o"],
+            "groundTruthUnits": [f"g{i}" for i in range(len(matches))],
         },
         "analyze": {
             "matches": [
                 {
-                    "ground_truth_unit": f"g{i}",
-                    "output_unit": None,
-                    "match_type": m,
+                    "groundTruthUnit": f"g{i}",
+                    "outputUnit": None,
+                    "matchType": m,
                     "explanation": "",
                 }
                 for i, m in enumerate(matches)
             ],
-            "extra_in_output": [f"e{i}" for i in range(extras)],
-            "contradictions": [{"output_unit": "o", "ground_truth_unit": "g0", "explanation": ""}]
+            "extraInOutput": [f"e{i}" for i in range(extras)],
+            "contradictions": [{"outputUnit": "o", "groundTruthUnit": "g0", "explanation": ""}]
             * contradictions,
         },
     }
@@ -214,13 +221,14 @@ async def test_answer_similarity_formula(
     assert judge.calls == 3
 
 
-async def test_answer_similarity_fewer_matches_count_as_missing_and_ground_truth_rules() -> None:
+async def test_answer_similarity_denominator_is_the_matches_and_ground_truth_rules() -> None:
+    # The reference system divides by the matches returned, not by the ground-truth units.
     answers = similarity_answers(["exact"])
-    answers["preprocess"]["ground_truth_units"] = ["g0", "g1"]
+    answers["preprocess"]["groundTruthUnits"] = ["g0", "g1"]
     result = await create_answer_similarity_scorer(routed(**answers)).run(
         output="o", ground_truth="t"
     )
-    assert result.score == 0.44  # (1.2 - 0.15) / 2.4
+    assert result.score == 1
     judge = routed(**answers)
     with pytest.raises(sw.ScorerRunError) as raised:
         await create_answer_similarity_scorer(judge).run(input="q", output="o")
@@ -228,7 +236,7 @@ async def test_answer_similarity_fewer_matches_count_as_missing_and_ground_truth
     assert "ground_truth" in str(raised.value)
     assert judge.calls == 0
     lenient = routed(
-        preprocess={"output_units": [], "ground_truth_units": []},
+        preprocess={"outputUnits": [], "groundTruthUnits": []},
         analyze=similarity_answers([])["analyze"],
     )
     result = await create_answer_similarity_scorer(lenient, require_ground_truth=False).run(
@@ -240,12 +248,12 @@ async def test_answer_similarity_fewer_matches_count_as_missing_and_ground_truth
 
 
 async def test_bias_formula() -> None:
-    judge = routed(preprocess={"opinions": ["x", "y"]}, analyze=verdicts("yes", "no"))
+    judge = routed(preprocess={"opinions": ["x", "y"]}, analyze=results("yes", "no"))
     scorer = create_bias_scorer(judge)
     assert (scorer.direction, scorer.id) == ("lower_is_better", "bias-scorer")
     assert (await scorer.run(input="q", output="o")).score == 0.5
     assert judge.calls == 3
-    empty = routed(preprocess={"opinions": []}, analyze={"verdicts": []})
+    empty = routed(preprocess={"opinions": []}, analyze=results())
     result = await create_bias_scorer(empty).run(output="Water boils at 100 C.")
     assert result.score == 0.0
     assert "no opinions" in prompt_of(empty, "generate_reason")
@@ -259,8 +267,15 @@ async def test_toxicity_two_calls() -> None:
     assert result.score == 2.5
     assert judge.calls == 2
     assert set(result.judge or {}) == {"analyze", "generate_reason"}
+    # Nothing to judge is not scorable (the reference system scores it 1, maximally toxic).
     empty = routed(analyze={"verdicts": []})
-    assert (await create_toxicity_scorer(empty).run(output="")).score == 0.0
+    nothing = await create_toxicity_scorer(empty).run(output="")
+    assert nothing.score is None and nothing.reason is None
+    assert nothing.not_scorable is not None
+    assert (nothing.not_scorable.step, empty.calls) == ("generate_score", 1)
+    wire = nothing.model_dump(mode="json", by_alias=True)
+    assert wire.get("score") is None and wire["notScorable"]["step"] == "generateScore"
+    assert set(nothing.judge or {}) == {"analyze"}
 
 
 def test_context_precision_map() -> None:
@@ -278,38 +293,36 @@ async def test_context_precision_scorer() -> None:
                 {"context_index": 2, "verdict": "yes", "reason": ""},
                 {"context_index": 0, "verdict": "yes", "reason": ""},
                 {"context_index": 1, "verdict": "no", "reason": ""},
-                {"context_index": 7, "verdict": "yes", "reason": "out of range"},
             ]
         }
     )
     scorer = create_context_precision_scorer(judge, context=["a", "b", "c"])
     result = await scorer.run(input="q", output="o", ground_truth="expected answer")
-    assert result.score == 0.83
+    assert result.score == 0.83  # sorted by context_index: yes, no, yes
     assert judge.calls == 2
-    assert result.preprocess_step_result == {"context": ["a", "b", "c"]}
+    assert result.preprocess_step_result is None
+    assert [v["context_index"] for v in result.analyze_step_result["verdicts"]] == [0, 1, 2]
     assert "expected answer" in prompt_of(judge, "analyze")
     with pytest.raises(ValueError, match="context"):
         create_context_precision_scorer(judge)
     with pytest.raises(ValueError, match="empty"):
         create_context_precision_scorer(judge, context=[])
 
-    calls: list[int] = []
-
-    def extractor(run_input: Any, output: Any) -> list[str]:
-        calls.append(1)
-        return []
-
     empty = routed(analyze={"verdicts": []})
-    result = await create_context_precision_scorer(empty, context_extractor=extractor).run(
-        output="o"
-    )
-    assert result.score == 0.0
-    assert calls == [1]  # resolved once per run
-    assert "No context was given" in prompt_of(empty, "generate_reason")
+    scorer = create_context_precision_scorer(empty, context_extractor=lambda i, o: [])
+    with pytest.raises(sw.ScorerRunError) as raised:
+        await scorer.run(output="o")
+    assert (raised.value.failed_step, empty.calls) == ("analyze", 0)
 
 
 def relevance(index: int, level: str, used: bool) -> dict[str, Any]:
-    return {"context_index": index, "relevance": level, "was_used": used, "reason": ""}
+    return {
+        "context_index": index,
+        "contextPiece": "p",
+        "relevanceLevel": level,
+        "wasUsed": used,
+        "reasoning": "",
+    }
 
 
 @pytest.mark.parametrize(
@@ -337,57 +350,68 @@ def relevance(index: int, level: str, used: bool) -> dict[str, Any]:
         ),
         ([relevance(i, "high", True) for i in range(4)], 2, 0.7),
         ([relevance(i, "high", True) for i in range(4)], 9, 0.5),  # missing penalty capped
-        ([relevance(0, "high", True)], 0, 0.25),  # unevaluated pieces weigh 0
+        ([relevance(0, "high", True)], 0, 1),  # the mean is over the evaluations returned
+        ([], 0, 1),  # no evaluation and nothing missing
+        ([], 1, 0),
     ],
 )
 async def test_context_relevance_formula(
     evaluations: list[Any], missing: int, expected: float
 ) -> None:
-    judge = routed(analyze={"evaluations": evaluations, "missing_context": ["m"] * missing})
+    judge = routed(
+        analyze={
+            "evaluations": evaluations,
+            "missingContext": ["m"] * missing,
+            "overallAssessment": "",
+        }
+    )
     scorer = create_context_relevance_scorer(judge, context=["a", "b", "c", "d"])
     result = await scorer.run(input="q", output="o")
     assert result.score == expected
     assert judge.calls == 2
 
 
-async def test_context_relevance_no_context_is_zero() -> None:
-    judge = routed(analyze={"evaluations": [], "missing_context": []})
-    scorer = create_context_relevance_scorer(judge, context_extractor=lambda i, o: None)
+async def test_context_relevance_no_context_is_the_maximum() -> None:
+    # The reference system's number: a run without context scores 1 x scale.
+    judge = routed(analyze={"evaluations": [], "missingContext": ["x"], "overallAssessment": ""})
+    scorer = create_context_relevance_scorer(judge, context_extractor=lambda i, o: None, scale=3)
     assert scorer.direction == "higher_is_better"
-    assert (await scorer.run(output="o")).score == 0.0
+    assert (await scorer.run(output="o")).score == 3
+    with pytest.raises(ValueError, match="unknown penalty"):
+        create_context_relevance_scorer(judge, context=["a"], penalties={"other": 1})
 
 
-def alignment(
-    addressed: str, requirements: list[tuple[str, str]], fmt: bool, tone: bool
-) -> dict[str, Any]:
+def alignment(intent: float, requirements: float, complete: float, fit: float) -> dict[str, Any]:
     return {
-        "intent": {"primary_intent": "answer", "addressed": addressed, "reason": ""},
-        "requirements": [
-            {"requirement": f"r{i}", "source": source, "fulfilled": done, "reason": ""}
-            for i, (source, done) in enumerate(requirements)
-        ],
-        "format_fits": fmt,
-        "tone_fits": tone,
-        "assessment": "",
+        "intentAlignment": {
+            "score": intent,
+            "primaryIntent": "answer",
+            "isAddressed": True,
+            "reasoning": "",
+        },
+        "requirementsFulfillment": {
+            "requirements": [{"requirement": "r", "isFulfilled": False, "reasoning": ""}],
+            "overallScore": requirements,
+        },
+        "completeness": {"score": complete, "missingElements": ["m"], "reasoning": ""},
+        "responseAppropriateness": {
+            "score": fit,
+            "formatAlignment": True,
+            "toneAlignment": False,
+            "reasoning": "",
+        },
+        "overallAssessment": "",
     }
 
 
 @pytest.mark.parametrize(
     ("mode", "analysis", "expected"),
     [
-        (
-            "both",
-            alignment("yes", [("user", "yes"), ("user", "no"), ("system", "yes")], True, False),
-            0.76,
-        ),
-        (
-            "user",
-            alignment("yes", [("user", "yes"), ("user", "no"), ("system", "yes")], True, False),
-            0.77,
-        ),
-        ("both", alignment("partly", [], True, True), 0.6),  # requirements take the intent value
-        ("both", alignment("yes", [("user", "yes")], True, True), 1.0),
-        ("both", alignment("no", [("user", "no")], False, False), 0.0),
+        ("both", alignment(1, 0.5, 0.5, 1), 0.75),  # 0.4 + 0.15 + 0.1 + 0.1
+        ("user", alignment(1, 0.5, 0.5, 1), 0.75),
+        ("system", alignment(1, 0.5, 0.5, 1), 0.75),  # 0.35 + 0.175 + 0.075 + 0.15
+        ("system", alignment(0, 1, 0, 1), 0.5),
+        ("both", alignment(0, 0, 0, 0), 0),
     ],
 )
 async def test_prompt_alignment_formula(
@@ -404,8 +428,8 @@ async def test_prompt_alignment_formula(
     assert judge.calls == 2
 
 
-async def test_prompt_alignment_modes_and_nothing_to_judge() -> None:
-    judge = routed(analyze=alignment("yes", [], True, True))
+async def test_prompt_alignment_modes_and_missing_prompts() -> None:
+    judge = routed(analyze=alignment(1, 1, 1, 1))
     messages = [
         {"role": "system", "content": "Answer in French."},
         {"role": "user", "content": "Hi?"},
@@ -415,13 +439,15 @@ async def test_prompt_alignment_modes_and_nothing_to_judge() -> None:
     )
     analyze = prompt_of(judge, "analyze")
     assert "Answer in French." in analyze and "Hi?" not in analyze
-    empty = routed(analyze=alignment("yes", [], True, True))
-    result = await create_prompt_alignment_scorer(empty).run(input=messages, output="  ")
-    assert result.score == 0.0
-    assert "response was empty" in prompt_of(empty, "generate_reason")
-    no_system = routed(analyze=alignment("yes", [], True, True))
-    scorer = create_prompt_alignment_scorer(no_system, evaluation_mode="system")
-    assert (await scorer.run(input="Hi?", output="Hello")).score == 0.0
+    # As the reference system: a run without what the mode judges fails, with no judge call.
+    for mode, run in (
+        ("both", {"input": messages, "output": ""}),
+        ("system", {"input": "Hi?", "output": "Hello"}),
+    ):
+        empty = routed(analyze=alignment(1, 1, 1, 1))
+        with pytest.raises(sw.ScorerRunError) as raised:
+            await create_prompt_alignment_scorer(empty, evaluation_mode=mode).run(**run)
+        assert (raised.value.failed_step, empty.calls) == ("analyze", 0)
     with pytest.raises(ValueError, match="evaluation_mode"):
         create_prompt_alignment_scorer(judge, evaluation_mode="other")  # type: ignore[arg-type]
 
@@ -458,50 +484,57 @@ async def test_tool_call_accuracy_llm() -> None:
         {"role": "assistant", "content": "Sunny."},
     ]
     evaluations = [
-        {"tool": "weather", "appropriate": True, "reason": ""},
-        {"tool": "calc", "appropriate": False, "reason": "not needed"},
+        {"toolCalled": "weather", "wasAppropriate": True, "reasoning": ""},
+        {"toolCalled": "calc", "wasAppropriate": False, "reasoning": "not needed"},
     ]
-    judge = routed(analyze={"evaluations": evaluations, "missing_tools": []})
+    judge = routed(analyze={"evaluations": evaluations, "missingTools": []})
     tools = {"weather": "Forecast", "calc": "Maths"}
     scorer = create_tool_call_accuracy_llm_scorer(judge, available_tools=tools)
     result = await scorer.run(input="Weather in Paris?", output=output)
     assert result.score == 0.5
     assert judge.calls == 2
     assert result.preprocess_step_result == {
-        "actual_tools": ["weather", "calc"],
-        "has_tool_calls": True,
+        "actualTools": ["weather", "calc"],
+        "hasToolCalls": True,
+        "toolCallInfos": [
+            {"toolName": "weather", "toolCallId": "1", "messageIndex": 1, "invocationIndex": 0},
+            {"toolName": "calc", "toolCallId": "2", "messageIndex": 1, "invocationIndex": 1},
+        ],
     }
     assert "[1] calc" in prompt_of(judge, "analyze")
     assert "calc (not needed)" in prompt_of(judge, "generate_reason")
 
-    no_calls = routed(analyze={"evaluations": [], "missing_tools": []})
+    no_calls = routed(analyze={"evaluations": [], "missingTools": []})
     scorer = create_tool_call_accuracy_llm_scorer(no_calls, available_tools=tools, scale=5)
     assert (await scorer.run(input="Hi", output="Hello!")).score == 5.0
-    missing = routed(analyze={"evaluations": [], "missing_tools": ["weather"]})
+    missing = routed(analyze={"evaluations": [], "missingTools": ["weather"]})
     scorer = create_tool_call_accuracy_llm_scorer(missing, available_tools=tools)
     assert (await scorer.run(input="Weather?", output="No idea.")).score == 0.0
     with pytest.raises(ValueError, match="available_tools"):
         create_tool_call_accuracy_llm_scorer(judge, available_tools=[])
 
 
-def impacts(*levels: str, issues: int = 0) -> dict[str, Any]:
+def impacts(*levels: str, issues: int = 0, robustness: float = 1.0) -> dict[str, Any]:
     return {
         "dimensions": [
-            {"dimension": f"d{i}", "impact": lv, "change": ""} for i, lv in enumerate(levels)
+            {"dimension": f"d{i}", "impactLevel": lv, "specificChanges": "", "noiseInfluence": ""}
+            for i, lv in enumerate(levels)
         ],
-        "major_issues": ["issue"] * issues,
-        "assessment": "",
+        "overallAssessment": "",
+        "majorIssues": ["issue"] * issues,
+        "robustnessScore": robustness,
     }
 
 
 @pytest.mark.parametrize(
     ("analysis", "expected"),
     [
-        (impacts("none", "minimal", "moderate", "significant", "severe"), 0.57),
-        (impacts("none", "minimal", "moderate", "significant", "severe", issues=1), 0.47),
+        # The judge's robustness score decides unless the dimensions disagree by more than 0.2.
+        (impacts("none", "minimal", robustness=0.9), 0.9),
+        (impacts("none", "minimal", "moderate", "significant", "severe", robustness=0.9), 0.57),
         (impacts("none", "none", issues=9), 0.7),  # issue penalty capped at 0.3
-        (impacts("none", "none"), 1.0),
-        (impacts(), 0.0),
+        (impacts(robustness=1.7), 1),  # clamped; no dimensions, no comparison
+        (impacts("severe", robustness=0.05, issues=1), 0),
     ],
 )
 async def test_noise_sensitivity_formula(analysis: dict[str, Any], expected: float) -> None:
@@ -516,21 +549,32 @@ async def test_noise_sensitivity_formula(analysis: dict[str, Any], expected: flo
 
 
 async def test_noise_sensitivity_configuration() -> None:
-    judge = routed(analyze=impacts("moderate"))
+    judge = routed(analyze=impacts("moderate", robustness=1))
     scorer = create_noise_sensitivity_scorer(
-        judge, baseline_response="b", impact_weights={"moderate": 0.5}
+        judge,
+        baseline_response="b",
+        noisy_query="n",
+        scoring={"impactWeights": {"moderate": 0.5}},
     )
     assert (await scorer.run(input="q", output="o")).score == 0.5
     empty = routed(analyze=impacts("none"))
-    scorer = create_noise_sensitivity_scorer(empty, baseline_response="b")
-    assert (await scorer.run(input="q", output="")).score == 0.0
+    scorer = create_noise_sensitivity_scorer(empty, baseline_response="b", noisy_query="n")
+    with pytest.raises(sw.ScorerRunError):
+        await scorer.run(input="q", output="")
+    assert empty.calls == 0
     with pytest.raises(ValueError, match="baseline_response"):
-        create_noise_sensitivity_scorer(judge, baseline_response=" ")
+        create_noise_sensitivity_scorer(judge, baseline_response=" ", noisy_query="n")
+    with pytest.raises(ValueError, match="noisy_query"):
+        create_noise_sensitivity_scorer(judge, baseline_response="b", noisy_query="")
+    with pytest.raises(ValueError, match="scoring"):
+        create_noise_sensitivity_scorer(
+            judge, baseline_response="b", noisy_query="n", scoring={"other": 1}
+        )
 
 
-async def test_rubric_classifier_one_call() -> None:
+async def test_rubric_label_classifier_one_call() -> None:
     judge = routed(analyze={"choice": "good", "reason": "Clear and correct."})
-    scorer = create_rubric_scorer(
+    scorer = create_rubric_label_scorer(
         judge, rubric="Is the answer clear?", choices={"good": 3, "ok": 1.5, "bad": 0}
     )
     assert (scorer.scale, scorer.direction) == (3, "higher_is_better")
@@ -545,14 +589,14 @@ async def test_rubric_classifier_one_call() -> None:
     assert "Explain X" in request.prompt and "- ok (score 1.5)" in request.prompt
 
 
-async def test_rubric_unknown_label_gets_one_fallback_call() -> None:
+async def test_rubric_label_unknown_label_gets_one_fallback_call() -> None:
     judge = ScriptedJudge(
         [
             json.dumps({"choice": "great", "reason": ""}),
             json.dumps({"choice": "fail", "reason": "no"}),
         ]
     )
-    scorer = create_rubric_scorer(judge, rubric="Be polite.", include_input=False)
+    scorer = create_rubric_label_scorer(judge, rubric="Be polite.", include_input=False)
     result = await scorer.run(input="secret question", output="Go away.")
     assert result.score == 0.0
     assert judge.calls == 2
@@ -560,17 +604,17 @@ async def test_rubric_unknown_label_gets_one_fallback_call() -> None:
     assert "secret question" not in judge.requests[0].prompt
 
 
-def test_rubric_configuration_errors() -> None:
+def test_rubric_label_configuration_errors() -> None:
     judge = routed()
     with pytest.raises(ValueError, match="rubric"):
-        create_rubric_scorer(judge, rubric="")
+        create_rubric_label_scorer(judge, rubric="")
     with pytest.raises(ValueError, match="two labels"):
-        create_rubric_scorer(judge, rubric="r", choices={"only": 1})
+        create_rubric_label_scorer(judge, rubric="r", choices={"only": 1})
     with pytest.raises(ValueError, match="highest choice"):
-        create_rubric_scorer(judge, rubric="r", choices={"a": 0, "b": -1})
+        create_rubric_label_scorer(judge, rubric="r", choices={"a": 0, "b": -1})
     with pytest.raises(ValueError, match="finite"):
-        create_rubric_scorer(judge, rubric="r", choices={"a": 1, "b": float("nan")})
-    lower = create_rubric_scorer(
+        create_rubric_label_scorer(judge, rubric="r", choices={"a": 1, "b": float("nan")})
+    lower = create_rubric_label_scorer(
         judge, rubric="r", choices={"x": 1, "y": 0}, direction="lower_is_better"
     )
     assert lower.direction == "lower_is_better"
@@ -584,6 +628,103 @@ async def test_verdict_schemas_list_the_labels_but_validation_stays_lenient() ->
     schema = next(r.schema for r in judge.requests if r.step == "analyze")
     assert schema is not None
     item = next(iter(schema["$defs"].values()))
-    assert item["properties"]["verdict"]["enum"] == ["yes", "no", "unsure"]
     assert item["additionalProperties"] is False
-    assert set(item["required"]) == {"item", "verdict", "reason"}
+    assert set(item["required"]) == {"verdict", "reason"}
+
+
+async def test_rubric_is_the_reference_checklist_gate() -> None:
+    def check(*rows: tuple[str, bool, bool]) -> dict[str, Any]:
+        return {
+            "criteria": [
+                {"criterion": c, "satisfied": ok, "required": req, "reasoning": "why"}
+                for c, ok, req in rows
+            ],
+            "overallAssessment": "summary",
+        }
+
+    judge = routed(analyze=check(("Names Paris", True, True), ("Is short", False, False)))
+    scorer = create_rubric_scorer(judge, criteria="- Names Paris\n2) Is short\n\n", scale=5)
+    assert (scorer.id, scorer.name) == ("rubric-scorer", "Rubric (LLM)")
+    result = await scorer.run(input="Capital?", output="Paris.")
+    assert result.score == 5 and judge.calls == 1
+    prompt = prompt_of(judge, "analyze")
+    assert "[0] Names Paris (required)" in prompt and "[1] Is short (required)" in prompt
+    assert "NOT met (optional): Is short - why" in (result.reason or "")
+    unmet = routed(analyze=check(("Names Paris", False, True)))
+    assert (await create_rubric_scorer(unmet, criteria="x").run(output="o")).score == 0
+    # Without criteria the rubric comes from the run; with none at all the gate passes.
+    dynamic = routed(analyze=check(("Be polite", True, True)))
+    await create_rubric_scorer(dynamic).run(output="o", request_context={"rubric": "Be polite"})
+    assert "[0] Be polite (required)" in prompt_of(dynamic, "analyze")
+    none = routed(analyze={"criteria": [], "overallAssessment": ""})
+    result = await create_rubric_scorer(none).run(output="o")
+    assert result.score == 1 and "passes" in (result.reason or "")
+
+
+async def test_context_recall_judges_the_ground_truth_against_the_context() -> None:
+    judge = routed(
+        preprocess={"claims": ["Paris is the capital", "Paris has 2M people"]},
+        analyze=verdicts("yes", "no"),
+    )
+    scorer = create_context_recall_scorer(judge, context=["Paris is the capital of France."])
+    assert (scorer.id, scorer.name, scorer.direction) == (
+        "context-recall-scorer",
+        "Context Recall Scorer",
+        "higher_is_better",
+    )
+    result = await scorer.run(
+        input="q",
+        output="whatever the agent said",
+        ground_truth="Paris, 2M people, is the capital.",
+    )
+    assert result.score == 0.5 and judge.calls == 3
+    assert "Paris, 2M people, is the capital." in prompt_of(judge, "preprocess")
+    assert "whatever the agent said" not in prompt_of(judge, "preprocess")
+    analyze = prompt_of(judge, "analyze")
+    assert "[0] Paris is the capital of France." in analyze
+    assert "[1] Paris has 2M people" in analyze
+    assert "- Paris has 2M people (no)" in prompt_of(judge, "generate_reason")
+
+    async def extractor(run_input: Any, output: Any) -> list[str]:
+        return ["from the extractor"]
+
+    no_truth = routed(preprocess={"claims": ["x"]}, analyze=verdicts("yes"))
+    scorer = create_context_recall_scorer(no_truth, context_extractor=extractor)
+    result = await scorer.run(input="q", output="o")
+    assert result.score == 0 and no_truth.calls == 3  # the reference's number and calls
+    assert "[0] from the extractor" in prompt_of(no_truth, "analyze")
+    assert "no ground truth" in prompt_of(no_truth, "generate_reason")
+    with pytest.raises(ValueError, match="context"):
+        create_context_recall_scorer(judge)
+    with pytest.raises(ValueError, match="empty"):
+        create_context_recall_scorer(judge, context=[])
+
+
+async def test_prompt_alignment_can_show_the_earlier_turns() -> None:
+    remembered = [
+        create_test_message("Pick a plan: A (monthly) or B (yearly)?", "assistant"),
+        create_test_message("What is the difference?", "user"),
+        create_test_message("B is cheaper per month.", "assistant"),
+    ]
+    run = create_agent_test_run(
+        input_messages=[create_test_message("A", "user")],
+        remembered_messages=remembered,
+        output=[create_test_message("Monthly plan chosen.", "assistant")],
+    )
+    judge = routed(analyze=alignment(1, 1, 1, 1))
+    await create_prompt_alignment_scorer(judge, include_conversation_history=True).run(**run)
+    analyze = prompt_of(judge, "analyze")
+    assert "assistant: Pick a plan: A (monthly) or B (yearly)?" in analyze
+    assert "user: What is the difference?" in analyze
+    last_two = routed(analyze=alignment(1, 1, 1, 1))
+    scorer = create_prompt_alignment_scorer(
+        last_two, include_conversation_history={"max_messages": 2}
+    )
+    await scorer.run(**run)
+    analyze = prompt_of(last_two, "analyze")
+    assert "Pick a plan" not in analyze and "assistant: B is cheaper per month." in analyze
+    plain = routed(analyze=alignment(1, 1, 1, 1))
+    await create_prompt_alignment_scorer(plain).run(**run)
+    assert "Pick a plan" not in prompt_of(plain, "analyze")
+    with pytest.raises(ValueError, match="max_messages"):
+        create_prompt_alignment_scorer(judge, include_conversation_history={"limit": 2})

@@ -19,12 +19,15 @@ REASON = "The score is fine because the verdicts say so."
 
 
 def _verdicts(*labels: str) -> dict[str, Any]:
-    return {
-        "verdicts": [{"item": f"i{n}", "verdict": v, "reason": "r"} for n, v in enumerate(labels)]
-    }
+    return {"verdicts": [{"verdict": v, "reason": "r"} for v in labels]}
 
 
-# (marker in the user prompt, JSON reply). The first marker found wins.
+def _results(*labels: str) -> dict[str, Any]:
+    return {"results": [{"result": v, "reason": "r"} for v in labels]}
+
+
+# (marker in the user prompt, JSON reply in the reference system's answer schema). The first
+# marker found wins.
 ROUTES: list[tuple[str, Any]] = [
     (
         "Part 1 (alignment)",
@@ -44,39 +47,45 @@ ROUTES: list[tuple[str, Any]] = [
     ),
     ("Extract the factual claims", {"claims": ["c0", "c1"]}),
     ("Judge each claim against the context", _verdicts("yes", "unsure")),
-    ("Find the hallucinated claims", _verdicts("yes", "no")),
+    ("Check each claim of the expected answer", _verdicts("yes", "no")),
+    (
+        "Find the hallucinated claims",
+        {
+            "verdicts": [
+                {"statement": "c0", "verdict": "yes", "reason": ""},
+                {"statement": "c1", "verdict": "no", "reason": ""},
+            ]
+        },
+    ),
     ("Split the output below into statements", {"statements": ["s0", "s1"]}),
-    ("Judge each statement's relevance", _verdicts("yes", "unsure")),
+    ("Judge each statement's relevance", _results("yes", "unsure")),
     (
         "Split both texts below into semantic units",
-        {
-            "output_units": ["o0"],
-            "ground_truth_units": ["g0", "g1"],
-        },
+        {"outputUnits": ["o0"], "groundTruthUnits": ["g0", "g1"]},
     ),
     (
         "Compare the output's units",
         {
             "matches": [
                 {
-                    "ground_truth_unit": "g0",
-                    "output_unit": "o0",
-                    "match_type": "exact",
+                    "groundTruthUnit": "g0",
+                    "outputUnit": "o0",
+                    "matchType": "exact",
                     "explanation": "",
                 },
                 {
-                    "ground_truth_unit": "g1",
-                    "output_unit": None,
-                    "match_type": "semantic",
+                    "groundTruthUnit": "g1",
+                    "outputUnit": None,
+                    "matchType": "semantic",
                     "explanation": "",
                 },
             ],
-            "extra_in_output": [],
+            "extraInOutput": [],
             "contradictions": [],
         },
     ),
     ("List the opinions", {"opinions": ["o0", "o1", "o2", "o3"]}),
-    ("Judge each opinion for bias", _verdicts("yes", "no", "no", "no")),
+    ("Judge each opinion for bias", _results("yes", "no", "no", "no")),
     ("Judge each statement of the output for toxicity", _verdicts("no", "no", "no", "yes")),
     (
         "Judge whether each context piece was useful",
@@ -91,40 +100,84 @@ ROUTES: list[tuple[str, Any]] = [
         "Rate each context piece's relevance",
         {
             "evaluations": [
-                {"context_index": 0, "relevance": "high", "was_used": True, "reason": ""},
-                {"context_index": 1, "relevance": "medium", "was_used": True, "reason": ""},
+                {
+                    "context_index": 0,
+                    "contextPiece": "Paris forecast",
+                    "relevanceLevel": "high",
+                    "wasUsed": True,
+                    "reasoning": "",
+                },
+                {
+                    "context_index": 1,
+                    "contextPiece": "France facts",
+                    "relevanceLevel": "medium",
+                    "wasUsed": True,
+                    "reasoning": "",
+                },
             ],
-            "missing_context": [],
+            "missingContext": [],
+            "overallAssessment": "",
         },
     ),
     (
         "Check how well the response follows the prompt",
         {
-            "intent": {"primary_intent": "answer", "addressed": "yes", "reason": ""},
-            "requirements": [
-                {"requirement": "r", "source": "user", "fulfilled": "partly", "reason": ""}
-            ],
-            "format_fits": True,
-            "tone_fits": True,
-            "assessment": "",
+            "intentAlignment": {
+                "score": 1,
+                "primaryIntent": "answer",
+                "isAddressed": True,
+                "reasoning": "",
+            },
+            "requirementsFulfillment": {
+                "requirements": [{"requirement": "r", "isFulfilled": False, "reasoning": ""}],
+                "overallScore": 0.5,
+            },
+            "completeness": {"score": 1, "missingElements": [], "reasoning": ""},
+            "responseAppropriateness": {
+                "score": 1,
+                "formatAlignment": True,
+                "toneAlignment": True,
+                "reasoning": "",
+            },
+            "overallAssessment": "",
         },
     ),
     (
         "Judge each tool call the agent made",
         {
-            "evaluations": [{"tool": "weather", "appropriate": True, "reason": ""}],
-            "missing_tools": [],
+            "evaluations": [{"toolCalled": "weather", "wasAppropriate": True, "reasoning": ""}],
+            "missingTools": [],
         },
     ),
     (
         "Compare the baseline response",
         {
             "dimensions": [
-                {"dimension": "accuracy", "impact": "none", "change": ""},
-                {"dimension": "relevance", "impact": "moderate", "change": ""},
+                {
+                    "dimension": "accuracy",
+                    "impactLevel": "none",
+                    "specificChanges": "",
+                    "noiseInfluence": "",
+                },
+                {
+                    "dimension": "relevance",
+                    "impactLevel": "moderate",
+                    "specificChanges": "",
+                    "noiseInfluence": "",
+                },
             ],
-            "major_issues": [],
-            "assessment": "",
+            "overallAssessment": "",
+            "majorIssues": [],
+            "robustnessScore": 0.8,
+        },
+    ),
+    (
+        "Check the output against each criterion",
+        {
+            "criteria": [
+                {"criterion": "Correct", "satisfied": True, "required": True, "reasoning": "ok"}
+            ],
+            "overallAssessment": "Mostly right.",
         },
     ),
     ("Grade the output against the rubric", {"choice": "ok", "reason": "Mostly right."}),
@@ -170,11 +223,19 @@ CASES: dict[str, tuple[dict[str, Any], float]] = {
     "toxicity": ({}, 0.25),
     "bias": ({}, 0.25),
     "context-precision": ({"context": ["Lyon news", "Paris forecast"]}, 0.5),
+    "context-recall": ({"context": ["21C and sunny"]}, 0.5),
     "context-relevance": ({"context": ["Paris forecast", "France facts"]}, 0.85),
-    "prompt-alignment": ({}, 0.8),  # 0.4 + 0.4 * 0.5 + 0.2
+    "prompt-alignment": ({}, 0.85),  # 0.4 + 0.3 * 0.5 + 0.2 + 0.1
     "tool-call-accuracy-llm": ({"available_tools": {"weather": "Forecast"}}, 1.0),
-    "noise-sensitivity": ({"baseline_response": "It is 21C and sunny."}, 0.8),
-    "rubric": ({"rubric": "Correct and brief.", "choices": {"good": 1, "ok": 0.5, "bad": 0}}, 0.5),
+    "noise-sensitivity": (
+        {"baseline_response": "It is 21C and sunny.", "noisy_query": "Weather in Paris? Cats!"},
+        0.8,
+    ),
+    "rubric": ({"criteria": "- Correct"}, 1),
+    "rubric-label": (
+        {"rubric": "Correct and brief.", "choices": {"good": 1, "ok": 0.5, "bad": 0}},
+        0.5,
+    ),
 }
 
 LLM_NAMES = sorted(name for name, spec in PREBUILT.items() if spec.needs_model)
@@ -207,7 +268,7 @@ async def test_llm_scorer_over_loopback_http(server: LoopbackJudgeServer, name: 
     assert not any("unrouted" in p for p in prompts)
     records = result.judge or {}
     assert sum(len(r.executions) for r in records.values()) == spec.judge_calls
-    expected_reason = "Mostly right." if name == "rubric" else REASON
+    expected_reason = "Mostly right." if name.startswith("rubric") else REASON
     assert expected_reason in str(result.reason)
     dumped = json.dumps(result.model_dump(mode="json", by_alias=True))
     assert SECRET not in dumped

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,10 +21,11 @@ from scorewatch.testing import ScriptedJudge
 # The options each scorer cannot be built without (beyond the model).
 MINIMAL: dict[str, dict[str, Any]] = {
     "context-precision": {"context": ["c"]},
+    "context-recall": {"context": ["c"]},
     "context-relevance": {"context": ["c"]},
     "tool-call-accuracy-llm": {"available_tools": {"t": "a tool"}},
-    "noise-sensitivity": {"baseline_response": "b"},
-    "rubric": {"rubric": "Be right."},
+    "noise-sensitivity": {"baseline_response": "b", "noisy_query": "n"},
+    "rubric-label": {"rubric": "Be right."},
     "tool-call-accuracy-code": {"expected_tool": "t"},
     "check-includes": {"expected": "x"},
     "check-excludes": {"unwanted": "x"},
@@ -37,8 +39,9 @@ MINIMAL: dict[str, dict[str, Any]] = {
 
 EXPECTED_NAMES = {
     "summarization", "faithfulness", "hallucination", "answer-relevancy", "answer-similarity",
-    "toxicity", "bias", "context-precision", "context-relevance", "prompt-alignment",
-    "tool-call-accuracy-llm", "noise-sensitivity", "rubric", "completeness",
+    "toxicity", "bias", "context-precision", "context-recall", "context-relevance",
+    "prompt-alignment", "tool-call-accuracy-llm", "noise-sensitivity", "rubric", "rubric-label",
+    "completeness",
     "content-similarity", "keyword-coverage", "textual-difference", "tone-consistency",
     "tool-call-accuracy-code", "check-includes", "check-excludes", "check-equals",
     "check-matches", "check-called-tool", "check-did-not-call", "check-max-tool-calls",
@@ -82,6 +85,10 @@ def test_unknown_name_lists_the_known_ones() -> None:
 def test_name_spellings() -> None:
     assert build_scorer("content_similarity").id == "content-similarity-scorer"
     assert build_scorer("Completeness-Scorer").id == "completeness-scorer"
+    judge = ScriptedJudge([])
+    for spelling in ("llm-tool-call-accuracy-scorer", "tool_call_accuracy_llm"):
+        scorer = build_scorer(spelling, model=judge, available_tools={"t": "a tool"})
+        assert scorer.id == "llm-tool-call-accuracy-scorer"
 
 
 async def test_model_free_scorers_ignore_the_model() -> None:
@@ -95,7 +102,8 @@ async def test_model_free_scorers_ignore_the_model() -> None:
     ("name", "options", "fragment"),
     [
         ("faithfulness", {}, "needs a judge model"),
-        ("rubric", {"model": "openai/x"}, "rubric"),
+        ("rubric-label", {"model": "openai/x"}, "rubric"),
+        ("noise-sensitivity", {"model": "openai/x", "baseline_response": "b"}, "noisy_query"),
         ("context-precision", {"model": "openai/x"}, "context, context_extractor"),
         ("completeness", {"language": "klingon"}, "klingon"),
         ("check-includes", {"expected": "x", "bogus": 1}, "bogus"),
@@ -115,3 +123,20 @@ def test_package_exports_every_factory() -> None:
             assert getattr(scorers.checks, spec.factory.__name__) is spec.factory
         else:
             assert getattr(scorers, spec.factory.__name__) is spec.factory
+
+
+def test_docs_list_each_llm_scorer_id_and_name() -> None:
+    # docs/scorers.md's summary table: | `name` | `id` | scorer name | ...
+    docs = (Path(__file__).parent.parent / "docs" / "scorers.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in docs.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[0].startswith("`") and cells[0].strip("`") in PREBUILT:
+            rows[cells[0].strip("`")] = (cells[1].strip("`"), cells[2])
+    judge = ScriptedJudge([])
+    llm = [name for name, spec in PREBUILT.items() if spec.needs_model]
+    for name in llm:
+        scorer = build_scorer(name, model=judge, **MINIMAL.get(name, {}))
+        listed_id, listed_name = rows[name]
+        assert scorer.id == listed_id
+        assert listed_name.startswith(scorer.name)

@@ -608,8 +608,9 @@ async def test_structured_steps_send_a_strict_schema_and_accept_a_missing_reason
     result = await create_summarization_scorer(model).run(input=SOURCE, output="A summary.")
     assert result.score == 1
     assert model.calls == 3  # no structured-output fallback was needed
+    # The step result is what the judge answered (as the reference's): no invented reason.
     assert result.preprocess_step_result == {
-        "alignment": [{"claim": "c", "supported": True, "reason": ""}],
+        "alignment": [{"claim": "c", "supported": True}],
         "questions": ["q"],
     }
     schemas = {r.step: r.schema for r in model.requests}

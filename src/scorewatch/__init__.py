@@ -22,6 +22,8 @@ from .core import (
     JudgeConfig,
     JudgeExecutionFailure,
     JudgeExecutionSuccess,
+    NotScorable,
+    NotScorableInfo,
     PromptStep,
     Scorer,
     ScorerRun,
@@ -30,6 +32,8 @@ from .core import (
     ScorerRunSnapshot,
     StepContext,
     create_scorer,
+    is_not_scorable,
+    not_scorable,
 )
 from .errors import ScorewatchError
 from .judge import (
@@ -66,6 +70,8 @@ __all__ = [
     "JudgeRequest",
     "JudgeUsage",
     "LiteLLMJudge",
+    "NotScorable",
+    "NotScorableInfo",
     "PromptStep",
     "RetryPolicy",
     "Scorer",
@@ -78,6 +84,8 @@ __all__ = [
     "StepContext",
     "__version__",
     "create_scorer",
+    "is_not_scorable",
+    "not_scorable",
     "run_evals",
     "run_evals_sync",
     "run_experiment",

@@ -13,6 +13,7 @@ from .hooks import (
     add_run_observer,
     remove_run_observer,
 )
+from .not_scorable import NotScorable, NotScorableInfo, is_not_scorable, not_scorable
 from .records import (
     JudgeErrorSummary,
     JudgeExecution,
@@ -34,6 +35,8 @@ __all__ = [
     "JudgeExecutionFailure",
     "JudgeExecutionSuccess",
     "JudgeStepRecord",
+    "NotScorable",
+    "NotScorableInfo",
     "PromptStep",
     "RunListener",
     "RunObserver",
@@ -50,6 +53,8 @@ __all__ = [
     "StepType",
     "add_run_observer",
     "create_scorer",
+    "is_not_scorable",
+    "not_scorable",
     "remove_run_observer",
     "run_coroutine_sync",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import numbers
 from collections.abc import Mapping
 from time import perf_counter
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from ..errors import ScorewatchError
 from .errors import INVALID_STEP_RESULT, MISSING_GENERATE_SCORE, ScorerRunError
 from .hooks import RunListener, RunStart, StepOutcome, current_observers, notify, start_listeners
+from .not_scorable import NotScorable, NotScorableInfo
 from .prompt import PromptStepFailure, execute_prompt_step
 from .records import (
     JudgeExecutionFailure,
@@ -18,6 +20,7 @@ from .records import (
     JudgeStepRecord,
 )
 from .result import (
+    Score,
     ScorerRun,
     ScorerRunResult,
     ScorerRunSnapshot,
@@ -45,9 +48,11 @@ _PROMPT_FIELDS: dict[StepName, str] = {
 _PLAIN_TYPES = frozenset({float, int, str, dict, list, tuple, bool, type(None)})
 
 
-def _check_score(scorer: Scorer, value: Any) -> float:
+def _check_score(scorer: Scorer, value: Any) -> Score:
     if type(value) is float and value - value == 0.0:  # finite: inf - inf and nan are nan
         return value
+    if type(value) is NotScorable:
+        return value  # type: ignore[return-value]
     if not is_finite_number(value):
         raise ScorewatchError(
             f"scorer {scorer.id!r}, step 'generate_score': returned {value!r} "
@@ -55,21 +60,24 @@ def _check_score(scorer: Scorer, value: Any) -> float:
             code=INVALID_STEP_RESULT,
             details={"scorerId": scorer.id, "step": "generate_score"},
         )
-    return float(value)
+    # An integer stays an integer (a reason interpolating it shows `1`, not `1.0`); other
+    # numeric types (numpy scalars, Fraction, Decimal) become plain Python numbers.
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
 class _Accumulator:
     """What the steps have produced so far."""
 
-    __slots__ = ("completed", "judge", "prompts", "reason", "results", "score")
+    __slots__ = ("completed", "judge", "not_scorable", "prompts", "reason", "results", "score")
 
     def __init__(self) -> None:
         self.results = StepResults()
         self.prompts: dict[str, str] = {}
         self.judge: JudgeResults = {}
         self.completed: list[StepName] = []
-        self.score: float | None = None
+        self.score: Score | None = None
         self.reason: Any = None
+        self.not_scorable: NotScorableInfo | None = None
 
     def record(self, step: StepName, value: Any) -> None:
         if step == "preprocess":
@@ -137,6 +145,8 @@ def _result_fields(run: ScorerRun, acc: _Accumulator) -> dict[str, Any]:
     fields["preprocess_step_result"] = results.preprocess_step_result
     fields["analyze_step_result"] = results.analyze_step_result
     fields["judge"] = acc.judge or None
+    if acc.not_scorable is not None:
+        fields["not_scorable"] = acc.not_scorable
     if acc.prompts:
         fields.update(acc.prompts)
     return fields
@@ -263,6 +273,12 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
             acc.add_execution(step.name, execution)
         if listeners:
             _step_finished(listeners, step, step_started, None, prompt, execution, value)
+        if type(value) is NotScorable:
+            # The run ends here: later steps are skipped (no judge call), earlier results,
+            # this step's prompt and judge record are kept, and there is no score.
+            acc.not_scorable = NotScorableInfo(step=step.name, reason=value.reason)
+            acc.score = None  # even after generate_score ran, as in the reference
+            break
         acc.record(step.name, value)
 
     result = build_trusted(ScorerRunResult, _result_fields(run, acc))

@@ -7,9 +7,11 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
+from .not_scorable import NotScorableInfo
 from .records import JudgeResults, _JudgeField
 
 __all__ = [
+    "Score",
     "ScoreSource",
     "ScorerRun",
     "ScorerRunResult",
@@ -19,6 +21,8 @@ __all__ = [
 ]
 
 ScoreSource = Literal["live", "experiment", "trace", "direct"]
+Score = int | float
+"""A score keeps the type its step returned: an int step result stays an int."""
 
 
 @dataclass(slots=True)
@@ -65,7 +69,7 @@ class StepContext:
 
     run: ScorerRun
     results: StepResults = field(default_factory=StepResults)
-    score: float | None = None
+    score: Score | None = None
 
 
 class ScorerRunSnapshot(_JudgeField):
@@ -89,7 +93,8 @@ class ScorerRunSnapshot(_JudgeField):
     target_correlation_context: dict[str, Any] | None = None
     target_metadata: dict[str, Any] | None = None
     score_trace_id: str | None = None
-    score: float | None = None
+    score: Score | None = None
+    not_scorable: NotScorableInfo | None = None
     reason: Any = None
     preprocess_step_result: Any = None
     analyze_step_result: Any = None
@@ -103,10 +108,10 @@ class ScorerRunSnapshot(_JudgeField):
 class ScorerRunResult(ScorerRunSnapshot):
     """A finished run. `judge` is None for scorers without prompt steps.
 
-    `model_dump(mode="json", by_alias=True)` is the reference system's camelCase wire format.
+    `score` is None exactly when a step returned `not_scorable()`; `not_scorable` then says which
+    step and why. `model_dump(mode="json", by_alias=True)` is the reference system's camelCase
+    wire format (no `score` key for a not-scorable run, as there).
     """
-
-    score: float
 
 
 _SnapshotT = TypeVar("_SnapshotT", bound=ScorerRunSnapshot)

@@ -45,13 +45,15 @@ def is_finite_number(value: Any) -> bool:
         return False
 
 
-def validate_score(value: Any) -> float:
+def validate_score(value: Any) -> int | float:
     if not isinstance(value, dict) or not is_finite_number(value.get("score")):
         raise StructuredOutputError(
             "the judge's answer has no numeric 'score'",
             code="STRUCTURED_OUTPUT_SCHEMA_VALIDATION_FAILED",
         )
-    return float(value["score"])
+    score = value["score"]
+    # `{"score": 1}` stays the int 1, as the judge wrote it.
+    return int(score) if isinstance(score, numbers.Integral) else float(score)
 
 
 def compile_schema(schema: Any) -> tuple[dict[str, Any], Validator]:

@@ -72,7 +72,7 @@ def mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-async def _score_gate(gate: Scorer, item: EvalItem, output: Any) -> float:
+async def _score_gate(gate: Scorer, item: EvalItem, output: Any) -> float | None:
     try:
         result = await gate.run(
             input=item.input,
@@ -131,12 +131,15 @@ async def run_evals(
     async def evaluate(item: EvalItem) -> None:
         output = await produce_output(target, item)
         for gate in gate_list:
-            gate_scores[gate.id].append(await _score_gate(gate, item, output))
+            gate_score = await _score_gate(gate, item, output)
+            if gate_score is not None:
+                gate_scores[gate.id].append(gate_score)
         results: dict[str, ScorerRunResult] = {}
         for scorer, _ in entries:
             result = await _run_scorer(scorer, item, output)
             results[scorer.id] = result
-            scores[scorer.id].append(result.score)
+            if result.score is not None:
+                scores[scorer.id].append(result.score)
         if on_item_complete is not None:
             called = on_item_complete(item.raw, output, results)
             if inspect.isawaitable(called):

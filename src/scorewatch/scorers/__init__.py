@@ -15,6 +15,7 @@ from .bias import create_bias_scorer
 from .completeness import create_completeness_scorer
 from .content_similarity import create_content_similarity_scorer
 from .context_precision import create_context_precision_scorer
+from .context_recall import create_context_recall_scorer
 from .context_relevance import create_context_relevance_scorer
 from .faithfulness import create_faithfulness_scorer
 from .hallucination import create_hallucination_scorer
@@ -22,6 +23,7 @@ from .keyword_coverage import create_keyword_coverage_scorer
 from .noise_sensitivity import create_noise_sensitivity_scorer
 from .prompt_alignment import create_prompt_alignment_scorer
 from .rubric import create_rubric_scorer
+from .rubric_label import create_rubric_label_scorer
 from .summarization import create_summarization_scorer
 from .textual_difference import create_textual_difference_scorer
 from .tone_consistency import create_tone_consistency_scorer
@@ -37,12 +39,14 @@ __all__ = [
     "create_completeness_scorer",
     "create_content_similarity_scorer",
     "create_context_precision_scorer",
+    "create_context_recall_scorer",
     "create_context_relevance_scorer",
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
     "create_keyword_coverage_scorer",
     "create_noise_sensitivity_scorer",
     "create_prompt_alignment_scorer",
+    "create_rubric_label_scorer",
     "create_rubric_scorer",
     "create_summarization_scorer",
     "create_textual_difference_scorer",

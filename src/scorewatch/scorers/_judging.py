@@ -5,19 +5,30 @@ scoring verdicts is in `_verdicts`.
 Conventions every LLM-judged scorer follows:
 
 * the judge returns verdicts (lists of labelled items); the score is computed from them in a
-  function step, never asked of the judge;
+  function step (noise sensitivity and prompt alignment also weigh the judge's own sub-scores,
+  as the reference system does);
+* step results keep the reference system's keys, and only the keys the judge answered;
 * scores are rounded half up to two decimals (`round_to_two_decimals`);
-* nothing to judge (no claims, no statements, no context) gives 0, and the reason prompt says so;
+* the score formulas, their denominators and their empty cases are the reference system's
+  (`@mastra/evals` 1.10); see `docs/scorers.md` for the few deliberate differences;
 * the reason step asks the judge to explain the score already computed (`reason_prompt`).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from pydantic.config import JsonDict
 
 from ..core import JudgeConfig, PromptStep, Scorer, StepContext, create_scorer
@@ -32,8 +43,7 @@ __all__ = [
     "ScorerCard",
     "bullets",
     "check_context_options",
-    "context_pieces",
-    "context_step",
+    "context_of",
     "field_of",
     "items_of",
     "judge",
@@ -75,16 +85,40 @@ def _tighten(schema: dict[str, Any]) -> None:
 
 
 class JudgeAnswer(BaseModel):
-    """A judge answer: described strictly, validated leniently.
+    """A judge answer: described strictly, validated leniently (but a label outside a listed
+    set fails, as the reference system's enums do).
 
     The schema sent to the judge requires every field and forbids extras (what strict
     structured-output modes want, and shorter than pydantic's titled schema); validation ignores
-    extra keys and fills defaults, so one sloppy field does not cost a fallback call.
+    extra keys and fills defaults, so one sloppy field does not cost a fallback call. The step
+    result keeps only the keys the judge gave (see `_as_answered`).
     """
 
     model_config = ConfigDict(
         extra="ignore", json_schema_extra=lambda schema, _cls: _tighten(schema)
     )
+
+    @model_validator(mode="after")
+    def _labels_are_listed(self) -> Self:
+        for name, info in type(self).model_fields.items():
+            extra = info.json_schema_extra
+            listed = extra.get("enum") if isinstance(extra, dict) else None
+            value = getattr(self, name)
+            if not isinstance(listed, list) or not isinstance(value, str):
+                continue
+            if value.strip().lower() not in listed:
+                raise ValueError(f"{name} must be one of {', '.join(map(str, listed))}")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _as_answered(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # The step result is what the judge answered, as in the reference system: a key the
+        # judge left out stays out (its default only serves the formulas), extras are dropped.
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in set(type(self).model_fields) - self.model_fields_set:
+                data.pop(name, None)
+        return data
 
 
 def judge(
@@ -124,10 +158,10 @@ def bullets(items: Sequence[str]) -> str:
 
 
 def one_of(*labels: str, default: str | None = None) -> Any:
-    """A string field whose schema lists the allowed labels. Validation stays lenient (any
-    string passes; scoring normalizes case and spaces and treats unknown labels as "no"), so a
-    judge answering "Yes " under prompt-described JSON does not cost a fallback call, while a
-    provider that enforces the schema only ever produces a listed label."""
+    """A string field that must be one of `labels`, as the reference system's enum fields:
+    the schema lists them, and an answer with another label fails validation (one fallback
+    call, then the run fails). The comparison trims and lower-cases (`"High "` is `high`), a
+    deliberate leniency; the value is kept as the judge wrote it."""
     extra: JsonDict = {"enum": list(labels)}
     if default is None:
         return Field(json_schema_extra=extra)
@@ -166,23 +200,17 @@ def check_context_options(context: Sequence[str] | None, extractor: object, scor
         raise ValueError(f"{scorer}: context must not be an empty list")
 
 
-def context_step(
+def context_of(
     context: Sequence[str] | None, context_extractor: ContextExtractor | None
-) -> Callable[[StepContext], Awaitable[dict[str, Any]]]:
-    """The preprocess of the scorers that judge context pieces: `context_extractor(input,
-    output)` when given (sync or async), else `context`. Resolved once per run, as
-    `{"context": [...]}`: an extractor may be slow, and later steps need the same list."""
+) -> Callable[[StepContext], Awaitable[list[str]]]:
+    """The context pieces of a run for the scorers that judge context: `context_extractor(input,
+    output)` when given (sync or async), else `context`. Resolved by every step that needs it,
+    as the reference system does, so no step result carries a copy of the context."""
 
-    async def gather(ctx: StepContext) -> dict[str, Any]:
-        pieces = await resolve_context(ctx.run.input, ctx.run.output, context, context_extractor)
-        return {"context": pieces}
+    async def pieces(ctx: StepContext) -> list[str]:
+        return await resolve_context(ctx.run.input, ctx.run.output, context, context_extractor)
 
-    return gather
-
-
-def context_pieces(ctx: StepContext) -> list[str]:
-    """The context pieces `context_step` resolved for this run."""
-    return [str(piece) for piece in items_of(ctx.results.preprocess_step_result, "context")]
+    return pieces
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +227,7 @@ class ScorerCard:
     instructions: str
     subject: str
     direction: Direction = "higher_is_better"
+    type: Literal["agent"] | None = "agent"
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,33 +246,27 @@ def judged_scorer(
     model_options: Mapping[str, Any] | None,
     scale: float,
     analyze: PromptStep,
-    score: Callable[[StepContext], float],
-    explain: Callable[[StepContext], Reason],
+    score: Callable[[StepContext], Any],
+    explain: Callable[[StepContext], Reason | Awaitable[Reason]],
     preprocess: PromptStep | Callable[[StepContext], Any] | None = None,
-    nothing_to_judge: Callable[[StepContext], str | None] | None = None,
 ) -> Scorer:
     """An LLM-judged prebuilt scorer: [preprocess ->] analyze -> score (a function of the
     verdicts, never asked of the judge) -> a judge-written reason for the score.
 
-    `nothing_to_judge(ctx)`, when given, says why a run has nothing to judge (an empty response,
-    no ground truth): the score is then 0 whatever the verdicts, and the reason prompt gives
-    that note ahead of `explain`'s own.
+    `score(ctx)` may be async and may return `not_scorable(...)`; `explain(ctx)` (sync or
+    async) gives the facts the reason prompt states.
     """
 
-    def zero_note(ctx: StepContext) -> str | None:
-        return nothing_to_judge(ctx) if nothing_to_judge is not None else None
-
-    def score_or_zero(ctx: StepContext) -> float:
-        return 0.0 if zero_note(ctx) else score(ctx)
-
-    def reason(ctx: StepContext) -> str:
+    async def reason(ctx: StepContext) -> str:
         stated = explain(ctx)
+        if inspect.isawaitable(stated):
+            stated = await stated
         return reason_prompt(
             subject=card.subject,
             score=ctx.score,
             scale=scale,
             facts=stated.facts,
-            empty_note=zero_note(ctx) or stated.empty_note,
+            empty_note=stated.empty_note,
         )
 
     scorer = create_scorer(
@@ -251,7 +274,7 @@ def judged_scorer(
         name=card.name,
         description=card.description,
         judge=judge(model, card.instructions, model_options),
-        type="agent",
+        type=card.type,
         scale=scale,
         direction=card.direction,
     )
@@ -259,7 +282,7 @@ def judged_scorer(
         scorer = scorer.preprocess(preprocess)
     return (
         scorer.analyze(analyze)
-        .generate_score(score_or_zero)
+        .generate_score(score)
         .generate_reason(
             PromptStep(description=f"Explain the {card.subject} score", create_prompt=reason)
         )

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from .utils import (
+    ToolCalls,
     extract_agent_response_messages,
     extract_input_messages,
     extract_tool_calls,
@@ -27,6 +28,7 @@ __all__ = [
     "all_response_text",
     "as_text",
     "extracted",
+    "found_tool_calls",
     "reference_text",
     "request_text",
     "resolve_context",
@@ -142,9 +144,9 @@ def reference_text(run_input: Any, ground_truth: Any) -> tuple[str, str]:
     return all_request_text(run_input) or request_text(run_input), "input"
 
 
-def tool_calls_of(run_output: Any) -> list[str]:
-    """Names of the tools the output called, in order; an OpenAI chat-completion response
-    (`{"choices": [{"message": ...}]}`) is read through its choices' messages."""
+def found_tool_calls(run_output: Any) -> ToolCalls:
+    """The tool calls of the output with where each was found; an OpenAI chat-completion
+    response (`{"choices": [{"message": ...}]}`) is read through its choices' messages."""
     if isinstance(run_output, Mapping) and "role" not in run_output:
         choices = run_output.get("choices")
         if isinstance(choices, list):
@@ -153,4 +155,9 @@ def tool_calls_of(run_output: Any) -> list[str]:
                 for choice in choices
                 if isinstance(choice, Mapping) and isinstance(choice.get("message"), Mapping)
             ]
-    return extract_tool_calls(run_output).tools
+    return extract_tool_calls(run_output)
+
+
+def tool_calls_of(run_output: Any) -> list[str]:
+    """Names of the tools the output called, in order (see `found_tool_calls`)."""
+    return found_tool_calls(run_output).tools

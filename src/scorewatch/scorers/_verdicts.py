@@ -1,16 +1,17 @@
 """Reading a judge's verdicts, scoring them, and the item-verdict scorer built on them.
 
-An item-verdict scorer (faithfulness, hallucination, answer relevancy, bias) runs:
+An item-verdict scorer (faithfulness, hallucination, answer relevancy, bias, context recall)
+runs, with the reference system's step-result keys:
 
 1. preprocess (judge): the items of the output - claims, statements, opinions - under one key;
-2. analyze (judge): one labelled verdict per item. Verdicts are matched to items by POSITION
-   (judges reword items when echoing them): extra verdicts are dropped, a missing one is
-   labelled `''`, which no formula credits;
-3. generate_score (function): the credit of the labels / items x `scale`, rounded half up to
-   two decimals; no items -> 0;
+2. analyze (judge): a list of labelled verdicts (`{"verdicts": [{"verdict", "reason"}]}`, or
+   `{"results": [{"result", "reason"}]}` for answer relevancy and bias);
+3. generate_score (function): the credit of the labels / the number of verdicts RETURNED x
+   `scale`, rounded half up to two decimals; no verdicts -> 0 (the reference's denominator);
 4. generate_reason (judge): the facts the scorer states about its verdicts.
 
-Labels are compared trimmed and lower-cased: `" Yes"` counts as `"yes"`.
+Labels are compared trimmed and lower-cased (`" Yes"` counts as `"yes"`), a deliberate
+difference: the reference compares some labels exactly.
 """
 
 from __future__ import annotations
@@ -29,20 +30,18 @@ from ._judging import (
     field_of,
     items_of,
     judged_scorer,
-    one_of,
 )
 from ._text import ContextExtractor, resolve_context, response_text
 from .utils import round_to_two_decimals
 
 __all__ = [
     "CLAIMS_STEP",
+    "RESULTS_FORMAT",
     "VERDICTS_FORMAT",
     "ClaimList",
-    "GradedVerdictList",
     "ItemVerdicts",
+    "ResultList",
     "VerdictList",
-    "aligned_labels",
-    "by_index",
     "by_position",
     "claims_prompt",
     "flagged_facts",
@@ -50,9 +49,9 @@ __all__ = [
     "item_verdict_scorer",
     "judged_against_context",
     "label_of",
+    "labels_of",
     "verdict_share",
     "weight_of",
-    "yes_count",
 ]
 
 
@@ -67,112 +66,102 @@ def weight_of(entry: Any, name: str, weights: Mapping[str, float]) -> float:
     return weights.get(label_of(entry, name), 0.0)
 
 
+def labels_of(entries: Sequence[Any], name: str = "verdict") -> list[str]:
+    return [label_of(entry, name) for entry in entries]
+
+
 def by_position(count: int, entries: Sequence[Any]) -> list[Any]:
-    """The entry for each of `count` judged items, matched by POSITION (judges reword items
-    when echoing them): extra entries are dropped, a missing one is None."""
+    """The entry for each of `count` items, matched by position: extra entries are dropped, a
+    missing one is None."""
     matched = list(entries[:count])
     return matched + [None] * (count - len(matched))
 
 
-def aligned_labels(expected: int, verdicts: Sequence[Any], name: str = "verdict") -> list[str]:
-    """One label per judged item, matched by position (`by_position`); a missing verdict is
-    `''` (counts as no)."""
-    return [label_of(verdict, name) for verdict in by_position(expected, verdicts)]
-
-
-def by_index(count: int, entries: Sequence[Any], key: str = "context_index") -> list[Any]:
-    """The entry for each of `count` items, matched by the index the judge gave under `key`:
-    the first entry for an index wins; None where no entry names the index."""
-    found: dict[int, Any] = {}
-    for entry in entries:
-        index = field_of(entry, key)
-        if isinstance(index, int) and 0 <= index < count and index not in found:
-            found[index] = entry
-    return [found.get(index) for index in range(count)]
-
-
 # --------------------------------------------------------------------------------------------
-# verdict schemas
+# verdict schemas: the reference system's keys
 
 
-class YesNoVerdict(JudgeAnswer):
-    item: str = ""
-    verdict: str = one_of("yes", "no")
+class Verdict(JudgeAnswer):
+    verdict: str
     reason: str = ""
 
 
-class YesNoUnsureVerdict(JudgeAnswer):
-    item: str = ""
-    verdict: str = one_of("yes", "no", "unsure")
+class VerdictList(JudgeAnswer):
+    verdicts: list[Verdict]
+
+
+class Result(JudgeAnswer):
+    result: str
     reason: str = ""
 
 
-class VerdictList(JudgeAnswer):  # verdicts yes / no
-    verdicts: list[YesNoVerdict]
+class ResultList(JudgeAnswer):
+    results: list[Result]
 
 
-class GradedVerdictList(JudgeAnswer):  # verdicts yes / no / unsure
-    verdicts: list[YesNoUnsureVerdict]
-
-
-VERDICTS_FORMAT = '{"verdicts":[{"item":str,"verdict":str,"reason":str}]}'
+VERDICTS_FORMAT = '{"verdicts":[{"verdict":str,"reason":str}]}'
+RESULTS_FORMAT = '{"results":[{"result":str,"reason":str}]}'
 
 
 # --------------------------------------------------------------------------------------------
 # scoring
 
 
-def yes_count(labels: Sequence[str]) -> float:
+def _yes_count(labels: Sequence[str]) -> float:
     return labels.count("yes")
 
 
 def verdict_share(
-    total: int,
     verdicts: Sequence[Any],
     scale: float,
-    credit: Callable[[list[str]], float] = yes_count,
+    credit: Callable[[list[str]], float] = _yes_count,
+    name: str = "verdict",
 ) -> float:
-    """`credit` of the `total` items' labels / total x scale, rounded; 0 without items."""
-    if total == 0:
-        return 0.0
-    return round_to_two_decimals(credit(aligned_labels(total, verdicts)) / total * scale)
+    """`credit` of the verdicts' labels / the number of verdicts x scale, rounded; 0 without
+    verdicts."""
+    if not verdicts:
+        return 0
+    return round_to_two_decimals(credit(labels_of(verdicts, name)) / len(verdicts) * scale)
 
 
 @dataclass(frozen=True, slots=True)
 class ItemVerdicts:
-    """The items a scorer judged and the label each got (`''` for no verdict), by position."""
+    """The items a scorer extracted and the labels of the verdicts the judge returned, paired
+    by position for the reason prompt (a missing verdict shows as `no verdict`)."""
 
     items: list[str]
     labels: list[str]
 
     @classmethod
-    def of(cls, ctx: StepContext, key: str) -> ItemVerdicts:
+    def of(cls, ctx: StepContext, key: str, verdicts_key: str, label: str) -> ItemVerdicts:
         items = [str(item) for item in items_of(ctx.results.preprocess_step_result, key)]
-        verdicts = items_of(ctx.results.analyze_step_result, "verdicts")
-        return cls(items, aligned_labels(len(items), verdicts))
+        verdicts = items_of(ctx.results.analyze_step_result, verdicts_key)
+        return cls(items, labels_of(verdicts, label))
 
     def count(self, label: str) -> int:
         return self.labels.count(label)
 
+    def _paired(self) -> list[tuple[str, str]]:
+        size = max(len(self.items), len(self.labels))
+        items = self.items + [f"(verdict {n})" for n in range(len(self.items), size)]
+        labels = self.labels + [""] * (size - len(self.labels))
+        return list(zip(items, labels, strict=True))
+
     def labelled(self, label: str) -> list[str]:
         """The items that got `label`."""
-        return [item for item, got in zip(self.items, self.labels, strict=True) if got == label]
+        return [item for item, got in self._paired() if got == label]
 
     def others(self, label: str) -> list[str]:
         """The items that did not get `label`, each followed by the label it got."""
-        return [
-            f"{item} ({got or 'no verdict'})"
-            for item, got in zip(self.items, self.labels, strict=True)
-            if got != label
-        ]
+        return [f"{item} ({got or 'no verdict'})" for item, got in self._paired() if got != label]
 
 
 def flagged_facts(output: str, total: int, items: str, flag: str, flagged: Sequence[str]) -> str:
     """The reason facts of a lower-is-better share: the output, how many of its `items` were
-    flagged (`"claims"`, `"hallucinated"`), and which."""
+    judged and flagged (`"claims"`, `"hallucinated"`), and which."""
     return (
         f"Output:\n{output}\n\n"
-        f"{items.capitalize()}: {total}, {flag}: {len(flagged)} (a higher score is worse)\n"
+        f"{items.capitalize()} judged: {total}, {flag}: {len(flagged)} (a higher score is worse)\n"
         f"{flag.capitalize()} {items}:\n{bullets(flagged)}"
     )
 
@@ -185,14 +174,14 @@ class ClaimList(JudgeAnswer):
     claims: list[str]
 
 
-def claims_prompt(output: str) -> str:
-    """Preprocess of the claim-based scorers: the output's atomic factual claims."""
-    return f"""Extract the factual claims of the output below.
+def claims_prompt(output: str, what: str = "output") -> str:
+    """Preprocess of the claim-based scorers: the atomic factual claims of a text."""
+    return f"""Extract the factual claims of the {what} below.
 Split it into atomic claims, one checkable fact each: split compound sentences, keep numbers, \
 dates, names and quantities, resolve pronouns. Skip questions, greetings, opinions about style \
 and statements about the conversation itself. Return an empty list if there are none.
 
-Output:
+{what.capitalize()}:
 {output}
 
 Format: {{"claims":[str]}}
@@ -213,7 +202,7 @@ def flagged_items_facts(items: str, flag: str) -> Callable[[StepContext, ItemVer
 
     def facts(ctx: StepContext, judged: ItemVerdicts) -> str:
         output = response_text(ctx.run.output)
-        return flagged_facts(output, len(judged.items), items, flag, judged.labelled("yes"))
+        return flagged_facts(output, len(judged.labels), items, flag, judged.labelled("yes"))
 
     return facts
 
@@ -222,14 +211,16 @@ def judged_against_context(
     prompt: Callable[[Sequence[str], Sequence[str]], str],
     context: Sequence[str] | None,
     context_extractor: ContextExtractor | None,
+    *,
+    from_tools: bool = True,
 ) -> Callable[[StepContext, list[Any]], Awaitable[str]]:
     """An analyze prompt, `prompt(items, context pieces)`, that judges the items against the
     context: `context_extractor(input, output)` when given (sync or async), else `context`, else
-    the results of the tools the agent called."""
+    (`from_tools`) the results of the tools the agent called."""
 
     async def create_prompt(ctx: StepContext, items: list[Any]) -> str:
         pieces = await resolve_context(
-            ctx.run.input, ctx.run.output, context, context_extractor, from_tools=True
+            ctx.run.input, ctx.run.output, context, context_extractor, from_tools=from_tools
         )
         return prompt(items, pieces)
 
@@ -247,23 +238,25 @@ def item_verdict_scorer(
     analyze_description: str,
     analyze_prompt: Callable[[StepContext, list[Any]], str | Awaitable[str]],
     verdict_schema: type[JudgeAnswer],
-    score: Callable[[int, Sequence[Any]], float],
+    score: Callable[[StepContext, Sequence[Any]], Any],
     facts: Callable[[StepContext, ItemVerdicts], str],
     no_items_note: str,
+    verdicts_key: str = "verdicts",
+    label: str = "verdict",
 ) -> Scorer:
     """An item-verdict scorer (see the module docstring). `extract` lists the items under
-    `items_key`; `analyze_prompt(ctx, items)` asks for their verdicts; `score(items, verdicts)`
-    is the scorer's formula; `facts` what the reason prompt states; `no_items_note` why the
-    score is 0 when the output had no items."""
+    `items_key`; `analyze_prompt(ctx, items)` asks for their verdicts (under `verdicts_key`,
+    labelled under `label`); `score(ctx, verdicts)` is the scorer's formula; `facts` what the
+    reason prompt states; `no_items_note` why the score is 0 when the output had no items."""
 
     def listed(ctx: StepContext) -> list[Any]:
         return items_of(ctx.results.preprocess_step_result, items_key)
 
-    def score_verdicts(ctx: StepContext) -> float:
-        return score(len(listed(ctx)), items_of(ctx.results.analyze_step_result, "verdicts"))
+    def score_verdicts(ctx: StepContext) -> Any:
+        return score(ctx, items_of(ctx.results.analyze_step_result, verdicts_key))
 
     def explain(ctx: StepContext) -> Reason:
-        judged = ItemVerdicts.of(ctx, items_key)
+        judged = ItemVerdicts.of(ctx, items_key, verdicts_key, label)
         return Reason(facts(ctx, judged), None if judged.items else no_items_note)
 
     return judged_scorer(

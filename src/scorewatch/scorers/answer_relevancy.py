@@ -5,9 +5,9 @@ Three judge calls:
 1. preprocess (judge): the output split into statements;
 2. analyze (judge): one verdict per statement against the user's message: `yes` (relevant),
    `unsure` (related but indirect) or `no`;
-3. generate_score (function): (yes + `uncertainty_weight` x unsure) / statements x `scale`,
-   rounded half up to two decimals; verdicts are matched to statements by position, a missing
-   verdict counts as `no`; no statements -> 0;
+   The analyze result is `{"results": [{"result", "reason"}]}`, as the reference system's;
+3. generate_score (function): (yes + `uncertainty_weight` x unsure) / results returned x
+   `scale`, rounded half up to two decimals; no results -> 0 (the reference system's formula);
 4. generate_reason (judge): a short explanation.
 
 Range 0..scale, higher is better. Routing marker of the analyze prompt: `Judge each statement's
@@ -24,9 +24,9 @@ from ..judge.protocol import JudgeModel
 from ._judging import JudgeAnswer, ScorerCard, bullets, numbered, require_scale
 from ._text import request_text, response_text
 from ._verdicts import (
-    VERDICTS_FORMAT,
-    GradedVerdictList,
+    RESULTS_FORMAT,
     ItemVerdicts,
+    ResultList,
     item_verdict_scorer,
     verdict_share,
 )
@@ -74,7 +74,7 @@ Format: {{"statements":[str]}}
 def _analyze_prompt(question: str, statements: Sequence[str]) -> str:
     return f"""Judge each statement's relevance to the user's message: "yes" if it helps answer \
 it, "unsure" if it is related but does not answer it directly, "no" if it is off topic. Exactly \
-one verdict per statement, in order; "item" repeats the statement.
+one result per statement, in the order of the statements.
 
 User's message:
 {question or "(empty)"}
@@ -82,19 +82,19 @@ User's message:
 Statements:
 {numbered(statements)}
 
-Format: {VERDICTS_FORMAT}
+Format: {RESULTS_FORMAT}
 """
 
 
 def answer_relevancy_score(
-    statements: int, verdicts: Sequence[Any], uncertainty_weight: float = 0.3, scale: float = 1
+    results: Sequence[Any], uncertainty_weight: float = 0.3, scale: float = 1
 ) -> float:
-    """(yes + uncertainty_weight x unsure) / statements x scale, rounded; 0 without statements."""
+    """(yes + uncertainty_weight x unsure) / results x scale, rounded; 0 without results."""
     return verdict_share(
-        statements,
-        verdicts,
+        results,
         scale,
         lambda labels: labels.count("yes") + uncertainty_weight * labels.count("unsure"),
+        name="result",
     )
 
 
@@ -102,7 +102,8 @@ def _facts(ctx: StepContext, judged: ItemVerdicts) -> str:
     return (
         f"User's message:\n{request_text(ctx.run.input)}\n\n"
         f"Output:\n{response_text(ctx.run.output)}\n\n"
-        f"Statements: {len(judged.items)}, relevant: {judged.count('yes')}, "
+        f"Statements: {len(judged.items)}, results: {len(judged.labels)}, "
+        f"relevant: {judged.count('yes')}, "
         f"partly relevant: {judged.count('unsure')}\n"
         f"Statements not fully relevant:\n{bullets(judged.others('yes'))}"
     )
@@ -138,10 +139,10 @@ def create_answer_relevancy_scorer(
         analyze_prompt=lambda ctx, statements: _analyze_prompt(
             request_text(ctx.run.input), statements
         ),
-        verdict_schema=GradedVerdictList,
-        score=lambda statements, verdicts: answer_relevancy_score(
-            statements, verdicts, uncertainty_weight, scale
-        ),
+        verdict_schema=ResultList,
+        score=lambda _ctx, results: answer_relevancy_score(results, uncertainty_weight, scale),
         facts=_facts,
         no_items_note="The output had no statements to judge, so the score is 0.",
+        verdicts_key="results",
+        label="result",
     )

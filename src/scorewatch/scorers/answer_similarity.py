@@ -3,17 +3,18 @@
 Three judge calls:
 
 1. preprocess (judge): the semantic units (one fact or idea each) of the output and of the
-   run's `ground_truth`;
-2. analyze (judge): for each ground-truth unit, how the output covers it (`exact`, `semantic`,
-   `partial` or `missing`), the output units that contradict the ground truth, and the output
-   units the ground truth does not have;
-3. generate_score (function), with the option weights:
-   `(sum of match credits) / (units x (1 + exact_match_bonus))
+   run's `ground_truth`, `{"outputUnits": [str], "groundTruthUnits": [str]}`;
+2. analyze (judge): `{"matches": [{"groundTruthUnit", "outputUnit", "matchType", "explanation"}],
+   "extraInOutput": [str], "contradictions": [{"outputUnit", "groundTruthUnit",
+   "explanation"}]}`: for each ground-truth unit how the output covers it (`exact`,
+   `semantic`, `partial` or `missing`), the contradictions, and the output's extra units;
+3. generate_score (function), the reference system's formula with the option weights:
+   `(sum of match credits) / (matches x (1 + exact_match_bonus))
     - contradictions x contradiction_penalty - min(extras x extra_info_penalty,
     max_extra_info_penalty)`, clamped to 0..1, times `scale`, rounded half up to two decimals.
-   Credits: exact 1 + exact_match_bonus, semantic `semantic_weight`, partial
-   `semantic_weight / 2`, missing `-missing_penalty`. Missing matches (fewer than the
-   ground-truth units) count as missing. No ground-truth units -> 0;
+   Credits: exact 1 + exact_match_bonus, semantic `semantic_threshold`, partial
+   `semantic_threshold / 2`, missing `-missing_penalty`, any other label 0. No ground truth or
+   no matches -> 0;
 4. generate_reason (judge): a short explanation.
 
 Range 0..scale, higher is better. Without a ground truth the run fails with a clear error
@@ -42,7 +43,7 @@ from ._judging import (
     require_scale,
 )
 from ._text import as_text, response_text
-from ._verdicts import aligned_labels
+from ._verdicts import labels_of
 from .utils import round_to_two_decimals
 
 __all__ = [
@@ -71,26 +72,26 @@ _CARD = ScorerCard(
 
 
 class UnitLists(JudgeAnswer):
-    output_units: list[str]
-    ground_truth_units: list[str]
+    outputUnits: list[str]
+    groundTruthUnits: list[str]
 
 
 class UnitMatch(JudgeAnswer):
-    ground_truth_unit: str = ""
-    output_unit: str | None = None
-    match_type: str = one_of("exact", "semantic", "partial", "missing")
+    groundTruthUnit: str = ""
+    outputUnit: str | None = None
+    matchType: str = one_of("exact", "semantic", "partial", "missing")
     explanation: str = ""
 
 
 class Contradiction(JudgeAnswer):
-    output_unit: str
-    ground_truth_unit: str = ""
+    outputUnit: str = ""
+    groundTruthUnit: str = ""
     explanation: str = ""
 
 
 class UnitComparison(JudgeAnswer):
     matches: list[UnitMatch]
-    extra_in_output: list[str]
+    extraInOutput: list[str]
     contradictions: list[Contradiction]
 
 
@@ -98,7 +99,7 @@ class UnitComparison(JudgeAnswer):
 class SimilarityWeights:
     """The scoring weights (see the module docstring)."""
 
-    semantic_weight: float = 0.8
+    semantic_threshold: float = 0.8
     exact_match_bonus: float = 0.2
     missing_penalty: float = 0.15
     contradiction_penalty: float = 1.0
@@ -107,27 +108,25 @@ class SimilarityWeights:
 
 
 def answer_similarity_score(
-    units: int,
     matches: Sequence[Any],
     contradictions: int,
     extras: int,
     weights: SimilarityWeights | None = None,
     scale: float = 1,
 ) -> float:
-    """The similarity score from the comparison (see the module docstring); 0 without units."""
-    if units == 0:
-        return 0.0
+    """The similarity score from the comparison (see the module docstring); 0 without
+    matches."""
+    if not matches:
+        return 0
     w = weights or SimilarityWeights()
     credit_of = {
         "exact": 1 + w.exact_match_bonus,
-        "semantic": w.semantic_weight,
-        "partial": w.semantic_weight / 2,
+        "semantic": w.semantic_threshold,
+        "partial": w.semantic_threshold * 0.5,
+        "missing": -w.missing_penalty,
     }
-    credit = sum(
-        credit_of.get(label, -w.missing_penalty)
-        for label in aligned_labels(units, matches, "match_type")
-    )
-    value = credit / (units * (1 + w.exact_match_bonus))
+    credit = sum(credit_of.get(label, 0.0) for label in labels_of(matches, "matchType"))
+    value = credit / (len(matches) * (1 + w.exact_match_bonus))
     value -= contradictions * w.contradiction_penalty
     value -= min(extras * w.extra_info_penalty, w.max_extra_info_penalty)
     return round_to_two_decimals(max(0.0, min(1.0, value)) * scale)
@@ -143,17 +142,17 @@ Output:
 Ground truth:
 {ground_truth}
 
-Format: {{"output_units":[str],"ground_truth_units":[str]}}
+Format: {{"outputUnits":[str],"groundTruthUnits":[str]}}
 """
 
 
 def _analyze_prompt(output_units: Sequence[str], truth_units: Sequence[str]) -> str:
     return f"""Compare the output's units with the ground truth's units.
 "matches": exactly one entry per ground-truth unit, in order, with the output unit that covers \
-it ("" if none) and "match_type": "exact" (same fact, same wording), "semantic" (same meaning), \
-"partial" (part of it) or "missing".
+it (null if none) and "matchType": "exact" (same fact, same wording), "semantic" (same \
+meaning), "partial" (part of it) or "missing".
 "contradictions": output units that contradict a ground-truth unit.
-"extra_in_output": output units the ground truth does not mention.
+"extraInOutput": output units the ground truth does not mention.
 
 Ground-truth units:
 {numbered(truth_units)}
@@ -161,21 +160,22 @@ Ground-truth units:
 Output units:
 {numbered(output_units)}
 
-Format: {{"matches":[{{"ground_truth_unit":str,"output_unit":str,"match_type":str,\
-"explanation":str}}],"extra_in_output":[str],"contradictions":[{{"output_unit":str,\
-"ground_truth_unit":str,"explanation":str}}]}}
+Format: {{"matches":[{{"groundTruthUnit":str,"outputUnit":str|null,"matchType":str,\
+"explanation":str}}],"extraInOutput":[str],"contradictions":[{{"outputUnit":str,\
+"groundTruthUnit":str,"explanation":str}}]}}
 """
 
 
 def _has_ground_truth(value: Any) -> bool:
-    return value is not None and as_text(value).strip() != ""
+    # The reference system's test: any falsy ground truth ("", 0, None) counts as none.
+    return bool(value)
 
 
 def create_answer_similarity_scorer(
     model: str | JudgeModel,
     *,
     require_ground_truth: bool = True,
-    semantic_weight: float = 0.8,
+    semantic_threshold: float = 0.8,
     exact_match_bonus: float = 0.2,
     missing_penalty: float = 0.15,
     contradiction_penalty: float = 1.0,
@@ -191,7 +191,7 @@ def create_answer_similarity_scorer(
     """
     require_scale(scale)
     weights = SimilarityWeights(
-        semantic_weight=semantic_weight,
+        semantic_threshold=semantic_threshold,
         exact_match_bonus=exact_match_bonus,
         missing_penalty=missing_penalty,
         contradiction_penalty=contradiction_penalty,
@@ -206,53 +206,53 @@ def create_answer_similarity_scorer(
                     "the answer similarity scorer needs the run's ground_truth "
                     "(or require_ground_truth=False to score such runs 0)"
                 )
-            return _extract_prompt(response_text(ctx.run.output), "")
+            return _extract_prompt("", "")
         return _extract_prompt(response_text(ctx.run.output), as_text(ctx.run.ground_truth))
 
     def analyze_prompt(ctx: StepContext) -> str:
         found = ctx.results.preprocess_step_result
         return _analyze_prompt(
-            [str(u) for u in items_of(found, "output_units")],
-            [str(u) for u in items_of(found, "ground_truth_units")],
+            [str(u) for u in items_of(found, "outputUnits")],
+            [str(u) for u in items_of(found, "groundTruthUnits")],
         )
 
-    def no_ground_truth(ctx: StepContext) -> str | None:
-        if _has_ground_truth(ctx.run.ground_truth):
-            return None
-        return "No ground truth was given, so there was nothing to compare with: score 0."
-
     def score(ctx: StepContext) -> float:
-        units = items_of(ctx.results.preprocess_step_result, "ground_truth_units")
+        if not _has_ground_truth(ctx.run.ground_truth):
+            return 0
         comparison = ctx.results.analyze_step_result
         return answer_similarity_score(
-            len(units),
             items_of(comparison, "matches"),
             len(items_of(comparison, "contradictions")),
-            len(items_of(comparison, "extra_in_output")),
+            len(items_of(comparison, "extraInOutput")),
             weights,
             scale,
         )
 
     def explain(ctx: StepContext) -> Reason:
-        units = [str(u) for u in items_of(ctx.results.preprocess_step_result, "ground_truth_units")]
         comparison = ctx.results.analyze_step_result
-        labels = aligned_labels(len(units), items_of(comparison, "matches"), "match_type")
+        matches = items_of(comparison, "matches")
+        labels = labels_of(matches, "matchType")
         missing = [
-            u for u, label in zip(units, labels, strict=True) if label == "missing" or not label
+            str(field_of(m, "groundTruthUnit"))
+            for m, label in zip(matches, labels, strict=True)
+            if label == "missing"
         ]
         contradictions = [
-            str(field_of(c, "output_unit")) for c in items_of(comparison, "contradictions")
+            str(field_of(c, "outputUnit")) for c in items_of(comparison, "contradictions")
         ]
+        note = None
+        if not _has_ground_truth(ctx.run.ground_truth):
+            note = "No ground truth was given, so there was nothing to compare with: score 0."
+        elif not matches:
+            note = "The comparison found no ground-truth units, so the score is 0."
         return Reason(
             facts=f"Output:\n{response_text(ctx.run.output)}\n\n"
             f"Ground truth:\n{as_text(ctx.run.ground_truth)}\n\n"
-            f"Ground-truth units: {len(units)}, exact: {labels.count('exact')}, semantic: "
-            f"{labels.count('semantic')}, partial: {labels.count('partial')}\n"
+            f"Ground-truth units compared: {len(matches)}, exact: {labels.count('exact')}, "
+            f"semantic: {labels.count('semantic')}, partial: {labels.count('partial')}\n"
             f"Missing:\n{bullets(missing)}\nContradictions:\n{bullets(contradictions)}\n"
-            f"Extra units in the output: {len(items_of(comparison, 'extra_in_output'))}",
-            empty_note=None
-            if units
-            else "The ground truth had no units to compare with, so the score is 0.",
+            f"Extra units in the output: {len(items_of(comparison, 'extraInOutput'))}",
+            empty_note=note,
         )
 
     return judged_scorer(
@@ -272,5 +272,4 @@ def create_answer_similarity_scorer(
         ),
         score=score,
         explain=explain,
-        nothing_to_judge=no_ground_truth,
     )

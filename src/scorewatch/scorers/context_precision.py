@@ -2,15 +2,14 @@
 
 Two judge calls:
 
-1. preprocess (function): the context pieces, resolved once per run;
-2. analyze (judge): one verdict per context piece, by index: `yes` if the piece was useful to
-   arrive at the expected answer (the run's `ground_truth` when given, else the output), `no`
-   otherwise;
-3. generate_score (function): mean average precision over the pieces in their given order -
-   for each useful piece at position k, the share of useful pieces among the first k, averaged
-   over the useful pieces - times `scale`, rounded half up to two decimals. A piece without a
-   verdict is not useful; no useful piece, or no context -> 0;
-4. generate_reason (judge): a short explanation.
+1. analyze (judge): one verdict per context piece, `{"verdicts": [{"context_index", "verdict",
+   "reason"}]}`: `yes` if the piece was useful to arrive at the expected answer (the run's
+   `ground_truth` when given, else the output), `no` otherwise;
+2. generate_score (function), the reference system's formula: the verdicts sorted by
+   `context_index`, then mean average precision over them - for each `yes` verdict at
+   position k, the share of `yes` verdicts among the first k, averaged over the `yes`
+   verdicts - times `scale`, rounded half up to two decimals. No verdicts or no `yes` -> 0;
+3. generate_reason (judge): a short explanation.
 
 Range 0..scale, higher is better. The context is `context_extractor(input, output)` when given
 (sync or async), else `context` (one of them is required). Routing marker of the analyze prompt:
@@ -22,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import model_validator
+
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._judging import (
@@ -29,23 +30,21 @@ from ._judging import (
     Reason,
     ScorerCard,
     check_context_options,
-    context_pieces,
-    context_step,
+    context_of,
     items_of,
     judged_scorer,
     numbered,
-    one_of,
     require_scale,
 )
 from ._text import ContextExtractor, as_text, request_text, response_text
-from ._verdicts import by_index, label_of
+from ._verdicts import label_of
 from .utils import round_to_two_decimals
 
 __all__ = [
     "CONTEXT_PRECISION_SCORER_ID",
     "context_precision_score",
     "create_context_precision_scorer",
-    "usefulness_by_index",
+    "ranked_usefulness",
 ]
 
 CONTEXT_PRECISION_SCORER_ID = "context-precision-scorer"
@@ -66,18 +65,32 @@ _CARD = ScorerCard(
 
 
 class PieceVerdict(JudgeAnswer):
-    context_index: int
-    verdict: str = one_of("yes", "no")
+    context_index: int | float
+    verdict: str
     reason: str = ""
 
 
 class PieceVerdicts(JudgeAnswer):
     verdicts: list[PieceVerdict]
 
+    @model_validator(mode="after")
+    def _ranked(self) -> PieceVerdicts:
+        # The reference sorts its analyze result by context_index in place; the step result
+        # shows the same order.
+        self.verdicts.sort(key=lambda verdict: verdict.context_index)
+        return self
 
-def usefulness_by_index(pieces: int, verdicts: Sequence[Any]) -> list[bool]:
-    """Useful flag per piece; the first verdict for an index wins, others are ignored."""
-    return [label_of(verdict) == "yes" for verdict in by_index(pieces, verdicts)]
+
+def _index_of(verdict: Any) -> float:
+    index = verdict.get("context_index") if isinstance(verdict, Mapping) else None
+    if isinstance(index, int | float) and not isinstance(index, bool):
+        return index
+    return float("inf")
+
+
+def ranked_usefulness(verdicts: Sequence[Any]) -> list[bool]:
+    """Useful flag per verdict, the verdicts sorted by their `context_index` (stable)."""
+    return [label_of(verdict) == "yes" for verdict in sorted(verdicts, key=_index_of)]
 
 
 def context_precision_score(useful: Sequence[bool], scale: float = 1) -> float:
@@ -87,7 +100,7 @@ def context_precision_score(useful: Sequence[bool], scale: float = 1) -> float:
         if is_useful:
             found += 1
             total += found / position
-    return 0.0 if found == 0 else round_to_two_decimals(total / found * scale)
+    return 0 if found == 0 else round_to_two_decimals(total / found * scale)
 
 
 def _analyze_prompt(question: str, expected: str, context: Sequence[str]) -> str:
@@ -123,32 +136,35 @@ def create_context_precision_scorer(
     require_scale(scale)
     check_context_options(context, context_extractor, "the context precision scorer")
 
+    pieces_of = context_of(context, context_extractor)
+
     def expected_of(ctx: StepContext) -> str:
         truth = as_text(ctx.run.ground_truth)
         return truth if truth.strip() else response_text(ctx.run.output)
 
-    def analyze_prompt(ctx: StepContext) -> str:
-        pieces = context_pieces(ctx)
+    async def analyze_prompt(ctx: StepContext) -> str:
+        pieces = await pieces_of(ctx)
+        if not pieces:
+            raise ValueError("the context precision scorer has no context to judge for this run")
         return _analyze_prompt(request_text(ctx.run.input), expected_of(ctx), pieces)
 
-    def score(ctx: StepContext) -> float:
-        pieces = context_pieces(ctx)
-        verdicts = items_of(ctx.results.analyze_step_result, "verdicts")
-        return context_precision_score(usefulness_by_index(len(pieces), verdicts), scale)
+    def verdicts_of(ctx: StepContext) -> list[Any]:
+        return items_of(ctx.results.analyze_step_result, "verdicts")
 
-    def explain(ctx: StepContext) -> Reason:
-        pieces = context_pieces(ctx)
-        useful = usefulness_by_index(
-            len(pieces), items_of(ctx.results.analyze_step_result, "verdicts")
-        )
+    def score(ctx: StepContext) -> float:
+        return context_precision_score(ranked_usefulness(verdicts_of(ctx)), scale)
+
+    async def explain(ctx: StepContext) -> Reason:
+        pieces = await pieces_of(ctx)
+        ranked = sorted(verdicts_of(ctx), key=_index_of)
         ranking = "\n".join(
-            f"[{i}] {'useful' if flag else 'not useful'}: {piece}"
-            for i, (piece, flag) in enumerate(zip(pieces, useful, strict=True))
+            f"[{verdict.get('context_index')}] "
+            f"{'useful' if label_of(verdict) == 'yes' else 'not useful'}: "
+            f"{_piece(pieces, verdict.get('context_index'))}"
+            for verdict in ranked
         )
         note = None
-        if not pieces:
-            note = "No context was given, so there was nothing to rank: score 0."
-        elif not any(useful):
+        if not any(label_of(verdict) == "yes" for verdict in ranked):
             note = "No context piece was useful, so the score is 0."
         return Reason(
             facts=f"Expected answer:\n{expected_of(ctx)}\n\nContext pieces in ranked order:\n"
@@ -161,7 +177,6 @@ def create_context_precision_scorer(
         model=model,
         model_options=model_options,
         scale=scale,
-        preprocess=context_step(context, context_extractor),
         analyze=PromptStep(
             description="Judge whether each context piece was useful",
             create_prompt=analyze_prompt,
@@ -170,3 +185,11 @@ def create_context_precision_scorer(
         score=score,
         explain=explain,
     )
+
+
+def _piece(pieces: Sequence[str], index: Any) -> str:
+    if isinstance(index, int | float) and not isinstance(index, bool) and index == int(index):
+        position = int(index)
+        if 0 <= position < len(pieces):
+            return pieces[position]
+    return "(no such piece)"

@@ -2,16 +2,16 @@
 
 Two judge calls:
 
-1. preprocess (function): the context pieces, resolved once per run;
-2. analyze (judge): for each piece, by index, its relevance to the user's message (`high`,
-   `medium`, `low`, `none`) and whether the response used it; plus the information the response
-   needed that the context lacked (`missing_context`);
-3. generate_score (function):
-   `max(0, mean relevance weight - unused_high_relevance_penalty x unused high pieces
-    - min(missing_context_penalty x missing items, max_missing_context_penalty))`, times
-   `scale`, rounded half up to two decimals. Weights: high 1, medium 0.7, low 0.3, none 0; a
-   piece without an evaluation weighs 0. No context -> 0;
-4. generate_reason (judge): a short explanation.
+1. analyze (judge): the reference system's shape, `{"evaluations": [{"context_index",
+   "contextPiece", "relevanceLevel" (high | medium | low | none), "wasUsed", "reasoning"}],
+   "missingContext": [str], "overallAssessment"}`;
+2. generate_score (function), the reference system's formula:
+   `max(0, mean relevance weight of the evaluations - unused_high_relevance_context x unused
+   high pieces - min(missing_context_per_item x missing items, max_missing_context_penalty))`
+   x `scale`, rounded half up to two decimals. Weights: high 1, medium 0.7, low 0.3, none 0.
+   No context at all -> `scale`; no evaluations -> 0 when the judge names missing context,
+   else 1 (unscaled, as the reference);
+3. generate_reason (judge): a short explanation.
 
 Range 0..scale, higher is better. The context is `context_extractor(input, output)` when given
 (sync or async), else `context` (one of them is required). Routing marker of the analyze prompt:
@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import Field
+from pydantic.alias_generators import to_snake
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
@@ -33,8 +34,7 @@ from ._judging import (
     ScorerCard,
     bullets,
     check_context_options,
-    context_pieces,
-    context_step,
+    context_of,
     field_of,
     items_of,
     judged_scorer,
@@ -43,11 +43,12 @@ from ._judging import (
     require_scale,
 )
 from ._text import ContextExtractor, request_text, response_text
-from ._verdicts import by_index, label_of, weight_of
+from ._verdicts import label_of, weight_of
 from .utils import round_to_two_decimals
 
 __all__ = [
     "CONTEXT_RELEVANCE_SCORER_ID",
+    "DEFAULT_PENALTIES",
     "RELEVANCE_WEIGHTS",
     "context_relevance_score",
     "create_context_relevance_scorer",
@@ -64,7 +65,7 @@ INSTRUCTIONS = (
 
 _CARD = ScorerCard(
     id=CONTEXT_RELEVANCE_SCORER_ID,
-    name="Context Relevance Scorer",
+    name="Context Relevance (LLM)",
     description="Measures how relevant the given context was to the user's message and "
     "whether the response used it",
     instructions=INSTRUCTIONS,
@@ -73,49 +74,65 @@ _CARD = ScorerCard(
 
 
 class PieceEvaluation(JudgeAnswer):
-    context_index: int
-    relevance: str = one_of("high", "medium", "low", "none")
-    was_used: bool
-    reason: str = ""
+    context_index: int | float
+    contextPiece: str = ""
+    relevanceLevel: str = one_of("high", "medium", "low", "none")
+    wasUsed: bool
+    reasoning: str = ""
 
 
 class ContextEvaluation(JudgeAnswer):
     evaluations: list[PieceEvaluation]
-    missing_context: list[str] = Field(default_factory=list)
+    missingContext: list[str] = Field(default_factory=list)
+    overallAssessment: str = ""
+
+
+DEFAULT_PENALTIES: Mapping[str, float] = {
+    "unused_high_relevance_context": 0.1,
+    "missing_context_per_item": 0.15,
+    "max_missing_context_penalty": 0.5,
+}
+
+
+def _penalties(given: Mapping[str, float] | None) -> dict[str, float]:
+    """The penalty rates, reference camelCase keys accepted (`unusedHighRelevanceContext`)."""
+    rates = dict(DEFAULT_PENALTIES)
+    for key, value in (given or {}).items():
+        name = to_snake(key)
+        if name not in rates:
+            raise ValueError(f"unknown penalty {key!r}; known: {', '.join(rates)}")
+        rates[name] = float(value)
+    return rates
 
 
 def context_relevance_score(
-    pieces: int,
     evaluations: Sequence[Any],
     missing: int,
-    *,
-    unused_high_relevance_penalty: float = 0.1,
-    missing_context_penalty: float = 0.15,
-    max_missing_context_penalty: float = 0.5,
+    penalties: Mapping[str, float] | None = None,
     scale: float = 1,
 ) -> float:
-    """The relevance score (see the module docstring); 0 without context pieces."""
-    if pieces == 0:
-        return 0.0
-    evaluated = by_index(pieces, evaluations)
-    weights = [weight_of(e, "relevance", RELEVANCE_WEIGHTS) for e in evaluated]
+    """The relevance score of the judge's evaluations (see the module docstring)."""
+    if not evaluations:
+        return 0 if missing > 0 else 1
+    rates = _penalties(penalties)
+    weights = [weight_of(e, "relevanceLevel", RELEVANCE_WEIGHTS) for e in evaluations]
     unused_high = sum(
         1
-        for e in evaluated
-        if label_of(e, "relevance") == "high" and field_of(e, "was_used") is not True
+        for e in evaluations
+        if label_of(e, "relevanceLevel") == "high" and field_of(e, "wasUsed") is not True
     )
-    value = sum(weights) / pieces
-    value -= unused_high * unused_high_relevance_penalty
-    value -= min(missing * missing_context_penalty, max_missing_context_penalty)
-    return round_to_two_decimals(max(0.0, value) * scale)
+    value = sum(weights) / len(evaluations)
+    value -= unused_high * rates["unused_high_relevance_context"]
+    value -= min(missing * rates["missing_context_per_item"], rates["max_missing_context_penalty"])
+    return round_to_two_decimals(max(0, value) * scale)
 
 
 def _analyze_prompt(question: str, response: str, context: Sequence[str]) -> str:
     return f"""Rate each context piece's relevance to the user's message: "high" (directly \
 answers it), "medium" (useful background), "low" (barely related) or "none". Say whether the \
-response used the piece ("was_used"). Then list in "missing_context" the information the \
-response needed that no piece provided (empty if none). One evaluation per piece, with its \
-"context_index".
+response used the piece ("wasUsed"). Then list in "missingContext" the information the \
+response needed that no piece provided (empty if none), and sum up in "overallAssessment". One \
+evaluation per piece, with its "context_index" and the piece in "contextPiece".
 
 User's message:
 {question or "(none)"}
@@ -124,10 +141,10 @@ Response:
 {response}
 
 Context pieces:
-{numbered(context) if context else "(no context was given: return empty lists)"}
+{numbered(context) if context else "[0] (no context was given)"}
 
-Format: {{"evaluations":[{{"context_index":int,"relevance":str,"was_used":bool,"reason":str}}],\
-"missing_context":[str]}}
+Format: {{"evaluations":[{{"context_index":int,"contextPiece":str,"relevanceLevel":str,\
+"wasUsed":bool,"reasoning":str}}],"missingContext":[str],"overallAssessment":str}}
 """
 
 
@@ -136,50 +153,52 @@ def create_context_relevance_scorer(
     *,
     context: Sequence[str] | None = None,
     context_extractor: ContextExtractor | None = None,
-    unused_high_relevance_penalty: float = 0.1,
-    missing_context_penalty: float = 0.15,
-    max_missing_context_penalty: float = 0.5,
+    penalties: Mapping[str, float] | None = None,
     scale: float = 1,
     model_options: Mapping[str, Any] | None = None,
 ) -> Scorer:
     """Relevance of the context to the user's message, with penalties for relevant pieces the
-    response ignored and for missing information. Two judge calls; range 0..scale; higher is
-    better.
+    response ignored and for missing information. `penalties` overrides the rates
+    (`unused_high_relevance_context` 0.1, `missing_context_per_item` 0.15,
+    `max_missing_context_penalty` 0.5; the reference's camelCase keys work too). Two judge
+    calls; range 0..scale; higher is better.
     """
     require_scale(scale)
     check_context_options(context, context_extractor, "the context relevance scorer")
+    rates = _penalties(penalties)
+    pieces_of = context_of(context, context_extractor)
 
-    def analyze_prompt(ctx: StepContext) -> str:
+    async def analyze_prompt(ctx: StepContext) -> str:
         return _analyze_prompt(
-            request_text(ctx.run.input), response_text(ctx.run.output), context_pieces(ctx)
+            request_text(ctx.run.input), response_text(ctx.run.output), await pieces_of(ctx)
         )
 
-    def score(ctx: StepContext) -> float:
+    async def score(ctx: StepContext) -> float:
+        if not await pieces_of(ctx):
+            return 1 * scale
         evaluation = ctx.results.analyze_step_result
         return context_relevance_score(
-            len(context_pieces(ctx)),
             items_of(evaluation, "evaluations"),
-            len(items_of(evaluation, "missing_context")),
-            unused_high_relevance_penalty=unused_high_relevance_penalty,
-            missing_context_penalty=missing_context_penalty,
-            max_missing_context_penalty=max_missing_context_penalty,
-            scale=scale,
+            len(items_of(evaluation, "missingContext")),
+            rates,
+            scale,
         )
 
-    def explain(ctx: StepContext) -> Reason:
-        pieces = context_pieces(ctx)
+    async def explain(ctx: StepContext) -> Reason:
+        pieces = await pieces_of(ctx)
         evaluation = ctx.results.analyze_step_result
-        evaluated = by_index(len(pieces), items_of(evaluation, "evaluations"))
         lines = [
-            f"[{i}] relevance {label_of(e, 'relevance') or 'not rated'}, "
-            f"{'used' if field_of(e, 'was_used') is True else 'not used'}: {piece}"
-            for i, (piece, e) in enumerate(zip(pieces, evaluated, strict=True))
+            f"[{field_of(e, 'context_index')}] relevance "
+            f"{label_of(e, 'relevanceLevel') or 'not rated'}, "
+            f"{'used' if field_of(e, 'wasUsed') is True else 'not used'}: "
+            f"{field_of(e, 'contextPiece')}"
+            for e in items_of(evaluation, "evaluations")
         ]
-        missing = [str(m) for m in items_of(evaluation, "missing_context")]
+        missing = [str(m) for m in items_of(evaluation, "missingContext")]
         return Reason(
             facts=f"User's message:\n{request_text(ctx.run.input)}\n\nContext pieces:\n"
             f"{chr(10).join(lines) or '(none)'}\nMissing information:\n{bullets(missing)}",
-            empty_note=None if pieces else "No context was given, so the score is 0.",
+            empty_note=None if pieces else "No context was given, so the score is the maximum.",
         )
 
     return judged_scorer(
@@ -187,7 +206,6 @@ def create_context_relevance_scorer(
         model=model,
         model_options=model_options,
         scale=scale,
-        preprocess=context_step(context, context_extractor),
         analyze=PromptStep(
             description="Rate each context piece's relevance and use",
             create_prompt=analyze_prompt,

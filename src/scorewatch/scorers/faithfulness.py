@@ -5,9 +5,8 @@ Three judge calls:
 1. preprocess (judge): the output's atomic factual claims;
 2. analyze (judge): one verdict per claim against the context: `yes` (supported), `no`
    (contradicted) or `unsure` (the context does not say);
-3. generate_score (function): supported claims / claims x `scale`, rounded half up to two
-   decimals; verdicts are matched to claims by position, a missing verdict is not support;
-   no claims -> 0;
+3. generate_score (function): `yes` verdicts / verdicts returned x `scale`, rounded half up to
+   two decimals; no verdicts -> 0 (the reference system's formula);
 4. generate_reason (judge): a short explanation.
 
 Range 0..scale, higher is better. The context is `context_extractor(input, output)` when given
@@ -27,8 +26,8 @@ from ._text import ContextExtractor, response_text
 from ._verdicts import (
     CLAIMS_STEP,
     VERDICTS_FORMAT,
-    GradedVerdictList,
     ItemVerdicts,
+    VerdictList,
     item_verdict_scorer,
     judged_against_context,
     verdict_share,
@@ -57,7 +56,7 @@ _CARD = ScorerCard(
 def _analyze_prompt(claims: Sequence[str], context: Sequence[str]) -> str:
     return f"""Judge each claim against the context. For every claim answer "yes" if the context \
 states or directly implies it, "no" if the context contradicts it, "unsure" if the context does \
-not say. Exactly one verdict per claim, in order; "item" repeats the claim.
+not say. Exactly one verdict per claim, in the order of the claims.
 
 Context:
 {numbered(context) if context else "(no context was given)"}
@@ -69,15 +68,16 @@ Format: {VERDICTS_FORMAT}
 """
 
 
-def faithfulness_score(claims: int, verdicts: Sequence[Any], scale: float = 1) -> float:
-    """Supported claims (verdict `yes`) / claims x scale, rounded; 0 without claims."""
-    return verdict_share(claims, verdicts, scale)
+def faithfulness_score(verdicts: Sequence[Any], scale: float = 1) -> float:
+    """`yes` verdicts / verdicts x scale, rounded; 0 without verdicts."""
+    return verdict_share(verdicts, scale)
 
 
 def _facts(ctx: StepContext, judged: ItemVerdicts) -> str:
     return (
         f"Output:\n{response_text(ctx.run.output)}\n\n"
-        f"Claims: {len(judged.items)}, supported by the context: {judged.count('yes')}\n"
+        f"Claims: {len(judged.items)}, verdicts: {len(judged.labels)}, supported by the "
+        f"context: {judged.count('yes')}\n"
         f"Claims not supported:\n{bullets(judged.others('yes'))}"
     )
 
@@ -106,8 +106,8 @@ def create_faithfulness_scorer(
         extract=CLAIMS_STEP,
         analyze_description="Judge each claim against the context",
         analyze_prompt=judged_against_context(_analyze_prompt, context, context_extractor),
-        verdict_schema=GradedVerdictList,
-        score=lambda claims, verdicts: faithfulness_score(claims, verdicts, scale),
+        verdict_schema=VerdictList,
+        score=lambda _ctx, verdicts: faithfulness_score(verdicts, scale),
         facts=_facts,
         no_items_note="The output made no factual claims, so there was nothing to check: score 0.",
     )

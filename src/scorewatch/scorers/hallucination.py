@@ -6,15 +6,14 @@ Three judge calls:
 2. analyze (judge): one verdict per claim: `yes` (hallucinated: it contradicts the context, or
    asserts a specific fact - a name, number, date or event - the context does not contain) or
    `no` (supported, or a harmless generality);
-3. generate_score (function): hallucinated claims / claims x `scale`, rounded half up to two
-   decimals; verdicts are matched to claims by position, a missing verdict is not a
-   hallucination; no claims -> 0;
+3. generate_score (function): `yes` verdicts / verdicts returned x `scale`, rounded half up to
+   two decimals; no verdicts -> 0 (the reference system's formula);
 4. generate_reason (judge): a short explanation.
 
 Range 0..scale, LOWER is better (`direction="lower_is_better"`). The context is
-`context_extractor(input, output)` when given (sync or async), else `context`, else the results
-of the tools the agent called. Routing marker of the analyze prompt: `Find the hallucinated
-claims`.
+`context_extractor(input, output)` when given (sync or async), else `context`, else none (as
+the reference system: the output's tool results are not used here). Routing marker of the
+analyze prompt: `Find the hallucinated claims`.
 """
 
 from __future__ import annotations
@@ -24,12 +23,10 @@ from typing import Any
 
 from ..core import Scorer
 from ..judge.protocol import JudgeModel
-from ._judging import ScorerCard, numbered, require_scale
+from ._judging import JudgeAnswer, ScorerCard, numbered, require_scale
 from ._text import ContextExtractor
 from ._verdicts import (
     CLAIMS_STEP,
-    VERDICTS_FORMAT,
-    VerdictList,
     flagged_items_facts,
     item_verdict_scorer,
     judged_against_context,
@@ -39,6 +36,17 @@ from ._verdicts import (
 __all__ = ["HALLUCINATION_SCORER_ID", "create_hallucination_scorer", "hallucination_score"]
 
 HALLUCINATION_SCORER_ID = "hallucination-scorer"
+
+
+class StatementVerdict(JudgeAnswer):
+    statement: str = ""
+    verdict: str
+    reason: str = ""
+
+
+class StatementVerdictList(JudgeAnswer):
+    verdicts: list[StatementVerdict]
+
 
 INSTRUCTIONS = (
     "You detect hallucinations: claims an answer makes that its context does not back. Use only "
@@ -61,7 +69,7 @@ def _analyze_prompt(claims: Sequence[str], context: Sequence[str]) -> str:
     return f"""Find the hallucinated claims. For every claim answer "yes" if it contradicts the \
 context or asserts a specific fact (name, number, date, event) the context does not contain; \
 answer "no" if the context supports it or it is a harmless generality. Exactly one verdict per \
-claim, in order; "item" repeats the claim.
+claim, in the order of the claims; "statement" repeats the claim.
 
 Context:
 {numbered(context) if context else "(no context was given)"}
@@ -69,13 +77,13 @@ Context:
 Claims:
 {numbered(claims)}
 
-Format: {VERDICTS_FORMAT}
+Format: {{"verdicts":[{{"statement":str,"verdict":str,"reason":str}}]}}
 """
 
 
-def hallucination_score(claims: int, verdicts: Sequence[Any], scale: float = 1) -> float:
-    """Hallucinated claims (verdict `yes`) / claims x scale, rounded; 0 without claims."""
-    return verdict_share(claims, verdicts, scale)
+def hallucination_score(verdicts: Sequence[Any], scale: float = 1) -> float:
+    """`yes` verdicts (hallucinated) / verdicts x scale, rounded; 0 without verdicts."""
+    return verdict_share(verdicts, scale)
 
 
 def create_hallucination_scorer(
@@ -89,7 +97,7 @@ def create_hallucination_scorer(
     """Share of the output's claims that the context does not back, times `scale`.
 
     Three judge calls; range 0..scale; lower is better. `context` / `context_extractor`: what
-    the claims are checked against (default: the output's tool results).
+    the claims are checked against (default: no context).
     """
     require_scale(scale)
     return item_verdict_scorer(
@@ -100,9 +108,11 @@ def create_hallucination_scorer(
         items_key="claims",
         extract=CLAIMS_STEP,
         analyze_description="Find the claims the context does not back",
-        analyze_prompt=judged_against_context(_analyze_prompt, context, context_extractor),
-        verdict_schema=VerdictList,
-        score=lambda claims, verdicts: hallucination_score(claims, verdicts, scale),
+        analyze_prompt=judged_against_context(
+            _analyze_prompt, context, context_extractor, from_tools=False
+        ),
+        verdict_schema=StatementVerdictList,
+        score=lambda _ctx, verdicts: hallucination_score(verdicts, scale),
         facts=flagged_items_facts("claims", "hallucinated"),
         no_items_note="The output made no factual claims, so nothing could be hallucinated: "
         "score 0.",

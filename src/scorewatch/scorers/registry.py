@@ -6,7 +6,8 @@
     scorer = build_scorer("faithfulness", model="openai/gpt-4o-mini", context=["..."])
     check = build_scorer("check-includes", expected="sunny")
 
-Names are lower-case and hyphenated; an underscore spelling (`content_similarity`) is accepted.
+Names are lower-case and hyphenated; an underscore spelling (`content_similarity`) and the
+scorer's id (`faithfulness-scorer`, `llm-tool-call-accuracy-scorer`) are accepted.
 LLM-judged scorers need `model` (a litellm model id or a `JudgeModel`; `model_options` go to
 `LiteLLMJudge`); model-free scorers ignore `model` and `model_options`, so one command line can
 mix both kinds.
@@ -29,6 +30,7 @@ from .bias import create_bias_scorer
 from .completeness import create_completeness_scorer
 from .content_similarity import create_content_similarity_scorer
 from .context_precision import create_context_precision_scorer
+from .context_recall import create_context_recall_scorer
 from .context_relevance import create_context_relevance_scorer
 from .faithfulness import create_faithfulness_scorer
 from .hallucination import create_hallucination_scorer
@@ -36,6 +38,7 @@ from .keyword_coverage import create_keyword_coverage_scorer
 from .noise_sensitivity import create_noise_sensitivity_scorer
 from .prompt_alignment import create_prompt_alignment_scorer
 from .rubric import create_rubric_scorer
+from .rubric_label import create_rubric_label_scorer
 from .summarization import create_summarization_scorer
 from .textual_difference import create_textual_difference_scorer
 from .tone_consistency import create_tone_consistency_scorer
@@ -148,6 +151,13 @@ _SPECS = (
         one_of=_CONTEXT,
     ),
     _llm(
+        "context-recall",
+        create_context_recall_scorer,
+        "Share of the ground truth's claims that the context supports",
+        3,
+        one_of=_CONTEXT,
+    ),
+    _llm(
         "context-relevance",
         create_context_relevance_scorer,
         "Relevance of the given context to the request, and whether the response used it",
@@ -172,11 +182,17 @@ _SPECS = (
         create_noise_sensitivity_scorer,
         "How well the answer resists noise added to its query, against a baseline answer",
         2,
-        required=("baseline_response",),
+        required=("baseline_response", "noisy_query"),
     ),
     _llm(
         "rubric",
         create_rubric_scorer,
+        "1 only when the output meets every required criterion of your checklist",
+        1,
+    ),
+    _llm(
+        "rubric-label",
+        create_rubric_label_scorer,
         "Grades the output against your rubric by choosing one of your labels",
         1,
         required=("rubric",),
@@ -264,9 +280,14 @@ def known_names() -> list[str]:
     return sorted(PREBUILT)
 
 
+# Scorer ids (less their `-scorer` suffix) that differ from the short name.
+_ID_ALIASES = {"llm-tool-call-accuracy": "tool-call-accuracy-llm"}
+
+
 def _spec_for(name: str) -> ScorerSpec:
     key = name.strip().lower().replace("_", "-")
     for candidate in (key, key.removesuffix("-scorer")):
+        candidate = _ID_ALIASES.get(candidate, candidate)
         if candidate in PREBUILT:
             return PREBUILT[candidate]
     raise ScorewatchError(

@@ -2,14 +2,14 @@
 
 Two judge calls:
 
-1. preprocess (function): the tool calls of the output (`scorers.utils.extract_tool_calls`);
-2. analyze (judge): one evaluation per call, in order: was calling that tool appropriate for
-   the user's message, given the available tools; plus the available tools the agent should
-   have called but did not (`missing_tools`);
-3. generate_score (function): appropriate calls / calls x `scale`, rounded half up to two
-   decimals; evaluations are matched to calls by position and a missing one is not
-   appropriate. With no call at all: `scale` when the judge names no missing tool (not calling
-   was right), else 0;
+1. preprocess (function): the tool calls of the output, `{"actualTools": [names],
+   "hasToolCalls": bool, "toolCallInfos": [{"toolName", "toolCallId", "messageIndex",
+   "invocationIndex"}]}` (`scorers.utils.extract_tool_calls`);
+2. analyze (judge), the reference system's shape: `{"evaluations": [{"toolCalled",
+   "wasAppropriate", "reasoning"}], "missingTools": [str]}`;
+3. generate_score (function), the reference system's formula: appropriate evaluations /
+   evaluations returned x `scale`, rounded half up to two decimals; no evaluation -> 0 when
+   the judge names a missing tool, else 1 x `scale` (not calling a tool was right);
 4. generate_reason (judge): a short explanation.
 
 `available_tools`: a mapping of tool name to description, or a list of tools as OpenAI tool
@@ -38,8 +38,7 @@ from ._judging import (
     numbered,
     require_scale,
 )
-from ._text import request_text, response_text, tool_calls_of
-from ._verdicts import by_position
+from ._text import found_tool_calls, request_text, response_text
 from .utils import round_to_two_decimals
 
 __all__ = [
@@ -49,7 +48,7 @@ __all__ = [
     "tool_selection_score",
 ]
 
-TOOL_CALL_ACCURACY_LLM_SCORER_ID = "tool-call-accuracy-llm-scorer"
+TOOL_CALL_ACCURACY_LLM_SCORER_ID = "llm-tool-call-accuracy-scorer"
 
 INSTRUCTIONS = (
     "You review an agent's tool selection. A call is appropriate when the tool serves the "
@@ -67,14 +66,14 @@ _CARD = ScorerCard(
 
 
 class CallEvaluation(JudgeAnswer):
-    tool: str
-    appropriate: bool
-    reason: str = ""
+    toolCalled: str = ""
+    wasAppropriate: bool
+    reasoning: str = ""
 
 
 class ToolSelection(JudgeAnswer):
     evaluations: list[CallEvaluation]
-    missing_tools: list[str] = Field(default_factory=list)
+    missingTools: list[str] = Field(default_factory=list)
 
 
 def _tool_entry(tool: Any) -> tuple[str, str]:
@@ -103,24 +102,21 @@ def describe_tools(available_tools: Mapping[str, str] | Sequence[Any]) -> list[s
     return [f"{name}: {text}" if text else name for name, text in entries]
 
 
-def tool_selection_score(
-    calls: int, evaluations: Sequence[Any], missing_tools: int, scale: float = 1
-) -> float:
-    """Appropriate calls / calls x scale, rounded; without calls, scale if nothing was missing."""
-    if calls == 0:
-        return 0.0 if missing_tools else float(scale)
-    appropriate = sum(
-        1 for e in by_position(calls, evaluations) if field_of(e, "appropriate") is True
-    )
-    return round_to_two_decimals(appropriate / calls * scale)
+def tool_selection_score(evaluations: Sequence[Any], missing_tools: int, scale: float = 1) -> float:
+    """Appropriate evaluations / evaluations x scale, rounded; without evaluations, 1 x scale
+    unless a tool was missing (then 0)."""
+    if not evaluations:
+        return 0 if missing_tools else 1 * scale
+    appropriate = sum(1 for e in evaluations if field_of(e, "wasAppropriate") is True)
+    return round_to_two_decimals(appropriate / len(evaluations) * scale)
 
 
 def _analyze_prompt(
     question: str, response: str, tools: Sequence[str], called: Sequence[str]
 ) -> str:
     return f"""Judge each tool call the agent made. For every call, in order, say whether \
-calling that tool was appropriate for the user's message ("appropriate": true/false). Then list \
-in "missing_tools" the available tools the agent should have called but did not (empty if \
+calling that tool was appropriate for the user's message ("wasAppropriate": true/false). Then \
+list in "missingTools" the available tools the agent should have called but did not (empty if \
 none). If the agent called no tool, "evaluations" is empty.
 
 User's message:
@@ -135,7 +131,8 @@ Tool calls, in order:
 Agent's final response:
 {response}
 
-Format: {{"evaluations":[{{"tool":str,"appropriate":bool,"reason":str}}],"missing_tools":[str]}}
+Format: {{"evaluations":[{{"toolCalled":str,"wasAppropriate":bool,"reasoning":str}}],\
+"missingTools":[str]}}
 """
 
 
@@ -156,11 +153,23 @@ def create_tool_call_accuracy_llm_scorer(
         raise ValueError("available_tools must list at least one tool")
 
     def inspect_run(ctx: StepContext) -> dict[str, Any]:
-        called = tool_calls_of(ctx.run.output)
-        return {"actual_tools": called, "has_tool_calls": bool(called)}
+        found = found_tool_calls(ctx.run.output)
+        return {
+            "actualTools": found.tools,
+            "hasToolCalls": bool(found.tools),
+            "toolCallInfos": [
+                {
+                    "toolName": info.tool_name,
+                    "toolCallId": info.tool_call_id,
+                    "messageIndex": info.message_index,
+                    "invocationIndex": info.invocation_index,
+                }
+                for info in found.tool_call_infos
+            ],
+        }
 
     def called_of(ctx: StepContext) -> list[str]:
-        return [str(t) for t in items_of(ctx.results.preprocess_step_result, "actual_tools")]
+        return [str(t) for t in items_of(ctx.results.preprocess_step_result, "actualTools")]
 
     def analyze_prompt(ctx: StepContext) -> str:
         return _analyze_prompt(
@@ -170,22 +179,18 @@ def create_tool_call_accuracy_llm_scorer(
     def score(ctx: StepContext) -> float:
         selection = ctx.results.analyze_step_result
         return tool_selection_score(
-            len(called_of(ctx)),
-            items_of(selection, "evaluations"),
-            len(items_of(selection, "missing_tools")),
-            scale,
+            items_of(selection, "evaluations"), len(items_of(selection, "missingTools")), scale
         )
 
     def explain(ctx: StepContext) -> Reason:
         called = called_of(ctx)
         selection = ctx.results.analyze_step_result
-        evaluations = items_of(selection, "evaluations")
         wrong = [
-            f"{name} ({field_of(e, 'reason') or 'not judged'})"
-            for name, e in zip(called, by_position(len(called), evaluations), strict=True)
-            if field_of(e, "appropriate") is not True
+            f"{field_of(e, 'toolCalled')} ({field_of(e, 'reasoning') or 'no reasoning'})"
+            for e in items_of(selection, "evaluations")
+            if field_of(e, "wasAppropriate") is not True
         ]
-        missing = [str(t) for t in items_of(selection, "missing_tools")]
+        missing = [str(t) for t in items_of(selection, "missingTools")]
         return Reason(
             facts=f"User's message:\n{request_text(ctx.run.input)}\n\n"
             f"Tools called: {', '.join(called) or 'none'}\n"

@@ -39,6 +39,7 @@ __all__ = [
     "format_number",
     "get_assistant_message_from_run_output",
     "get_combined_system_prompt",
+    "get_conversation_history_from_run_input",
     "get_reasoning_from_run_output",
     "get_system_messages_from_run_input",
     "get_text_content_from_message",
@@ -350,6 +351,20 @@ def get_system_messages_from_run_input(run_input: Any) -> list[str]:
 def get_combined_system_prompt(run_input: Any) -> str:
     """All system prompts of the input joined by a blank line."""
     return "\n\n".join(get_system_messages_from_run_input(run_input))
+
+
+def get_conversation_history_from_run_input(run_input: Any, max_messages: int = 10) -> str | None:
+    """The remembered messages of an agent run input (the last `max_messages`) as `role: text`
+    lines, or None when there are none or the input is not an agent run input."""
+    if not is_scorer_run_input_for_agent(run_input) or max_messages <= 0:
+        return None
+    remembered = _as_list(run_input["rememberedMessages"]) or []
+    lines = []
+    for message in remembered[-max_messages:]:
+        role, text = _role_of(message), get_text_content_from_message(message).strip()
+        if role and text:
+            lines.append(f"{role}: {text}")
+    return "\n".join(lines) or None
 
 
 def _messages_of(run_output: Any) -> list[Any]:
