@@ -180,7 +180,18 @@ def test_a_database_outage_without_a_queue_is_buffered_retried_and_503_on_read(
         assert stats["sink_dropped"] == 0
         assert stats["scored"] == 220 and stats["queued"] == 0 and stats["in_flight"] == 0
         assert client.get("/v1/scores", params={"limit": 1000}).json()["count"] == 220
-    assert set(stored_ids(schema)) == set(before + during)
+        assert set(stored_ids(schema)) == set(before + during)
+
+        # A value JSON cannot carry, stored by another tool: still a 200.
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            conn.execute(
+                f'UPDATE "{schema}".mastra_scorers SET score = %s WHERE id = %s'.encode(),
+                (float("nan"), before[0]),
+            )
+        listed = client.get("/v1/scores", params={"limit": 1000})
+        assert listed.status_code == 200
+        [odd] = [row for row in listed.json()["scores"] if row["id"] == before[0]]
+        assert odd["score"] == "NaN"
 
 
 def test_results_a_database_never_took_back_are_dropped_and_counted(
