@@ -134,14 +134,16 @@ def wait_for(predicate: Any, timeout: float = 60.0) -> None:
         time.sleep(0.1)
 
 
-def no_queue_config(directory: Path, port: int, schema: str, retry_timeout: float) -> Path:
+def no_queue_config(
+    directory: Path, port: int, schema: str, retry_timeout: float, max_queue: int = 2000
+) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     write_module(directory)
     dsn = f"host=127.0.0.1 port={port} dbname=test user=postgres connect_timeout=2"
     path = directory / "scorewatch.toml"
     path.write_text(
         '[[scorers]]\nid = "length"\nfactory = "sw_scale_scorers:make_length_scorer"\n\n'
-        "[live]\nmax_concurrency = 4\nmax_queue = 2000\n\n"
+        f"[live]\nmax_concurrency = 4\nmax_queue = {max_queue}\n\n"
         f'[sinks]\nsqlite = false\npostgres = "{dsn}"\npostgres_schema = "{schema}"\n'
         f"retry_timeout = {retry_timeout}\n\n"
         "[telemetry]\nprometheus = false\notlp = false\n",
@@ -160,13 +162,25 @@ def post_items(client: httpx.Client, tag: str, count: int) -> list[str]:
 def test_a_database_outage_without_a_queue_is_buffered_retried_and_503_on_read(
     tmp_path: Path, relay: Relay, schema: str
 ) -> None:
-    config = no_queue_config(tmp_path, relay.port, schema, retry_timeout=120)
+    config = no_queue_config(tmp_path, relay.port, schema, retry_timeout=120, max_queue=150)
     with ServeProcess(config) as serve, httpx.Client(base_url=serve.url, timeout=60) as client:
         before = post_items(client, "before", 20)
         wait_for(lambda: len(stored_ids(schema)) == 20)
 
         relay.cut()
-        during = post_items(client, "during", 200)  # accepted: the outage is not the client's
+        during: list[str] = []
+        refused = 0
+        for batch in range(12):
+            items = [
+                {"input": "q", "output": f"during {batch}-{i}", "target": "bot"} for i in range(20)
+            ]
+            answer = client.post("/v1/scores:batch", json={"items": items})
+            if answer.status_code == 429:  # the buffer is bounded: the queue is full
+                refused += 1
+                continue
+            assert answer.status_code == 202, answer.text
+            during += [a["run_id"] for item in answer.json()["items"] for a in item["accepted"]]
+        assert refused > 0 and 140 <= len(during) <= 160
         answer = client.get("/v1/scores")
         assert answer.status_code == 503, answer.text
         assert answer.json()["error"] == "result_store_unavailable"
@@ -175,11 +189,12 @@ def test_a_database_outage_without_a_queue_is_buffered_retried_and_503_on_read(
         assert client.get("/v1/stats").json()["sink_errors"] > 0
 
         relay.restore()
-        wait_for(lambda: len(stored_ids(schema)) == 220, timeout=90)
+        total = len(before) + len(during)
+        wait_for(lambda: len(stored_ids(schema)) == total, timeout=90)
         stats = client.get("/v1/stats").json()
-        assert stats["sink_dropped"] == 0
-        assert stats["scored"] == 220 and stats["queued"] == 0 and stats["in_flight"] == 0
-        assert client.get("/v1/scores", params={"limit": 1000}).json()["count"] == 220
+        assert stats["sink_dropped"] == 0 and stats["rejected_requests"] == refused
+        assert stats["scored"] == total and stats["queued"] == 0 and stats["in_flight"] == 0
+        assert client.get("/v1/scores", params={"limit": 1000}).json()["count"] == total
         assert set(stored_ids(schema)) == set(before + during)
 
         # A value JSON cannot carry, stored by another tool: still a 200.
