@@ -106,6 +106,8 @@ def non_finite_path(value: Any) -> list[str | int] | None:
     """Where in `value` (JSON-like data) the first NaN or infinite number is, as keys and
     indexes (`[]` for `value` itself); None when there is none. Walks without recursion, so
     any nesting depth is fine."""
+    if not _has_non_finite(value):  # the common case, without building any path
+        return None
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
         item, path = stack.pop()
@@ -117,6 +119,20 @@ def non_finite_path(value: Any) -> list[str | int] | None:
         elif isinstance(item, list | tuple):
             stack.extend((child, (*path, index)) for index, child in enumerate(item))
     return None
+
+
+def _has_non_finite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if item - item != 0.0:  # inf - inf and nan - nan are nan
+                return True
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
 
 
 def _key_text(key: str) -> str:

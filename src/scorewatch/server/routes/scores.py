@@ -77,10 +77,12 @@ def _item_of(request: ScoreRequest, size: int = 0) -> ScoreItem:
     )
 
 
-def _check_values(requests: Sequence[ScoreRequest], prefix: str = "") -> None:
+def _check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "") -> None:
     """Strict JSON at the boundary: NaN and Infinity (which Python's JSON reader accepts) are
     refused with the field that holds them, and identifiers may hold no control characters or
     unpaired surrogates. Text content may hold anything: the sinks store it (see docs)."""
+    # Only a body spelling one of those tokens can hold such a number: most are not walked.
+    maybe_non_finite = b"NaN" in raw or b"Infinity" in raw
     problems: list[dict[str, str]] = []
     for index, request in enumerate(requests):
         item = f"items[{index}]." if prefix else ""
@@ -92,7 +94,7 @@ def _check_values(requests: Sequence[ScoreRequest], prefix: str = "") -> None:
             if _BAD_ID_TEXT.search(scorer_id):
                 field = f"{item}scorers[{position}]"
                 problems.append({"field": field, "message": _BAD_ID_MESSAGE})
-        for name in _CONTENT_FIELDS:
+        for name in _CONTENT_FIELDS if maybe_non_finite else ():
             where = non_finite_path(getattr(request, name))
             if where is not None:
                 problems.append(
@@ -214,7 +216,7 @@ async def submit_score(
     ),
 ) -> JSONResponse:
     service = service_of(request)
-    _check_values([body])
+    _check_values([body], await request.body())
     _check_scorers(service, [body])
     item = _item_of(body, _body_bytes(request))
     (admission,) = await _admit(service, [item], want_results=wait)
@@ -256,7 +258,7 @@ async def submit_batch(body: BatchRequest, request: Request) -> JSONResponse:
             f"{len(body.items)}",
             fields=[{"field": "items", "message": f"at most {limit} items"}],
         )
-    _check_values(body.items, prefix="items")
+    _check_values(body.items, await request.body(), prefix="items")
     _check_scorers(service, body.items)
     share = _body_bytes(request) // len(body.items)
     admissions = await _admit(service, [_item_of(item, share) for item in body.items])
