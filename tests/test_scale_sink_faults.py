@@ -218,11 +218,20 @@ def test_results_a_database_never_took_back_are_dropped_and_counted(
         wait_for(lambda: len(stored_ids(schema)) == 5)
         relay.cut()
         lost = post_items(client, "during", 12)
+        waited = client.post(
+            "/v1/scores",
+            params={"wait": "true"},
+            json={"input": "q", "output": "waiting", "target": "bot"},
+        )
+        assert waited.status_code == 200, waited.text
+        [outcome] = waited.json()["results"]
+        assert outcome["status"] == "dropped"  # the truth: scored, but not stored
+        lost.append(outcome["run_id"])
         wait_for(lambda: client.get("/v1/stats").json()["in_flight"] == 0)
         stats = client.get("/v1/stats").json()
         relay.restore()
         assert stats["queued"] == 0
-        assert stats["sink_dropped"] == 12  # each one counted, none silently
+        assert stats["sink_dropped"] == 13  # each one counted, none silently
         wait_for(lambda: client.get("/v1/scores").status_code == 200)
     assert not set(lost) & set(stored_ids(schema))
 
