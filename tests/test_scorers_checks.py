@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from scorewatch.core import ScorerRunError
 from scorewatch.scorers import checks
 from scorewatch.scorers.tool_call_accuracy_code import (
     called_in_order,
@@ -163,8 +164,12 @@ async def test_tool_call_accuracy_code_agent_run_and_configuration() -> None:
     )
     result = await scorer.run(**run)
     assert result.score == 1.0
-    assert result.preprocess_step_result["actual_tools"] == ["weather"]
-    assert scorer.id == "tool-call-accuracy-code-scorer"
+    assert result.preprocess_step_result["actualTools"] == ["weather"]
+    assert result.preprocess_step_result["toolCallInfos"][0]["toolName"] == "weather"
+    assert (scorer.id, scorer.name) == (
+        "code-tool-call-accuracy-scorer",
+        "Tool Call Accuracy Scorer",
+    )
     assert scorer.direction == "higher_is_better"
     with pytest.raises(ValueError, match="expected_tool"):
         create_tool_call_accuracy_code_scorer()
@@ -197,3 +202,39 @@ async def test_checks_read_a_chat_completion_response() -> None:
     assert await score(checks.includes("weather"), response) == 1.0
     accuracy = create_tool_call_accuracy_code_scorer(expected_tool="weather")
     assert await score(accuracy, response) == 1.0
+
+
+def _parts_message(*invocations: dict[str, Any]) -> dict[str, Any]:
+    parts = [{"type": "tool-invocation", "toolInvocation": inv} for inv in invocations]
+    message = create_test_message("Sorry, the tool failed.", "assistant")
+    message["content"]["parts"] = [*parts, *message["content"]["parts"]]
+    return message
+
+
+async def test_a_tool_that_threw_was_called() -> None:
+    """State `output-error` counts as a call (the reference 1.10); `partial-call` does not."""
+    failed = {"toolName": "weather", "toolCallId": "c1", "state": "output-error", "args": {}}
+    partial = {"toolName": "weather", "toolCallId": "c2", "state": "partial-call", "args": {}}
+    accuracy = create_tool_call_accuracy_code_scorer(expected_tool="weather")
+    assert await score(accuracy, [_parts_message(failed)]) == 1
+    assert await score(accuracy, [_parts_message(partial)]) == 0
+    assert await score(checks.called_tool("weather"), [_parts_message(failed)]) == 1
+
+
+async def test_parts_and_legacy_invocations_are_merged() -> None:
+    legacy = create_tool_invocation(tool_call_id="a", tool_name="search", result="ok")
+    failed = {"toolName": "weather", "toolCallId": "b", "state": "output-error", "args": {}}
+    message = _parts_message(dict(legacy), failed)
+    message["content"]["toolInvocations"] = [legacy]
+    ordered = create_tool_call_accuracy_code_scorer(
+        expected_tool_order=["search", "weather"], strict_mode=True
+    )
+    assert await score(ordered, [message]) == 1
+
+
+async def test_tool_call_accuracy_code_needs_input_and_output_messages() -> None:
+    accuracy = create_tool_call_accuracy_code_scorer(expected_tool="weather")
+    with pytest.raises(ScorerRunError):
+        await accuracy.run(input="q", output=[])
+    with pytest.raises(ScorerRunError):
+        await accuracy.run(input=None, output=agent_tools("weather"))

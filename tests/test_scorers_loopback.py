@@ -181,6 +181,17 @@ ROUTES: list[tuple[str, Any]] = [
         },
     ),
     ("Grade the output against the rubric", {"choice": "ok", "reason": "Mostly right."}),
+    (
+        "Review the steps the agent took",
+        {
+            "stepEvaluations": [
+                {"stepName": "weather", "wasNecessary": True, "wasInOrder": False, "reasoning": ""}
+            ],
+            "missingSteps": ["geocode"],
+            "overallAssessment": "",
+        },
+    ),
+    ("Grade this conversation", {"satisfied": True, "reasoning": REASON}),
 ]
 
 
@@ -236,6 +247,8 @@ CASES: dict[str, tuple[dict[str, Any], float]] = {
         {"rubric": "Correct and brief.", "choices": {"good": 1, "ok": 0.5, "bad": 0}},
         0.5,
     ),
+    "trajectory-accuracy-llm": ({}, 0.55),  # 0.6 x 1 + 0.3 x 0 - 0.1 x 1/2
+    "multi-turn-judge": ({"criterion": "The weather in Paris is given.", "scale": 2}, 2),
 }
 
 LLM_NAMES = sorted(name for name, spec in PREBUILT.items() if spec.needs_model)

@@ -26,6 +26,7 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "tool-call-accuracy-llm": {"available_tools": {"t": "a tool"}},
     "noise-sensitivity": {"baseline_response": "b", "noisy_query": "n"},
     "rubric-label": {"rubric": "Be right."},
+    "multi-turn-judge": {"criterion": "The assistant stayed polite."},
     "tool-call-accuracy-code": {"expected_tool": "t"},
     "check-includes": {"expected": "x"},
     "check-excludes": {"unwanted": "x"},
@@ -46,6 +47,7 @@ EXPECTED_NAMES = {
     "tool-call-accuracy-code", "check-includes", "check-excludes", "check-equals",
     "check-matches", "check-called-tool", "check-did-not-call", "check-max-tool-calls",
     "check-tool-order", "check-used-no-tools",
+    "trajectory-accuracy-llm", "multi-turn-judge", "trajectory-accuracy-code", "trajectory-code",
 }  # fmt: skip
 
 
@@ -68,6 +70,8 @@ def test_each_spec_builds_a_scorer_that_matches_it(name: str) -> None:
     prompt_steps = [s for s in scorer.get_steps() if s["type"] == "prompt"]
     # Each prompt step is one judge call when the replies are well-formed.
     assert len(prompt_steps) == spec.judge_calls
+    # The scorer's own id finds the same spec (a Mastra-shaped config names scorers by id).
+    assert build_scorer(scorer.id, model=model, **MINIMAL.get(name, {})).id == scorer.id
 
 
 def test_directions() -> None:
@@ -89,6 +93,15 @@ def test_name_spellings() -> None:
     for spelling in ("llm-tool-call-accuracy-scorer", "tool_call_accuracy_llm"):
         scorer = build_scorer(spelling, model=judge, available_tools={"t": "a tool"})
         assert scorer.id == "llm-tool-call-accuracy-scorer"
+    for spelling, short in (
+        ("llm-trajectory-accuracy-scorer", "trajectory-accuracy-llm"),
+        ("code-trajectory-accuracy-scorer", "trajectory-accuracy-code"),
+        ("code-trajectory-scorer", "trajectory-code"),
+        ("multi-turn-judge-scorer", "multi-turn-judge"),
+    ):
+        options = MINIMAL.get(short, {})
+        assert build_scorer(spelling, model=judge, **options).id == spelling
+        assert build_scorer(short, model=judge, **options).id == spelling
 
 
 async def test_model_free_scorers_ignore_the_model() -> None:
@@ -105,7 +118,7 @@ async def test_model_free_scorers_ignore_the_model() -> None:
         ("rubric-label", {"model": "openai/x"}, "rubric"),
         ("noise-sensitivity", {"model": "openai/x", "baseline_response": "b"}, "noisy_query"),
         ("context-precision", {"model": "openai/x"}, "context, context_extractor"),
-        ("completeness", {"language": "klingon"}, "klingon"),
+        ("completeness", {"language": "english"}, "language"),
         ("check-includes", {"expected": "x", "bogus": 1}, "bogus"),
     ],
 )
@@ -140,3 +153,17 @@ def test_docs_list_each_llm_scorer_id_and_name() -> None:
         listed_id, listed_name = rows[name]
         assert scorer.id == listed_id
         assert listed_name.startswith(scorer.name)
+
+
+def test_docs_list_each_model_free_scorer_id_and_name() -> None:
+    docs = (Path(__file__).parent.parent / "docs" / "scorers.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in docs.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[0].strip("`") in PREBUILT:
+            rows[cells[0].strip("`")] = (cells[1].strip("`"), cells[2])
+    free = [n for n, spec in PREBUILT.items() if not spec.needs_model and "check-" not in n]
+    assert len(free) == 8  # six text and tool scorers, two trajectory scorers
+    for name in free:
+        scorer = build_scorer(name, **MINIMAL.get(name, {}))
+        assert rows[name] == (scorer.id, scorer.name)

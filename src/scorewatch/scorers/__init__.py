@@ -20,6 +20,7 @@ from .context_relevance import create_context_relevance_scorer
 from .faithfulness import create_faithfulness_scorer
 from .hallucination import create_hallucination_scorer
 from .keyword_coverage import create_keyword_coverage_scorer
+from .multi_turn_judge import create_multi_turn_judge_scorer
 from .noise_sensitivity import create_noise_sensitivity_scorer
 from .prompt_alignment import create_prompt_alignment_scorer
 from .rubric import create_rubric_scorer
@@ -30,6 +31,9 @@ from .tone_consistency import create_tone_consistency_scorer
 from .tool_call_accuracy_code import create_tool_call_accuracy_code_scorer
 from .tool_call_accuracy_llm import create_tool_call_accuracy_llm_scorer
 from .toxicity import create_toxicity_scorer
+from .trajectory_accuracy_code import create_trajectory_accuracy_code_scorer
+from .trajectory_accuracy_llm import create_trajectory_accuracy_llm_scorer
+from .trajectory_code import create_trajectory_code_scorer
 
 __all__ = [
     "checks",
@@ -44,6 +48,7 @@ __all__ = [
     "create_faithfulness_scorer",
     "create_hallucination_scorer",
     "create_keyword_coverage_scorer",
+    "create_multi_turn_judge_scorer",
     "create_noise_sensitivity_scorer",
     "create_prompt_alignment_scorer",
     "create_rubric_label_scorer",
@@ -54,4 +59,7 @@ __all__ = [
     "create_tool_call_accuracy_code_scorer",
     "create_tool_call_accuracy_llm_scorer",
     "create_toxicity_scorer",
+    "create_trajectory_accuracy_code_scorer",
+    "create_trajectory_accuracy_llm_scorer",
+    "create_trajectory_code_scorer",
 ]

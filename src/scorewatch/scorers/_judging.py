@@ -227,7 +227,7 @@ class ScorerCard:
     instructions: str
     subject: str
     direction: Direction = "higher_is_better"
-    type: Literal["agent"] | None = "agent"
+    type: Literal["agent", "trajectory"] | None = "agent"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core import Scorer, StepContext, create_scorer
-from .utils import round_to_two_decimals
 
-__all__ = ["measured_scorer", "rounded"]
+__all__ = ["measured_scorer"]
 
 
 def measured_scorer(
@@ -19,7 +18,7 @@ def measured_scorer(
     name: str,
     description: str,
     measure: Callable[[StepContext], Any],
-    score: Callable[[Any], float],
+    score: Callable[[Any], float | int],
 ) -> Scorer:
     """A model-free scorer: `measure(ctx)` in preprocess, then `score(measurement)`."""
     return (
@@ -34,8 +33,3 @@ def measured_scorer(
         .preprocess(measure)
         .generate_score(lambda ctx: score(ctx.results.preprocess_step_result))
     )
-
-
-def rounded(key: str) -> Callable[[Any], float]:
-    """A score read from the measurement's `key`, rounded half up to two decimals."""
-    return lambda measurement: round_to_two_decimals(float(measurement[key]))

@@ -19,17 +19,19 @@ from .utils import (
     extract_tool_calls,
     extract_tool_results,
     get_assistant_message_from_run_output,
+    get_text_content_from_message,
     get_user_message_from_run_input,
+    is_scorer_run_output_for_agent,
 )
 
 __all__ = [
     "ContextExtractor",
-    "all_request_text",
     "all_response_text",
     "as_text",
     "extracted",
     "found_tool_calls",
-    "reference_text",
+    "joined_input_text",
+    "joined_output_text",
     "request_text",
     "resolve_context",
     "response_text",
@@ -43,11 +45,6 @@ ContextExtractor = Callable[[Any, Any], "Sequence[str] | Awaitable[Sequence[str]
 def request_text(run_input: Any) -> str:
     """The user's message (the first user message of a conversation), or `''`."""
     return get_user_message_from_run_input(run_input) or ""
-
-
-def all_request_text(run_input: Any) -> str:
-    """Every input message's text joined by a blank line (a bare string is itself)."""
-    return "\n\n".join(text for text in extract_input_messages(run_input) if text.strip())
 
 
 def response_text(run_output: Any) -> str:
@@ -65,6 +62,25 @@ def all_response_text(run_output: Any, separator: str = " ") -> str:
     if isinstance(run_output, list | tuple):
         texts = [text for text in extract_agent_response_messages(run_output) if text]
         return separator.join(texts)
+    return get_assistant_message_from_run_output(run_output) or ""
+
+
+def joined_input_text(run_input: Any) -> str:
+    """The input as the reference's model-free scorers read it: the text of every input
+    message joined by `", "` (a message without text adds an empty piece)."""
+    return ", ".join(extract_input_messages(run_input))
+
+
+def joined_output_text(run_output: Any) -> str:
+    """The output as the reference's model-free scorers read it: the text of every output
+    message joined by `", "`. Agent messages count whatever their role, as in the reference;
+    OpenAI-style lists count their assistant messages (their tool messages hold tool results)."""
+    if isinstance(run_output, str):
+        return run_output
+    if isinstance(run_output, list | tuple):
+        if is_scorer_run_output_for_agent(run_output):
+            return ", ".join(get_text_content_from_message(message) for message in run_output)
+        return ", ".join(extract_agent_response_messages(run_output))
     return get_assistant_message_from_run_output(run_output) or ""
 
 
@@ -134,14 +150,6 @@ async def resolve_context(
     else:
         pieces = []
     return [piece for piece in pieces if piece.strip()]
-
-
-def reference_text(run_input: Any, ground_truth: Any) -> tuple[str, str]:
-    """What an output is compared with, and where it came from: the ground truth when the run
-    has one, else the run input (every input message)."""
-    if ground_truth is not None:
-        return as_text(ground_truth), "ground_truth"
-    return all_request_text(run_input) or request_text(run_input), "input"
 
 
 def found_tool_calls(run_output: Any) -> ToolCalls:

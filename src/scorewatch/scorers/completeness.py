@@ -1,69 +1,139 @@
-"""The completeness scorer: how many of the input's key words does the output cover?
+"""The completeness scorer: how many of the input's elements does the output cover?
 
-Model-free and deterministic. The key elements of a text are its words minus stop words, reduced
-to their stems, so "plants" in the question is covered by "plant" in the answer. Stop words come
-from the `stop-words` package and stems from `snowballstemmer` (see `scorers._words`): both are
-maintained, dependency-free and ship their data inside the package, so nothing is downloaded.
+Model-free and deterministic. The coverage rule is the reference system's: an input element
+is covered by an output element that equals it (elements of 3 characters or fewer) or that
+contains it, or is contained in it, with the shorter at more than 60% of the longer's
+length. Score: covered / input elements; with no input elements, 1 if the output has none
+either, else 0. Not rounded, 0..1, higher is better, no judge call.
 
-Score: covered input elements / input elements, in 0..1, higher is better, rounded half up to two
-decimals. No judge call. When the input has no key elements the score is 1 if the output has none
-either and 0 otherwise (the reference system's rule). The input is every input message (or the
-run input string); the output is every assistant message.
+The elements are an approximation. The reference takes them from the JS NLP library
+`compromise` (its nouns, its verbs turned to the infinitive, its topics, its terms), which has
+no Python counterpart. Here a text's elements are its words, accents stripped, lower-cased,
+cut at anything but `a-z0-9` as the reference cuts them, then reduced to their Snowball
+(English) stems: "jumps" and "jumped" both give "jump", as the reference's infinitives do.
+`tests/test_scorers_reference_model_free.py` measures the gap on texts recorded from the
+reference: most scores are equal, the rest differ mostly where `compromise` drops auxiliary
+verbs ("has been waiting" -> "wait").
+
+The texts are the run's input messages and output messages, each joined by `", "`. The
+preprocess result has the reference's keys: `inputElements`, `outputElements`,
+`missingElements` (input elements not among the output's), `elementCounts`.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
+from functools import cache, lru_cache
 from typing import Any
 
 from ..core import Scorer, StepContext
+from ._js import js_lower, js_number
 from ._measured import measured_scorer
-from ._text import all_request_text, all_response_text, request_text
-from ._words import check_language, content_words, stem_words
-from .utils import round_to_two_decimals
+from ._text import joined_input_text, joined_output_text
 
-__all__ = ["COMPLETENESS_SCORER_ID", "create_completeness_scorer", "key_elements"]
+__all__ = ["COMPLETENESS_SCORER_ID", "coverage", "create_completeness_scorer", "key_elements"]
 
 COMPLETENESS_SCORER_ID = "completeness-scorer"
 
+_MARKS = re.compile("[\u0300-\u036f]")
+_NOT_WORD = re.compile("[^a-z0-9]+")
+# Output elements of one length, joined by this; elements never contain it (a-z0-9 only), and
+# an element that does is compared one by one.
+_SEPARATOR = "\x00"
+# Up to this length, the shorter elements an input element may contain are found by slicing it;
+# beyond, by scanning the output elements of those lengths.
+_SLICED = 32
 
-def key_elements(text: str, language: str = "english") -> list[str]:
-    """The distinct stems of `text`'s content words, in order of first appearance."""
-    return list(dict.fromkeys(stem_words(content_words(text, language), language)))
+
+def _normalize(text: str) -> str:
+    return js_lower(_MARKS.sub("", unicodedata.normalize("NFD", text)))
 
 
-def create_completeness_scorer(*, language: str = "english") -> Scorer:
-    """Coverage of the input's key elements (content-word stems) in the output.
+@cache
+def _stemmer() -> Any:
+    import snowballstemmer
 
-    Options: `language` (a `stop-words` / Snowball language name or code, default English).
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    # The Snowball stemmers are pure Python; live traffic repeats words, so stems are cached.
+    stem: str = _stemmer().stemWord(word)
+    return stem
+
+
+def key_elements(text: str) -> list[str]:
+    """The distinct stems of `text`'s words, in order of first appearance."""
+    return list(dict.fromkeys(_stem(word) for word in _NOT_WORD.sub(" ", _normalize(text)).split()))
+
+
+def coverage(original: list[str], simplified: list[str]) -> float:
+    """Share of `original` covered by `simplified`, by the reference's rule, without comparing
+    every pair: output elements are grouped by length, and an input element is looked for only
+    in the groups whose length can satisfy the 60% rule (one C-level search per group)."""
+    if not original:
+        return 1 if not simplified else 0
+    present = set(simplified)
+    by_length: dict[int, list[str]] = {}
+    for element in present:
+        by_length.setdefault(len(element), []).append(element)
+    joined = {length: _SEPARATOR.join(group) for length, group in by_length.items()}
+    longest = max(by_length, default=0)
+
+    def inside_longer(element: str) -> bool:
+        size = len(element)
+        for length in range(size, longest + 1):
+            if not size / length > 0.6:
+                return False
+            if length not in joined:
+                continue
+            if _SEPARATOR in element:
+                if any(element in other for other in by_length[length]):
+                    return True
+            elif element in joined[length]:
+                return True
+        return False
+
+    def holds_shorter(element: str) -> bool:
+        size = len(element)
+        sizes = [k for k in range(size - 1, 0, -1) if k / size > 0.6]
+        if size <= _SLICED:
+            return any(element[i : i + k] in present for k in sizes for i in range(size - k + 1))
+        return any(other in element for k in sizes for other in by_length.get(k, ()))
+
+    def covered(element: str) -> bool:
+        if len(element) <= 3:
+            return element in present
+        return inside_longer(element) or holds_shorter(element)
+
+    return sum(1 for element in original if covered(element)) / len(original)
+
+
+def create_completeness_scorer() -> Scorer:
+    """Coverage of the input's elements (word stems) in the output.
+
     Range 0..1, higher is better, no judge call.
     """
-    check_language(language)
 
     def extract(ctx: StepContext) -> dict[str, Any]:
-        source = all_request_text(ctx.run.input) or request_text(ctx.run.input)
-        answer = all_response_text(ctx.run.output)
-        input_elements = key_elements(source, language)
-        output_elements = key_elements(answer, language)
+        if ctx.run.input is None or ctx.run.output is None:
+            raise ValueError("the run's input and output must be given")
+        input_elements = key_elements(joined_input_text(ctx.run.input).strip())
+        output_elements = key_elements(joined_output_text(ctx.run.output).strip())
         present = set(output_elements)
         return {
-            "input_elements": input_elements,
-            "output_elements": output_elements,
-            "missing_elements": [e for e in input_elements if e not in present],
-            "element_counts": {"input": len(input_elements), "output": len(output_elements)},
+            "inputElements": input_elements,
+            "outputElements": output_elements,
+            "missingElements": [e for e in input_elements if e not in present],
+            "elementCounts": {"input": len(input_elements), "output": len(output_elements)},
         }
-
-    def score(found: Any) -> float:
-        wanted: list[str] = found["input_elements"]
-        if not wanted:
-            return 1.0 if not found["output_elements"] else 0.0
-        covered = len(wanted) - len(found["missing_elements"])
-        return round_to_two_decimals(covered / len(wanted))
 
     return measured_scorer(
         id=COMPLETENESS_SCORER_ID,
         name="Completeness Scorer",
-        description="Measures how many of the input's key words (stems, stop words excluded) "
-        "the output covers",
+        description="Measures how many of the input's words (stems) the output covers",
         measure=extract,
-        score=score,
+        score=lambda found: js_number(coverage(found["inputElements"], found["outputElements"])),
     )

@@ -1,65 +1,81 @@
-"""The content-similarity scorer: how alike are the output and the reference, character-wise?
+"""The content-similarity scorer: how alike are the input and the output, bigram by bigram?
 
-Model-free and deterministic. The similarity is RapidFuzz's normalized Indel similarity
-(`rapidfuzz.fuzz.ratio`: 1 - insertions and deletions needed / total length), a fast C++
-implementation of a standard edit-distance measure; the reference system uses a bigram Dice
-coefficient, which ranks texts alike but differs in value. The reference is the run's
-`ground_truth` when given, else the run input.
+Model-free and deterministic, with the reference system's numbers: the similarity is the
+Sørensen-Dice coefficient of the two texts' character bigrams, as the `string-similarity`
+package computes it (`compareTwoStrings`): white space is removed first, equal texts give 1,
+a text shorter than two characters gives 0, otherwise 2 x shared bigrams / (bigrams of the
+first + bigrams of the second), a bigram shared as many times as it occurs in both. Characters
+are UTF-16 units as in the reference (an emoji is two).
 
-Score: similarity in 0..1, higher is better, rounded half up to two decimals, no judge call.
-Two empty texts are identical (1); one empty text against a non-empty one gives 0.
-Options: `ignore_case` (default True), `ignore_whitespace` (default True: runs of whitespace
-count as one space and the ends are trimmed).
+The texts are the run's input messages and output messages, each joined by `", "`; a ground
+truth on the run is not used (the reference compares the output with the input). Options:
+`ignore_case` (default True: both texts lower-cased), `ignore_whitespace` (default True: runs
+of white space become one space and the ends are trimmed; the score is the same either way,
+since the comparison drops white space, but `processedInput`/`processedOutput` show it).
+
+Score: 0..1, higher is better, not rounded; no judge call. Linear time in the text length.
 """
 
 from __future__ import annotations
 
-import re
+from collections import Counter
+from itertools import pairwise
 from typing import Any
 
-from rapidfuzz import fuzz
-
 from ..core import Scorer, StepContext
-from ._measured import measured_scorer, rounded
-from ._text import all_response_text, reference_text
+from ._js import JS_SPACES, js_lower, js_number, js_trim, utf16_units
+from ._measured import measured_scorer
+from ._text import joined_input_text, joined_output_text
 
-__all__ = ["CONTENT_SIMILARITY_SCORER_ID", "create_content_similarity_scorer"]
+__all__ = [
+    "CONTENT_SIMILARITY_SCORER_ID",
+    "compare_two_strings",
+    "create_content_similarity_scorer",
+]
 
 CONTENT_SIMILARITY_SCORER_ID = "content-similarity-scorer"
-_SPACES = re.compile(r"\s+")
+
+
+def compare_two_strings(first: str, second: str) -> float:
+    """`string-similarity`'s bigram Dice coefficient of two texts, white space ignored."""
+    first, second = JS_SPACES.sub("", first), JS_SPACES.sub("", second)
+    if first == second:
+        return 1
+    a, b = utf16_units(first, second)
+    if len(a) < 2 or len(b) < 2:
+        return 0
+    shared = Counter(pairwise(a)) & Counter(pairwise(b))
+    return 2.0 * sum(shared.values()) / (len(a) + len(b) - 2)
 
 
 def create_content_similarity_scorer(
     *, ignore_case: bool = True, ignore_whitespace: bool = True
 ) -> Scorer:
-    """Normalized edit similarity between the output and the ground truth (or the input).
+    """Bigram Dice similarity between the run's input and output.
 
     Range 0..1, higher is better, no judge call.
     """
 
     def normalize(text: str) -> str:
         if ignore_case:
-            text = text.casefold()
+            text = js_lower(text)
         if ignore_whitespace:
-            text = _SPACES.sub(" ", text).strip()
+            text = js_trim(JS_SPACES.sub(" ", text))
         return text
 
     def compare(ctx: StepContext) -> dict[str, Any]:
-        reference, source = reference_text(ctx.run.input, ctx.run.ground_truth)
-        processed_reference = normalize(reference)
-        processed_output = normalize(all_response_text(ctx.run.output))
         return {
-            "reference_source": source,
-            "processed_reference": processed_reference,
-            "processed_output": processed_output,
-            "similarity": fuzz.ratio(processed_reference, processed_output) / 100,
+            "processedInput": normalize(joined_input_text(ctx.run.input)),
+            "processedOutput": normalize(joined_output_text(ctx.run.output)),
         }
 
     return measured_scorer(
         id=CONTENT_SIMILARITY_SCORER_ID,
         name="Content Similarity Scorer",
-        description="Measures the normalized edit similarity of the output to the ground "
-        "truth (or the input)",
+        description="Measures how alike the input and the output are (Dice coefficient of "
+        "their character bigrams)",
         measure=compare,
-        score=rounded("similarity"),
+        score=lambda texts: js_number(
+            compare_two_strings(texts["processedInput"], texts["processedOutput"])
+        ),
     )

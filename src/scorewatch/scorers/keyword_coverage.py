@@ -1,80 +1,136 @@
-"""The keyword-coverage scorer: how many of the reference keywords appear in the output?
+"""The keyword-coverage scorer: how many of the input's keywords appear in the output?
 
-Model-free and deterministic. Keywords are the words of the reference text minus stop words and
-numbers, lower-cased and de-duplicated (stop words from the `stop-words` package, shipped with it,
-no download). The reference is the `keywords` option when given (each keyword, which may be a
-phrase, must appear in the output as whole words, case-insensitively), else the run input.
-Unlike completeness there is no stemming: a keyword counts only in the same form.
+Model-free and deterministic, with the reference system's numbers. Keywords are extracted as
+the `keyword-extractor` package does with the reference's options (English, digits removed,
+lower-cased, duplicates removed): HTML tags are dropped, the text is split at each white-space
+character, each word loses `. , ; ! ? ( ) : "` and curly quotes anywhere and a straight quote
+at either end (URLs are kept whole), a lone `_ @ & #` is dropped, words made only of digits are
+dropped, and the rest, lower-cased, are keywords unless they are on the SMART English stop
+list (shipped in `scorers/data/keyword_stopwords_en.txt`). Accented words stay as written:
+`Café` gives `café`, which `cafe` does not match.
 
-Score: matched keywords / keywords, 0..1, higher is better, rounded half up to two decimals, no
-judge call. With no keywords to look for the score is 1 (nothing is missing; the reference
-system's rule).
+The input is the run's input messages joined by `", "`, the output its output messages joined
+the same way. The preprocess result lists `referenceKeywords` and `responseKeywords` (arrays;
+the reference keeps JS Sets, which its JSON writes as `{}`); the analyze result counts
+`totalKeywordsLength` and `matchedKeywordsLength`. With no input and no output text the
+preprocess result is `{"result": {...}}`, as in the reference.
+
+Option (not in the reference): `keywords`, fixed keywords or phrases to look for instead of the
+input's; each counts when it appears in the lower-cased output as whole words.
+
+Score: matched / total keywords, 0..1, higher is better, not rounded; 1 when there are no
+keywords to look for (nothing is missing). No judge call. Linear time in the text length.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import cache
+from importlib import resources
 from typing import Any
 
-from ..core import Scorer, StepContext
-from ._measured import measured_scorer
-from ._text import all_request_text, all_response_text, request_text
-from ._words import check_language, content_words, fold, words
-from .utils import round_to_two_decimals
+from ..core import Scorer, StepContext, create_scorer
+from ._js import JS_SPACE, js_lower, js_number, js_trim
+from ._text import joined_input_text, joined_output_text
 
 __all__ = ["KEYWORD_COVERAGE_SCORER_ID", "create_keyword_coverage_scorer", "extract_keywords"]
 
 KEYWORD_COVERAGE_SCORER_ID = "keyword-coverage-scorer"
 
+_TAG = re.compile(r"<[^>]+>")
+_URL = re.compile(r"https?://")
+_PUNCTUATION = re.compile("[.,;!?():\"\u201c\u201d\u2018\u2019]|^'|'\\Z")
+_LONE_SYMBOL = re.compile("[_@&#]")
+_DIGIT = re.compile("[0-9]")
+_WORD_CHAR = re.compile(r"[^\W_]+")
 
-def extract_keywords(text: str, language: str = "english") -> list[str]:
-    """The distinct non-stop, non-numeric words of `text`, lower-cased, in order."""
-    return list(dict.fromkeys(content_words(text, language, keep_digits=False)))
+
+@cache
+def stop_words() -> frozenset[str]:
+    """The keyword extractor's English stop list."""
+    text = resources.files(__package__).joinpath("data/keyword_stopwords_en.txt").read_text("utf-8")
+    return frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
+
+
+def extract_keywords(text: str) -> list[str]:
+    """The keywords of `text`, in order of first appearance, as the reference extracts them."""
+    # No tag can start after the last ">": leaving that tail out keeps many "<" linear.
+    end = text.rfind(">") + 1
+    text = js_trim(_TAG.sub("", text[:end]) + text[end:])
+    if not text:
+        return []
+    stopped = stop_words()
+    found: dict[str, None] = {}
+    for raw in JS_SPACE.split(text):
+        is_url = _URL.search(raw) is not None
+        word = raw if is_url else _PUNCTUATION.sub("", raw)
+        if len(word) == 1:
+            word = _LONE_SYMBOL.sub("", word)
+        if word and len(_DIGIT.findall(word)) == len(word):
+            continue
+        if not word:
+            continue
+        lower = js_lower(word)
+        if lower not in stopped:
+            found.setdefault(word if is_url else lower)
+    return list(found)
 
 
 def _phrase_pattern(keyword: str) -> re.Pattern[str]:
-    parts = [re.escape(part) for part in words(keyword)]
+    parts = [re.escape(part) for part in _WORD_CHAR.findall(js_lower(keyword))]
     return re.compile(r"(?<![^\W_])" + r"\W+".join(parts) + r"(?![^\W_])")
 
 
-def create_keyword_coverage_scorer(
-    *, keywords: Sequence[str] | None = None, language: str = "english"
-) -> Scorer:
-    """Share of the reference keywords found in the output.
+def create_keyword_coverage_scorer(*, keywords: Sequence[str] | None = None) -> Scorer:
+    """Share of the input's keywords (or of the fixed `keywords`) found in the output.
 
-    Options: `keywords` (fixed keywords or phrases to look for; default: extracted from the run
-    input), `language` (stop-word list, default English). Range 0..1, higher is better, no judge
-    call.
+    Range 0..1, higher is better, no judge call.
     """
-    check_language(language)
-    fixed = None if keywords is None else [k for k in dict.fromkeys(keywords) if words(k)]
+    fixed = None
+    if keywords is not None:
+        fixed = [k for k in dict.fromkeys(js_lower(k) for k in keywords) if _WORD_CHAR.search(k)]
 
     def extract(ctx: StepContext) -> dict[str, Any]:
-        answer = all_response_text(ctx.run.output)
+        source = joined_input_text(ctx.run.input)
+        answer = joined_output_text(ctx.run.output)
         if fixed is not None:
-            folded = fold(answer)
-            matched = [k for k in fixed if _phrase_pattern(k).search(folded)]
-            return {"reference_keywords": fixed, "matched_keywords": matched}
-        source = all_request_text(ctx.run.input) or request_text(ctx.run.input)
-        reference = extract_keywords(source, language)
-        present = set(extract_keywords(answer, language))
+            lowered = js_lower(answer)
+            present = [k for k in fixed if _phrase_pattern(k).search(lowered)]
+            return {"referenceKeywords": fixed, "responseKeywords": present}
+        if not source and not answer:
+            return {"result": {"referenceKeywords": [], "responseKeywords": []}}
         return {
-            "reference_keywords": reference,
-            "response_keywords": sorted(present),
-            "matched_keywords": [k for k in reference if k in present],
+            "referenceKeywords": extract_keywords(source),
+            "responseKeywords": extract_keywords(answer),
         }
 
-    def score(found: Any) -> float:
-        total = len(found["reference_keywords"])
-        if total == 0:
-            return 1.0
-        return round_to_two_decimals(len(found["matched_keywords"]) / total)
+    def count(ctx: StepContext) -> dict[str, int]:
+        found = ctx.results.preprocess_step_result
+        reference: list[str] = found.get("referenceKeywords") or []
+        response = set(found.get("responseKeywords") or [])
+        if not reference and not response:
+            return {"totalKeywordsLength": 0, "matchedKeywordsLength": 0}
+        matched = sum(1 for keyword in reference if keyword in response)
+        return {"totalKeywordsLength": len(reference), "matchedKeywordsLength": matched}
 
-    return measured_scorer(
-        id=KEYWORD_COVERAGE_SCORER_ID,
-        name="Keyword Coverage Scorer",
-        description="Measures the share of the reference keywords that appear in the output",
-        measure=extract,
-        score=score,
+    def score(ctx: StepContext) -> float:
+        counts = ctx.results.analyze_step_result
+        total: int = counts["totalKeywordsLength"]
+        if not total:
+            return 1
+        return js_number(counts["matchedKeywordsLength"] / total)
+
+    return (
+        create_scorer(
+            id=KEYWORD_COVERAGE_SCORER_ID,
+            name="Keyword Coverage Scorer",
+            description="Measures the share of the input's keywords that appear in the output",
+            type="agent",
+            scale=1,
+            direction="higher_is_better",
+        )
+        .preprocess(extract)
+        .analyze(count)
+        .generate_score(score)
     )

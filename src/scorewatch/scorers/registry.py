@@ -35,6 +35,7 @@ from .context_relevance import create_context_relevance_scorer
 from .faithfulness import create_faithfulness_scorer
 from .hallucination import create_hallucination_scorer
 from .keyword_coverage import create_keyword_coverage_scorer
+from .multi_turn_judge import create_multi_turn_judge_scorer
 from .noise_sensitivity import create_noise_sensitivity_scorer
 from .prompt_alignment import create_prompt_alignment_scorer
 from .rubric import create_rubric_scorer
@@ -45,6 +46,9 @@ from .tone_consistency import create_tone_consistency_scorer
 from .tool_call_accuracy_code import create_tool_call_accuracy_code_scorer
 from .tool_call_accuracy_llm import create_tool_call_accuracy_llm_scorer
 from .toxicity import create_toxicity_scorer
+from .trajectory_accuracy_code import create_trajectory_accuracy_code_scorer
+from .trajectory_accuracy_llm import create_trajectory_accuracy_llm_scorer
+from .trajectory_code import create_trajectory_code_scorer
 
 __all__ = [
     "INVALID_SCORER_OPTIONS",
@@ -197,35 +201,58 @@ _SPECS = (
         1,
         required=("rubric",),
     ),
+    _llm(
+        "trajectory-accuracy-llm",
+        create_trajectory_accuracy_llm_scorer,
+        "How necessary, well ordered and complete the judge finds the agent's steps",
+        2,
+    ),
+    _llm(
+        "multi-turn-judge",
+        create_multi_turn_judge_scorer,
+        "Whether the whole conversation meets your criterion (binary)",
+        1,
+        required=("criterion",),
+    ),
     _free(
         "completeness",
         create_completeness_scorer,
-        "Coverage of the input's key words (stems) in the output",
+        "Coverage of the input's words (stems) in the output",
     ),
     _free(
         "content-similarity",
         create_content_similarity_scorer,
-        "Normalized edit similarity of the output to the ground truth (or input)",
+        "Bigram Dice similarity of the output to the input",
     ),
     _free(
         "keyword-coverage",
         create_keyword_coverage_scorer,
-        "Share of the reference keywords that appear in the output",
+        "Share of the input's keywords that appear in the output",
     ),
     _free(
         "textual-difference",
         create_textual_difference_scorer,
-        "difflib sequence similarity of the output to the ground truth (or input)",
+        "Longest-common-subsequence ratio of the output to the input",
     ),
     _free(
         "tone-consistency",
         create_tone_consistency_scorer,
-        "Sentiment match with a reference tone, or sentiment stability (VADER)",
+        "Sentiment match with a reference text, or sentiment stability (AFINN-165)",
     ),
     _free(
         "tool-call-accuracy-code",
         create_tool_call_accuracy_code_scorer,
         "1 when the expected tool (or tool order) was called",
+    ),
+    _free(
+        "trajectory-accuracy-code",
+        create_trajectory_accuracy_code_scorer,
+        "Share of the expected steps the agent took (strict, relaxed or unordered)",
+    ),
+    _free(
+        "trajectory-code",
+        create_trajectory_code_scorer,
+        "Step accuracy, efficiency budgets, forbidden steps and retries in one score",
     ),
     _free(
         "check-includes",
@@ -281,7 +308,14 @@ def known_names() -> list[str]:
 
 
 # Scorer ids (less their `-scorer` suffix) that differ from the short name.
-_ID_ALIASES = {"llm-tool-call-accuracy": "tool-call-accuracy-llm"}
+_ID_ALIASES = {
+    "llm-tool-call-accuracy": "tool-call-accuracy-llm",
+    "llm-trajectory-accuracy": "trajectory-accuracy-llm",
+    "code-trajectory-accuracy": "trajectory-accuracy-code",
+    "code-trajectory": "trajectory-code",
+    "code-tool-call-accuracy": "tool-call-accuracy-code",
+    "tone": "tone-consistency",
+}
 
 
 def _spec_for(name: str) -> ScorerSpec:

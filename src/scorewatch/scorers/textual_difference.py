@@ -1,58 +1,103 @@
-"""The textual-difference scorer: how much of the reference text survives in the output?
+"""The textual-difference scorer: how alike are the input and the output, character by character?
 
-Model-free and deterministic, built on the standard library's `difflib.SequenceMatcher` (the
-Ratcliff/Obershelp matching the reference system ports to JavaScript): the score is its
-`ratio()`, 2 * matched characters / total characters. The reference is the run's
-`ground_truth` when given, else the run input. `autojunk` is off so long texts are not
-judged on a sample of their characters.
+Model-free and deterministic, with the reference system's numbers: the score is the ratio
+2 x (length of the longest common subsequence of characters) / (sum of the two lengths), the
+formula difflib's `SequenceMatcher.ratio()` uses, but with a true LCS where difflib matches
+blocks. Identical texts give 1; one empty text against a non-empty one gives 0. Lengths are
+counted in UTF-16 units as the reference counts them (an emoji is two), so a text with emoji
+scores the same in both systems.
 
-Score: 0..1, higher means more alike, rounded half up to two decimals, no judge call. Two empty
-texts give 1. The preprocess result also reports the number of edit operations (`changes`), the
-relative length difference (`length_diff`) and `confidence` = 1 - length_diff.
+The texts are the run's input messages and output messages, each joined by `", "` (the
+reference's reading). A ground truth on the run is not used: the reference compares the
+output with the input.
+
+The LCS length comes from RapidFuzz's bit-parallel `LCSseq` (C++): O(n x m / 64) time and
+O(n) memory where the reference fills an n x m table, so long texts stay cheap.
+
+The preprocess result carries the reference's keys: `ratio`, `changes` (words inserted,
+removed or replaced; a difference in white space only counts at least 1), `lengthDiff` (the
+relative difference in length) and `confidence` (1 - lengthDiff). Score: `ratio`, 0..1,
+higher means more alike, not rounded; no judge call.
 """
 
 from __future__ import annotations
 
-from difflib import SequenceMatcher
+from collections import Counter
 from typing import Any
 
-from ..core import Scorer, StepContext
-from ._measured import measured_scorer, rounded
-from ._text import all_response_text, reference_text
+from rapidfuzz.distance import LCSseq
 
-__all__ = ["TEXTUAL_DIFFERENCE_SCORER_ID", "create_textual_difference_scorer"]
+from ..core import Scorer, StepContext
+from ._js import JS_SPACES, js_number, js_trim, utf16_len, utf16_units
+from ._measured import measured_scorer
+from ._text import joined_input_text, joined_output_text
+
+__all__ = [
+    "TEXTUAL_DIFFERENCE_SCORER_ID",
+    "count_changes",
+    "create_textual_difference_scorer",
+    "lcs_ratio",
+]
 
 TEXTUAL_DIFFERENCE_SCORER_ID = "textual-difference-scorer"
 
 
-def create_textual_difference_scorer(*, ignore_case: bool = False) -> Scorer:
-    """SequenceMatcher similarity between the output and the ground truth (or the input).
+def lcs_ratio(first: str, second: str) -> float:
+    """2 x LCS / total length, in UTF-16 units; 1 for equal texts, 0 when one is empty."""
+    if first == second:
+        return 1
+    if not first or not second:
+        return 0
+    a, b = utf16_units(first, second)
+    matches = LCSseq.similarity(a, b)
+    return 2 * matches / (len(a) + len(b))
 
-    Options: `ignore_case` (default False: a change of case is a change). Range 0..1, higher is
-    better, no judge call.
+
+def _words(text: str) -> list[str]:
+    return [word for word in JS_SPACES.split(text) if word]
+
+
+def count_changes(first: str, second: str) -> int:
+    """Words inserted, removed or replaced between the texts (the reference's count)."""
+    normal_first = js_trim(JS_SPACES.sub(" ", first))
+    normal_second = js_trim(JS_SPACES.sub(" ", second))
+    if normal_first == normal_second:
+        if first != second:
+            return abs(len(_words(first)) - len(_words(second))) or 1
+        return 0
+    words_first = [w for w in normal_first.split(" ") if w]
+    words_second = [w for w in normal_second.split(" ") if w]
+    if not words_first or not words_second:
+        return len(words_first) or len(words_second)
+    # The reference pairs each word with the first unused equal word; that pairs
+    # min(count, count) of every word, which a counter finds in linear time.
+    matching = sum((Counter(words_first) & Counter(words_second)).values())
+    return max(len(words_first), len(words_second)) - matching
+
+
+def create_textual_difference_scorer() -> Scorer:
+    """LCS similarity between the run's input and output (the reference's ratio).
+
+    Range 0..1, higher means more alike, no judge call.
     """
 
     def compare(ctx: StepContext) -> dict[str, Any]:
-        reference, source = reference_text(ctx.run.input, ctx.run.ground_truth)
-        output = all_response_text(ctx.run.output)
-        if ignore_case:
-            reference, output = reference.casefold(), output.casefold()
-        matcher = SequenceMatcher(None, reference, output, autojunk=False)
-        longest = max(len(reference), len(output))
-        length_diff = abs(len(reference) - len(output)) / longest if longest else 0.0
+        first = joined_input_text(ctx.run.input)
+        second = joined_output_text(ctx.run.output)
+        longest = max(utf16_len(first), utf16_len(second))
+        length_diff = abs(utf16_len(first) - utf16_len(second)) / longest if longest else 0
         return {
-            "reference_source": source,
-            "ratio": matcher.ratio(),
-            "changes": sum(1 for op in matcher.get_opcodes() if op[0] != "equal"),
-            "length_diff": length_diff,
-            "confidence": 1 - length_diff,
+            "ratio": js_number(lcs_ratio(first, second)),
+            "confidence": js_number(1 - length_diff),
+            "changes": count_changes(first, second),
+            "lengthDiff": js_number(length_diff),
         }
 
     return measured_scorer(
         id=TEXTUAL_DIFFERENCE_SCORER_ID,
         name="Textual Difference Scorer",
-        description="Measures how much of the ground truth (or the input) the output keeps, "
-        "with difflib's sequence matching",
+        description="Measures how alike the input and the output are, character by character "
+        "(longest common subsequence ratio)",
         measure=compare,
-        score=rounded("ratio"),
+        score=lambda measurement: measurement["ratio"],
     )

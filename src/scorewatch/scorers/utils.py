@@ -492,25 +492,54 @@ class ToolResultInfo:
     result: Any
 
 
+def _call_id(item: Any) -> str | None:
+    record = _as_mapping(item)
+    call_id = record.get("toolCallId") if record is not None else None
+    return call_id if isinstance(call_id, str) and call_id else None
+
+
+def _merged_invocations(legacy: list[Any], from_parts: list[Mapping[str, Any]]) -> list[Any]:
+    """Parts in order, with legacy-only calls kept before the next call both forms share (the
+    reference's merge; parts win for an id found in both: they hold the final state)."""
+    part_ids = {call_id for call_id in map(_call_id, from_parts) if call_id}
+    # A later duplicate id wins, as in the reference's Map.
+    positions = {call_id: index for index, call_id in enumerate(map(_call_id, legacy)) if call_id}
+
+    def legacy_only(item: Any) -> bool:
+        return _as_mapping(item) is not None and _call_id(item) not in part_ids
+
+    merged: list[Any] = []
+    next_legacy = 0
+    for invocation in from_parts:
+        call_id = _call_id(invocation)
+        shared = positions.get(call_id) if call_id else None
+        if shared is not None and shared >= next_legacy:
+            merged.extend(item for item in legacy[next_legacy:shared] if legacy_only(item))
+            next_legacy = shared + 1
+        merged.append(invocation)
+    merged.extend(item for item in legacy[next_legacy:] if legacy_only(item))
+    return merged
+
+
 def _agent_invocations(message: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
     """The reference system's tool invocations of a message, or None when it has none.
 
-    The legacy `content.toolInvocations` array wins; messages that store calls only as
-    `tool-invocation` parts are read from the parts.
+    A message may hold its calls as `tool-invocation` parts, in the legacy
+    `content.toolInvocations` array, or both (a call that threw may be only in the parts);
+    both are read and merged as the reference merges them.
     """
     body = _as_mapping(message.get("content"))
     if body is None:
         return None
-    legacy = _as_list(body.get("toolInvocations"))
-    if legacy:
-        raw: list[Any] = legacy
-    else:
-        raw = [
-            part.get("toolInvocation")
-            for part in (_as_mapping(p) for p in _as_list(body.get("parts")) or [])
-            if part is not None and part.get("type") == "tool-invocation"
-        ]
-    invocations = [m for m in (_as_mapping(item) for item in raw) if m is not None]
+    legacy = _as_list(body.get("toolInvocations")) or []
+    from_parts = [
+        invocation
+        for part in (_as_mapping(p) for p in _as_list(body.get("parts")) or [])
+        if part is not None and part.get("type") == "tool-invocation"
+        for invocation in [_as_mapping(part.get("toolInvocation"))]
+        if invocation
+    ]
+    invocations = [m for m in map(_as_mapping, _merged_invocations(legacy, from_parts)) if m]
     return invocations or None
 
 
@@ -531,9 +560,12 @@ def _openai_tool_calls(message: Mapping[str, Any]) -> list[tuple[str, str | None
     return calls
 
 
+_CALLED_STATES = ("call", "result", "output-error")
+
+
 def extract_tool_calls(run_output: Any) -> ToolCalls:
-    """Every tool call of the output (invocations in state `call` or `result`, or OpenAI
-    `tool_calls`), with where it was found."""
+    """Every tool call of the output (invocations in state `call`, `result` or `output-error`
+    (a tool that threw), or OpenAI `tool_calls`), with where it was found."""
     calls = ToolCalls()
     for message_index, item in enumerate(_messages_of(run_output)):
         message = _as_mapping(item)
@@ -546,7 +578,7 @@ def extract_tool_calls(run_output: Any) -> ToolCalls:
             indexed = [
                 (index, inv.get("toolName"), inv.get("toolCallId"))
                 for index, inv in enumerate(invocations)
-                if inv.get("state") in ("call", "result")
+                if inv.get("state") in _CALLED_STATES
             ]
         else:
             indexed = [
