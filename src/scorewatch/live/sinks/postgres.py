@@ -212,12 +212,26 @@ class PostgresSink:
         moment = result.created_at
         moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
         created_at = dict.fromkeys(TIME_COLUMNS, lambda _text: moment)
+        # JSON is serialized here, where `_encode` runs (off the event loop), not later while
+        # psycopg sends the row.
         return encode_row(
             storable(result.to_row()),
             dumps=_dumps,
-            as_json=lambda value: Jsonb(value, dumps=_dumps),
+            as_json=lambda value: Jsonb(_dumps(value), dumps=_as_is),
             convert=created_at,
         )
+
+    def _encode_all(
+        self, results: Sequence[LiveResult]
+    ) -> tuple[list[tuple[LiveResult, tuple[Any, ...]]], list[tuple[LiveResult, BaseException]]]:
+        rows: list[tuple[LiveResult, tuple[Any, ...]]] = []
+        refused: list[tuple[LiveResult, BaseException]] = []
+        for result in results:
+            try:
+                rows.append((result, self._encode(result)))
+            except Exception as error:  # this row cannot be written, whatever the database
+                refused.append((result, error))
+        return rows, refused
 
     async def write(self, results: Sequence[LiveResult]) -> None:
         """Upsert `results` in one transaction; when PostgreSQL refuses that for a reason of
@@ -225,13 +239,8 @@ class PostgresSink:
         are refused (`RowsRefusedError`)."""
         if not results:
             return
-        refused: list[tuple[LiveResult, BaseException]] = []
-        rows: list[tuple[LiveResult, tuple[Any, ...]]] = []
-        for result in results:
-            try:
-                rows.append((result, self._encode(result)))
-            except Exception as error:  # this row cannot be written, whatever the database
-                refused.append((result, error))
+        # Rows of megabytes take milliseconds to serialize: not on the caller's event loop.
+        rows, refused = await asyncio.to_thread(self._encode_all, results)
         if rows:
             pool = await self._connection_pool()
             if pool is not None:
@@ -329,6 +338,10 @@ class PostgresSink:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+def _as_is(text: Any) -> str:
+    return str(text)
 
 
 def _refuses(error: Exception) -> bool:
