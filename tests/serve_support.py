@@ -58,6 +58,16 @@ SCORER_MODULE = textwrap.dedent(
         return sw.create_scorer(id="failing", description="Always fails").generate_score(explode)
 
 
+    def make_picky_scorer():
+        def pick(ctx):
+            if not ctx.run.output:
+                return sw.not_scorable("empty output")
+            return {"length": len(str(ctx.run.output))}
+
+        scorer = sw.create_scorer(id="picky", description="Nothing to judge in empty output")
+        return scorer.preprocess(pick).generate_score(lambda ctx: 1)
+
+
     def make_exploding_factory():
         raise RuntimeError("no scorer today")
 

@@ -79,6 +79,7 @@ async def test_item_14_prompt_generate_score_asks_for_a_score_object() -> None:
         "type": "object",
         "properties": {"score": {"type": "number"}},
         "required": ["score"],
+        "additionalProperties": False,  # issue 16 item 7
     }
     assert request.step == "generate_score"
     assert request.instructions == "You are a careful judge."
@@ -129,6 +130,15 @@ async def test_item_15_failing_reason_step_is_attempted_once() -> None:
     result = await scorer.run(output="o")
     assert result.reason == "cut"
     assert judge.calls == 2
+
+
+@pytest.mark.parametrize("extra", ["NaN", "-Infinity", "1e400"])
+async def test_item_18_a_non_json_number_member_is_dropped_on_the_first_call(extra: str) -> None:
+    # Issue 16 item 1 changed this from a format failure: the reference drops the member.
+    judge = ScriptedJudge(['{"ok": true, "extra": ' + extra + "}", "never used"])
+    result = await analyze_scorer(judge).run(output="o")
+    assert result.analyze_step_result == {"ok": True}
+    assert judge.calls == 1
 
 
 # --------------------------------------------------------------------------------- item 16
@@ -249,8 +259,6 @@ async def test_item_18_format_failure_triggers_exactly_one_fallback(bad: Any) ->
 @pytest.mark.parametrize(
     ("scorer_kind", "bad"),
     [
-        ("analyze", '{"ok": true, "extra": NaN}'),
-        ("analyze", '{"ok": true, "extra": -Infinity}'),
         ("score", '{"score": Infinity}'),
         ("score", '{"score": NaN}'),
         ("score", '{"score": 1e400}'),
@@ -263,8 +271,9 @@ async def test_item_18_format_failure_triggers_exactly_one_fallback(bad: Any) ->
 async def test_item_18_non_json_numbers_and_non_numeric_scores_are_format_failures(
     scorer_kind: str, bad: str
 ) -> None:
-    # The reference system parses with JSON.parse: NaN/Infinity are not JSON, and a score must be a
-    # finite number. Both are format failures, so the fallback runs.
+    # NaN/Infinity are not JSON numbers: the member holding one is dropped (as the reference
+    # does), which leaves no score, and a score must be a finite number. Format failures, so the
+    # fallback runs.
     good = '{"ok": true}' if scorer_kind == "analyze" else '{"score": 0.5}'
     judge = ScriptedJudge([bad, good])
     scorer = analyze_scorer(judge) if scorer_kind == "analyze" else score_scorer(judge)
@@ -298,7 +307,10 @@ async def test_item_18_pydantic_output_schema_validates_and_dumps_plain_json() -
     judge = ScriptedJudge(['{"ok": "maybe"}', '{"ok": true, "reasons": ["clear"]}'])
     result = await analyze_scorer(judge, schema=Verdict).run(output="o")
     assert result.analyze_step_result == {"ok": True, "reasons": ["clear"]}
-    assert judge.requests[0].schema == Verdict.model_json_schema()
+    assert judge.requests[0].schema == {
+        **Verdict.model_json_schema(),
+        "additionalProperties": False,  # issue 16 item 7
+    }
     assert judge.calls == 2
 
 

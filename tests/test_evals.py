@@ -103,7 +103,7 @@ async def test_item_53_gate_errors_count_zero() -> None:
         data=DATA, target=str, scorers=[score_from_output()], gates=[failing("gate")]
     )
     assert result.gate_results is not None
-    assert result.gate_results[0].mean == 0.0
+    assert result.gate_results[0].score == 0.0
     assert result.verdict == "failed"
 
 
@@ -117,10 +117,11 @@ async def test_target_failure_is_reported() -> None:
 
 
 async def test_item_54_on_item_complete_once_per_item() -> None:
+    # Issue 16 item 6: one argument (item, target_result, scorer_results), as the reference's.
     calls: list[tuple[Any, Any, dict[str, sw.ScorerRunResult]]] = []
 
-    async def on_item(item: Any, target_result: Any, scorer_results: Any) -> None:
-        calls.append((item, target_result, scorer_results))
+    async def on_item(done: Any) -> None:
+        calls.append((done.item, done.target_result, done.scorer_results))
 
     await sw.run_evals(
         data=DATA, target=lambda t: t, scorers=[score_from_output()], on_item_complete=on_item

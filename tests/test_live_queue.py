@@ -325,6 +325,7 @@ def test_stats_shape() -> None:
         "dropped_queue_full",
         "dropped_shutdown",
         "scored",
+        "not_scorable",  # issue 16 item 3: counted apart from scores and failures
         "failed",
         "queued",
         "in_flight",

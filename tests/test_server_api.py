@@ -77,6 +77,10 @@ id = "failing"
 factory = "sw_test_scorers:make_failing_scorer"
 
 [[scorers]]
+id = "picky"
+factory = "sw_test_scorers:make_picky_scorer"
+
+[[scorers]]
 id = "half"
 factory = "sw_test_scorers:make_length_scorer"
 sampling = 0.5
@@ -235,6 +239,25 @@ def test_one_judge_call_scorer_and_a_failing_scorer(client: httpx.Client) -> Non
     assert stored["failedStep"] == "generateScore"
 
 
+def test_a_not_scorable_run_is_neither_a_score_nor_a_failure(client: httpx.Client) -> None:
+    response = client.post(
+        "/v1/scores", params={"wait": "true"}, json=pair(scorers=["picky"], output="")
+    )
+    assert response.status_code == 200, response.text
+    [result] = response.json()["results"]
+    assert result["status"] == "not_scorable"
+    assert result["score"] is None and result["error"] is None
+    assert result["not_scorable"] == {"step": "preprocess", "reason": "empty output"}
+    rows = client.get("/v1/scores", params={"scorer": "picky", "status": "not_scorable"}).json()
+    stored = next(r for r in rows["scores"] if r["id"] == result["run_id"])
+    assert stored["score"] is None and stored["status"] == "not_scorable"
+    assert stored["metadata"]["notScorable"] == {"step": "preprocess", "reason": "empty output"}
+    scored = client.post(
+        "/v1/scores", params={"wait": "true"}, json=pair(scorers=["picky"], output="x")
+    ).json()["results"][0]
+    assert (scored["status"], scored["score"], scored["not_scorable"]) == ("success", 1, None)
+
+
 def test_skipped_decisions_filter_then_sampling(client: httpx.Client) -> None:
     inside = next(f"{i:032x}" for i in range(1000) if fraction_of(f"{i:032x}") < 0.5)
     outside = next(f"{i:032x}" for i in range(1000) if fraction_of(f"{i:032x}") >= 0.5)
@@ -256,7 +279,7 @@ def test_skipped_decisions_filter_then_sampling(client: httpx.Client) -> None:
 def test_all_scorers_when_none_are_named(client: httpx.Client) -> None:
     body = client.post("/v1/scores", json=pair(scorers=None, target="support-bot")).json()
     decided = {a["scorer"] for a in body["accepted"]} | {s["scorer"] for s in body["skipped"]}
-    assert decided == {"summary", "length", "judged", "failing", "half", "bot-only"}
+    assert decided == {"summary", "length", "judged", "failing", "picky", "half", "bot-only"}
     wait_idle(client)
 
 
@@ -299,7 +322,7 @@ def test_get_scores_filters(client: httpx.Client) -> None:
 
 def test_scorers_listing(client: httpx.Client) -> None:
     listed = {s["id"]: s for s in client.get("/v1/scorers").json()["scorers"]}
-    assert set(listed) == {"summary", "length", "judged", "failing", "half", "bot-only"}
+    assert set(listed) == {"summary", "length", "judged", "failing", "picky", "half", "bot-only"}
     assert listed["summary"]["source"] == "kind:summarization"
     assert listed["summary"]["judge_model"] == "openai/loopback-judge"
     assert listed["summary"]["has_judge"] is True
@@ -387,7 +410,15 @@ def test_404_unknown_scorer_lists_the_known_ones(client: httpx.Client) -> None:
     assert response.status_code == 404
     body = response.json()
     assert body["error"] == "unknown_scorer"
-    assert body["known_scorers"] == ["bot-only", "failing", "half", "judged", "length", "summary"]
+    assert body["known_scorers"] == [
+        "bot-only",
+        "failing",
+        "half",
+        "judged",
+        "length",
+        "picky",
+        "summary",
+    ]
     assert "'sumary'" in body["message"]
     batch = client.post("/v1/scores:batch", json={"items": [pair(scorers=["nope"])]})
     assert batch.status_code == 404

@@ -19,6 +19,7 @@ from ..judge.errors import StructuredOutputError
 from ..judge.protocol import JsonPromptInjection, JudgeCost, JudgeReply, JudgeRequest
 from ..judge.retry import NO_RETRY, RetryPolicy
 from ..judge.usage import EMPTY_USAGE, JudgeUsage, add_usage
+from .answer_json import NeedsSearch
 from .errors import MISSING_MODEL_OR_INSTRUCTIONS
 from .hooks import JudgeAttempt, RunListener, notify
 from .records import JudgeErrorSummary, JudgeExecutionFailure, JudgeExecutionSuccess
@@ -91,6 +92,9 @@ def _add_cost(total: JudgeCost | None, cost: JudgeCost) -> JudgeCost:
         # Amounts in different units cannot be added; keep the first authoritative one.
         return total
     return JudgeCost(amount=total.amount + cost.amount, unit=cost.unit, source=cost.source)
+
+
+_SEARCH_ON_LOOP_CHARS = 2_048
 
 
 def _retry_policy(judge: ResolvedJudge) -> RetryPolicy:
@@ -190,10 +194,19 @@ class _StepCall:
         )
         notify(self.listeners, lambda lst: lst.judge_attempt_finished(event))
 
-    def validated(self, reply: JudgeReply) -> Any:
+    async def validated(self, reply: JudgeReply) -> Any:
         assert self.step.validate is not None
+        text, finish_reason = reply.text, reply.finish_reason
         try:
-            value = self.step.validate(parse_json_reply(reply.text, reply.finish_reason))
+            try:
+                # Plain JSON is read here (C speed); so is a short answer that needs searching.
+                parsed = parse_json_reply(
+                    text, finish_reason, search=len(text) <= _SEARCH_ON_LOOP_CHARS
+                )
+            except NeedsSearch:
+                # Searching a long answer for its JSON is pure-Python work: off the event loop.
+                parsed = await asyncio.to_thread(parse_json_reply, text, finish_reason)
+            value = self.step.validate(parsed)
         except StructuredOutputError:
             if self.ledger.finish_reason != "length":
                 self.ledger.finish_reason = "error"
@@ -215,7 +228,7 @@ class _StepCall:
             self.ledger.output, self.ledger.has_output = reply.text, True
             return reply.text, reply
         try:
-            return self.validated(reply), reply
+            return await self.validated(reply), reply
         except StructuredOutputError:
             pass
         fallback = replace(
@@ -224,7 +237,7 @@ class _StepCall:
             json_prompt_injection=_fallback_injection(judge.json_prompt_injection),
         )
         reply = await self.call(fallback)
-        return self.validated(reply), reply
+        return await self.validated(reply), reply
 
 
 def _error_summary(error: BaseException) -> JudgeErrorSummary:

@@ -6,7 +6,6 @@ location and kind only: the judge's text (evaluated content) never goes into an 
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from collections.abc import Callable
@@ -15,10 +14,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..judge.errors import StructuredOutputError
+from .answer_json import parse_json_reply
 
 __all__ = [
     "SCORE_SCHEMA",
     "OutputSchema",
+    "closed_objects",
     "compile_schema",
     "is_finite_number",
     "parse_json_reply",
@@ -32,7 +33,35 @@ SCORE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"score": {"type": "number"}},
     "required": ["score"],
+    "additionalProperties": False,
 }
+
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+_SUBSCHEMAS = ("items", "not", "if", "then", "else", "additionalItems")
+
+
+def closed_objects(schema: Any) -> Any:
+    """A copy of `schema` in which every object schema forbids unlisted members
+    (`additionalProperties: false`), as the reference's schemas do and OpenAI's strict structured
+    outputs require. An object schema that already says what extra members may be is kept."""
+    if isinstance(schema, list):
+        return [closed_objects(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    closed: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            closed[key] = {name: closed_objects(sub) for name, sub in value.items()}
+        elif key in _SUBSCHEMA_LISTS or key in _SUBSCHEMAS:
+            closed[key] = closed_objects(value)
+        else:
+            closed[key] = value
+    if (schema.get("type") == "object" or "properties" in schema) and (
+        "additionalProperties" not in schema
+    ):
+        closed["additionalProperties"] = False
+    return closed
 
 
 def is_finite_number(value: Any) -> bool:
@@ -67,7 +96,7 @@ def compile_schema(schema: Any) -> tuple[dict[str, Any], Validator]:
             except ValidationError as exc:
                 raise _schema_error(_pydantic_summary(exc)) from None
 
-        return model.model_json_schema(), validate_model
+        return closed_objects(model.model_json_schema()), validate_model
     if isinstance(schema, dict):
         from jsonschema import exceptions, validators
 
@@ -88,7 +117,7 @@ def compile_schema(schema: Any) -> tuple[dict[str, Any], Validator]:
                 raise _schema_error(where)
             return value
 
-        return schema, validate_dict
+        return closed_objects(schema), validate_dict
     raise ValueError(
         f"expected a pydantic model class or a JSON-schema dict, got {type(schema).__name__}"
     )
@@ -107,55 +136,3 @@ def _pydantic_summary(exc: ValidationError) -> str:
         for err in exc.errors(include_input=False, include_url=False)[:5]
     ]
     return "; ".join(parts)
-
-
-class _NotJsonNumber(ValueError):
-    pass
-
-
-def _reject_constant(name: str) -> Any:
-    # Python's json accepts NaN and Infinity; JSON (and the reference system's JSON.parse) does not,
-    # and a record holding them would not serialize as JSON.
-    raise _NotJsonNumber(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotJsonNumber("a number is out of the float range")
-    return value
-
-
-def parse_json_reply(text: str, finish_reason: str | None) -> Any:
-    """The JSON object in a judge reply; tolerates a markdown fence around it."""
-    body = text.strip()
-    if body.startswith("```"):
-        body = body.split("\n", 1)[1] if "\n" in body else ""
-        if body.rstrip().endswith("```"):
-            body = body.rstrip()[:-3]
-    truncated = finish_reason == "length"
-    try:
-        value = json.loads(body, parse_constant=_reject_constant, parse_float=_finite_float)
-    except _NotJsonNumber as exc:
-        raise StructuredOutputError(
-            f"the judge's answer is not valid JSON ({exc})",
-            code="STRUCTURED_OUTPUT_JSON_PARSE_FAILED",
-        ) from None
-    except json.JSONDecodeError as exc:
-        if truncated:
-            raise StructuredOutputError(
-                "the judge's answer was cut off (finish_reason=length) before the JSON ended",
-                code="STRUCTURED_OUTPUT_TRUNCATED",
-                finish_reason="length",
-            ) from None
-        raise StructuredOutputError(
-            f"the judge's answer is not valid JSON ({exc.msg} at line {exc.lineno} "
-            f"column {exc.colno})",
-            code="STRUCTURED_OUTPUT_JSON_PARSE_FAILED",
-        ) from None
-    if value is None:
-        raise StructuredOutputError(
-            "the judge's answer is JSON null, not an object",
-            code="STRUCTURED_OUTPUT_OBJECT_UNDEFINED",
-        )
-    return value

@@ -12,7 +12,15 @@ from .experiment import (
     run_experiment,
     run_experiment_sync,
 )
-from .run import EvalResult, EvalSummary, GateResult, ThresholdResult, run_evals, run_evals_sync
+from .run import (
+    EvalResult,
+    EvalSummary,
+    GateResult,
+    ItemComplete,
+    ThresholdResult,
+    run_evals,
+    run_evals_sync,
+)
 
 __all__ = [
     "EvalResult",
@@ -21,6 +29,7 @@ __all__ = [
     "ExperimentResult",
     "ExperimentSummary",
     "GateResult",
+    "ItemComplete",
     "RunOutcome",
     "ScorerEntry",
     "ScorerResult",

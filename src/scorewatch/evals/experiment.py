@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ..core.errors import ScorerRunError
+from ..core.not_scorable import NotScorableInfo
 from ..core.result import ScorerRunResult
 from ..core.scorer import Scorer
 from ..core.sync import run_coroutine_sync
@@ -36,9 +37,13 @@ __all__ = [
 
 
 class ScorerResult(BaseModel):
+    """One scorer on one item: a score, a failure (`error`), or neither when the scorer declared
+    the item not scorable (`not_scorable`), which leaves it out of the scorer's mean."""
+
     scorer_id: str
     scorer_name: str
     score: float | None = None
+    not_scorable: NotScorableInfo | None = None
     reason: str | None = None
     error: str | None = None
     failed_step: str | None = None
@@ -59,6 +64,7 @@ class ExperimentSummary(BaseModel):
     total_items: int
     failed_items: int
     scorer_failures: dict[str, int]
+    not_scorable: dict[str, int] = {}
 
 
 class ExperimentResult(BaseModel):
@@ -85,7 +91,9 @@ def _scorer_result(scorer: Scorer, outcome: ScorerRunResult | BaseException) -> 
     base = {"scorer_id": scorer.id, "scorer_name": scorer.name}
     if isinstance(outcome, ScorerRunResult):
         reason = outcome.reason if isinstance(outcome.reason, str) else None
-        return ScorerResult(**base, score=outcome.score, reason=reason)
+        return ScorerResult(
+            **base, score=outcome.score, reason=reason, not_scorable=outcome.not_scorable
+        )
     if isinstance(outcome, ScorerRunError):
         snapshot = outcome.result
         score = snapshot.score if snapshot is not None else None
@@ -170,11 +178,14 @@ async def run_experiment(
 
 def _summarize(scorers: list[Scorer], items: list[ExperimentItem]) -> ExperimentResult:
     failures = {scorer.id: 0 for scorer in scorers}
+    skipped: dict[str, int] = {}
     values: dict[str, list[float]] = {scorer.id: [] for scorer in scorers}
     for item in items:
         for scorer_id, result in item.results.items():
             if result.error is not None:
                 failures[scorer_id] += 1
+            elif result.not_scorable is not None:
+                skipped[scorer_id] = skipped.get(scorer_id, 0) + 1
             elif result.score is not None:
                 values[scorer_id].append(result.score)
     failed_items = sum(1 for item in items if item.target_error is not None)
@@ -182,7 +193,10 @@ def _summarize(scorers: list[Scorer], items: list[ExperimentItem]) -> Experiment
         status="failed" if items and failed_items == len(items) else "completed",
         scores={k: m for k, v in values.items() if (m := mean(v)) is not None},
         summary=ExperimentSummary(
-            total_items=len(items), failed_items=failed_items, scorer_failures=failures
+            total_items=len(items),
+            failed_items=failed_items,
+            scorer_failures=failures,
+            not_scorable=skipped,
         ),
         items=items,
     )

@@ -49,6 +49,7 @@ def outcome_record(
         "ground_truth": item.get("ground_truth"),
         "score": None,
         "reason": None,
+        "not_scorable": None,
         "error": None,
         "failed_step": None,
         "completed_steps": None,
@@ -59,6 +60,8 @@ def outcome_record(
     }
     if isinstance(outcome.result, ScorerRunResult):
         record["score"] = outcome.result.score
+        if outcome.result.not_scorable is not None:
+            record["not_scorable"] = outcome.result.not_scorable.model_dump(mode="json")
         reason = outcome.result.reason
         record["reason"] = reason if isinstance(reason, str) else None
     else:

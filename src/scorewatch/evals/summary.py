@@ -25,6 +25,7 @@ class ScorerSummary:
     scorer_id: str
     scores: list[float] = field(default_factory=list)
     failures: int = 0
+    not_scorable: int = 0
     judge_calls: int = 0
     tokens: int = 0
     estimated_cost_usd: float = 0.0
@@ -32,7 +33,7 @@ class ScorerSummary:
 
     @property
     def runs(self) -> int:
-        return len(self.scores) + self.failures
+        return len(self.scores) + self.failures + self.not_scorable
 
     @property
     def mean(self) -> float | None:
@@ -51,6 +52,8 @@ def summarize_records(records: Iterable[Mapping[str, Any]]) -> dict[str, ScorerS
         summary = summaries.setdefault(scorer_id, ScorerSummary(scorer_id))
         if record.get("error"):
             summary.failures += 1
+        elif record.get("not_scorable"):
+            summary.not_scorable += 1
         elif isinstance(record.get("score"), int | float):
             summary.scores.append(float(record["score"]))
         summary.judge_calls += int(record.get("judge_calls") or 0)

@@ -36,7 +36,7 @@ logger = logging.getLogger("scorewatch.live.observers")
 LiveDecision = Literal[
     "sampled", "not_sampled", "filtered", "dropped_queue_full", "dropped_shutdown"
 ]
-LIVE_COUNTS: tuple[str, ...] = (*get_args(LiveDecision), "scored", "failed")
+LIVE_COUNTS: tuple[str, ...] = (*get_args(LiveDecision), "scored", "not_scorable", "failed")
 """What a live queue counts: every decision, then how accepted runs ended."""
 
 

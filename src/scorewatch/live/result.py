@@ -2,7 +2,9 @@
 
 `to_row()` is the reference system's score row (spec §9, camelCase, `source="LIVE"`) plus the
 fields the reference leaves out: the judge records, the run status and, for failed runs, the
-error, the failed step and the completed steps. A failed run carries no score. Secret-looking
+error, the failed step and the completed steps. A failed run carries no score; neither does a run
+a scorer declared not scorable (status `not_scorable`, with `metadata.notScorable = {step,
+reason}`), which the reference does not store at all. Secret-looking
 keys of the request context and metadata are redacted (the scorer itself saw them unchanged).
 """
 
@@ -11,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic_core import to_jsonable_python
 
 from ..core.errors import ScorerRunError
+from ..core.not_scorable import NotScorableInfo
 from ..core.result import ScorerRunResult, ScorerRunSnapshot
 from ..core.scorer import Scorer
 from ..core.steps import camel_step
@@ -24,9 +27,13 @@ from .context import LiveCall
 from .redact import redact_secrets
 from .storable import storable
 
+if TYPE_CHECKING:
+    from .work_queue import JobOutcome
+
 __all__ = ["LiveResult", "LiveStatus", "iso_timestamp"]
 
-LiveStatus = Literal["success", "failed"]
+LiveStatus = Literal["success", "failed", "not_scorable"]
+_STATUSES: frozenset[str] = frozenset(get_args(LiveStatus))
 RowSource = Literal["LIVE", "TEST"]
 """The reference row's `source`: live traffic, or batch evaluation (experiments)."""
 
@@ -72,7 +79,9 @@ class LiveResult:
         result: ScorerRunResult,
         source: RowSource = "LIVE",
     ) -> LiveResult:
-        return cls._of(run_id, scorer, call, source, "success", result)
+        """A finished run: `not_scorable` when a step declared it so, else `success`."""
+        status: LiveStatus = "success" if result.not_scorable is None else "not_scorable"
+        return cls._of(run_id, scorer, call, source, status, result)
 
     @classmethod
     def failure(
@@ -138,6 +147,9 @@ class LiveResult:
         scorer_id = str(row["scorerId"])
         scorer = row.get("scorer") or {}
         completed = row.get("completedSteps") or ()
+        status = row.get("status")
+        metadata = row.get("metadata")
+        skipped = metadata.get("notScorable") if isinstance(metadata, Mapping) else None
         return cls(
             id=run_id,
             scorer_id=scorer_id,
@@ -145,9 +157,14 @@ class LiveResult:
             scorer_description=str(scorer.get("description") or ""),
             has_judge=bool(scorer.get("hasJudge")),
             call=call,
-            status="success" if row.get("status") == "success" else "failed",
+            status=status if isinstance(status, str) and status in _STATUSES else "failed",  # type: ignore[arg-type]
             result=ScorerRunSnapshot(
-                run_id=run_id, score=row.get("score"), reason=row.get("reason")
+                run_id=run_id,
+                score=row.get("score"),
+                reason=row.get("reason"),
+                not_scorable=NotScorableInfo.model_validate(skipped)
+                if status == "not_scorable" and isinstance(skipped, Mapping)
+                else None,
             ),
             error=row.get("error"),
             error_code=row.get("errorCode"),
@@ -157,10 +174,19 @@ class LiveResult:
         )
 
     @property
-    def score(self) -> float | None:
+    def score(self) -> int | float | None:
         if self.status != "success" or self.result is None:
             return None
         return self.result.score
+
+    @property
+    def not_scorable(self) -> NotScorableInfo | None:
+        return None if self.result is None else self.result.not_scorable
+
+    @property
+    def outcome(self) -> JobOutcome:
+        """How the live queue counts this run."""
+        return "scored" if self.status == "success" else self.status
 
     @property
     def reason(self) -> Any:
@@ -187,6 +213,10 @@ class LiveResult:
             metadata["groundTruth"] = _jsonable(call.ground_truth)
         if call.metadata:
             metadata.update(redact_secrets(_jsonable(call.metadata)))
+        skipped = self.not_scorable
+        if skipped is not None:
+            # The reference's score row has no column for this; metadata keeps the table as is.
+            metadata["notScorable"] = skipped.model_dump(mode="json", by_alias=True)
         reason = self.reason
         return {
             "id": self.id,

@@ -329,7 +329,7 @@ class LiveScoring:
     async def _execute(self, job: Job[_Work]) -> JobOutcome:
         work = job.payload
         live_result = await score_call(work.scorer, work.call, work.run_id)
-        outcome: JobOutcome = "scored" if live_result.status == "success" else "failed"
+        outcome: JobOutcome = live_result.outcome
         if outcome == "failed":
             self._warn.warning(
                 f"run:{work.scorer.id}:{live_result.error_type}",
@@ -341,7 +341,7 @@ class LiveScoring:
         if not self._queue.begin_commit(job):
             return outcome  # given up at shutdown meanwhile: counted as dropped, never stored
         delivery = await self._store(live_result)
-        return "scored" if delivery.stored.status == "success" else "failed"
+        return delivery.stored.outcome
 
     async def _store(self, result: LiveResult) -> Delivery:
         def failed(name: str, _error: Exception) -> None:

@@ -32,7 +32,7 @@ __all__ = ["Admission", "Job", "JobOutcome", "WorkQueue", "in_live_job"]
 logger = logging.getLogger("scorewatch.live")
 
 Admission = Literal["accepted", "queue_full", "closed"]
-JobOutcome = Literal["scored", "failed", "dropped_shutdown"]
+JobOutcome = Literal["scored", "not_scorable", "failed", "dropped_shutdown"]
 JobState = Literal["queued", "running", "done"]
 
 P = TypeVar("P")

@@ -197,7 +197,7 @@ class InProcessIntake:
     async def _execute(self, job: Job[_Work]) -> JobOutcome:
         work = job.payload
         live_result = await score_call(work.scorer, work.call, work.run_id)
-        if live_result.status != "success":
+        if live_result.outcome == "failed":
             # The error text may quote content; the log names only the run and the error type.
             logger.debug(
                 "scorer %r failed on run %s (%s)",
@@ -214,7 +214,7 @@ class InProcessIntake:
                 work.done.cancel()  # not stored: `?wait=true` says dropped
             else:
                 work.done.set_result(stored)
-        return "scored" if stored.status == "success" else "failed"
+        return stored.outcome
 
     async def _store(self, result: LiveResult) -> Delivery:
         def failed(name: str, error: Exception) -> None:

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.not_scorable import NotScorableInfo
+
 __all__ = [
     "AcceptedRun",
     "BatchAccepted",
@@ -137,13 +139,16 @@ class BatchAccepted(BaseModel):
 class RunOutcome(BaseModel):
     scorer: str
     run_id: str
-    status: Literal["success", "failed", "pending", "dropped"] = Field(
-        description="`pending`: not finished within the wait timeout; it keeps running and "
-        "its result will be stored. `dropped`: not stored: given up at shutdown, or a sink "
-        "stayed down past sinks.retry_timeout (counted). `failed` with error_code "
-        "`unstorable`: a sink refused the row; the run is stored as a failure without content."
+    status: Literal["success", "not_scorable", "failed", "pending", "dropped"] = Field(
+        description="`not_scorable`: the scorer found nothing to judge (no score; "
+        "`not_scorable` says which step and why). `pending`: not finished within the wait "
+        "timeout; it keeps running and its result will be stored. `dropped`: not stored: "
+        "given up at shutdown, or a sink stayed down past sinks.retry_timeout (counted). "
+        "`failed` with error_code `unstorable`: a sink refused the row; the run is stored as "
+        "a failure without content."
     )
-    score: float | None = None
+    score: int | float | None = None
+    not_scorable: NotScorableInfo | None = None
     reason: Any = None
     error: str | None = None
     error_code: str | None = None

@@ -77,6 +77,7 @@ _COUNTS = (
     "delivered",
     "redelivered",
     "scored",
+    "not_scorable",
     "failed_attempts",
     "failed",
     "dead_lettered",
@@ -378,7 +379,7 @@ class StreamWorker:
             self._count("failed")
             await self._dead_letter(delivery, "failed")
             return "failed"
-        self._count("scored")
+        self._count(result.outcome)
         await self._acknowledge(delivery.entry_id)
         return None
 

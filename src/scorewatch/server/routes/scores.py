@@ -186,6 +186,7 @@ def _outcome(scorer: str, run_id: str, future: asyncio.Future[LiveResult]) -> Ru
         run_id=run_id,
         status=result.status,
         score=result.score,
+        not_scorable=result.not_scorable,
         reason=result.reason if result.status == "success" else None,
         error=result.error,
         error_code=result.error_code,
@@ -296,7 +297,9 @@ async def list_scores(
     since: datetime | None = Query(  # noqa: B008 - FastAPI's way of declaring a parameter
         None, description="Only results created at or after."
     ),
-    status: Literal["success", "failed"] | None = Query(None, description="Only this status."),
+    status: Literal["success", "not_scorable", "failed"] | None = Query(
+        None, description="Only this status."
+    ),
     min_score: float | None = Query(
         None, description="Only scores at or above.", allow_inf_nan=False
     ),
