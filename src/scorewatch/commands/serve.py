@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="validate the configuration and build the scorers, then exit",
+        help="validate the configuration, build the scorers and reach the configured Redis "
+        "and PostgreSQL, then exit (1 naming what is unreachable)",
     )
 
 
@@ -48,10 +49,16 @@ def run(args: argparse.Namespace) -> int:
             config = with_queue_url(config, args.queue)
         if args.check:
             from ..server.auth import resolve_token
+            from ..server.dependencies import DependencyUnavailableError, require_dependencies
             from ..server.scorers import build_scorers
 
             resolve_token(config)
             built = build_scorers(config)
+            try:
+                require_dependencies(config)
+            except DependencyUnavailableError as error:
+                print(f"scorewatch serve: {error.message}", file=sys.stderr)
+                return 1
             print(f"{args.config}: OK ({len(built)} scorer(s): {', '.join(s.id for s in built)})")
             return 0
         from ..server.runner import serve

@@ -53,14 +53,19 @@ def run(args: argparse.Namespace) -> int:
                 parse_listen(args.metrics_listen)
             except ValueError as error:
                 raise ConfigError(f"--metrics-listen: {error}") from None
+        from ..server.dependencies import DependencyUnavailableError
         from ..server.worker_runner import run_worker
 
-        return run_worker(
-            config,
-            concurrency=args.concurrency,
-            consumer=args.consumer,
-            metrics_listen=args.metrics_listen,
-        )
+        try:
+            return run_worker(
+                config,
+                concurrency=args.concurrency,
+                consumer=args.consumer,
+                metrics_listen=args.metrics_listen,
+            )
+        except DependencyUnavailableError as error:
+            print(f"scorewatch worker: {error.message}", file=sys.stderr)
+            return 1
     except ConfigError as error:
         print(f"scorewatch worker: {error.message}", file=sys.stderr)
         return 2

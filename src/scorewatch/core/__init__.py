@@ -14,6 +14,7 @@ from .hooks import (
     remove_run_observer,
 )
 from .not_scorable import NotScorable, NotScorableInfo, is_not_scorable, not_scorable
+from .offload import offload_function_steps
 from .records import (
     JudgeErrorSummary,
     JudgeExecution,
@@ -55,6 +56,7 @@ __all__ = [
     "create_scorer",
     "is_not_scorable",
     "not_scorable",
+    "offload_function_steps",
     "remove_run_observer",
     "run_coroutine_sync",
 ]

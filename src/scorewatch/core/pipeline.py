@@ -12,6 +12,7 @@ from ..errors import ScorewatchError
 from .errors import INVALID_STEP_RESULT, MISSING_GENERATE_SCORE, ScorerRunError
 from .hooks import RunListener, RunStart, StepOutcome, current_observers, notify, start_listeners
 from .not_scorable import NotScorable, NotScorableInfo
+from .offload import run_off_loop, step_executor
 from .prompt import PromptStepFailure, execute_prompt_step
 from .records import (
     JudgeExecutionFailure,
@@ -242,7 +243,10 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
                 value = await _execute_function_step(scorer, step, ctx)
             else:
                 # The common case, inlined: a synchronous function returning a plain value.
-                value = function(ctx)
+                executor = step_executor()
+                value = function(ctx) if executor is None else await run_off_loop(
+                    executor, function, ctx
+                )  # fmt: skip
                 if type(value) not in _PLAIN_TYPES and inspect.isawaitable(value):
                     value = await value
                 if step.name == "generate_score":

@@ -22,6 +22,7 @@ from ..judge.usage import EMPTY_USAGE, JudgeUsage, add_usage
 from .answer_json import NeedsSearch
 from .errors import MISSING_MODEL_OR_INSTRUCTIONS
 from .hooks import JudgeAttempt, RunListener, notify
+from .offload import run_off_loop, step_executor
 from .records import JudgeErrorSummary, JudgeExecutionFailure, JudgeExecutionSuccess
 from .result import StepContext
 from .schema import parse_json_reply
@@ -204,8 +205,9 @@ class _StepCall:
                     text, finish_reason, search=len(text) <= _SEARCH_ON_LOOP_CHARS
                 )
             except NeedsSearch:
-                # Searching a long answer for its JSON is pure-Python work: off the event loop.
-                parsed = await asyncio.to_thread(parse_json_reply, text, finish_reason)
+                # Searching a long answer for its JSON is pure-Python work: off the event loop,
+                # in the scoring pool when the caller installed one (core.offload).
+                parsed = await run_off_loop(step_executor(), parse_json_reply, text, finish_reason)
             value = self.step.validate(parsed)
         except StructuredOutputError:
             if self.ledger.finish_reason != "length":

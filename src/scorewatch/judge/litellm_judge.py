@@ -15,6 +15,7 @@ declare `"supports_response_schema": True`).
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -27,7 +28,7 @@ from .retry import RetryPolicy
 from .structured import Placement, render_messages, resolve_injection
 from .usage import EMPTY_USAGE, JudgeUsage, normalize_usage
 
-__all__ = ["LiteLLMJudge"]
+__all__ = ["LiteLLMJudge", "warm_up_litellm"]
 
 _TIMEOUT_GRACE_S = 1.0
 """How long past its own `timeout` the client gets before the call is abandoned regardless."""
@@ -47,6 +48,25 @@ def _import_litellm() -> Any:
     # litellm prints a "Give Feedback / Get Help" banner to stdout on every failed call.
     litellm.suppress_debug_info = True
     return litellm
+
+
+def warm_up_litellm() -> None:
+    """Import litellm and walk one offline (mocked) completion through it; never raises.
+
+    litellm imports much of itself on the first call, which takes seconds of CPU: whoever runs
+    judged scorers on an event loop calls this first, in a thread, so that cost is not paid on
+    the loop."""
+    try:
+        litellm = _import_litellm()
+        litellm.completion(
+            model="openai/scorewatch-warm-up",
+            messages=[{"role": "user", "content": "warm-up"}],
+            mock_response="ok",
+        )
+    except Exception as error:  # a failed warm-up only costs the first run some time
+        logging.getLogger("scorewatch.judge").debug(
+            "judge warm-up failed (%s)", type(error).__name__
+        )
 
 
 class LiteLLMJudge:

@@ -23,6 +23,7 @@ from ..core.result import ScorerRunResult, ScorerRunSnapshot
 from ..core.scorer import Scorer
 from ..core.steps import camel_step
 from ..errors import ScorewatchError
+from ..judge.errors import JudgeError
 from .context import LiveCall
 from .redact import redact_secrets
 from .storable import storable
@@ -69,6 +70,9 @@ class LiveResult:
     completed_steps: tuple[str, ...] = ()
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     source: RowSource = "LIVE"
+    # False when running it again cannot help: the judge refused the call for good (401, 400,
+    # a prompt over the context window, ...). Other failures may be transient.
+    retryable: bool = True
 
     @classmethod
     def success(
@@ -137,6 +141,7 @@ class LiveResult:
             failed_step=failed_step,
             completed_steps=completed_steps,
             source=source,
+            retryable=not (isinstance(cause, JudgeError) and not cause.retryable),
         )
 
     @classmethod

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import inspect
 import logging
 import signal
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -131,6 +133,7 @@ class LiveScoring:
         self._shut = False
         self._previous_sigterm: Any = None
         self._sigterm_installed = False
+        self._warm_up = _warm_up_judges(self._entries.values())
         if drain_on_exit:
             _drain_at_exit(self)
         if handle_sigterm:
@@ -328,6 +331,11 @@ class LiveScoring:
 
     async def _execute(self, job: Job[_Work]) -> JobOutcome:
         work = job.payload
+        warm_up = self._warm_up
+        if warm_up is not None and work.scorer.has_judge:
+            if not warm_up.done():  # the agent's loop waits for it, never imports litellm
+                await asyncio.wrap_future(warm_up)
+            self._warm_up = None
         live_result = await score_call(work.scorer, work.call, work.run_id)
         outcome: JobOutcome = live_result.outcome
         if outcome == "failed":
@@ -476,6 +484,28 @@ class LiveScoring:
         else:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.raise_signal(signal.SIGTERM)
+
+
+def _warm_up_judges(entries: Iterable[ScorerEntry]) -> concurrent.futures.Future[None] | None:
+    """Warm litellm up in a thread when a scorer is judged by a litellm model id, so that the
+    first judged run does not import it on the agent's event loop."""
+    if "litellm" in sys.modules or not any(
+        entry.scorer.judge is not None and isinstance(entry.scorer.judge.model, str)
+        for entry in entries
+    ):
+        return None
+    from ..judge.litellm_judge import warm_up_litellm
+
+    done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    def warm() -> None:
+        try:
+            warm_up_litellm()
+        finally:
+            done.set_result(None)
+
+    threading.Thread(target=warm, name="scorewatch-litellm-warm-up", daemon=True).start()
+    return done
 
 
 def _drain_at_exit(live: LiveScoring) -> None:

@@ -23,14 +23,15 @@ preprocess result has the reference's keys: `inputElements`, `outputElements`,
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 from ..core import Scorer, StepContext
 from ._js import js_lower, js_number
 from ._measured import measured_scorer
-from ._text import joined_input_text, joined_output_text
+from ._text import joined_input_text, joined_output_text, pieces
 
 __all__ = ["COMPLETENESS_SCORER_ID", "coverage", "create_completeness_scorer", "key_elements"]
 
@@ -50,11 +51,18 @@ def _normalize(text: str) -> str:
     return js_lower(_MARKS.sub("", unicodedata.normalize("NFD", text)))
 
 
-@cache
-def _stemmer() -> Any:
-    import snowballstemmer
+_local = threading.local()
 
-    return snowballstemmer.stemmer("english")
+
+def _stemmer() -> Any:
+    # One per thread: a Snowball stemmer keeps the word being stemmed in its own fields, and
+    # large runs are scored in worker threads (live.offload).
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        import snowballstemmer
+
+        stemmer = _local.stemmer = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 @lru_cache(maxsize=65536)
@@ -66,7 +74,10 @@ def _stem(word: str) -> str:
 
 def key_elements(text: str) -> list[str]:
     """The distinct stems of `text`'s words, in order of first appearance."""
-    return list(dict.fromkeys(_stem(word) for word in _NOT_WORD.sub(" ", _normalize(text)).split()))
+    words = [
+        word for piece in pieces(_normalize(text)) for word in _NOT_WORD.sub(" ", piece).split()
+    ]
+    return list(dict.fromkeys(_stem(word) for word in words))
 
 
 def coverage(original: list[str], simplified: list[str]) -> float:

@@ -18,10 +18,11 @@ from .config import ServeConfig
 from .errors import install_error_handlers
 from .guard import ServiceGuard
 from .intakes import build_intake
+from .redis_intake import RedisIntake
 from .routes import probes, scorers, scores
 from .scorers import build_scorers
 from .state import ServiceState
-from .stores import build_stores
+from .stores import SinkProbe, build_stores
 
 __all__ = ["build_service", "create_app", "shutdown_service"]
 
@@ -33,9 +34,9 @@ Scores traffic of agents written in any language. POST each input/output pair to
 sampled runs and answer **202 before any judge call**. Results land in the configured sinks
 (`GET /v1/scores` reads the SQLite one) and in the Prometheus metrics at `/metrics`.
 
-Every refusal has the same JSON shape (`ErrorBody`): 401 bad token, 404 unknown scorer, 413 body
-too large, 415 body not declared JSON, 422 invalid field (named), 429 queue full (with
-`Retry-After`), 503 shutting down.
+Every refusal has the same JSON shape (`ErrorBody`): 401 bad token, 404 unknown scorer, 408 body
+too slow, 413 body too large, 415 body not declared JSON, 422 invalid field (named), 429 queue
+full (with `Retry-After`), 503 shutting down.
 """
 
 
@@ -46,6 +47,9 @@ def build_service(config: ServeConfig) -> ServiceState:
     stores = build_stores(config)
     entries = {scorer_id: configured.entry for scorer_id, configured in built.items()}
     intake = build_intake(config, entries, stores)
+    dependencies: list[SinkProbe] = []
+    if isinstance(intake, RedisIntake):
+        dependencies.append(intake.probe())
     return ServiceState(
         config=config,
         scorers=built,
@@ -53,6 +57,7 @@ def build_service(config: ServeConfig) -> ServiceState:
         reader=stores.reader,
         probes=stores.probes,
         token=token,
+        dependencies=dependencies,
     )
 
 

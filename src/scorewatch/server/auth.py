@@ -19,6 +19,7 @@ from .errors import ApiError
 from .state import service_of
 
 __all__ = [
+    "authorization_problem",
     "bearer_scheme",
     "check_authorization",
     "require_token",
@@ -33,6 +34,8 @@ bearer_scheme = HTTPBearer(
 )
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
+MISSING_TOKEN = "missing bearer token (Authorization: Bearer <token>)"
+INVALID_TOKEN = "invalid bearer token"
 
 
 def resolve_token(config: ServeConfig, environ: Mapping[str, str] | None = None) -> str | None:
@@ -66,14 +69,23 @@ def token_matches(expected: str, presented: str) -> bool:
     return hmac.compare_digest(expected.encode("utf-8"), presented.encode("utf-8"))
 
 
-def check_authorization(expected: str | None, header: str | None) -> bool:
-    """For code outside FastAPI's dependency system (the /metrics endpoint)."""
+def authorization_problem(expected: str | None, header: str | None) -> str | None:
+    """What is wrong with an `Authorization` header (the 401 message), or None when it is fine.
+
+    For code outside FastAPI's dependency system: the ASGI guard, which checks the token before
+    reading a body, and the /metrics endpoint."""
     if expected is None:
-        return True
+        return None
     if not header:
-        return False
+        return MISSING_TOKEN
     scheme, _, credentials = header.partition(" ")
-    return scheme.lower() == "bearer" and token_matches(expected, credentials.strip())
+    if scheme.lower() == "bearer" and token_matches(expected, credentials.strip()):
+        return None
+    return INVALID_TOKEN
+
+
+def check_authorization(expected: str | None, header: str | None) -> bool:
+    return authorization_problem(expected, header) is None
 
 
 async def require_token(
@@ -87,10 +99,10 @@ async def require_token(
         raise ApiError(
             401,
             "unauthorized",
-            "missing bearer token (Authorization: Bearer <token>)",
+            MISSING_TOKEN,
             headers=_CHALLENGE,
         )
     if credentials.scheme.lower() != "bearer" or not token_matches(
         expected, credentials.credentials
     ):
-        raise ApiError(401, "unauthorized", "invalid bearer token", headers=_CHALLENGE)
+        raise ApiError(401, "unauthorized", INVALID_TOKEN, headers=_CHALLENGE)

@@ -139,6 +139,9 @@ class ServerSettings(_Table):
     )
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, ge=1024, le=64 << 20)
     max_batch_items: int = Field(1000, ge=1, le=1000)
+    body_timeout: float = Field(
+        30.0, gt=0, le=3600, description="Longest time to receive a request body, s (then 408)."
+    )
     wait_timeout: float = Field(30.0, gt=0, le=600, description="Longest `?wait=true` wait, s.")
     shutdown_timeout: float = Field(30.0, ge=0, le=3600, description="Drain budget on SIGTERM, s.")
     retry_after: int = Field(1, ge=1, le=3600, description="Retry-After (s) sent with 429 / 503.")
@@ -259,6 +262,12 @@ class LiveSettings(_Table):
         ge=1 << 20,
         le=1 << 40,
         description="Request-body bytes that accepted, unfinished items may hold in memory.",
+    )
+    max_queue_delay: float = Field(
+        10.0,
+        gt=0,
+        le=86_400,
+        description="Seconds of work (at the measured scoring rate) that may wait; beyond: 429.",
     )
 
 

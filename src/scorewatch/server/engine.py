@@ -42,6 +42,7 @@ from .intake import (
     QueueFullError,
     ScoreItem,
 )
+from .throughput import Throughput
 
 __all__ = ["InProcessIntake"]
 
@@ -60,6 +61,12 @@ class _Held:
 
 
 @dataclass(frozen=True, slots=True)
+class _Wait:
+    rate: float  # runs finished per second
+    allowed: int  # runs that may wait
+
+
+@dataclass(frozen=True, slots=True)
 class _Work:
     scorer_id: str
     scorer: Scorer
@@ -70,10 +77,11 @@ class _Work:
 
 
 class InProcessIntake:
-    """Runs at most `max_concurrency` scorer runs at once; at most `max_queue` wait, and the
-    accepted items not yet finished hold at most `max_queue_bytes` of request body (an item
-    larger than that is still accepted when nothing else is held, so it is never refused
-    forever)."""
+    """Runs at most `max_concurrency` scorer runs at once; at most `max_queue` wait, and no
+    more than it finishes in `max_queue_delay` seconds at its measured rate (so accepted work
+    waits a bounded time); the accepted items not yet finished hold at most `max_queue_bytes`
+    of request body (an item larger than that is still accepted when nothing else is held, so
+    it is never refused forever)."""
 
     def __init__(
         self,
@@ -84,6 +92,7 @@ class InProcessIntake:
         max_queue: int,
         max_queue_bytes: int | None = None,
         sink_retry_timeout: float = 120.0,
+        max_queue_delay: float | None = None,
     ) -> None:
         self._entries = dict(entries)
         self._sinks = tuple(sinks)
@@ -91,9 +100,12 @@ class InProcessIntake:
         self._giving_up = False  # shutdown's drain budget is spent: stop waiting for sinks
         self._max_queue = max_queue
         self._max_bytes = max_queue_bytes
+        self._max_delay = max_queue_delay
+        self._max_concurrency = max_concurrency
+        self._throughput = Throughput(max_concurrency)
         self._held_bytes = 0
         self._lock = threading.Lock()  # the held bytes and the sink errors
-        self._counts = IntakeCounts()
+        self._counts = IntakeCounts("shed_requests")
         self._sink_errors: dict[str, int] = {}
         self._sink_refused = 0
         self._sink_dropped = 0
@@ -129,6 +141,21 @@ class InProcessIntake:
             return True
         return self._queue.queued >= self._max_queue
 
+    def refuse_early(self) -> int | None:
+        # Refusing a request unread costs a fraction of parsing it: past the limit, that is
+        # what keeps the answers fast when more arrives than the service can finish.
+        queued = self._queue.queued
+        waiting = self._admissible_wait()
+        if waiting is not None and queued >= waiting.allowed:
+            retry = Throughput.seconds_for(queued - waiting.allowed + 1, waiting.rate)
+        elif queued >= self._max_queue:
+            retry = 1
+        else:
+            return None
+        self._counts.add("rejected_requests")
+        self._counts.add("shed_requests")
+        return retry
+
     # -- admission -------------------------------------------------------------------------------
 
     async def admit(
@@ -147,6 +174,19 @@ class InProcessIntake:
         if needed > free:
             self._counts.refused(plans, "dropped_queue_full")
             raise QueueFullError(needed, max(free, 0), self._max_queue)
+        waiting = self._admissible_wait()
+        if waiting is not None and self._queue.queued + needed > waiting.allowed:
+            self._counts.refused(plans, "dropped_queue_full")
+            excess = self._queue.queued + needed - waiting.allowed
+            raise QueueFullError(
+                needed,
+                max(waiting.allowed - self._queue.queued, 0),
+                self._max_queue,
+                detail=f"the scoring queue holds {self._queue.queued} runs, about "
+                f"{self._queue.queued / waiting.rate:.1f}s of work at the {waiting.rate:.0f} "
+                f"runs/s the service finishes (live.max_queue_delay = {self._max_delay:g}s)",
+                retry_after=Throughput.seconds_for(excess, waiting.rate),
+            )
         held = self._held_bytes
         if self._max_bytes is not None and held and held + needed_bytes > self._max_bytes:
             self._counts.refused(plans, "dropped_queue_full")
@@ -196,6 +236,7 @@ class InProcessIntake:
 
     async def _execute(self, job: Job[_Work]) -> JobOutcome:
         work = job.payload
+        started = time.perf_counter()
         live_result = await score_call(work.scorer, work.call, work.run_id)
         if live_result.outcome == "failed":
             # The error text may quote content; the log names only the run and the error type.
@@ -214,6 +255,8 @@ class InProcessIntake:
                 work.done.cancel()  # not stored: `?wait=true` says dropped
             else:
                 work.done.set_result(stored)
+        # The slot is held until the result is stored: that is what a run costs.
+        self._throughput.finished(time.perf_counter() - started)
         return stored.outcome
 
     async def _store(self, result: LiveResult) -> Delivery:
@@ -261,6 +304,17 @@ class InProcessIntake:
             hold.runs -= 1
             if hold.runs == 0:
                 self._held_bytes -= hold.size
+
+    def _admissible_wait(self) -> _Wait | None:
+        """How many runs may wait: what the service finishes in live.max_queue_delay at its
+        measured rate (never fewer than max_concurrency, so a slow start is not starved);
+        None while the rate is not yet known."""
+        if self._max_delay is None:
+            return None
+        rate = self._throughput.rate()
+        if rate is None:
+            return None
+        return _Wait(rate, max(self._max_concurrency, int(rate * self._max_delay)))
 
     def _finished(self, job: Job[_Work], outcome: JobOutcome) -> None:
         self._release(job.payload.held)

@@ -94,6 +94,16 @@ _HTTP_CODES = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}
 
 async def _on_http_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, StarletteHTTPException)
+    if error.status_code == 400 and error.__cause__ is not None:
+        # FastAPI's answer to a body its JSON parser raised on (other than a syntax error):
+        # the guard refuses invalid UTF-8 and deep nesting first, this covers the rest.
+        problem = f"invalid JSON: {type(error.__cause__).__name__}"
+        return error_response(
+            422,
+            "invalid_request",
+            f"body: {problem}",
+            fields=[{"field": "body", "message": problem}],
+        )
     code = _HTTP_CODES.get(error.status_code, "http_error")
     return error_response(
         error.status_code, code, str(error.detail), headers=dict(error.headers or {}) or None

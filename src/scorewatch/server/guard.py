@@ -1,21 +1,31 @@
-"""The ASGI layer in front of the routes: refuse new work while draining, cap body sizes.
+"""The ASGI layer in front of the routes: check the bearer token, refuse new work while
+draining, bound request bodies in size and time.
 
-Both checks happen before FastAPI parses anything, so an oversized body is never read past the
-limit (a declared `Content-Length` over it is refused without reading at all) and a request
-arriving during shutdown costs next to nothing.
+All of it happens before FastAPI parses anything. The token of a `/v1/*` request is checked
+before a byte of its body is read (a client without it is answered 401 and disconnected); a
+body is never read past `server.max_body_bytes` (a declared `Content-Length` over it is refused
+without reading at all) nor for longer than `server.body_timeout` (then 408); a request arriving
+during shutdown costs next to nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from .auth import authorization_problem
 from .state import ServiceState
 
-__all__ = ["BODY_BYTES_KEY", "ServiceGuard"]
+__all__ = ["BODY_BYTES_KEY", "MAX_JSON_DEPTH", "ServiceGuard"]
 
 BODY_BYTES_KEY = "scorewatch.body_bytes"
+# Arrays and objects nested deeper than this are refused (422): far beyond what agents send,
+# well within what every parser, sink and serializer on the way handles.
+MAX_JSON_DEPTH = 128
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -24,6 +34,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_SCORE_PATHS = frozenset({"/v1/scores", "/v1/scores:batch"})
 
 
 async def _answer(
@@ -51,11 +62,25 @@ class ServiceGuard:
             return
         path: str = scope.get("path", "")
         settings = self.state.config.server
-        if self.state.draining and path.startswith("/v1/"):
+        api = path.startswith("/v1/")
+        if api and self.state.token is not None:
+            # Before anything is read: an unauthenticated client costs no body buffer and no
+            # wait, and its connection is closed rather than drained.
+            problem = authorization_problem(self.state.token, _header(scope, b"authorization"))
+            if problem is not None:
+                await _answer(
+                    send,
+                    401,
+                    {"error": "unauthorized", "message": problem},
+                    {"WWW-Authenticate": "Bearer", "Connection": "close"},
+                )
+                return
+        reader = _BodyReader(receive, settings.max_body_bytes, settings.body_timeout)
+        if self.state.draining and api:
             # Read the (bounded) body first: closing a connection with unread data resets it,
             # and the client might never see the answer.
             self.state.rejected_draining += 1
-            await _discard_body(receive, settings.max_body_bytes)
+            await reader.discard()
             retry = str(settings.retry_after)
             await _answer(
                 send,
@@ -71,10 +96,27 @@ class ServiceGuard:
         if scope.get("method") not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
-        if path.startswith("/v1/") and not _is_json(scope):
+        if path in _SCORE_PATHS:
+            shed = self.state.intake.refuse_early()
+            if shed is not None:
+                await reader.discard()
+                wait = min(max(shed, settings.retry_after), 60)
+                await _answer(
+                    send,
+                    429,
+                    {
+                        "error": "queue_full",
+                        "message": "the service has more work queued than it finishes in "
+                        f"live.max_queue_delay; retry after {wait}s",
+                        "retry_after": wait,
+                    },
+                    {"Retry-After": str(wait)},
+                )
+                return
+        if api and not _is_json(scope):
             # Also what keeps a web page from posting to a token-less service on localhost: a
             # browser cannot send application/json cross-origin without a CORS preflight.
-            await _discard_body(receive, settings.max_body_bytes)
+            await reader.discard()
             await _answer(
                 send,
                 415,
@@ -89,21 +131,38 @@ class ServiceGuard:
         if declared is not None and declared > limit:
             await self._too_large(send, limit)
             return
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
+        try:
+            body = await reader.read()
+        except _TooLarge:
+            await self._too_large(send, limit)
+            return
+        except _TooSlow:
+            await _answer(
+                send,
+                408,
+                {
+                    "error": "body_timeout",
+                    "message": f"the request body did not arrive within {settings.body_timeout:g}"
+                    " s (server.body_timeout)",
+                },
+                {"Connection": "close"},
+            )
+            return
+        if body is None:  # the client went away
+            return
+        if api:
+            problem = _json_problem(body)
+            if problem is not None:
+                await _answer(
+                    send,
+                    422,
+                    {
+                        "error": "invalid_request",
+                        "message": f"body: {problem}",
+                        "fields": [{"field": "body", "message": problem}],
+                    },
+                )
                 return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await self._too_large(send, limit)
-                return
-            chunks.append(chunk)
-            more = bool(message.get("more_body", False))
-        body = b"".join(chunks)
         # What an accepted item holds in memory is bounded by its share of the body.
         scope[BODY_BYTES_KEY] = len(body)
         replayed = False
@@ -129,15 +188,97 @@ class ServiceGuard:
         )
 
 
-async def _discard_body(receive: Receive, limit: int) -> None:
-    size = 0
-    while size <= limit:
-        message = await receive()
-        if message["type"] != "http.request":
-            return
-        size += len(message.get("body", b""))
-        if not message.get("more_body", False):
-            return
+class _TooLarge(Exception):
+    pass
+
+
+class _TooSlow(Exception):
+    pass
+
+
+class _BodyReader:
+    """Reads a request body within a size limit and a time limit (for the whole body, so a
+    client dribbling a byte now and then cannot hold a connection and its buffer open)."""
+
+    def __init__(self, receive: Receive, limit: int, timeout: float) -> None:
+        self._receive = receive
+        self._limit = limit
+        self._timeout = timeout
+
+    async def read(self) -> bytes | None:
+        """The body; None when the client disconnected. Raises `_TooLarge` / `_TooSlow`."""
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self._timeout):
+                more = True
+                while more:
+                    message = await self._receive()
+                    if message["type"] == "http.disconnect":
+                        return None
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self._limit:
+                        raise _TooLarge
+                    chunks.append(chunk)
+                    more = bool(message.get("more_body", False))
+        except TimeoutError:
+            raise _TooSlow from None
+        return b"".join(chunks)
+
+    async def discard(self) -> None:
+        """Read and drop up to the limit, within the time limit; never raises."""
+        size = 0
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._timeout):
+                while size <= self._limit:
+                    message = await self._receive()
+                    if message["type"] != "http.request":
+                        return
+                    size += len(message.get("body", b""))
+                    if not message.get("more_body", False):
+                        return
+
+
+def _json_problem(body: bytes) -> str | None:
+    """Why a JSON body is refused before parsing (invalid UTF-8, nested too deep), or None."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"invalid JSON: not valid UTF-8 (at byte {error.start})"
+    if _nested_deeper_than(body, MAX_JSON_DEPTH):
+        return f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels"
+    return None
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKETS = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKETS = bytes(code for code in range(256) if code not in b"[]{}")
+
+
+def _nested_deeper_than(body: bytes, limit: int) -> bool:
+    """True when arrays and objects nest deeper than `limit` (malformed JSON is left to the
+    parser). Byte-string operations only, so a megabyte of brackets costs milliseconds."""
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    shape = _JSON_STRING.sub(b"", body).translate(_BRACKETS, _NOT_BRACKETS)
+    too_deep = b"[" * (limit + 1)
+    for _ in range(limit):  # each pass removes the innermost level
+        if too_deep in shape:
+            return True
+        shorter = shape.replace(b"[]", b"")
+        if len(shorter) == len(shape):
+            return False
+        shape = shorter
+    return b"[]" in shape
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            text: str = value.decode("latin-1")
+            return text
+    return None
 
 
 def _is_json(scope: Scope) -> bool:

@@ -75,12 +75,21 @@ class Admission:
 class QueueFullError(Exception):
     """Not enough room for the request's evaluations; nothing of it was accepted."""
 
-    def __init__(self, needed: int, free: int, capacity: int, detail: str | None = None) -> None:
+    def __init__(
+        self,
+        needed: int,
+        free: int,
+        capacity: int,
+        detail: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(detail or f"the scoring queue is full ({needed} needed, {free} free)")
         self.needed = needed
         self.free = free
         self.capacity = capacity
         self.detail = detail
+        # Seconds until the request would fit, when the intake can tell.
+        self.retry_after = retry_after
 
 
 class IntakeClosedError(Exception):
@@ -108,6 +117,12 @@ class Intake(Protocol):
         ...
 
     def saturated(self) -> bool: ...
+
+    def refuse_early(self) -> int | None:
+        """Called before a request is parsed: when the intake is past its admission limit
+        already, count the request as refused (`rejected_requests`, `shed_requests`; its
+        evaluations are not decided) and return the seconds after which to retry; else None."""
+        ...
 
     async def shutdown(self, timeout: float) -> int:  # noqa: ASYNC109 - a drain budget
         """Refuse new work, finish what was accepted within `timeout` seconds, give up (and

@@ -32,6 +32,7 @@ def build_intake(config: ServeConfig, entries: Mapping[str, ScorerEntry], stores
             max_queue=config.live.max_queue,
             max_queue_bytes=config.live.max_queue_bytes,
             sink_retry_timeout=config.sinks.retry_timeout,
+            max_queue_delay=config.live.max_queue_delay,
         )
     from ..live.sinks.postgres import PostgresSink
     from .redis_intake import RedisIntake
@@ -40,7 +41,9 @@ def build_intake(config: ServeConfig, entries: Mapping[str, ScorerEntry], stores
     reader = stores.reader
     return RedisIntake(
         entries,
-        client=connect(url),
+        client=connect(
+            url, max_connections=config.queue.max_connections, timeout=config.queue.timeout
+        ),
         names=StreamNames.of(config.queue),
         max_backlog=config.queue.max_backlog,
         # Workers write the results; serve only closes its sinks and reads the shared one.

@@ -204,8 +204,8 @@ class ErrorBody(BaseModel):
 
     error: str = Field(
         description="A stable code: invalid_request, body_too_large, batch_too_large, "
-        "unsupported_media_type, unknown_scorer, queue_full, shutting_down, "
-        "queue_unavailable, unauthorized, "
+        "unsupported_media_type, body_timeout, unknown_scorer, queue_full, shutting_down, "
+        "queue_unavailable, outcome_unknown, unauthorized, "
         "not_found, method_not_allowed, no_result_store, result_store_unavailable.",
         examples=["unknown_scorer"],
     )
@@ -213,6 +213,11 @@ class ErrorBody(BaseModel):
     fields: list[FieldProblem] | None = None
     known_scorers: list[str] | None = None
     retry_after: int | None = Field(None, description="Seconds; also sent as Retry-After.")
+    runs: list[dict[str, Any]] | None = Field(
+        None,
+        description="`outcome_unknown`: `{item, scorer, run_id}` of every run the request "
+        "carried, which may or may not have been accepted.",
+    )
 
 
 class Health(BaseModel):
@@ -222,7 +227,8 @@ class Health(BaseModel):
 class Readiness(BaseModel):
     status: Literal["ready", "not_ready"]
     checks: dict[str, bool] = Field(
-        description="`accepting` (not shutting down), `queue` (not saturated), `sink:<name>`."
+        description="`accepting` (not shutting down), `queue` (not saturated), `redis` (the "
+        "work queue answers, in queue mode), `sink:<name>` (writable)."
     )
 
 

@@ -62,6 +62,18 @@ class QueueSettings(BaseModel):
     stats_interval: float = Field(
         5.0, gt=0, le=3600, description="Seconds between two readings of the queue gauges."
     )
+    max_connections: int = Field(
+        64,
+        ge=1,
+        le=10_000,
+        description="Redis connections per process; a request waits for a free one.",
+    )
+    timeout: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="Seconds for a Redis command, a connection, and waiting for a free one.",
+    )
 
     @field_validator("url")
     @classmethod

@@ -43,12 +43,13 @@ from .stream_queue import (
     StreamNames,
     encode_entry,
     ensure_group,
+    never_sent,
 )
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["IntakeUnavailableError", "RedisIntake", "RunLookup"]
+__all__ = ["IntakeUnavailableError", "OutcomeUnknownError", "RedisIntake", "RunLookup"]
 
 logger = logging.getLogger("scorewatch.server")
 
@@ -59,10 +60,35 @@ class IntakeUnavailableError(IntakeClosedError):
     """The work queue cannot be reached; nothing of the request was accepted."""
 
 
+class OutcomeUnknownError(IntakeClosedError):
+    """The append may or may not have happened (Redis timed out or went away after the command
+    was sent). `runs` holds (item index, scorer id, run id) of every evaluation it carried."""
+
+    def __init__(self, runs: list[tuple[int, str, str]]) -> None:
+        super().__init__("the work queue did not confirm the append")
+        self.runs = runs
+
+
 class RunLookup(Protocol):
     """A result store that can fetch rows by run id (the PostgreSQL sink)."""
 
     async def aquery(self, **query: Unpack[RunQuery]) -> list[dict[str, Any]]: ...
+
+
+class RedisProbe:
+    name = "redis"
+
+    def __init__(self, client: Redis, timeout: float = 2.0) -> None:
+        self._client = client
+        self._timeout = timeout
+
+    async def writable(self) -> bool:
+        try:
+            await asyncio.wait_for(self._client.ping(), self._timeout)
+        except Exception as error:
+            logger.warning("the Redis work queue is not ready (%s)", type(error).__name__)
+            return False
+        return True
 
 
 class RedisIntake:
@@ -88,7 +114,7 @@ class RedisIntake:
         self._lookup = lookup
         self._wait_limit = wait_limit
         # sink_errors stays 0: serve stores nothing itself with a queue, the workers count theirs
-        self._counts = IntakeCounts("sink_errors", "queue_errors")
+        self._counts = IntakeCounts("sink_errors", "queue_errors", "outcome_unknown")
         self._closed = False
         self._group_ready = False
         self._poller = GaugePoller(client, names, stats_interval)
@@ -121,6 +147,14 @@ class RedisIntake:
         latest = self._poller.latest
         full = latest is not None and latest.backlog >= self._max_backlog
         return full or self._poller.failing
+
+    def probe(self) -> RedisProbe:
+        """For `/readyz`: does Redis answer a PING now?"""
+        return RedisProbe(self._client)
+
+    def refuse_early(self) -> int | None:
+        # The backlog is checked exactly by the append script; the gauges are seconds old.
+        return None
 
     # -- admission ---------------------------------------------------------------------------
 
@@ -173,6 +207,15 @@ class RedisIntake:
                 raise QueueFullError(len(encoded), free, self._max_backlog) from None
             except Exception as error:
                 self._counts.add("queue_errors")
+                if not never_sent(error):
+                    # Redis may have appended the entries before the answer was lost: neither
+                    # "accepted" nor "refused" would be true. The run ids let the client retry
+                    # the same request (same ids, stored once) or look the results up.
+                    self._counts.add("outcome_unknown", len(runs))
+                    logger.error(
+                        "appending to the work queue: outcome unknown (%s)", type(error).__name__
+                    )
+                    raise OutcomeUnknownError(runs) from None
                 self._counts.refused(plans, "dropped_queue_full")
                 logger.error("appending to the work queue failed (%s)", type(error).__name__)
                 raise IntakeUnavailableError(

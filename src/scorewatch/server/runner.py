@@ -96,22 +96,11 @@ def _configure_telemetry(config: ServeConfig) -> Any:
 
 
 def warm_up_judges(service: ServiceState) -> None:
-    """Import litellm and walk one offline (mocked) completion through it before serving.
+    """Warm litellm up before serving, when a scorer is judged (see `warm_up_litellm`)."""
+    if any(configured.scorer.has_judge for configured in service.scorers.values()):
+        from ..judge.litellm_judge import warm_up_litellm
 
-    litellm imports much of itself on the first call; done on the event loop, that would stall
-    every request for seconds when the first judged run starts."""
-    if not any(configured.scorer.has_judge for configured in service.scorers.values()):
-        return
-    try:
-        import litellm
-
-        litellm.completion(
-            model="openai/scorewatch-warm-up",
-            messages=[{"role": "user", "content": "warm-up"}],
-            mock_response="ok",
-        )
-    except Exception as error:  # a failed warm-up only costs the first run some time
-        logger.debug("judge warm-up failed (%s)", type(error).__name__)
+        warm_up_litellm()
 
 
 def _url(host: str, port: int) -> str:

@@ -24,6 +24,8 @@ class ServiceState:
     reader: ResultReader | None
     probes: Sequence[SinkProbe]
     token: str | None = None
+    # Services the intake needs (the Redis work queue), checked by /readyz as `<name>`.
+    dependencies: Sequence[SinkProbe] = ()
     draining: bool = False
     # `/v1/*` requests answered 503 by the guard while draining (they never reach the intake).
     rejected_draining: int = 0

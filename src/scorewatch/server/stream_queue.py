@@ -41,6 +41,7 @@ __all__ = [
     "decode_entry",
     "encode_entry",
     "ensure_group",
+    "never_sent",
     "read_gauges",
 ]
 
@@ -101,17 +102,47 @@ class QueueFull(Exception):
         self.backlog = backlog
 
 
-def connect(url: str) -> Redis:
-    """An asyncio Redis client for `url` (needs the `scale` extra)."""
+def connect(url: str, *, max_connections: int = 64, timeout: float = 5.0) -> Redis:
+    """An asyncio Redis client for `url` (needs the `scale` extra).
+
+    At most `max_connections` connections; a command that finds them all busy waits up to
+    `timeout` seconds for one (instead of failing at once), and a command or a connection
+    attempt that takes longer than `timeout` fails with a timeout."""
     try:
-        from redis.asyncio import Redis
+        from redis.asyncio import BlockingConnectionPool, Redis
     except ImportError as error:  # pragma: no cover - depends on the installation
         raise ImportError(
             "the Redis work queue needs the redis package: pip install 'scorewatch[scale]'"
         ) from error
-    client: Redis = Redis.from_url(url, decode_responses=False, health_check_interval=30)
+    pool = BlockingConnectionPool.from_url(
+        url,
+        max_connections=max_connections,
+        timeout=timeout,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        decode_responses=False,
+        health_check_interval=30,
+    )
+    client: Redis = Redis(connection_pool=pool)
     logger.debug("work queue at %s", redact_url(url))
     return client
+
+
+def never_sent(error: BaseException) -> bool:
+    """Whether a failed Redis command certainly never reached Redis: no connection could be
+    made or had. Any other failure (a timeout waiting for the answer, a connection lost while
+    reading it) may come after Redis ran the command."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    if isinstance(error, RedisTimeoutError | TimeoutError):
+        return False
+    if not isinstance(error, RedisConnectionError | ConnectionRefusedError):
+        return False
+    text = str(error)
+    return isinstance(error, ConnectionRefusedError) or (
+        "connecting to" in text or "No connection available" in text
+    )
 
 
 def _json(value: Any) -> str:

@@ -11,8 +11,10 @@ then acknowledged and deleted (`XACK` + `XDEL` in one transaction). Delivery is 
   for a dead worker;
 - a failed run is not acknowledged, so it is retried on a later delivery; on its
   `max_deliveries`-th delivery the failure is stored (a failed row, never a score) and the entry
-  moves to the dead-letter stream; an entry delivered more often than that without ever
-  finishing (it kills its worker) is dead-lettered without running again;
+  moves to the dead-letter stream; a run the judge refused for good (a judge error that is not
+  retryable: 401, 400, ...) is stored and dead-lettered on its first delivery; an entry
+  delivered more often than that without ever finishing (it kills its worker) is
+  dead-lettered without running again;
 - a result is stored under the deterministic run id serve chose, and the sinks upsert on it, so
   a redelivered run leaves one row.
 
@@ -354,7 +356,9 @@ class StreamWorker:
             result = await self._score(entry, scorer, enqueued)
         finally:
             observers.record_in_flight(-1)
-        last_chance = delivery.deliveries >= self._max_deliveries
+        # A judge that refused the call for good (401, 400, ...) refuses it again: store the
+        # failure and dead-letter the entry now instead of burning every delivery on it.
+        last_chance = delivery.deliveries >= self._max_deliveries or not result.retryable
         if result.status == "failed" and not last_chance:
             # Not acknowledged: redelivered once the visibility timeout has passed.
             self._count("failed_attempts")

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from .config import ConfigError, ServeConfig
+from .dependencies import require_dependencies
 from .intakes import queue_url
 from .process_logging import configure_process_logging
 from .queue_settings import redact_url
@@ -53,6 +54,7 @@ def run_worker(
             "no work queue: pass --queue redis://HOST:PORT/DB or set [queue] url / url_env"
         )
     scorers = {configured.id: configured.scorer for configured in build_scorers(config)}
+    require_dependencies(config)  # one line naming what is unreachable, not a traceback
     if any(scorer.has_judge for scorer in scorers.values()):
         # Load the judge client now rather than in the first run: otherwise the first entries
         # this worker takes stall for the seconds litellm needs to import.
@@ -86,8 +88,8 @@ async def _work(
     from .worker import StreamWorker
 
     stores = build_stores(config)
-    client = connect(url)
     settings = config.queue
+    client = connect(url, max_connections=settings.max_connections, timeout=settings.timeout)
     worker = StreamWorker(
         scorers,
         client=client,

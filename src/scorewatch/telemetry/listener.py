@@ -271,7 +271,7 @@ class RunTelemetry:
             open_attempt = self._attempts.pop()
             self._detach(open_attempt.token)
             if error is not None:
-                _mark_failed(open_attempt.span, error)
+                _mark_failed(open_attempt.span, error, self._capture.on_spans)
             open_attempt.span.end()
 
     def _close_steps(self, error: BaseException | None = None) -> None:
@@ -280,7 +280,7 @@ class RunTelemetry:
             open_step = self._steps.pop()
             self._detach(open_step.token)
             if error is not None:
-                _mark_failed(open_step.span, error)
+                _mark_failed(open_step.span, error, self._capture.on_spans)
             open_step.span.end()
 
     # -- steps -------------------------------------------------------------------------------
@@ -309,7 +309,7 @@ class RunTelemetry:
         if open_step is not None:
             self._detach(open_step.token)
             if outcome.error is not None:
-                _mark_failed(open_step.span, outcome.error)
+                _mark_failed(open_step.span, outcome.error, self._capture.on_spans)
             open_step.span.end()
         if self._steps:
             self._close_steps()
@@ -391,7 +391,7 @@ class RunTelemetry:
                 attributes[names.ATTR_OUTPUT_MESSAGES] = describe.output_messages(reply)
         span.set_attributes(attributes)
         if attempt.error is not None:
-            _mark_failed(span, attempt.error)
+            _mark_failed(span, attempt.error, self._capture.on_spans)
         span.end()
 
     def _record_attempt_metrics(self, attempt: JudgeAttempt) -> None:
@@ -469,7 +469,7 @@ class RunTelemetry:
             # Cancelled or interrupted: the run did not finish, so it is neither a score nor a
             # failure to count; its spans end marked with the interruption, and nothing else.
             self._close_steps(error)
-            _mark_failed(self._run_span, error)
+            _mark_failed(self._run_span, error, self._capture.on_spans)
             self._end_run()
             return
         self._close_steps()
@@ -477,7 +477,7 @@ class RunTelemetry:
         span = self._run_span
         if failed_step:
             span.set_attribute(names.ATTR_FAILED_STEP, str(failed_step))
-        _mark_failed(span, error)
+        _mark_failed(span, error, self._capture.on_spans)
         run_attributes: Attributes = {
             names.ATTR_EVALUATION_NAME: self._scorer_id,
             names.ATTR_OUTCOME: names.OUTCOME_FAILED,
@@ -556,9 +556,21 @@ def _cost(reply: JudgeReply) -> tuple[float, str, str] | None:
     return None
 
 
-def _mark_failed(span: Span, error: BaseException) -> None:
+def _mark_failed(span: Span, error: BaseException, capture: bool) -> None:
     kind = describe.error_type(error)
     span.set_attribute(names.ATTR_ERROR_TYPE, kind)
     span.set_status(Status(StatusCode.ERROR, kind))
-    # The exception's own message: scorewatch errors never carry prompts or model output.
-    span.record_exception(error)
+    if capture:
+        span.record_exception(error)
+        return
+    # Without content capture, only the stable code and the class: an exception's message and
+    # its traceback (with every chained cause) can quote the provider's error body, which may
+    # hold the API key or the evaluated content.
+    span.add_event(
+        "exception",
+        {"exception.type": _qualified_name(type(error)), "exception.message": kind},
+    )
+
+
+def _qualified_name(cls: type) -> str:
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"

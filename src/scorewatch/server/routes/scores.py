@@ -30,7 +30,7 @@ from ..models import (
     ScoreResults,
     SkippedRun,
 )
-from ..redis_intake import IntakeUnavailableError
+from ..redis_intake import IntakeUnavailableError, OutcomeUnknownError
 from ..score_pages import BadCursorError, ScorePage, decode_cursor
 from ..state import ServiceState, service_of
 
@@ -53,7 +53,11 @@ _REFUSALS: dict[int | str, dict[str, Any]] = {
     415: {"model": ErrorBody, "description": "Content-Type is not application/json."},
     422: {"model": ErrorBody, "description": "Invalid JSON or fields; `fields` names them."},
     429: {"model": ErrorBody, "description": "Queue full; retry after `Retry-After` seconds."},
-    503: {"model": ErrorBody, "description": "Shutting down; send elsewhere or retry later."},
+    503: {
+        "model": ErrorBody,
+        "description": "Shutting down, or the work queue is unreachable (nothing accepted), or "
+        "`outcome_unknown`: the queue did not confirm the append (`runs` lists the run ids).",
+    },
 }
 
 
@@ -109,6 +113,17 @@ def _check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = ""
         raise ApiError(422, "invalid_request", summary, fields=problems)
 
 
+# An unknown scorer id is echoed back so the client sees its typo, but only so much of it.
+_SHOWN_ID_CHARS = 64
+_SHOWN_IDS = 5
+
+
+def _shown(scorer_id: str) -> str:
+    if len(scorer_id) > _SHOWN_ID_CHARS:
+        return repr(scorer_id[:_SHOWN_ID_CHARS]) + "…"
+    return repr(scorer_id)
+
+
 def _check_scorers(service: ServiceState, requests: Sequence[ScoreRequest]) -> None:
     unknown: list[str] = []
     for request in requests:
@@ -117,11 +132,13 @@ def _check_scorers(service: ServiceState, requests: Sequence[ScoreRequest]) -> N
                 unknown.append(scorer_id)
     if unknown:
         known = service.known_scorers
+        shown = ", ".join(_shown(s) for s in unknown[:_SHOWN_IDS])
+        if len(unknown) > _SHOWN_IDS:
+            shown += f" and {len(unknown) - _SHOWN_IDS} more"
         raise ApiError(
             404,
             "unknown_scorer",
-            f"unknown scorer{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(repr(s) for s in unknown)}; known: {', '.join(known)}",
+            f"unknown scorer{'s' if len(unknown) > 1 else ''} {shown}; known: {', '.join(known)}",
             known_scorers=known,
         )
 
@@ -143,12 +160,28 @@ async def _admit(
         reason = full.detail or (
             f"the scoring queue is full ({full.needed} slot(s) needed, {full.free} free)"
         )
+        # When the intake knows how long the queue needs to make room, say so (capped).
+        wait = retry if full.retry_after is None else min(max(retry, full.retry_after), 60)
         raise ApiError(
             429,
             "queue_full",
-            f"{reason}; retry after {retry}s",
+            f"{reason}; retry after {wait}s",
+            headers={"Retry-After": str(wait)},
+            retry_after=wait,
+        ) from None
+    except OutcomeUnknownError as unknown:
+        raise ApiError(
+            503,
+            "outcome_unknown",
+            "the work queue did not confirm the append: the runs may or may not have been "
+            "accepted; retry the same request (same trace/span or run ids give the same run "
+            "ids, stored once) or look the run ids up",
             headers={"Retry-After": str(retry)},
             retry_after=retry,
+            runs=[
+                {"item": index, "scorer": scorer, "run_id": run_id}
+                for index, scorer, run_id in unknown.runs
+            ],
         ) from None
     except IntakeUnavailableError:
         raise ApiError(

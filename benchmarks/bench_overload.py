@@ -1,0 +1,231 @@
+"""`scorewatch serve` past its capacity: answer latency and 429s at rising offered rates.
+
+    .venv/bin/python benchmarks/bench_overload.py [--rates 25,50,100,200,400,800,1600]
+        [--seconds 10] [--connections 256] [--sampling 0.05] [--latency 0.05] [-o result.json]
+
+Open-loop load: requests are sent on a fixed schedule (`rate` per second for `--seconds`),
+whatever the answers do, each on an idle keep-alive connection of a pool of at most
+`--connections` (256), as an agent's HTTP client would hold; a request's latency counts from its
+scheduled time (including any wait for a connection), so a server falling behind shows as
+latency rather than as a slower sender. The server is a real `python -m scorewatch serve` with
+the workload of bench_serve.py: the summarization scorer (three judge calls per run) on
+`--sampling` of the traffic against the loopback judge process (`--latency` s per call), and
+content similarity on every request. Between rates the queue drains. Reported per rate: answers
+by status, latency percentiles of all answers and of the 202s alone, the 202 rate, the server's
+CPU; and the highest rate whose p99 stays under 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import _common
+from bench_serve import CONFIG, _cpu_seconds, _rss, _start_serve, _stats
+from bench_throughput import start_judge, stop_judge
+from summarization_prompt_size import SUMMARY, source_of
+
+_TARGET_P99_MS = 100.0
+
+
+class _Connections:
+    """Keep-alive connections to the server, at most `limit` (as a client's pool would hold):
+    an idle one, else a new one, else wait for one to come back."""
+
+    def __init__(self, host: str, port: int, limit: int) -> None:
+        self._host = host
+        self._port = port
+        self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self._slots = asyncio.Semaphore(limit)
+        self.opened = 0
+
+    async def take(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        await self._slots.acquire()
+        if self._idle:
+            return self._idle.pop()
+        self.opened += 1
+        try:
+            return await asyncio.open_connection(self._host, self._port)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def give_back(self, pair: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None) -> None:
+        if pair is not None:
+            self._idle.append(pair)
+        self._slots.release()
+
+    def close(self) -> None:
+        for _reader, writer in self._idle:
+            writer.close()
+        self._idle.clear()
+
+
+async def _exchange(pool: _Connections, body: bytes) -> int:
+    reader, writer = await pool.take()
+    try:
+        writer.write(
+            b"POST /v1/scores HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = 0
+        close = False
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            key = name.strip().lower()
+            if key == b"content-length":
+                length = int(value)
+            elif key == b"connection" and value.strip().lower() == b"close":
+                close = True
+        await reader.readexactly(length)
+    except BaseException:
+        writer.close()
+        pool.give_back(None)
+        raise
+    if close:
+        writer.close()
+    pool.give_back(None if close else (reader, writer))
+    return int(head.split(b" ", 2)[1])
+
+
+async def _round(
+    address: str, rate: int, seconds: float, source: str, first: int, connections: int = 256
+) -> dict[str, Any]:
+    host, _, port = address.rpartition(":")
+    pool = _Connections(host, int(port), connections)
+    total = int(rate * seconds)
+    answers: list[tuple[int, float]] = []
+    errors = 0
+
+    async def one(index: int, due: float) -> None:
+        nonlocal errors
+        body = json.dumps(
+            {"input": source, "output": SUMMARY, "target": "bench", "trace_id": f"{index:032x}"}
+        ).encode()
+        try:
+            status = await asyncio.wait_for(_exchange(pool, body), 60)
+        except (OSError, asyncio.IncompleteReadError, TimeoutError):
+            errors += 1
+            return
+        answers.append((status, time.perf_counter() - due))
+
+    loop_start = time.perf_counter()
+    tasks: list[asyncio.Task[None]] = []
+    for index in range(total):
+        due = loop_start + index / rate
+        delay = due - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(first + index, due)))
+    sending = time.perf_counter() - loop_start
+    await asyncio.gather(*tasks)
+    pool.close()
+
+    def percentiles(values: list[float]) -> dict[str, float]:
+        if not values:
+            return {}
+        values = sorted(values)
+
+        def at(q: float) -> float:
+            return round(values[min(len(values) - 1, int(q * len(values)))] * 1000, 1)
+
+        return {"p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "max": at(1.0)}
+
+    statuses: dict[str, int] = {}
+    for status, _latency in answers:
+        statuses[str(status)] = statuses.get(str(status), 0) + 1
+    return {
+        "offered_per_s": rate,
+        "sent": total,
+        "sending_s": round(sending, 2),
+        "statuses": statuses,
+        "client_errors": errors,
+        "connections_opened": pool.opened,
+        "latency_ms": percentiles([latency for _status, latency in answers]),
+        "latency_202_ms": percentiles([latency for status, latency in answers if status == 202]),
+        "accepted_per_s": round(statuses.get("202", 0) / seconds, 1),
+    }
+
+
+def _wait_idle(address: str, timeout: float = 600) -> float:
+    started = time.perf_counter()
+    while time.perf_counter() - started < timeout:
+        stats = _stats(address)
+        if stats["queued"] == 0 and stats["in_flight"] == 0:
+            break
+        time.sleep(0.2)
+    return round(time.perf_counter() - started, 2)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rates", default="25,50,100,200,400,800,1600")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--connections", type=int, default=256)
+    parser.add_argument("--sampling", type=float, default=0.05)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("-o", "--output", default=None)
+    args = parser.parse_args()
+    rates = [int(rate) for rate in args.rates.split(",")]
+
+    judge, port = start_judge(args.latency)
+    rounds: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-overload-") as folder:
+        directory = Path(folder)
+        (directory / "scorewatch.toml").write_text(
+            CONFIG.format(port=port, sampling=args.sampling, max_queue=10_000)
+        )
+        serve, address = _start_serve(directory)
+        try:
+            source = source_of(400)
+            # Warm-up: litellm, the SQLite file, the measured scoring rate.
+            asyncio.run(_round(address, 50, 2, source, 10_000_000))
+            _wait_idle(address)
+            first = 0
+            for rate in rates:
+                cpu_before = _cpu_seconds(serve.pid)
+                result = asyncio.run(
+                    _round(address, rate, args.seconds, source, first, args.connections)
+                )
+                first += result["sent"]
+                result["server_cpu_s"] = round(_cpu_seconds(serve.pid) - cpu_before, 2)
+                result["drain_after_s"] = _wait_idle(address)
+                result["load_average"] = [round(x, 2) for x in os.getloadavg()]
+                rounds.append(result)
+                print(json.dumps(result), flush=True)
+            stats = _stats(address)
+            rss = _rss(serve.pid)
+            serve.send_signal(signal.SIGTERM)
+            exit_code = serve.wait(300)
+        finally:
+            if serve.poll() is None:
+                serve.kill()
+        judge_calls = stop_judge(judge)
+
+    under = [r["offered_per_s"] for r in rounds if r["latency_ms"].get("p99", 1e9) < _TARGET_P99_MS]
+    _common.emit(
+        {
+            "benchmark": "overload",
+            "machine": _common.machine(),
+            "parameters": vars(args) | {"output": None},
+            "rounds": rounds,
+            "highest_rate_with_p99_under_100ms": max(under) if under else None,
+            "accounting": stats,
+            "rss_mib_after": rss >> 20,
+            "judge_calls": judge_calls,
+            "exit_code": exit_code,
+        },
+        args.output,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""Running synchronous function steps off the event loop.
+
+A scorer's synchronous function steps run where `Scorer.run` is awaited: on the caller's event
+loop. A model-free scorer on a megabyte of text computes for seconds there, and everything else
+on that loop (an HTTP service, an agent) waits. Code that runs scorers on a loop serving others
+installs an executor for the runs it starts:
+
+    with offload_function_steps(pool):
+        result = await scorer.run(...)
+
+and every synchronous function step of those runs is called in `pool` (with the caller's
+context variables), the loop awaiting it. Asynchronous steps and prompt steps are unaffected.
+How big the pool is, and so how much CPU scoring may take at once, is the installer's choice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["offload_function_steps", "run_off_loop", "step_executor"]
+
+_EXECUTOR: contextvars.ContextVar[Executor | None] = contextvars.ContextVar(
+    "scorewatch_step_executor", default=None
+)
+
+
+@contextmanager
+def offload_function_steps(executor: Executor | None) -> Iterator[None]:
+    """Run the synchronous function steps of the runs started inside in `executor` (None: on
+    the loop, the default)."""
+    token = _EXECUTOR.set(executor)
+    try:
+        yield
+    finally:
+        _EXECUTOR.reset(token)
+
+
+def step_executor() -> Executor | None:
+    """The executor installed for the current context, if any."""
+    return _EXECUTOR.get()
+
+
+async def run_off_loop(executor: Executor | None, function: Callable[..., Any], *args: Any) -> Any:
+    """`function(*args)` in `executor` (None: asyncio's default one), with the current context
+    variables."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(executor, context.run, function, *args)

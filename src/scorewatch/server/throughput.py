@@ -1,0 +1,48 @@
+"""What the service can finish, estimated: the basis of admission by queue delay.
+
+With `c` runs at once each taking `d` seconds on average, the service finishes `c / d` runs per
+second (Little's law) whatever the traffic is now, so a quiet service is not mistaken for a slow
+one. `d` is a moving average of measured run durations; for runs that compete for the CPU it
+grows with the contention, so the estimate follows the real capacity either way. Admission
+turns it into how much work may wait (`rate x live.max_queue_delay`) and into the `Retry-After`
+of a 429 (how long until the queue has drained enough for the request to fit).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+
+__all__ = ["Throughput"]
+
+
+class Throughput:
+    """Runs per second the service finishes: `concurrency / average run duration`, None until
+    `minimum` runs have been timed."""
+
+    def __init__(self, concurrency: int, *, minimum: int = 20, weight: float = 0.05) -> None:
+        self._concurrency = concurrency
+        self._minimum = minimum
+        self._weight = weight
+        self._average = 0.0
+        self._timed = 0
+        self._lock = threading.Lock()
+
+    def finished(self, duration: float) -> None:
+        with self._lock:
+            self._timed += 1
+            if self._timed == 1:
+                self._average = duration
+            else:
+                self._average += self._weight * (duration - self._average)
+
+    def rate(self) -> float | None:
+        with self._lock:
+            if self._timed < self._minimum:
+                return None
+            return self._concurrency / max(self._average, 1e-4)
+
+    @staticmethod
+    def seconds_for(runs: float, rate: float) -> int:
+        """Whole seconds (at least 1) to finish `runs` at `rate` runs per second."""
+        return max(1, math.ceil(runs / rate))

@@ -1,0 +1,273 @@
+"""Hostile clients against a real `scorewatch serve` process: tokenless and slow bodies, forged
+log lines, oversized scorer ids, invalid UTF-8 and deep nesting (issue 17, items 6, 10, 15)."""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from serve_support import ServeProcess, write_config
+
+TOKEN = "hostile-test-token-5d1c"
+BODY_TIMEOUT_S = 1.0
+
+CONFIG = f"""\
+[server]
+auth_token_env = "SW_TEST_TOKEN"
+body_timeout = {BODY_TIMEOUT_S}
+log_level = "debug"
+
+[[scorers]]
+id = "length"
+factory = "sw_test_scorers:make_length_scorer"
+
+[[scorers]]
+id = "failing"
+factory = "sw_test_scorers:make_failing_scorer"
+
+[sinks]
+sqlite = "scores.db"
+
+[telemetry]
+prometheus = false
+otlp = false
+"""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    path = write_config(tmp_path_factory.mktemp("serve-hostile"), CONFIG)
+    process = ServeProcess(path, env={"SW_TEST_TOKEN": TOKEN})
+    try:
+        process.wait_listening()
+        yield process
+    finally:
+        process.kill()
+
+
+@pytest.fixture
+def client(served: ServeProcess) -> Iterator[httpx.Client]:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=served.url, headers=headers, timeout=30) as http:
+        yield http
+
+
+def _address(url: str) -> tuple[str, int]:
+    host, _, port = url.removeprefix("http://").rpartition(":")
+    return host, int(port)
+
+
+def _open_dribbling(url: str, *, token: str | None, length: int) -> socket.socket:
+    """A connection that declares a `length`-byte JSON body and sends 16 bytes of it."""
+    sock = socket.create_connection(_address(url), timeout=10)
+    lines = [
+        "POST /v1/scores HTTP/1.1",
+        "Host: test",
+        "Content-Type: application/json",
+        f"Content-Length: {length}",
+    ]
+    if token is not None:
+        lines.append(f"Authorization: Bearer {token}")
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + b'{"input": "aaaaa')
+    return sock
+
+
+def _answer(sock: socket.socket, timeout: float) -> tuple[int, bytes, bool]:
+    """(status, everything read, whether the server closed the connection)."""
+    sock.settimeout(timeout)
+    data = b""
+    closed = False
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                closed = True
+                break
+            data += chunk
+    except TimeoutError:
+        pass
+    except ConnectionResetError:
+        closed = True
+    status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/1.1 ") else 0
+    return status, data, closed
+
+
+def _healthz_ms(url: str) -> float:
+    started = time.perf_counter()
+    assert httpx.get(f"{url}/healthz", timeout=10).status_code == 200
+    return (time.perf_counter() - started) * 1000
+
+
+# ------------------------------------------------------------------------ bodies (item 10)
+
+
+def test_tokenless_dribbling_connections_cost_nothing_and_are_closed(
+    served: ServeProcess,
+) -> None:
+    before = served.rss_bytes()
+    sockets = [
+        _open_dribbling(served.url, token=None, length=1 << 20) for _ in range(300)
+    ]  # fmt: skip
+    try:
+        answers = [_answer(sock, timeout=10) for sock in sockets]
+        assert [status for status, _d, _c in answers] == [401] * 300
+        assert all(closed for _s, _d, closed in answers), "a tokenless connection stayed open"
+        assert all(b"www-authenticate: Bearer" in data.lower().replace(
+            b"bearer", b"Bearer") for _s, data, _c in answers)  # fmt: skip
+        growth = served.rss_bytes() - before
+        # 300 bodies of 1 MiB read would be 300 MiB; a connection buffer is a few KiB.
+        assert growth < 40 * 1024 * 1024, f"serve grew by {growth / 2**20:.0f} MiB"
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert _healthz_ms(served.url) < 10_000
+
+
+def test_slow_bodies_are_timed_out_with_408_and_the_service_stays_responsive(
+    served: ServeProcess,
+) -> None:
+    before = served.rss_bytes()
+    sockets = [_open_dribbling(served.url, token=TOKEN, length=1 << 20) for _ in range(100)]
+    try:
+        started = time.monotonic()
+        # While they dribble, the service answers others.
+        assert _healthz_ms(served.url) < 10_000
+        for sock in sockets[:50]:
+            sock.sendall(b"a" * 1024)
+        answers = [_answer(sock, timeout=BODY_TIMEOUT_S + 20) for sock in sockets]
+        waited = time.monotonic() - started
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert [status for status, _d, _c in answers] == [408] * 100
+    assert all(closed for _s, _d, closed in answers)
+    assert all(b'"body_timeout"' in data for _s, data, _c in answers)
+    assert waited >= BODY_TIMEOUT_S * 0.9  # not refused before the limit
+    assert served.rss_bytes() - before < 60 * 1024 * 1024
+    assert served.process.poll() is None
+
+
+def test_a_declared_length_over_the_limit_is_refused_unread(served: ServeProcess) -> None:
+    sock = _open_dribbling(served.url, token=TOKEN, length=(1 << 20) + 1)
+    try:
+        status, data, closed = _answer(sock, timeout=10)
+    finally:
+        sock.close()
+    assert status == 413 and b'"body_too_large"' in data and closed
+
+
+# -------------------------------------------------------------------- log lines (item 6)
+
+
+def test_client_strings_cannot_forge_log_lines(client: httpx.Client, served: ServeProcess) -> None:
+    forged = "FORGED 2026-01-01 00:00:00,000 CRITICAL scorewatch.server: all data deleted"
+    hostile: dict[str, Any] = {
+        "input": "q",
+        "output": "a",
+        "target": f"bot\r\n{forged}",
+        "trace_id": f"abc\n{forged}",
+        "span_id": "s\u2028FORGED span",
+        "metadata": {f"k\n{forged}": f"v\n{forged}"},
+        "scorers": ["failing", "length"],
+    }
+    response = client.post("/v1/scores", params={"wait": "true"}, json=hostile)
+    assert response.status_code == 200, response.text
+    missing = client.post("/v1/scores", json={**hostile, "scorers": [f"x\n{forged}"]})
+    assert missing.status_code == 404
+    log = served.stderr()
+    # The run failed and was logged (debug level) with its run id, which holds the trace id.
+    assert "failed on run" in log
+    for line in log.splitlines():
+        assert not line.startswith("FORGED"), line
+        assert "\u2028" not in line
+
+
+def test_unknown_scorer_ids_are_echoed_cut_short(client: httpx.Client) -> None:
+    ids = [f"{index}-" + "z" * 40_000 for index in range(20)]
+    response = client.post(
+        "/v1/scores", json={"input": "q", "output": "a", "target": "t", "scorers": ids}
+    )
+    assert response.status_code == 404
+    body = response.json()
+    assert body["error"] == "unknown_scorer"
+    assert len(body["message"]) < 1000, len(body["message"])
+    assert "'0-" in body["message"] and "and 15 more" in body["message"]
+    assert body["known_scorers"] == ["failing", "length"]
+
+
+# ------------------------------------------------------------ malformed bodies (item 15)
+
+
+def test_invalid_utf8_and_deep_nesting_get_the_documented_422(client: httpx.Client) -> None:
+    headers = {"Content-Type": "application/json"}
+    bodies = {
+        "UTF-8": b'{"input": "\xff\xfe", "output": "a", "target": "t"}',
+        "deeper": b'{"input": ' + b"[" * 100_000 + b"]" * 100_000 + b', "output": 1}',
+        "deeper than 128": b'{"input": ' + b'{"a": [' * 65 + b"1" + b"]}" * 65
+        + b', "output": 1, "target": "t"}',
+    }  # fmt: skip
+    for expected, body in bodies.items():
+        response = client.post("/v1/scores", content=body, headers=headers)
+        assert response.status_code == 422, (expected, response.text)
+        answer = response.json()
+        assert answer["error"] == "invalid_request"
+        assert answer["fields"][0]["field"] == "body"
+        assert expected in answer["message"], answer["message"]
+    # 128 levels are fine.
+    fine = b'{"input": ' + b"[" * 127 + b"]" * 127 + b', "output": "a", "target": "t", ' \
+        b'"scorers": ["length"]}'  # fmt: skip
+    assert client.post("/v1/scores", content=fine, headers=headers).status_code == 202
+
+
+# --------------------------------------------------------------- heavy scoring (item 7)
+
+HEAVY_CONFIG = """\
+[server]
+max_body_bytes = 4194304
+
+[[scorers]]
+id = "completeness"
+kind = "completeness"
+
+[sinks]
+sqlite = "scores.db"
+
+[telemetry]
+prometheus = false
+otlp = false
+"""
+
+
+def test_healthz_answers_while_a_heavy_item_is_scored(tmp_path: Path) -> None:
+    from test_live_offload import _text
+
+    path = write_config(tmp_path, HEAVY_CONFIG, module=False)
+    # The key words of a megabyte: seconds of CPU in a single step.
+    item = {"input": _text(1_000_000, 2), "output": _text(300_000, 3)}
+    item["target"] = "agent"
+    with ServeProcess(path) as served, httpx.Client(base_url=served.url, timeout=60) as http:
+        assert http.post("/v1/scores", json=item).status_code == 202
+        started = time.monotonic()
+        answered: list[float] = [started]
+        while True:
+            assert http.get("/healthz").status_code == 200
+            answered.append(time.monotonic())
+            stats = http.get("/v1/stats").json()
+            if stats["scored"] + stats["failed"] == 1:
+                break
+            assert time.monotonic() - started < 600, stats
+            time.sleep(0.02)
+        took = time.monotonic() - started
+        assert stats["scored"] == 1, stats
+    gap = max(later - earlier for earlier, later in itertools.pairwise(answered))
+    print(f"/healthz: longest gap {gap:.2f} s over {took:.2f} s of scoring")
+    # Scored on the loop, that step would hold /healthz for (nearly) all of that time.
+    assert len(answered) > 10, (answered, took)
+    assert gap < took / 3, (gap, took)
