@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from scorewatch.testing import HttpError, LoopbackJudgeServer, OtlpReceiver
-from serve_support import ServeProcess, judge_table, write_config
+from serve_support import JUDGE_KEY_ENV, ServeProcess, judge_table, write_config
 
 SENTINEL_KEY = "sk-SENTINEL-4f1e9d0c7b2a"
 ECHOED_CONTENT = "CANARY-ECHOED-BY-PROVIDER-8c3d"
@@ -46,8 +46,9 @@ def test_provider_error_text_reaches_no_exported_byte(tmp_path: Path) -> None:
         error_code="invalid_api_key",
     )
     with LoopbackJudgeServer(default=error) as judge, OtlpReceiver(grpc_enabled=False) as otlp:
-        body = CONFIG.format(judge=judge_table(judge.base_url, api_key=SENTINEL_KEY))
+        body = CONFIG.format(judge=judge_table(judge.base_url))
         env = {
+            JUDGE_KEY_ENV: SENTINEL_KEY,  # the planted key, from the environment as required
             "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.http_endpoint,
             "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         }

@@ -1,6 +1,6 @@
 """Poison values against a real `scorewatch serve` with SQLite and JSONL sinks (issue 17, items
-1-3): what the intake refuses (non-finite numbers, control characters in ids) is a 422 naming
-the field; what it accepts (NUL, unpaired surrogates anywhere in the content) every sink
+1-3): what the intake refuses (non-finite numbers; NUL and unpaired surrogates in ids) is a 422
+naming the field; what it accepts (NUL, unpaired surrogates anywhere in the content) every sink
 stores; a row a sink refuses fails alone, as an `unstorable` failure, while every other
 client's row is stored and `?wait=true` tells each the truth; `GET /v1/scores` answers 200
 whatever was stored, and a NUL in a filter is a 422."""
@@ -88,7 +88,7 @@ def test_non_finite_numbers_are_422_naming_the_field(client: httpx.Client) -> No
     assert client.get("/v1/stats").json()["sampled"] == before
 
 
-def test_control_characters_in_identifiers_are_422(client: httpx.Client) -> None:
+def test_nul_and_lone_surrogates_in_identifiers_are_422(client: httpx.Client) -> None:
     for field in ("target", "trace_id", "span_id", "run_id"):
         body = {"target": "t", "input": "q", "output": "a", field: "ab\u0000cd"}
         answer = client.post("/v1/scores", json=body)

@@ -38,8 +38,10 @@ __all__ = ["router"]
 
 _ID_FIELDS: Final = ("target", "trace_id", "span_id", "run_id")
 _CONTENT_FIELDS: Final = ("input", "output", "request_context", "ground_truth", "metadata")
-_BAD_ID_TEXT: Final = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
-_BAD_ID_MESSAGE: Final = "control characters and unpaired surrogates are not allowed here"
+# NUL and unpaired surrogates: no store keeps them as they are, so an id or filter holding one
+# could never match what was stored. (Other control characters are kept, and escaped in logs.)
+_BAD_ID_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
+_BAD_ID_MESSAGE: Final = "NUL characters and unpaired surrogates are not allowed here"
 
 logger = logging.getLogger("scorewatch.server")
 
@@ -83,7 +85,7 @@ def _item_of(request: ScoreRequest, size: int = 0) -> ScoreItem:
 
 def _check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "") -> None:
     """Strict JSON at the boundary: NaN and Infinity (which Python's JSON reader accepts) are
-    refused with the field that holds them, and identifiers may hold no control characters or
+    refused with the field that holds them, and identifiers may hold no NUL characters or
     unpaired surrogates. Text content may hold anything: the sinks store it (see docs)."""
     # Only a body spelling one of those tokens can hold such a number: most are not walked.
     maybe_non_finite = b"NaN" in raw or b"Infinity" in raw
