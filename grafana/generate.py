@@ -79,6 +79,16 @@ def _query(expr: str, legend: str, ref_id: str) -> prometheus.Dataquery:
     return prometheus.Dataquery().expr(expr).legend_format(legend).ref_id(ref_id).range()
 
 
+def _ratio(numerator: str, denominator: str) -> str:
+    """`numerator / denominator` that is 0, not empty, when the numerator has no series yet.
+
+    Counters of failures or drops appear only once the first one happens; a healthy system
+    would show "No data" instead of 0. `or 0 * denominator` fills in a 0 for every group the
+    denominator has (the two must aggregate by the same labels).
+    """
+    return f"(\n{numerator}\nor 0 * {denominator}\n)\n/ {denominator}"
+
+
 def _ref_ids() -> Callable[[], str]:
     letters = iter("ABCDEFGHIJ")
     return lambda: next(letters)
@@ -95,6 +105,7 @@ def _timeseries(
     thresholds_line: bool = False,
     stacked: bool = False,
     minimum: float | None = 0,
+    exemplars: bool = False,
 ) -> timeseries.Panel:
     ref = _ref_ids()
     panel = (
@@ -118,6 +129,12 @@ def _timeseries(
         .tooltip(common_builder.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI))
         .targets([_query(expr, legend, ref()) for expr, legend in queries])
     )
+    if exemplars:
+        # Exemplars of the histogram buckets behind the queries: trace ids of the runs.
+        ref = _ref_ids()
+        panel = panel.targets(
+            [_query(expr, legend, ref()).exemplar(True) for expr, legend in queries]
+        )
     if minimum is not None:
         panel = panel.min(minimum)
     if thresholds_line:
@@ -193,7 +210,7 @@ def _common_variables() -> list[Any]:
         _label_variable(
             "target",
             "Target",
-            f"label_values(gen_ai_evaluation_score_count{{{SCORER}}}, scorewatch_target)",
+            f"label_values(scorewatch_evaluation_score_count{{{SCORER}}}, scorewatch_target)",
             "The agents or workflows being scored (scorewatch.target).",
         ),
         _label_variable(
@@ -241,7 +258,7 @@ def _evaluations_by_target(width: int = 12) -> timeseries.Panel:
         [
             (
                 "sum by (scorewatch_target, scorewatch_score_source) (rate("
-                f"gen_ai_evaluation_score_count{{{SCORER}, {TARGET}}}[$__rate_interval]))",
+                f"scorewatch_evaluation_score_count{{{SCORER}, {TARGET}}}[$__rate_interval]))",
                 "{{scorewatch_target}} ({{scorewatch_score_source}})",
             )
         ],
@@ -309,9 +326,9 @@ def scores_dashboard() -> dash.Dashboard:
         [
             (
                 "sum by (gen_ai_evaluation_name, scorewatch_score_source) (rate("
-                f"gen_ai_evaluation_score_sum{{{score}}}[$__rate_interval]))\n"
+                f"scorewatch_evaluation_score_sum{{{score}}}[$__rate_interval]))\n"
                 "/ sum by (gen_ai_evaluation_name, scorewatch_score_source) (rate("
-                f"gen_ai_evaluation_score_count{{{score}}}[$__rate_interval]))",
+                f"scorewatch_evaluation_score_count{{{score}}}[$__rate_interval]))",
                 "{{gen_ai_evaluation_name}} ({{scorewatch_score_source}})",
             )
         ],
@@ -324,8 +341,9 @@ def scores_dashboard() -> dash.Dashboard:
         .title("Score distribution")
         .description(
             "How many scores fell in each 0.05-wide bucket per interval, from the "
-            "gen_ai_evaluation_score histogram. A drop shows as a band moving down, or a "
-            "new band of low scores."
+            "scorewatch_evaluation_score histogram. A drop shows as a band moving down, or a "
+            "new band of low scores. Its exemplars (OpenMetrics scrapes) link each bucket to the "
+            "trace of a run that scored in it."
         )
         .datasource(DATASOURCE)
         .height(8)
@@ -336,10 +354,14 @@ def scores_dashboard() -> dash.Dashboard:
             [
                 _query(
                     "sum by (le) (increase("
-                    f"gen_ai_evaluation_score_bucket{{{score}}}[$__rate_interval]))",
+                    f"scorewatch_evaluation_score_bucket{{{score}}}[$__rate_interval]))",
                     "{{le}}",
                     "A",
-                ).format(PromQueryFormat.HEATMAP)
+                )
+                .format(PromQueryFormat.HEATMAP)
+                # Each bucket's exemplar is the trace of a run that scored in it: a click on a
+                # band of low scores opens those runs' traces.
+                .exemplar(True)
             ]
         )
         .y_axis(heatmap.YAxisConfig().unit("none").decimals(2))
@@ -359,9 +381,9 @@ def scores_dashboard() -> dash.Dashboard:
     )
 
     bucket_share = (
-        "sum by (gen_ai_evaluation_name) (rate(gen_ai_evaluation_score_bucket"
+        "sum by (gen_ai_evaluation_name) (rate(scorewatch_evaluation_score_bucket"
         f'{{{score}, le="$pass_threshold"}}[$__rate_interval]))\n'
-        "/ sum by (gen_ai_evaluation_name) (rate(gen_ai_evaluation_score_count"
+        "/ sum by (gen_ai_evaluation_name) (rate(scorewatch_evaluation_score_count"
         f"{{{score}}}[$__rate_interval]))"
     )
     pass_fail = _timeseries(
@@ -377,21 +399,26 @@ def scores_dashboard() -> dash.Dashboard:
     ).max(1)
 
     runs = "scorewatch_scorer_runs_total"
+    all_runs = f"sum by (gen_ai_evaluation_name) (rate({runs}{{{SCORER}}}[$__rate_interval]))"
     failed_runs = _timeseries(
         "Failed-run rate",
         "Share of scorer runs that failed (judge error, step error) or were not scorable, per "
         "scorer. Failed runs produce no score: a judge outage is not a score drop.",
         [
             (
-                "sum by (gen_ai_evaluation_name) (rate("
-                f'{runs}{{{SCORER}, scorewatch_outcome="failed"}}[$__rate_interval]))\n'
-                f"/ sum by (gen_ai_evaluation_name) (rate({runs}{{{SCORER}}}[$__rate_interval]))",
+                _ratio(
+                    "sum by (gen_ai_evaluation_name) (rate("
+                    f'{runs}{{{SCORER}, scorewatch_outcome="failed"}}[$__rate_interval]))',
+                    all_runs,
+                ),
                 "{{gen_ai_evaluation_name}} failed",
             ),
             (
-                "sum by (gen_ai_evaluation_name) (rate("
-                f'{runs}{{{SCORER}, scorewatch_outcome="not_scorable"}}[$__rate_interval]))\n'
-                f"/ sum by (gen_ai_evaluation_name) (rate({runs}{{{SCORER}}}[$__rate_interval]))",
+                _ratio(
+                    "sum by (gen_ai_evaluation_name) (rate("
+                    f'{runs}{{{SCORER}, scorewatch_outcome="not_scorable"}}[$__rate_interval]))',
+                    all_runs,
+                ),
                 "{{gen_ai_evaluation_name}} not scorable",
             ),
         ],
@@ -494,6 +521,7 @@ def judge_dashboard() -> dash.Dashboard:
         ],
         unit="s",
         steps=LATENCY_STEPS,
+        exemplars=True,
         thresholds_line=True,
     )
 
@@ -549,9 +577,11 @@ def judge_dashboard() -> dash.Dashboard:
         "Judge error ratio",
         "Failed judge executions / all judge executions over the time range, per model. The "
         "ScorewatchJudgeErrorsHigh alert fires above 5% over 15m.",
-        "sum by (gen_ai_request_model) (increase("
-        f'{executions}{{{JUDGE}, scorewatch_status="failed"}}[$__range]))\n'
-        f"/ sum by (gen_ai_request_model) (increase({executions}{{{JUDGE}}}[$__range]))",
+        _ratio(
+            "sum by (gen_ai_request_model) (increase("
+            f'{executions}{{{JUDGE}, scorewatch_status="failed"}}[$__range]))',
+            f"sum by (gen_ai_request_model) (increase({executions}{{{JUDGE}}}[$__range]))",
+        ),
         "{{gen_ai_request_model}}",
         unit="percentunit",
         steps=RATIO_BAD_ABOVE_5,
@@ -608,8 +638,10 @@ def judge_dashboard() -> dash.Dashboard:
         "Judge share of GenAI tokens",
         "Judge tokens / all GenAI tokens on this Prometheus (judges plus the application) over "
         "the time range. 100% when the application exports no token usage of its own.",
-        f'sum(increase({token_sum}{{gen_ai_evaluation_name!=""}}[$__range]))\n'
-        f"/ sum(increase({token_sum}[$__range]))",
+        _ratio(
+            f'sum(increase({token_sum}{{gen_ai_evaluation_name!=""}}[$__range]))',
+            f"sum(increase({token_sum}[$__range]))",
+        ),
         "judges",
         unit="percentunit",
         steps=[(None, "green"), (0.25, "orange"), (0.5, "red")],
@@ -668,10 +700,12 @@ def live_dashboard() -> dash.Dashboard:
         "Dropped because the queue was full",
         "Share of the sampled live traffic dropped because the queue was full, over the time "
         "range. ScorewatchLiveDrops fires above 1% over 15m.",
-        f'sum(increase({decisions}{{{SCORER}, scorewatch_decision="dropped_queue_full"}}'
-        "[$__range]))\n"
-        f"/ sum(increase({decisions}{{{SCORER}, "
-        'scorewatch_decision=~"sampled|dropped_queue_full"}[$__range]))',
+        _ratio(
+            f'sum(increase({decisions}{{{SCORER}, scorewatch_decision="dropped_queue_full"}}'
+            "[$__range]))",
+            f"sum(increase({decisions}{{{SCORER}, "
+            'scorewatch_decision=~"sampled|dropped_queue_full"}[$__range]))',
+        ),
         "dropped",
         unit="percentunit",
         steps=RATIO_BAD_ABOVE_5,

@@ -116,6 +116,7 @@ class ServeProcess:
         env: Mapping[str, str] | None = None,
         listen: str | None = "127.0.0.1:0",
         extra_args: tuple[str, ...] = (),
+        command: tuple[str, ...] = (sys.executable, "-m", "scorewatch"),
     ) -> None:
         self.config = config
         self.stderr_path = config.parent / f"serve-{time.monotonic_ns()}.stderr"
@@ -123,7 +124,7 @@ class ServeProcess:
         environment["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
         environment[JUDGE_KEY_ENV] = JUDGE_KEY
         environment.update(env or {})
-        args = [sys.executable, "-m", "scorewatch", "serve", "--config", str(config)]
+        args = [*command, "serve", "--config", str(config)]
         if listen is not None:
             args += ["--listen", listen]
         args += list(extra_args)

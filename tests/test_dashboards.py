@@ -225,3 +225,23 @@ def test_provisioning_points_grafana_at_prometheus_and_the_dashboards() -> None:
         m.startswith("../grafana/dashboards:") and m.split(":")[1] == provider["options"]["path"]
         for m in mounts
     ), mounts
+
+
+def test_score_and_judge_latency_panels_link_exemplars_to_traces() -> None:
+    boards = _boards()
+    with_exemplars = {
+        panel["title"]
+        for board in boards.values()
+        for panel, target in panel_targets(board)
+        if target.get("exemplar") is True
+    }
+    assert with_exemplars == {"Score distribution", "Judge latency p50 / p95"}
+    datasources = load_yaml(GRAFANA / "provisioning" / "datasources" / "prometheus.yaml")
+    by_uid = {d["uid"]: d for d in datasources["datasources"]}
+    destinations = by_uid["prometheus"]["jsonData"]["exemplarTraceIdDestinations"]
+    # The label the exemplars carry (telemetry/prometheus.py), resolved in the trace store.
+    assert destinations == [{"name": "trace_id", "datasourceUid": "jaeger"}]
+    assert by_uid["jaeger"]["url"] == "http://jaeger:16686"
+    compose = load_yaml(GRAFANA.parent / "deploy" / "compose.yaml")
+    assert "--enable-feature=exemplar-storage" in compose["services"]["prometheus"]["command"]
+    assert "jaeger" in compose["services"]

@@ -44,8 +44,6 @@ E2E_VARIABLES = {"__rate_interval": "10s", "__interval": "2s", "__range": "1m"}
 MAY_BE_EMPTY = {
     # No application exports its own GenAI token usage into this Prometheus.
     ("Judge vs application tokens", "B"),
-    # No scorer here returns "not scorable".
-    ("Failed-run rate", "B"),
     # Nothing fires before the score drop (checked with data in the alert test).
     ("Firing scorewatch alerts", "A"),
 }

@@ -236,10 +236,15 @@ def test_demo_command_runs_scores_serves_metrics_and_stores_rows(tmp_path: Path)
             output.append(line)
             found = re.match(r"metrics: (http://127\.0\.0\.1:\d+/metrics)", line)
             if found and not scrape:
-                # Scrape while the demo runs (after a second of traffic).
-                time.sleep(1.5)
-                with urllib.request.urlopen(found.group(1), timeout=10) as response:
-                    scrape = response.read().decode()
+                # Scrape while the demo runs, until its first scores are in: under load the
+                # first runs finish seconds after the endpoint opens.
+                scrape_deadline = time.monotonic() + 6
+                while "scorewatch_evaluation_score_count" not in scrape:
+                    time.sleep(0.5)
+                    with urllib.request.urlopen(found.group(1), timeout=10) as response:
+                        scrape = response.read().decode()
+                    if time.monotonic() > scrape_deadline:
+                        break
         code = process.wait(timeout=60)
     finally:
         if process.poll() is None:
@@ -264,7 +269,7 @@ def test_demo_command_runs_scores_serves_metrics_and_stores_rows(tmp_path: Path)
     assert int(judge_line.group(1)) > 0
     assert float(judge_line.group(2)) > 0
     # /metrics was served during the run, with the demo's scores and judge usage.
-    assert "gen_ai_evaluation_score_count" in scrape
+    assert "scorewatch_evaluation_score_count" in scrape
     assert "scorewatch_live_decisions_total" in scrape
     assert 'gen_ai_evaluation_name="completeness-scorer"' in scrape
     # Results landed in the SQLite file whose path was printed.

@@ -92,9 +92,11 @@ async def test_async_completions_are_scored_once_each(
     live, collected = live_scoring(server)
     litellm_module.callbacks = [*litellm_module.callbacks, live.litellm_callback(target="geo-bot")]
     questions = ["Capital of France?", "Capital of Italy?", "Capital of Spain?"]
+    agent_ids = set()
     for question in questions:
         response = await litellm_module.acompletion(**agent_arguments(server, question))
         assert response.choices[0].message.content == AGENT_ANSWER
+        agent_ids.add(response.id)
     await wait_for_submissions(live, 3)
     assert await live.drain(30)
     await asyncio.sleep(0.2)  # a judge completion wrongly reported would be submitted by now
@@ -104,6 +106,8 @@ async def test_async_completions_are_scored_once_each(
     assert {r.call.output for r in collected.results} == {AGENT_ANSWER}
     assert {r.call.target for r in collected.results} == {"geo-bot"}
     assert {r.score for r in collected.results} == {0.9}
+    # Each call carries its completion's id (the evaluation event's gen_ai.response.id).
+    assert {(r.call.metadata or {}).get("response_id") for r in collected.results} == agent_ids
     models = [request.body.get("model") for request in server.requests]
     assert models.count("agent-model") == 3 and models.count("judge-model") == 3
     await live.aclose()

@@ -3,8 +3,6 @@ scraped by the real Prometheus binary."""
 
 from __future__ import annotations
 
-import subprocess
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +12,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from prometheus_support import query, running_prometheus
 from scorewatch.testing import LoopbackJudgeServer, Reply
 from serve_support import ServeProcess, judge_table, wait_idle, write_config
 
@@ -108,7 +107,7 @@ def test_metrics_are_prometheus_text_on_the_service_port(
                 )
                 == 4
             )
-        scores = found["gen_ai_evaluation_score"]
+        scores = found["scorewatch_evaluation_score"]
         assert scores.type == "histogram"
         assert sample_value(scores, "_count", gen_ai_evaluation_name="judged") == 4
         assert sample_value(scores, "_sum", gen_ai_evaluation_name="judged") == 3.0
@@ -142,29 +141,11 @@ def test_metrics_can_require_the_token(tmp_path: Path, judge: LoopbackJudgeServe
         process.kill()
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _query(base: str, expression: str) -> list[dict[str, Any]]:
-    response = httpx.get(f"{base}/api/v1/query", params={"query": expression}, timeout=10)
-    response.raise_for_status()
-    result: list[dict[str, Any]] = response.json()["data"]["result"]
-    return result
-
-
 def _wait_for(base: str, expression: str, expected: float, timeout: float = 30.0) -> float:
     deadline = time.monotonic() + timeout
     value = float("nan")
     while time.monotonic() < deadline:
-        try:
-            result = _query(base, expression)
-        except httpx.TransportError:  # Prometheus still starting
-            result = []
+        result = query(base, expression)
         if result:
             value = float(result[0]["value"][1])
             if value == expected:
@@ -177,57 +158,32 @@ def test_the_real_prometheus_scrapes_the_service(
     prometheus_bin: str, tmp_path: Path, judge: LoopbackJudgeServer
 ) -> None:
     process = start(tmp_path / "serve", judge)
-    prometheus: subprocess.Popen[bytes] | None = None
     try:
         with httpx.Client(base_url=process.url, timeout=30) as client:
             score_some(client, 5)
         target = process.url.removeprefix("http://")
-        web_port = _free_port()
-        config = tmp_path / "prometheus.yml"
-        config.write_text(
-            textwrap.dedent(
-                f"""
-                global:
-                  scrape_interval: 1s
-                scrape_configs:
-                  - job_name: scorewatch-serve
-                    static_configs:
-                      - targets: ["{target}"]
-                """
+        # Queried only once Prometheus reports ready (it answers 503 while loading).
+        with running_prometheus(
+            prometheus_bin, tmp_path / "prometheus", [target], job="scorewatch-serve"
+        ) as base:
+            _wait_for(base, 'up{job="scorewatch-serve"}', 1.0)
+            _wait_for(
+                base,
+                'sum(scorewatch_live_decisions_total{scorewatch_decision="sampled"})',
+                10.0,
             )
-        )
-        prometheus = subprocess.Popen(
-            [
-                prometheus_bin,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{web_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        base = f"http://127.0.0.1:{web_port}"
-        _wait_for(base, 'up{job="scorewatch-serve"}', 1.0)
-        _wait_for(
-            base,
-            'sum(scorewatch_live_decisions_total{scorewatch_decision="sampled"})',
-            10.0,
-        )
-        _wait_for(
-            base,
-            'sum(gen_ai_evaluation_score_count{gen_ai_evaluation_name="judged"})',
-            5.0,
-        )
-        _wait_for(
-            base,
-            'sum(gen_ai_evaluation_score_sum{gen_ai_evaluation_name="judged"})'
-            ' / sum(gen_ai_evaluation_score_count{gen_ai_evaluation_name="judged"})',
-            0.75,
-        )
+            _wait_for(
+                base,
+                'sum(scorewatch_evaluation_score_count{gen_ai_evaluation_name="judged"})',
+                5.0,
+            )
+            _wait_for(
+                base,
+                'sum(scorewatch_evaluation_score_sum{gen_ai_evaluation_name="judged"})'
+                ' / sum(scorewatch_evaluation_score_count{gen_ai_evaluation_name="judged"})',
+                0.75,
+            )
     finally:
-        if prometheus is not None:
-            prometheus.terminate()
-            prometheus.wait(10)
         process.kill()
 
 
@@ -277,6 +233,6 @@ def test_sigterm_flushes_the_otlp_exporters(tmp_path: Path, judge: LoopbackJudge
         events = receiver.log_records("gen_ai.evaluation.result")
         assert len(events) == 3
         assert {event.attributes.get("gen_ai.evaluation.score.value") for event in events} == {0.75}
-        assert receiver.metric_points("gen_ai.evaluation.score")
+        assert receiver.metric_points("scorewatch.evaluation.score")
         exported = repr(receiver.spans()) + repr(receiver.log_records())
         assert secret not in exported  # content stays out unless capture_content is on

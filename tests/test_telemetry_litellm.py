@@ -54,22 +54,25 @@ async def test_chat_spans_and_metrics_from_real_http_calls(server: LoopbackJudge
             ),
             key=lambda s: s.start_time or 0,
         )
-        assert [s.name for s in chats] == ["chat openai/loopback-judge"] * 2
+        # Named by the model the provider sees (litellm strips its `openai/` routing prefix).
+        assert [s.name for s in chats] == ["chat loopback-judge"] * 2
         assert all(s.kind == SpanKind.CLIENT for s in chats)
         limited, answered = chats
         assert limited.status.status_code == StatusCode.ERROR
         assert "error.type" in (limited.attributes or {})
         attributes = dict(answered.attributes or {})
         assert attributes["gen_ai.provider.name"] == "openai"
-        assert attributes["gen_ai.request.model"] == "openai/loopback-judge"
+        assert attributes["gen_ai.request.model"] == "loopback-judge"
+        assert attributes["scorewatch.judge.model_route"] == "openai/loopback-judge"
+        assert {r.body["model"] for r in server.requests} == {"loopback-judge"}
         assert attributes["gen_ai.response.id"] == "chatcmpl-abc"
         assert attributes["gen_ai.response.finish_reasons"] == ("stop",)
         assert attributes["gen_ai.usage.input_tokens"] == 120
         assert attributes["gen_ai.usage.output_tokens"] == 9
         assert attributes["gen_ai.usage.cache_read.input_tokens"] == 64
         assert attributes["gen_ai.usage.reasoning.output_tokens"] == 5
-        assert attributes["gen_ai.usage.cost.source"] == "provider"
-        assert attributes["gen_ai.usage.cost.amount"] == pytest.approx(0.0042)
+        assert attributes["scorewatch.judge.cost.source"] == "provider"
+        assert attributes["scorewatch.judge.cost.amount"] == pytest.approx(0.0042)
         assert attributes["server.address"] == "127.0.0.1"
         assert attributes["server.port"] == server.port
 
@@ -92,4 +95,11 @@ async def test_chat_spans_and_metrics_from_real_http_calls(server: LoopbackJudge
             if e.usage is not None
         )
         assert inputs == recorded == 150
-        assert sink.point(names.METRIC_JUDGE_ATTEMPTS, scorewatch__step="analyze").value == 2
+        attempts = sink.point(names.METRIC_JUDGE_ATTEMPTS, scorewatch__step="analyze")
+        assert attempts.value == 2
+        # Metrics name the judge model as the provider does, so they line up with the
+        # application's own GenAI metrics of the same model.
+        assert attempts.attributes["gen_ai.request.model"] == "loopback-judge"
+        assert {
+            p.attributes["gen_ai.request.model"] for p in sink.points(names.METRIC_TOKEN_USAGE)
+        } == {"loopback-judge"}

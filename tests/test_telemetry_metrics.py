@@ -155,8 +155,8 @@ async def test_cost_counter_uses_provider_cost_else_estimate() -> None:
         assert estimate.attributes["scorewatch.step"] == "generate_reason"
         chat = [s for s in sink.spans() if s.name.startswith("chat ")]
         costs = {
-            (s.attributes or {}).get("gen_ai.usage.cost.source"): (s.attributes or {}).get(
-                "gen_ai.usage.cost.amount"
+            (s.attributes or {}).get("scorewatch.judge.cost.source"): (s.attributes or {}).get(
+                "scorewatch.judge.cost.amount"
             )
             for s in chat
         }

@@ -156,7 +156,7 @@ def test_no_otlp_without_an_endpoint_in_the_environment(monkeypatch: pytest.Monk
     handle = telemetry.configure(prometheus=None, set_global=False)
     try:
         assert handle.export_queue_lengths() == {"spans": 0, "logs": 0}
-        assert handle._span_processor is None
+        assert not handle.exporters.any
     finally:
         handle.shutdown()
 

@@ -254,20 +254,23 @@ def test_real_prometheus_scrapes_and_queries_the_score_histogram(
             time.sleep(0.1)
 
         count = _wait_for_result(
-            base, 'sum(gen_ai_evaluation_score_bucket{gen_ai_evaluation_name="quality",le="+Inf"})'
+            base,
+            'sum(scorewatch_evaluation_score_bucket{gen_ai_evaluation_name="quality",le="+Inf"})',
         )
         assert count, "Prometheus never scraped the score histogram"
         assert float(count[0]["value"][1]) == len(SCORES)  # type: ignore[index]
 
         mean = _query(
             base,
-            'sum(gen_ai_evaluation_score_sum{gen_ai_evaluation_name="quality"})'
-            ' / sum(gen_ai_evaluation_score_bucket{gen_ai_evaluation_name="quality",le="+Inf"})',
+            'sum(scorewatch_evaluation_score_sum{gen_ai_evaluation_name="quality"})'
+            " / sum(scorewatch_evaluation_score_bucket"
+            '{gen_ai_evaluation_name="quality",le="+Inf"})',
         )
         assert float(mean[0]["value"][1]) == pytest.approx(sum(SCORES) / len(SCORES))  # type: ignore[index]
 
         at_most_half = _query(
-            base, 'sum(gen_ai_evaluation_score_bucket{scorewatch_target="support-agent",le="0.5"})'
+            base,
+            'sum(scorewatch_evaluation_score_bucket{scorewatch_target="support-agent",le="0.5"})',
         )
         assert float(at_most_half[0]["value"][1]) == sum(1 for s in SCORES if s <= 0.5)  # type: ignore[index]
     finally:

@@ -104,6 +104,7 @@ async def test_span_tree_and_attributes_of_a_successful_run() -> None:
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": "openai",
             "gen_ai.request.model": "gpt-judge",
+            "scorewatch.judge.model_route": "gpt-judge",
             "gen_ai.response.model": "judge-2025",
             "gen_ai.response.id": "resp-1",
             "gen_ai.response.finish_reasons": ("stop",),
@@ -124,9 +125,8 @@ async def test_span_tree_and_attributes_of_a_successful_run() -> None:
         assert dict(record.attributes or {}) == {
             "gen_ai.evaluation.name": "quality",
             "gen_ai.evaluation.score.value": 0.75,
-            "gen_ai.response.id": "resp-1",
             "scorewatch.run_id": "run-1",
-        }
+        }  # no gen_ai.response.id: the judge's own id ("resp-1") belongs on its chat span
         assert record.span_id == run_span.context.span_id
         assert record.trace_id == run_span.context.trace_id
         assert record.severity_text == "INFO"
@@ -411,3 +411,26 @@ async def test_a_cancelled_run_closes_its_spans_and_restores_the_callers_context
         # Not a finished run: no evaluation event, no run outcome.
         assert sink.logs() == []
         assert sink.points(names.METRIC_SCORER_RUNS) == []
+
+
+async def test_the_event_names_the_evaluated_completion_never_the_judges() -> None:
+    judge = ScriptedJudge(
+        [JudgeReply(text=verdicts(3), response_id="judge-resp-9"), "why"],
+        model_id="bedrock/anthropic.claude-3-haiku",
+        provider="bedrock",
+    )
+    with in_memory_telemetry() as sink:
+        await prompt_scorer(judge).run(
+            output="an answer", target_metadata={"response_id": "chatcmpl-agent-42"}
+        )
+        (event,) = sink.logs()
+        assert (event.log_record.attributes or {})["gen_ai.response.id"] == "chatcmpl-agent-42"
+        chat = next(s for s in sink.spans() if s.kind == SpanKind.CLIENT)
+        attributes = dict(chat.attributes or {})
+        assert attributes["gen_ai.response.id"] == "judge-resp-9"
+        # The provider sees `anthropic.claude-3-haiku`; litellm's route is kept apart; the
+        # provider is the conventions' well-known value.
+        assert chat.name == "chat anthropic.claude-3-haiku"
+        assert attributes["gen_ai.request.model"] == "anthropic.claude-3-haiku"
+        assert attributes["scorewatch.judge.model_route"] == "bedrock/anthropic.claude-3-haiku"
+        assert attributes["gen_ai.provider.name"] == "aws.bedrock"

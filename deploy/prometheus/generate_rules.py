@@ -124,8 +124,8 @@ def _number(value: float) -> str:
 
 
 def _recording_rules(s: RuleSettings) -> list[dict[str, Any]]:
-    score = f"gen_ai_evaluation_score_sum{{{s.score_selector}}}"
-    count = f"gen_ai_evaluation_score_count{{{s.score_selector}}}"
+    score = f"scorewatch_evaluation_score_sum{{{s.score_selector}}}"
+    count = f"scorewatch_evaluation_score_count{{{s.score_selector}}}"
     factor = _number(1 - s.relative_margin)
     margin = _number(s.absolute_margin)
     baseline_sum = (

@@ -70,6 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--html", help="also write a self-contained HTML report here")
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="export spans, metrics and evaluation events over OTLP (standard OTEL_* variables); "
+        "without it they are exported only when OTEL_EXPORTER_OTLP_*ENDPOINT or "
+        "OTEL_*_EXPORTER ask for it",
+    )
 
 
 def _model_options(pairs: list[tuple[str, str]]) -> dict[str, Any]:
@@ -121,11 +128,26 @@ def _verdict(
 
 
 def run(args: argparse.Namespace) -> int:
+    handle = _export_telemetry(bool(getattr(args, "otel", False)))
     try:
         return _run(args)
     except ScorewatchError as error:
         print(f"scorewatch eval: {error.message}", file=sys.stderr)
         return 2
+    finally:
+        if handle is not None:
+            handle.shutdown()  # flushes what the runs exported
+
+
+def _export_telemetry(forced: bool) -> Any:
+    """OpenTelemetry for this run when asked (`--otel`, or the standard variables), else None."""
+    from .. import telemetry
+
+    if not forced and not telemetry.exports_requested():
+        return None
+    return telemetry.configure(
+        service_name="scorewatch-eval", prometheus=None, otlp=True if forced else None
+    )
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -120,13 +120,21 @@ def _build_class() -> type:
                 call_id = kwargs.get("litellm_call_id")
                 if isinstance(call_id, str) and not self._recent.first_time(call_id):
                     return
+                metadata: dict[str, Any] = {}
                 model = kwargs.get("model")
+                if isinstance(model, str):
+                    metadata["model"] = model
+                # The completion's own id: telemetry puts it on the evaluation event
+                # (`gen_ai.response.id`) to tie the score to the agent's call.
+                response_id = _get(response_obj, "id")
+                if isinstance(response_id, str) and response_id:
+                    metadata["response_id"] = response_id
                 self._submit(
                     input=kwargs.get("messages"),
                     output=text,
                     target=self.target,
                     run_id=call_id if isinstance(call_id, str) else None,
-                    metadata={"model": model} if isinstance(model, str) else None,
+                    metadata=metadata or None,
                 )
             except Exception:
                 logger.exception("litellm callback: submitting a completion failed; ignored")

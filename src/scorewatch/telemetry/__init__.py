@@ -29,6 +29,7 @@ from __future__ import annotations
 from . import names
 from .cardinality import CardinalityGuard
 from .content import CaptureContent, ContentCapture, resolve_capture
+from .exporters import ExportPlan, export_plan, exports_requested
 from .instruments import metric_views
 from .live_metrics import LiveMetrics
 from .prometheus import prometheus_asgi_app
@@ -36,6 +37,7 @@ from .setup import (
     OtlpProtocol,
     TelemetryHandle,
     configure,
+    existing_providers,
     instrument,
     is_instrumented,
     live_metrics,
@@ -46,10 +48,14 @@ __all__ = [
     "CaptureContent",
     "CardinalityGuard",
     "ContentCapture",
+    "ExportPlan",
     "LiveMetrics",
     "OtlpProtocol",
     "TelemetryHandle",
     "configure",
+    "existing_providers",
+    "export_plan",
+    "exports_requested",
     "instrument",
     "is_instrumented",
     "live_metrics",

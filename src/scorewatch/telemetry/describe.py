@@ -12,8 +12,11 @@ from . import names
 
 __all__ = [
     "error_type",
+    "evaluated_response_id",
     "input_messages",
     "output_messages",
+    "provider_model",
+    "provider_name",
     "system_instructions",
     "to_json",
     "usage_attributes",
@@ -32,6 +35,49 @@ def error_type(error: BaseException) -> str:
         return cause.code
     cls = type(cause)
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+
+
+# litellm's provider names -> the GenAI conventions' well-known `gen_ai.provider.name` values
+# (semantic-conventions v1.41 registry); providers without one keep litellm's name.
+_WELL_KNOWN_PROVIDERS = {
+    "azure": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "bedrock": "aws.bedrock",
+    "bedrock_converse": "aws.bedrock",
+    "vertex_ai": "gcp.vertex_ai",
+    "vertex_ai_beta": "gcp.vertex_ai",
+    "gemini": "gcp.gemini",
+    "mistral": "mistral_ai",
+    "xai": "x_ai",
+    "watsonx": "ibm.watsonx.ai",
+    "cohere_chat": "cohere",
+}
+
+
+def provider_name(provider: str) -> str:
+    """`gen_ai.provider.name` for a litellm provider name."""
+    return _WELL_KNOWN_PROVIDERS.get(provider, provider)
+
+
+def provider_model(model_route: str, provider: str | None) -> str:
+    """The model name the provider sees: litellm's `openai/gpt-4o-mini` -> `gpt-4o-mini`.
+
+    litellm strips its provider prefix before calling the provider, so the GenAI metrics of the
+    judge line up with the application's own (which name the model as the provider does).
+    """
+    if provider:
+        prefix, sep, rest = model_route.partition("/")
+        if sep and rest and prefix == provider:
+            return rest
+    return model_route
+
+
+def evaluated_response_id(target_metadata: Any) -> str | None:
+    """The evaluated completion's id, when the caller gave it in the run's `target_metadata`."""
+    if not isinstance(target_metadata, dict):
+        return None
+    value = target_metadata.get(names.METADATA_RESPONSE_ID)
+    return value if isinstance(value, str) and value else None
 
 
 def to_json(value: Any) -> str:

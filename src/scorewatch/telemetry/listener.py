@@ -166,14 +166,19 @@ def _target_context(trace_id: str | None, span_id: str | None) -> SpanContext | 
     )
 
 
-def _step_models(scorer: Any) -> dict[str, str]:
-    """The judge model of each prompt step, when the scorer exposes it, to name `chat` spans."""
-    models: dict[str, str] = {}
+def _step_models(scorer: Any) -> dict[str, tuple[str, str | None]]:
+    """(litellm route, provider) of each prompt step's judge, when the scorer exposes it, to name
+    `chat` spans before the call."""
+    models: dict[str, tuple[str, str | None]] = {}
     for step in getattr(scorer, "steps", ()):
-        judge = getattr(step, "judge", None)
-        model_id = getattr(getattr(judge, "model", None), "model_id", None)
+        model = getattr(getattr(step, "judge", None), "model", None)
+        model_id = getattr(model, "model_id", None)
+        provider = getattr(model, "provider", None)
         if isinstance(model_id, str):
-            models[str(getattr(step, "name", ""))] = model_id
+            models[str(getattr(step, "name", ""))] = (
+                model_id,
+                provider if isinstance(provider, str) else None,
+            )
     return models
 
 
@@ -182,11 +187,6 @@ class _OpenSpan:
     span: Span
     token: object
     model: str | None = None
-
-
-@dataclass(slots=True)
-class _JudgeTotals:
-    response_id: str | None = None
 
 
 class RunTelemetry:
@@ -213,7 +213,9 @@ class RunTelemetry:
         self._models = profile.models
         self._steps: list[_OpenSpan] = []
         self._attempts: list[_OpenSpan] = []
-        self._totals = _JudgeTotals()
+        # The evaluated completion's id (never the judge's own): the event's `gen_ai.response.id`.
+        self._evaluated_response_id = describe.evaluated_response_id(run.target_metadata)
+        self._providers: dict[str, str | None] = {}
         self._evaluated = (
             _target_context(run.target_trace_id, run.target_span_id)
             if run.target_trace_id or run.target_span_id
@@ -328,26 +330,37 @@ class RunTelemetry:
             counted: Attributes = {
                 names.ATTR_EVALUATION_NAME: self._scorer_id,
                 names.ATTR_STEP: outcome.step,
-                names.ATTR_REQUEST_MODEL: self._observer.model_guard(execution.judge_model_id),
+                names.ATTR_REQUEST_MODEL: self._observer.model_guard(
+                    self._request_model(outcome.step, execution.judge_model_id)
+                ),
                 names.ATTR_STATUS: execution.status,
             }
             ins.judge_executions.add(1, counted)
             ins.judge_attempts.add(execution.attempt_count, counted)
+
+    def _request_model(self, step: StepName, route: str) -> str:
+        """The provider-visible name of a judge model known by its litellm route."""
+        if route in self._providers:
+            return describe.provider_model(route, self._providers[route])
+        known_route, provider = self._models.get(step) or (None, None)
+        return describe.provider_model(route, provider if known_route == route else None)
 
     # -- judge attempts ----------------------------------------------------------------------
 
     def judge_attempt_started(self, step: StepName, request: JudgeRequest) -> None:
         self._close_attempts()
         parent = self._steps[-1].span if self._steps else self._run_span
-        model = self._models.get(step)
+        route, provider = self._models.get(step) or (None, None)
+        model = describe.provider_model(route, provider) if route else None
         attributes: Attributes = {
             names.ATTR_OPERATION_NAME: names.OPERATION_CHAT,
             names.ATTR_STEP: step,
             names.ATTR_JUDGE_ATTEMPT: request.attempt,
             names.ATTR_JUDGE_FALLBACK: request.fallback,
         }
-        if model:
+        if route and model:
             attributes[names.ATTR_REQUEST_MODEL] = model
+            attributes[names.ATTR_JUDGE_MODEL_ROUTE] = route
         if self._capture.on_spans:
             attributes[names.ATTR_SYSTEM_INSTRUCTIONS] = describe.system_instructions(request)
             attributes[names.ATTR_INPUT_MESSAGES] = describe.input_messages(request)
@@ -367,26 +380,27 @@ class RunTelemetry:
             self._detach(open_attempt.token)
             self._finish_chat_span(open_attempt, attempt)
         self._record_attempt_metrics(attempt)
-        reply = attempt.reply
-        if reply is not None and reply.response_id:
-            self._totals.response_id = reply.response_id
 
     def _finish_chat_span(self, open_attempt: _OpenSpan, attempt: JudgeAttempt) -> None:
         span, reply = open_attempt.span, attempt.reply
-        if open_attempt.model != attempt.model_id:
-            span.update_name(names.chat_span_name(attempt.model_id))
-        attributes: Attributes = {names.ATTR_REQUEST_MODEL: attempt.model_id}
+        model = describe.provider_model(attempt.model_id, attempt.provider)
+        if open_attempt.model != model:
+            span.update_name(names.chat_span_name(model))
+        attributes: Attributes = {
+            names.ATTR_REQUEST_MODEL: model,
+            names.ATTR_JUDGE_MODEL_ROUTE: attempt.model_id,
+        }
         if attempt.provider:
-            attributes[names.ATTR_PROVIDER_NAME] = attempt.provider
+            attributes[names.ATTR_PROVIDER_NAME] = describe.provider_name(attempt.provider)
         attributes.update(describe.usage_attributes(attempt.usage))
         if reply is not None:
             attributes.update(_reply_attributes(reply))
             cost = _cost(reply)
             if cost is not None:
                 amount, currency, source = cost
-                attributes[names.ATTR_USAGE_COST_AMOUNT] = amount
-                attributes[names.ATTR_USAGE_COST_CURRENCY] = currency
-                attributes[names.ATTR_USAGE_COST_SOURCE] = source
+                attributes[names.ATTR_JUDGE_COST_AMOUNT] = amount
+                attributes[names.ATTR_JUDGE_COST_CURRENCY] = currency
+                attributes[names.ATTR_JUDGE_COST_SOURCE] = source
             if self._capture.on_spans:
                 attributes[names.ATTR_OUTPUT_MESSAGES] = describe.output_messages(reply)
         span.set_attributes(attributes)
@@ -396,14 +410,17 @@ class RunTelemetry:
 
     def _record_attempt_metrics(self, attempt: JudgeAttempt) -> None:
         ins = self._instruments
+        self._providers[attempt.model_id] = attempt.provider
         base: Attributes = {
             names.ATTR_OPERATION_NAME: names.OPERATION_CHAT,
-            names.ATTR_REQUEST_MODEL: self._observer.model_guard(attempt.model_id),
+            names.ATTR_REQUEST_MODEL: self._observer.model_guard(
+                describe.provider_model(attempt.model_id, attempt.provider)
+            ),
             names.ATTR_EVALUATION_NAME: self._scorer_id,
             names.ATTR_STEP: attempt.step,
         }
         if attempt.provider:
-            base[names.ATTR_PROVIDER_NAME] = attempt.provider
+            base[names.ATTR_PROVIDER_NAME] = describe.provider_name(attempt.provider)
         usage = attempt.usage
         if usage.input_tokens is not None:
             ins.token_usage.record(
@@ -505,8 +522,8 @@ class RunTelemetry:
                 attributes[names.ATTR_EVALUATION_SCORE_LABEL] = label
         if reason is not None:
             attributes[names.ATTR_EVALUATION_EXPLANATION] = describe.to_json(reason)
-        if self._totals.response_id:
-            attributes[names.ATTR_RESPONSE_ID] = self._totals.response_id
+        if self._evaluated_response_id:
+            attributes[names.ATTR_RESPONSE_ID] = self._evaluated_response_id
         if self._run_id:
             attributes[names.ATTR_RUN_ID] = self._run_id
         if error is not None:

@@ -20,7 +20,11 @@ __all__ = [
     "ATTR_FAILED_STEP",
     "ATTR_INPUT_MESSAGES",
     "ATTR_JUDGE_ATTEMPT",
+    "ATTR_JUDGE_COST_AMOUNT",
+    "ATTR_JUDGE_COST_CURRENCY",
+    "ATTR_JUDGE_COST_SOURCE",
     "ATTR_JUDGE_FALLBACK",
+    "ATTR_JUDGE_MODEL_ROUTE",
     "ATTR_MESSAGING_BATCH_COUNT",
     "ATTR_MESSAGING_DESTINATION",
     "ATTR_MESSAGING_OPERATION_TYPE",
@@ -54,9 +58,6 @@ __all__ = [
     "ATTR_TOKEN_TYPE",
     "ATTR_USAGE_CACHE_CREATION_INPUT_TOKENS",
     "ATTR_USAGE_CACHE_READ_INPUT_TOKENS",
-    "ATTR_USAGE_COST_AMOUNT",
-    "ATTR_USAGE_COST_CURRENCY",
-    "ATTR_USAGE_COST_SOURCE",
     "ATTR_USAGE_INPUT_TOKENS",
     "ATTR_USAGE_OUTPUT_TOKENS",
     "ATTR_USAGE_REASONING_OUTPUT_TOKENS",
@@ -71,6 +72,7 @@ __all__ = [
     "EVENT_EVALUATION_RESULT",
     "INSTRUMENTATION_SCOPE",
     "MESSAGING_SYSTEM_REDIS",
+    "METADATA_RESPONSE_ID",
     "METRIC_JUDGE_ATTEMPTS",
     "METRIC_JUDGE_COST",
     "METRIC_JUDGE_EXECUTIONS",
@@ -190,9 +192,6 @@ ATTR_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 ATTR_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
 ATTR_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
 ATTR_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
-ATTR_USAGE_COST_AMOUNT: Final = "gen_ai.usage.cost.amount"
-ATTR_USAGE_COST_CURRENCY: Final = "gen_ai.usage.cost.currency"
-ATTR_USAGE_COST_SOURCE: Final = "gen_ai.usage.cost.source"
 ATTR_TOKEN_TYPE: Final = "gen_ai.token.type"
 ATTR_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 ATTR_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
@@ -235,6 +234,14 @@ ATTR_QUEUE_REASON: Final = "scorewatch.queue.reason"
 # structured-output fallback.
 ATTR_JUDGE_ATTEMPT: Final = "scorewatch.judge.attempt"
 ATTR_JUDGE_FALLBACK: Final = "scorewatch.judge.fallback"
+# The judge call's cost on its `chat` span. GenAI conventions define no cost attribute, so these
+# are ours (the `gen_ai.*` namespace is reserved for the conventions).
+ATTR_JUDGE_COST_AMOUNT: Final = "scorewatch.judge.cost.amount"
+ATTR_JUDGE_COST_CURRENCY: Final = "scorewatch.judge.cost.currency"
+ATTR_JUDGE_COST_SOURCE: Final = "scorewatch.judge.cost.source"
+# litellm's routing id of the judge model (`openai/gpt-4o-mini`); `gen_ai.request.model` carries
+# the name the provider sees (`gpt-4o-mini`).
+ATTR_JUDGE_MODEL_ROUTE: Final = "scorewatch.judge.model_route"
 # Content of the run itself, on the run span, only when content capture is on for spans.
 ATTR_RUN_INPUT: Final = "scorewatch.input"
 ATTR_RUN_OUTPUT: Final = "scorewatch.output"
@@ -260,7 +267,7 @@ METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 METRIC_JUDGE_COST: Final = "scorewatch.judge.cost.usd"
 METRIC_JUDGE_EXECUTIONS: Final = "scorewatch.judge.executions"
 METRIC_JUDGE_ATTEMPTS: Final = "scorewatch.judge.attempts"
-METRIC_SCORE: Final = "gen_ai.evaluation.score"
+METRIC_SCORE: Final = "scorewatch.evaluation.score"
 METRIC_SCORER_RUNS: Final = "scorewatch.scorer.runs"
 METRIC_RUN_DURATION: Final = "scorewatch.scorer.run.duration"
 METRIC_STEP_DURATION: Final = "scorewatch.scorer.step.duration"
@@ -280,7 +287,7 @@ PROM_OPERATION_DURATION: Final = "gen_ai_client_operation_duration_seconds"
 PROM_JUDGE_COST: Final = "scorewatch_judge_cost_usd_total"
 PROM_JUDGE_EXECUTIONS: Final = "scorewatch_judge_executions_total"
 PROM_JUDGE_ATTEMPTS: Final = "scorewatch_judge_attempts_total"
-PROM_SCORE: Final = "gen_ai_evaluation_score"
+PROM_SCORE: Final = "scorewatch_evaluation_score"
 PROM_SCORER_RUNS: Final = "scorewatch_scorer_runs_total"
 PROM_RUN_DURATION: Final = "scorewatch_scorer_run_duration_seconds"
 PROM_STEP_DURATION: Final = "scorewatch_scorer_step_duration_seconds"
@@ -319,6 +326,9 @@ SCORE_BUCKETS: Final[tuple[float, ...]] = score_buckets(1.0)
 
 # -- configuration -----------------------------------------------------------------------------
 
+# The key of a run's `target_metadata` holding the evaluated completion's id (e.g. the
+# `chatcmpl-...` id of the agent's answer); it becomes `gen_ai.response.id` on the event.
+METADATA_RESPONSE_ID: Final = "response_id"
 ENV_CAPTURE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 CARDINALITY_OVERFLOW: Final = "_other"
 DEFAULT_CARDINALITY_LIMIT: Final = 100

@@ -1,30 +1,167 @@
 """The Prometheus side: the scrape endpoint as an HTTP server of its own or as an ASGI app.
 
 The metrics come from the OpenTelemetry SDK through `opentelemetry-exporter-prometheus` into a
-prometheus-client registry; both endpoints encode it with `exposition.render_text`.
+prometheus-client registry; both endpoints answer with `exposition.render` (format, gzip and
+`name[]` negotiated as prometheus-client does). The reader adds exemplars, which that exporter
+drops: the SDK samples one measurement per histogram bucket made inside a sampled span (the
+run's), and the score and judge-call duration buckets carry its `trace_id`/`span_id` in
+OpenMetrics, so a dashboard can jump from a bucket to the traces behind it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import socket
 import threading
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, MetricsData
 from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client.metrics_core import Metric
+from prometheus_client.samples import Exemplar
 
-from .exposition import CONTENT_TYPE, render_text
+from . import names
+from .exposition import render
 from .names import DEFAULT_PROMETHEUS_ADDRESS
 
 __all__ = [
+    "EXEMPLAR_METRICS",
     "PrometheusServer",
     "default_registry",
     "parse_address",
     "prometheus_asgi_app",
+    "prometheus_metric_reader",
     "set_default_registry",
 ]
+
+# OpenTelemetry histogram -> its Prometheus family: the ones whose buckets carry exemplars.
+EXEMPLAR_METRICS: dict[str, str] = {
+    names.METRIC_SCORE: names.PROM_SCORE,
+    names.METRIC_OPERATION_DURATION: names.PROM_OPERATION_DURATION,
+}
+
+
+def _label_name(key: str) -> str:
+    # What the OpenTelemetry exporter does to our attribute keys (letters, digits, dots).
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in key)
+
+
+class _Exemplars:
+    """The latest exemplar of every bucket of the chosen histograms.
+
+    The SDK hands each exemplar out once (its reservoirs reset at every collection), while
+    Prometheus expects a bucket to keep showing its exemplar until a newer one replaces it, as
+    prometheus-client's own histograms do. Bounded by the number of buckets.
+    """
+
+    def __init__(self, families: dict[str, str]) -> None:
+        self._families = families
+        self._latest: dict[tuple[str, tuple[tuple[str, str], ...]], dict[str, Exemplar]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, data: MetricsData) -> None:
+        for resource_metrics in data.resource_metrics:
+            for scope_metrics in resource_metrics.scope_metrics:
+                for metric in scope_metrics.metrics:
+                    family = self._families.get(metric.name)
+                    if family is None:
+                        continue
+                    for point in getattr(metric.data, "data_points", ()):
+                        if isinstance(point, HistogramDataPoint) and point.exemplars:
+                            self._add_point(family, point)
+
+    def _add_point(self, family: str, point: HistogramDataPoint) -> None:
+        labels = tuple(
+            sorted((_label_name(k), str(v)) for k, v in (point.attributes or {}).items())
+        )
+        bounds = list(point.explicit_bounds)
+        with self._lock:
+            buckets = self._latest.setdefault((family, labels), {})
+            for exemplar in point.exemplars:
+                if not exemplar.trace_id or not exemplar.span_id:
+                    continue
+                index = bisect.bisect_left(bounds, exemplar.value)
+                le = f"{bounds[index]}" if index < len(bounds) else "+Inf"
+                buckets[le] = Exemplar(
+                    {
+                        "trace_id": format(exemplar.trace_id, "032x"),
+                        "span_id": format(exemplar.span_id, "016x"),
+                    },
+                    exemplar.value,
+                    exemplar.time_unix_nano / 1e9,
+                )
+
+    def decorate(self, family: Metric) -> Metric:
+        if family.type != "histogram" or family.name not in self._families.values():
+            return family
+        with self._lock:
+            samples = []
+            for sample in family.samples:
+                if sample.name.endswith("_bucket"):
+                    labels = tuple(sorted((k, v) for k, v in sample.labels.items() if k != "le"))
+                    exemplar = self._latest.get((family.name, labels), {}).get(
+                        sample.labels.get("le", "")
+                    )
+                    if exemplar is not None:
+                        sample = sample._replace(exemplar=exemplar)
+                samples.append(sample)
+        family.samples = samples
+        return family
+
+
+class _WithExemplars:
+    """The exporter's collector, its histogram buckets given their exemplars."""
+
+    def __init__(self, inner: Any, exemplars: _Exemplars) -> None:
+        self._inner = inner
+        self._exemplars = exemplars
+
+    def describe(self) -> list[Metric]:
+        # Registering must not collect (the reader has no MeterProvider yet).
+        return []
+
+    def collect(self) -> Iterable[Metric]:
+        for family in self._inner.collect():
+            yield self._exemplars.decorate(family)
+
+
+class _ExemplarReader(PrometheusMetricReader):
+    def __init__(self, registry: CollectorRegistry) -> None:
+        super().__init__(registry=registry, scope_info_enabled=False)
+        self._exemplars = _Exemplars(EXEMPLAR_METRICS)
+        self._scorewatch_registry = registry
+        self._wrapped: _WithExemplars | None = None
+        inner = getattr(self, "_collector", None)
+        if inner is not None and callable(getattr(inner, "collect", None)):
+            # A private attribute of the exporter; without it we serve no exemplars.
+            registry.unregister(inner)
+            self._wrapped = _WithExemplars(inner, self._exemplars)
+            registry.register(self._wrapped)
+
+    def _receive_metrics(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> None:
+        if metrics_data is not None:
+            self._exemplars.add(metrics_data)
+        super()._receive_metrics(metrics_data, timeout_millis, **kwargs)
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        if self._wrapped is None:
+            super().shutdown(timeout_millis, **kwargs)
+            return
+        self._scorewatch_registry.unregister(self._wrapped)
+
+
+def prometheus_metric_reader(registry: CollectorRegistry) -> PrometheusMetricReader:
+    """A MetricReader exporting into `registry`, with exemplars on the score and judge-duration
+    histogram buckets."""
+    return _ExemplarReader(registry)
+
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -68,21 +205,33 @@ def prometheus_asgi_app(registry: CollectorRegistry | None = None) -> ASGIApp:
             await _respond(send, 405, b"method not allowed\n", "text/plain; charset=utf-8")
             return
         chosen = registry or _default_registry or REGISTRY
+        request_headers = {
+            bytes(k).decode("latin-1").lower(): bytes(v).decode("latin-1")
+            for k, v in scope.get("headers") or ()
+        }
+        query = parse_qs(bytes(scope.get("query_string") or b"").decode("latin-1"))
         # Collecting is CPU work of tens of milliseconds at 10,000 series: off the event loop.
-        body = await asyncio.to_thread(render_text, chosen)
+        body, headers = await asyncio.to_thread(
+            render,
+            chosen,
+            request_headers.get("accept"),
+            request_headers.get("accept-encoding"),
+            query.get("name[]"),
+        )
         if scope.get("method") == "HEAD":
             body = b""
-        await _respond(send, 200, body, CONTENT_TYPE)
+        await _respond(send, 200, body, headers)
 
     return app
 
 
-async def _respond(send: Send, status: int, body: bytes, content_type: str) -> None:
-    headers = [
-        (b"content-type", content_type.encode()),
-        (b"content-length", str(len(body)).encode()),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
+async def _respond(
+    send: Send, status: int, body: bytes, headers: str | list[tuple[str, str]]
+) -> None:
+    pairs = [("Content-Type", headers)] if isinstance(headers, str) else headers
+    raw = [(k.lower().encode(), v.encode()) for k, v in pairs]
+    raw.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -104,12 +253,19 @@ class _ScrapeHandler(BaseHTTPRequestHandler):
     server: _ScrapeServer
 
     def do_GET(self) -> None:
-        if self.path.split("?", 1)[0] not in ("/metrics", "/"):
+        url = urlsplit(self.path)
+        if url.path not in ("/metrics", "/"):
             self.send_error(404)
             return
-        body = render_text(self.server.registry)
+        body, headers = render(
+            self.server.registry,
+            self.headers.get("Accept"),
+            self.headers.get("Accept-Encoding"),
+            parse_qs(url.query).get("name[]"),
+        )
         self.send_response(200)
-        self.send_header("Content-Type", CONTENT_TYPE)
+        for name, value in headers:
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

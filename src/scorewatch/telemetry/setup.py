@@ -7,22 +7,18 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from opentelemetry import _logs, metrics, trace
 from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
-from opentelemetry.sdk.metrics.export import (
-    MetricExporter,
-    MetricReader,
-    PeriodicExportingMetricReader,
-)
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
@@ -32,15 +28,29 @@ from ..live.queue_observers import add_queue_observer, remove_queue_observer
 from . import names
 from .cardinality import CardinalityGuard
 from .content import CaptureContent, resolve_capture
+from .exporters import (
+    ExportPlan,
+    OtlpProtocol,
+    export_plan,
+    log_exporter,
+    metric_exporter,
+    span_exporter,
+)
 from .instruments import Instruments, metric_views
 from .listener import TelemetryObserver
 from .live_metrics import LiveMetrics
-from .prometheus import PrometheusServer, default_registry, set_default_registry
+from .prometheus import (
+    PrometheusServer,
+    default_registry,
+    prometheus_metric_reader,
+    set_default_registry,
+)
 
 __all__ = [
     "OtlpProtocol",
     "TelemetryHandle",
     "configure",
+    "existing_providers",
     "instrument",
     "is_instrumented",
     "live_metrics",
@@ -49,7 +59,6 @@ __all__ = [
 
 logger = logging.getLogger("scorewatch.telemetry")
 
-OtlpProtocol = Literal["grpc", "http/protobuf"]
 _VERSION = "0.1.0"
 
 
@@ -134,79 +143,6 @@ def live_metrics() -> LiveMetrics | None:
 
 # -- configure ---------------------------------------------------------------------------------
 
-_SIGNALS = ("TRACES", "METRICS", "LOGS")
-
-
-def _otlp_from_env() -> bool:
-    keys = ["OTEL_EXPORTER_OTLP_ENDPOINT"] + [f"OTEL_EXPORTER_OTLP_{s}_ENDPOINT" for s in _SIGNALS]
-    return any(os.environ.get(key) for key in keys)
-
-
-def _protocol(signal: str, explicit: OtlpProtocol | None) -> OtlpProtocol:
-    if explicit is not None:
-        return explicit
-    value = (
-        os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL")
-        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-        or "http/protobuf"
-    ).strip()
-    if value == "grpc":
-        return "grpc"
-    if value not in ("http/protobuf", ""):
-        logger.warning("OTLP protocol %r is not supported; using http/protobuf", value)
-    return "http/protobuf"
-
-
-def _http_endpoint(base: str | None, path: str) -> str | None:
-    return None if base is None else base.rstrip("/") + path
-
-
-def _span_exporter(
-    endpoint: str | None, protocol: OtlpProtocol, timeout: float | None
-) -> SpanExporter:
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-        return OTLPSpanExporter(endpoint=endpoint, insecure=_insecure(endpoint), timeout=timeout)
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-        OTLPSpanExporter as HttpSpanExporter,
-    )
-
-    return HttpSpanExporter(endpoint=_http_endpoint(endpoint, "/v1/traces"), timeout=timeout)
-
-
-def _metric_exporter(
-    endpoint: str | None, protocol: OtlpProtocol, timeout: float | None
-) -> MetricExporter:
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-
-        return OTLPMetricExporter(endpoint=endpoint, insecure=_insecure(endpoint), timeout=timeout)
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-        OTLPMetricExporter as HttpMetricExporter,
-    )
-
-    return HttpMetricExporter(endpoint=_http_endpoint(endpoint, "/v1/metrics"), timeout=timeout)
-
-
-def _log_exporter(
-    endpoint: str | None, protocol: OtlpProtocol, timeout: float | None
-) -> LogRecordExporter:
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-
-        return OTLPLogExporter(endpoint=endpoint, insecure=_insecure(endpoint), timeout=timeout)
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import (
-        OTLPLogExporter as HttpLogExporter,
-    )
-
-    return HttpLogExporter(endpoint=_http_endpoint(endpoint, "/v1/logs"), timeout=timeout)
-
-
-def _insecure(endpoint: str | None) -> bool | None:
-    # None lets the exporter read OTEL_EXPORTER_OTLP_*_INSECURE and the endpoint scheme itself.
-    return None if endpoint is None else endpoint.startswith("http://")
-
 
 def _resource(service_name: str) -> Resource:
     # OTEL_SERVICE_NAME, when set, names the service; `service_name` is the fallback.
@@ -216,27 +152,44 @@ def _resource(service_name: str) -> Resource:
 
 
 class TelemetryHandle:
-    """What `configure` set up: the SDK providers, the Prometheus endpoint, the OTLP exporters."""
+    """What `configure` set up or joined: providers, the Prometheus endpoint, the exporters.
+
+    Providers the process already had (an application's or `opentelemetry-instrument`'s) are
+    borrowed: `shutdown` flushes them and removes the Prometheus reader it added, but leaves
+    them running for their owner.
+    """
 
     def __init__(
         self,
         *,
-        tracer_provider: SdkTracerProvider,
-        meter_provider: SdkMeterProvider,
-        logger_provider: SdkLoggerProvider,
+        tracer_provider: TracerProvider,
+        meter_provider: MeterProvider,
+        logger_provider: LoggerProvider,
         registry: CollectorRegistry | None,
         server: PrometheusServer | None,
-        span_processor: BatchSpanProcessor | None,
-        log_processor: BatchLogRecordProcessor | None,
+        span_processors: list[BatchSpanProcessor],
+        log_processors: list[BatchLogRecordProcessor],
+        owned: tuple[bool, bool, bool],
+        prometheus_reader: MetricReader | None,
+        exporters: ExportPlan,
     ) -> None:
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
         self.logger_provider = logger_provider
         self.registry = registry
         self._server = server
-        self._span_processor = span_processor
-        self._log_processor = log_processor
+        self._span_processors = span_processors
+        self._log_processors = log_processors
+        self._owned = owned
+        self._prometheus_reader = prometheus_reader
+        # The push exporters this handle built, per signal (none where a provider was borrowed).
+        self.exporters = exporters
         self._closed = False
+
+    @property
+    def reused_providers(self) -> bool:
+        """True when every provider was the process's own (nothing built a second pipeline)."""
+        return not any(self._owned)
 
     @property
     def prometheus_port(self) -> int | None:
@@ -247,16 +200,21 @@ class TelemetryHandle:
         return None if self._server is None else self._server.url
 
     def export_queue_lengths(self) -> dict[str, int]:
-        """Spans and log records waiting for the OTLP exporters (bounded by the queue size)."""
+        """Spans and log records waiting for the exporters (bounded by the queue size)."""
         return {
-            "spans": _queue_length(self._span_processor),
-            "logs": _queue_length(self._log_processor),
+            "spans": sum(_queue_length(p) for p in self._span_processors),
+            "logs": sum(_queue_length(p) for p in self._log_processors),
         }
 
+    def _providers(self) -> tuple[Any, Any, Any]:
+        # In the order of `owned`.
+        return (self.tracer_provider, self.meter_provider, self.logger_provider)
+
     def force_flush(self, timeout_millis: int = 10_000) -> None:
-        self.tracer_provider.force_flush(timeout_millis)
-        self.logger_provider.force_flush(timeout_millis)
-        self.meter_provider.force_flush(timeout_millis)
+        for provider in self._providers():
+            flush = getattr(provider, "force_flush", None)
+            if flush is not None:
+                flush(timeout_millis)
 
     def shutdown(self) -> None:
         """Stop observing runs, flush what can be flushed, stop the Prometheus server."""
@@ -272,20 +230,52 @@ class TelemetryHandle:
             self._server.stop()
         if self.registry is not None and default_registry() is self.registry:
             set_default_registry(None)
-        for provider in (self.tracer_provider, self.logger_provider, self.meter_provider):
+        for provider, owned in zip(self._providers(), self._owned, strict=True):
             try:
-                provider.shutdown()
+                if owned:
+                    provider.shutdown()
+                    continue
+                reader = self._prometheus_reader
+                if reader is not None and hasattr(provider, "remove_metric_reader"):
+                    provider.remove_metric_reader(reader)
+                flush = getattr(provider, "force_flush", None)
+                if flush is not None:
+                    flush(5_000)
             except Exception:
                 logger.warning("telemetry provider shutdown failed", exc_info=True)
 
 
 _owner: TelemetryHandle | None = None
+# Providers configure() built: a global provider among them is not "the application's own".
+_built: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _queue_length(processor: Any) -> int:
     inner = getattr(processor, "_batch_processor", None)
     queue = getattr(inner, "_queue", None)
     return 0 if queue is None else len(queue)
+
+
+def existing_providers() -> tuple[Any, Any, Any]:
+    """The process's own global tracer, meter and logger providers, None where it has none.
+
+    Set by the application or by `opentelemetry-instrument`; proxies, no-op providers and those
+    a previous `configure()` built do not count.
+    """
+    tracer: Any = trace.get_tracer_provider()
+    meter: Any = metrics.get_meter_provider()
+    logs: Any = _logs.get_logger_provider()
+
+    def own(provider: Any, placeholders: tuple[str, ...]) -> Any:
+        if type(provider).__name__ in placeholders or provider in _built:
+            return None
+        return provider
+
+    return (
+        own(tracer, ("ProxyTracerProvider", "NoOpTracerProvider")),
+        own(meter, ("_ProxyMeterProvider", "NoOpMeterProvider")),
+        own(logs, ("ProxyLoggerProvider", "NoOpLoggerProvider")),
+    )
 
 
 def configure(
@@ -302,14 +292,22 @@ def configure(
     cardinality_limit: int = names.DEFAULT_CARDINALITY_LIMIT,
     prometheus_server: bool = True,
 ) -> TelemetryHandle:
-    """Set up OpenTelemetry for an application that has none, and instrument scorewatch.
+    """Set up OpenTelemetry (or join the process's own) and instrument scorewatch.
+
+    With `set_global` (the default), global SDK providers the process already has (set up by
+    the application or by `opentelemetry-instrument`) are used as they are: no second set of
+    providers or exporters; only the Prometheus reader is added to its MeterProvider. Signals
+    without such a provider get one of scorewatch's, which becomes the global one.
+    `set_global=False` builds a private pipeline and touches no global.
 
     `prometheus`: `"host:port"` of the scrape endpoint (port 0: a free port), or None for none;
     the registry is also what `prometheus_asgi_app()` serves. `prometheus_server=False` keeps
     the registry but starts no HTTP server of its own, for an application that serves
-    `prometheus_asgi_app()` on its own port (`scorewatch serve`). `otlp`: None exports over
-    OTLP only when an `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set; True always (standard
-    variables and defaults); a URL exports there; False never. The protocol is `otlp_protocol`, else
+    `prometheus_asgi_app()` on its own port (`scorewatch serve`). Push exporters follow
+    `OTEL_{TRACES,METRICS,LOGS}_EXPORTER` (`otlp`, `console`, `none`, comma lists); without
+    them OTLP is used when an `OTEL_EXPORTER_OTLP_*ENDPOINT` variable is set. `otlp` overrides
+    the environment: True always exports over OTLP (standard variables and defaults), a URL
+    exports there, False never. The protocol is `otlp_protocol`, else
     `OTEL_EXPORTER_OTLP_[SIGNAL_]PROTOCOL`, else http/protobuf; `otlp_timeout_s` bounds each
     export (default: `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10 s). Spans and events wait in
     bounded queues (`export_queue_size`; the oldest are dropped when full), so an unreachable
@@ -317,55 +315,78 @@ def configure(
     """
     global _owner
     resource = _resource(service_name)
-    export = _otlp_from_env() if otlp is None else otlp is not False
+    plan = export_plan(otlp)
     endpoint = otlp if isinstance(otlp, str) else None
+    found_tracer, found_meter, found_logs = existing_providers() if set_global else (None,) * 3
+    batch = {
+        "max_queue_size": export_queue_size,
+        "max_export_batch_size": min(512, export_queue_size),
+    }
 
-    tracer_provider = SdkTracerProvider(resource=resource)
-    logger_provider = SdkLoggerProvider(resource=resource)
-    readers: list[MetricReader] = []
+    span_processors: list[BatchSpanProcessor] = []
+    log_processors: list[BatchLogRecordProcessor] = []
+    tracer_provider: Any = found_tracer
+    if tracer_provider is None:
+        tracer_provider = SdkTracerProvider(resource=resource)
+        for kind in plan.traces:
+            exporter = span_exporter(kind, endpoint, otlp_protocol, otlp_timeout_s)
+            span_processors.append(BatchSpanProcessor(exporter, **batch))  # type: ignore[arg-type]
+            tracer_provider.add_span_processor(span_processors[-1])
+    logger_provider: Any = found_logs
+    if logger_provider is None:
+        logger_provider = SdkLoggerProvider(resource=resource)
+        for kind in plan.logs:
+            log_exporter_ = log_exporter(kind, endpoint, otlp_protocol, otlp_timeout_s)
+            log_processors.append(BatchLogRecordProcessor(log_exporter_, **batch))  # type: ignore[arg-type]
+            logger_provider.add_log_record_processor(log_processors[-1])
+
     registry: CollectorRegistry | None = None
-    span_processor: BatchSpanProcessor | None = None
-    log_processor: BatchLogRecordProcessor | None = None
-
+    prometheus_reader: MetricReader | None = None
     if prometheus is not None:
-        from opentelemetry.exporter.prometheus import PrometheusMetricReader
-
         registry = CollectorRegistry(auto_describe=True)
-        readers.append(PrometheusMetricReader(registry=registry, scope_info_enabled=False))
-    if export:
-        span_processor = BatchSpanProcessor(
-            _span_exporter(endpoint, _protocol("TRACES", otlp_protocol), otlp_timeout_s),
-            max_queue_size=export_queue_size,
-            max_export_batch_size=min(512, export_queue_size),
-        )
-        tracer_provider.add_span_processor(span_processor)
-        log_processor = BatchLogRecordProcessor(
-            _log_exporter(endpoint, _protocol("LOGS", otlp_protocol), otlp_timeout_s),
-            max_queue_size=export_queue_size,
-            max_export_batch_size=min(512, export_queue_size),
-        )
-        logger_provider.add_log_record_processor(log_processor)
+        prometheus_reader = prometheus_metric_reader(registry)
+    meter_provider: Any = found_meter
+    if meter_provider is None:
+        readers: list[MetricReader] = [] if prometheus_reader is None else [prometheus_reader]
         interval = None if metric_export_interval_s is None else metric_export_interval_s * 1000
-        readers.append(
-            PeriodicExportingMetricReader(
-                _metric_exporter(endpoint, _protocol("METRICS", otlp_protocol), otlp_timeout_s),
-                export_interval_millis=interval,
+        for kind in plan.metrics:
+            readers.append(
+                PeriodicExportingMetricReader(
+                    metric_exporter(kind, endpoint, otlp_protocol, otlp_timeout_s),
+                    export_interval_millis=interval,
+                )
             )
+        meter_provider = SdkMeterProvider(
+            resource=resource, metric_readers=readers, views=metric_views()
         )
-    meter_provider = SdkMeterProvider(
-        resource=resource, metric_readers=readers, views=metric_views()
-    )
+    elif prometheus_reader is not None:
+        if hasattr(meter_provider, "add_metric_reader"):
+            meter_provider.add_metric_reader(prometheus_reader)
+        else:
+            logger.warning(
+                "the process's MeterProvider takes no new reader: no Prometheus endpoint"
+            )
+            registry = prometheus_reader = None
+    owned = (found_tracer is None, found_meter is None, found_logs is None)
+    built = [
+        p
+        for p, mine in zip((tracer_provider, meter_provider, logger_provider), owned, strict=True)
+        if mine
+    ]
+    _built.update(built)
 
     server = None
-    if prometheus is not None and registry is not None and prometheus_server:
+    if registry is not None and prometheus_server:
         try:
             server = PrometheusServer(prometheus, registry)
         except OSError:
             # The address is taken or invalid: leave nothing half set up behind.
-            for provider in (tracer_provider, logger_provider, meter_provider):
+            for provider in built:
                 provider.shutdown()
+            if not owned[1] and prometheus_reader is not None:
+                meter_provider.remove_metric_reader(prometheus_reader)
             raise
-    if prometheus is not None and registry is not None:
+    if registry is not None:
         set_default_registry(registry)
 
     if set_global:
@@ -376,8 +397,15 @@ def configure(
         logger_provider=logger_provider,
         registry=registry,
         server=server,
-        span_processor=span_processor,
-        log_processor=log_processor,
+        span_processors=span_processors,
+        log_processors=log_processors,
+        owned=owned,
+        prometheus_reader=prometheus_reader,
+        exporters=ExportPlan(
+            plan.traces if owned[0] else (),
+            plan.metrics if owned[1] else (),
+            plan.logs if owned[2] else (),
+        ),
     )
     with _lock:
         instrument(
@@ -391,11 +419,7 @@ def configure(
     return handle
 
 
-def _set_globals(
-    tracer_provider: SdkTracerProvider,
-    meter_provider: SdkMeterProvider,
-    logger_provider: SdkLoggerProvider,
-) -> None:
+def _set_globals(tracer_provider: Any, meter_provider: Any, logger_provider: Any) -> None:
     # The OpenTelemetry API lets a global provider be set once; an application's own set-up wins.
     if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         trace.set_tracer_provider(tracer_provider)
