@@ -91,11 +91,19 @@ def write_config(directory: Path, body: str, *, module: bool = True) -> Path:
     return path
 
 
+# The judge key comes from the environment, as the configuration requires of every secret.
+JUDGE_KEY_ENV = "SW_TEST_JUDGE_KEY"
+JUDGE_KEY = "sk-test-judge"
+
+
 def judge_table(base_url: str, **extra: Any) -> str:
-    options = {"api_base": base_url, "api_key": "sk-test-judge", "max_retries": 0, "timeout": 30}
+    options = {"api_base": base_url, "max_retries": 0, "timeout": 30}
     options.update(extra)
     inline = ", ".join(f"{key} = {json.dumps(value)}" for key, value in options.items())
-    return f'[judge]\nmodel = "openai/loopback-judge"\nmodel_options = {{ {inline} }}\n'
+    return (
+        f'[judge]\nmodel = "openai/loopback-judge"\napi_key_env = "{JUDGE_KEY_ENV}"\n'
+        f"model_options = {{ {inline} }}\n"
+    )
 
 
 class ServeProcess:
@@ -114,6 +122,7 @@ class ServeProcess:
         self.stderr_path = config.parent / f"serve-{time.monotonic_ns()}.stderr"
         environment = dict(os.environ)
         environment["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        environment[JUDGE_KEY_ENV] = JUDGE_KEY
         environment.update(env or {})
         args = [*command, "serve", "--config", str(config)]
         if listen is not None:
@@ -195,6 +204,7 @@ def run_serve(config: Path, *args: str, env: Mapping[str, str] | None = None) ->
     """Run `scorewatch serve` to completion (for start-up refusals); returns (code, stderr)."""
     environment = dict(os.environ)
     environment["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    environment[JUDGE_KEY_ENV] = JUDGE_KEY
     environment.update(env or {})
     done = subprocess.run(
         [sys.executable, "-m", "scorewatch", "serve", "--config", str(config), *args],

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from scorewatch.testing import HttpError, LoopbackJudgeServer, OtlpReceiver
-from serve_support import ServeProcess, judge_table, write_config
+from serve_support import JUDGE_KEY_ENV, ServeProcess, judge_table, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -49,8 +49,9 @@ def test_provider_error_text_reaches_no_exported_byte(tmp_path: Path) -> None:
         error_code="invalid_api_key",
     )
     with LoopbackJudgeServer(default=error) as judge, OtlpReceiver(grpc_enabled=False) as otlp:
-        body = CONFIG.format(judge=judge_table(judge.base_url, api_key=SENTINEL_KEY))
+        body = CONFIG.format(judge=judge_table(judge.base_url))
         env = {
+            JUDGE_KEY_ENV: SENTINEL_KEY,  # the planted key, from the environment as required
             "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.http_endpoint,
             "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         }

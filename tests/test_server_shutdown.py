@@ -190,8 +190,10 @@ def test_sigterm_refuses_new_work_drains_then_exits_zero(
             process.process.send_signal(15)
             deadline = time.monotonic() + 10
             refused: httpx.Response | None = None
+            attempt = 100
             while time.monotonic() < deadline:
-                response = client.post("/v1/scores", json=pair(100))
+                attempt += 1  # a new request each time: the same one again would be a retry
+                response = client.post("/v1/scores", json=pair(attempt))
                 if response.status_code == 503:
                     refused = response
                     break

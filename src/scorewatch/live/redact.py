@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["REDACTED", "redact_secrets"]
+__all__ = ["REDACTED", "is_secret_key", "redact_secrets"]
 
 REDACTED: Final = "[redacted]"
 _SECRET_WORD = re.compile(
@@ -20,7 +20,7 @@ _SECRET_WORD = re.compile(
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
-def _is_secret_key(key: str) -> bool:
+def is_secret_key(key: str) -> bool:
     """`apiKey`, `X-API-Key`, `access_token`, `Authorization`: yes. `author`, `tokens_used`: no."""
     words = _CAMEL_BOUNDARY.sub("_", key).lower().replace("-", "_").replace(".", "_")
     return _SECRET_WORD.search(words) is not None
@@ -36,7 +36,7 @@ def redact_secrets(value: Any, depth: int = 0) -> Any:
     if isinstance(value, Mapping):
         return {
             key: REDACTED
-            if isinstance(key, str) and _is_secret_key(key)
+            if isinstance(key, str) and is_secret_key(key)
             else redact_secrets(item, depth + 1)
             for key, item in value.items()
         }

@@ -26,6 +26,7 @@ from ..errors import ScorewatchError
 from ..judge.errors import JudgeError
 from .context import LiveCall
 from .redact import redact_secrets
+from .storable import storable
 
 if TYPE_CHECKING:
     from .work_queue import JobOutcome
@@ -46,7 +47,10 @@ def iso_timestamp(moment: datetime) -> str:
 
 
 def _jsonable(value: Any) -> Any:
-    return to_jsonable_python(value, fallback=repr, serialize_unknown=True)
+    try:
+        return to_jsonable_python(value, fallback=repr, serialize_unknown=True)
+    except UnicodeError:  # text that has no UTF-8 form (an unpaired surrogate): stored cleaned
+        return to_jsonable_python(storable(value), fallback=repr, serialize_unknown=True)
 
 
 @dataclass(frozen=True, slots=True)

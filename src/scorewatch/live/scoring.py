@@ -40,7 +40,8 @@ from .observers import LIVE_COUNTS, LiveDecision
 from .result import LiveResult
 from .run_ids import RunIdIssuer, live_run_id
 from .score_call import score_call
-from .sinks.base import ScoreSink, write_to_sinks
+from .sinks.base import ScoreSink
+from .sinks.delivery import Delivery, deliver
 from .throttle import ThrottledLog
 from .watch import InputFrom, watch_callable
 from .work_queue import Job, JobOutcome, WorkQueue
@@ -48,6 +49,9 @@ from .work_queue import Job, JobOutcome, WorkQueue
 __all__ = ["LiveDecision", "LiveScoring", "LiveStats"]
 
 logger = logging.getLogger("scorewatch.live")
+
+# How long closing waits, after the drain budget, for runs that are storing their results.
+_COMMIT_GRACE_S = 10.0
 
 LiveStats = dict[str, int]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -342,11 +346,12 @@ class LiveScoring:
                 work.run_id,
                 live_result.error,
             )
-        if job.state != "done":  # not given up at shutdown meanwhile
-            await self._store(live_result)
-        return outcome
+        if not self._queue.begin_commit(job):
+            return outcome  # given up at shutdown meanwhile: counted as dropped, never stored
+        delivery = await self._store(live_result)
+        return delivery.stored.outcome
 
-    async def _store(self, result: LiveResult) -> None:
+    async def _store(self, result: LiveResult) -> Delivery:
         def failed(name: str, _error: Exception) -> None:
             with self._lock:
                 self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
@@ -358,7 +363,7 @@ class LiveScoring:
                 exc_info=True,
             )
 
-        await write_to_sinks(self._sinks, result, failed)
+        return await deliver(self._sinks, result, failed)
 
     def _finished(self, job: Job[_Work], outcome: JobOutcome) -> None:
         self._count(outcome)
@@ -388,6 +393,7 @@ class LiveScoring:
         limit = self.shutdown_timeout if timeout is None else timeout
         if not await self._queue.drain(limit):
             self._give_up(limit)
+            await self._queue.drain(_COMMIT_GRACE_S)
         for sink in self._sinks:
             try:
                 await sink.aclose()
@@ -412,6 +418,7 @@ class LiveScoring:
         limit = self.shutdown_timeout if timeout is None else timeout
         if not self._queue.drain_blocking(limit):
             self._give_up(limit)
+            self._queue.drain_blocking(_COMMIT_GRACE_S)
         for sink in self._sinks:
             try:
                 _close_sink_blocking(sink, limit)
@@ -421,6 +428,8 @@ class LiveScoring:
         _flush_opentelemetry(limit)
 
     def _give_up(self, timeout: float | None) -> None:
+        # Runs already storing their results are left to finish (`_COMMIT_GRACE_S`): a run
+        # counted as dropped is never stored, a stored one never counted as dropped.
         left = self._queue.abandon_all()
         if left:
             logger.warning(

@@ -70,6 +70,8 @@ class Job(Generic[P]):
     lane: _Lane | None = None
     task: asyncio.Task[None] | None = field(default=None, repr=False)
     deliveries: int = 0
+    # Set by `begin_commit`: the job is storing its result and shutdown no longer gives it up.
+    committing: bool = False
 
 
 class WorkQueue(Generic[P]):
@@ -241,6 +243,7 @@ class WorkQueue(Generic[P]):
     def _requeue_locked(self, job: Job[P]) -> None:
         lane = self._lane_locked(background_loop())
         job.state = "queued"
+        job.committing = False
         job.lane = lane
         job.task = None
         lane.jobs.appendleft(job)
@@ -381,6 +384,16 @@ class WorkQueue(Generic[P]):
         with self._lock:
             self._closed = True
 
+    def begin_commit(self, job: Job[P]) -> bool:
+        """Called by `execute` before it stores the job's result: False when shutdown gave the
+        job up already (count it as dropped and store nothing); True means shutdown will wait
+        for this job instead of giving it up, so a stored run is never counted as dropped."""
+        with self._lock:
+            if job.state != "running":
+                return False
+            job.committing = True
+            return True
+
     def abandon_all(self) -> int:
         """Give up on everything still queued or running; returns how many jobs that was."""
         with self._lock:
@@ -394,14 +407,13 @@ class WorkQueue(Generic[P]):
             running = list(self._running)
         for job in waiting:
             self._report(job, "dropped_shutdown")
-        self._abandon(running)
-        return len(waiting) + len(running)
+        return len(waiting) + self._abandon(running)
 
-    def _abandon(self, jobs: list[Job[P]]) -> None:
+    def _abandon(self, jobs: list[Job[P]]) -> int:
         given_up: list[Job[P]] = []
         with self._lock:
             for job in jobs:
-                if job.state == "done":
+                if job.state == "done" or job.committing:
                     continue
                 job.state = "done"
                 self._running.discard(job)
@@ -415,6 +427,7 @@ class WorkQueue(Generic[P]):
                 with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
                     job.lane.loop.call_soon_threadsafe(task.cancel)
         _notify_all(waiters)
+        return len(given_up)
 
 
 def _stranded(loop: asyncio.AbstractEventLoop, idle_loops: bool) -> bool:

@@ -19,10 +19,11 @@ from ..live import observers
 from ..live.context import LiveCall
 from ..live.entry import ScorerEntry
 from ..live.observers import LIVE_COUNTS, LiveDecision
+from ..live.run_ids import request_digest
 from ..live.sinks.base import ScoreSink
 from .intake import ScoreItem, SkipDecision, Skipped
 
-__all__ = ["IntakeCounts", "Plan", "close_sinks", "plan_items"]
+__all__ = ["IntakeCounts", "Plan", "close_sinks", "plan_digest", "plan_items"]
 
 logger = logging.getLogger("scorewatch.server")
 
@@ -105,6 +106,23 @@ async def close_sinks(sinks: Iterable[ScoreSink]) -> None:
             logger.error(
                 "closing sink %r failed (%s)", getattr(sink, "name", sink), type(error).__name__
             )
+
+
+def plan_digest(plan: Plan) -> str:
+    """What tells this item's request apart from any other (`request_run_id`): every field
+    the client sent, none that the service made up (like a missing run id's uuid)."""
+    item = plan.item
+    return request_digest(
+        item.target,
+        item.trace_id,
+        item.span_id,
+        item.run_id,
+        item.input,
+        item.output,
+        item.ground_truth,
+        item.request_context,
+        dict(item.metadata) if item.metadata else None,
+    )
 
 
 def _call_of(item: ScoreItem) -> LiveCall:

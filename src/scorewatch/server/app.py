@@ -76,7 +76,7 @@ async def shutdown_service(service: ServiceState) -> dict[str, int]:
                 await outcome
         except Exception as error:
             logger.error("shutdown step failed (%s)", type(error).__name__)
-    return service.intake.stats()
+    return service.stats()
 
 
 def create_app(service: ServiceState) -> FastAPI:

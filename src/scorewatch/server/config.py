@@ -19,10 +19,12 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ScorewatchError
+from ..live.redact import is_secret_key
 from .queue_settings import QueueSettings
 
 __all__ = [
@@ -101,6 +103,31 @@ def _env_name(value: str | None) -> str | None:
     return value
 
 
+def _no_inline_secrets(options: dict[str, Any]) -> dict[str, Any]:
+    """Model options hold no secret (`api_key`, `*_token`, `password`, ...): secrets come from
+    the environment, never from the file (a judge key: `[judge] api_key_env`)."""
+    found = sorted(key for key in options if is_secret_key(key))
+    if found:
+        raise ValueError(
+            f"{', '.join(found)}: secrets never go in the file; name the environment variable "
+            "that holds the judge key in [judge] api_key_env"
+        )
+    return options
+
+
+def _no_password(value: str, what: str, env_key: str) -> str:
+    """A DSN or URL without a password in it (`user:PASSWORD@`, `password=`)."""
+    has_password = re.search(r"(^|\s)password\s*=", value) is not None
+    if not has_password and "://" in value:
+        has_password = urlsplit(value).password is not None
+    if has_password:
+        raise ValueError(
+            f"{what} holds a password; secrets never go in the file: put the whole {what} in "
+            f"an environment variable and name it in {env_key}"
+        )
+    return value
+
+
 class ServerSettings(_Table):
     """`[server]`: where the service listens, how it authenticates and protects itself."""
 
@@ -161,7 +188,7 @@ class JudgeDefaults(_Table):
     def _no_inline_secret_names(cls, value: dict[str, Any]) -> dict[str, Any]:
         if "api_key_env" in value:
             raise ValueError("api_key_env belongs in [judge] itself, not in model_options")
-        return value
+        return _no_inline_secrets(value)
 
 
 class ScorerSpec(_Table):
@@ -196,6 +223,11 @@ class ScorerSpec(_Table):
                 f"starting with a letter or digit; got {value!r}"
             )
         return value
+
+    @field_validator("model_options")
+    @classmethod
+    def _no_inline_secrets(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else _no_inline_secrets(value)
 
     @field_validator("factory", "filter")
     @classmethod
@@ -254,11 +286,23 @@ class SinkSettings(_Table):
         None, description="Environment variable holding the PostgreSQL DSN (with a password)."
     )
     postgres_schema: str = Field("public", description="Schema of the PostgreSQL score table.")
+    retry_timeout: float = Field(
+        120.0,
+        ge=0,
+        le=86_400,
+        description="Without a queue: how long a result waits for a sink that is down before "
+        "it is dropped (counted in sink_dropped), s.",
+    )
 
     @field_validator("postgres_env")
     @classmethod
     def _check_env(cls, value: str | None) -> str | None:
         return _env_name(value)
+
+    @field_validator("postgres")
+    @classmethod
+    def _no_inline_password(cls, value: str | None) -> str | None:
+        return None if value is None else _no_password(value, "the DSN", "postgres_env")
 
     @field_validator("postgres_schema")
     @classmethod

@@ -29,11 +29,12 @@ from ..live.context import LiveCall
 from ..live.entry import ScorerEntry
 from ..live.observers import LiveDecision
 from ..live.result import LiveResult
-from ..live.run_ids import RunIdIssuer, live_run_id
+from ..live.run_ids import request_run_id
 from ..live.score_call import score_call
-from ..live.sinks.base import ScoreSink, write_to_sinks
+from ..live.sinks.base import ScoreSink
+from ..live.sinks.delivery import Delivery, deliver
 from ..live.work_queue import Job, JobOutcome, WorkQueue
-from .admission import IntakeCounts, close_sinks, plan_items
+from .admission import IntakeCounts, close_sinks, plan_digest, plan_items
 from .intake import (
     Accepted,
     Admission,
@@ -46,6 +47,9 @@ from .throughput import Throughput
 __all__ = ["InProcessIntake"]
 
 logger = logging.getLogger("scorewatch.server")
+
+# How long shutdown waits, after the drain budget, for runs that are storing their results.
+_COMMIT_GRACE_S = 10.0
 
 
 @dataclass(slots=True)
@@ -87,10 +91,13 @@ class InProcessIntake:
         max_concurrency: int,
         max_queue: int,
         max_queue_bytes: int | None = None,
+        sink_retry_timeout: float = 120.0,
         max_queue_delay: float | None = None,
     ) -> None:
         self._entries = dict(entries)
         self._sinks = tuple(sinks)
+        self._sink_retry_timeout = sink_retry_timeout
+        self._giving_up = False  # shutdown's drain budget is spent: stop waiting for sinks
         self._max_queue = max_queue
         self._max_bytes = max_queue_bytes
         self._max_delay = max_queue_delay
@@ -100,7 +107,8 @@ class InProcessIntake:
         self._lock = threading.Lock()  # the held bytes and the sink errors
         self._counts = IntakeCounts("shed_requests")
         self._sink_errors: dict[str, int] = {}
-        self._ids = RunIdIssuer()
+        self._sink_refused = 0
+        self._sink_dropped = 0
         self._queue: WorkQueue[_Work] = WorkQueue(
             self._execute,
             max_queue=max_queue,
@@ -121,6 +129,8 @@ class InProcessIntake:
         snapshot = self._counts.snapshot()
         with self._lock:
             snapshot["sink_errors"] = sum(self._sink_errors.values())
+            snapshot["sink_refused"] = self._sink_refused
+            snapshot["sink_dropped"] = self._sink_dropped
             snapshot["queued_bytes"] = self._held_bytes
         snapshot["queued"] = self._queue.queued
         snapshot["in_flight"] = self._queue.in_flight
@@ -198,10 +208,12 @@ class InProcessIntake:
             if hold is not None:
                 with self._lock:
                     self._held_bytes += hold.size
+            digest = plan_digest(plan) if plan.sampled else ""
             for scorer_id in plan.sampled:
                 scorer = self._entries[scorer_id].scorer
-                base = live_run_id(scorer_id, call.trace_id, call.run_id, call.span_id, item.target)
-                run_id = self._ids.issue(base)
+                run_id = request_run_id(
+                    scorer_id, item.trace_id, item.run_id, item.span_id, item.target, digest
+                )
                 done: asyncio.Future[LiveResult] | None = None
                 if admission.results is not None:
                     done = loop.create_future()
@@ -226,8 +238,7 @@ class InProcessIntake:
         work = job.payload
         started = time.perf_counter()
         live_result = await score_call(work.scorer, work.call, work.run_id)
-        outcome: JobOutcome = live_result.outcome
-        if outcome == "failed":
+        if live_result.outcome == "failed":
             # The error text may quote content; the log names only the run and the error type.
             logger.debug(
                 "scorer %r failed on run %s (%s)",
@@ -235,15 +246,20 @@ class InProcessIntake:
                 work.run_id,
                 live_result.error_type,
             )
-        if job.state != "done":  # not given up at shutdown meanwhile
-            await self._store(live_result)
-            if work.done is not None and not work.done.done():
-                work.done.set_result(live_result)
+        if not self._queue.begin_commit(job):
+            return "failed"  # given up at shutdown meanwhile: counted as dropped, never stored
+        delivery = await self._store(live_result)
+        stored = delivery.stored
+        if work.done is not None and not work.done.done():
+            if delivery.dropped:
+                work.done.cancel()  # not stored: `?wait=true` says dropped
+            else:
+                work.done.set_result(stored)
         # The slot is held until the result is stored: that is what a run costs.
         self._throughput.finished(time.perf_counter() - started)
-        return outcome
+        return stored.outcome
 
-    async def _store(self, result: LiveResult) -> None:
+    async def _store(self, result: LiveResult) -> Delivery:
         def failed(name: str, error: Exception) -> None:
             with self._lock:
                 self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
@@ -251,7 +267,35 @@ class InProcessIntake:
                 "sink %r failed to store run %s (%s)", name, result.id, type(error).__name__
             )
 
-        await write_to_sinks(self._sinks, result, failed)
+        deadline = time.monotonic() + self._sink_retry_timeout
+
+        async def retry(name: str, attempts: int, error: Exception) -> bool:
+            # The sink is down: the job keeps its slot (and the bounded queue behind it fills
+            # up, answering 429) until the sink is back, the retry budget is spent or shutdown
+            # has no time left.
+            pause = min(0.25 * 2 ** min(attempts - 1, 5), 5.0)
+            if self._giving_up or time.monotonic() + pause > deadline:
+                return False
+            await asyncio.sleep(pause)
+            return not self._giving_up
+
+        delivery = await deliver(self._sinks, result, failed, retry)
+        with self._lock:
+            self._sink_refused += len(delivery.refused)
+            self._sink_dropped += len(delivery.dropped) + len(delivery.unstorable)
+        if delivery.refused:
+            logger.error(
+                "run %s stored as failed (unstorable): refused by %s",
+                result.id,
+                ", ".join(delivery.refused),
+            )
+        if not delivery.complete:
+            logger.error(
+                "run %s not stored by %s",
+                result.id,
+                ", ".join(delivery.dropped + delivery.unstorable),
+            )
+        return delivery
 
     def _release(self, hold: _Held | None) -> None:
         if hold is None:
@@ -288,7 +332,11 @@ class InProcessIntake:
         self._queue.close()
         if await self._queue.drain(timeout):
             return 0
+        self._giving_up = True
         given_up = self._queue.abandon_all()
+        # Runs already storing their results finish: one counted as dropped is never stored,
+        # one stored is never counted as dropped.
+        await self._queue.drain(_COMMIT_GRACE_S)
         if given_up:
             logger.warning(
                 "%d accepted run(s) not finished within %.1fs of shutdown; counted as "

@@ -79,6 +79,7 @@ class ServiceGuard:
         if self.state.draining and api:
             # Read the (bounded) body first: closing a connection with unread data resets it,
             # and the client might never see the answer.
+            self.state.rejected_draining += 1
             await reader.discard()
             retry = str(settings.retry_after)
             await _answer(

@@ -31,6 +31,7 @@ def build_intake(config: ServeConfig, entries: Mapping[str, ScorerEntry], stores
             max_concurrency=config.live.max_concurrency,
             max_queue=config.live.max_queue,
             max_queue_bytes=config.live.max_queue_bytes,
+            sink_retry_timeout=config.sinks.retry_timeout,
             max_queue_delay=config.live.max_queue_delay,
         )
     from ..live.sinks.postgres import PostgresSink

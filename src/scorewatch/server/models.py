@@ -142,8 +142,10 @@ class RunOutcome(BaseModel):
     status: Literal["success", "not_scorable", "failed", "pending", "dropped"] = Field(
         description="`not_scorable`: the scorer found nothing to judge (no score; "
         "`not_scorable` says which step and why). `pending`: not finished within the wait "
-        "timeout; it keeps running and its result will be stored. `dropped`: given up at "
-        "shutdown (counted)."
+        "timeout; it keeps running and its result will be stored. `dropped`: not stored: "
+        "given up at shutdown, or a sink stayed down past sinks.retry_timeout (counted). "
+        "`failed` with error_code `unstorable`: a sink refused the row; the run is stored as "
+        "a failure without content."
     )
     score: int | float | None = None
     not_scorable: NotScorableInfo | None = None
@@ -162,10 +164,13 @@ class ScoreResults(BaseModel):
 
 
 class ScoreList(BaseModel):
-    """Stored results, newest first, as score rows (camelCase, reference row layout)."""
+    """Stored results as score rows (camelCase, reference row layout), one page of them."""
 
     scores: list[dict[str, Any]]
     count: int
+    next: str | None = Field(
+        None, description="Pass as `cursor` to read the next page; null when this was the last."
+    )
 
 
 class ScorerInfo(BaseModel):
@@ -201,7 +206,7 @@ class ErrorBody(BaseModel):
         description="A stable code: invalid_request, body_too_large, batch_too_large, "
         "unsupported_media_type, body_timeout, unknown_scorer, queue_full, shutting_down, "
         "queue_unavailable, outcome_unknown, unauthorized, "
-        "not_found, method_not_allowed, no_result_store.",
+        "not_found, method_not_allowed, no_result_store, result_store_unavailable.",
         examples=["unknown_scorer"],
     )
     message: str = Field(examples=["unknown scorer 'sumary'; known: length, summary"])
@@ -241,5 +246,14 @@ class Stats(BaseModel):
     failed: int
     rejected_requests: int
     sink_errors: int
+    sink_refused: int = Field(
+        0,
+        description="Results a sink refused for a reason of their own row (stored as "
+        "`unstorable` failures).",
+    )
+    sink_dropped: int = Field(
+        0, description="Results a sink finally did not store (down past sinks.retry_timeout)."
+    )
+    rejected_draining: int = Field(0, description="Requests answered 503 while draining.")
     queued: int
     in_flight: int

@@ -78,6 +78,11 @@ class QueueSettings(BaseModel):
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).password is not None:
+            raise ValueError(
+                f"{redact_url(value)!r} holds a password; secrets never go in the file: put "
+                "the URL in an environment variable and name it in url_env"
+            )
         return None if value is None else check_queue_url(value)
 
     @field_validator("url_env")

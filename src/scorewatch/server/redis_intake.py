@@ -24,11 +24,11 @@ from ..live import queue_observers
 from ..live.context import LiveCall
 from ..live.entry import ScorerEntry
 from ..live.result import LiveResult
-from ..live.run_ids import RunIdIssuer, live_run_id
+from ..live.run_ids import request_run_id
 from ..live.sinks.base import ScoreSink
 from ..live.sinks.postgres import RunQuery
 from ..telemetry import names as telemetry_names
-from .admission import IntakeCounts, close_sinks, plan_items
+from .admission import IntakeCounts, close_sinks, plan_digest, plan_items
 from .intake import (
     Accepted,
     Admission,
@@ -115,7 +115,6 @@ class RedisIntake:
         self._wait_limit = wait_limit
         # sink_errors stays 0: serve stores nothing itself with a queue, the workers count theirs
         self._counts = IntakeCounts("sink_errors", "queue_errors", "outcome_unknown")
-        self._ids = RunIdIssuer()
         self._closed = False
         self._group_ready = False
         self._poller = GaugePoller(client, names, stats_interval)
@@ -189,12 +188,12 @@ class RedisIntake:
             carrier: dict[str, str] = {}
             propagate.inject(carrier)
             for index, plan in enumerate(plans):
+                digest = plan_digest(plan) if plan.sampled else ""
                 for scorer_id in plan.sampled:
-                    base = live_run_id(
-                        scorer_id, plan.call.trace_id, plan.call.run_id, plan.call.span_id,
-                        plan.item.target,
-                    )  # fmt: skip
-                    run_id = self._ids.issue(base)
+                    item = plan.item
+                    run_id = request_run_id(
+                        scorer_id, item.trace_id, item.run_id, item.span_id, item.target, digest
+                    )
                     runs.append((index, scorer_id, run_id))
                     encoded.append(encode_entry(scorer_id, run_id, plan.call, carrier))
             span.set_attribute(telemetry_names.ATTR_MESSAGING_BATCH_COUNT, len(encoded))

@@ -150,7 +150,7 @@ def serve(config: ServeConfig) -> int:
         server.run(sockets=[sock])
     finally:
         sock.close()
-    stats = service.intake.stats()
+    stats = service.stats()
     print(
         f"scorewatch serve: stopped; accounting {json.dumps(stats, sort_keys=True)}",
         file=sys.stderr,

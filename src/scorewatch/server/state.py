@@ -27,12 +27,20 @@ class ServiceState:
     # Services the intake needs (the Redis work queue), checked by /readyz as `<name>`.
     dependencies: Sequence[SinkProbe] = ()
     draining: bool = False
+    # `/v1/*` requests answered 503 by the guard while draining (they never reach the intake).
+    rejected_draining: int = 0
     # Called once the HTTP server stops; flushes telemetry exporters.
     on_close: list[Callable[[], Any]] = field(default_factory=list)
 
     @property
     def known_scorers(self) -> list[str]:
         return sorted(self.scorers)
+
+    def stats(self) -> dict[str, int]:
+        """The intake's counts plus `rejected_draining`."""
+        snapshot = self.intake.stats()
+        snapshot["rejected_draining"] = self.rejected_draining
+        return snapshot
 
 
 def service_of(request: Request) -> ServiceState:

@@ -147,7 +147,9 @@ def never_sent(error: BaseException) -> bool:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+    # ASCII escapes carry every string JSON can hold through Redis, lone surrogates included
+    # (they have no UTF-8 encoding).
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=repr)
 
 
 def encode_entry(

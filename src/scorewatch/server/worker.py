@@ -18,8 +18,12 @@ then acknowledged and deleted (`XACK` + `XDEL` in one transaction). Delivery is 
 - a result is stored under the deterministic run id serve chose, and the sinks upsert on it, so
   a redelivered run leaves one row.
 
+A result a sink refuses for a reason of its own row (a value or constraint it breaks, not an
+outage) is stored as an `unstorable` failure and its entry dead-lettered at once; a sink that is
+down is retried for as long as it takes (the entry stays claimed, no delivery is spent).
+
 Dead-lettered entries keep their fields plus `dead.reason` (`failed`, `max_deliveries`,
-`unknown_scorer`, `malformed`), `dead.id`, `dead.deliveries` and `dead.consumer`.
+`unknown_scorer`, `malformed`, `unstorable`), `dead.id`, `dead.deliveries` and `dead.consumer`.
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ from ..core.scorer import Scorer
 from ..live import observers, queue_observers
 from ..live.result import LiveResult
 from ..live.score_call import score_call
-from ..live.sinks.base import ScoreSink, write_to_sinks
+from ..live.sinks.base import ScoreSink
+from ..live.sinks.delivery import Delivery, deliver
 from ..live.trace_links import linked_runs
 from ..telemetry import names as telemetry_names
 from .stream_queue import GaugePoller, QueueEntry, StreamNames, decode_entry, ensure_group
@@ -54,7 +59,6 @@ __all__ = ["StreamWorker", "default_consumer_name"]
 
 logger = logging.getLogger("scorewatch.worker")
 
-_MAX_SINK_BACKOFF_S = 5.0
 _CONSUMER_CLEANUP_S = 60.0
 # KEYS[1]: the stream. ARGV: group, idle threshold (ms), this consumer's name.
 _FORGET_SCRIPT = """
@@ -81,6 +85,7 @@ _COUNTS = (
     "dead_lettered",
     "acknowledged",
     "sink_errors",
+    "sink_refused",
 )
 
 
@@ -365,14 +370,15 @@ class StreamWorker:
                 result.error_type,
             )
             return None
-        # A sink outage must not burn deliveries: keep the entry (the heartbeat keeps it
-        # claimed) and retry the write, until it works or this worker stops.
-        backoff = 0.5
-        while not await self._store(result):
-            if self._stopping.is_set():
-                return None  # not acknowledged: another worker stores it later
-            await _sleep_or_stop(self._stopping, backoff)
-            backoff = min(backoff * 2, _MAX_SINK_BACKOFF_S)
+        stored = await self._store(result)
+        if stored.dropped:
+            return None  # stopping while a sink was down; not acknowledged: stored later
+        if stored.refused or stored.unstorable:
+            # A row a sink will never take: stored as an `unstorable` failure where possible,
+            # and the entry (with its content) kept in the dead letters, never retried forever.
+            self._count("failed")
+            await self._dead_letter(delivery, "unstorable")
+            return "unstorable"
         if result.status == "failed":
             self._count("failed")
             await self._dead_letter(delivery, "failed")
@@ -385,17 +391,25 @@ class StreamWorker:
         with linked_runs(enqueued):
             return await score_call(scorer, entry.call, entry.run_id)
 
-    async def _store(self, result: LiveResult) -> bool:
+    async def _store(self, result: LiveResult) -> Delivery:
         def failed(name: str, error: Exception) -> None:
             self._count("sink_errors")
             logger.error(
-                "sink %r failed to store run %s (%s); left for redelivery",
-                name,
-                result.id,
-                type(error).__name__,
+                "sink %r failed to store run %s (%s)", name, result.id, type(error).__name__
             )
 
-        return await write_to_sinks(self._sinks, result, failed)
+        async def retry(name: str, attempts: int, error: Exception) -> bool:
+            # A sink outage must not burn deliveries: keep the entry (the heartbeat keeps it
+            # claimed) and retry the write until it works or this worker stops.
+            if self._stopping.is_set():
+                return False
+            await _sleep_or_stop(self._stopping, min(0.5 * 2 ** min(attempts - 1, 4), 5.0))
+            return not self._stopping.is_set()
+
+        delivery = await deliver(self._sinks, result, failed, retry)
+        if delivery.refused:
+            self._count("sink_refused", len(delivery.refused))
+        return delivery
 
     async def _acknowledge(self, entry_id: str) -> None:
         async with self._client.pipeline(transaction=True) as pipe:

@@ -2,16 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Protocol, TypedDict, Unpack, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, Unpack, runtime_checkable
 
-from .. import observers
 from ..result import LiveResult, LiveStatus
 
-__all__ = ["DEFAULT_QUERY_LIMIT", "ScoreQuery", "ScoreReader", "ScoreSink", "write_to_sinks"]
+__all__ = [
+    "DEFAULT_QUERY_LIMIT",
+    "RowsRefusedError",
+    "ScoreOrder",
+    "ScoreQuery",
+    "ScoreReader",
+    "ScoreSink",
+]
 
 DEFAULT_QUERY_LIMIT = 100
+
+ScoreOrder = Literal["newest", "score_asc", "score_desc"]
+
+
+class RowsRefusedError(Exception):
+    """A sink refused some results for reasons of their own (a value it cannot hold, a
+    constraint they break), not because it is down: writing them again fails the same way.
+    Every other result of the same `write` call was stored. `refused` pairs each refused
+    result with the sink's error."""
+
+    def __init__(self, refused: Sequence[tuple[LiveResult, BaseException]]) -> None:
+        kinds = sorted({type(error).__name__ for _result, error in refused})
+        super().__init__(f"{len(refused)} row(s) refused ({', '.join(kinds)})")
+        self.refused = list(refused)
 
 
 @runtime_checkable
@@ -20,6 +40,9 @@ class ScoreSink(Protocol):
 
     `write` returns once the results are stored (durably, for a durable sink): only then does a
     result count as stored. It may be awaited from any event loop and thread, concurrently.
+    It raises `RowsRefusedError` when it stored all but some results it will never take (a bad
+    row is not an outage), and any other error when the sink itself failed (down, full,
+    locked): then nothing of the call is known to be stored, and writing again may work.
     `name` is a short, fixed label (`sqlite`, `jsonl`, ...) used in logs and metrics.
     `aclose` flushes and releases resources; no `write` follows it.
     """
@@ -31,36 +54,21 @@ class ScoreSink(Protocol):
     async def aclose(self) -> None: ...
 
 
-async def write_to_sinks(
-    sinks: Iterable[ScoreSink],
-    result: LiveResult,
-    on_error: Callable[[str, Exception], None],
-) -> bool:
-    """Write `result` to every sink in turn; True when all of them stored it. A failing sink is
-    counted in telemetry (`record_sink_error`) and reported to `on_error(sink name, error)`
-    (from inside the `except`, so a log call there may pass `exc_info=True`); the next sink
-    still gets the result."""
-    stored = True
-    for sink in sinks:
-        try:
-            await sink.write([result])
-        except Exception as error:
-            stored = False
-            name = str(getattr(sink, "name", type(sink).__name__))
-            observers.record_sink_error(name)
-            on_error(name, error)
-    return stored
-
-
 class ScoreQuery(TypedDict, total=False):
     """The filters a reading sink's `query`/`aquery` take, each optional: `target` matches
     `entityId`, `scorer` matches `scorerId`, `since` is inclusive (a datetime or an ISO timestamp
-    as stored), `status` keeps one status, `limit` caps the rows (`DEFAULT_QUERY_LIMIT`)."""
+    as stored), `status` keeps one status, `min_score`/`max_score` bound the score (inclusive),
+    `order` is `newest` (default) or `score_asc`/`score_desc` (only rows with a score), `after`
+    continues past a row's `order_key`, `limit` caps the rows (`DEFAULT_QUERY_LIMIT`)."""
 
     target: str | None
     scorer: str | None
     since: datetime | str | None
     status: LiveStatus | None
+    min_score: float | None
+    max_score: float | None
+    order: ScoreOrder | None
+    after: tuple[Any, str] | None
     limit: int
 
 

@@ -2,6 +2,9 @@
 
 Each `write` puts its results on a queue and waits on a future; the thread takes everything
 waiting (up to `max_batch` writes), stores it in one go, then resolves every future of the batch.
+One bad row must not cost the others: a result that cannot be encoded is refused alone, and a
+batch the sink refuses for another reason than being down is stored again row by row, so exactly
+the bad rows are refused (`RowsRefusedError` to their writers) and every other row is stored.
 A plain thread (not an executor) so that writes still work from `atexit` handlers, after
 `concurrent.futures` has refused new work.
 """
@@ -13,9 +16,11 @@ import concurrent.futures
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from typing import Final, cast
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
 
 from ..result import LiveResult
+from .base import RowsRefusedError
 
 __all__ = ["BatchWriterThread", "ThreadedSink"]
 
@@ -30,13 +35,17 @@ class BatchWriterThread:
     def __init__(
         self,
         name: str,
-        store: Callable[[list[LiveResult]], None],
+        encode: Callable[[LiveResult], Any],
+        store: Callable[[list[Any]], None],
         release: Callable[[], None],
+        refuses: Callable[[Exception], bool],
         *,
         max_batch: int = 256,
     ) -> None:
+        self._encode = encode
         self._store = store
         self._release = release
+        self._refuses = refuses
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._closed = False
@@ -81,8 +90,7 @@ class BatchWriterThread:
                     items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            batch: list[LiveResult] = []
-            futures: list[concurrent.futures.Future[None]] = []
+            writes: list[_Write] = []
             for item in items:
                 if item is _STOP:
                     stopping = True
@@ -90,16 +98,11 @@ class BatchWriterThread:
                 results, future = cast(
                     "tuple[list[LiveResult], concurrent.futures.Future[None]]", item
                 )
-                batch.extend(results)
-                futures.append(future)
-            error: BaseException | None = None
-            if batch:
-                try:
-                    self._store(batch)
-                except BaseException as raised:  # reported to every writer of the batch
-                    error = raised
-            for future in futures:
-                _settle(future, error)
+                writes.append(_Write(results, future))
+            if writes:
+                self._store_writes(writes)
+                for write in writes:
+                    write.settle()
         try:
             self._release()
         except Exception:  # nothing left to report it to but the log
@@ -107,19 +110,73 @@ class BatchWriterThread:
 
             logging.getLogger("scorewatch.live.sinks").exception("closing a sink failed")
 
+    def _store_writes(self, writes: list[_Write]) -> None:
+        rows: list[tuple[_Write, LiveResult, Any]] = []
+        for write in writes:
+            for result in write.results:
+                try:
+                    rows.append((write, result, self._encode(result)))
+                except Exception as error:  # this row cannot be written, whatever the sink
+                    write.refused.append((result, error))
+        if not rows:
+            return
+        try:
+            self._store([row for _write, _result, row in rows])
+            return
+        except BaseException as error:
+            if not isinstance(error, Exception) or not self._refuses(error):
+                for write in writes:
+                    write.error = error
+                return
+        # Refused, but which rows? One at a time tells.
+        for index, (write, result, row) in enumerate(rows):
+            try:
+                self._store([row])
+            except BaseException as error:
+                if isinstance(error, Exception) and self._refuses(error):
+                    write.refused.append((result, error))
+                    continue
+                for later_write, _result, _row in rows[index:]:  # down now: not stored
+                    later_write.error = error
+                return
+
+
+@dataclass(slots=True)
+class _Write:
+    results: list[LiveResult]
+    future: concurrent.futures.Future[None]
+    refused: list[tuple[LiveResult, BaseException]] = field(default_factory=list)
+    error: BaseException | None = None
+
+    def settle(self) -> None:
+        if self.error is None and self.refused:
+            _settle(self.future, RowsRefusedError(self.refused))
+        else:
+            _settle(self.future, self.error)
+
 
 class ThreadedSink:
-    """A sink whose writes a `BatchWriterThread` stores: a subclass provides `_store` (called on
-    the thread with each batch) and `_release` (called there once, when the thread stops), and
-    calls `_start_writer` at the end of its `__init__`."""
+    """A sink whose writes a `BatchWriterThread` stores: a subclass provides `_encode` (a result
+    as the row `_store` takes), `_store` (called on the thread with each batch of rows),
+    `_refuses` (tells a bad row from an outage) and `_release` (called there once, when the
+    thread stops), and calls `_start_writer` at the end of its `__init__`."""
 
     name: str
     _writer: BatchWriterThread
 
     def _start_writer(self, thread_name: str) -> None:
-        self._writer = BatchWriterThread(thread_name, self._store, self._release)
+        self._writer = BatchWriterThread(
+            thread_name, self._encode, self._store, self._release, self._refuses
+        )
 
-    def _store(self, batch: list[LiveResult]) -> None:
+    def _encode(self, result: LiveResult) -> Any:
+        raise NotImplementedError
+
+    def _store(self, rows: list[Any]) -> None:
+        raise NotImplementedError
+
+    def _refuses(self, error: Exception) -> bool:
+        """Whether `error` (raised by `_store`) is about the rows, not the sink being down."""
         raise NotImplementedError
 
     def _release(self) -> None:

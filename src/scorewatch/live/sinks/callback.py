@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 
 from ..result import LiveResult
+from .base import RowsRefusedError
 
 __all__ = ["CallbackSink"]
 
@@ -23,10 +24,21 @@ class CallbackSink:
         self.name = name
 
     async def write(self, results: Sequence[LiveResult]) -> None:
+        """Every result gets its call, whatever the others do. An `OSError` (a connection
+        your function makes failing) counts as the destination being down; any other error
+        refuses that result alone (`RowsRefusedError` once all were handed over)."""
+        refused: list[tuple[LiveResult, BaseException]] = []
         for result in results:
-            outcome = self._fn(result)
-            if inspect.isawaitable(outcome):
-                await outcome
+            try:
+                outcome = self._fn(result)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except OSError:
+                raise
+            except Exception as error:
+                refused.append((result, error))
+        if refused:
+            raise RowsRefusedError(refused)
 
     async def aclose(self) -> None:
         return None

@@ -9,6 +9,7 @@ from typing import IO
 
 from ..result import LiveResult
 from .batch_thread import ThreadedSink
+from .rows import storable
 
 __all__ = ["JsonlSink"]
 
@@ -29,13 +30,16 @@ class JsonlSink(ThreadedSink):
         self._file: IO[str] | None = None
         self._start_writer("jsonl-sink")
 
-    def _store(self, batch: list[LiveResult]) -> None:
+    def _encode(self, result: LiveResult) -> str:
+        return json.dumps(storable(result.to_row()), ensure_ascii=False, default=repr) + "\n"
+
+    def _refuses(self, error: Exception) -> bool:
+        return not isinstance(error, OSError | MemoryError)
+
+    def _store(self, rows: list[str]) -> None:
         if self._file is None:
             self._file = self.path.open("a", encoding="utf-8")
-        lines = "".join(
-            json.dumps(result.to_row(), ensure_ascii=False, default=repr) + "\n" for result in batch
-        )
-        self._file.write(lines)
+        self._file.write("".join(rows))
         self._file.flush()
         if self._fsync:
             os.fsync(self._file.fileno())

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Unpack
 
 from ..result import LiveResult, iso_timestamp
-from .base import ScoreQuery
+from .base import RowsRefusedError, ScoreQuery
 from .rows import (
     SCORE_COLUMNS,
     TIME_COLUMNS,
@@ -33,6 +33,7 @@ from .rows import (
     filter_conditions,
     quote,
     select_sql,
+    storable,
     upsert_sql,
 )
 
@@ -84,6 +85,7 @@ class PostgresSink:
         min_size: int = 1,
         max_size: int = 8,
         connect_timeout: float = 10.0,
+        acquire_timeout: float = 3.0,
     ) -> None:
         try:
             import psycopg  # noqa: F401
@@ -100,6 +102,9 @@ class PostgresSink:
         self._min_size = min_size
         self._max_size = max_size
         self._connect_timeout = connect_timeout
+        # A read or write waits this long for a connection: while the database is down,
+        # GET /v1/scores answers 503 quickly and a writer's retry budget stays what it says.
+        self._acquire_timeout = acquire_timeout
         self._pool: AsyncConnectionPool[Any] | None = None
         self._pool_loop: asyncio.AbstractEventLoop | None = None
         self._ready_loops: set[int] = set()
@@ -203,30 +208,77 @@ class PostgresSink:
     def _encode(self, result: LiveResult) -> tuple[Any, ...]:
         from psycopg.types.json import Jsonb
 
-        # Timestamps go in as the result's own datetime (timestamptz), not the row's ISO text.
-        created_at = dict.fromkeys(TIME_COLUMNS, lambda _text: result.created_at)
+        # Timestamps go in as the result's own datetime (timestamptz), not the row's ISO text,
+        # at the row's millisecond precision: what a reader sees is what it can page by.
+        moment = result.created_at
+        moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+        created_at = dict.fromkeys(TIME_COLUMNS, lambda _text: moment)
+        # JSON is serialized here, where `_encode` runs (off the event loop), not later while
+        # psycopg sends the row.
         return encode_row(
-            result.to_row(),
+            storable(result.to_row()),
             dumps=_dumps,
-            as_json=lambda value: Jsonb(value, dumps=_dumps),
+            as_json=lambda value: Jsonb(_dumps(value), dumps=_as_is),
             convert=created_at,
         )
 
+    def _encode_all(
+        self, results: Sequence[LiveResult]
+    ) -> tuple[list[tuple[LiveResult, tuple[Any, ...]]], list[tuple[LiveResult, BaseException]]]:
+        rows: list[tuple[LiveResult, tuple[Any, ...]]] = []
+        refused: list[tuple[LiveResult, BaseException]] = []
+        for result in results:
+            try:
+                rows.append((result, self._encode(result)))
+            except Exception as error:  # this row cannot be written, whatever the database
+                refused.append((result, error))
+        return rows, refused
+
     async def write(self, results: Sequence[LiveResult]) -> None:
+        """Upsert `results` in one transaction; when PostgreSQL refuses that for a reason of
+        the rows (a value or constraint, not an outage), row by row, so that only the bad rows
+        are refused (`RowsRefusedError`)."""
         if not results:
             return
-        rows = [self._encode(result) for result in results]
-        pool = await self._connection_pool()
-        if pool is not None:
-            async with pool.connection() as conn:
-                await self._store(conn, rows)
-            return
-        await self._migrate_once()
-        conn = await self._connect()
+        # Rows of megabytes take milliseconds to serialize: not on the caller's event loop.
+        rows, refused = await asyncio.to_thread(self._encode_all, results)
+        if rows:
+            pool = await self._connection_pool()
+            if pool is not None:
+                async with pool.connection(timeout=self._acquire_timeout) as conn:
+                    await self._store_rows(conn, rows, refused)
+            else:
+                await self._migrate_once()
+                conn = await self._connect()
+                try:
+                    await self._store_rows(conn, rows, refused)
+                finally:
+                    await conn.close()
+        if refused:
+            raise RowsRefusedError(refused)
+
+    async def _store_rows(
+        self,
+        conn: AsyncConnection[Any],
+        rows: list[tuple[LiveResult, tuple[Any, ...]]],
+        refused: list[tuple[LiveResult, BaseException]],
+    ) -> None:
         try:
-            await self._store(conn, rows)
-        finally:
-            await conn.close()
+            await self._store(conn, [row for _result, row in rows])
+            return
+        except Exception as error:
+            if not _refuses(error):
+                raise
+            if len(rows) == 1:
+                refused.append((rows[0][0], error))
+                return
+        for result, row in rows:
+            try:
+                await self._store(conn, [row])
+            except Exception as error:
+                if not _refuses(error):
+                    raise
+                refused.append((result, error))
 
     async def _store(self, conn: AsyncConnection[Any], rows: list[tuple[Any, ...]]) -> None:
         async with conn.transaction(), conn.cursor() as cursor:
@@ -246,7 +298,7 @@ class PostgresSink:
         sql, params = self._select(query)
         pool = await self._connection_pool()
         if pool is not None:
-            async with pool.connection() as conn:
+            async with pool.connection(timeout=self._acquire_timeout) as conn:
                 return await self._fetch(conn, sql, params)
         return await self._fetch_direct(sql, params)
 
@@ -263,7 +315,12 @@ class PostgresSink:
         ids = query.get("ids")
         if ids is not None:
             conditions.append(("id", "= ANY({})", list(ids)))
-        return select_sql(self._table_sql, "%s", conditions, query.get("limit"))
+        after = query.get("after")
+        if after is not None and (query.get("order") or "newest") == "newest":
+            after = (_as_datetime(after[0]), after[1])
+        return select_sql(
+            self._table_sql, "%s", conditions, query.get("limit"), query.get("order"), after
+        )
 
     async def _fetch_direct(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         await self._migrate_once()
@@ -281,8 +338,26 @@ class PostgresSink:
 
 
 def _dumps(value: Any) -> str:
-    # jsonb cannot hold NUL characters; keep them visible instead of failing the row.
-    return json.dumps(value, ensure_ascii=False, default=repr).replace("\\u0000", "\\\\u0000")
+    return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+def _as_is(text: Any) -> str:
+    return str(text)
+
+
+def _refuses(error: Exception) -> bool:
+    """A value PostgreSQL will not take (class 22) or a constraint the row breaks (class 23),
+    or an error turning the row into parameters: about the row. Connection trouble, a missing
+    table, a full disk: about the database."""
+    import psycopg
+
+    if isinstance(error, psycopg.DataError | psycopg.IntegrityError):
+        return True
+    return not isinstance(error, psycopg.Error | OSError | MemoryError)
+
+
+def _as_datetime(value: Any) -> Any:
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
 def _iso_text(value: Any) -> Any:

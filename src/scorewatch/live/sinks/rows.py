@@ -9,11 +9,13 @@ arguments, the rest is written once here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
-from .base import DEFAULT_QUERY_LIMIT, ScoreQuery
+from ..storable import storable, storable_text
+from .base import DEFAULT_QUERY_LIMIT, ScoreOrder, ScoreQuery
 
 __all__ = [
     "JSON_COLUMNS",
@@ -24,8 +26,11 @@ __all__ = [
     "decode_row",
     "encode_row",
     "filter_conditions",
+    "non_finite_path",
+    "order_key",
     "quote",
     "select_sql",
+    "storable",
     "upsert_sql",
 ]
 
@@ -97,6 +102,44 @@ Condition = tuple[str, str, Any]
 """(column, comparison with `{}` where the placeholder goes, value); a None value is no filter."""
 
 
+def non_finite_path(value: Any) -> list[str | int] | None:
+    """Where in `value` (JSON-like data) the first NaN or infinite number is, as keys and
+    indexes (`[]` for `value` itself); None when there is none. Walks without recursion, so
+    any nesting depth is fine."""
+    if not _has_non_finite(value):  # the common case, without building any path
+        return None
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return [_key_text(part) if isinstance(part, str) else part for part in path]
+        elif isinstance(item, Mapping):
+            stack.extend((child, (*path, str(key))) for key, child in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((child, (*path, index)) for index, child in enumerate(item))
+    return None
+
+
+def _has_non_finite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if item - item != 0.0:  # inf - inf and nan - nan are nan
+                return True
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+def _key_text(key: str) -> str:
+    # A key named in an error answer: bounded, and printable whatever it held.
+    return storable_text(key[:40] + ("..." if len(key) > 40 else ""))
+
+
 def quote(name: str) -> str:
     """`name` as a quoted SQL identifier; anything but letters, digits and `_` is refused."""
     if not name.replace("_", "").isalnum():
@@ -151,30 +194,70 @@ def filter_conditions(
     unknown = sorted(set(query) - accepted)
     if unknown:
         raise TypeError(f"unexpected query filter(s): {', '.join(unknown)}")
+    order = query.get("order") or "newest"
+    if order not in _ORDERS:
+        raise ValueError(f"unknown order {order!r}; expected one of {', '.join(_ORDERS)}")
+    ordered_by_score = order != "newest"
     return [
         ("entityId", "= {}", query.get("target")),
         ("scorerId", "= {}", query.get("scorer")),
         ("createdAt", ">= {}", since),
         ("status", "= {}", query.get("status")),
+        ("score", ">= {}", query.get("min_score")),
+        ("score", "<= {}", query.get("max_score")),
+        # Ordered by score, only rows that have one (a failed run has none).
+        ("score", "IS NOT NULL", True if ordered_by_score else None),
     ]
 
 
+# order -> (sort column, descending)
+_ORDERS: Final[dict[ScoreOrder, tuple[str, bool]]] = {
+    "newest": ("createdAt", True),
+    "score_asc": ("score", False),
+    "score_desc": ("score", True),
+}
+
+
+def order_key(row: Mapping[str, Any], order: ScoreOrder | None) -> tuple[Any, str]:
+    """Where `row` sits in `order`: (sort value, id), what `after` takes to continue past it."""
+    column, _descending = _ORDERS[order or "newest"]
+    return row[column], str(row["id"])
+
+
 def select_sql(
-    table_sql: str, mark: str, conditions: Iterable[Condition], limit: int | None
+    table_sql: str,
+    mark: str,
+    conditions: Iterable[Condition],
+    limit: int | None,
+    order: ScoreOrder | None = None,
+    after: tuple[Any, str] | None = None,
 ) -> tuple[str, list[Any]]:
-    """Every score column of the rows that meet all `conditions`, newest first, at most
-    `limit` (None: `DEFAULT_QUERY_LIMIT`); returns the statement and its parameters."""
+    """Every score column of the rows that meet all `conditions`, in `order` (default newest
+    first; ties by id), strictly after the key `after` (from `order_key`), at most `limit`
+    (None: `DEFAULT_QUERY_LIMIT`); returns the statement and its parameters."""
     clauses: list[str] = []
     params: list[Any] = []
     for column, comparison, value in conditions:
-        if value is not None:
+        if value is None:
+            continue
+        if "{}" in comparison:
             clauses.append(f"{quote(column)} {comparison.format(mark)}")
             params.append(value)
+        else:
+            clauses.append(f"{quote(column)} {comparison}")
+    column, descending = _ORDERS[order or "newest"]
+    direction = "DESC" if descending else "ASC"
+    if after is not None:
+        # Keyset pagination: a row value comparison, so pages neither skip nor repeat rows.
+        clauses.append(
+            f"({quote(column)}, {quote('id')}) {'<' if descending else '>'} ({mark}, {mark})"
+        )
+        params.extend(after)
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
     names = ", ".join(quote(c) for c in SCORE_COLUMNS)
     sql = (
         f"SELECT {names} FROM {table_sql}{where} "
-        f"ORDER BY {quote('createdAt')} DESC, {quote('id')} DESC LIMIT {mark}"
+        f"ORDER BY {quote(column)} {direction}, {quote('id')} {direction} LIMIT {mark}"
     )
     params.append(max(0, int(DEFAULT_QUERY_LIMIT if limit is None else limit)))
     return sql, params

@@ -34,6 +34,7 @@ from .rows import (
     filter_conditions,
     quote,
     select_sql,
+    storable,
     upsert_sql,
 )
 
@@ -55,8 +56,22 @@ _DEFAULT_TABLE: Final = "mastra_scorers"
 _ENCODE: Final[dict[str, Callable[[Any], Any]]] = {
     "structuredOutput": lambda value: int(bool(value))
 }
+
+
+def _decode_text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def _loads(text: Any) -> Any:
+    # A value some other writer put there is returned as it is rather than failing the read.
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
 _DECODE: Final[dict[str, Callable[[Any], Any]]] = {
-    **dict.fromkeys(JSON_COLUMNS, json.loads),
+    **dict.fromkeys(JSON_COLUMNS, _loads),
     "structuredOutput": bool,
 }
 
@@ -106,11 +121,19 @@ class SqliteSink(ThreadedSink):
 
     # -- writer thread ---------------------------------------------------------------------------
 
-    def _store(self, batch: list[LiveResult]) -> None:
+    def _encode(self, result: LiveResult) -> tuple[Any, ...]:
+        return encode_row(storable(result.to_row()), dumps=_dumps, convert=_ENCODE)
+
+    def _refuses(self, error: Exception) -> bool:
+        if isinstance(error, sqlite3.IntegrityError | sqlite3.DataError | sqlite3.InterfaceError):
+            return True
+        # Locked, read-only, disk full, I/O error, a broken file: the database, not the row.
+        return not isinstance(error, sqlite3.Error | OSError | MemoryError)
+
+    def _store(self, rows: list[tuple[Any, ...]]) -> None:
         if self._conn is None:
             self._conn = self._connect()
         conn = self._conn
-        rows = [encode_row(result.to_row(), dumps=_dumps, convert=_ENCODE) for result in batch]
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany(self._upsert_sql, rows)
@@ -132,8 +155,17 @@ class SqliteSink(ThreadedSink):
         if isinstance(since, datetime):
             since = iso_timestamp(since)
         conditions = filter_conditions(query, since)
-        sql, params = select_sql(self._table_sql, "?", conditions, query.get("limit"))
+        sql, params = select_sql(
+            self._table_sql,
+            "?",
+            conditions,
+            query.get("limit"),
+            query.get("order"),
+            query.get("after"),
+        )
         conn = sqlite3.connect(self.path, check_same_thread=False)
+        # Text another tool stored as bytes that are not UTF-8 is read, not an error.
+        conn.text_factory = _decode_text
         try:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
             return [decode_row(SCORE_COLUMNS, row, _DECODE) for row in conn.execute(sql, params)]

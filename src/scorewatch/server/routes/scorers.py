@@ -53,8 +53,11 @@ async def list_scorers(request: Request) -> ScorerList:
     summary="Accounting of every decision and outcome since start",
     description="`sampled == scored + failed + dropped_shutdown + queued + in_flight` at all "
     "times; a refused request counts its sampled evaluations as `dropped_queue_full` (429) or "
-    "`dropped_shutdown` (503) and adds one to `rejected_requests`.",
+    "`dropped_shutdown` (503) and adds one to `rejected_requests`; requests refused while "
+    "draining, before any decision, count in `rejected_draining`. Without a queue, "
+    "`sink_errors` counts failed sink writes, `sink_refused` rows a sink refused (stored as "
+    "`unstorable` failures) and `sink_dropped` results a sink finally did not store.",
     responses=_UNAUTHORIZED,  # type: ignore[arg-type]
 )
 async def stats(request: Request) -> Stats:
-    return Stats.model_validate(service_of(request).intake.stats())
+    return Stats.model_validate(service_of(request).stats())

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from ...live.result import LiveResult
+from ...live.sinks.base import ScoreOrder, ScoreQuery
+from ...live.sinks.rows import non_finite_path, storable
+from ..config import key_path
 from ..errors import ApiError
 from ..guard import BODY_BYTES_KEY
 from ..intake import Admission, IntakeClosedError, QueueFullError, ScoreItem
@@ -26,9 +31,19 @@ from ..models import (
     SkippedRun,
 )
 from ..redis_intake import IntakeUnavailableError, OutcomeUnknownError
+from ..score_pages import BadCursorError, ScorePage, decode_cursor
 from ..state import ServiceState, service_of
 
 __all__ = ["router"]
+
+_ID_FIELDS: Final = ("target", "trace_id", "span_id", "run_id")
+_CONTENT_FIELDS: Final = ("input", "output", "request_context", "ground_truth", "metadata")
+# NUL and unpaired surrogates: no store keeps them as they are, so an id or filter holding one
+# could never match what was stored. (Other control characters are kept, and escaped in logs.)
+_BAD_ID_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
+_BAD_ID_MESSAGE: Final = "NUL characters and unpaired surrogates are not allowed here"
+
+logger = logging.getLogger("scorewatch.server")
 
 # The bearer-token dependency is added by `create_app` when the service has a token.
 router = APIRouter(prefix="/v1", tags=["scores"])
@@ -66,6 +81,38 @@ def _item_of(request: ScoreRequest, size: int = 0) -> ScoreItem:
         metadata=request.metadata,
         size=size,
     )
+
+
+def _check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "") -> None:
+    """Strict JSON at the boundary: NaN and Infinity (which Python's JSON reader accepts) are
+    refused with the field that holds them, and identifiers may hold no NUL characters or
+    unpaired surrogates. Text content may hold anything: the sinks store it (see docs)."""
+    # Only a body spelling one of those tokens can hold such a number: most are not walked.
+    maybe_non_finite = b"NaN" in raw or b"Infinity" in raw
+    problems: list[dict[str, str]] = []
+    for index, request in enumerate(requests):
+        item = f"items[{index}]." if prefix else ""
+        for name in _ID_FIELDS:
+            value = getattr(request, name)
+            if isinstance(value, str) and _BAD_ID_TEXT.search(value):
+                problems.append({"field": f"{item}{name}", "message": _BAD_ID_MESSAGE})
+        for position, scorer_id in enumerate(request.scorers or ()):
+            if _BAD_ID_TEXT.search(scorer_id):
+                field = f"{item}scorers[{position}]"
+                problems.append({"field": field, "message": _BAD_ID_MESSAGE})
+        for name in _CONTENT_FIELDS if maybe_non_finite else ():
+            where = non_finite_path(getattr(request, name))
+            if where is not None:
+                problems.append(
+                    {
+                        "field": key_path([f"{item}{name}", *where]),
+                        "message": "NaN and Infinity are not JSON numbers; send a finite "
+                        "number, null or a string",
+                    }
+                )
+    if problems:
+        summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
+        raise ApiError(422, "invalid_request", summary, fields=problems)
 
 
 # An unknown scorer id is echoed back so the client sees its typo, but only so much of it.
@@ -205,6 +252,7 @@ async def submit_score(
     ),
 ) -> JSONResponse:
     service = service_of(request)
+    _check_values([body], await request.body())
     _check_scorers(service, [body])
     item = _item_of(body, _body_bytes(request))
     (admission,) = await _admit(service, [item], want_results=wait)
@@ -222,7 +270,8 @@ async def submit_score(
         skipped=[SkippedRun(scorer=s.scorer, decision=s.decision) for s in admission.skipped],
         complete=all(o.status != "pending" for o in outcomes),
     )
-    return JSONResponse(results.model_dump(mode="json"), status_code=200)
+    # storable: a reason or error quoting content may hold text JSON cannot encode as UTF-8.
+    return JSONResponse(storable(results.model_dump(mode="json")), status_code=200)
 
 
 @router.post(
@@ -245,6 +294,7 @@ async def submit_batch(body: BatchRequest, request: Request) -> JSONResponse:
             f"{len(body.items)}",
             fields=[{"field": "items", "message": f"at most {limit} items"}],
         )
+    _check_values(body.items, await request.body(), prefix="items")
     _check_scorers(service, body.items)
     share = _body_bytes(request) // len(body.items)
     admissions = await _admit(service, [_item_of(item, share) for item in body.items])
@@ -262,10 +312,18 @@ async def submit_batch(body: BatchRequest, request: Request) -> JSONResponse:
 @router.get(
     "/scores",
     response_model=ScoreList,
-    summary="Recent stored results",
-    description="Reads the SQLite sink, newest first. `since` is inclusive (ISO 8601; "
-    "a time without zone is UTC).",
-    responses={401: _REFUSALS[401], 404: {"model": ErrorBody, "description": "No SQLite sink."}},
+    summary="Stored results, a page at a time",
+    description="Reads the result store (PostgreSQL when configured, else SQLite): newest "
+    "first, or by score (`order=score_asc` lists the lowest scores first; rows without a "
+    "score are left out). `since` is inclusive (ISO 8601; a time without zone is UTC). A page "
+    "holds at most `limit` rows and about 8 MiB; `next`, when not null, is the `cursor` of the "
+    "following page.",
+    responses={
+        401: _REFUSALS[401],
+        404: {"model": ErrorBody, "description": "No result store configured."},
+        422: {"model": ErrorBody, "description": "A bad filter or cursor; `fields` names it."},
+        503: {"model": ErrorBody, "description": "The result store cannot be read right now."},
+    },
 )
 async def list_scores(
     request: Request,
@@ -277,8 +335,20 @@ async def list_scores(
     status: Literal["success", "not_scorable", "failed"] | None = Query(
         None, description="Only this status."
     ),
+    min_score: float | None = Query(
+        None, description="Only scores at or above.", allow_inf_nan=False
+    ),
+    max_score: float | None = Query(
+        None, description="Only scores at or below.", allow_inf_nan=False
+    ),
+    order: ScoreOrder = Query(  # noqa: B008 - FastAPI's way of declaring a parameter
+        "newest", description="newest, score_asc (lowest first) or score_desc."
+    ),
     limit: int = Query(100, ge=1, le=1000, description="At most this many rows."),
-) -> JSONResponse:
+    cursor: str | None = Query(
+        None, max_length=1024, description="`next` of the previous page: continue after it."
+    ),
+) -> StreamingResponse:
     service = service_of(request)
     if service.reader is None:
         raise ApiError(
@@ -286,9 +356,43 @@ async def list_scores(
             "no_result_store",
             "no result store to read from: [sinks] sqlite is disabled",
         )
+    problems = [
+        {"field": f"query.{name}", "message": _BAD_ID_MESSAGE}
+        for name, value in (("target", target), ("scorer", scorer))
+        if value is not None and _BAD_ID_TEXT.search(value)
+    ]
+    after = None
+    if cursor is not None:
+        try:
+            after = decode_cursor(cursor, order)
+        except BadCursorError as error:
+            problems.append({"field": "query.cursor", "message": str(error)})
+    if problems:
+        summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+        raise ApiError(422, "invalid_request", summary, fields=problems)
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
-    rows = await service.reader.aquery(
-        target=target, scorer=scorer, since=since, status=status, limit=limit
+    query = ScoreQuery(
+        target=target,
+        scorer=scorer,
+        since=since,
+        status=status,
+        min_score=min_score,
+        max_score=max_score,
+        order=order,
+        after=after,
     )
-    return JSONResponse({"scores": rows, "count": len(rows)})
+    page = ScorePage(service.reader, limit, query)
+    try:
+        await page.start()
+    except Exception as error:
+        logger.error("reading the result store failed (%s)", type(error).__name__)
+        retry = service.config.server.retry_after
+        raise ApiError(
+            503,
+            "result_store_unavailable",
+            "the result store cannot be read right now; retry later",
+            headers={"Retry-After": str(retry)},
+            retry_after=retry,
+        ) from None
+    return StreamingResponse(page.body(), media_type="application/json")
