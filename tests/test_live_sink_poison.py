@@ -24,6 +24,8 @@ from scorewatch.live.sinks.base import RowsRefusedError
 from scorewatch.live.sinks.delivery import deliver
 from scorewatch.live.sinks.postgres import PostgresSink
 
+pytestmark = pytest.mark.integration
+
 FFFD = "\ufffd"
 NASTY = "a\x00b\ud800c\udfffd"
 CLEAN = f"a{FFFD}b{FFFD}c{FFFD}d"

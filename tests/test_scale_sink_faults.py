@@ -39,6 +39,8 @@ from scale_support import (
 from scorewatch.live.sinks.postgres import PostgresSink
 from serve_support import ServeProcess
 
+pytestmark = pytest.mark.e2e
+
 
 class Relay:
     """A TCP relay to PostgreSQL that can be cut (an outage) and restored."""

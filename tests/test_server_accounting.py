@@ -19,6 +19,8 @@ import pytest
 from scorewatch.testing import LoopbackJudgeServer, Reply
 from serve_support import ServeProcess, judge_table, sqlite_rows, wait_idle, write_config
 
+pytestmark = pytest.mark.e2e
+
 CONFIG = """\
 [server]
 shutdown_timeout = {shutdown_timeout}

@@ -14,6 +14,8 @@ import pytest
 
 from serve_support import ServeProcess, wait_idle, write_config
 
+pytestmark = pytest.mark.e2e
+
 CONFIG = """\
 [[scorers]]
 id = "length"

@@ -18,6 +18,8 @@ import pytest
 
 from serve_support import ServeProcess, sqlite_rows, wait_idle, write_config
 
+pytestmark = pytest.mark.e2e
+
 CONFIG = """\
 [server]
 wait_timeout = 30

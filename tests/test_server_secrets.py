@@ -9,8 +9,11 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 
 from serve_support import ServeProcess, run_serve, sqlite_rows, wait_idle, write_config
+
+pytestmark = pytest.mark.e2e
 
 SECRET = "sk-live-PLANTED-9f3b"
 
