@@ -41,11 +41,16 @@ from .intake import (
     QueueFullError,
     ScoreItem,
 )
+from .loop_share import LoopShare
 from .throughput import Throughput
 
 __all__ = ["InProcessIntake"]
 
 logger = logging.getLogger("scorewatch.server")
+
+# Seconds of scorer runs started per event loop iteration, at most about: the HTTP answers wait
+# no longer than that per step for the scoring that shares their loop.
+_SCORING_SLICE = 0.005
 
 
 @dataclass(slots=True)
@@ -110,6 +115,7 @@ class InProcessIntake:
         )
         self._unregister_depth = observers.register_queue_depth(lambda: self._queue.queued)
         self._closed = False
+        self._share = LoopShare(_SCORING_SLICE)
 
     # -- introspection ---------------------------------------------------------------------------
 
@@ -224,7 +230,8 @@ class InProcessIntake:
 
     async def _execute(self, job: Job[_Work]) -> JobOutcome:
         work = job.payload
-        started = time.perf_counter()
+        started = time.perf_counter()  # a run waiting for its turn holds its slot too
+        await self._share.turn()
         live_result = await score_call(work.scorer, work.call, work.run_id)
         outcome: JobOutcome = live_result.outcome
         if outcome == "failed":
