@@ -50,7 +50,7 @@ logger = logging.getLogger("scorewatch.server")
 
 # Seconds of scorer runs started per event loop iteration, at most about: the HTTP answers wait
 # no longer than that per step for the scoring that shares their loop.
-_SCORING_SLICE = 0.005
+_SCORING_SLICE = 0.015
 
 
 @dataclass(slots=True)
