@@ -173,6 +173,9 @@ def main() -> None:
     parser.add_argument("--sampling", type=float, default=0.05)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("-o", "--output", default=None)
+    parser.add_argument(
+        "--profile", default=None, help="run serve under pyinstrument; its text report to this file"
+    )
     args = parser.parse_args()
     rates = [int(rate) for rate in args.rates.split(",")]
 
@@ -183,7 +186,7 @@ def main() -> None:
         (directory / "scorewatch.toml").write_text(
             CONFIG.format(port=port, sampling=args.sampling, max_queue=10_000)
         )
-        serve, address = _start_serve(directory)
+        serve, address = _start_serve(directory, args.profile)
         try:
             source = source_of(400)
             # Warm-up: litellm, the SQLite file, the measured scoring rate.
@@ -215,7 +218,7 @@ def main() -> None:
         {
             "benchmark": "overload",
             "machine": _common.machine(),
-            "parameters": vars(args) | {"output": None},
+            "parameters": vars(args) | {"output": None, "profile": None},
             "rounds": rounds,
             "highest_rate_with_p99_under_100ms": max(under) if under else None,
             "accounting": stats,

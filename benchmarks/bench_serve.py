@@ -69,10 +69,14 @@ def _rss(pid: int) -> int:
     return 0
 
 
-def _start_serve(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _start_serve(
+    directory: Path, profile: str | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start serve; with `profile`, under pyinstrument, its text report written there at exit."""
     stderr = (directory / "serve.stderr").open("wb")
+    under = [] if profile is None else ["-m", "pyinstrument", "-r", "text", "-o", profile]
     process = subprocess.Popen(
-        [sys.executable, "-m", "scorewatch", "serve", "--config", "scorewatch.toml",
+        [sys.executable, *under, "-m", "scorewatch", "serve", "--config", "scorewatch.toml",
          "--listen", "127.0.0.1:0"],
         cwd=directory,
         stdout=subprocess.DEVNULL,

@@ -42,6 +42,7 @@ from .intake import (
     QueueFullError,
     ScoreItem,
 )
+from .loop_share import LoopShare
 from .throughput import Throughput
 
 __all__ = ["InProcessIntake"]
@@ -50,6 +51,10 @@ logger = logging.getLogger("scorewatch.server")
 
 # How long shutdown waits, after the drain budget, for runs that are storing their results.
 _COMMIT_GRACE_S = 10.0
+
+# Seconds of scorer runs started per event loop iteration, at most about: the HTTP answers wait
+# no longer than that per step for the scoring that shares their loop.
+_SCORING_SLICE = 0.015
 
 
 @dataclass(slots=True)
@@ -118,6 +123,7 @@ class InProcessIntake:
         )
         self._unregister_depth = observers.register_queue_depth(lambda: self._queue.queued)
         self._closed = False
+        self._share = LoopShare(_SCORING_SLICE)
 
     # -- introspection ---------------------------------------------------------------------------
 
@@ -236,7 +242,8 @@ class InProcessIntake:
 
     async def _execute(self, job: Job[_Work]) -> JobOutcome:
         work = job.payload
-        started = time.perf_counter()
+        started = time.perf_counter()  # a run waiting for its turn holds its slot too
+        await self._share.turn()
         live_result = await score_call(work.scorer, work.call, work.run_id)
         if live_result.outcome == "failed":
             # The error text may quote content; the log names only the run and the error type.
