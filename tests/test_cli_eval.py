@@ -522,8 +522,8 @@ def test_scorers_file_judged_scorer_with_options_and_judge_override(tmp_path: Pa
     scorers = tmp_path / "scorers.toml"
     # The file's judge points nowhere; the command line's --model-option fixes its api_base.
     scorers.write_text(
-        '[judge]\nmodel = "openai/loopback-judge"\n'
-        'model_options = { api_base = "http://127.0.0.1:9/v1", api_key = "sk-test" }\n\n'
+        '[judge]\nmodel = "openai/loopback-judge"\napi_key_env = "SW_TEST_JUDGE_KEY"\n'
+        'model_options = { api_base = "http://127.0.0.1:9/v1" }\n\n'
         '[[scorers]]\nid = "mentions-settings"\nkind = "rubric-label"\n'
         'options = { rubric = "Pass when the answer points to Settings." }\n',
         encoding="utf-8",
@@ -538,6 +538,7 @@ def test_scorers_file_judged_scorer_with_options_and_judge_override(tmp_path: Pa
         done = scorewatch(
             "eval", str(data), "--scorers", str(scorers), "--out", str(out),
             "--model-option", f"api_base={server.base_url}", "--model-option", "max_retries=0",
+            env={"SW_TEST_JUDGE_KEY": "sk-test"},
         )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
