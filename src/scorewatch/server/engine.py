@@ -152,12 +152,11 @@ class InProcessIntake:
         # what keeps the answers fast when more arrives than the service can finish.
         queued = self._queue.queued
         waiting = self._admissible_wait()
-        if waiting is not None and queued >= waiting.allowed:
-            retry = Throughput.seconds_for(queued - waiting.allowed + 1, waiting.rate)
-        elif queued >= self._max_queue:
-            retry = 1
-        else:
+        # Only the measured queue delay sheds unread: a refusal at the configured `max_queue`
+        # is made after parsing, so each refused evaluation is counted as `dropped_queue_full`.
+        if waiting is None or queued < waiting.allowed:
             return None
+        retry = Throughput.seconds_for(queued - waiting.allowed + 1, waiting.rate)
         self._counts.add("rejected_requests")
         self._counts.add("shed_requests")
         return retry
