@@ -2,8 +2,8 @@
 
 A real serve process with 4 judged runs at once against a loopback judge taking 500 ms finishes
 about 8 runs per second; with `live.max_queue_delay = 1`, about 8 runs may wait (the judge is
-slow enough that the queue drains more slowly than one client sends, even on a busy machine). A burst of
-200 requests then gets a few 202s and 429s for the rest (most refused before they are parsed),
+slow enough that the queue drains more slowly than one client sends, even on a busy machine).
+A burst of 200 requests then gets a few 202s and 429s for the rest (some refused unparsed),
 each with a `Retry-After` computed from the measured rate, and the accepted work finishes
 within about the promised delay. How fast the
 answers come under load is measured in benchmarks/bench_overload.py, not asserted here.
