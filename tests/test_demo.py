@@ -424,8 +424,16 @@ def _make_dry_run(target: str, tmp_path: Path) -> list[str]:
     folder.mkdir()
     for name in ("Makefile", "pyproject.toml"):
         (folder / name).write_text((REPO / name).read_text(encoding="utf-8"), encoding="utf-8")
+    # Run as a top-level make even under `make test`: a nested make prints "Entering/Leaving
+    # directory" lines around the commands.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     done = subprocess.run(
-        ["make", "-n", target], cwd=folder, capture_output=True, text=True, timeout=60
+        ["make", "--no-print-directory", "-n", target],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()

@@ -306,7 +306,11 @@ class GaugePoller:
         return self.latest
 
     async def _run(self, stopping: asyncio.Event) -> None:
-        while not stopping.is_set():
+        task = asyncio.current_task()
+        # `cancelling()` stays set when the Redis client swallows the CancelledError inside a
+        # command: without this check the loop would go on and a loop shutting down (which
+        # cancels every task and waits for them) would wait for it forever.
+        while not stopping.is_set() and not (task is not None and task.cancelling()):
             await self.refresh()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), self._interval)
