@@ -25,7 +25,7 @@ from deploy_support import GRAFANA, load_script, load_yaml
 from scale_support import PG_DSN, PG_HOST, PG_PORT, require_service, unique_prefix
 from scorewatch.live import PostgresSink
 from scorewatch.live.context import LiveCall
-from scorewatch.live.score_call import score_call
+from scorewatch.live.runner import score_call
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 
 pytestmark = pytest.mark.integration

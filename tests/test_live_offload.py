@@ -26,7 +26,7 @@ import scorewatch as sw
 from scorewatch.core import offload_function_steps
 from scorewatch.live import LiveScoring
 from scorewatch.live.context import LiveCall
-from scorewatch.live.offload import OFFLOAD_CHARS, call_is_heavy
+from scorewatch.live.runner import OFFLOAD_CHARS, call_is_heavy
 from scorewatch.scorers.completeness import create_completeness_scorer
 from scorewatch.scorers.content_similarity import create_content_similarity_scorer
 from scorewatch.testing import LoopbackJudgeServer, Reply

@@ -23,6 +23,7 @@ __all__ = [
     "LiveObserver",
     "add_live_observer",
     "current_live_observers",
+    "record_closed",
     "record_decision",
     "record_in_flight",
     "record_sink_error",
@@ -46,6 +47,8 @@ class LiveObserver(Protocol):
     def in_flight(self, delta: int) -> None: ...
 
     def sink_error(self, sink: str) -> None: ...
+
+    # Optional: `closed(timeout)`, called once a `LiveScoring` has closed (see `record_closed`).
 
 
 _observers: tuple[LiveObserver, ...] = ()
@@ -90,6 +93,20 @@ def record_sink_error(sink: str) -> None:
     for observer in _observers:
         try:
             observer.sink_error(sink)
+        except Exception:
+            logger.exception("live observer %r failed; ignored", observer)
+
+
+def record_closed(timeout: float | None) -> None:
+    """A `LiveScoring` has closed (its runs stored, its sinks closed) and the process may be about
+    to exit: observers holding buffered telemetry flush it now, within `timeout` seconds. Blocks;
+    called off the event loop."""
+    for observer in _observers:
+        closed = getattr(observer, "closed", None)
+        if closed is None:
+            continue
+        try:
+            closed(timeout)
         except Exception:
             logger.exception("live observer %r failed; ignored", observer)
 

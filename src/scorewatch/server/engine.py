@@ -30,7 +30,7 @@ from ..live.entry import ScorerEntry
 from ..live.observers import LiveDecision
 from ..live.result import LiveResult
 from ..live.run_ids import request_run_id
-from ..live.score_call import score_call
+from ..live.runner import score_call
 from ..live.sinks.base import ScoreSink
 from ..live.sinks.delivery import Delivery, deliver
 from ..live.work_queue import Job, JobOutcome, WorkQueue

@@ -45,7 +45,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 from ..core.scorer import Scorer
 from ..live import observers, queue_observers
 from ..live.result import LiveResult
-from ..live.score_call import score_call
+from ..live.runner import score_call
 from ..live.sinks.base import ScoreSink
 from ..live.sinks.delivery import Delivery, deliver
 from ..live.trace_links import linked_runs

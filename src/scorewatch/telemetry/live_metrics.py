@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..live.observers import LiveDecision
 from . import names
+from .flush import flush_providers
 from .instruments import Instruments
 
 __all__ = ["LiveMetrics"]
@@ -31,3 +32,7 @@ class LiveMetrics:
 
     def sink_error(self, sink: str) -> None:
         self._instruments.sink_errors.add(1, {names.ATTR_SINK: sink})
+
+    def closed(self, timeout: float | None) -> None:
+        """A `LiveScoring` closed, perhaps before the process exits: flush what is buffered."""
+        flush_providers(timeout)

@@ -1,0 +1,379 @@
+"""`ScoringEngine`: the one live scoring engine, behind `LiveScoring`, serve's in-process intake
+and the queue workers (spec §8).
+
+Per scorer and call, in order: the filter (falsy or raising: `filtered`), deterministic sampling
+on the trace id, else the run id (`not_sampled`), a deterministic run id, then admission to the
+bounded `WorkQueue` (`sampled`, or `dropped_queue_full` / `dropped_shutdown`). An accepted run is
+scored (`score_call`) and its result written to every sink in turn (`Storage`); it ends as
+`scored`, `not_scorable` or `failed`, or is given up at shutdown (`dropped_shutdown`). So at any
+time:
+
+    sampled == scored + not_scorable + failed + queued + in_flight + (accepted, dropped at shutdown)
+
+Threads: runs execute on the `loop` given to the engine (a dedicated scoring thread's), else on
+the loop of the code that enqueues them, else on scorewatch's background loop. Enqueueing,
+counting and stats are thread-safe; a run's `done` future is resolved on its own loop, whichever
+loop scored the run. Telemetry hears decisions, in-flight changes and queue depth through
+`live.observers`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from random import getrandbits, random
+from typing import Any
+
+from ..core.scorer import Scorer
+from . import observers
+from .context import LiveCall
+from .entry import ScorerEntry
+from .observers import LIVE_COUNTS, LiveDecision
+from .result import LiveResult
+from .run_ids import RunIdIssuer, live_run_id
+from .runner import SinkRetry, Storage, score_call
+from .sinks.base import ScoreSink
+from .throttle import ThrottledLog
+from .work_queue import Job, JobOutcome, WorkQueue
+
+__all__ = ["Counts", "Run", "ScoringEngine", "decide"]
+
+logger = logging.getLogger("scorewatch.live")
+
+# How long closing waits, after the drain budget, for runs that are storing their results.
+_COMMIT_GRACE_S = 10.0
+
+_ADMISSION: dict[str, LiveDecision] = {
+    "accepted": "sampled",
+    "queue_full": "dropped_queue_full",
+    "closed": "dropped_shutdown",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One accepted scorer run. `done`, when given, receives the stored result (cancelled when
+    the run is not stored); `tag` is the owner's own bookkeeping, handed back when it ends."""
+
+    scorer: Scorer
+    run_id: str
+    call: LiveCall
+    done: asyncio.Future[LiveResult] | None = None
+    tag: Any = None
+
+
+class Counts:
+    """Decision and outcome counts since start (every `LIVE_COUNTS` key, then `extra` keys), all
+    zero at first; a decision is counted and told to the live observers together."""
+
+    def __init__(self, *extra: str) -> None:
+        self._counts = dict.fromkeys((*LIVE_COUNTS, *extra), 0)
+        self._lock = threading.Lock()
+
+    def add(self, key: str, amount: int = 1) -> None:
+        with self._lock:
+            self._counts[key] += amount
+
+    def decided(self, scorer_id: str, decision: LiveDecision) -> None:
+        self.add(decision)
+        observers.record_decision(scorer_id, decision)
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+
+def decide(
+    entry: ScorerEntry, call: LiveCall, sample_key: str, warn: ThrottledLog | None = None
+) -> LiveDecision:
+    """`sampled`, `filtered` or `not_sampled` for one scorer on one call (filter, then
+    sampling). A raising or asynchronous filter skips the call; the log names the error type
+    only, as its text may quote the call's content."""
+    if entry.filter is not None:
+        try:
+            keep = entry.filter(call)
+            if inspect.isawaitable(keep):
+                if inspect.iscoroutine(keep):
+                    keep.close()
+                raise TypeError("a live filter must be synchronous; it returned an awaitable")
+        except Exception as error:
+            (warn or ThrottledLog(logger, 0.0)).warning(
+                f"filter:{entry.scorer.id}",
+                "live filter of scorer %r raised; call skipped (counted as filtered): %s",
+                entry.scorer.id,
+                type(error).__name__,
+            )
+            return "filtered"
+        if not keep:
+            return "filtered"
+    try:
+        sampled = entry.sampling.should_sample(sample_key)
+    except Exception:
+        logger.warning("live sampling of scorer %r failed; skipped", entry.scorer.id)
+        return "not_sampled"
+    return "sampled" if sampled else "not_sampled"
+
+
+class ScoringEngine:
+    """Scores accepted runs in the background: at most `max_concurrency` at once, at most
+    `max_queue` waiting (beyond that a run is refused and counted).
+
+    `pace(run)` is awaited before each run is scored (serve shares its loop with HTTP answers;
+    live scoring waits for litellm's warm-up); `on_stored(seconds)` hears how long each stored
+    run held its slot; `on_finished(run, outcome)` hears every accepted run end, once.
+    `quote_errors` puts error texts and tracebacks in the logs (a library user's own process);
+    a service logs error types only, as the texts may quote its clients' content.
+    """
+
+    def __init__(
+        self,
+        entries: Mapping[str, ScorerEntry],
+        *,
+        sinks: Sequence[ScoreSink] = (),
+        max_concurrency: int = 32,
+        max_queue: int = 10_000,
+        loop: asyncio.AbstractEventLoop | None = None,
+        sink_retry: SinkRetry | None = None,
+        quote_errors: bool = True,
+        counts: Counts | None = None,
+        pace: Callable[[Run], Awaitable[None]] | None = None,
+        on_stored: Callable[[float], None] | None = None,
+        on_finished: Callable[[Run, JobOutcome], None] | None = None,
+    ) -> None:
+        self.entries: dict[str, ScorerEntry] = dict(entries)
+        self.counts = counts if counts is not None else Counts()
+        self._warn = ThrottledLog(logger)
+        self.storage = Storage(sinks, retry=sink_retry, quote_errors=quote_errors, warn=self._warn)
+        self._quote = quote_errors
+        self._pace = pace
+        self._on_stored = on_stored
+        self._on_finished = on_finished
+        self._ids = RunIdIssuer()
+        self.max_queue = max_queue
+        self.queue: WorkQueue[Run] = WorkQueue(
+            self._execute,
+            max_queue=max_queue,
+            max_concurrency=max_concurrency,
+            on_in_flight=observers.record_in_flight,
+            on_finished=self._finished,
+            loop=loop,
+        )
+        self._unregister_depth = observers.register_queue_depth(lambda: self.queue.queued)
+        # For the unkeyed fast path of `offer`: without filters, and when every scorer samples
+        # at a rate, a call whose draw is at or above the highest rate is taken by none of them.
+        rates = [entry.sampling.rate for entry in self.entries.values()]
+        self._unfiltered = all(entry.filter is None for entry in self.entries.values())
+        self._highest_rate: float | None = (
+            max(rates) if rates and all(rate is not None for rate in rates) else None  # type: ignore[type-var]
+        )
+        self._none_sampled: dict[str, LiveDecision] = dict.fromkeys(self.entries, "not_sampled")
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self.queue.closed
+
+    def stats(self) -> dict[str, int]:
+        """The counts, then the queue's `queued` and `in_flight` now."""
+        snapshot = self.counts.snapshot()
+        snapshot["queued"] = self.queue.queued
+        snapshot["in_flight"] = self.queue.in_flight
+        return snapshot
+
+    # -- deciding and admitting ------------------------------------------------------------------
+
+    def offer(
+        self,
+        input: Any,
+        output: Any,
+        target: str | None,
+        trace_id: str | None = None,
+        span_id: str | None = None,
+        request_context: Any = None,
+        ground_truth: Any = None,
+        run_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> dict[str, LiveDecision]:
+        """Offer one call to every scorer; the decision per entry name. Never waits. The
+        all-not-sampled answer is shared between calls: copy it before handing it out."""
+        draw: float | None = None
+        if not trace_id and not run_id and self._unfiltered:
+            # Nothing to hash: the key would be a fresh random run id, whose hash is a uniform
+            # draw. Draw once per call (so nested rates stay nested, as with a hash) and build
+            # the call only when some scorer takes it.
+            draw = random()
+            highest = self._highest_rate
+            if highest is not None and draw >= highest:
+                return self._not_sampled_by_all()
+        call = LiveCall(
+            input=input,
+            output=output,
+            target=target,
+            trace_id=trace_id,
+            span_id=span_id,
+            run_id=run_id or f"{getrandbits(128):032x}",
+            request_context=request_context,
+            ground_truth=ground_truth,
+            metadata=dict(metadata) if metadata else None,
+        )
+        sample_key = call.trace_id or call.run_id
+        decisions: dict[str, LiveDecision] = {}
+        for key, entry in self.entries.items():
+            if draw is not None:
+                rate = entry.sampling.rate
+                decision: LiveDecision = "sampled" if rate is None or draw < rate else "not_sampled"
+            else:
+                decision = decide(entry, call, sample_key, self._warn)
+            scorer = entry.scorer
+            if decision == "sampled":
+                base = live_run_id(scorer.id, call.trace_id, call.run_id, call.span_id, target)
+                decision = self.enqueue(Run(scorer, self._ids.issue(base), call))
+            self.counts.decided(scorer.id, decision)
+            decisions[key] = decision
+        return decisions
+
+    def _not_sampled_by_all(self) -> dict[str, LiveDecision]:
+        self.counts.add("not_sampled", len(self.entries))
+        if observers.current_live_observers():
+            for entry in self.entries.values():
+                observers.record_decision(entry.scorer.id, "not_sampled")
+        return self._none_sampled
+
+    def enqueue(self, run: Run) -> LiveDecision:
+        """Queue an accepted run (not counted: the caller counts the decision) and return it:
+        `sampled`, or `dropped_queue_full` / `dropped_shutdown` when the queue refused it."""
+        return _ADMISSION[self.queue.offer(run)]
+
+    # -- running ---------------------------------------------------------------------------------
+
+    async def _execute(self, job: Job[Run]) -> JobOutcome:
+        run = job.payload
+        started = time.perf_counter()  # a run waiting for its turn holds its slot too
+        if self._pace is not None:
+            await self._pace(run)
+        result = await score_call(run.scorer, run.call, run.run_id)
+        outcome: JobOutcome = result.outcome
+        if outcome == "failed":
+            self._run_failed(run, result)
+        if not self.queue.begin_commit(job):
+            return outcome  # given up at shutdown meanwhile: counted as dropped, never stored
+        delivery = await self.storage.store(result)
+        if run.done is not None:
+            _settle(run.done, None if delivery.dropped else delivery.stored)
+        if self._on_stored is not None:
+            # The slot is held until the result is stored: that is what a run costs.
+            self._on_stored(time.perf_counter() - started)
+        return delivery.stored.outcome
+
+    def _run_failed(self, run: Run, result: LiveResult) -> None:
+        if self._quote:
+            self._warn.warning(
+                f"run:{run.scorer.id}:{result.error_type}",
+                "live scorer %r failed on run %s: %s",
+                run.scorer.id,
+                run.run_id,
+                result.error,
+            )
+        else:  # the error text may quote content: the log names only the run and the type
+            logger.debug(
+                "scorer %r failed on run %s (%s)", run.scorer.id, run.run_id, result.error_type
+            )
+
+    def _finished(self, job: Job[Run], outcome: JobOutcome) -> None:
+        run = job.payload
+        self.counts.add(outcome)
+        if outcome == "dropped_shutdown":
+            observers.record_decision(run.scorer.id, "dropped_shutdown")
+            if run.done is not None:
+                _settle(run.done, None)
+        if self._on_finished is not None:
+            self._on_finished(run, outcome)
+
+    # -- draining and shutdown -------------------------------------------------------------------
+
+    async def drain(self, timeout: float | None) -> bool:  # noqa: ASYNC109 - a deadline
+        """Wait until every accepted run has finished and been stored; False on timeout."""
+        return await self.queue.drain(timeout)
+
+    def drain_blocking(self, timeout: float | None) -> bool:
+        """`drain` for code without a running loop (close(), atexit, signal handlers)."""
+        return self.queue.drain_blocking(timeout)
+
+    async def shutdown(self, timeout: float | None) -> int:  # noqa: ASYNC109 - a drain budget
+        """Refuse new runs, finish the accepted ones within `timeout` seconds, give up (and count
+        as `dropped_shutdown`) the rest; returns how many were given up. Runs already storing
+        their results finish: one counted as dropped is never stored, one stored never counted
+        as dropped. A second shutdown only waits for the queue to drain."""
+        if self.queue.closed:
+            await self.queue.drain(timeout)
+            return 0
+        self.queue.close()
+        if await self.queue.drain(timeout):
+            return 0
+        given_up = self._give_up(timeout)
+        await self.queue.drain(_COMMIT_GRACE_S)
+        return given_up
+
+    def shutdown_blocking(self, timeout: float | None) -> int:
+        """`shutdown` for code without a running loop."""
+        if self.queue.closed:
+            self.queue.drain_blocking(timeout)
+            return 0
+        self.queue.close()
+        if self.queue.drain_blocking(timeout):
+            return 0
+        given_up = self._give_up(timeout)
+        self.queue.drain_blocking(_COMMIT_GRACE_S)
+        return given_up
+
+    def _give_up(self, timeout: float | None) -> int:
+        self.storage.stop_retrying()  # shutdown's budget is spent: stop waiting for sinks
+        given_up = self.queue.abandon_all()
+        if given_up:
+            logger.warning(
+                "%d accepted run(s) not finished within %ss of shutdown; counted as "
+                "dropped_shutdown",
+                given_up,
+                timeout,
+            )
+        return given_up
+
+    async def aclose(self) -> None:
+        """Close the sinks and stop reporting the queue depth (after `shutdown`)."""
+        self._unregister_depth()
+        await self.storage.aclose()
+
+    def close_blocking(self, timeout: float | None) -> None:
+        """`aclose` for code without a running loop."""
+        self._unregister_depth()
+        self.storage.close_blocking(timeout)
+
+
+def _settle(done: asyncio.Future[LiveResult], result: LiveResult | None) -> None:
+    """Resolve `done` on its own loop (None: not stored, so cancelled), from any thread."""
+
+    def resolve() -> None:
+        if done.done():
+            return
+        if result is None:
+            done.cancel()
+        else:
+            done.set_result(result)
+
+    loop = done.get_loop()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        resolve()
+    else:
+        with contextlib.suppress(RuntimeError):  # its loop has closed: nobody waits any more
+            loop.call_soon_threadsafe(resolve)
