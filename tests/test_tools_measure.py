@@ -22,7 +22,8 @@ def test_the_live_path_reaches_watch_queue_scorer_telemetry_and_the_sqlite_write
     spec.loader.exec_module(tool)
     recorder = asyncio.run(tool.measure(tmp_path))
     for part in (
-        "live/watch.py",
+        "live/scoring.py",  # the watch wrapper
+        "live/engine.py",
         "live/work_queue.py",
         "core/pipeline.py",
         "scorers/keyword_coverage.py",

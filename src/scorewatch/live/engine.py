@@ -37,7 +37,7 @@ from .entry import ScorerEntry
 from .observers import LIVE_COUNTS, LiveDecision
 from .result import LiveResult
 from .run_ids import RunIdIssuer, live_run_id
-from .runner import SinkRetry, Storage, score_call
+from .runner import SinkRetry, Storage, score_call, warm_up_judges
 from .sinks.base import ScoreSink
 from .throttle import ThrottledLog
 from .work_queue import Job, JobOutcome, WorkQueue
@@ -124,9 +124,9 @@ class ScoringEngine:
     """Scores accepted runs in the background: at most `max_concurrency` at once, at most
     `max_queue` waiting (beyond that a run is refused and counted).
 
-    `pace(run)` is awaited before each run is scored (serve shares its loop with HTTP answers;
-    live scoring waits for litellm's warm-up); `on_stored(seconds)` hears how long each stored
-    run held its slot; `on_finished(run, outcome)` hears every accepted run end, once.
+    `pace(run)` is awaited before each run is scored (serve shares its loop with HTTP answers);
+    `on_stored(seconds)` hears how long each stored run held its slot; `on_finished(run,
+    outcome)` hears every accepted run end, once.
     `quote_errors` puts error texts and tracebacks in the logs (a library user's own process);
     a service logs error types only, as the texts may quote its clients' content.
     """
@@ -155,6 +155,7 @@ class ScoringEngine:
         self._on_stored = on_stored
         self._on_finished = on_finished
         self._ids = RunIdIssuer()
+        self._warm_up = warm_up_judges(entry.scorer for entry in self.entries.values())
         self.max_queue = max_queue
         self.queue: WorkQueue[Run] = WorkQueue(
             self._execute,
@@ -256,6 +257,11 @@ class ScoringEngine:
     async def _execute(self, job: Job[Run]) -> JobOutcome:
         run = job.payload
         started = time.perf_counter()  # a run waiting for its turn holds its slot too
+        warm_up = self._warm_up
+        if warm_up is not None and run.scorer.has_judge:
+            if not warm_up.done():  # the loop waits for it, never imports litellm itself
+                await asyncio.wrap_future(warm_up)
+            self._warm_up = None
         if self._pace is not None:
             await self._pace(run)
         result = await score_call(run.scorer, run.call, run.run_id)

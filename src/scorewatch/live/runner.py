@@ -16,13 +16,15 @@ down as its owner's `SinkRetry` says, and counts what failed.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import inspect
 import logging
 import os
+import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +45,7 @@ __all__ = [
     "call_is_heavy",
     "score_call",
     "scoring_executor",
+    "warm_up_judges",
 ]
 
 logger = logging.getLogger("scorewatch.live")
@@ -108,6 +111,27 @@ async def score_call(scorer: Scorer, call: LiveCall, run_id: str) -> LiveResult:
     except Exception as error:
         return LiveResult.failure(run_id, scorer, call, error)
     return LiveResult.success(run_id, scorer, call, result)
+
+
+def warm_up_judges(scorers: Iterable[Scorer]) -> concurrent.futures.Future[None] | None:
+    """Warm litellm up in a thread when a scorer is judged by a litellm model id, so that the
+    first judged run does not import it on the agent's event loop."""
+    if "litellm" in sys.modules or not any(
+        scorer.judge is not None and isinstance(scorer.judge.model, str) for scorer in scorers
+    ):
+        return None
+    from ..judge.litellm_judge import warm_up_litellm
+
+    done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    def warm() -> None:
+        try:
+            warm_up_litellm()
+        finally:
+            done.set_result(None)
+
+    threading.Thread(target=warm, name="scorewatch-litellm-warm-up", daemon=True).start()
+    return done
 
 
 @dataclass(frozen=True, slots=True)

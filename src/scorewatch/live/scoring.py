@@ -13,30 +13,38 @@ run ends as `scored`, `not_scorable`, `failed`, or `dropped_shutdown` (given up 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import functools
+import inspect
 import logging
-import sys
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, overload
 
+from opentelemetry import trace
+from opentelemetry.context import get_current
+
 from ..core.scorer import Scorer
 from . import observers
-from .context import current_trace_ids
-from .engine import Run, ScoringEngine
+from .engine import ScoringEngine
 from .entry import ScorerEntry
 from .litellm_callback import make_litellm_callback
 from .observers import LiveDecision
 from .process import SigtermHandler, close_at_exit
 from .sinks.base import ScoreSink
-from .watch import InputFrom, watch_callable
 
-__all__ = ["LiveDecision", "LiveScoring", "LiveStats"]
+__all__ = ["InputFrom", "LiveDecision", "LiveScoring", "LiveStats", "current_trace_ids"]
 
 logger = logging.getLogger("scorewatch.live")
 
 LiveStats = dict[str, int]
 F = TypeVar("F", bound=Callable[..., Any])
+
+_SPAN_KEY: str | None
+try:  # the context key the API stores the current span under (stable, but not exported)
+    from opentelemetry.trace.propagation import _SPAN_KEY as _API_SPAN_KEY
+
+    _SPAN_KEY = _API_SPAN_KEY
+except ImportError:  # pragma: no cover - a future API without it: take the public path
+    _SPAN_KEY = None
 
 
 class LiveScoring:
@@ -69,14 +77,12 @@ class LiveScoring:
                     f"{entry.scorer.id!r}; live run ids and metrics are keyed by scorer id"
                 )
             seen[entry.scorer.id] = key
-        self._warm_up = _warm_up_judges(entries.values())
         self._engine = ScoringEngine(
             entries,
             sinks=tuple(sinks),
             max_concurrency=max_concurrency,
             max_queue=max_queue,
             quote_errors=True,
-            pace=self._after_warm_up if self._warm_up is not None else None,
         )
         self.shutdown_timeout = shutdown_timeout
         self._shut = False
@@ -205,13 +211,6 @@ class LiveScoring:
 
         return make_litellm_callback(submit, target)
 
-    async def _after_warm_up(self, run: Run) -> None:
-        warm_up = self._warm_up
-        if warm_up is not None and run.scorer.has_judge:
-            if not warm_up.done():  # the agent's loop waits for it, never imports litellm
-                await asyncio.wrap_future(warm_up)
-            self._warm_up = None
-
     # -- draining and shutdown -------------------------------------------------------------------
 
     async def drain(self, timeout: float | None = 30.0) -> bool:  # noqa: ASYNC109 - public API
@@ -261,28 +260,6 @@ class LiveScoring:
         self._sigterm.install()
 
 
-def _warm_up_judges(entries: Iterable[ScorerEntry]) -> concurrent.futures.Future[None] | None:
-    """Warm litellm up in a thread when a scorer is judged by a litellm model id, so that the
-    first judged run does not import it on the agent's event loop."""
-    if "litellm" in sys.modules or not any(
-        entry.scorer.judge is not None and isinstance(entry.scorer.judge.model, str)
-        for entry in entries
-    ):
-        return None
-    from ..judge.litellm_judge import warm_up_litellm
-
-    done: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-    def warm() -> None:
-        try:
-            warm_up_litellm()
-        finally:
-            done.set_result(None)
-
-    threading.Thread(target=warm, name="scorewatch-litellm-warm-up", daemon=True).start()
-    return done
-
-
 def _refuse_inside_loop(name: str, async_name: str) -> None:
     try:
         asyncio.get_running_loop()
@@ -292,3 +269,136 @@ def _refuse_inside_loop(name: str, async_name: str) -> None:
         f"LiveScoring.{name}() blocks, and this thread is running an event loop whose live "
         f"runs could not progress meanwhile; use `await live.{async_name}()` instead"
     )
+
+
+def current_trace_ids() -> tuple[str | None, str | None]:
+    """The current span's (trace id, span id) as lowercase hex, or (None, None). Only the
+    OpenTelemetry API is used: with no SDK configured there is no current span, and the run id
+    keys sampling instead."""
+    if _SPAN_KEY is not None and get_current().get(_SPAN_KEY) is None:
+        # No span at all (the common case without tracing): answered without the API's
+        # lookup chain, which costs a watched call about as much as the rest of its decision.
+        return None, None
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return None, None
+    return format(context.trace_id, "032x"), format(context.span_id, "016x")
+
+
+# -- watch: the wrapper returns exactly what the function returns and raises exactly what it
+# raises; a call that raises is not scored. Nothing that goes wrong in scorewatch reaches the
+# caller.
+
+
+InputFrom = Callable[..., Any]
+"""Receives the call's arguments exactly as the function did and returns the run input."""
+
+Extract = Callable[[tuple[Any, ...], Mapping[str, Any]], Any]
+
+_RECEIVERS = frozenset({"self", "cls"})
+
+
+def _first_argument_extractor(fn: Callable[..., Any]) -> Extract:
+    """The run input: the first argument after `self`/`cls`, as passed or defaulted."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # no signature: fall back to the first argument given
+        return lambda args, kwargs: args[0] if args else next(iter(kwargs.values()), None)
+    skip = 0
+    if (
+        params
+        and params[0].name in _RECEIVERS
+        and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD)
+    ):
+        skip = 1
+    if len(params) <= skip:
+        return lambda args, kwargs: None
+    first = params[skip]
+    default = None if first.default is first.empty else first.default
+    if first.kind is first.VAR_POSITIONAL:
+        return lambda args, kwargs: args[skip] if len(args) > skip else None
+    if first.kind is first.VAR_KEYWORD:
+        return lambda args, kwargs: next(iter(kwargs.values()), None)
+    if first.kind is first.KEYWORD_ONLY:
+        return lambda args, kwargs: kwargs.get(first.name, default)
+
+    def positional(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+        if len(args) > skip:
+            return args[skip]
+        return kwargs.get(first.name, default)
+
+    return positional
+
+
+def _refuse_generators(fn: Callable[..., Any]) -> None:
+    if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+        kind = "an async generator" if inspect.isasyncgenfunction(fn) else "a generator"
+        name = getattr(fn, "__qualname__", repr(fn))
+        raise TypeError(
+            f"scorewatch watch(): {name} is {kind} function. Its output only exists once the "
+            "caller has consumed it, so it cannot be scored by a decorator; collect the output "
+            "and call live.submit(input=..., output=...) yourself."
+        )
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def watch_callable(
+    fn: Any,
+    observe: Callable[[Any, Any, str], object],
+    target: str | None,
+    input_from: InputFrom | None,
+) -> Any:
+    """Wrap `fn` (a function, method, classmethod or staticmethod object, or a callable)."""
+    if isinstance(fn, classmethod | staticmethod):
+        return type(fn)(watch_callable(fn.__func__, observe, target, input_from))
+    if not callable(fn):
+        raise TypeError(f"watch() decorates a function, got {type(fn).__name__}")
+    _refuse_generators(fn)
+    name = target or getattr(fn, "__qualname__", None) or type(fn).__name__
+    extract: Extract
+    if input_from is not None:
+        if not callable(input_from):
+            raise TypeError("watch(input_from=...) must be callable")
+        chosen = input_from
+
+        def extract_with(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
+            return chosen(*args, **kwargs)
+
+        extract = extract_with
+    else:
+        extract = _first_argument_extractor(fn)
+
+    def record(args: tuple[Any, ...], kwargs: Mapping[str, Any], output: Any) -> None:
+        try:
+            run_input = extract(args, kwargs)
+        except Exception:
+            logger.exception("watch(%s): input_from failed; call not scored", name)
+            return
+        try:
+            observe(run_input, output, name)
+        except Exception:
+            logger.exception("watch(%s): submitting the call for scoring failed; ignored", name)
+
+    if _is_async(fn):
+
+        @functools.wraps(fn)
+        async def watched_async(*args: Any, **kwargs: Any) -> Any:
+            output = await fn(*args, **kwargs)
+            record(args, kwargs, output)
+            return output
+
+        return watched_async
+
+    @functools.wraps(fn)
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        output = fn(*args, **kwargs)
+        record(args, kwargs, output)
+        return output
+
+    return watched

@@ -44,10 +44,8 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from ..core.scorer import Scorer
 from ..live import observers, queue_observers
-from ..live.result import LiveResult
-from ..live.runner import score_call
+from ..live.runner import SinkRetry, Storage, score_call
 from ..live.sinks.base import ScoreSink
-from ..live.sinks.delivery import Delivery, deliver
 from ..live.trace_links import linked_runs
 from ..telemetry import names as telemetry_names
 from .stream_queue import GaugePoller, QueueEntry, StreamNames, decode_entry, ensure_group
@@ -84,8 +82,6 @@ _COUNTS = (
     "failed",
     "dead_lettered",
     "acknowledged",
-    "sink_errors",
-    "sink_refused",
 )
 
 
@@ -122,7 +118,9 @@ class StreamWorker:
         self._scorers = dict(scorers)
         self._client = client
         self._names = names
-        self._sinks = tuple(sinks)
+        # A sink outage must not burn deliveries: the entry stays claimed (the heartbeat keeps
+        # it) and the write is retried until it works or this worker stops.
+        self._storage = Storage(sinks, retry=SinkRetry(first_pause=0.5))
         self._concurrency = concurrency
         self._visibility_ms = max(1, int(visibility_timeout * 1000))
         self._max_deliveries = max_deliveries
@@ -143,6 +141,9 @@ class StreamWorker:
     def stats(self) -> dict[str, int]:
         with self._lock:
             snapshot = dict(self._counts)
+        sinks = self._storage.stats()
+        snapshot["sink_errors"] = sinks["sink_errors"]
+        snapshot["sink_refused"] = sinks["sink_refused"]
         snapshot["in_flight"] = len(self._tasks)
         return snapshot
 
@@ -155,6 +156,7 @@ class StreamWorker:
     def stop(self) -> None:
         """Stop reading new work; entries in flight finish (see `run`)."""
         self._stopping.set()
+        self._storage.stop_retrying()
 
     async def run(self, *, drain_timeout: float = 30.0) -> dict[str, int]:
         """Consume until `stop()`; then wait up to `drain_timeout` s for the runs in flight.
@@ -165,7 +167,7 @@ class StreamWorker:
         try:
             await self._consume()
         finally:
-            self._stopping.set()
+            self.stop()
             await self._drain(drain_timeout)
             # The heartbeat kept the runs in flight claimed until now.
             self._drained.set()
@@ -353,7 +355,8 @@ class StreamWorker:
             return "max_deliveries"
         observers.record_in_flight(1)
         try:
-            result = await self._score(entry, scorer, enqueued)
+            with linked_runs(enqueued):
+                result = await score_call(scorer, entry.call, entry.run_id)
         finally:
             observers.record_in_flight(-1)
         # A judge that refused the call for good (401, 400, ...) refuses it again: store the
@@ -370,7 +373,7 @@ class StreamWorker:
                 result.error_type,
             )
             return None
-        stored = await self._store(result)
+        stored = await self._storage.store(result)
         if stored.dropped:
             return None  # stopping while a sink was down; not acknowledged: stored later
         if stored.refused or stored.unstorable:
@@ -386,30 +389,6 @@ class StreamWorker:
         self._count(result.outcome)
         await self._acknowledge(delivery.entry_id)
         return None
-
-    async def _score(self, entry: QueueEntry, scorer: Scorer, enqueued: SpanContext) -> LiveResult:
-        with linked_runs(enqueued):
-            return await score_call(scorer, entry.call, entry.run_id)
-
-    async def _store(self, result: LiveResult) -> Delivery:
-        def failed(name: str, error: Exception) -> None:
-            self._count("sink_errors")
-            logger.error(
-                "sink %r failed to store run %s (%s)", name, result.id, type(error).__name__
-            )
-
-        async def retry(name: str, attempts: int, error: Exception) -> bool:
-            # A sink outage must not burn deliveries: keep the entry (the heartbeat keeps it
-            # claimed) and retry the write until it works or this worker stops.
-            if self._stopping.is_set():
-                return False
-            await _sleep_or_stop(self._stopping, min(0.5 * 2 ** min(attempts - 1, 4), 5.0))
-            return not self._stopping.is_set()
-
-        delivery = await deliver(self._sinks, result, failed, retry)
-        if delivery.refused:
-            self._count("sink_refused", len(delivery.refused))
-        return delivery
 
     async def _acknowledge(self, entry_id: str) -> None:
         async with self._client.pipeline(transaction=True) as pipe:
