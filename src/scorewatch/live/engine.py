@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from random import getrandbits, random
-from typing import Any
+from typing import Any, Literal
 
 from ..core.scorer import Scorer
 from . import observers
@@ -42,12 +42,15 @@ from .sinks.base import ScoreSink
 from .throttle import ThrottledLog
 from .work_queue import Job, JobOutcome, WorkQueue
 
-__all__ = ["Counts", "Run", "ScoringEngine", "decide"]
+__all__ = ["Counts", "Decision", "Run", "ScoringEngine", "decide"]
 
 logger = logging.getLogger("scorewatch.live")
 
 # How long closing waits, after the drain budget, for runs that are storing their results.
 _COMMIT_GRACE_S = 10.0
+
+Decision = Literal["sampled", "filtered", "not_sampled"]
+"""What the filter and sampling make of one call for one scorer."""
 
 _ADMISSION: dict[str, LiveDecision] = {
     "accepted": "sampled",
@@ -91,7 +94,7 @@ class Counts:
 
 def decide(
     entry: ScorerEntry, call: LiveCall, sample_key: str, warn: ThrottledLog | None = None
-) -> LiveDecision:
+) -> Decision:
     """`sampled`, `filtered` or `not_sampled` for one scorer on one call (filter, then
     sampling). A raising or asynchronous filter skips the call; the log names the error type
     only, as its text may quote the call's content."""
@@ -229,11 +232,12 @@ class ScoringEngine:
         for key, entry in self.entries.items():
             if draw is not None:
                 rate = entry.sampling.rate
-                decision: LiveDecision = "sampled" if rate is None or draw < rate else "not_sampled"
+                decided: Decision = "sampled" if rate is None or draw < rate else "not_sampled"
             else:
-                decision = decide(entry, call, sample_key, self._warn)
+                decided = decide(entry, call, sample_key, self._warn)
             scorer = entry.scorer
-            if decision == "sampled":
+            decision: LiveDecision = decided
+            if decided == "sampled":
                 base = live_run_id(scorer.id, call.trace_id, call.run_id, call.span_id, target)
                 decision = self.enqueue(Run(scorer, self._ids.issue(base), call))
             self.counts.decided(scorer.id, decision)

@@ -43,6 +43,7 @@ __all__ = [
     "SinkRetry",
     "Storage",
     "call_is_heavy",
+    "close_sinks",
     "score_call",
     "scoring_executor",
     "warm_up_judges",
@@ -262,13 +263,7 @@ class Storage:
         return delivery
 
     async def aclose(self) -> None:
-        """Close every sink; a failure is logged (by type: its text may quote content) and the
-        next sink is still closed."""
-        for sink in self.sinks:
-            try:
-                await sink.aclose()
-            except Exception as error:
-                _close_failed(sink, error)
+        await close_sinks(self.sinks)
 
     def close_blocking(self, timeout: float | None) -> None:
         """`aclose` for code without a running loop: a sink's own `close` when it has a
@@ -278,6 +273,16 @@ class Storage:
                 _close_sink_blocking(sink, timeout)
             except Exception as error:
                 _close_failed(sink, error)
+
+
+async def close_sinks(sinks: Sequence[ScoreSink]) -> None:
+    """Close every sink; a failure is logged (by type: its text may quote content) and the
+    next sink is still closed."""
+    for sink in sinks:
+        try:
+            await sink.aclose()
+        except Exception as error:
+            _close_failed(sink, error)
 
 
 def _close_failed(sink: ScoreSink, error: Exception) -> None:

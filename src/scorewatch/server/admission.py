@@ -10,22 +10,23 @@ twice as `not_sampled`. They differ only in where accepted runs go.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import uuid4
 
 from ..live import observers
 from ..live.context import LiveCall
+from ..live.engine import Counts, decide
 from ..live.entry import ScorerEntry
-from ..live.observers import LIVE_COUNTS, LiveDecision
+from ..live.observers import LiveDecision
 from ..live.run_ids import request_digest
-from ..live.sinks.base import ScoreSink
-from .intake import ScoreItem, SkipDecision, Skipped
+from ..live.throttle import ThrottledLog
+from .intake import ScoreItem, Skipped
 
-__all__ = ["IntakeCounts", "Plan", "close_sinks", "plan_digest", "plan_items"]
+__all__ = ["IntakeCounts", "Plan", "plan_digest", "plan_items"]
 
 logger = logging.getLogger("scorewatch.server")
+_warn = ThrottledLog(logger)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +49,8 @@ def plan_items(entries: Mapping[str, ScorerEntry], items: Sequence[ScoreItem]) -
         sampled: list[str] = []
         skipped: list[Skipped] = []
         for scorer_id in dict.fromkeys(chosen):
-            decision = _decide(entries[scorer_id], call, sample_key)
-            if decision is None:
+            decision = decide(entries[scorer_id], call, sample_key, _warn)
+            if decision == "sampled":
                 sampled.append(scorer_id)
             else:
                 skipped.append(Skipped(scorer_id, decision))
@@ -57,26 +58,12 @@ def plan_items(entries: Mapping[str, ScorerEntry], items: Sequence[ScoreItem]) -
     return plans
 
 
-class IntakeCounts:
+class IntakeCounts(Counts):
     """An intake's counts since start: every live decision and outcome, `rejected_requests`,
     then `extra` keys, all zero at first."""
 
     def __init__(self, *extra: str) -> None:
-        self._counts = dict.fromkeys((*LIVE_COUNTS, "rejected_requests", *extra), 0)
-        self._lock = threading.Lock()
-
-    def add(self, key: str, amount: int = 1) -> None:
-        with self._lock:
-            self._counts[key] += amount
-
-    def snapshot(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._counts)
-
-    def decided(self, scorer_id: str, decision: LiveDecision) -> None:
-        """Count one decision and tell the live observers (telemetry) about it."""
-        self.add(decision)
-        observers.record_decision(scorer_id, decision)
+        super().__init__("rejected_requests", *extra)
 
     def skipped(self, plans: Iterable[Plan]) -> None:
         """Count the decisions not to score (filtered, not sampled) of admitted items."""
@@ -91,21 +78,8 @@ class IntakeCounts:
             for scorer_id in plan.sampled:
                 observers.record_decision(scorer_id, decision)
                 refused += 1
-        with self._lock:
-            self._counts[decision] += refused
-            self._counts["rejected_requests"] += 1
-
-
-async def close_sinks(sinks: Iterable[ScoreSink]) -> None:
-    """Close every sink; a failure is logged (by type: its text may quote content) and the
-    next sink is still closed."""
-    for sink in sinks:
-        try:
-            await sink.aclose()
-        except Exception as error:
-            logger.error(
-                "closing sink %r failed (%s)", getattr(sink, "name", sink), type(error).__name__
-            )
+        self.add(decision, refused)
+        self.add("rejected_requests")
 
 
 def plan_digest(plan: Plan) -> str:
@@ -137,20 +111,3 @@ def _call_of(item: ScoreItem) -> LiveCall:
         ground_truth=item.ground_truth,
         metadata=dict(item.metadata) if item.metadata else None,
     )
-
-
-def _decide(entry: ScorerEntry, call: LiveCall, sample_key: str) -> SkipDecision | None:
-    """None when the call is sampled, else why it is skipped."""
-    if entry.filter is not None:
-        try:
-            keep = entry.filter(call)
-        except Exception as error:
-            logger.warning(
-                "the filter of scorer %r raised %s; call skipped (filtered)",
-                entry.scorer.id,
-                type(error).__name__,
-            )
-            return "filtered"
-        if not keep:
-            return "filtered"
-    return None if entry.sampling.should_sample(sample_key) else "not_sampled"

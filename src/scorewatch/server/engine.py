@@ -1,13 +1,14 @@
-"""`InProcessIntake`: scores accepted traffic in this process with live scoring's machinery.
+"""`InProcessIntake`: serve's per-request admission on top of the live scoring engine.
 
-The same pieces as `LiveScoring` (spec §8): filter, then deterministic sampling on the trace id
-(else the run id), deterministic run ids, the bounded `WorkQueue`, the result sinks, and the live
-observers that telemetry listens to. What the service adds is per-request scorer selection,
-all-or-nothing admission of a request, and result futures for `?wait=true`.
+The engine (`live.engine`) does what `LiveScoring` does: deterministic sampling and run ids, the
+bounded `WorkQueue`, scoring, the sinks (retried while one is down, up to
+`sinks.retry_timeout`), counts, drain and close. What the service adds is per-request scorer
+selection, all-or-nothing admission of a request (bounded by queue length, measured queue delay
+and held request bytes), and result futures for `?wait=true`.
 
 Accounting, at any time:
 
-    sampled == scored + failed + dropped_shutdown + queued + in_flight
+    sampled == scored + not_scorable + failed + dropped_shutdown + queued + in_flight
 
 A refused request (queue full, or shutting down) counts its sampled evaluations as
 `dropped_queue_full` / `dropped_shutdown` decisions and nothing else, so a retried request is not
@@ -19,22 +20,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..core.scorer import Scorer
-from ..live import observers
-from ..live.context import LiveCall
+from ..live.engine import Run, ScoringEngine
 from ..live.entry import ScorerEntry
 from ..live.observers import LiveDecision
 from ..live.result import LiveResult
 from ..live.run_ids import request_run_id
-from ..live.runner import score_call
+from ..live.runner import SinkRetry
 from ..live.sinks.base import ScoreSink
-from ..live.sinks.delivery import Delivery, deliver
-from ..live.work_queue import Job, JobOutcome, WorkQueue
-from .admission import IntakeCounts, close_sinks, plan_digest, plan_items
+from ..live.work_queue import JobOutcome
+from .admission import IntakeCounts, plan_digest, plan_items
 from .intake import (
     Accepted,
     Admission,
@@ -48,9 +45,6 @@ from .throughput import Throughput
 __all__ = ["InProcessIntake"]
 
 logger = logging.getLogger("scorewatch.server")
-
-# How long shutdown waits, after the drain budget, for runs that are storing their results.
-_COMMIT_GRACE_S = 10.0
 
 # Seconds of scorer runs started per event loop iteration, at most about: the HTTP answers wait
 # no longer than that per step for the scoring that shares their loop.
@@ -71,16 +65,6 @@ class _Wait:
     allowed: int  # runs that may wait
 
 
-@dataclass(frozen=True, slots=True)
-class _Work:
-    scorer_id: str
-    scorer: Scorer
-    run_id: str
-    call: LiveCall
-    done: asyncio.Future[LiveResult] | None
-    held: _Held | None = None
-
-
 class InProcessIntake:
     """Runs at most `max_concurrency` scorer runs at once; at most `max_queue` wait, and no
     more than it finishes in `max_queue_delay` seconds at its measured rate (so accepted work
@@ -99,31 +83,32 @@ class InProcessIntake:
         sink_retry_timeout: float = 120.0,
         max_queue_delay: float | None = None,
     ) -> None:
-        self._entries = dict(entries)
-        self._sinks = tuple(sinks)
-        self._sink_retry_timeout = sink_retry_timeout
-        self._giving_up = False  # shutdown's drain budget is spent: stop waiting for sinks
         self._max_queue = max_queue
         self._max_bytes = max_queue_bytes
         self._max_delay = max_queue_delay
         self._max_concurrency = max_concurrency
         self._throughput = Throughput(max_concurrency)
         self._held_bytes = 0
-        self._lock = threading.Lock()  # the held bytes and the sink errors
+        self._lock = threading.Lock()  # the held bytes
         self._counts = IntakeCounts("shed_requests")
-        self._sink_errors: dict[str, int] = {}
-        self._sink_refused = 0
-        self._sink_dropped = 0
-        self._queue: WorkQueue[_Work] = WorkQueue(
-            self._execute,
-            max_queue=max_queue,
+        self._share = LoopShare(_SCORING_SLICE)
+        self._engine = ScoringEngine(
+            entries,
+            sinks=sinks,
             max_concurrency=max_concurrency,
-            on_in_flight=observers.record_in_flight,
+            max_queue=max_queue,
+            # A sink that is down keeps its runs' slots (and the bounded queue behind them fills
+            # up, answering 429) until it is back, the retry budget is spent or shutdown has no
+            # time left.
+            sink_retry=SinkRetry(first_pause=0.25, budget=sink_retry_timeout),
+            quote_errors=False,
+            counts=self._counts,
+            pace=self._take_turn,
+            on_stored=self._throughput.finished,
             on_finished=self._finished,
         )
-        self._unregister_depth = observers.register_queue_depth(lambda: self._queue.queued)
+        self._queue = self._engine.queue
         self._closed = False
-        self._share = LoopShare(_SCORING_SLICE)
 
     # -- introspection ---------------------------------------------------------------------------
 
@@ -132,14 +117,10 @@ class InProcessIntake:
         return self._max_queue
 
     def stats(self) -> dict[str, int]:
-        snapshot = self._counts.snapshot()
+        snapshot = self._engine.stats()
+        snapshot.update(self._engine.storage.stats())
         with self._lock:
-            snapshot["sink_errors"] = sum(self._sink_errors.values())
-            snapshot["sink_refused"] = self._sink_refused
-            snapshot["sink_dropped"] = self._sink_dropped
             snapshot["queued_bytes"] = self._held_bytes
-        snapshot["queued"] = self._queue.queued
-        snapshot["in_flight"] = self._queue.in_flight
         return snapshot
 
     def saturated(self) -> bool:
@@ -168,7 +149,8 @@ class InProcessIntake:
     ) -> list[Admission]:
         # No await from here to the end: on the event loop, the capacity check and the offers
         # that follow it cannot interleave with another request's.
-        plans = plan_items(self._entries, items)
+        entries = self._engine.entries
+        plans = plan_items(entries, items)
         needed = sum(len(plan.sampled) for plan in plans)
         needed_bytes = sum(plan.item.size for plan in plans if plan.sampled)
 
@@ -215,7 +197,7 @@ class InProcessIntake:
                     self._held_bytes += hold.size
             digest = plan_digest(plan) if plan.sampled else ""
             for scorer_id in plan.sampled:
-                scorer = self._entries[scorer_id].scorer
+                scorer = entries[scorer_id].scorer
                 run_id = request_run_id(
                     scorer_id, item.trace_id, item.run_id, item.span_id, item.target, digest
                 )
@@ -223,14 +205,11 @@ class InProcessIntake:
                 if admission.results is not None:
                     done = loop.create_future()
                     admission.results[run_id] = done
-                answer = self._queue.offer(_Work(scorer_id, scorer, run_id, call, done, hold))
-                if answer != "accepted":  # cannot happen after the check above; never hide it
+                answer: LiveDecision = self._engine.enqueue(Run(scorer, run_id, call, done, hold))
+                if answer != "sampled":  # cannot happen after the check above; never hide it
                     self._release(hold)
-                    logger.error("queue refused an admitted run (%s); counted as dropped", answer)
-                    dropped: LiveDecision = (
-                        "dropped_queue_full" if answer == "queue_full" else "dropped_shutdown"
-                    )
-                    self._counts.decided(scorer_id, dropped)
+                    logger.error("queue refused an admitted run (%s); counted as such", answer)
+                    self._counts.decided(scorer_id, answer)
                     continue
                 self._counts.decided(scorer_id, "sampled")
                 admission.accepted.append(Accepted(scorer_id, run_id))
@@ -239,69 +218,11 @@ class InProcessIntake:
 
     # -- running ---------------------------------------------------------------------------------
 
-    async def _execute(self, job: Job[_Work]) -> JobOutcome:
-        work = job.payload
-        started = time.perf_counter()  # a run waiting for its turn holds its slot too
+    async def _take_turn(self, _run: Run) -> None:
         await self._share.turn()
-        live_result = await score_call(work.scorer, work.call, work.run_id)
-        if live_result.outcome == "failed":
-            # The error text may quote content; the log names only the run and the error type.
-            logger.debug(
-                "scorer %r failed on run %s (%s)",
-                work.scorer_id,
-                work.run_id,
-                live_result.error_type,
-            )
-        if not self._queue.begin_commit(job):
-            return "failed"  # given up at shutdown meanwhile: counted as dropped, never stored
-        delivery = await self._store(live_result)
-        stored = delivery.stored
-        if work.done is not None and not work.done.done():
-            if delivery.dropped:
-                work.done.cancel()  # not stored: `?wait=true` says dropped
-            else:
-                work.done.set_result(stored)
-        # The slot is held until the result is stored: that is what a run costs.
-        self._throughput.finished(time.perf_counter() - started)
-        return stored.outcome
 
-    async def _store(self, result: LiveResult) -> Delivery:
-        def failed(name: str, error: Exception) -> None:
-            with self._lock:
-                self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
-            logger.error(
-                "sink %r failed to store run %s (%s)", name, result.id, type(error).__name__
-            )
-
-        deadline = time.monotonic() + self._sink_retry_timeout
-
-        async def retry(name: str, attempts: int, error: Exception) -> bool:
-            # The sink is down: the job keeps its slot (and the bounded queue behind it fills
-            # up, answering 429) until the sink is back, the retry budget is spent or shutdown
-            # has no time left.
-            pause = min(0.25 * 2 ** min(attempts - 1, 5), 5.0)
-            if self._giving_up or time.monotonic() + pause > deadline:
-                return False
-            await asyncio.sleep(pause)
-            return not self._giving_up
-
-        delivery = await deliver(self._sinks, result, failed, retry)
-        with self._lock:
-            self._sink_refused += len(delivery.refused)
-            self._sink_dropped += len(delivery.dropped) + len(delivery.unstorable)
-        if delivery.refused:
-            logger.error(
-                "run %s stored as failed (unstorable): refused by %s",
-                result.id,
-                ", ".join(delivery.refused),
-            )
-        if not delivery.complete:
-            logger.error(
-                "run %s not stored by %s",
-                result.id,
-                ", ".join(delivery.dropped + delivery.unstorable),
-            )
-        return delivery
+    def _finished(self, run: Run, _outcome: JobOutcome) -> None:
+        self._release(run.tag)
 
     def _release(self, hold: _Held | None) -> None:
         if hold is None:
@@ -322,41 +243,11 @@ class InProcessIntake:
             return None
         return _Wait(rate, max(self._max_concurrency, int(rate * self._max_delay)))
 
-    def _finished(self, job: Job[_Work], outcome: JobOutcome) -> None:
-        self._release(job.payload.held)
-        self._counts.add(outcome)
-        if outcome == "dropped_shutdown":
-            observers.record_decision(job.payload.scorer_id, "dropped_shutdown")
-            done = job.payload.done
-            if done is not None and not done.done():
-                done.get_loop().call_soon_threadsafe(_cancel, done)
-
     # -- shutdown --------------------------------------------------------------------------------
 
     async def shutdown(self, timeout: float) -> int:  # noqa: ASYNC109 - a drain budget
         self._closed = True
-        self._queue.close()
-        if await self._queue.drain(timeout):
-            return 0
-        self._giving_up = True
-        given_up = self._queue.abandon_all()
-        # Runs already storing their results finish: one counted as dropped is never stored,
-        # one stored is never counted as dropped.
-        await self._queue.drain(_COMMIT_GRACE_S)
-        if given_up:
-            logger.warning(
-                "%d accepted run(s) not finished within %.1fs of shutdown; counted as "
-                "dropped_shutdown",
-                given_up,
-                timeout,
-            )
-        return given_up
+        return await self._engine.shutdown(timeout)
 
     async def aclose(self) -> None:
-        self._unregister_depth()
-        await close_sinks(self._sinks)
-
-
-def _cancel(future: asyncio.Future[LiveResult]) -> None:
-    if not future.done():
-        future.cancel()
+        await self._engine.aclose()

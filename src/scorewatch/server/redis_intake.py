@@ -25,10 +25,11 @@ from ..live.context import LiveCall
 from ..live.entry import ScorerEntry
 from ..live.result import LiveResult
 from ..live.run_ids import request_run_id
+from ..live.runner import close_sinks
 from ..live.sinks.base import ScoreSink
 from ..live.sinks.postgres import RunQuery
 from ..telemetry import names as telemetry_names
-from .admission import IntakeCounts, close_sinks, plan_digest, plan_items
+from .admission import IntakeCounts, plan_digest, plan_items
 from .intake import (
     Accepted,
     Admission,
