@@ -10,8 +10,8 @@ time:
 
     sampled == scored + not_scorable + failed + queued + in_flight + (accepted, dropped at shutdown)
 
-Threads: runs execute on the `loop` given to the engine (a dedicated scoring thread's), else on
-the loop of the code that enqueues them, else on scorewatch's background loop. Enqueueing,
+Threads: a run executes on the loop named when it is enqueued (a dedicated scoring thread's),
+else on the loop of the code that enqueues it, else on scorewatch's background loop. Enqueueing,
 counting and stats are thread-safe; a run's `done` future is resolved on its own loop, whichever
 loop scored the run. Telemetry hears decisions, in-flight changes and queue depth through
 `live.observers`.
@@ -141,7 +141,6 @@ class ScoringEngine:
         sinks: Sequence[ScoreSink] = (),
         max_concurrency: int = 32,
         max_queue: int = 10_000,
-        loop: asyncio.AbstractEventLoop | None = None,
         sink_retry: SinkRetry | None = None,
         quote_errors: bool = True,
         counts: Counts | None = None,
@@ -166,7 +165,6 @@ class ScoringEngine:
             max_concurrency=max_concurrency,
             on_in_flight=observers.record_in_flight,
             on_finished=self._finished,
-            loop=loop,
         )
         self._unregister_depth = observers.register_queue_depth(lambda: self.queue.queued)
         # For the unkeyed fast path of `offer`: without filters, and when every scorer samples
@@ -251,10 +249,11 @@ class ScoringEngine:
                 observers.record_decision(entry.scorer.id, "not_sampled")
         return self._none_sampled
 
-    def enqueue(self, run: Run) -> LiveDecision:
-        """Queue an accepted run (not counted: the caller counts the decision) and return it:
-        `sampled`, or `dropped_queue_full` / `dropped_shutdown` when the queue refused it."""
-        return _ADMISSION[self.queue.offer(run)]
+    def enqueue(self, run: Run, loop: asyncio.AbstractEventLoop | None = None) -> LiveDecision:
+        """Queue an accepted run, to run on `loop` (see the module's doc), and return the
+        decision: `sampled`, or `dropped_queue_full` / `dropped_shutdown` when the queue refused
+        it. Not counted: the caller counts the decision. Any thread may call it."""
+        return _ADMISSION[self.queue.offer(run, loop=loop)]
 
     # -- running ---------------------------------------------------------------------------------
 

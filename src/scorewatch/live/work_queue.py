@@ -1,10 +1,10 @@
 """The bounded live-scoring queue: admission, concurrency, loop placement and shutdown.
 
-A job runs on the queue's own `loop` when it was given one (a dedicated scoring thread's), else
-on the event loop of the code that submitted it when there is one, else on scorewatch's single
-background loop (core/sync.py). `max_queue` bounds the jobs waiting and
-`max_concurrency` the jobs running, across all loops together. Admission never blocks and never
-waits: a job beyond the bound is refused, and the caller counts that refusal.
+A job runs on the event loop the submitter names, else on the one of the code that submitted
+it when there is one, else on scorewatch's single background loop (core/sync.py). `max_queue`
+bounds the jobs waiting and `max_concurrency` the jobs running, across all loops together.
+Admission never blocks and never waits: a job beyond the bound is refused, and the caller
+counts that refusal.
 
 Loops die under live work (an `asyncio.run` returns, a test ends). Jobs waiting on a dead loop,
 and running jobs cancelled or destroyed by its shutdown, move to the background loop and run
@@ -86,7 +86,6 @@ class WorkQueue(Generic[P]):
         max_concurrency: int,
         on_in_flight: Callable[[int], None] = lambda delta: None,
         on_finished: Callable[[Job[P], JobOutcome], None] = lambda job, outcome: None,
-        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         if max_queue < 0:
             raise ValueError("max_queue must be >= 0")
@@ -97,7 +96,6 @@ class WorkQueue(Generic[P]):
         self._max_concurrency = max_concurrency
         self._on_in_flight = on_in_flight
         self._on_finished = on_finished
-        self._loop = loop
         self._lock = threading.Lock()
         self._lanes: dict[asyncio.AbstractEventLoop, _Lane] = {}
         self._queued = 0
@@ -124,10 +122,10 @@ class WorkQueue(Generic[P]):
 
     # -- admission -------------------------------------------------------------------------------
 
-    def offer(self, payload: P) -> Admission:
-        """Queue a job on the queue's loop, else the caller's, else the background loop. Never
-        blocks for work; may be called from any thread."""
-        loop = self._loop or _current_loop()
+    def offer(self, payload: P, *, loop: asyncio.AbstractEventLoop | None = None) -> Admission:
+        """Queue a job on `loop`, by default the caller's (else the background loop). Never
+        blocks for work."""
+        loop = loop or _current_loop()
         if self._closed:
             return "closed"
         if loop is None:
