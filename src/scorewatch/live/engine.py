@@ -92,11 +92,9 @@ class Counts:
             return dict(self._counts)
 
 
-def decide(
-    entry: ScorerEntry, call: LiveCall, sample_key: str, warn: ThrottledLog | None = None
-) -> Decision:
+def decide(entry: ScorerEntry, call: LiveCall, sample_key: str, warn: ThrottledLog) -> Decision:
     """`sampled`, `filtered` or `not_sampled` for one scorer on one call (filter, then
-    sampling). A raising or asynchronous filter skips the call; the log names the error type
+    sampling). A raising or asynchronous filter skips the call; `warn` logs it, by error type
     only, as its text may quote the call's content."""
     if entry.filter is not None:
         try:
@@ -106,7 +104,7 @@ def decide(
                     keep.close()
                 raise TypeError("a live filter must be synchronous; it returned an awaitable")
         except Exception as error:
-            (warn or ThrottledLog(logger, 0.0)).warning(
+            warn.warning(
                 f"filter:{entry.scorer.id}",
                 "live filter of scorer %r raised; call skipped (counted as filtered): %s",
                 entry.scorer.id,
