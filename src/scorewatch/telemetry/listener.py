@@ -37,11 +37,91 @@ from . import describe, names
 if TYPE_CHECKING:
     from .observer import TelemetryObserver
 
-__all__ = ["Attributes", "RunTelemetry"]
+__all__ = ["Attributes", "RunTelemetry", "ScorerProfile"]
 
 logger = logging.getLogger("scorewatch.telemetry")
 
 Attributes = dict[str, AttributeValue]
+
+
+class ScorerProfile:
+    """Span names and attribute dicts of one scorer's runs, shared by all of them.
+
+    The dicts are never mutated after construction: the SDK copies span attributes, and a
+    metric measurement only reads its attributes.
+    """
+
+    __slots__ = (
+        "by_outcome",
+        "direction",
+        "models",
+        "run_attributes",
+        "run_span_name",
+        "scale",
+        "score_attributes",
+        "scorer",
+        "step_metric_attributes",
+        "step_span",
+        "threshold",
+    )
+
+    def __init__(self, scorer: Any) -> None:
+        self.scorer = scorer
+        scorer_id: str = scorer.id
+        self.scale = float(getattr(scorer, "scale", 1.0) or 1.0)
+        self.threshold = getattr(scorer, "threshold", None)
+        self.direction = getattr(scorer, "direction", "higher_is_better")
+        self.models = _step_models(scorer)
+        self.run_span_name = names.run_span_name(scorer_id)
+        base: Attributes = {
+            names.ATTR_OPERATION_NAME: names.OPERATION_EVALUATION,
+            names.ATTR_EVALUATION_NAME: scorer_id,
+            names.ATTR_SCORER_ID: scorer_id,
+        }
+        scorer_name = getattr(scorer, "name", None)
+        if scorer_name:
+            base[names.ATTR_SCORER_NAME] = str(scorer_name)
+        self.run_attributes = base
+        self.step_span: dict[tuple[str, str], tuple[str, Attributes]] = {}
+        self.step_metric_attributes: dict[tuple[str, str], Attributes] = {}
+        self.score_attributes: dict[tuple[str, str | None], Attributes] = {}
+        self.by_outcome: dict[str, Attributes] = {}
+        for step in getattr(scorer, "steps", ()):
+            name, kind = str(getattr(step, "name", "")), str(getattr(step, "type", ""))
+            self.step_span[(name, kind)] = (
+                names.step_span_name(name),
+                {names.ATTR_STEP: name, names.ATTR_STEP_TYPE: kind},
+            )
+            self.step_metric_attributes[(name, kind)] = {
+                names.ATTR_EVALUATION_NAME: scorer_id,
+                names.ATTR_STEP: name,
+                names.ATTR_STEP_TYPE: kind,
+            }
+
+    def outcome_attributes(self, outcome: str) -> Attributes:
+        attributes = self.by_outcome.get(outcome)
+        if attributes is None:
+            attributes = self.by_outcome[outcome] = {
+                names.ATTR_EVALUATION_NAME: self.scorer.id,
+                names.ATTR_OUTCOME: outcome,
+            }
+        return attributes
+
+
+def _step_models(scorer: Any) -> dict[str, tuple[str, str | None]]:
+    """(litellm route, provider) of each prompt step's judge, when the scorer exposes it, to name
+    `chat` spans before the call."""
+    models: dict[str, tuple[str, str | None]] = {}
+    for step in getattr(scorer, "steps", ()):
+        model = getattr(getattr(step, "judge", None), "model", None)
+        model_id = getattr(model, "model_id", None)
+        provider = getattr(model, "provider", None)
+        if isinstance(model_id, str):
+            models[str(getattr(step, "name", ""))] = (
+                model_id,
+                provider if isinstance(provider, str) else None,
+            )
+    return models
 
 
 def _parse_hex(value: str | None, width: int) -> int:
@@ -76,12 +156,13 @@ class _OpenSpan:
 class RunTelemetry(RunListener):
     """The listener of one run. Its `trace_id` becomes `score_trace_id`."""
 
-    def __init__(self, observer: TelemetryObserver, start: RunStart) -> None:
+    def __init__(
+        self, observer: TelemetryObserver, start: RunStart, profile: ScorerProfile
+    ) -> None:
         self._observer = observer
         self._instruments = observer.instruments
         self._capture = observer.capture
         scorer, run = start.scorer, start.run
-        profile = observer.profile(scorer)
         self._profile = profile
         self._scorer_id: str = scorer.id
         self._scale = profile.scale

@@ -19,9 +19,9 @@ from . import names
 from .cardinality import CardinalityGuard
 from .content import ContentCapture
 from .instruments import Instruments
-from .listener import Attributes, RunTelemetry
+from .listener import RunTelemetry, ScorerProfile
 
-__all__ = ["ScorerProfile", "TelemetryObserver"]
+__all__ = ["TelemetryObserver"]
 
 _PROFILE_CACHE_SIZE = 1024
 
@@ -39,7 +39,7 @@ class TelemetryObserver(Observer):
     profiles: dict[int, ScorerProfile] = field(default_factory=dict)
 
     def run_started(self, start: RunStart) -> RunTelemetry:
-        return RunTelemetry(self, start)
+        return RunTelemetry(self, start, self.profile(start.scorer))
 
     def profile(self, scorer: Any) -> ScorerProfile:
         """What every run of `scorer` shares (names, attribute dicts), computed once.
@@ -74,83 +74,3 @@ class TelemetryObserver(Observer):
 
     def dead_lettered(self, stream: str, reason: str) -> None:
         self.instruments.queue.dead_lettered(stream, reason)
-
-
-class ScorerProfile:
-    """Span names and attribute dicts of one scorer's runs, shared by all of them.
-
-    The dicts are never mutated after construction: the SDK copies span attributes, and a
-    metric measurement only reads its attributes.
-    """
-
-    __slots__ = (
-        "by_outcome",
-        "direction",
-        "models",
-        "run_attributes",
-        "run_span_name",
-        "scale",
-        "score_attributes",
-        "scorer",
-        "step_metric_attributes",
-        "step_span",
-        "threshold",
-    )
-
-    def __init__(self, scorer: Any) -> None:
-        self.scorer = scorer
-        scorer_id: str = scorer.id
-        self.scale = float(getattr(scorer, "scale", 1.0) or 1.0)
-        self.threshold = getattr(scorer, "threshold", None)
-        self.direction = getattr(scorer, "direction", "higher_is_better")
-        self.models = _step_models(scorer)
-        self.run_span_name = names.run_span_name(scorer_id)
-        base: Attributes = {
-            names.ATTR_OPERATION_NAME: names.OPERATION_EVALUATION,
-            names.ATTR_EVALUATION_NAME: scorer_id,
-            names.ATTR_SCORER_ID: scorer_id,
-        }
-        scorer_name = getattr(scorer, "name", None)
-        if scorer_name:
-            base[names.ATTR_SCORER_NAME] = str(scorer_name)
-        self.run_attributes = base
-        self.step_span: dict[tuple[str, str], tuple[str, Attributes]] = {}
-        self.step_metric_attributes: dict[tuple[str, str], Attributes] = {}
-        self.score_attributes: dict[tuple[str, str | None], Attributes] = {}
-        self.by_outcome: dict[str, Attributes] = {}
-        for step in getattr(scorer, "steps", ()):
-            name, kind = str(getattr(step, "name", "")), str(getattr(step, "type", ""))
-            self.step_span[(name, kind)] = (
-                names.step_span_name(name),
-                {names.ATTR_STEP: name, names.ATTR_STEP_TYPE: kind},
-            )
-            self.step_metric_attributes[(name, kind)] = {
-                names.ATTR_EVALUATION_NAME: scorer_id,
-                names.ATTR_STEP: name,
-                names.ATTR_STEP_TYPE: kind,
-            }
-
-    def outcome_attributes(self, outcome: str) -> Attributes:
-        attributes = self.by_outcome.get(outcome)
-        if attributes is None:
-            attributes = self.by_outcome[outcome] = {
-                names.ATTR_EVALUATION_NAME: self.scorer.id,
-                names.ATTR_OUTCOME: outcome,
-            }
-        return attributes
-
-
-def _step_models(scorer: Any) -> dict[str, tuple[str, str | None]]:
-    """(litellm route, provider) of each prompt step's judge, when the scorer exposes it, to name
-    `chat` spans before the call."""
-    models: dict[str, tuple[str, str | None]] = {}
-    for step in getattr(scorer, "steps", ()):
-        model = getattr(getattr(step, "judge", None), "model", None)
-        model_id = getattr(model, "model_id", None)
-        provider = getattr(model, "provider", None)
-        if isinstance(model_id, str):
-            models[str(getattr(step, "name", ""))] = (
-                model_id,
-                provider if isinstance(provider, str) else None,
-            )
-    return models
