@@ -256,9 +256,8 @@ class Observers:
         self._gauges: _Pulled[QueueGauges | None] = _Pulled("queue gauge")
 
     def __repr__(self) -> str:
-        return f"<Observers {'default' if self is OBSERVERS else hex(id(self))}: " + (
-            f"{len(self.subscribers)} subscribed>"
-        )
+        name = "OBSERVERS" if self is OBSERVERS else f"Observers at {id(self):#x}"
+        return f"<{name}: {len(self.subscribers)} subscribed>"
 
     def add(self, observer: Observer) -> None:
         with self._lock:
