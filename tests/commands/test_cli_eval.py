@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from conftest import require_binary
+from binary_support import require_binary
 from scorewatch.testing.judge_server import HttpError, LoopbackJudgeServer, Reply
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # This checkout's sources first (not whichever copy the virtualenv installed), and the repository
 # root so that `tests.cli_scorers:...` imports.
 PYTHONPATH = os.pathsep.join([str(ROOT / "src"), str(ROOT)])

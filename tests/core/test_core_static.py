@@ -1,4 +1,5 @@
-"""Static guarantees of the scorer core: cheap imports and lint (layering: tests/test_layering.py).
+"""Static guarantees of the scorer core: cheap imports and lint (layering:
+tests/project/test_layering.py).
 
 mypy --strict on the core runs in `make typecheck` (it takes most of a minute on a busy machine).
 """
@@ -14,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "src" / "scorewatch" / "core"
 
 

@@ -26,7 +26,7 @@ import pytest
 
 from scorewatch.core.hooks import JudgeAttempt, RunStart, add_run_observer, remove_run_observer
 from scorewatch.demo.agent import SimulatedSummarizer, request_stream
-from scorewatch.demo.dataset import DemoDataset, SummaryQuality, load_demo_dataset
+from scorewatch.demo.dataset import DemoDataset, SummaryQuality
 from scorewatch.demo.simulated_judge import (
     SIMULATED_INPUT_COST_PER_TOKEN,
     SIMULATED_OUTPUT_COST_PER_TOKEN,
@@ -39,12 +39,7 @@ from scorewatch.scorers import create_summarization_scorer
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def dataset() -> DemoDataset:
-    return load_demo_dataset()
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _sample(dataset: DemoDataset) -> list[tuple[Any, Any]]:

@@ -26,11 +26,6 @@ from scorewatch.demo.dataset import (
 pytestmark = pytest.mark.unit
 
 
-@pytest.fixture(scope="module")
-def dataset() -> DemoDataset:
-    return load_demo_dataset()
-
-
 @pytest.fixture()
 def raw_data() -> dict[str, Any]:
     text = resources.files("scorewatch.demo").joinpath("data/documents.json").read_text("utf-8")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import require_binary
+from binary_support import require_binary
 from deploy_support import (
     DEPLOY,
     RULE_TESTS_DIR,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import require_binary
+from binary_support import require_binary
 from deploy_support import (
     GRAFANA,
     RULES_FILE,

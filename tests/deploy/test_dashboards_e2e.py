@@ -26,7 +26,7 @@ import pytest
 import redis
 import yaml
 
-from conftest import IN_CI, require_binary
+from binary_support import IN_CI, require_binary
 from deploy_support import (
     SHORT_RULES_FILE,
     dashboard_files,
@@ -37,7 +37,7 @@ from deploy_support import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs_binary]
 
-WORKLOAD = Path(__file__).with_name("deploy_workload.py")
+WORKLOAD = Path(__file__).parents[1] / "deploy_workload.py"
 # Grafana's interval variables, sized for a 1 s scrape interval.
 E2E_VARIABLES = {"__rate_interval": "10s", "__interval": "2s", "__range": "1m"}
 # Queries that may legitimately come back empty here, and why.

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import require_binary
+from binary_support import require_binary
 from deploy_support import DEPLOY, PROMETHEUS_DIR, ROOT, load_yaml, load_yaml_documents, run
 from scorewatch.server.config import load_config
 from scorewatch.server.scorers import build_scorers

@@ -43,7 +43,7 @@ from scorewatch.telemetry.reference import BEGIN_MARKER, END_MARKER, render_refe
 
 pytestmark = pytest.mark.e2e
 
-RUNNER = Path(__file__).resolve().parent / "docs_support.py"
+RUNNER = Path(__file__).resolve().parents[1] / "docs_support.py"
 
 
 def _all_python_blocks() -> list[Block]:

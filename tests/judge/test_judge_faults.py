@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -39,18 +38,6 @@ VERDICT_SCHEMA = {
 VALID_ANALYSIS = '{"verdict": "good"}'
 USAGE_1 = {"input_tokens": 10, "output_tokens": 20, "total_tokens": 30}
 USAGE_2 = {"input_tokens": 20, "output_tokens": 40, "total_tokens": 60}
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackJudgeServer]:
-    with LoopbackJudgeServer() as running:
-        yield running
-
-
-@pytest.fixture(params=["openai_http", "litellm"])
-def transport(request: pytest.FixtureRequest) -> str:
-    """Every fault runs on both paths (scorewatch's own client and litellm)."""
-    return str(request.param)
 
 
 def judge_config(server: LoopbackJudgeServer, transport: str, **options: Any) -> sw.JudgeConfig:

@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +27,6 @@ pytestmark = pytest.mark.e2e
 
 KEY = "sk-transport-sentinel-41c9"
 SCHEMA = {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackJudgeServer]:
-    with LoopbackJudgeServer() as running:
-        yield running
 
 
 def request(**overrides: Any) -> JudgeRequest:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from email.utils import formatdate
 from typing import Any
 
@@ -56,18 +55,6 @@ def score_request(**overrides: Any) -> JudgeRequest:
     }
     fields.update(overrides)
     return JudgeRequest(**fields)
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackJudgeServer]:
-    with LoopbackJudgeServer() as running:
-        yield running
-
-
-@pytest.fixture(params=["openai_http", "litellm"])
-def transport(request: pytest.FixtureRequest) -> str:
-    """Every test that calls the server runs on both paths: the record must not differ."""
-    return str(request.param)
 
 
 def judge_for(

@@ -22,8 +22,8 @@ from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 
 pytestmark = pytest.mark.integration
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
-TESTS = str(Path(__file__).resolve().parent)
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+TESTS = str(Path(__file__).resolve().parents[1])
 AGENT_ANSWER = "Paris is the capital of France."
 
 

@@ -30,8 +30,8 @@ from scorewatch.testing import ScriptedJudge
 
 pytestmark = pytest.mark.integration
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
-TESTS = str(Path(__file__).resolve().parent)
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+TESTS = str(Path(__file__).resolve().parents[1])
 
 
 async def test_a_burst_beyond_max_queue_drops_and_counts_exactly_the_overflow() -> None:

@@ -16,7 +16,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "scorewatch"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "scorewatch"
 LAYERS = PACKAGE / "layers.toml"
 
 

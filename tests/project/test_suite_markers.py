@@ -10,7 +10,7 @@ pytestmark = pytest.mark.unit
 
 pytest_plugins = ["pytester"]
 
-CONFTEST = (Path(__file__).resolve().parent / "conftest.py").read_text(encoding="utf-8")
+CONFTEST = (Path(__file__).resolve().parents[1] / "conftest.py").read_text(encoding="utf-8")
 TEST = "def test_x() -> None:\n    assert True\n"
 INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 

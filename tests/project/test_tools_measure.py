@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "measure_live_path.py"
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "measure_live_path.py"
 
 
 def test_the_live_path_reaches_watch_queue_scorer_telemetry_and_the_sqlite_writer(

@@ -1,7 +1,7 @@
 """Model-free scorers: completeness, keyword coverage, content similarity, textual difference,
 tone. Hand-worked values of the reference's formulas, run shapes, empty cases and the options
 scorewatch adds. The recorded reference outputs are checked in
-tests/test_scorers_reference_model_free.py."""
+tests/scorers/test_scorers_reference_model_free.py."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from scorewatch.scorers.tool_call_accuracy_code import create_tool_call_accuracy
 
 pytestmark = pytest.mark.unit
 
-FIXTURES = Path(__file__).parent / "fixtures" / "reference" / "model_free"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "reference" / "model_free"
 
 FACTORIES: dict[str, Any] = {
     "textual_difference": create_textual_difference_scorer,

@@ -142,7 +142,7 @@ def test_package_exports_every_factory() -> None:
 
 def test_docs_list_each_llm_scorer_id_and_name() -> None:
     # docs/scorers.md's summary table: | `name` | `id` | scorer name | ...
-    docs = (Path(__file__).parent.parent / "docs" / "scorers.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).parents[2] / "docs" / "scorers.md").read_text(encoding="utf-8")
     rows = {}
     for line in docs.splitlines():
         cells = [cell.strip() for cell in line.strip("|").split("|")]
@@ -158,7 +158,7 @@ def test_docs_list_each_llm_scorer_id_and_name() -> None:
 
 
 def test_docs_list_each_model_free_scorer_id_and_name() -> None:
-    docs = (Path(__file__).parent.parent / "docs" / "scorers.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).parents[2] / "docs" / "scorers.md").read_text(encoding="utf-8")
     rows = {}
     for line in docs.splitlines():
         cells = [cell.strip() for cell in line.strip("|").split("|")]

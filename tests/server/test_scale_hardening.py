@@ -221,17 +221,6 @@ otlp = false
 """
 
 
-@pytest.fixture
-def schema() -> Iterator[str]:
-    require_service("PostgreSQL", PG_HOST, PG_PORT)
-    name = unique_prefix().replace("-", "_")
-    yield name
-    import psycopg
-
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'.encode())
-
-
 def _proxied_dsn(port: int) -> str:
     return PG_DSN.replace(f"port={PG_PORT}", f"port={port}")
 

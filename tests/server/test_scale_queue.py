@@ -5,7 +5,7 @@ migrations, queue metrics and the span link from the enqueuing request to the ru
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -20,8 +20,6 @@ from redis.asyncio import Redis
 import scorewatch as sw
 from scale_support import (
     PG_DSN,
-    PG_HOST,
-    PG_PORT,
     REDIS_HOST,
     REDIS_PORT,
     REDIS_URL,
@@ -47,15 +45,6 @@ from scorewatch.telemetry import names
 pytestmark = pytest.mark.integration
 
 # -- fixtures -------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def schema() -> Iterator[str]:
-    require_service("PostgreSQL", PG_HOST, PG_PORT)
-    name = unique_prefix().replace("-", "_")
-    yield name
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'.encode())
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import require_binary
+from binary_support import require_binary
 from scorewatch.live.sampling import fraction_of
 from scorewatch.testing import LoopbackJudgeServer
 from serve_support import ServeProcess, judge_table, sqlite_rows, wait_idle, write_config

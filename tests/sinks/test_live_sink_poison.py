@@ -10,7 +10,6 @@ import asyncio
 import json
 import math
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import psycopg
 import pytest
 
 import scorewatch as sw
-from scale_support import PG_DSN, PG_HOST, PG_PORT, require_service, unique_prefix
+from scale_support import PG_DSN
 from scorewatch.live import CallbackSink, JsonlSink, LiveCall, LiveResult, SqliteSink
 from scorewatch.live.sinks.base import RowsRefusedError
 from scorewatch.live.sinks.delivery import deliver
@@ -187,15 +186,6 @@ async def test_a_callback_failing_on_one_result_still_gets_the_others() -> None:
 
 
 # -- PostgreSQL ----------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def schema() -> Iterator[str]:
-    require_service("PostgreSQL", PG_HOST, PG_PORT)
-    name = unique_prefix().replace("-", "_")
-    yield name
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'.encode())
 
 
 async def test_postgres_stores_what_it_would_refuse_and_refuses_bad_rows_alone(

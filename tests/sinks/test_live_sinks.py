@@ -31,8 +31,8 @@ from scorewatch.testing import ScriptedJudge
 
 pytestmark = pytest.mark.integration
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
-TESTS = str(Path(__file__).resolve().parent)
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+TESTS = str(Path(__file__).resolve().parents[1])
 
 # The reference system's score row: every field name it stores, in its spelling.
 REFERENCE_FIELDS = {

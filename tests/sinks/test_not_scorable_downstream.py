@@ -7,17 +7,15 @@ test_server_api.py.)"""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import scorewatch as sw
-from scale_support import PG_DSN, PG_HOST, PG_PORT, require_service, unique_prefix
+from scale_support import PG_DSN
 from scorewatch import telemetry
 from scorewatch.live import CallbackSink, JsonlSink, LiveResult, LiveScoring, SqliteSink
 from scorewatch.live.sinks.postgres import PostgresSink
@@ -77,15 +75,6 @@ async def test_sqlite_jsonl_and_callback_sinks_store_status_not_scorable(tmp_pat
     again = LiveResult.from_row(row, skipped.call)
     assert again.status == "not_scorable" and again.not_scorable == skipped.not_scorable
     await sqlite.aclose()
-
-
-@pytest.fixture
-def schema() -> Iterator[str]:
-    require_service("PostgreSQL", PG_HOST, PG_PORT)
-    name = unique_prefix().replace("-", "_")
-    yield name
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'.encode())
 
 
 async def test_postgres_sink_stores_status_not_scorable(schema: str) -> None:

@@ -102,15 +102,6 @@ class Relay:
 
 
 @pytest.fixture
-def schema() -> Iterator[str]:
-    require_service("PostgreSQL", PG_HOST, PG_PORT)
-    name = unique_prefix().replace("-", "_")
-    yield name
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'.encode())
-
-
-@pytest.fixture
 def relay() -> Iterator[Relay]:
     require_service("PostgreSQL", PG_HOST, PG_PORT)
     proxy = Relay((PG_HOST, PG_PORT))

@@ -33,7 +33,7 @@ from serve_support import ServeProcess, write_config
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 LAUNCHER = BIN / "opentelemetry-instrument"
 

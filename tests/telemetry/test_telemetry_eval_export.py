@@ -15,7 +15,7 @@ from scorewatch.testing import OtlpReceiver
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ROWS = [{"input": "q1", "output": "a long enough answer here"}, {"input": "q2", "output": "short"}]
 
 
