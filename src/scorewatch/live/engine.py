@@ -13,8 +13,8 @@ time:
 Threads: a run executes on the loop named when it is enqueued (a dedicated scoring thread's),
 else on the loop of the code that enqueues it, else on scorewatch's background loop. Enqueueing,
 counting and stats are thread-safe; a run's `done` future is resolved on its own loop, whichever
-loop scored the run. Telemetry hears decisions, in-flight changes and queue depth through
-`live.observers`.
+loop scored the run. Telemetry hears decisions, in-flight changes, queue depth and sink errors
+as events on the engine's bus (`core.events`; live never imports telemetry).
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ from dataclasses import dataclass
 from random import getrandbits, random
 from typing import Any, Literal
 
+from ..core.events import LIVE_COUNTS, LiveDecision, Observers, current_observers, observed_by
 from ..core.scorer import Scorer
-from . import observers
 from .context import LiveCall
 from .entry import ScorerEntry
-from .observers import LIVE_COUNTS, LiveDecision
 from .result import LiveResult
 from .run_ids import RunIdIssuer, live_run_id
 from .runner import SinkRetry, Storage, score_call, warm_up_judges
@@ -73,9 +72,11 @@ class Run:
 
 class Counts:
     """Decision and outcome counts since start (every `LIVE_COUNTS` key, then `extra` keys), all
-    zero at first; a decision is counted and told to the live observers together."""
+    zero at first; a decision is counted and told to the event bus `observers` together
+    (default: the bus current at construction)."""
 
-    def __init__(self, *extra: str) -> None:
+    def __init__(self, *extra: str, observers: Observers | None = None) -> None:
+        self.observers = current_observers() if observers is None else observers
         self._counts = dict.fromkeys((*LIVE_COUNTS, *extra), 0)
         self._lock = threading.Lock()
 
@@ -85,7 +86,7 @@ class Counts:
 
     def decided(self, scorer_id: str, decision: LiveDecision) -> None:
         self.add(decision)
-        observers.record_decision(scorer_id, decision)
+        self.observers.decision(scorer_id, decision)
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:
@@ -129,7 +130,9 @@ class ScoringEngine:
     `on_stored(seconds)` hears how long each stored run held its slot; `on_finished(run,
     outcome)` hears every accepted run end, once.
     `quote_errors` puts error texts and tracebacks in the logs (a library user's own process);
-    a service logs error types only, as the texts may quote its clients' content.
+    a service logs error types only, as the texts may quote its clients' content. `observers`
+    is the event bus the engine, its runs and sink writes report to (default: that of `counts`,
+    else the bus current at construction).
     """
 
     def __init__(
@@ -145,9 +148,12 @@ class ScoringEngine:
         pace: Callable[[Run], Awaitable[None]] | None = None,
         on_stored: Callable[[float], None] | None = None,
         on_finished: Callable[[Run, JobOutcome], None] | None = None,
+        observers: Observers | None = None,
     ) -> None:
         self.entries: dict[str, ScorerEntry] = dict(entries)
-        self.counts = counts if counts is not None else Counts()
+        self.counts = counts if counts is not None else Counts(observers=observers)
+        # The bus telemetry hears this engine on; its runs and sink writes report there too.
+        self.observers = self.counts.observers
         self._warn = ThrottledLog(logger)
         self.storage = Storage(sinks, retry=sink_retry, quote_errors=quote_errors, warn=self._warn)
         self._quote = quote_errors
@@ -161,10 +167,10 @@ class ScoringEngine:
             self._execute,
             max_queue=max_queue,
             max_concurrency=max_concurrency,
-            on_in_flight=observers.record_in_flight,
+            on_in_flight=self.observers.in_flight,
             on_finished=self._finished,
         )
-        self._unregister_depth = observers.register_queue_depth(lambda: self.queue.queued)
+        self._unregister_depth = self.observers.register_queue_depth(lambda: self.queue.queued)
         # For the unkeyed fast path of `offer`: without filters, and when every scorer samples
         # at a rate, a call whose draw is at or above the highest rate is taken by none of them.
         rates = [entry.sampling.rate for entry in self.entries.values()]
@@ -242,9 +248,9 @@ class ScoringEngine:
 
     def _not_sampled_by_all(self) -> dict[str, LiveDecision]:
         self.counts.add("not_sampled", len(self.entries))
-        if observers.current_live_observers():
+        if self.observers.subscribers:
             for entry in self.entries.values():
-                observers.record_decision(entry.scorer.id, "not_sampled")
+                self.observers.decision(entry.scorer.id, "not_sampled")
         return self._none_sampled
 
     def enqueue(self, run: Run, loop: asyncio.AbstractEventLoop | None = None) -> LiveDecision:
@@ -265,13 +271,15 @@ class ScoringEngine:
             self._warm_up = None
         if self._pace is not None:
             await self._pace(run)
-        result = await score_call(run.scorer, run.call, run.run_id)
+        with observed_by(self.observers):  # a job's task starts from an empty context
+            result = await score_call(run.scorer, run.call, run.run_id)
         outcome: JobOutcome = result.outcome
         if outcome == "failed":
             self._run_failed(run, result)
         if not self.queue.begin_commit(job):
             return outcome  # given up at shutdown meanwhile: counted as dropped, never stored
-        delivery = await self.storage.store(result)
+        with observed_by(self.observers):
+            delivery = await self.storage.store(result)
         if run.done is not None:
             _settle(run.done, None if delivery.dropped else delivery.stored)
         if self._on_stored is not None:
@@ -297,7 +305,7 @@ class ScoringEngine:
         run = job.payload
         self.counts.add(outcome)
         if outcome == "dropped_shutdown":
-            observers.record_decision(run.scorer.id, "dropped_shutdown")
+            self.observers.decision(run.scorer.id, "dropped_shutdown")
             if run.done is not None:
                 _settle(run.done, None)
         if self._on_finished is not None:

@@ -22,12 +22,11 @@ from typing import Any, TypeVar, overload
 from opentelemetry import trace
 from opentelemetry.context import get_current
 
+from ..core.events import LiveDecision, Observers
 from ..core.scorer import Scorer
-from . import observers
 from .engine import ScoringEngine
 from .entry import ScorerEntry
 from .litellm_callback import make_litellm_callback
-from .observers import LiveDecision
 from .process import SigtermHandler, close_at_exit
 from .sinks.base import ScoreSink
 
@@ -55,6 +54,8 @@ class LiveScoring:
     is dropped and counted. `drain_on_exit` drains (up to `shutdown_timeout` seconds) at
     interpreter exit; `handle_sigterm=True` also drains on SIGTERM, then hands the signal on
     to the handler that was installed before (or the default, which ends the process).
+    `observers` is the event bus it reports to, and its runs and sinks with it (default: the
+    bus current at construction, normally `core.events.OBSERVERS`).
     """
 
     def __init__(
@@ -67,6 +68,7 @@ class LiveScoring:
         drain_on_exit: bool = True,
         handle_sigterm: bool = False,
         shutdown_timeout: float = 30.0,
+        observers: Observers | None = None,
     ) -> None:
         entries = {key: ScorerEntry.coerce(value) for key, value in scorers.items()}
         seen: dict[str, str] = {}
@@ -83,6 +85,7 @@ class LiveScoring:
             max_concurrency=max_concurrency,
             max_queue=max_queue,
             quote_errors=True,
+            observers=observers,
         )
         self.shutdown_timeout = shutdown_timeout
         self._shut = False
@@ -234,7 +237,7 @@ class LiveScoring:
         await self._engine.shutdown(limit)
         await self._engine.aclose()
         self._sigterm.restore()
-        await asyncio.to_thread(observers.record_closed, limit)
+        await asyncio.to_thread(self._engine.observers.flush, limit)
 
     def close(self, timeout: float | None = None) -> None:
         """`aclose` for code without a running event loop."""
@@ -252,7 +255,7 @@ class LiveScoring:
         self._engine.shutdown_blocking(limit)
         self._engine.close_blocking(limit)
         self._sigterm.restore()
-        observers.record_closed(limit)
+        self._engine.observers.flush(limit)
 
     def install_sigterm_handler(self) -> None:
         """On SIGTERM: drain and close (up to `shutdown_timeout`), then run the handler that was

@@ -2,7 +2,7 @@
 
 `InProcessIntake` and `RedisIntake` decide alike (filter, then deterministic sampling on the
 trace id, else the run id) and count alike: a decision is counted and told to the live
-observers together, and a refused request counts its sampled evaluations as the refusal
+event bus together, and a refused request counts its sampled evaluations as the refusal
 (`dropped_queue_full` / `dropped_shutdown`) and nothing else, so a retried request is not counted
 twice as `not_sampled`. They differ only in where accepted runs go.
 """
@@ -14,11 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import uuid4
 
-from ..live import observers
+from ..core.events import LiveDecision
 from ..live.context import LiveCall
 from ..live.engine import Counts, decide
 from ..live.entry import ScorerEntry
-from ..live.observers import LiveDecision
 from ..live.run_ids import request_digest
 from ..live.throttle import ThrottledLog
 from .intake import ScoreItem, Skipped
@@ -76,7 +75,7 @@ class IntakeCounts(Counts):
         refused = 0
         for plan in plans:
             for scorer_id in plan.sampled:
-                observers.record_decision(scorer_id, decision)
+                self.observers.decision(scorer_id, decision)
                 refused += 1
         self.add(decision, refused)
         self.add("rejected_requests")

@@ -23,9 +23,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..core.events import LiveDecision
 from ..live.engine import Run, ScoringEngine
 from ..live.entry import ScorerEntry
-from ..live.observers import LiveDecision
 from ..live.result import LiveResult
 from ..live.run_ids import request_run_id
 from ..live.runner import SinkRetry

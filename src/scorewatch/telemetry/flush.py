@@ -1,7 +1,7 @@
 """Flushing the installed OpenTelemetry providers before the process may exit.
 
-Called when live scoring closes (`live.observers.record_closed`): its last runs' spans, metrics
-and evaluation events sit in batch processors and periodic readers until flushed.
+Called when live scoring closes (the bus's `flush` event): its last runs' spans, metrics and
+evaluation events sit in batch processors and periodic readers until flushed.
 """
 
 from __future__ import annotations
