@@ -302,7 +302,8 @@ def _evaluate(
 def _sqlite_writer(path: str | None, data: list[dict[str, Any]]) -> Any:
     if not path:
         return None
-    from ..live import ExperimentSinkWriter, SqliteSink
+    from ..evals import ExperimentSinkWriter
+    from ..sinks import SqliteSink
 
     return ExperimentSinkWriter([SqliteSink(path)], data)
 

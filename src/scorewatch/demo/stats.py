@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.hooks import JudgeAttempt, RunStart, StepOutcome
-from ..live.result import LiveResult
+from ..sinks.record import ScoreRecord
 
 __all__ = ["DemoStats", "JudgeTotals", "ScorerSeries", "sparkline"]
 
@@ -127,7 +127,7 @@ class DemoStats:
         self,
         scorer_names: Sequence[str],
         *,
-        label_of: Callable[[LiveResult], str | None] | None = None,
+        label_of: Callable[[ScoreRecord], str | None] | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._started = time.monotonic()
@@ -148,7 +148,7 @@ class DemoStats:
 
     # -- sinks and hooks -----------------------------------------------------------------------
 
-    def record_result(self, result: LiveResult) -> None:
+    def record_result(self, result: ScoreRecord) -> None:
         """A `CallbackSink` function."""
         moment = self.elapsed()
         label = self._label_of(result) if self._label_of is not None else None

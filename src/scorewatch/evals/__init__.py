@@ -21,12 +21,14 @@ from .run import (
     run_evals,
     run_evals_sync,
 )
+from .store import ExperimentSinkWriter
 
 __all__ = [
     "EvalResult",
     "EvalSummary",
     "ExperimentItem",
     "ExperimentResult",
+    "ExperimentSinkWriter",
     "ExperimentSummary",
     "GateResult",
     "ItemComplete",

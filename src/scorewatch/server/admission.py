@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from uuid import uuid4
 
 from ..live import observers
-from ..live.context import LiveCall
-from ..live.entry import ScorerEntry
+from ..live.entry import LiveScorerEntry
 from ..live.observers import LIVE_COUNTS, LiveDecision
 from ..live.run_ids import request_digest
-from ..live.sinks.base import ScoreSink
+from ..sinks.base import ScoreSink
+from ..sinks.call import ScoredCall
 from .intake import ScoreItem, SkipDecision, Skipped
 
 __all__ = ["IntakeCounts", "Plan", "close_sinks", "plan_digest", "plan_items"]
@@ -33,12 +33,12 @@ class Plan:
     """One item of a request, decided: the scorers that sampled it and the ones that did not."""
 
     item: ScoreItem
-    call: LiveCall
+    call: ScoredCall
     sampled: list[str]
     skipped: list[Skipped]
 
 
-def plan_items(entries: Mapping[str, ScorerEntry], items: Sequence[ScoreItem]) -> list[Plan]:
+def plan_items(entries: Mapping[str, LiveScorerEntry], items: Sequence[ScoreItem]) -> list[Plan]:
     """Decide every (item, scorer) pair; the scorer ids in the items are known."""
     plans: list[Plan] = []
     for item in items:
@@ -125,8 +125,8 @@ def plan_digest(plan: Plan) -> str:
     )
 
 
-def _call_of(item: ScoreItem) -> LiveCall:
-    return LiveCall(
+def _call_of(item: ScoreItem) -> ScoredCall:
+    return ScoredCall(
         input=item.input,
         output=item.output,
         target=item.target,
@@ -139,7 +139,7 @@ def _call_of(item: ScoreItem) -> LiveCall:
     )
 
 
-def _decide(entry: ScorerEntry, call: LiveCall, sample_key: str) -> SkipDecision | None:
+def _decide(entry: LiveScorerEntry, call: ScoredCall, sample_key: str) -> SkipDecision | None:
     """None when the call is sampled, else why it is skipped."""
     if entry.filter is not None:
         try:

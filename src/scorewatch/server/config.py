@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ScorewatchError
-from ..live.redact import is_secret_key
+from ..sinks.redact import is_secret_key
 from .queue_settings import QueueSettings
 
 __all__ = [

@@ -21,9 +21,9 @@ from typing import Any
 from ..core.scorer import Scorer
 from ..errors import ScorewatchError
 from ..judge.protocol import JudgeModel
-from ..live.context import LiveCall
-from ..live.entry import LiveFilter, ScorerEntry
+from ..live.entry import LiveFilter, LiveScorerEntry
 from ..live.sampling import Sampling
+from ..sinks.call import ScoredCall
 from .config import ConfigError, JudgeDefaults, ScorerSpec, ServeConfig
 
 __all__ = ["ConfiguredScorer", "build_scorers", "import_object"]
@@ -37,7 +37,7 @@ class ConfiguredScorer:
     from (`kind` or `factory`), for `GET /v1/scorers`."""
 
     id: str
-    entry: ScorerEntry
+    entry: LiveScorerEntry
     source: str
     judge_model: str | None
 
@@ -157,7 +157,7 @@ def _build_custom(index: int, spec: ScorerSpec, base_dir: Path) -> Scorer:
 
 
 def _filter_for(index: int, spec: ScorerSpec, base_dir: Path) -> LiveFilter | None:
-    predicate: Callable[[LiveCall], Any] | None = None
+    predicate: Callable[[ScoredCall], Any] | None = None
     if spec.filter is not None:
         try:
             found = import_object(spec.filter, search=base_dir)
@@ -193,7 +193,7 @@ def build_scorers(config: ServeConfig) -> list[ConfiguredScorer]:
             judge = scorer.judge
             if judge is not None and isinstance(judge.model, str):
                 judge_model = judge.model
-        entry = ScorerEntry(
+        entry = LiveScorerEntry(
             scorer if scorer.id == spec.id else scorer.copy(id=spec.id),
             sampling=Sampling.none() if spec.sampling >= 1.0 else Sampling.ratio(spec.sampling),
             filter=_filter_for(index, spec, config.base_dir),

@@ -44,11 +44,11 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from ..core.scorer import Scorer
 from ..live import observers, queue_observers
-from ..live.result import LiveResult
+from ..live.delivery import Delivery, deliver
 from ..live.score_call import score_call
-from ..live.sinks.base import ScoreSink
-from ..live.sinks.delivery import Delivery, deliver
 from ..live.trace_links import linked_runs
+from ..sinks.base import ScoreSink
+from ..sinks.record import ScoreRecord
 from ..telemetry import names as telemetry_names
 from .stream_queue import GaugePoller, QueueEntry, StreamNames, decode_entry, ensure_group
 
@@ -387,11 +387,11 @@ class StreamWorker:
         await self._acknowledge(delivery.entry_id)
         return None
 
-    async def _score(self, entry: QueueEntry, scorer: Scorer, enqueued: SpanContext) -> LiveResult:
+    async def _score(self, entry: QueueEntry, scorer: Scorer, enqueued: SpanContext) -> ScoreRecord:
         with linked_runs(enqueued):
             return await score_call(scorer, entry.call, entry.run_id)
 
-    async def _store(self, result: LiveResult) -> Delivery:
+    async def _store(self, result: ScoreRecord) -> Delivery:
         def failed(name: str, error: Exception) -> None:
             self._count("sink_errors")
             logger.error(

@@ -12,9 +12,9 @@ from typing import Any, Final, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from ...live.result import LiveResult
-from ...live.sinks.base import ScoreOrder, ScoreQuery
-from ...live.sinks.rows import non_finite_path, storable
+from ...sinks.base import ScoreOrder, ScoreQuery
+from ...sinks.record import ScoreRecord
+from ...sinks.rows import non_finite_path, storable
 from ..config import key_path
 from ..errors import ApiError
 from ..guard import BODY_BYTES_KEY
@@ -210,7 +210,7 @@ def _accepted_body(admission: Admission) -> dict[str, Any]:
     }
 
 
-def _outcome(scorer: str, run_id: str, future: asyncio.Future[LiveResult]) -> RunOutcome:
+def _outcome(scorer: str, run_id: str, future: asyncio.Future[ScoreRecord]) -> RunOutcome:
     if not future.done():
         return RunOutcome(scorer=scorer, run_id=run_id, status="pending")
     if future.cancelled():

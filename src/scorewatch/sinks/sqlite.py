@@ -22,9 +22,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal, Unpack
 
-from ..result import LiveResult, iso_timestamp
 from .base import ScoreQuery
 from .batch_thread import ThreadedSink
+from .record import ScoreRecord, iso_timestamp
 from .rows import (
     JSON_COLUMNS,
     SCORE_COLUMNS,
@@ -121,7 +121,7 @@ class SqliteSink(ThreadedSink):
 
     # -- writer thread ---------------------------------------------------------------------------
 
-    def _encode(self, result: LiveResult) -> tuple[Any, ...]:
+    def _encode(self, result: ScoreRecord) -> tuple[Any, ...]:
         return encode_row(storable(result.to_row()), dumps=_dumps, convert=_ENCODE)
 
     def _refuses(self, error: Exception) -> bool:

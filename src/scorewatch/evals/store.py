@@ -1,5 +1,5 @@
-"""Storing batch-evaluation results in the live sinks, so experiments and live traffic share
-one store (rows with `source="TEST"`, as the reference system marks evaluation runs).
+"""Storing batch-evaluation results in the sinks, so experiments and live traffic share one store
+(rows with `source="TEST"`, as the reference system marks evaluation runs).
 
 ```python
 writer = ExperimentSinkWriter([SqliteSink("scores.db")], data)
@@ -15,14 +15,14 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..evals import RunOutcome
-from .context import LiveCall
-from .result import LiveResult
-from .sinks.base import ScoreSink
+from ..sinks.base import ScoreSink
+from ..sinks.call import ScoredCall
+from ..sinks.record import ScoreRecord
+from .experiment import RunOutcome
 
 __all__ = ["ExperimentSinkWriter"]
 
-logger = logging.getLogger("scorewatch.live.experiments")
+logger = logging.getLogger("scorewatch.evals.store")
 
 
 class ExperimentSinkWriter:
@@ -49,10 +49,10 @@ class ExperimentSinkWriter:
         self.errors: dict[str, int] = {}
         self.written = 0
 
-    def _call(self, outcome: RunOutcome) -> LiveCall:
+    def _call(self, outcome: RunOutcome) -> ScoredCall:
         item = self.data[outcome.item_index]
         output = outcome.result.output if outcome.result is not None else item.get("output")
-        return LiveCall(
+        return ScoredCall(
             input=item.get("input"),
             output=output,
             target=self.target,
@@ -68,10 +68,10 @@ class ExperimentSinkWriter:
         row_id = f"experiment-{self.experiment_id}-{outcome.scorer.id}-{outcome.item_index}"
         call = self._call(outcome)
         if outcome.result is not None:
-            stored = LiveResult.success(row_id, outcome.scorer, call, outcome.result, "TEST")
+            stored = ScoreRecord.success(row_id, outcome.scorer, call, outcome.result, "TEST")
         else:
             error = outcome.error or RuntimeError("scorer run failed")
-            stored = LiveResult.failure(row_id, outcome.scorer, call, error, "TEST")
+            stored = ScoreRecord.failure(row_id, outcome.scorer, call, error, "TEST")
         for sink in self.sinks:
             try:
                 await sink.write([stored])

@@ -1,0 +1,33 @@
+"""`ScoredCall`: the agent call a score is about, whatever produced the score.
+
+Live traffic, `scorewatch serve`, the queue workers, experiments and scored traces all describe
+the call they scored with it; a live filter is handed one before anything runs, and every
+`ScoreRecord` keeps the one it scored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ScoredCall"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredCall:
+    """One agent call: what it was given and answered, and who and where it was.
+
+    `target` names the agent (or workflow) being evaluated, the `entityId` of its score rows;
+    `trace_id`/`span_id` locate the agent's span (hex, when known); `run_id` is the agent's own
+    run or call id (generated when the caller gave none), not the scorer run's id.
+    """
+
+    input: Any
+    output: Any
+    target: str | None
+    trace_id: str | None
+    span_id: str | None
+    run_id: str
+    request_context: Any = None
+    ground_truth: Any = None
+    metadata: dict[str, Any] | None = None
