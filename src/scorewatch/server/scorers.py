@@ -24,7 +24,7 @@ from ..judge.protocol import JudgeModel
 from ..live.entry import LiveFilter, LiveScorerEntry
 from ..live.sampling import Sampling
 from ..sinks.call import ScoredCall
-from .config import ConfigError, JudgeDefaults, ScorerSpec, ServeConfig
+from .config import ConfigError, JudgeDefaults, ScorerSettings, ServeConfig
 
 __all__ = ["ConfiguredScorer", "build_scorers", "import_object"]
 
@@ -67,7 +67,7 @@ def _problem(index: int, key: str, message: str) -> ConfigError:
     return ConfigError(f"invalid configuration:\n  {line}", problems=[line])
 
 
-def _judge_for(spec: ScorerSpec, defaults: JudgeDefaults) -> tuple[str | None, dict[str, Any]]:
+def _judge_for(spec: ScorerSettings, defaults: JudgeDefaults) -> tuple[str | None, dict[str, Any]]:
     model = spec.model or defaults.model
     options = dict(defaults.model_options)
     if spec.model_options:
@@ -93,7 +93,7 @@ def _judge_model(model: str, options: dict[str, Any]) -> JudgeModel:
 
 
 def _build_prebuilt(
-    index: int, spec: ScorerSpec, defaults: JudgeDefaults
+    index: int, spec: ScorerSettings, defaults: JudgeDefaults
 ) -> tuple[Scorer, str | None]:
     from ..scorers import registry
 
@@ -123,7 +123,7 @@ def _build_prebuilt(
     return scorer, (model if judge is not None else None)
 
 
-def _build_custom(index: int, spec: ScorerSpec, base_dir: Path) -> Scorer:
+def _build_custom(index: int, spec: ScorerSettings, base_dir: Path) -> Scorer:
     path = spec.factory or ""
     try:
         factory = import_object(path, search=base_dir)
@@ -156,7 +156,7 @@ def _build_custom(index: int, spec: ScorerSpec, base_dir: Path) -> Scorer:
     return produced
 
 
-def _filter_for(index: int, spec: ScorerSpec, base_dir: Path) -> LiveFilter | None:
+def _filter_for(index: int, spec: ScorerSettings, base_dir: Path) -> LiveFilter | None:
     predicate: Callable[[ScoredCall], Any] | None = None
     if spec.filter is not None:
         try:

@@ -23,7 +23,7 @@ from ..models import (
     BatchAccepted,
     BatchRequest,
     ErrorBody,
-    RunOutcome,
+    RunReport,
     ScoreAccepted,
     ScoreList,
     ScoreRequest,
@@ -210,13 +210,13 @@ def _accepted_body(admission: Admission) -> dict[str, Any]:
     }
 
 
-def _outcome(scorer: str, run_id: str, future: asyncio.Future[ScoreRecord]) -> RunOutcome:
+def _outcome(scorer: str, run_id: str, future: asyncio.Future[ScoreRecord]) -> RunReport:
     if not future.done():
-        return RunOutcome(scorer=scorer, run_id=run_id, status="pending")
+        return RunReport(scorer=scorer, run_id=run_id, status="pending")
     if future.cancelled():
-        return RunOutcome(scorer=scorer, run_id=run_id, status="dropped")
+        return RunReport(scorer=scorer, run_id=run_id, status="dropped")
     result = future.result()
-    return RunOutcome(
+    return RunReport(
         scorer=scorer,
         run_id=run_id,
         status=result.status,
