@@ -1,4 +1,4 @@
-"""The `ScoreSink` protocol: where live results go once a scorer run has finished."""
+"""The `ScoreSink` protocol: where score records go once a scorer run has finished."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class RowsRefusedError(Exception):
 
 @runtime_checkable
 class ScoreSink(Protocol):
-    """A destination for live results.
+    """A destination for score records (live, served, experiment or trace runs alike).
 
     `write` returns once the results are stored (durably, for a durable sink): only then does a
     result count as stored. It may be awaited from any event loop and thread, concurrently.

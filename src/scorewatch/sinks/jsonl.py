@@ -9,7 +9,7 @@ from typing import IO
 
 from .batch_thread import ThreadedSink
 from .record import ScoreRecord
-from .rows import storable
+from .storable import storable
 
 __all__ = ["JsonlSink"]
 

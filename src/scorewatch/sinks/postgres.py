@@ -1,4 +1,4 @@
-"""`PostgresSink`: live results as score rows in PostgreSQL, shared by every replica and worker.
+"""`PostgresSink`: score records as rows in PostgreSQL, shared by every replica and worker.
 
 The rows are `SqliteSink`'s (the reference system's `mastra_scorers` columns, camelCase, plus
 target, status, judge records and failure fields), with PostgreSQL types: JSON columns are
@@ -33,9 +33,9 @@ from .rows import (
     filter_conditions,
     quote,
     select_sql,
-    storable,
     upsert_sql,
 )
+from .storable import storable
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

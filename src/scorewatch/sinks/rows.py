@@ -15,7 +15,7 @@ from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
 from .base import DEFAULT_QUERY_LIMIT, ScoreOrder, ScoreQuery
-from .storable import storable, storable_text
+from .storable import storable_text
 
 __all__ = [
     "JSON_COLUMNS",
@@ -30,7 +30,6 @@ __all__ = [
     "order_key",
     "quote",
     "select_sql",
-    "storable",
     "upsert_sql",
 ]
 

@@ -1,4 +1,4 @@
-"""`SqliteSink`: live results as score rows in a SQLite database (stdlib sqlite3, WAL).
+"""`SqliteSink`: score records as rows in a SQLite database (stdlib sqlite3, WAL).
 
 Rows follow the reference system's `mastra_scorers` table (spec §9: camelCase columns, JSON as
 text, ISO timestamps), plus `target`, `status`, `judge` (the judge records as JSON) and the
@@ -34,9 +34,9 @@ from .rows import (
     filter_conditions,
     quote,
     select_sql,
-    storable,
     upsert_sql,
 )
+from .storable import storable
 
 __all__ = ["SCORE_COLUMNS", "SqliteSink"]
 
