@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.result import ScorerRun
+
 __all__ = ["ScoredCall"]
 
 
@@ -31,3 +33,19 @@ class ScoredCall:
     request_context: Any = None
     ground_truth: Any = None
     metadata: dict[str, Any] | None = None
+
+    @classmethod
+    def of_run(cls, run: ScorerRun, run_id: str) -> ScoredCall:
+        """The call a scorer run was about, told by the run's own fields (the evaluated span's
+        ids and metadata are the call's); `run_id` names the agent's run."""
+        return cls(
+            input=run.input,
+            output=run.output,
+            target=run.target,
+            trace_id=run.target_trace_id,
+            span_id=run.target_span_id,
+            run_id=run_id,
+            request_context=run.request_context,
+            ground_truth=run.ground_truth,
+            metadata=run.target_metadata,
+        )
