@@ -19,8 +19,8 @@ import pytest
 import scorewatch as sw
 from scale_support import PG_DSN
 from scorewatch.live import CallbackSink, JsonlSink, ScoredCall, ScoreRecord, SqliteSink
-from scorewatch.live.delivery import deliver
 from scorewatch.sinks.base import RowsRefusedError
+from scorewatch.sinks.delivery import deliver
 from scorewatch.sinks.postgres import PostgresSink
 
 pytestmark = pytest.mark.integration
