@@ -32,12 +32,12 @@ from typing import Any, Literal
 
 from ..core.events import LIVE_COUNTS, LiveDecision, Observers, current_observers, observed_by
 from ..core.scorer import Scorer
-from .context import LiveCall
-from .entry import ScorerEntry
-from .result import LiveResult
+from ..sinks.base import ScoreSink
+from ..sinks.call import ScoredCall
+from ..sinks.record import ScoreRecord
+from .entry import LiveScorerEntry
 from .run_ids import RunIdIssuer, live_run_id
 from .runner import SinkRetry, Storage, score_call, warm_up_judges
-from .sinks.base import ScoreSink
 from .throttle import ThrottledLog
 from .work_queue import Job, JobOutcome, WorkQueue
 
@@ -65,8 +65,8 @@ class Run:
 
     scorer: Scorer
     run_id: str
-    call: LiveCall
-    done: asyncio.Future[LiveResult] | None = None
+    call: ScoredCall
+    done: asyncio.Future[ScoreRecord] | None = None
     tag: Any = None
 
 
@@ -93,7 +93,9 @@ class Counts:
             return dict(self._counts)
 
 
-def decide(entry: ScorerEntry, call: LiveCall, sample_key: str, warn: ThrottledLog) -> Decision:
+def decide(
+    entry: LiveScorerEntry, call: ScoredCall, sample_key: str, warn: ThrottledLog
+) -> Decision:
     """`sampled`, `filtered` or `not_sampled` for one scorer on one call (filter, then
     sampling). A raising or asynchronous filter skips the call; `warn` logs it, by error type
     only, as its text may quote the call's content."""
@@ -137,7 +139,7 @@ class ScoringEngine:
 
     def __init__(
         self,
-        entries: Mapping[str, ScorerEntry],
+        entries: Mapping[str, LiveScorerEntry],
         *,
         sinks: Sequence[ScoreSink] = (),
         max_concurrency: int = 32,
@@ -150,7 +152,7 @@ class ScoringEngine:
         on_finished: Callable[[Run, JobOutcome], None] | None = None,
         observers: Observers | None = None,
     ) -> None:
-        self.entries: dict[str, ScorerEntry] = dict(entries)
+        self.entries: dict[str, LiveScorerEntry] = dict(entries)
         self.counts = counts if counts is not None else Counts(observers=observers)
         # The bus telemetry hears this engine on; its runs and sink writes report there too.
         self.observers = self.counts.observers
@@ -218,7 +220,7 @@ class ScoringEngine:
             highest = self._highest_rate
             if highest is not None and draw >= highest:
                 return self._not_sampled_by_all()
-        call = LiveCall(
+        call = ScoredCall(
             input=input,
             output=output,
             target=target,
@@ -287,7 +289,7 @@ class ScoringEngine:
             self._on_stored(time.perf_counter() - started)
         return delivery.stored.outcome
 
-    def _run_failed(self, run: Run, result: LiveResult) -> None:
+    def _run_failed(self, run: Run, result: ScoreRecord) -> None:
         if self._quote:
             self._warn.warning(
                 f"run:{run.scorer.id}:{result.error_type}",
@@ -371,7 +373,7 @@ class ScoringEngine:
         self.storage.close_blocking(timeout)
 
 
-def _settle(done: asyncio.Future[LiveResult], result: LiveResult | None) -> None:
+def _settle(done: asyncio.Future[ScoreRecord], result: ScoreRecord | None) -> None:
     """Resolve `done` on its own loop (None: not stored, so cancelled), from any thread."""
 
     def resolve() -> None:

@@ -1,6 +1,6 @@
 """One live run, scored and stored: what the engine, and the queue workers, do with each run.
 
-`score_call` turns a `LiveCall` into scorer-run fields and runs the scorer; a failing run ends as
+`score_call` turns a `ScoredCall` into scorer-run fields and runs the scorer; a failing run ends as
 a failed result rather than an exception. A call carrying more than `OFFLOAD_CHARS` characters
 of text has its scorers' synchronous function steps run in a small process-wide pool
 (`core.offload`), so model-free scoring of a megabyte of text never stalls a loop that serves
@@ -32,10 +32,10 @@ from typing import Any
 from ..core.offload import offload_function_steps
 from ..core.scorer import Scorer
 from ..core.sync import background_loop
-from .context import LiveCall
-from .result import LiveResult
-from .sinks.base import ScoreSink
-from .sinks.delivery import Delivery, deliver
+from ..sinks.base import ScoreSink
+from ..sinks.call import ScoredCall
+from ..sinks.delivery import Delivery, deliver
+from ..sinks.record import ScoreRecord
 from .throttle import ThrottledLog
 
 __all__ = [
@@ -69,7 +69,7 @@ def scoring_executor() -> ThreadPoolExecutor:
         return _executor
 
 
-def call_is_heavy(call: LiveCall, limit: int = OFFLOAD_CHARS) -> bool:
+def call_is_heavy(call: ScoredCall, limit: int = OFFLOAD_CHARS) -> bool:
     """Whether the texts a scorer reads (input, output, ground truth) hold more than `limit`
     characters. Stops counting once over the limit, so a huge call costs no more than a
     small one."""
@@ -92,7 +92,7 @@ def call_is_heavy(call: LiveCall, limit: int = OFFLOAD_CHARS) -> bool:
     return False
 
 
-async def score_call(scorer: Scorer, call: LiveCall, run_id: str) -> LiveResult:
+async def score_call(scorer: Scorer, call: ScoredCall, run_id: str) -> ScoreRecord:
     """Run `scorer` on `call` under `run_id`; a raised `Exception` becomes a failed result."""
     executor = scoring_executor() if call_is_heavy(call) else None
     try:
@@ -110,8 +110,8 @@ async def score_call(scorer: Scorer, call: LiveCall, run_id: str) -> LiveResult:
                 target_metadata=call.metadata,
             )
     except Exception as error:
-        return LiveResult.failure(run_id, scorer, call, error)
-    return LiveResult.success(run_id, scorer, call, result)
+        return ScoreRecord.failure(run_id, scorer, call, error)
+    return ScoreRecord.success(run_id, scorer, call, result)
 
 
 def warm_up_judges(scorers: Iterable[Scorer]) -> concurrent.futures.Future[None] | None:
@@ -211,7 +211,7 @@ class Storage:
                 "sink_dropped": self._dropped,
             }
 
-    async def store(self, result: LiveResult) -> Delivery:
+    async def store(self, result: ScoreRecord) -> Delivery:
         def failed(name: str, error: Exception) -> None:
             with self._lock:
                 self._errors[name] = self._errors.get(name, 0) + 1

@@ -24,11 +24,11 @@ from opentelemetry.context import get_current
 
 from ..core.events import LiveDecision, Observers
 from ..core.scorer import Scorer
+from ..sinks.base import ScoreSink
 from .engine import ScoringEngine
-from .entry import ScorerEntry
+from .entry import LiveScorerEntry
 from .litellm_callback import make_litellm_callback
 from .process import SigtermHandler, close_at_exit
-from .sinks.base import ScoreSink
 
 __all__ = ["InputFrom", "LiveDecision", "LiveScoring", "LiveStats", "current_trace_ids"]
 
@@ -49,7 +49,7 @@ except ImportError:  # pragma: no cover - a future API without it: take the publ
 class LiveScoring:
     """Scores a sample of live traffic in the background, never in the caller's way.
 
-    `scorers` maps a name to a `ScorerEntry` (or a bare `Scorer`, scored on every call).
+    `scorers` maps a name to a `LiveScorerEntry` (or a bare `Scorer`, scored on every call).
     `max_concurrency` bounds the runs in flight, `max_queue` the runs waiting; beyond that a run
     is dropped and counted. `drain_on_exit` drains (up to `shutdown_timeout` seconds) at
     interpreter exit; `handle_sigterm=True` also drains on SIGTERM, then hands the signal on
@@ -60,7 +60,7 @@ class LiveScoring:
 
     def __init__(
         self,
-        scorers: Mapping[str, ScorerEntry | Scorer | Mapping[str, Any]],
+        scorers: Mapping[str, LiveScorerEntry | Scorer | Mapping[str, Any]],
         *,
         max_concurrency: int = 32,
         max_queue: int = 10_000,
@@ -70,7 +70,7 @@ class LiveScoring:
         shutdown_timeout: float = 30.0,
         observers: Observers | None = None,
     ) -> None:
-        entries = {key: ScorerEntry.coerce(value) for key, value in scorers.items()}
+        entries = {key: LiveScorerEntry.coerce(value) for key, value in scorers.items()}
         seen: dict[str, str] = {}
         for key, entry in entries.items():
             if entry.scorer.id in seen:
@@ -98,7 +98,7 @@ class LiveScoring:
     # -- introspection ---------------------------------------------------------------------------
 
     @property
-    def entries(self) -> Mapping[str, ScorerEntry]:
+    def entries(self) -> Mapping[str, LiveScorerEntry]:
         return dict(self._engine.entries)
 
     @property

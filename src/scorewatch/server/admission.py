@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from uuid import uuid4
 
 from ..core.events import LiveDecision
-from ..live.context import LiveCall
 from ..live.engine import Counts, decide
-from ..live.entry import ScorerEntry
+from ..live.entry import LiveScorerEntry
 from ..live.run_ids import request_digest
 from ..live.throttle import ThrottledLog
+from ..sinks.call import ScoredCall
 from .intake import ScoreItem, Skipped
 
 __all__ = ["IntakeCounts", "Plan", "plan_digest", "plan_items"]
@@ -33,12 +33,12 @@ class Plan:
     """One item of a request, decided: the scorers that sampled it and the ones that did not."""
 
     item: ScoreItem
-    call: LiveCall
+    call: ScoredCall
     sampled: list[str]
     skipped: list[Skipped]
 
 
-def plan_items(entries: Mapping[str, ScorerEntry], items: Sequence[ScoreItem]) -> list[Plan]:
+def plan_items(entries: Mapping[str, LiveScorerEntry], items: Sequence[ScoreItem]) -> list[Plan]:
     """Decide every (item, scorer) pair; the scorer ids in the items are known."""
     plans: list[Plan] = []
     for item in items:
@@ -98,8 +98,8 @@ def plan_digest(plan: Plan) -> str:
     )
 
 
-def _call_of(item: ScoreItem) -> LiveCall:
-    return LiveCall(
+def _call_of(item: ScoreItem) -> ScoredCall:
+    return ScoredCall(
         input=item.input,
         output=item.output,
         target=item.target,

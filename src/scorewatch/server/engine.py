@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 from ..core.events import LiveDecision
 from ..live.engine import Run, ScoringEngine
-from ..live.entry import ScorerEntry
-from ..live.result import LiveResult
+from ..live.entry import LiveScorerEntry
 from ..live.run_ids import request_run_id
 from ..live.runner import SinkRetry
-from ..live.sinks.base import ScoreSink
 from ..live.work_queue import JobOutcome
+from ..sinks.base import ScoreSink
+from ..sinks.record import ScoreRecord
 from .admission import IntakeCounts, plan_digest, plan_items
 from .intake import (
     Accepted,
@@ -74,7 +74,7 @@ class InProcessIntake:
 
     def __init__(
         self,
-        entries: Mapping[str, ScorerEntry],
+        entries: Mapping[str, LiveScorerEntry],
         *,
         sinks: Sequence[ScoreSink],
         max_concurrency: int,
@@ -201,7 +201,7 @@ class InProcessIntake:
                 run_id = request_run_id(
                     scorer_id, item.trace_id, item.run_id, item.span_id, item.target, digest
                 )
-                done: asyncio.Future[LiveResult] | None = None
+                done: asyncio.Future[ScoreRecord] | None = None
                 if admission.results is not None:
                     done = loop.create_future()
                     admission.results[run_id] = done
