@@ -31,6 +31,13 @@ EXAMPLES: dict[str, str] = {
   scorewatch eval data.jsonl --scorers scorers.toml # scorers with options, serve's format
   scorewatch eval data.jsonl --scorer mypkg.scorers:tone --target mypkg.agent:answer
   scorewatch eval data.jsonl --scorers scorers.toml --baseline main.jsonl --out results.jsonl""",
+    "score-traces": """\
+  scorewatch score-traces traces.json --scorer completeness --sqlite scores.db
+  scorewatch score-traces traces/*.json.gz --scorers scorewatch.toml --out results.jsonl
+  scorewatch score-traces traces.json --operation invoke_agent --service shop-agent \\
+      --scorer faithfulness --model openai/gpt-4o-mini --threshold faithfulness=0.8
+  scorewatch score-traces traces.json --select scorewatch.toml --scorer completeness \\
+      --format json                                 # [[traces.select]] tables of the file""",
     "report": """\
   scorewatch report results.jsonl --html report.html
   scorewatch report --compare main.jsonl results.jsonl               # exit 1 on a regression

@@ -52,12 +52,13 @@ class ExperimentSinkWriter:
     def _call(self, outcome: RunOutcome) -> LiveCall:
         item = self.data[outcome.item_index]
         output = outcome.result.output if outcome.result is not None else item.get("output")
+        # Items built from traces name their span (`run_items`): its rows carry the ids.
         return LiveCall(
             input=item.get("input"),
             output=output,
-            target=self.target,
-            trace_id=None,
-            span_id=None,
+            target=self.target or item.get("target"),
+            trace_id=item.get("target_trace_id"),
+            span_id=item.get("target_span_id"),
             run_id=self.experiment_id,
             request_context=item.get("request_context"),
             ground_truth=item.get("ground_truth"),
