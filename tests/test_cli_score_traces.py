@@ -96,7 +96,7 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> Traces:
     dark = [s for s in _agent_spans(1, content=False) if s.name.startswith("chat")]
     first = spans[0].get_span_context()
     assert first is not None
-    one = [s for s in spans if s.get_span_context().trace_id == first.trace_id]  # type: ignore[union-attr]
+    one = [s for s in spans if s.get_span_context().trace_id == first.trace_id]
     two = [s for s in spans if s not in one]
     half = len(two) // 2
     return Traces(
