@@ -18,6 +18,7 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
 from scorewatch.live import SqliteSink
+from scorewatch.testing import OtlpReceiver
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 from traces_support import instrumented, otlp_json, run_agent
 
@@ -35,12 +36,16 @@ options = { expected_tool_order = ["lookup_order", "notify_customer"] }
 """
 
 
-def scorewatch(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def scorewatch(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    environment.update(PYTHONPATH=PYTHONPATH, LITELLM_LOCAL_MODEL_COST_MAP="True", **(env or {}))
     return subprocess.run(
         [sys.executable, "-m", "scorewatch", "score-traces", *args],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": PYTHONPATH, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        env=environment,
         timeout=timeout,
         cwd=ROOT,
     )
@@ -254,3 +259,23 @@ def test_selection_options_select_file_and_thresholds(traces: Traces, tmp_path: 
     assert "traces.select[0]: operation: Input should be a valid list" in refused.stderr
     missing = scorewatch(str(tmp_path / "nowhere.json"), "--scorer", "completeness")
     assert missing.returncode == 2 and "nowhere.json: no such file" in missing.stderr
+
+
+def test_otel_events_are_emitted_in_the_evaluated_spans_context(traces: Traces) -> None:
+    with OtlpReceiver(grpc_enabled=False) as receiver:
+        endpoint = receiver.http_endpoint
+        done = scorewatch(
+            str(traces.plain), str(traces.gzipped), "--scorer", "completeness", "--otel",
+            env={
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{endpoint}/v1/traces",
+                "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"{endpoint}/v1/logs",
+                "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": f"{endpoint}/v1/metrics",
+            },
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        events = receiver.log_records("gen_ai.evaluation.result")
+        runs = receiver.spans_named("evaluation completeness-scorer")
+    assert {(e.trace_id, e.span_id) for e in events} == {_ids(a) for a in traces.agents}
+    assert len(events) == 2
+    assert {span.attributes["scorewatch.score_source"] for span in runs} == {"trace"}
+    assert {span.resource["service.name"] for span in runs} == {"scorewatch-score-traces"}
