@@ -8,6 +8,7 @@ TOP_LEVEL_EXAMPLES = """\
   scorewatch demo                                   # watch a simulated agent being scored
   scorewatch scorers                                # the prebuilt scorers
   scorewatch eval data.jsonl --scorer completeness --threshold completeness=0.6
+  scorewatch score-traces traces.json.gz --scorer completeness  # Collector file exporter output
   scorewatch serve --config scorewatch.toml
   scorewatch COMMAND --help                         # a command's options and examples"""
 
