@@ -156,7 +156,8 @@ def _file_selectors(path: str) -> list[SpanSelector]:
         ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ScorewatchError(f"--select {path}: not TOML ({error})", code=CLI_USAGE) from None
-    tables = document.get("traces", {}).get("select") if isinstance(document, dict) else None
+    traces = document.get("traces")
+    tables = traces.get("select") if isinstance(traces, dict) else None
     if not isinstance(tables, list) or not tables:
         raise ScorewatchError(f"--select {path}: no [[traces.select]] table", code=CLI_USAGE)
     selectors = []
