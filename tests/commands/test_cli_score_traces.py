@@ -24,7 +24,7 @@ from traces_support import instrumented, otlp_json, run_agent
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PYTHONPATH = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
 SECRET = "sk-loopback-score-traces-5521"
 
