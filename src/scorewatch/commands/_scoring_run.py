@@ -13,7 +13,7 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import IO, Any
 
-from ..core.hooks import add_run_observer, remove_run_observer
+from ..core.events import OBSERVERS
 from ..errors import ScorewatchError
 from ..evals import ExperimentItem, RunOutcome
 from ..evals.compare import Comparison
@@ -193,13 +193,13 @@ class ScoringSession:
     def run(self, experiment: Callable[[], Awaitable[Any]]) -> bool:
         """Run the experiment (whose hooks are `on_result` and `on_item`) to the end; True when
         it was interrupted (Ctrl-C), the records then holding the runs that finished."""
-        add_run_observer(self._costs)
+        OBSERVERS.add(self._costs)
         try:
             asyncio.run(_awaited(experiment))
         except KeyboardInterrupt:
             return True
         finally:
-            remove_run_observer(self._costs)
+            OBSERVERS.remove(self._costs)
             if self._store is not None:
                 asyncio.run(self._store.aclose())
             self.progress.finish()
