@@ -228,6 +228,23 @@ def test_nothing_scored_fails_and_says_why(traces: Traces, tmp_path: Path) -> No
     assert summary["problems"][0].startswith("nothing scored: no selected span had content")
 
 
+def test_spans_lost_to_the_assembly_bounds_fail_the_run(traces: Traces) -> None:
+    # One trace held at a time: each new trace evicts the one before, agents unscored.
+    done = scorewatch(
+        str(traces.plain), str(traces.gzipped), "--scorer", "completeness", "--max-traces", "1"
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == (
+        "selected 8 span(s): 0 scored, 2 skipped (no_content 2), 6 lost (max_traces 6); "
+        "4 not selected"
+    )
+    assert lines[2] == "evicted traces: max_traces 2"
+    assert lines[-1] == (
+        "6 selected span(s) lost to the assembly bounds (max_traces 6); raise --max-traces"
+    )
+
+
 def test_selection_options_select_file_and_thresholds(traces: Traces, tmp_path: Path) -> None:
     chats = {_ids(span) for span in traces.chats}
     out = tmp_path / "results.jsonl"

@@ -291,7 +291,7 @@ def _score(
             f"{lost} selected span(s) lost to the assembly bounds "
             f"({_reasons(counts['lost_selected'])}); raise --max-traces"
         )
-    if not items:
+    if not items and not lost:
         problems.append(
             "nothing scored: no selected span had content to score (is content capture on in "
             "the agent? does the selection match its spans?)"
@@ -346,10 +346,11 @@ def _print_counts(counts: dict[str, Any], stream: IO[str]) -> None:
         + (f", {malformed} malformed line(s) skipped" if malformed else ""),
         file=stream,
     )
-    skipped = counts["skipped"]
+    skipped, lost = counts["skipped"], counts["lost_selected"]
     print(
         f"selected {counts['selected']} span(s): {counts['scored']} scored"
         + (f", {sum(skipped.values())} skipped ({_reasons(skipped)})" if skipped else "")
+        + (f", {sum(lost.values())} lost ({_reasons(lost)})" if lost else "")
         + f"; {counts['not_selected']} not selected",
         file=stream,
     )
