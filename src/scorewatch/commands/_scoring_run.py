@@ -1,5 +1,5 @@
 """What `scorewatch eval` and `scorewatch score-traces` share: the scoring options, the
-bookkeeping of a run (records, `--out`, `--sqlite`, judge costs, the progress line), the summary
+bookkeeping of a run (records, `--out`, `--sqlite`, the progress line), the summary
 table and the verdict. One command scores dataset items, the other spans read from traces; both
 hand their items to `run_experiment`, so everything after that is the same code.
 """
@@ -13,11 +13,10 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import IO, Any
 
-from ..core.events import OBSERVERS
 from ..errors import ScorewatchError
 from ..evals import ExperimentItem, RunOutcome
 from ..evals.compare import Comparison
-from ..evals.records import EstimatedCostCollector, outcome_record
+from ..evals.records import outcome_record
 from ..evals.summary import ScorerSummary
 from ._eval_scorers import CLI_USAGE, EvalScorers
 from ._progress import Progress
@@ -135,13 +134,6 @@ def export_telemetry(forced: bool, service_name: str) -> Any:
     )
 
 
-def _run_id_of(outcome: RunOutcome) -> str | None:
-    if outcome.result is not None:
-        return outcome.result.run_id
-    snapshot = getattr(outcome.error, "result", None)
-    return getattr(snapshot, "run_id", None)
-
-
 class ScoringSession:
     """The bookkeeping of one command-line scoring run over `data` (the experiment's items).
 
@@ -163,12 +155,12 @@ class ScoringSession:
         self.records: list[dict[str, Any]] = []
         self.target_failures: dict[int, str] = {}
         self.progress = Progress(len(data), unit=unit)
-        self._costs = EstimatedCostCollector()
         self._out = out
         self._record_fields = record_fields
         self._store: Any = None
         if sqlite:
-            from ..live import ExperimentSinkWriter, SqliteSink
+            from ..evals import ExperimentSinkWriter
+            from ..sinks import SqliteSink
 
             self._store = ExperimentSinkWriter([SqliteSink(sqlite)], data)
 
@@ -176,7 +168,7 @@ class ScoringSession:
         if self._store is not None:
             await self._store(outcome)
         item = self.data[outcome.item_index]
-        record = outcome_record(outcome, item, self._costs.pop(_run_id_of(outcome)))
+        record = outcome_record(outcome, item)
         if self._record_fields is not None:
             record.update(self._record_fields(item))
         self.records.append(record)
@@ -193,13 +185,11 @@ class ScoringSession:
     def run(self, experiment: Callable[[], Awaitable[Any]]) -> bool:
         """Run the experiment (whose hooks are `on_result` and `on_item`) to the end; True when
         it was interrupted (Ctrl-C), the records then holding the runs that finished."""
-        OBSERVERS.add(self._costs)
         try:
             asyncio.run(_awaited(experiment))
         except KeyboardInterrupt:
             return True
         finally:
-            OBSERVERS.remove(self._costs)
             if self._store is not None:
                 asyncio.run(self._store.aclose())
             self.progress.finish()
