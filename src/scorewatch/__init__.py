@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .core import (
     JudgeConfig,
     JudgeExecutionFailure,
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
     )
     from .judge.litellm_judge import LiteLLMJudge
 
-__version__ = "0.1.0"
 
 __all__ = [
     "JudgeConfig",

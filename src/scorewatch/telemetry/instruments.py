@@ -23,12 +23,11 @@ from opentelemetry.metrics import (
 )
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 
+from .._version import __version__
 from . import names
 from .queue_metrics import QueueMetrics
 
 __all__ = ["Instruments", "metric_views"]
-
-_VERSION = "0.1.0"
 
 
 def metric_views() -> list[View]:
@@ -56,7 +55,7 @@ class Instruments:
         self._provider = provider
         self._queue_depth = queue_depth
         self.active = True
-        meter = provider.get_meter(names.INSTRUMENTATION_SCOPE, _VERSION)
+        meter = provider.get_meter(names.INSTRUMENTATION_SCOPE, __version__)
         self.meter: Meter = meter
         self.token_usage: Histogram = meter.create_histogram(
             names.METRIC_TOKEN_USAGE,
@@ -132,7 +131,7 @@ class Instruments:
                 meter = self.meter
                 if scale != 1.0:
                     meter = self._provider.get_meter(
-                        f"{names.INSTRUMENTATION_SCOPE}.scale_{scale:g}", _VERSION
+                        f"{names.INSTRUMENTATION_SCOPE}.scale_{scale:g}", __version__
                     )
                 histogram = meter.create_histogram(
                     names.METRIC_SCORE,

@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
+from .._version import __version__
 from ..core.hooks import add_run_observer, remove_run_observer
 from ..live.observers import add_live_observer, remove_live_observer, total_queue_depth
 from ..live.queue_observers import add_queue_observer, remove_queue_observer
@@ -58,8 +59,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("scorewatch.telemetry")
-
-_VERSION = "0.1.0"
 
 
 @dataclass(slots=True)
@@ -98,10 +97,10 @@ def instrument(
             _instruments[provider] = instruments
     observer = TelemetryObserver(
         tracer=trace.get_tracer(
-            names.INSTRUMENTATION_SCOPE, _VERSION, tracer_provider=tracer_provider
+            names.INSTRUMENTATION_SCOPE, __version__, tracer_provider=tracer_provider
         ),
         event_logger=_logs.get_logger(
-            names.INSTRUMENTATION_SCOPE, _VERSION, logger_provider=logger_provider
+            names.INSTRUMENTATION_SCOPE, __version__, logger_provider=logger_provider
         ),
         instruments=instruments,
         capture=resolve_capture(capture_content),
