@@ -330,10 +330,39 @@ class Scorer:
         return await _run_scorer()(self, prepared, emit_score)
 
     def run_sync(
-        self, run: ScorerRun | Mapping[str, Any] | None = None, /, **fields: Any
+        self,
+        run: ScorerRun | Mapping[str, Any] | None = None,
+        /,
+        *,
+        input: Any = None,
+        output: Any = None,
+        run_id: str | None = None,
+        ground_truth: Any = None,
+        request_context: Any = None,
+        score_source: ScoreSource | None = None,
+        target: str | None = None,
+        target_trace_id: str | None = None,
+        target_span_id: str | None = None,
+        target_metadata: dict[str, Any] | None = None,
+        emit_score: bool = True,
     ) -> ScorerRunResult:
         """`run` for code without an event loop (runs on scorewatch's background loop)."""
-        return run_coroutine_sync(self.run(run, **fields))
+        return run_coroutine_sync(
+            self.run(
+                run,
+                input=input,
+                output=output,
+                run_id=run_id,
+                ground_truth=ground_truth,
+                request_context=request_context,
+                score_source=score_source,
+                target=target,
+                target_trace_id=target_trace_id,
+                target_span_id=target_span_id,
+                target_metadata=target_metadata,
+                emit_score=emit_score,
+            )
+        )
 
 
 RunScorer = Callable[[Scorer, ScorerRun, bool], Awaitable[ScorerRunResult]]

@@ -196,6 +196,23 @@ def _summarize(scorers: list[Scorer], items: list[ExperimentItem]) -> Experiment
     )
 
 
-def run_experiment_sync(**kwargs: Any) -> ExperimentResult:
+def run_experiment_sync(
+    *,
+    data: Sequence[Mapping[str, Any]],
+    target: Target | None = None,
+    scorers: Sequence[EvalScorer],
+    concurrency: int = 1,
+    on_item_complete: Callable[[ExperimentItem], Any] | None = None,
+    on_result: OnResult | None = None,
+) -> ExperimentResult:
     """`run_experiment` for code without an event loop."""
-    return run_coroutine_sync(run_experiment(**kwargs))
+    return run_coroutine_sync(
+        run_experiment(
+            data=data,
+            target=target,
+            scorers=scorers,
+            concurrency=concurrency,
+            on_item_complete=on_item_complete,
+            on_result=on_result,
+        )
+    )

@@ -257,6 +257,25 @@ def _summarize(
     )
 
 
-def run_evals_sync(**kwargs: Any) -> EvalResult:
+def run_evals_sync(
+    *,
+    data: Sequence[Mapping[str, Any]],
+    target: Target | None = None,
+    scorers: Sequence[EvalScorer] | None = None,
+    gates: Sequence[Scorer] | None = None,
+    concurrency: int = 1,
+    on_item_complete: ItemCallback | None = None,
+    target_entity_type: str | None = "agent",
+) -> EvalResult:
     """`run_evals` for code without an event loop."""
-    return run_coroutine_sync(run_evals(**kwargs))
+    return run_coroutine_sync(
+        run_evals(
+            data=data,
+            target=target,
+            scorers=scorers,
+            gates=gates,
+            concurrency=concurrency,
+            on_item_complete=on_item_complete,
+            target_entity_type=target_entity_type,
+        )
+    )
