@@ -108,10 +108,7 @@ async def test_telemetry_counts_the_outcome_and_records_no_score() -> None:
         assert outcomes == {names.OUTCOME_NOT_SCORABLE: 1, names.OUTCOME_SUCCESS: 1}
         (histogram,) = sink.points(names.METRIC_SCORE)
         assert (histogram.count, histogram.sum) == (1, 1)  # the scored run only
-        events = {
-            record.log_record.attributes[names.ATTR_RUN_ID]: dict(record.log_record.attributes)
-            for record in sink.logs()
-        }
+        events = {event[names.ATTR_RUN_ID]: event for event in sink.evaluation_events()}
         assert names.ATTR_EVALUATION_SCORE_VALUE not in events["skipped-run"]
         assert names.ATTR_ERROR_TYPE not in events["skipped-run"]
         assert events["scored-run"][names.ATTR_EVALUATION_SCORE_VALUE] == 1

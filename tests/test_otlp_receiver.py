@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, StatusCode
 
-from scorewatch.testing import OtlpReceiver
+from otlp_receiver import OtlpReceiver
 
 pytestmark = pytest.mark.integration
 

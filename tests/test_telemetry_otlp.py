@@ -9,10 +9,11 @@ from collections.abc import Iterator
 import pytest
 
 import scorewatch as sw
+from otlp_receiver import OtlpReceiver
 from scorewatch import telemetry
 from scorewatch.judge import JudgeProviderError
 from scorewatch.telemetry import names
-from scorewatch.testing import OtlpReceiver, ScriptedJudge
+from scorewatch.testing import ScriptedJudge
 from telemetry_helpers import prompt_scorer, verdicts
 
 pytestmark = pytest.mark.integration
