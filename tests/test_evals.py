@@ -67,7 +67,7 @@ async def test_scores_are_per_scorer_means_and_total_items_counts_items() -> Non
 
 
 async def test_scorer_receives_item_fields_and_experiment_source() -> None:
-    seen: list[sw.ScorerRun] = []
+    seen: list[sw.core.ScorerRun] = []
 
     def capture(ctx: Any) -> float:
         seen.append(ctx.run)
@@ -181,7 +181,7 @@ async def test_judge_calls_bounded_by_concurrency() -> None:
     in_flight = 0
     peak = 0
 
-    async def reply(request: sw.JudgeRequest) -> str:
+    async def reply(request: sw.judge.JudgeRequest) -> str:
         nonlocal in_flight, peak
         in_flight += 1
         peak = max(peak, in_flight)

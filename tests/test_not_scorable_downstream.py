@@ -71,7 +71,7 @@ async def test_sqlite_jsonl_and_callback_sinks_store_status_not_scorable(tmp_pat
     _check_rows(lines)
     (skipped,) = [r for r in delivered if r.call.run_id == "skipped-run"]
     assert skipped.status == "not_scorable" and skipped.score is None
-    assert skipped.not_scorable == sw.NotScorableInfo(step="preprocess", reason="empty output")
+    assert skipped.not_scorable == sw.core.NotScorableInfo(step="preprocess", reason="empty output")
     # A stored row reads back as what it was.
     (row,) = sqlite.query(status="not_scorable")
     again = LiveResult.from_row(row, skipped.call)

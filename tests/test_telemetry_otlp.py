@@ -28,8 +28,8 @@ def receiver() -> Iterator[OtlpReceiver]:
         yield running
 
 
-async def _score_some(expect_failure: bool = True) -> list[sw.ScorerRunSnapshot]:
-    results: list[sw.ScorerRunSnapshot] = []
+async def _score_some(expect_failure: bool = True) -> list[sw.core.ScorerRunSnapshot]:
+    results: list[sw.core.ScorerRunSnapshot] = []
     results.append(
         await prompt_scorer(ScriptedJudge([verdicts(3), "fine"])).run(
             output="a", run_id="ok-run", target="agent-a"
