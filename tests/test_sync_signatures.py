@@ -1,5 +1,6 @@
 """Every `*_sync` function takes exactly what its async counterpart takes (names, kinds,
-defaults and annotations), so editors and type checkers see real parameters, not `**kwargs`."""
+defaults and annotations), so editors and type checkers see real parameters, not `**kwargs`
+(most are made by `scorewatch.core.sync.synchronous`, which writes the parameter list once)."""
 
 from __future__ import annotations
 
@@ -42,11 +43,27 @@ def test_every_sync_function_of_the_package_is_checked() -> None:
 
     import scorewatch
 
-    found = {
-        node.name
-        for path in Path(scorewatch.__file__).parent.rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.FunctionDef) and node.name.endswith("_sync")
-    }
+    found: set[str] = set()
+    for path in Path(scorewatch.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef):
+                found.add(node.name)
+            elif isinstance(node, ast.Assign):  # `run_evals_sync = synchronous(run_evals)`
+                found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    found = {name for name in found if name.endswith("_sync")}
     found.discard("run_coroutine_sync")  # the loop runner every wrapper uses
     assert found == {fn.__name__ for _, fn in PAIRS}
+
+
+def test_a_synchronous_twin_runs_the_coroutine_and_says_what_it_is() -> None:
+    from scorewatch.core.sync import synchronous
+
+    async def add(a: int, /, b: int = 1, *, times: int = 1) -> int:
+        """Adds."""
+        return (a + b) * times
+
+    add_sync = synchronous(add)
+    assert add_sync(2, 3, times=2) == 10
+    assert add_sync.__name__ == "add_sync" and add_sync.__doc__ is not None
+    assert "without an event loop" in add_sync.__doc__
+    assert inspect.signature(add_sync) == inspect.signature(add)

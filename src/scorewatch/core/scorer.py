@@ -14,7 +14,7 @@ from .errors import INVALID_SCORER_DEFINITION, MISSING_ID
 from .result import ScorerRun, ScorerRunResult, ScoreSource
 from .schema import SCORE_SCHEMA, compile_schema, validate_score
 from .steps import STEP_ORDER, StepName, StepType
-from .sync import run_coroutine_sync
+from .sync import synchronous
 
 __all__ = ["Direction", "ResolvedJudge", "Scorer", "create_scorer"]
 
@@ -329,40 +329,7 @@ class Scorer:
             emit_score = emit_score and internal_emit
         return await _run_scorer()(self, prepared, emit_score)
 
-    def run_sync(
-        self,
-        run: ScorerRun | Mapping[str, Any] | None = None,
-        /,
-        *,
-        input: Any = None,
-        output: Any = None,
-        run_id: str | None = None,
-        ground_truth: Any = None,
-        request_context: Any = None,
-        score_source: ScoreSource | None = None,
-        target: str | None = None,
-        target_trace_id: str | None = None,
-        target_span_id: str | None = None,
-        target_metadata: dict[str, Any] | None = None,
-        emit_score: bool = True,
-    ) -> ScorerRunResult:
-        """`run` for code without an event loop (runs on scorewatch's background loop)."""
-        return run_coroutine_sync(
-            self.run(
-                run,
-                input=input,
-                output=output,
-                run_id=run_id,
-                ground_truth=ground_truth,
-                request_context=request_context,
-                score_source=score_source,
-                target=target,
-                target_trace_id=target_trace_id,
-                target_span_id=target_span_id,
-                target_metadata=target_metadata,
-                emit_score=emit_score,
-            )
-        )
+    run_sync = synchronous(run)
 
 
 RunScorer = Callable[[Scorer, ScorerRun, bool], Awaitable[ScorerRunResult]]

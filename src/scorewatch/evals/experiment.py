@@ -19,7 +19,7 @@ from ..core.errors import ScorerRunError
 from ..core.not_scorable import NotScorableInfo
 from ..core.result import ScorerRunResult
 from ..core.scorer import Scorer
-from ..core.sync import run_coroutine_sync
+from ..core.sync import synchronous
 from .data import EvalItem, Target, produce_output, validate_items
 from .entries import EvalScorer, as_entries
 from .pool import for_each_bounded
@@ -196,23 +196,4 @@ def _summarize(scorers: list[Scorer], items: list[ExperimentItem]) -> Experiment
     )
 
 
-def run_experiment_sync(
-    *,
-    data: Sequence[Mapping[str, Any]],
-    target: Target | None = None,
-    scorers: Sequence[EvalScorer],
-    concurrency: int = 1,
-    on_item_complete: Callable[[ExperimentItem], Any] | None = None,
-    on_result: OnResult | None = None,
-) -> ExperimentResult:
-    """`run_experiment` for code without an event loop."""
-    return run_coroutine_sync(
-        run_experiment(
-            data=data,
-            target=target,
-            scorers=scorers,
-            concurrency=concurrency,
-            on_item_complete=on_item_complete,
-            on_result=on_result,
-        )
-    )
+run_experiment_sync = synchronous(run_experiment)

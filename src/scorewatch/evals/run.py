@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from ..core.result import ScorerRun, ScorerRunResult
 from ..core.scorer import Scorer
-from ..core.sync import run_coroutine_sync
+from ..core.sync import synchronous
 from ..errors import ScorewatchError
 from ..judge.wire import WireModel
 from .data import EvalItem, Target, describe_item, produce_output, validate_items
@@ -257,25 +257,4 @@ def _summarize(
     )
 
 
-def run_evals_sync(
-    *,
-    data: Sequence[Mapping[str, Any]],
-    target: Target | None = None,
-    scorers: Sequence[EvalScorer] | None = None,
-    gates: Sequence[Scorer] | None = None,
-    concurrency: int = 1,
-    on_item_complete: ItemCallback | None = None,
-    target_entity_type: str | None = "agent",
-) -> EvalResult:
-    """`run_evals` for code without an event loop."""
-    return run_coroutine_sync(
-        run_evals(
-            data=data,
-            target=target,
-            scorers=scorers,
-            gates=gates,
-            concurrency=concurrency,
-            on_item_complete=on_item_complete,
-            target_entity_type=target_entity_type,
-        )
-    )
+run_evals_sync = synchronous(run_evals)
