@@ -1,4 +1,5 @@
-"""The loopback OTLP receiver decodes what the real OTLP exporters send, over gRPC and HTTP."""
+"""The loopback OTLP receiver (tests/otlp_receiver.py, a helper of this suite) decodes what the
+real OTLP exporters send, over gRPC and HTTP."""
 
 from __future__ import annotations
 
