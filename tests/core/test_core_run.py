@@ -547,7 +547,7 @@ async def test_listener_exceptions_are_logged_and_the_run_still_resolves(
 ) -> None:
     scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 0.5)
     with (
-        caplog.at_level(logging.WARNING, logger="scorewatch.hooks"),
+        caplog.at_level(logging.WARNING, logger="scorewatch.events"),
         observing(RecordingObserver(fail_on=fail_on)),
     ):
         result = await scorer.run(output="o")
@@ -561,7 +561,7 @@ async def test_observer_failing_at_run_start_does_not_break_the_run(
     scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 0.5)
     healthy = RecordingObserver()
     with (
-        caplog.at_level(logging.WARNING, logger="scorewatch.hooks"),
+        caplog.at_level(logging.WARNING, logger="scorewatch.events"),
         observing(RecordingObserver(fail_at_start=True)),
         observing(healthy),
     ):

@@ -24,7 +24,14 @@ from typing import Any
 
 import pytest
 
-from scorewatch.core.hooks import JudgeAttempt, RunStart, add_run_observer, remove_run_observer
+from scorewatch.core.events import (
+    JudgeAttempt,
+    Observer,
+    Observers,
+    RunListener,
+    RunStart,
+    observed_by,
+)
 from scorewatch.demo.agent import SimulatedSummarizer, request_stream
 from scorewatch.demo.dataset import DemoDataset, SummaryQuality
 from scorewatch.demo.simulated_judge import (
@@ -51,7 +58,7 @@ def _sample(dataset: DemoDataset) -> list[tuple[Any, Any]]:
     return chosen
 
 
-class _Attempts:
+class _Attempts(Observer, RunListener):
     """A run observer keeping every judge attempt (to check usage and estimated cost)."""
 
     def __init__(self) -> None:
@@ -59,14 +66,6 @@ class _Attempts:
 
     def run_started(self, start: RunStart) -> _Attempts:
         return self
-
-    trace_id = None
-
-    def step_started(self, *args: Any) -> None: ...
-    def judge_attempt_started(self, *args: Any) -> None: ...
-    def step_finished(self, *args: Any) -> None: ...
-    def run_finished(self, *args: Any) -> None: ...
-    def run_failed(self, *args: Any) -> None: ...
 
     def judge_attempt_finished(self, attempt: JudgeAttempt) -> None:
         self.attempts.append(attempt)
@@ -81,20 +80,15 @@ async def test_simulated_judge_scores_equal_the_dataset_expected_scores(
 ) -> None:
     pairs = _sample(dataset)
     observer = _Attempts()
-    add_run_observer(observer)
-    try:
-        with SimulatedJudge(dataset, latency_s=(0.0, 0.01), seed=7) as judge:
-            scorer = create_summarization_scorer(judge.model_id, model_options=judge.model_options)
-            results = await asyncio.gather(
-                *(
-                    scorer.run(input=document.text, output=summary.text)
-                    for document, summary in pairs
-                )
-            )
-            assert judge.answered == 3 * len(pairs)
-            assert judge.refused == 0
-    finally:
-        remove_run_observer(observer)
+    bus = Observers()  # its own bus: only this test's runs
+    bus.add(observer)
+    with observed_by(bus), SimulatedJudge(dataset, latency_s=(0.0, 0.01), seed=7) as judge:
+        scorer = create_summarization_scorer(judge.model_id, model_options=judge.model_options)
+        results = await asyncio.gather(
+            *(scorer.run(input=document.text, output=summary.text) for document, summary in pairs)
+        )
+        assert judge.answered == 3 * len(pairs)
+        assert judge.refused == 0
     for (document, summary), result in zip(pairs, results, strict=True):
         where = f"{document.id}/{summary.quality.value}"
         assert result.score == summary.expected_score, where

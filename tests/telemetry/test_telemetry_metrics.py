@@ -7,8 +7,8 @@ import random
 import pytest
 
 import scorewatch as sw
+from scorewatch.core.events import OBSERVERS
 from scorewatch.judge import JudgeCost, JudgeProviderError, JudgeReply, RetryPolicy
-from scorewatch.live import observers as live
 from scorewatch.telemetry import names
 from scorewatch.telemetry.cardinality import CardinalityGuard
 from scorewatch.testing import ScriptedJudge
@@ -202,16 +202,16 @@ def test_cardinality_guard_keeps_admitted_values() -> None:
 
 async def test_live_observer_metrics() -> None:
     with in_memory_telemetry() as sink:
-        live.record_decision("quality", "sampled")
-        live.record_decision("quality", "sampled")
-        live.record_decision("quality", "dropped_queue_full")
-        live.record_in_flight(1)
-        live.record_in_flight(1)
-        live.record_in_flight(-1)
-        live.record_sink_error("sqlite")
+        OBSERVERS.decision("quality", "sampled")
+        OBSERVERS.decision("quality", "sampled")
+        OBSERVERS.decision("quality", "dropped_queue_full")
+        OBSERVERS.in_flight(1)
+        OBSERVERS.in_flight(1)
+        OBSERVERS.in_flight(-1)
+        OBSERVERS.sink_error("sqlite")
         depth = {"value": 7}
-        unregister = live.register_queue_depth(lambda: depth["value"])
-        unregister_other = live.register_queue_depth(lambda: 5)
+        unregister = OBSERVERS.register_queue_depth(lambda: depth["value"])
+        unregister_other = OBSERVERS.register_queue_depth(lambda: 5)
         try:
             assert (
                 sink.point(names.METRIC_LIVE_DECISIONS, scorewatch__decision="sampled").value == 2
@@ -232,8 +232,8 @@ async def test_live_observer_metrics() -> None:
             unregister()
             unregister_other()
     # Not instrumented: the live hooks are no-ops.
-    live.record_decision("quality", "sampled")
-    assert live.current_live_observers() == ()
+    OBSERVERS.decision("quality", "sampled")
+    assert OBSERVERS.subscribers == ()
 
 
 async def test_provider_cost_counter_agrees_with_the_judge_records() -> None:
@@ -270,7 +270,7 @@ async def test_instrumenting_twice_on_one_provider_keeps_every_instrument_report
 
     with in_memory_telemetry() as sink:
         telemetry.instrument(sink.tracer_provider, sink.meter_provider, sink.logger_provider)
-        unregister = live.register_queue_depth(lambda: 4)
+        unregister = OBSERVERS.register_queue_depth(lambda: 4)
         try:
             await prompt_scorer(ScriptedJudge([verdicts(2), "ok"])).run(output="x")
             assert sink.point(names.METRIC_LIVE_QUEUE_DEPTH).value == 4

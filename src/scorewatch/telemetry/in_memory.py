@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from ..core.events import OBSERVERS, Observers
 from . import names
 from .content import CaptureContent
 from .instruments import metric_views
@@ -152,9 +153,16 @@ class InMemoryTelemetry:
 
 @contextmanager
 def in_memory_telemetry(
-    capture_content: CaptureContent = None, cardinality_limit: int = names.DEFAULT_CARDINALITY_LIMIT
+    capture_content: CaptureContent = None,
+    cardinality_limit: int = names.DEFAULT_CARDINALITY_LIMIT,
+    *,
+    observers: Observers = OBSERVERS,
 ) -> Iterator[InMemoryTelemetry]:
-    """Instrument scorewatch into a fresh `InMemoryTelemetry` for the block, then undo it."""
+    """Instrument scorewatch into a fresh `InMemoryTelemetry` for the block, then undo it.
+
+    `observers` is the event bus to listen to: the process's by default, or a test's own (see
+    `scorewatch.core.events.observed_by`), so that parallel tests do not see each other's runs.
+    """
     otel = InMemoryTelemetry()
     instrument(
         otel.tracer_provider,
@@ -162,9 +170,10 @@ def in_memory_telemetry(
         otel.logger_provider,
         capture_content=capture_content,
         cardinality_limit=cardinality_limit,
+        observers=observers,
     )
     try:
         yield otel
     finally:
-        uninstrument()
+        uninstrument(observers)
         otel.shutdown()
