@@ -27,7 +27,6 @@ from ._judging import (
     Reason,
     ScorerCard,
     bullets,
-    check_context_options,
     context_of,
     items_of,
     judged_scorer,
@@ -106,8 +105,7 @@ def create_context_recall_scorer(
     answer (without one the score is 0). Three judge calls; range 0..scale; higher is better.
     """
     require_scale(scale)
-    check_context_options(context, context_extractor, "the context recall scorer")
-    pieces_of = context_of(context, context_extractor)
+    pieces_of = context_of(context, context_extractor, scorer="the context recall scorer")
 
     def claims_of(ctx: StepContext) -> list[str]:
         return [str(claim) for claim in items_of(ctx.results.preprocess_step_result, "claims")]
