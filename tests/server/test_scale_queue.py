@@ -21,11 +21,7 @@ from scale_support import (
     require_service,
     unique_prefix,
 )
-from scorewatch.live import CallbackSink, Sampling, ScorerEntry
-from scorewatch.live.context import LiveCall
-from scorewatch.live.result import LiveResult
-from scorewatch.live.sinks.postgres import MIGRATIONS, PostgresSink
-from scorewatch.live.sinks.sqlite import SCORE_COLUMNS
+from scorewatch.live import CallbackSink, LiveScorerEntry, Sampling
 from scorewatch.server.config import ServeConfig
 from scorewatch.server.engine import InProcessIntake
 from scorewatch.server.intake import QueueFullError, ScoreItem
@@ -34,6 +30,10 @@ from scorewatch.server.redis_intake import IntakeUnavailableError, RedisIntake
 from scorewatch.server.stores import Stores
 from scorewatch.server.stream_queue import StreamNames, connect, read_gauges
 from scorewatch.server.worker import StreamWorker
+from scorewatch.sinks.call import ScoredCall
+from scorewatch.sinks.postgres import MIGRATIONS, PostgresSink
+from scorewatch.sinks.record import ScoreRecord
+from scorewatch.sinks.sqlite import SCORE_COLUMNS
 from scorewatch.telemetry import names
 from scorewatch.testing import in_memory_telemetry
 
@@ -72,7 +72,7 @@ def _picky_scorer() -> sw.Scorer:
 def _intake(
     client: Redis, stream: StreamNames, scorers: dict[str, sw.Scorer], **options: Any
 ) -> RedisIntake:
-    entries = {sid: ScorerEntry(s, sampling=Sampling.none()) for sid, s in scorers.items()}
+    entries = {sid: LiveScorerEntry(s, sampling=Sampling.none()) for sid, s in scorers.items()}
     return RedisIntake(entries, client=client, names=stream, stats_interval=0.1, **options)
 
 
@@ -98,10 +98,12 @@ async def _until(predicate: Any, limit_s: float = 30.0) -> None:
         await asyncio.sleep(0.05)
 
 
-def _result(run_id: str, output: str, score: float) -> LiveResult:
-    call = LiveCall(input="q", output=output, target="bot", trace_id=None, span_id=None, run_id="r")
+def _result(run_id: str, output: str, score: float) -> ScoreRecord:
+    call = ScoredCall(
+        input="q", output=output, target="bot", trace_id=None, span_id=None, run_id="r"
+    )
     snapshot = sw.ScorerRunResult(run_id=run_id, input="q", output=output, score=score)
-    return LiveResult(
+    return ScoreRecord(
         id=run_id,
         scorer_id="length",
         scorer_name="length",
@@ -196,7 +198,7 @@ def test_without_a_queue_serve_keeps_the_in_process_intake(tmp_path: Any) -> Non
         {"scorers": [{"id": "x", "kind": "completeness"}], "sinks": {"sqlite": False}},
         base_dir=tmp_path,
     )
-    entries = {"x": ScorerEntry(_length_scorer())}
+    entries = {"x": LiveScorerEntry(_length_scorer())}
     intake = build_intake(config, entries, Stores([], None, []))
     assert isinstance(intake, InProcessIntake)
 
@@ -283,7 +285,7 @@ async def test_run_span_links_to_the_request_that_enqueued_it(
     redis: tuple[Redis, StreamNames],
 ) -> None:
     client, stream = redis
-    stored: list[LiveResult] = []
+    stored: list[ScoreRecord] = []
     with in_memory_telemetry() as otel:
         provider = otel.tracer_provider
         scorers = {"length": _length_scorer()}
@@ -340,7 +342,7 @@ async def test_a_sink_outage_keeps_the_entry_and_burns_no_delivery(
     await intake.admit([ScoreItem(input="q", output="kept", target="bot")])
     attempts: list[str] = []
 
-    def flaky(result: LiveResult) -> None:
+    def flaky(result: ScoreRecord) -> None:
         attempts.append(result.id)
         if len(attempts) <= 2:
             raise ConnectionError("the database is restarting")

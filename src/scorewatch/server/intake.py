@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..live.result import LiveResult
+from ..sinks.record import ScoreRecord
 
 __all__ = [
     "Accepted",
@@ -69,7 +69,7 @@ class Admission:
 
     accepted: list[Accepted] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    results: dict[str, asyncio.Future[LiveResult]] | None = None
+    results: dict[str, asyncio.Future[ScoreRecord]] | None = None
 
 
 class QueueFullError(Exception):
