@@ -67,7 +67,7 @@ async def test_scores_are_per_scorer_means_and_total_items_counts_items() -> Non
 
 
 async def test_scorer_receives_item_fields_and_experiment_source() -> None:
-    seen: list[sw.core.ScorerRun] = []
+    seen: list[sw.ScorerRun] = []
 
     def capture(ctx: Any) -> float:
         seen.append(ctx.run)

@@ -16,7 +16,6 @@ RECORDS = {
         "JudgeExecutionFailure",
         "JudgeExecutionSuccess",
         "NotScorableInfo",
-        "ScorerRun",
         "ScorerRunSnapshot",
     ),
     "judge": ("JudgeCost", "JudgeReply", "JudgeRequest", "JudgeUsage"),
