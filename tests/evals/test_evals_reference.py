@@ -185,8 +185,8 @@ async def test_a_mapping_threshold_needs_a_bound() -> None:
 
 
 async def test_run_experiment_reports_not_scorable_as_neither_score_nor_failure() -> None:
+    from scorewatch.commands._results_file import outcome_record
     from scorewatch.commands._summary import summarize_records
-    from scorewatch.evals.records import outcome_record
 
     records: list[dict[str, Any]] = []
 

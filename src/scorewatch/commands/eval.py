@@ -21,12 +21,12 @@ from ..core.scorer import Scorer
 from ..errors import ScorewatchError
 from ..evals import ExperimentItem, RunOutcome, run_experiment
 from ..evals.compare import DEFAULT_MAX_DROP, Comparison, compare_records
-from ..evals.records import outcome_record, read_results
 from ._dataset_file import load_dataset
 from ._eval_output import failure_reasons, print_comparison, print_failures
 from ._eval_scorers import CLI_USAGE, load_scorers
 from ._progress import Progress
 from ._report_html import render_report
+from ._results_file import outcome_record, read_results
 from ._scorer_args import import_object
 from ._summary import ScorerSummary, summarize_records
 
