@@ -41,7 +41,7 @@ def _version() -> str:
     """The installed distribution's version; the package's own when run from a source tree."""
     from importlib import metadata
 
-    from . import __version__
+    from ._version import __version__
 
     try:
         return metadata.version("scorewatch")

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
+from otlp_receiver import OtlpReceiver
 from scorewatch.live import SqliteSink
-from scorewatch.testing import OtlpReceiver
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 from traces_support import instrumented, otlp_json, run_agent
 

@@ -16,10 +16,10 @@ from typing import IO, Any
 from ..errors import ScorewatchError
 from ..evals import ExperimentItem, RunOutcome
 from ..evals.compare import Comparison
-from ..evals.records import outcome_record
-from ..evals.summary import ScorerSummary
 from ._eval_scorers import CLI_USAGE, EvalScorers
 from ._progress import Progress
+from ._results_file import outcome_record
+from ._summary import ScorerSummary
 
 __all__ = [
     "ScoringSession",

@@ -19,12 +19,11 @@ from ..core.scorer import Scorer
 from ..errors import ScorewatchError
 from ..evals import run_experiment
 from ..evals.compare import DEFAULT_MAX_DROP, compare_records
-from ..evals.dataset_file import load_dataset
-from ..evals.records import read_results
-from ..evals.report_html import render_report
-from ..evals.summary import summarize_records
+from ._dataset_file import load_dataset
 from ._eval_output import failure_reasons, print_comparison, print_failures
 from ._eval_scorers import CLI_USAGE, load_scorers
+from ._report_html import render_report
+from ._results_file import read_results
 from ._scorer_args import import_object
 from ._scoring_run import (
     ScoringSession,
@@ -36,6 +35,7 @@ from ._scoring_run import (
     thresholds_of,
     verdict,
 )
+from ._summary import summarize_records
 
 __all__ = ["add_arguments", "run"]
 

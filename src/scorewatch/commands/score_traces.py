@@ -29,7 +29,6 @@ from pydantic import ValidationError
 
 from ..core.scorer import Scorer
 from ..errors import ScorewatchError
-from ..evals.summary import summarize_records
 from ..traces import (
     BufferLimits,
     Extraction,
@@ -53,6 +52,7 @@ from ._scoring_run import (
     thresholds_of,
     verdict,
 )
+from ._summary import summarize_records
 
 __all__ = ["add_arguments", "run"]
 

@@ -11,7 +11,7 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from pydantic import BaseModel
 
-from ..core.sync import run_coroutine_sync
+from ..core.sync import synchronous
 from ..evals.entries import EvalScorer
 from ..evals.experiment import (
     ExperimentItem,
@@ -137,23 +137,4 @@ def run_items(extraction: Extraction) -> list[dict[str, Any]]:
     return [{"output": run.output, **run.run_fields()} for run in extraction.runs]
 
 
-def score_traces_sync(
-    scorers: Sequence[EvalScorer],
-    data: TraceData | ExportTraceServiceRequest | Iterable[TraceData],
-    *,
-    select: Sequence[SpanSelector] | None = None,
-    limits: BufferLimits | None = None,
-    concurrency: int = 1,
-    on_result: OnResult | None = None,
-) -> TraceScores:
-    """`score_traces` for code without an event loop."""
-    return run_coroutine_sync(
-        score_traces(
-            scorers,
-            data,
-            select=select,
-            limits=limits,
-            concurrency=concurrency,
-            on_result=on_result,
-        )
-    )
+score_traces_sync = synchronous(score_traces)
