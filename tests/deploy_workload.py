@@ -70,7 +70,7 @@ def make_judge(level: Level) -> ScriptedJudge:
             return JudgeProviderError("overloaded", code="UNAVAILABLE", retryable=True)
         if call % 31 == 0:  # a hard failure: the execution and the run fail
             return JudgeProviderError("refused", code="BAD_REQUEST")
-        usage = sw.JudgeUsage(input_tokens=120, output_tokens=15, total_tokens=135)
+        usage = sw.judge.JudgeUsage(input_tokens=120, output_tokens=15, total_tokens=135)
         if request.step == "analyze":
             score = min(1.0, max(0.0, level.value + next(jitter)))
             text = json.dumps({"score": round(score, 3)})

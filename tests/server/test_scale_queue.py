@@ -10,11 +10,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from redis.asyncio import Redis
 
 import scorewatch as sw
@@ -26,7 +21,6 @@ from scale_support import (
     require_service,
     unique_prefix,
 )
-from scorewatch import telemetry
 from scorewatch.live import CallbackSink, LiveScorerEntry, Sampling
 from scorewatch.server.config import ServeConfig
 from scorewatch.server.engine import InProcessIntake
@@ -41,6 +35,7 @@ from scorewatch.sinks.postgres import MIGRATIONS, PostgresSink
 from scorewatch.sinks.record import ScoreRecord
 from scorewatch.sinks.sqlite import SCORE_COLUMNS
 from scorewatch.telemetry import names
+from scorewatch.testing import in_memory_telemetry
 
 pytestmark = pytest.mark.integration
 
@@ -217,53 +212,44 @@ async def test_poison_item_is_dead_lettered_after_n_deliveries_without_blocking_
     client, stream = redis
     scorers = {"picky": _picky_scorer()}
     sink = PostgresSink(PG_DSN, schema=schema)
-    reader = InMemoryMetricReader()
-    telemetry.instrument(meter_provider=MeterProvider(metric_readers=[reader]))
-    try:
-        intake = _intake(client, stream, scorers, max_backlog=100)
-        items = [ScoreItem(input="q", output="poison", target="bot", run_id="bad")]
-        items += [ScoreItem(input="q", output=f"fine {i}", target="bot") for i in range(6)]
-        admissions = await intake.admit(items)
-        poison_run = admissions[0].accepted[0].run_id
-        # A visibility timeout well above any stall of a loaded machine: only the poison item
-        # is ever redelivered.
-        worker = _worker(scorers, stream, [sink], concurrency=2, visibility_timeout=1.0)
-        running = asyncio.create_task(worker.run(drain_timeout=5))
+    with in_memory_telemetry() as otel:
+        try:
+            intake = _intake(client, stream, scorers, max_backlog=100)
+            items = [ScoreItem(input="q", output="poison", target="bot", run_id="bad")]
+            items += [ScoreItem(input="q", output=f"fine {i}", target="bot") for i in range(6)]
+            admissions = await intake.admit(items)
+            poison_run = admissions[0].accepted[0].run_id
+            # A visibility timeout well above any stall of a loaded machine: only the poison item
+            # is ever redelivered.
+            worker = _worker(scorers, stream, [sink], concurrency=2, visibility_timeout=1.0)
+            running = asyncio.create_task(worker.run(drain_timeout=5))
 
-        async def dead_lettered() -> bool:
-            return int(await client.xlen(stream.dead_letters)) == 1
+            async def dead_lettered() -> bool:
+                return int(await client.xlen(stream.dead_letters)) == 1
 
-        await _until(dead_lettered)
-        worker.stop()
-        stats = await running
-        assert stats["scored"] == 6  # the others went through while the poison was retried
-        assert stats["failed_attempts"] == 2 and stats["failed"] == 1
-        assert stats["dead_lettered"] == 1
-        ((_dead_id, dead),) = await client.xrange(stream.dead_letters)
-        assert dead[b"dead.reason"] == b"failed"
-        assert dead[b"dead.deliveries"] == b"3"
-        assert dead[b"run_id"].decode() == poison_run
-        gauges = await read_gauges(client, stream)
-        assert (gauges.backlog, gauges.pending, gauges.dead_letters) == (0, 0, 1)
-        rows = {row["id"]: row for row in await sink.aquery(limit=100)}
-        assert len(rows) == 7
-        assert rows[poison_run]["status"] == "failed" and rows[poison_run]["score"] is None
-        data = reader.get_metrics_data()
-        points = {
-            metric.name: list(metric.data.data_points)
-            for rm in data.resource_metrics
-            for sm in rm.scope_metrics
-            for metric in sm.metrics
-        }
-        (dead_point,) = points[names.METRIC_QUEUE_DEAD_LETTERED]
-        assert dead_point.value == 1
-        assert dead_point.attributes[names.ATTR_QUEUE_REASON] == "failed"
-        assert sum(p.value for p in points[names.METRIC_QUEUE_REDELIVERIES]) == 2
-        assert names.METRIC_QUEUE_BACKLOG in points
-    finally:
-        telemetry.uninstrument()
-        await sink.aclose()
-        await intake.aclose()
+            await _until(dead_lettered)
+            worker.stop()
+            stats = await running
+            assert stats["scored"] == 6  # the others went through while the poison was retried
+            assert stats["failed_attempts"] == 2 and stats["failed"] == 1
+            assert stats["dead_lettered"] == 1
+            ((_dead_id, dead),) = await client.xrange(stream.dead_letters)
+            assert dead[b"dead.reason"] == b"failed"
+            assert dead[b"dead.deliveries"] == b"3"
+            assert dead[b"run_id"].decode() == poison_run
+            gauges = await read_gauges(client, stream)
+            assert (gauges.backlog, gauges.pending, gauges.dead_letters) == (0, 0, 1)
+            rows = {row["id"]: row for row in await sink.aquery(limit=100)}
+            assert len(rows) == 7
+            assert rows[poison_run]["status"] == "failed" and rows[poison_run]["score"] is None
+            (dead_point,) = otel.points(names.METRIC_QUEUE_DEAD_LETTERED)
+            assert dead_point.value == 1
+            assert dead_point.attributes[names.ATTR_QUEUE_REASON] == "failed"
+            assert sum(p.value or 0 for p in otel.points(names.METRIC_QUEUE_REDELIVERIES)) == 2
+            assert otel.points(names.METRIC_QUEUE_BACKLOG)
+        finally:
+            await sink.aclose()
+            await intake.aclose()
 
 
 async def test_redelivered_run_is_stored_once_and_unknown_scorers_are_dead_lettered(
@@ -299,12 +285,9 @@ async def test_run_span_links_to_the_request_that_enqueued_it(
     redis: tuple[Redis, StreamNames],
 ) -> None:
     client, stream = redis
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    telemetry.instrument(tracer_provider=provider)
     stored: list[ScoreRecord] = []
-    try:
+    with in_memory_telemetry() as otel:
+        provider = otel.tracer_provider
         scorers = {"length": _length_scorer()}
         intake = _intake(client, stream, scorers, max_backlog=100)
         intake._tracer = provider.get_tracer("test")  # the global provider may be a no-op
@@ -321,9 +304,7 @@ async def test_run_span_links_to_the_request_that_enqueued_it(
         await _until(scored)
         worker.stop()
         await running
-    finally:
-        telemetry.uninstrument()
-    spans = {span.name: span for span in exporter.get_finished_spans()}
+    spans = {span.name: span for span in otel.spans()}
     send = spans[names.queue_send_span_name(stream.stream)]
     run = spans[names.run_span_name("length")]
     assert send.parent is not None

@@ -69,7 +69,7 @@ async def test_sqlite_jsonl_and_callback_sinks_store_status_not_scorable(tmp_pat
     _check_rows(lines)
     (skipped,) = [r for r in delivered if r.call.run_id == "skipped-run"]
     assert skipped.status == "not_scorable" and skipped.score is None
-    assert skipped.not_scorable == sw.NotScorableInfo(step="preprocess", reason="empty output")
+    assert skipped.not_scorable == sw.core.NotScorableInfo(step="preprocess", reason="empty output")
     # A stored row reads back as what it was.
     (row,) = sqlite.query(status="not_scorable")
     again = ScoreRecord.from_row(row, skipped.call)
@@ -97,10 +97,7 @@ async def test_telemetry_counts_the_outcome_and_records_no_score() -> None:
         assert outcomes == {names.OUTCOME_NOT_SCORABLE: 1, names.OUTCOME_SUCCESS: 1}
         (histogram,) = sink.points(names.METRIC_SCORE)
         assert (histogram.count, histogram.sum) == (1, 1)  # the scored run only
-        events = {
-            record.log_record.attributes[names.ATTR_RUN_ID]: dict(record.log_record.attributes)
-            for record in sink.logs()
-        }
+        events = {event[names.ATTR_RUN_ID]: event for event in sink.evaluation_events()}
         assert names.ATTR_EVALUATION_SCORE_VALUE not in events["skipped-run"]
         assert names.ATTR_ERROR_TYPE not in events["skipped-run"]
         assert events["scored-run"][names.ATTR_EVALUATION_SCORE_VALUE] == 1

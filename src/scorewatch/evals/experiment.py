@@ -19,7 +19,7 @@ from ..core.errors import ScorerRunError
 from ..core.not_scorable import NotScorableInfo
 from ..core.result import ScorerRun, ScorerRunResult
 from ..core.scorer import Scorer
-from ..core.sync import run_coroutine_sync
+from ..core.sync import synchronous
 from .data import EvalItem, Target, produce_output, validate_items
 from .entries import EvalScorer, as_entries
 from .pool import for_each_bounded
@@ -200,6 +200,4 @@ def _summarize(scorers: list[Scorer], items: list[ExperimentItem]) -> Experiment
     )
 
 
-def run_experiment_sync(**kwargs: Any) -> ExperimentResult:
-    """`run_experiment` for code without an event loop."""
-    return run_coroutine_sync(run_experiment(**kwargs))
+run_experiment_sync = synchronous(run_experiment)

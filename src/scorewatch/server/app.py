@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import Depends, FastAPI
 from starlette.routing import Route
 
-from .. import __version__
+from .._version import __version__
 from .auth import require_token, resolve_token
 from .config import ServeConfig
 from .docs_page import install_docs_page

@@ -169,7 +169,6 @@ async def _admit(
             429,
             "queue_full",
             f"{reason}; retry after {wait}s",
-            headers={"Retry-After": str(wait)},
             retry_after=wait,
         ) from None
     except OutcomeUnknownError as unknown:
@@ -179,7 +178,6 @@ async def _admit(
             "the work queue did not confirm the append: the runs may or may not have been "
             "accepted; retry the same request (same trace/span or run ids give the same run "
             "ids, stored once) or look the run ids up",
-            headers={"Retry-After": str(retry)},
             retry_after=retry,
             runs=[
                 {"item": index, "scorer": scorer, "run_id": run_id}
@@ -191,7 +189,6 @@ async def _admit(
             503,
             "queue_unavailable",
             "the work queue cannot be reached; nothing was accepted, retry later",
-            headers={"Retry-After": str(retry)},
             retry_after=retry,
         ) from None
     except IntakeClosedError:
@@ -199,7 +196,7 @@ async def _admit(
             503,
             "shutting_down",
             "the service is shutting down and accepts no new requests",
-            headers={"Retry-After": str(retry), "Connection": "close"},
+            headers={"Connection": "close"},
             retry_after=retry,
         ) from None
 
@@ -393,7 +390,6 @@ async def list_scores(
             503,
             "result_store_unavailable",
             "the result store cannot be read right now; retry later",
-            headers={"Retry-After": str(retry)},
             retry_after=retry,
         ) from None
     return StreamingResponse(page.body(), media_type="application/json")

@@ -10,7 +10,7 @@ from ..core.errors import ScorerRunError
 from ..core.records import JudgeResults, judge_cost_usd
 from ..core.result import ScorerRunResult, ScorerRunSnapshot
 from ..errors import ScorewatchError
-from .experiment import RunOutcome
+from ..evals.experiment import RunOutcome
 
 __all__ = [
     "RESULTS_FILE_INVALID",

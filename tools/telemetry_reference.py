@@ -3,9 +3,10 @@
 Every span, event, attribute and metric constant of `names` has one entry here, keyed by the
 constant's NAME, so its value (what is actually emitted) always comes from `names`. A constant
 without an entry, or an entry without a constant, makes `render_reference()` raise, and
-tests/docs/test_docs_examples.py checks that the document holds exactly the rendered text.
+tests/docs/test_docs_examples.py checks that the document holds exactly the rendered text. A
+tool of the repository, not of the package: users never need it.
 
-    python -m scorewatch.telemetry.reference docs/telemetry.md    # rewrite the generated part
+    python tools/telemetry_reference.py docs/telemetry.md    # rewrite the generated part
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from . import names
+from scorewatch.telemetry import names
 
 __all__ = [
     "BEGIN_MARKER",
@@ -27,7 +28,7 @@ __all__ = [
     "update_document",
 ]
 
-BEGIN_MARKER: Final = "<!-- BEGIN GENERATED: python -m scorewatch.telemetry.reference -->"
+BEGIN_MARKER: Final = "<!-- BEGIN GENERATED: python tools/telemetry_reference.py -->"
 END_MARKER: Final = "<!-- END GENERATED -->"
 _PREFIXES: Final = ("SPAN_", "EVENT_", "ATTR_", "METRIC_", "PROM_")
 
@@ -434,8 +435,8 @@ def render_reference() -> str:
     lines = [
         "## Reference (generated)",
         "",
-        "Generated from `scorewatch.telemetry.names` by `python -m scorewatch.telemetry.reference"
-        " docs/telemetry.md`; a test fails when this section and the code disagree. "
+        "Generated from `scorewatch.telemetry.names` by `python tools/telemetry_reference.py "
+        "docs/telemetry.md`; a test fails when this section and the code disagree. "
         f"Instrumentation scope: `{names.INSTRUMENTATION_SCOPE}`.",
         "",
         "### Spans",
@@ -511,7 +512,7 @@ def update_document(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m scorewatch.telemetry.reference docs/telemetry.md", file=sys.stderr)
+        print("usage: python tools/telemetry_reference.py docs/telemetry.md", file=sys.stderr)
         return 2
     path = Path(args[0])
     path.write_text(update_document(path.read_text(encoding="utf-8")), encoding="utf-8")
