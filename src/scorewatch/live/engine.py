@@ -275,11 +275,10 @@ class ScoringEngine:
             await self._pace(run)
         with observed_by(self.observers):  # a job's task starts from an empty context
             result = await score_call(run.scorer, run.call, run.run_id)
-        outcome: JobOutcome = result.outcome
-        if outcome == "failed":
+        if result.status == "failed":
             self._run_failed(run, result)
         if not self.queue.begin_commit(job):
-            return outcome  # given up at shutdown meanwhile: counted as dropped, never stored
+            return result.outcome  # given up at shutdown meanwhile: counted as dropped, not stored
         with observed_by(self.observers):
             delivery = await self.storage.store(result)
         if run.done is not None:
