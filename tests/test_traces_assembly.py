@@ -75,7 +75,7 @@ def tool(span_id: int, parent: int, name: str, start: int) -> SpanRecord:
     )
 
 
-LIMITS = BufferLimits(quiet_period_s=2, linger_s=10, max_age_s=60)
+LIMITS = BufferLimits(quiet_period_s=2, linger_s=10, max_age_s=60, parent_wait_s=20)
 
 
 def test_spans_split_across_requests_and_out_of_order_make_one_run() -> None:

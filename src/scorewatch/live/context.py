@@ -12,6 +12,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.context import get_current
 
+from ..core.result import ScoreSource
+
 _SPAN_KEY: str | None
 try:  # the context key the API stores the current span under (stable, but not exported)
     from opentelemetry.trace.propagation import _SPAN_KEY as _API_SPAN_KEY
@@ -28,7 +30,8 @@ class LiveCall:
     """One piece of live traffic as seen by a filter (and stored with its results).
 
     `target` names the agent or workflow; `trace_id`/`span_id` locate the agent's span (hex, when
-    known); `run_id` is the agent's own run or call id (generated when the caller gave none).
+    known); `run_id` is the agent's own run or call id (generated when the caller gave none);
+    `score_source` is `trace` for a call read from exported spans (serve's `/v1/traces`).
     """
 
     input: Any
@@ -40,6 +43,7 @@ class LiveCall:
     request_context: Any = None
     ground_truth: Any = None
     metadata: dict[str, Any] | None = None
+    score_source: ScoreSource = "live"
 
 
 def current_trace_ids() -> tuple[str | None, str | None]:
