@@ -21,7 +21,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 
@@ -52,12 +52,19 @@ def _env(values: Mapping[str, str]) -> Iterator[None]:
 
 @contextmanager
 def instrumented(
-    producer: Producer, *, content: bool = True, service: str = "shop-agent"
+    producer: Producer,
+    *,
+    content: bool = True,
+    service: str = "shop-agent",
+    also: Sequence[SpanExporter] = (),
 ) -> Iterator[tuple[Tracer, InMemorySpanExporter]]:
-    """A tracer and the exporter catching its spans, with `openai` instrumented meanwhile."""
+    """A tracer and the exporter catching its spans, with `openai` instrumented meanwhile;
+    `also` get every span too (e.g. the SDK's OTLP exporter)."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    for other in also:
+        provider.add_span_processor(SimpleSpanProcessor(other))
     instrumentor: Any
     if producer == "genai":
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor

@@ -25,6 +25,7 @@ from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, V
 
 from . import names
 from .queue_metrics import QueueMetrics
+from .trace_metrics import TraceMetrics
 
 __all__ = ["Instruments", "metric_views"]
 
@@ -113,6 +114,7 @@ class Instruments:
             description="Live evaluations waiting in the queue",
         )
         self.queue = QueueMetrics(meter, lambda: self.active)
+        self.traces = TraceMetrics(meter, lambda: self.active)
         self._scores: dict[float, Histogram] = {}
         self._scores_lock = threading.Lock()
 
