@@ -394,3 +394,61 @@ def test_a_never_completing_trace_is_evicted_and_a_flood_is_refused_in_part(
         assert accounting["traces_runs_evicted"] == 1
     finally:
         process.kill()
+
+
+def test_trace_runs_go_through_the_redis_queue_to_a_worker(
+    tmp_path: Path, receiver: OtlpReceiver, llm: LoopbackJudgeServer
+) -> None:
+    import redis
+
+    from scale_support import (
+        REDIS_HOST,
+        REDIS_PORT,
+        REDIS_URL,
+        WorkerProcess,
+        require_service,
+        unique_prefix,
+    )
+
+    require_service("Redis", REDIS_HOST, REDIS_PORT)
+    stream = unique_prefix()
+    body = CONFIG.format(max_age=60, max_bytes=64 << 20) + (
+        f'\n[queue]\nstream = "{stream}"\ngroup = "{stream}-workers"\nstats_interval = 0.25\n'
+    )
+    config = write_config(tmp_path, body)
+    env = {"SW_TRACES_TOKEN": TOKEN, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.http_endpoint,
+           "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_BLRP_SCHEDULE_DELAY": "100"}  # fmt: skip
+    process = ServeProcess(config, env=env, extra_args=("--queue", REDIS_URL))
+    worker = WorkerProcess(config, name="traces-worker", env=env)
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        process.wait_listening()
+        worker.wait_consuming()
+        serve = TracesServe(process)
+        with instrumented("genai") as (_, caught):
+            chat(llm, [{"role": "user", "content": "Where is order 11?"}])
+            spans = caught.get_finished_spans()
+        trace_id, span_id = _ids(spans[0])
+        answer = serve.post(protobuf_request(spans).SerializeToString(), "application/x-protobuf")
+        assert answer.status_code == 200
+        (row,) = serve.rows_for(span_id, timeout=30)  # written by the worker
+        assert row["traceId"] == trace_id
+        assert json.loads(row["metadata"])["scoreSource"] == "trace"
+        assert client.xlen(stream) == 0  # acknowledged and deleted by the worker
+        assert receiver.wait_for(
+            lambda r: [
+                e for e in r.log_records("gen_ai.evaluation.result") if e.span_id == span_id
+            ],
+            timeout=20,
+        )
+        assert worker.terminate() == 0
+        assert worker.final_accounting()["scored"] == 1  # scored there, not in serve
+        assert process.terminate() == 0
+        accounting = process.final_accounting()
+        assert accounting["traces_runs_admitted"] == 1 and accounting["sampled"] == 1
+        assert accounting["scored"] == 0
+    finally:
+        worker.kill9()
+        process.kill()
+        client.delete(stream, f"{stream}:dead")
+        client.close()
