@@ -211,6 +211,7 @@ def _item(run: ExtractedRun, scorers: tuple[str, ...] | None, size: int) -> Scor
         scorers=scorers,
         trace_id=run.trace_id,
         span_id=run.span_id,
+        run_id=run.span_id,  # the call's own id: the row's metadata.agentRunId
         size=size,
         metadata=metadata,
         score_source="trace",
