@@ -386,6 +386,8 @@ def test_a_never_completing_trace_is_evicted_and_a_flood_is_refused_in_part(
             f'scorewatch_traces_spans_dropped_total{{scorewatch_traces_reason="max_bytes"}} '
             f"{float(rejected)}" in text
         )
+        stats = serve.client.get(f"{serve.url}/v1/stats").json()
+        assert stats["traces_spans_dropped_max_bytes"] == rejected
         assert process.terminate() == 0
         accounting = process.final_accounting()
         assert accounting["traces_spans_dropped_max_bytes"] == rejected
