@@ -78,3 +78,58 @@ def test_a_public_traces_listener_needs_the_token() -> None:
         build_traces_intake(config, inner, None)
     assert isinstance(build_traces_intake(config, inner, "token"), TracesIntake)
     assert build_traces_intake(_config(""), inner, None) is inner
+
+
+async def test_shutdown_admits_the_spans_still_held_and_counts_them() -> None:
+    import json
+
+    import scorewatch as sw
+    from scorewatch.live.entry import ScorerEntry
+    from scorewatch.live.result import LiveResult
+    from scorewatch.live.sinks.callback import CallbackSink
+    from scorewatch.traces import SpanRecord
+
+    stored: list[LiveResult] = []
+    scorer = sw.create_scorer(id="length", description="len").generate_score(lambda ctx: 1.0)
+    inner = InProcessIntake(
+        {"length": ScorerEntry(scorer)},
+        sinks=[CallbackSink(stored.append)],
+        max_concurrency=2,
+        max_queue=10,
+    )
+    config = _config("[traces]\n[traces.buffer]\nquiet_period_s = 100\nmax_age_s = 500")
+    assert config.traces is not None
+    intake = TracesIntake(inner, config.traces)
+    messages = {
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": "Where is order 7?"}]}]
+        ),
+        "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": "Shipped."}]}]
+        ),
+    }
+    agent = SpanRecord(
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        name="invoke_agent shop",
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "shop",
+            **messages,
+        },
+    )
+    own = SpanRecord(trace_id="ab" * 16, span_id="ef" * 8, name="x", scope="scorewatch.telemetry")
+    assert intake.receive([agent, own, agent]) == 1  # the repeat is refused
+    assert await intake.release() == 0  # not quiet yet
+    assert await intake.shutdown(5) == 0
+    (result,) = stored
+    assert (result.call.trace_id, result.call.span_id) == ("ab" * 16, "cd" * 8)
+    assert result.call.score_source == "trace" and result.call.target == "shop"
+    counts = intake.trace_counts()
+    assert counts.runs == {"admitted": 1}
+    assert counts.spans_dropped == {"duplicate": 1, "own": 1}
+    stats = intake.stats()
+    assert stats["traces_runs_admitted"] == 1 and stats["scored"] == 1
+    assert intake.receive([agent]) == 1  # closed: refused, counted
+    assert intake.trace_counts().spans_dropped["shutdown"] == 1
+    await intake.aclose()

@@ -61,6 +61,7 @@ class TracesIntake:
         self._own = 0  # spans of scorewatch's own telemetry, never scored (no feedback loop)
         self._runs: dict[str, int] = {}
         self._task: asyncio.Task[None] | None = None
+        self._round: asyncio.Future[int] | None = None
         self._closed = False
         self._unregister = register_trace_counts(self.trace_counts)
 
@@ -104,6 +105,9 @@ class TracesIntake:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            if self._round is not None:  # a round under way finishes: its spans are popped
+                with contextlib.suppress(Exception):
+                    await self._round
             await self.release(flush=True)
         return await self.inner.shutdown(timeout)
 
@@ -149,8 +153,13 @@ class TracesIntake:
     async def _assemble(self) -> None:
         while True:
             await asyncio.sleep(self.settings.assembly_interval)
+            # Shielded: cancelling the assembly at shutdown must not drop the runs of a round
+            # already taken out of the buffer; shutdown waits for the round instead.
+            self._round = asyncio.ensure_future(self.release())
             try:
-                await self.release()
+                await asyncio.shield(self._round)
+            except asyncio.CancelledError:
+                raise
             except Exception:  # never let one bad round end the assembly
                 logger.exception("trace assembly round failed; continuing")
 
