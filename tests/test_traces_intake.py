@@ -27,7 +27,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from scorewatch.testing import OtlpReceiver
 from scorewatch.testing.judge_server import LoopbackJudgeServer
 from serve_support import ServeProcess, write_config
-from traces_support import chat, instrumented, otlp_json, protobuf_request, run_agent
+from traces_support import (
+    chat,
+    instrumented,
+    otlp_json,
+    protobuf_request,
+    pydantic_ai_agent_trace,
+    run_agent,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -46,6 +53,11 @@ factory = "sw_test_scorers:make_length_scorer"
 id = "failing"
 factory = "sw_test_scorers:make_failing_scorer"
 
+[[scorers]]
+id = "tools"
+kind = "tool-call-accuracy-code"
+options = {{ expected_tool = "lookup_order" }}
+
 [sinks]
 sqlite = "scores.db"
 
@@ -54,7 +66,7 @@ service_name = "scorewatch-traces-test"
 
 [traces]
 listen = "127.0.0.1:0"
-scorers = ["length"]
+scorers = ["length", "tools"]
 assembly_interval = 0.1
 
 [traces.buffer]
@@ -88,11 +100,17 @@ class TracesServe:
             found = db.execute("SELECT * FROM mastra_scorers").fetchall()
         return [dict(row) for row in found]
 
-    def rows_for(self, span_id: str, timeout: float = 20) -> list[dict[str, Any]]:
+    def rows_for(
+        self, span_id: str, timeout: float = 20, scorer: str = "length"
+    ) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                found = [row for row in self.rows() if row["spanId"] == span_id]
+                found = [
+                    row
+                    for row in self.rows()
+                    if row["spanId"] == span_id and row["scorerId"] == scorer
+                ]
             except sqlite3.OperationalError:
                 found = []
             if found:
@@ -183,20 +201,26 @@ def test_an_instrumented_agent_exporting_protobuf_is_scored_in_its_span(
     assert metadata["toolCalls"] == ["lookup_order"]
     output = json.loads(row["output"])
     assert output[0]["content"]["content"] == "Order 7 shipped on Monday."
-    assert [s["spanId"] for s in serve.rows()].count(span_id) == 1
+    (tools,) = serve.rows_for(span_id, scorer="tools")
+    assert tools["score"] == 1  # the agent called lookup_order
+    assert [s["spanId"] for s in serve.rows()].count(span_id) == 2  # once per trace scorer
     # `failing` is configured but not in traces.scorers: never run on traces.
     assert not [r for r in serve.rows() if r["scorerId"] == "failing"]
 
-    assert receiver.wait_for(
-        lambda r: [e for e in r.log_records("gen_ai.evaluation.result") if e.span_id == span_id],
-        timeout=20,
-    )
-    (event,) = [e for e in receiver.log_records("gen_ai.evaluation.result") if e.span_id == span_id]
-    assert event.trace_id == trace_id  # parented to the evaluated span
-    assert event.attributes["gen_ai.evaluation.name"] == "length"
-    (run_span,) = [
-        s for s in receiver.spans_named("evaluation length") if s.links and s.links[0][1] == span_id
-    ]
+    def events() -> list[Any]:
+        found = receiver.log_records("gen_ai.evaluation.result")
+        return [e for e in found if e.span_id == span_id]
+
+    assert receiver.wait_for(lambda _: len(events()) == 2, timeout=20)
+    assert {e.trace_id for e in events()} == {trace_id}  # parented to the evaluated span
+    assert {e.attributes["gen_ai.evaluation.name"] for e in events()} == {"length", "tools"}
+
+    def run_spans() -> list[Any]:
+        found = receiver.spans_named("evaluation length")
+        return [s for s in found if s.links and s.links[0][1] == span_id]
+
+    assert receiver.wait_for(lambda _: run_spans(), timeout=20)
+    (run_span,) = run_spans()
     assert run_span.attributes["scorewatch.score_source"] == "trace"
     text = serve.wait_metric('scorewatch_traces_runs_total{scorewatch_traces_outcome="admitted"}')
     assert 'scorewatch_evaluation_score_count{gen_ai_evaluation_name="length"' in text
@@ -256,6 +280,17 @@ def test_spans_split_across_requests_and_out_of_order_make_one_run(
     invocations = json.loads(row["output"])[0]["content"]["toolInvocations"]
     assert [i["toolName"] for i in invocations] == ["first", "second"]
     assert invocations[1]["result"] == {"order": 2, "status": "shipped"}
+
+
+def test_a_pydantic_ai_agent_is_scored_with_its_tools_in_order(serve: TracesServe) -> None:
+    document = json.loads(pydantic_ai_agent_trace())
+    spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    (agent,) = [s for s in spans if s["name"] == "invoke_agent shop"]
+    answer = serve.post(json.dumps(document).encode(), "application/json")
+    assert answer.status_code == 200 and json.loads(answer.content) == {}
+    (row,) = serve.rows_for(agent["spanId"], scorer="tools")
+    assert row["traceId"] == agent["traceId"] and row["score"] == 1
+    assert json.loads(row["metadata"])["toolCalls"] == ["lookup_order", "notify_customer"]
 
 
 def test_spans_without_content_are_counted_and_not_scored(
@@ -444,10 +479,10 @@ def test_trace_runs_go_through_the_redis_queue_to_a_worker(
             timeout=20,
         )
         assert worker.terminate() == 0
-        assert worker.final_accounting()["scored"] == 1  # scored there, not in serve
+        assert worker.final_accounting()["scored"] == 2  # both scorers, there, not in serve
         assert process.terminate() == 0
         accounting = process.final_accounting()
-        assert accounting["traces_runs_admitted"] == 1 and accounting["sampled"] == 1
+        assert accounting["traces_runs_admitted"] == 1 and accounting["sampled"] == 2
         assert accounting["scored"] == 0
     finally:
         worker.kill9()
