@@ -1,7 +1,7 @@
-"""Trace-intake metrics: the telemetry side of `scorewatch.traces.observers`.
+"""Trace-intake metrics: the telemetry side of the bus's pulled trace counts.
 
-Observable counters read the cumulative counts every registered trace intake reports when they
-are collected, so the intake pays nothing per span for them.
+Observable counters read the cumulative counts every trace intake registered on the bus when
+they are collected, so the intake pays nothing per span for them.
 """
 
 from __future__ import annotations
@@ -11,17 +11,18 @@ from collections.abc import Callable, Iterable
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
-from ..traces.observers import TraceCounts, trace_counts
+from ..core.events import Observers, TraceCounts
 from . import names
 
 __all__ = ["TraceMetrics"]
 
 
 class TraceMetrics:
-    """`active()` False silences the counters (instruments cannot be removed)."""
+    """Counters read from `source()`'s trace counts (None silences them: instruments cannot be
+    removed from a MeterProvider)."""
 
-    def __init__(self, meter: Meter, active: Callable[[], bool]) -> None:
-        self._active = active
+    def __init__(self, meter: Meter, source: Callable[[], Observers | None]) -> None:
+        self._source = source
         meter.create_observable_counter(
             names.METRIC_TRACES_SPANS_RECEIVED,
             callbacks=[self._received],
@@ -41,19 +42,21 @@ class TraceMetrics:
             )
 
     def _received(self, options: CallbackOptions) -> Iterable[Observation]:
-        if not self._active():
+        source = self._source()
+        if source is None:
             return []
-        return [Observation(trace_counts().spans_received)]
+        return [Observation(source.trace_counts().spans_received)]
 
     def _observer(
         self, attribute: str, read: Callable[[TraceCounts], Counter[str]]
     ) -> Callable[[CallbackOptions], Iterable[Observation]]:
         def observe(options: CallbackOptions) -> Iterable[Observation]:
-            if not self._active():
+            source = self._source()
+            if source is None:
                 return []
             return [
                 Observation(count, {attribute: reason})
-                for reason, count in sorted(read(trace_counts()).items())
+                for reason, count in sorted(read(source.trace_counts()).items())
             ]
 
         return observe
