@@ -134,18 +134,20 @@ class TracesIntake:
         return dropped
 
     def trace_counts(self) -> TraceCounts:
+        """The counts so far. Read by metric collection, possibly from another thread while
+        the loop counts: each counter is copied by `dict()`, which the GIL makes atomic."""
         buffer = self._buffer.counts
         runs = dict(self._runs)
         if buffer.nested_skipped:
             runs["nested"] = buffer.nested_skipped
-        lost = sum(buffer.lost_selected.values())
+        lost = sum(dict(buffer.lost_selected).values())
         if lost:
             runs["evicted"] = lost
         counts = TraceCounts(spans_received=buffer.spans_received + self._own)
-        counts.spans_dropped.update(buffer.spans_dropped)
+        counts.spans_dropped.update(dict(buffer.spans_dropped))
         if self._own:
             counts.spans_dropped["own"] = self._own
-        counts.traces_evicted.update(buffer.traces_evicted)
+        counts.traces_evicted.update(dict(buffer.traces_evicted))
         counts.runs.update(runs)
         return counts
 
