@@ -191,7 +191,7 @@ async def test_run_experiment_reports_not_scorable_as_neither_score_nor_failure(
     records: list[dict[str, Any]] = []
 
     def keep(outcome: Any) -> None:
-        records.append(outcome_record(outcome, DATA[outcome.item_index], None))
+        records.append(outcome_record(outcome, DATA[outcome.item_index]))
 
     result = await sw.run_experiment(
         data=DATA, target=echo_target, scorers=[echo()], on_result=keep

@@ -27,11 +27,7 @@ from scale_support import (
     unique_prefix,
 )
 from scorewatch import telemetry
-from scorewatch.live import CallbackSink, Sampling, ScorerEntry
-from scorewatch.live.context import LiveCall
-from scorewatch.live.result import LiveResult
-from scorewatch.live.sinks.postgres import MIGRATIONS, PostgresSink
-from scorewatch.live.sinks.sqlite import SCORE_COLUMNS
+from scorewatch.live import CallbackSink, LiveScorerEntry, Sampling
 from scorewatch.server.config import ServeConfig
 from scorewatch.server.engine import InProcessIntake
 from scorewatch.server.intake import QueueFullError, ScoreItem
@@ -40,6 +36,10 @@ from scorewatch.server.redis_intake import IntakeUnavailableError, RedisIntake
 from scorewatch.server.stores import Stores
 from scorewatch.server.stream_queue import StreamNames, connect, read_gauges
 from scorewatch.server.worker import StreamWorker
+from scorewatch.sinks.call import ScoredCall
+from scorewatch.sinks.postgres import MIGRATIONS, PostgresSink
+from scorewatch.sinks.record import ScoreRecord
+from scorewatch.sinks.sqlite import SCORE_COLUMNS
 from scorewatch.telemetry import names
 
 pytestmark = pytest.mark.integration
@@ -77,7 +77,7 @@ def _picky_scorer() -> sw.Scorer:
 def _intake(
     client: Redis, stream: StreamNames, scorers: dict[str, sw.Scorer], **options: Any
 ) -> RedisIntake:
-    entries = {sid: ScorerEntry(s, sampling=Sampling.none()) for sid, s in scorers.items()}
+    entries = {sid: LiveScorerEntry(s, sampling=Sampling.none()) for sid, s in scorers.items()}
     return RedisIntake(entries, client=client, names=stream, stats_interval=0.1, **options)
 
 
@@ -103,10 +103,12 @@ async def _until(predicate: Any, limit_s: float = 30.0) -> None:
         await asyncio.sleep(0.05)
 
 
-def _result(run_id: str, output: str, score: float) -> LiveResult:
-    call = LiveCall(input="q", output=output, target="bot", trace_id=None, span_id=None, run_id="r")
+def _result(run_id: str, output: str, score: float) -> ScoreRecord:
+    call = ScoredCall(
+        input="q", output=output, target="bot", trace_id=None, span_id=None, run_id="r"
+    )
     snapshot = sw.ScorerRunResult(run_id=run_id, input="q", output=output, score=score)
-    return LiveResult(
+    return ScoreRecord(
         id=run_id,
         scorer_id="length",
         scorer_name="length",
@@ -201,7 +203,7 @@ def test_without_a_queue_serve_keeps_the_in_process_intake(tmp_path: Any) -> Non
         {"scorers": [{"id": "x", "kind": "completeness"}], "sinks": {"sqlite": False}},
         base_dir=tmp_path,
     )
-    entries = {"x": ScorerEntry(_length_scorer())}
+    entries = {"x": LiveScorerEntry(_length_scorer())}
     intake = build_intake(config, entries, Stores([], None, []))
     assert isinstance(intake, InProcessIntake)
 
@@ -301,7 +303,7 @@ async def test_run_span_links_to_the_request_that_enqueued_it(
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     telemetry.instrument(tracer_provider=provider)
-    stored: list[LiveResult] = []
+    stored: list[ScoreRecord] = []
     try:
         scorers = {"length": _length_scorer()}
         intake = _intake(client, stream, scorers, max_backlog=100)
@@ -359,7 +361,7 @@ async def test_a_sink_outage_keeps_the_entry_and_burns_no_delivery(
     await intake.admit([ScoreItem(input="q", output="kept", target="bot")])
     attempts: list[str] = []
 
-    def flaky(result: LiveResult) -> None:
+    def flaky(result: ScoreRecord) -> None:
         attempts.append(result.id)
         if len(attempts) <= 2:
             raise ConnectionError("the database is restarting")

@@ -17,8 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 import scorewatch as sw
 from scale_support import PG_DSN
 from scorewatch import telemetry
-from scorewatch.live import CallbackSink, JsonlSink, LiveResult, LiveScoring, SqliteSink
-from scorewatch.live.sinks.postgres import PostgresSink
+from scorewatch.live import CallbackSink, JsonlSink, LiveScoring, ScoreRecord, SqliteSink
+from scorewatch.sinks.postgres import PostgresSink
 from scorewatch.telemetry import names
 from telemetry_helpers import in_memory_telemetry
 
@@ -57,7 +57,7 @@ def _check_rows(rows: list[dict[str, Any]]) -> None:
 async def test_sqlite_jsonl_and_callback_sinks_store_status_not_scorable(tmp_path: Path) -> None:
     sqlite = SqliteSink(tmp_path / "scores.db")
     jsonl = JsonlSink(tmp_path / "scores.jsonl")
-    delivered: list[LiveResult] = []
+    delivered: list[ScoreRecord] = []
     live = await _live([sqlite, jsonl, CallbackSink(delivered.append)])
     stats = live.stats()
     assert (stats["not_scorable"], stats["scored"], stats["failed"]) == (1, 1, 0)
@@ -72,7 +72,7 @@ async def test_sqlite_jsonl_and_callback_sinks_store_status_not_scorable(tmp_pat
     assert skipped.not_scorable == sw.NotScorableInfo(step="preprocess", reason="empty output")
     # A stored row reads back as what it was.
     (row,) = sqlite.query(status="not_scorable")
-    again = LiveResult.from_row(row, skipped.call)
+    again = ScoreRecord.from_row(row, skipped.call)
     assert again.status == "not_scorable" and again.not_scorable == skipped.not_scorable
     await sqlite.aclose()
 

@@ -84,15 +84,15 @@ async def test_shutdown_admits_the_spans_still_held_and_counts_them() -> None:
     import json
 
     import scorewatch as sw
-    from scorewatch.live.entry import ScorerEntry
-    from scorewatch.live.result import LiveResult
-    from scorewatch.live.sinks.callback import CallbackSink
+    from scorewatch.live.entry import LiveScorerEntry
+    from scorewatch.sinks.callback import CallbackSink
+    from scorewatch.sinks.record import ScoreRecord
     from scorewatch.traces import SpanRecord
 
-    stored: list[LiveResult] = []
+    stored: list[ScoreRecord] = []
     scorer = sw.create_scorer(id="length", description="len").generate_score(lambda ctx: 1.0)
     inner = InProcessIntake(
-        {"length": ScorerEntry(scorer)},
+        {"length": LiveScorerEntry(scorer)},
         sinks=[CallbackSink(stored.append)],
         max_concurrency=2,
         max_queue=10,

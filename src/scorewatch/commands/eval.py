@@ -17,13 +17,12 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from ..core.events import OBSERVERS
 from ..core.scorer import Scorer
 from ..errors import ScorewatchError
 from ..evals import ExperimentItem, RunOutcome, run_experiment
 from ..evals.compare import DEFAULT_MAX_DROP, Comparison, compare_records
 from ..evals.dataset_file import load_dataset
-from ..evals.records import EstimatedCostCollector, outcome_record, read_results
+from ..evals.records import outcome_record, read_results
 from ..evals.report_html import render_report
 from ..evals.summary import ScorerSummary, summarize_records
 from ._eval_output import failure_reasons, print_comparison, print_failures
@@ -227,13 +226,12 @@ def _evaluate(
     records: list[dict[str, Any]] = []
     target_failures: dict[int, str] = {}
     progress = Progress(len(data))
-    costs = EstimatedCostCollector()
     store = _sqlite_writer(args.sqlite, data)
 
     async def on_result(outcome: RunOutcome) -> None:
         if store is not None:
             await store(outcome)
-        record = outcome_record(outcome, data[outcome.item_index], costs.pop(_run_id_of(outcome)))
+        record = outcome_record(outcome, data[outcome.item_index])
         records.append(record)
         if out is not None:
             out.write(json.dumps(record, default=str) + "\n")
@@ -246,7 +244,6 @@ def _evaluate(
         progress.advance(failures=failed)
 
     interrupted = False
-    OBSERVERS.add(costs)
     try:
         asyncio.run(
             run_experiment(
@@ -261,7 +258,6 @@ def _evaluate(
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        OBSERVERS.remove(costs)
         if store is not None:
             asyncio.run(store.aclose())
         progress.finish()
@@ -302,16 +298,10 @@ def _evaluate(
 def _sqlite_writer(path: str | None, data: list[dict[str, Any]]) -> Any:
     if not path:
         return None
-    from ..live import ExperimentSinkWriter, SqliteSink
+    from ..evals import ExperimentSinkWriter
+    from ..sinks import SqliteSink
 
     return ExperimentSinkWriter([SqliteSink(path)], data)
-
-
-def _run_id_of(outcome: RunOutcome) -> str | None:
-    if outcome.result is not None:
-        return outcome.result.run_id
-    snapshot = getattr(outcome.error, "result", None)
-    return getattr(snapshot, "run_id", None)
 
 
 def _json_summary(

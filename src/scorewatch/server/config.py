@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ScorewatchError
-from ..live.redact import is_secret_key
+from ..sinks.redact import is_secret_key
 from .queue_settings import QueueSettings
 from .traces_settings import TracesSettings
 
@@ -35,7 +35,7 @@ __all__ = [
     "JudgeDefaults",
     "LiveSettings",
     "QueueSettings",
-    "ScorerSpec",
+    "ScorerSettings",
     "ServeConfig",
     "ServerSettings",
     "SinkSettings",
@@ -193,7 +193,7 @@ class JudgeDefaults(_Table):
         return _no_inline_secrets(value)
 
 
-class ScorerSpec(_Table):
+class ScorerSettings(_Table):
     """`[[scorers]]`: one scorer, prebuilt (`kind`) or custom (`factory`), with its sampling."""
 
     id: str = Field(description="The id clients name in requests and results are stored under.")
@@ -246,7 +246,7 @@ class ScorerSpec(_Table):
         return value
 
     @model_validator(mode="after")
-    def _kind_or_factory(self) -> ScorerSpec:
+    def _kind_or_factory(self) -> ScorerSettings:
         if (self.kind is None) == (self.factory is None):
             raise ValueError("set exactly one of 'kind' (a prebuilt scorer) or 'factory'")
         if self.factory is not None and self.options:
@@ -354,7 +354,7 @@ class ServeConfig(_Table):
 
     server: ServerSettings = Field(default_factory=ServerSettings)
     judge: JudgeDefaults = Field(default_factory=JudgeDefaults)
-    scorers: list[ScorerSpec] = Field(min_length=1)
+    scorers: list[ScorerSettings] = Field(min_length=1)
     live: LiveSettings = Field(default_factory=LiveSettings)
     sinks: SinkSettings = Field(default_factory=SinkSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)

@@ -25,14 +25,14 @@ from dataclasses import dataclass
 
 from ..core.events import LiveDecision, current_observers
 from ..core.scorer import Scorer
-from ..live.context import LiveCall
-from ..live.entry import ScorerEntry
-from ..live.result import LiveResult
+from ..live.entry import LiveScorerEntry
 from ..live.run_ids import request_run_id
 from ..live.score_call import score_call
-from ..live.sinks.base import ScoreSink
-from ..live.sinks.delivery import Delivery, deliver
 from ..live.work_queue import Job, JobOutcome, WorkQueue
+from ..sinks.base import ScoreSink
+from ..sinks.call import ScoredCall
+from ..sinks.delivery import Delivery, deliver
+from ..sinks.record import ScoreRecord
 from .admission import IntakeCounts, close_sinks, plan_digest, plan_items
 from .intake import (
     Accepted,
@@ -75,8 +75,8 @@ class _Work:
     scorer_id: str
     scorer: Scorer
     run_id: str
-    call: LiveCall
-    done: asyncio.Future[LiveResult] | None
+    call: ScoredCall
+    done: asyncio.Future[ScoreRecord] | None
     held: _Held | None = None
 
 
@@ -89,7 +89,7 @@ class InProcessIntake:
 
     def __init__(
         self,
-        entries: Mapping[str, ScorerEntry],
+        entries: Mapping[str, LiveScorerEntry],
         *,
         sinks: Sequence[ScoreSink],
         max_concurrency: int,
@@ -220,7 +220,7 @@ class InProcessIntake:
                 run_id = request_run_id(
                     scorer_id, item.trace_id, item.run_id, item.span_id, item.target, digest
                 )
-                done: asyncio.Future[LiveResult] | None = None
+                done: asyncio.Future[ScoreRecord] | None = None
                 if admission.results is not None:
                     done = loop.create_future()
                     admission.results[run_id] = done
@@ -266,7 +266,7 @@ class InProcessIntake:
         self._throughput.finished(time.perf_counter() - started)
         return stored.outcome
 
-    async def _store(self, result: LiveResult) -> Delivery:
+    async def _store(self, result: ScoreRecord) -> Delivery:
         def failed(name: str, error: Exception) -> None:
             with self._lock:
                 self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
@@ -358,6 +358,6 @@ class InProcessIntake:
         await close_sinks(self._sinks)
 
 
-def _cancel(future: asyncio.Future[LiveResult]) -> None:
+def _cancel(future: asyncio.Future[ScoreRecord]) -> None:
     if not future.done():
         future.cancel()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..core.result import ScoreSource
-from ..live.result import LiveResult
+from ..sinks.record import ScoreRecord
 
 __all__ = [
     "Accepted",
@@ -71,7 +71,7 @@ class Admission:
 
     accepted: list[Accepted] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    results: dict[str, asyncio.Future[LiveResult]] | None = None
+    results: dict[str, asyncio.Future[ScoreRecord]] | None = None
 
 
 class QueueFullError(Exception):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ..core.events import QueueGauges
-from ..live.context import LiveCall
+from ..sinks.call import ScoredCall
 from .queue_settings import QueueSettings, redact_url
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ class QueueEntry:
 
     scorer_id: str
     run_id: str
-    call: LiveCall
+    call: ScoredCall
     trace_carrier: dict[str, str]
 
 
@@ -153,7 +153,7 @@ def _json(value: Any) -> str:
 
 
 def encode_entry(
-    scorer_id: str, run_id: str, call: LiveCall, trace_carrier: Mapping[str, str]
+    scorer_id: str, run_id: str, call: ScoredCall, trace_carrier: Mapping[str, str]
 ) -> list[str]:
     """The entry's field/value list, in XADD order."""
     document = {
@@ -198,7 +198,7 @@ def decode_entry(fields: Mapping[bytes, bytes]) -> QueueEntry:
     if not isinstance(document, dict) or not isinstance(carrier, dict):
         raise ValueError("malformed entry (call or trace is not an object)")
     metadata = document.get("metadata")
-    call = LiveCall(
+    call = ScoredCall(
         input=document.get("input"),
         output=document.get("output"),
         target=document.get("target"),

@@ -12,9 +12,10 @@ from typing import Any, Final, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from ...live.result import LiveResult
-from ...live.sinks.base import ScoreOrder, ScoreQuery
-from ...live.sinks.rows import non_finite_path, storable
+from ...sinks.base import ScoreOrder, ScoreQuery
+from ...sinks.record import ScoreRecord
+from ...sinks.rows import non_finite_path
+from ...sinks.storable import storable
 from ..config import key_path
 from ..errors import ApiError
 from ..guard import BODY_BYTES_KEY
@@ -23,7 +24,7 @@ from ..models import (
     BatchAccepted,
     BatchRequest,
     ErrorBody,
-    RunOutcome,
+    RunReport,
     ScoreAccepted,
     ScoreList,
     ScoreRequest,
@@ -210,13 +211,13 @@ def _accepted_body(admission: Admission) -> dict[str, Any]:
     }
 
 
-def _outcome(scorer: str, run_id: str, future: asyncio.Future[LiveResult]) -> RunOutcome:
+def _outcome(scorer: str, run_id: str, future: asyncio.Future[ScoreRecord]) -> RunReport:
     if not future.done():
-        return RunOutcome(scorer=scorer, run_id=run_id, status="pending")
+        return RunReport(scorer=scorer, run_id=run_id, status="pending")
     if future.cancelled():
-        return RunOutcome(scorer=scorer, run_id=run_id, status="dropped")
+        return RunReport(scorer=scorer, run_id=run_id, status="dropped")
     result = future.result()
-    return RunOutcome(
+    return RunReport(
         scorer=scorer,
         run_id=run_id,
         status=result.status,
