@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +135,76 @@ async def test_shutdown_admits_the_spans_still_held_and_counts_them() -> None:
     assert intake.receive([agent]) == 1  # closed: refused, counted
     assert intake.trace_counts().spans_dropped["shutdown"] == 1
     await intake.aclose()
+
+
+BLOCKING_SCORER = """
+import asyncio
+
+import scorewatch as sw
+
+release = asyncio.Event()
+
+
+def make_blocking_scorer():
+    async def wait(ctx):
+        await release.wait()
+        return 1.0
+
+    return sw.create_scorer(id="blocking", description="Waits for release").generate_score(wait)
+"""
+
+
+async def test_a_full_scoring_queue_answers_429_so_the_exporter_retries(tmp_path: Path) -> None:
+    import sys
+
+    import httpx
+    from google.rpc.status_pb2 import Status
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+        ExportTraceServiceResponse,
+    )
+
+    from scorewatch.server.app import build_service, create_app, shutdown_service
+    from scorewatch.server.intake import ScoreItem
+
+    (tmp_path / "sw_blocking_scorer.py").write_text(BLOCKING_SCORER, encoding="utf-8")
+    document = {
+        "scorers": [{"id": "blocking", "factory": "sw_blocking_scorer:make_blocking_scorer"}],
+        "live": {"max_queue": 1, "max_concurrency": 1},
+        "sinks": {"sqlite": False},
+        "telemetry": {"prometheus": False, "otlp": False},
+        "traces": {},
+    }
+    service = build_service(ServeConfig.from_mapping(document, base_dir=tmp_path))
+    module = sys.modules["sw_blocking_scorer"]
+    transport = httpx.ASGITransport(app=create_app(service))
+    body = ExportTraceServiceRequest().SerializeToString()
+    headers = {"Content-Type": "application/x-protobuf"}
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://sw") as client:
+            items = [ScoreItem(input="q", output="a", target="t", run_id=str(i)) for i in (1, 2)]
+            await service.intake.admit(items[:1])
+            for _ in range(200):
+                if service.stats()["in_flight"] == 1:
+                    break
+                await asyncio.sleep(0.01)
+            await service.intake.admit(items[1:])  # one running, one waiting: the queue is full
+            assert service.intake.saturated()
+            busy = await client.post("/v1/traces", content=body, headers=headers)
+            assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
+            assert Status.FromString(busy.content).code == 8  # RESOURCE_EXHAUSTED
+            assert service.stats()["traces_requests_refused_busy"] == 1
+            module.release.set()
+            for _ in range(200):
+                if not service.intake.saturated():
+                    break
+                await asyncio.sleep(0.01)
+            fine = await client.post("/v1/traces", content=body, headers=headers)
+            assert fine.status_code == 200
+            assert ExportTraceServiceResponse.FromString(fine.content) == (
+                ExportTraceServiceResponse()
+            )
+    finally:
+        module.release.set()
+        await shutdown_service(service)
+        sys.modules.pop("sw_blocking_scorer", None)

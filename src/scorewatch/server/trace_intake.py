@@ -61,6 +61,7 @@ class TracesIntake:
         self._buffer = TraceBuffer(settings.select or None, settings.buffer, clock=clock)
         self._own = 0  # spans of scorewatch's own telemetry, never scored (no feedback loop)
         self._runs: dict[str, int] = {}
+        self._busy = 0  # export requests answered 429: the scoring queue was full
         self._task: asyncio.Task[None] | None = None
         self._round: asyncio.Future[int] | None = None
         self._closed = False
@@ -89,6 +90,7 @@ class TracesIntake:
         snapshot["traces_spans_received"] = counts.spans_received
         snapshot["traces_spans_held"] = self._buffer.spans_held
         snapshot["traces_held"] = len(self._buffer)
+        snapshot["traces_requests_refused_busy"] = self._busy
         for prefix, counter in (
             ("traces_spans_dropped_", counts.spans_dropped),
             ("traces_evicted_", counts.traces_evicted),
@@ -132,6 +134,10 @@ class TracesIntake:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._assemble())
         return dropped
+
+    def refused_busy(self) -> None:
+        """Count an export request refused before decoding: the scoring queue was full."""
+        self._busy += 1
 
     def trace_counts(self) -> TraceCounts:
         """The counts so far. Read by metric collection, possibly from another thread while

@@ -39,6 +39,7 @@ _CONTENT_TYPE = {"protobuf": "application/x-protobuf", "json": "application/json
 _INLINE_BYTES = 16 << 10
 # google.rpc.Code values the answers use.
 _INVALID_ARGUMENT = 3
+_RESOURCE_EXHAUSTED = 8
 _UNIMPLEMENTED = 12
 
 router = APIRouter(tags=["traces"])
@@ -59,9 +60,13 @@ def _encode(message: ExportTraceServiceResponse | Status, encoding: Encoding) ->
 
 
 def _answer(
-    status: int, message: ExportTraceServiceResponse | Status, encoding: Encoding
+    status: int,
+    message: ExportTraceServiceResponse | Status,
+    encoding: Encoding,
+    headers: dict[str, str] | None = None,
 ) -> Response:
-    return Response(_encode(message, encoding), status, media_type=_CONTENT_TYPE[encoding])
+    content = _encode(message, encoding)
+    return Response(content, status, headers=headers, media_type=_CONTENT_TYPE[encoding])
 
 
 def _inflate(body: bytes, limit: int) -> bytes:
@@ -117,6 +122,7 @@ def _media(request: Request) -> Encoding | None:
         400: {"description": "Unreadable body (a google.rpc.Status); nothing of it is kept."},
         401: {"description": "Missing or wrong bearer token."},
         413: {"description": "Body over server.max_body_bytes, or traces.max_decoded_bytes."},
+        429: {"description": "The scoring queue is full; retry after `Retry-After` seconds."},
         415: {
             "description": "Not application/x-protobuf or application/json, or an unknown "
             "Content-Encoding (gzip is supported)."
@@ -149,6 +155,14 @@ async def export_traces(request: Request) -> Response:
     if content_encoding not in ("", "identity", "gzip"):
         message = f"Content-Encoding {content_encoding[:40]!r} is not supported; use gzip"
         return _answer(415, Status(code=_UNIMPLEMENTED, message=message), encoding)
+    if intake.saturated():
+        # The runs of these spans could not be queued: the sender keeps them and retries
+        # (OTLP exporters honour 429 and Retry-After) instead of this service dropping them.
+        intake.refused_busy()
+        retry = service.config.server.retry_after
+        message = f"the scoring queue is full; retry after {retry}s"
+        status = Status(code=_RESOURCE_EXHAUSTED, message=message)
+        return _answer(429, status, encoding, {"Retry-After": str(retry)})
     body = await request.body()
     limit = intake.settings.max_decoded_bytes
     gzipped = content_encoding == "gzip"
