@@ -221,6 +221,8 @@ _ATTRIBUTES: Final[dict[str, str]] = {
     "ATTR_QUEUE_STREAM": "the work queue's stream name",
     "ATTR_QUEUE_REASON": "why an entry was dead-lettered: `failed`, `max_deliveries`, "
     "`unknown_scorer`, `malformed`",
+    "ATTR_TRACES_REASON": "why the trace intake dropped spans or evicted traces",
+    "ATTR_TRACES_OUTCOME": "what became of a selected span: `admitted`, or why it was not scored",
 }
 
 _JUDGE_CALL = (
@@ -383,6 +385,42 @@ _METRICS: Final = (
         names.UNIT_DIMENSIONLESS,
         ("ATTR_QUEUE_STREAM", "ATTR_QUEUE_REASON"),
         "Entries moved to the dead-letter stream, by reason.",
+    ),
+    _Metric(
+        "METRIC_TRACES_SPANS_RECEIVED",
+        "PROM_TRACES_SPANS_RECEIVED",
+        "counter",
+        names.UNIT_DIMENSIONLESS,
+        (),
+        "Spans received on `POST /v1/traces` (`scorewatch serve` with `[traces]`).",
+    ),
+    _Metric(
+        "METRIC_TRACES_SPANS_DROPPED",
+        "PROM_TRACES_SPANS_DROPPED",
+        "counter",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_TRACES_REASON",),
+        "Spans not kept on arrival, by reason: `max_bytes`, `max_spans_per_trace`, `duplicate` "
+        "(answered as rejected spans), `own` (scorewatch's own telemetry, never scored), "
+        "`shutdown`.",
+    ),
+    _Metric(
+        "METRIC_TRACES_EVICTED",
+        "PROM_TRACES_EVICTED",
+        "counter",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_TRACES_REASON",),
+        "Incomplete traces given up, by reason: `max_traces` (room for a new one), `max_age`.",
+    ),
+    _Metric(
+        "METRIC_TRACES_RUNS",
+        "PROM_TRACES_RUNS",
+        "counter",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_TRACES_OUTCOME",),
+        "What became of each selected span: `admitted` (to the scorers, like a `POST "
+        "/v1/scores` item), or not scored: `no_content` (content capture off), `no_output`, "
+        "`nested`, `evicted`, `queue_full`, `shutdown`, `unavailable`.",
     ),
 )
 

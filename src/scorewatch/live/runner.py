@@ -103,7 +103,7 @@ async def score_call(scorer: Scorer, call: ScoredCall, run_id: str) -> ScoreReco
                 run_id=run_id,
                 ground_truth=call.ground_truth,
                 request_context=call.request_context,
-                score_source="live",
+                score_source=call.score_source,
                 target=call.target,
                 target_trace_id=call.trace_id,
                 target_span_id=call.span_id,

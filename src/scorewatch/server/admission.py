@@ -109,4 +109,5 @@ def _call_of(item: ScoreItem) -> ScoredCall:
         request_context=item.request_context,
         ground_truth=item.ground_truth,
         metadata=dict(item.metadata) if item.metadata else None,
+        score_source=item.score_source,
     )

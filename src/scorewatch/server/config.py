@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..errors import ScorewatchError
 from ..sinks.redact import is_secret_key
 from .queue_settings import QueueSettings
+from .traces_settings import TracesSettings
 
 __all__ = [
     "DEFAULT_LISTEN",
@@ -39,6 +40,7 @@ __all__ = [
     "ServerSettings",
     "SinkSettings",
     "TelemetrySettings",
+    "TracesSettings",
     "format_validation_error",
     "is_loopback_host",
     "key_path",
@@ -357,6 +359,9 @@ class ServeConfig(_Table):
     sinks: SinkSettings = Field(default_factory=SinkSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
+    traces: TracesSettings | None = Field(
+        None, description="OTLP/HTTP trace intake (POST /v1/traces); absent: off."
+    )
     base_dir: Path = Field(
         default_factory=Path.cwd, exclude=True, description="Relative paths resolve against it."
     )
@@ -368,6 +373,12 @@ class ServeConfig(_Table):
             if spec.id in seen:
                 raise ValueError(f"two scorers have the id {spec.id!r}; ids must be unique")
             seen.add(spec.id)
+        unknown = [s for s in (self.traces.scorers or []) if s not in seen] if self.traces else []
+        if unknown:
+            raise ValueError(
+                f"traces.scorers names unknown scorer ids {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(sorted(seen))}"
+            )
         return self
 
     def resolve_path(self, path: str) -> Path:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from ..core.result import ScoreSource
 from ..sinks.record import ScoreRecord
 
 __all__ = [
@@ -48,6 +49,7 @@ class ScoreItem:
     request_context: Any = None
     ground_truth: Any = None
     metadata: Mapping[str, Any] | None = None
+    score_source: ScoreSource = "live"
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,6 +166,7 @@ def encode_entry(
         "request_context": call.request_context,
         "ground_truth": call.ground_truth,
         "metadata": call.metadata,
+        "score_source": call.score_source,
     }
     return [
         "v",
@@ -207,6 +208,7 @@ def decode_entry(fields: Mapping[bytes, bytes]) -> QueueEntry:
         request_context=document.get("request_context"),
         ground_truth=document.get("ground_truth"),
         metadata=metadata if isinstance(metadata, dict) else None,
+        score_source="trace" if document.get("score_source") == "trace" else "live",
     )
     return QueueEntry(
         scorer_id=scorer_id,

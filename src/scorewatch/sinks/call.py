@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.result import ScorerRun
+from ..core.result import ScorerRun, ScoreSource
 
 __all__ = ["ScoredCall"]
 
@@ -21,7 +21,9 @@ class ScoredCall:
 
     `target` names the agent (or workflow) being evaluated, the `entityId` of its score rows;
     `trace_id`/`span_id` locate the agent's span (hex, when known); `run_id` is the agent's own
-    run or call id (generated when the caller gave none), not the scorer run's id.
+    run or call id (generated when the caller gave none), not the scorer run's id;
+    `score_source` is `trace` for a call read from exported spans (serve's `/v1/traces`,
+    `score_traces`), else `live`.
     """
 
     input: Any
@@ -33,6 +35,7 @@ class ScoredCall:
     request_context: Any = None
     ground_truth: Any = None
     metadata: dict[str, Any] | None = None
+    score_source: ScoreSource = "live"
 
     @classmethod
     def of_run(cls, run: ScorerRun, run_id: str) -> ScoredCall:
@@ -48,4 +51,5 @@ class ScoredCall:
             request_context=run.request_context,
             ground_truth=run.ground_truth,
             metadata=run.target_metadata,
+            score_source="trace" if run.score_source == "trace" else "live",
         )

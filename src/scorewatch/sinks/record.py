@@ -223,6 +223,9 @@ class ScoreRecord:
             metadata["groundTruth"] = _jsonable(call.ground_truth)
         if call.metadata:
             metadata.update(redact_secrets(_jsonable(call.metadata)))
+        if call.score_source != "live":
+            # The reference row's `source` is LIVE or TEST; where the call came from is kept here.
+            metadata["scoreSource"] = call.score_source
         skipped = self.not_scorable
         if skipped is not None:
             # The reference's score row has no column for this; metadata keeps the table as is.

@@ -27,6 +27,7 @@ from .._version import __version__
 from ..core.events import Observers
 from . import names
 from .queue_metrics import QueueMetrics
+from .trace_metrics import TraceMetrics
 
 __all__ = ["Instruments", "metric_views"]
 
@@ -117,6 +118,7 @@ class Instruments:
             description="Live evaluations waiting in the queue",
         )
         self.queue = QueueMetrics(meter, lambda: self.source)
+        self.traces = TraceMetrics(meter, lambda: self.source)
         self._scores: dict[float, Histogram] = {}
         self._scores_lock = threading.Lock()
 
