@@ -1,9 +1,10 @@
 """The bounded live-scoring queue: admission, concurrency, loop placement and shutdown.
 
-A job runs on the event loop of the code that submitted it when there is one, else on
-scorewatch's single background loop (core/sync.py). `max_queue` bounds the jobs waiting and
-`max_concurrency` the jobs running, across all loops together. Admission never blocks and never
-waits: a job beyond the bound is refused, and the caller counts that refusal.
+A job runs on the event loop the submitter names, else on the one of the code that submitted
+it when there is one, else on scorewatch's single background loop (core/sync.py). `max_queue`
+bounds the jobs waiting and `max_concurrency` the jobs running, across all loops together.
+Admission never blocks and never waits: a job beyond the bound is refused, and the caller
+counts that refusal.
 
 Loops die under live work (an `asyncio.run` returns, a test ends). Jobs waiting on a dead loop,
 and running jobs cancelled or destroyed by its shutdown, move to the background loop and run
@@ -121,9 +122,10 @@ class WorkQueue(Generic[P]):
 
     # -- admission -------------------------------------------------------------------------------
 
-    def offer(self, payload: P) -> Admission:
-        """Queue a job on the caller's loop (else the background loop). Never blocks for work."""
-        loop = _current_loop()
+    def offer(self, payload: P, *, loop: asyncio.AbstractEventLoop | None = None) -> Admission:
+        """Queue a job on `loop`, by default the caller's (else the background loop). Never
+        blocks for work."""
+        loop = loop or _current_loop()
         if self._closed:
             return "closed"
         if loop is None:

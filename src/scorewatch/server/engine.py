@@ -5,6 +5,12 @@ The same pieces as `LiveScoring` (spec §8): filter, then deterministic sampling
 observers that telemetry listens to. What the service adds is per-request scorer selection,
 all-or-nothing admission of a request, and result futures for `?wait=true`.
 
+Given a `ScoringLoop`, the runs (scorer steps, judge calls, sink writes) run on it, off the loop
+that admits: admission stays on the caller's loop (no await between the capacity check and the
+offers), the jobs are placed on the scoring loop, and the `?wait=true` futures, which belong to
+the admitting loop, are settled through it (`call_soon_threadsafe`). The sinks are written and
+closed there too. Without one, the runs share the caller's loop.
+
 Accounting, at any time:
 
     sampled == scored + failed + dropped_shutdown + queued + in_flight
@@ -17,6 +23,7 @@ counted twice as `not_sampled`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -42,7 +49,7 @@ from .intake import (
     QueueFullError,
     ScoreItem,
 )
-from .loop_share import LoopShare
+from .scoring_loop import ScoringLoop
 from .throughput import Throughput
 
 __all__ = ["InProcessIntake"]
@@ -51,10 +58,6 @@ logger = logging.getLogger("scorewatch.server")
 
 # How long shutdown waits, after the drain budget, for runs that are storing their results.
 _COMMIT_GRACE_S = 10.0
-
-# Seconds of scorer runs started per event loop iteration, at most about: the HTTP answers wait
-# no longer than that per step for the scoring that shares their loop.
-_SCORING_SLICE = 0.015
 
 
 @dataclass(slots=True)
@@ -98,6 +101,7 @@ class InProcessIntake:
         max_queue_bytes: int | None = None,
         sink_retry_timeout: float = 120.0,
         max_queue_delay: float | None = None,
+        scoring: ScoringLoop | None = None,
     ) -> None:
         self._entries = dict(entries)
         self._sinks = tuple(sinks)
@@ -123,7 +127,8 @@ class InProcessIntake:
         )
         self._unregister_depth = observers.register_queue_depth(lambda: self._queue.queued)
         self._closed = False
-        self._share = LoopShare(_SCORING_SLICE)
+        # Owned: its runs and sinks are closed on it, then it is closed (`aclose`).
+        self._scoring = scoring
 
     # -- introspection ---------------------------------------------------------------------------
 
@@ -204,6 +209,7 @@ class InProcessIntake:
             )
 
         loop = asyncio.get_running_loop()
+        runs_on = self._scoring.loop if self._scoring is not None else None
         admissions: list[Admission] = []
         self._counts.skipped(plans)
         for plan in plans:
@@ -223,7 +229,9 @@ class InProcessIntake:
                 if admission.results is not None:
                     done = loop.create_future()
                     admission.results[run_id] = done
-                answer = self._queue.offer(_Work(scorer_id, scorer, run_id, call, done, hold))
+                answer = self._queue.offer(
+                    _Work(scorer_id, scorer, run_id, call, done, hold), loop=runs_on
+                )
                 if answer != "accepted":  # cannot happen after the check above; never hide it
                     self._release(hold)
                     logger.error("queue refused an admitted run (%s); counted as dropped", answer)
@@ -241,8 +249,7 @@ class InProcessIntake:
 
     async def _execute(self, job: Job[_Work]) -> JobOutcome:
         work = job.payload
-        started = time.perf_counter()  # a run waiting for its turn holds its slot too
-        await self._share.turn()
+        started = time.perf_counter()
         live_result = await score_call(work.scorer, work.call, work.run_id)
         if live_result.outcome == "failed":
             # The error text may quote content; the log names only the run and the error type.
@@ -256,11 +263,9 @@ class InProcessIntake:
             return "failed"  # given up at shutdown meanwhile: counted as dropped, never stored
         delivery = await self._store(live_result)
         stored = delivery.stored
-        if work.done is not None and not work.done.done():
-            if delivery.dropped:
-                work.done.cancel()  # not stored: `?wait=true` says dropped
-            else:
-                work.done.set_result(stored)
+        if work.done is not None:
+            # Not stored: `?wait=true` says dropped (a cancelled future).
+            _settle(work.done, None if delivery.dropped else stored)
         # The slot is held until the result is stored: that is what a run costs.
         self._throughput.finished(time.perf_counter() - started)
         return stored.outcome
@@ -328,8 +333,8 @@ class InProcessIntake:
         if outcome == "dropped_shutdown":
             observers.record_decision(job.payload.scorer_id, "dropped_shutdown")
             done = job.payload.done
-            if done is not None and not done.done():
-                done.get_loop().call_soon_threadsafe(_cancel, done)
+            if done is not None:
+                _settle(done, None)
 
     # -- shutdown --------------------------------------------------------------------------------
 
@@ -354,9 +359,26 @@ class InProcessIntake:
 
     async def aclose(self) -> None:
         self._unregister_depth()
-        await close_sinks(self._sinks)
+        if self._scoring is None or not self._scoring.alive:  # or closed already
+            await close_sinks(self._sinks)
+            return
+        # The sinks were opened on the scoring loop (a psycopg pool is tied to its loop).
+        try:
+            await self._scoring.run(close_sinks(self._sinks))
+        finally:
+            await asyncio.to_thread(self._scoring.close)
 
 
-def _cancel(future: asyncio.Future[LiveResult]) -> None:
-    if not future.done():
+def _settle(future: asyncio.Future[LiveResult], result: LiveResult | None) -> None:
+    """Resolve a `?wait=true` future (None cancels it) from any thread, on its own loop."""
+    with contextlib.suppress(RuntimeError):  # its loop closed: nobody waits any more
+        future.get_loop().call_soon_threadsafe(_resolve, future, result)
+
+
+def _resolve(future: asyncio.Future[LiveResult], result: LiveResult | None) -> None:
+    if future.done():
+        return
+    if result is None:
         future.cancel()
+    else:
+        future.set_result(result)
