@@ -34,11 +34,12 @@ from pathlib import Path
 from typing import Any
 
 import _common
+from _common import start_judge, stop_judge
 from bench_serve import CONFIG, _cpu_seconds, _rss, _start_serve, _stats
-from bench_throughput import start_judge, stop_judge
 from summarization_prompt_size import SUMMARY, source_of
 
 _TARGET_P99_MS = 100.0
+_KEY_ENV = "SCOREWATCH_BENCH_JUDGE_KEY"
 
 
 class _Connections:
@@ -215,6 +216,15 @@ def _result_delays(database: Path, accepted_at: dict[str, float]) -> dict[str, f
     return _percentiles(delays) | {"stored": len(delays)}
 
 
+def _config(port: int, sampling: float) -> str:
+    """bench_serve.py's workload, the judge key named by environment variable (serve refuses
+    secrets in its file)."""
+    os.environ.setdefault(_KEY_ENV, "sk-bench")
+    text = CONFIG.format(port=port, sampling=sampling, max_queue=10_000)
+    text = text.replace('api_key = "sk-bench", ', "")
+    return text.replace("[judge]\n", f'[judge]\napi_key_env = "{_KEY_ENV}"\n', 1)
+
+
 def _wait_idle(address: str, timeout: float = 600) -> float:
     started = time.perf_counter()
     while time.perf_counter() - started < timeout:
@@ -259,9 +269,7 @@ def main() -> None:
             os.environ["PYTHONPATH"] = os.pathsep.join(
                 filter(None, [str(site), os.environ.get("PYTHONPATH")])
             )
-        (directory / "scorewatch.toml").write_text(
-            CONFIG.format(port=port, sampling=args.sampling, max_queue=10_000)
-        )
+        (directory / "scorewatch.toml").write_text(_config(port, args.sampling))
         serve, address = _start_serve(directory, args.profile)
         try:
             source = source_of(400)

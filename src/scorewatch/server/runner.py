@@ -68,7 +68,10 @@ class ScorewatchServer(uvicorn.Server):
 
 def bind_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # The protocol named, not left 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on
+    # sockets whose `proto` says TCP, and with it on, an answer written in two parts (head, then
+    # body) waits for the client's delayed ACK, about 40 ms.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
