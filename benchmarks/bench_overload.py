@@ -15,8 +15,7 @@ by status, latency percentiles of all answers, of the 202s and of the 429s, the 
 long after its request the accepted work's result was stored (content similarity, a
 millisecond run: that is its wait in the queue), the latency of `/healthz` polled every 20 ms
 on a connection of its own, the server's CPU; and the highest rate whose p99 stays under
-100 ms. `--switch-interval S` starts serve with `sys.setswitchinterval(S)` (an experiment:
-how long the scoring thread may hold the GIL before the HTTP thread gets it).
+100 ms.
 """
 
 from __future__ import annotations
@@ -246,12 +245,6 @@ def main() -> None:
     parser.add_argument(
         "--profile", default=None, help="run serve under pyinstrument; its text report to this file"
     )
-    parser.add_argument(
-        "--switch-interval",
-        type=float,
-        default=None,
-        help="serve runs with sys.setswitchinterval(this) (seconds; Python's default 0.005)",
-    )
     args = parser.parse_args()
     rates = [int(rate) for rate in args.rates.split(",")]
 
@@ -259,16 +252,6 @@ def main() -> None:
     rounds: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-overload-") as folder:
         directory = Path(folder)
-        if args.switch_interval is not None:
-            # serve inherits the environment: a sitecustomize module sets it at start-up.
-            site = directory / "site"
-            site.mkdir()
-            (site / "sitecustomize.py").write_text(
-                f"import sys\nsys.setswitchinterval({args.switch_interval!r})\n"
-            )
-            os.environ["PYTHONPATH"] = os.pathsep.join(
-                filter(None, [str(site), os.environ.get("PYTHONPATH")])
-            )
         (directory / "scorewatch.toml").write_text(_config(port, args.sampling))
         serve, address = _start_serve(directory, args.profile)
         try:

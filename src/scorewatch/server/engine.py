@@ -49,6 +49,7 @@ from .intake import (
     QueueFullError,
     ScoreItem,
 )
+from .loop_lag import LoopLag
 from .scoring_loop import ScoringLoop
 from .throughput import Throughput
 
@@ -58,6 +59,10 @@ logger = logging.getLogger("scorewatch.server")
 
 # How long shutdown waits, after the drain budget, for runs that are storing their results.
 _COMMIT_GRACE_S = 10.0
+
+# Past this average lateness of the admitting loop, requests are refused unread: its answers
+# are already slower than the 100 ms a client may expect of a 202 or a 429 (BENCHMARKS.md).
+_MAX_ADMIT_LAG_S = 0.1
 
 
 @dataclass(slots=True)
@@ -129,6 +134,7 @@ class InProcessIntake:
         self._closed = False
         # Owned: its runs and sinks are closed on it, then it is closed (`aclose`).
         self._scoring = scoring
+        self._admit_lag = LoopLag()
 
     # -- introspection ---------------------------------------------------------------------------
 
@@ -155,6 +161,14 @@ class InProcessIntake:
     def refuse_early(self) -> int | None:
         # Refusing a request unread costs a fraction of parsing it: past the limit, that is
         # what keeps the answers fast when more arrives than the service can finish.
+        self._admit_lag.watch()
+        lag = self._admit_lag.seconds()
+        if lag > _MAX_ADMIT_LAG_S:
+            # The loop that reads requests is behind (scoring may keep up meanwhile): requests
+            # already wait in its sockets, where no queue counts them.
+            self._counts.add("rejected_requests")
+            self._counts.add("shed_requests")
+            return Throughput.seconds_for(lag, 1.0)
         queued = self._queue.queued
         waiting = self._admissible_wait()
         # Only the measured queue delay sheds unread: a refusal at the configured `max_queue`
@@ -340,6 +354,7 @@ class InProcessIntake:
 
     async def shutdown(self, timeout: float) -> int:  # noqa: ASYNC109 - a drain budget
         self._closed = True
+        self._admit_lag.close()
         self._queue.close()
         if await self._queue.drain(timeout):
             return 0
