@@ -8,8 +8,8 @@ rows that `PostgresSink` writes to `mastra_scorers`. This dashboard reads them t
 PostgreSQL data source (type `grafana-postgresql-datasource`), so a person can go from "scores
 dropped" to the runs that scored lowest, their judge's reason and the trace behind each. Panels
 use Grafana's SQL macros (`$__timeFilter`, `$__timeGroupAlias`) and the dashboard variables;
-tests/test_dashboard_postgres.py runs every query against a real PostgreSQL filled by the real
-sink. Built with the same SDK and helpers as grafana/generate.py.
+tests/deploy/test_dashboard_postgres.py runs every query against a real PostgreSQL filled by the
+real sink. Built with the same SDK and helpers as grafana/generate.py.
 """
 
 from __future__ import annotations

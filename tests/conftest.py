@@ -1,33 +1,38 @@
-"""Shared test set-up: offline litellm, and the rule for tests that need external binaries."""
+"""Shared test set-up: offline litellm, the marker rule every module follows, and the fixtures
+more than one test folder uses (a folder's own fixtures are in its conftest.py)."""
 
 from __future__ import annotations
 
 import os
-import shutil
+from collections.abc import Iterator
 
 import pytest
+
+from binary_support import require_binary
 
 # Before anything imports litellm: never fetch the model price map from the network.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ.setdefault("OTEL_SDK_DISABLED", "false")
 
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def require_binary(name: str) -> str:
-    """The binary's path; skips locally when it is missing, fails under CI (CI=true)."""
-    path = shutil.which(name)
-    if path is None:
-        message = f"{name} is not installed (Debian package; .ci/run installs it)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
-
 
 @pytest.fixture
 def prometheus_bin() -> str:
     return require_binary("prometheus")
+
+
+@pytest.fixture
+def schema() -> Iterator[str]:
+    """A PostgreSQL schema of the test's own, dropped afterwards (server and sink tests)."""
+    # Imported here: the unit tests load this file too and need neither.
+    import psycopg
+
+    from scale_support import PG_DSN, PG_HOST, PG_PORT, require_service, unique_prefix
+
+    require_service("PostgreSQL", PG_HOST, PG_PORT)
+    name = unique_prefix().replace("-", "_")
+    yield name
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE'.encode())
 
 
 KINDS = ("unit", "integration", "e2e")

@@ -9,13 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import scorewatch as sw
-from scorewatch.core import (
-    JudgeAttempt,
-    RunStart,
-    StepOutcome,
-    add_run_observer,
-    remove_run_observer,
-)
+from scorewatch.core import JudgeAttempt, Observer, RunListener, RunStart, StepOutcome
+from scorewatch.core.events import current_observers
 from scorewatch.core.result import ScorerRunResult, ScorerRunSnapshot
 from scorewatch.judge import JudgeReply, JudgeRequest, JudgeUsage
 
@@ -59,7 +54,7 @@ def reply(text: str, **fields: Any) -> JudgeReply:
 
 
 @dataclass
-class RecordingListener:
+class RecordingListener(RunListener):
     """Keeps every hook call of one run, in order."""
 
     trace_id: str | None = None
@@ -97,7 +92,7 @@ class RecordingListener:
 
 
 @dataclass
-class RecordingObserver:
+class RecordingObserver(Observer):
     """A run observer that hands every run a `RecordingListener`."""
 
     trace_id: str | None = None
@@ -123,11 +118,12 @@ class RecordingObserver:
 @contextmanager
 def observing(observer: RecordingObserver | None = None) -> Iterator[RecordingObserver]:
     watched = observer or RecordingObserver()
-    add_run_observer(watched)
+    bus = current_observers()
+    bus.add(watched)
     try:
         yield watched
     finally:
-        remove_run_observer(watched)
+        bus.remove(watched)
 
 
 def cause_chain(error: BaseException) -> list[BaseException]:

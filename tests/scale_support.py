@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IN_CI
+from binary_support import IN_CI
 
 REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
 PG_HOST, PG_PORT = "127.0.0.1", 5432

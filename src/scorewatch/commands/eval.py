@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from ..core.hooks import add_run_observer, remove_run_observer
+from ..core.events import OBSERVERS
 from ..core.scorer import Scorer
 from ..errors import ScorewatchError
 from ..evals import ExperimentItem, RunOutcome, run_experiment
@@ -246,7 +246,7 @@ def _evaluate(
         progress.advance(failures=failed)
 
     interrupted = False
-    add_run_observer(costs)
+    OBSERVERS.add(costs)
     try:
         asyncio.run(
             run_experiment(
@@ -261,7 +261,7 @@ def _evaluate(
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        remove_run_observer(costs)
+        OBSERVERS.remove(costs)
         if store is not None:
             asyncio.run(store.aclose())
         progress.finish()

@@ -1,17 +1,18 @@
-"""The scorer core: builder, run pipeline, prompt steps, judge records, errors and run hooks."""
+"""The scorer core: builder, run pipeline, prompt steps, judge records, errors and the event bus."""
 
 from __future__ import annotations
 
 from .definition import JudgeConfig, PromptStep
 from .errors import ScorerRunError
-from .hooks import (
+from .events import (
+    OBSERVERS,
     JudgeAttempt,
+    Observer,
+    Observers,
     RunListener,
-    RunObserver,
     RunStart,
     StepOutcome,
-    add_run_observer,
-    remove_run_observer,
+    observed_by,
 )
 from .not_scorable import NotScorable, NotScorableInfo, is_not_scorable, not_scorable
 from .offload import offload_function_steps
@@ -28,6 +29,7 @@ from .steps import STEP_ORDER, StepName, StepType
 from .sync import run_coroutine_sync
 
 __all__ = [
+    "OBSERVERS",
     "STEP_ORDER",
     "JudgeAttempt",
     "JudgeConfig",
@@ -38,9 +40,10 @@ __all__ = [
     "JudgeStepRecord",
     "NotScorable",
     "NotScorableInfo",
+    "Observer",
+    "Observers",
     "PromptStep",
     "RunListener",
-    "RunObserver",
     "RunStart",
     "Scorer",
     "ScorerRun",
@@ -52,11 +55,10 @@ __all__ = [
     "StepOutcome",
     "StepResults",
     "StepType",
-    "add_run_observer",
     "create_scorer",
     "is_not_scorable",
     "not_scorable",
+    "observed_by",
     "offload_function_steps",
-    "remove_run_observer",
     "run_coroutine_sync",
 ]

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ScorewatchError
 from .errors import INVALID_STEP_RESULT, MISSING_GENERATE_SCORE, ScorerRunError
-from .hooks import RunListener, RunStart, StepOutcome, current_observers, notify, start_listeners
+from .events import RunListener, StepOutcome, current_observers, notify
 from .not_scorable import NotScorable, NotScorableInfo
 from .offload import run_off_loop, step_executor
 from .prompt import PromptStepFailure, execute_prompt_step
@@ -214,8 +214,9 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
         run.run_id = new_run_id()
 
     listeners: tuple[RunListener, ...] = ()
-    if current_observers():
-        listeners = start_listeners(RunStart(scorer=scorer, run=run, emit_score=emit_score))
+    observers = current_observers()
+    if observers.subscribers:
+        listeners = observers.start_run(scorer, run, emit_score)
         for listener in listeners:
             trace_id = getattr(listener, "trace_id", None)
             if trace_id:

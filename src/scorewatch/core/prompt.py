@@ -21,7 +21,7 @@ from ..judge.retry import NO_RETRY, RetryPolicy
 from ..judge.usage import EMPTY_USAGE, JudgeUsage, add_usage
 from .answer_json import NeedsSearch
 from .errors import MISSING_MODEL_OR_INSTRUCTIONS
-from .hooks import JudgeAttempt, RunListener, notify
+from .events import JudgeAttempt, RunListener, notify
 from .offload import run_off_loop, step_executor
 from .records import JudgeErrorSummary, JudgeExecutionFailure, JudgeExecutionSuccess
 from .result import StepContext

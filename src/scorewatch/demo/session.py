@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..core.hooks import add_run_observer, remove_run_observer
+from ..core.events import OBSERVERS
 from ..live import CallbackSink, LiveResult, LiveScoring, Sampling, ScorerEntry, SqliteSink
 from ..scorers import (
     create_completeness_scorer,
@@ -134,7 +134,7 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
     similarity = create_content_similarity_scorer()
     scorers = [summarization, completeness, similarity]
     stats = DemoStats([scorer.id for scorer in scorers], label_of=_quality_label(dataset))
-    add_run_observer(stats)
+    OBSERVERS.add(stats)
     sampling = Sampling.ratio(options.sample_rate)
     live = LiveScoring(
         {scorer.id: ScorerEntry(scorer, sampling=sampling) for scorer in scorers},
@@ -234,7 +234,7 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
                 f"queued or in flight (up to {options.drain_timeout_s:.0f}s)..."
             )
         await live.aclose(timeout=options.drain_timeout_s)
-        remove_run_observer(stats)
+        OBSERVERS.remove(stats)
         final = state()
         alerts: list[str] | None = None
         if prometheus is not None:

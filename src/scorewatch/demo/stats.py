@@ -1,7 +1,7 @@
 """What the demo's live view shows, gathered from the pipeline itself.
 
 Scores come from the live results (a `CallbackSink`); judge calls, tokens, latency and cost come
-from the scorer core's run hooks (one report per judge attempt, exactly what the judge records
+from the scorer core's run events (one report per judge attempt, exactly what the judge records
 hold), so the figures on screen are measurements of the real pipeline, not of the simulation.
 """
 
@@ -13,9 +13,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..core.hooks import JudgeAttempt, RunStart, StepOutcome
+from ..core.events import JudgeAttempt, Observer, RunListener, RunStart
 from ..live.result import LiveResult
 
 __all__ = ["DemoStats", "JudgeTotals", "ScorerSeries", "sparkline"]
@@ -88,34 +87,19 @@ class JudgeTotals:
         return self.input_tokens + self.output_tokens
 
 
-class _Listener:
+class _Listener(RunListener):
     """Hears one run; only judge attempts matter here."""
 
-    trace_id: str | None = None
+    __slots__ = ("_stats",)
 
     def __init__(self, stats: DemoStats) -> None:
         self._stats = stats
 
-    def step_started(self, step: str, step_type: str) -> None:
-        return None
-
-    def judge_attempt_started(self, step: str, request: Any) -> None:
-        return None
-
     def judge_attempt_finished(self, attempt: JudgeAttempt) -> None:
         self._stats.record_attempt(attempt)
 
-    def step_finished(self, outcome: StepOutcome) -> None:
-        return None
 
-    def run_finished(self, result: Any, duration_s: float) -> None:
-        return None
-
-    def run_failed(self, error: BaseException, duration_s: float) -> None:
-        return None
-
-
-class DemoStats:
+class DemoStats(Observer):
     """Thread-safe running totals for the live view and the final summary.
 
     `phase` is the label results are filed under as they arrive (e.g. "healthy", "degraded");
@@ -146,7 +130,7 @@ class DemoStats:
     def elapsed(self) -> float:
         return time.monotonic() - self._started
 
-    # -- sinks and hooks -----------------------------------------------------------------------
+    # -- sinks and events ----------------------------------------------------------------------
 
     def record_result(self, result: LiveResult) -> None:
         """A `CallbackSink` function."""
@@ -165,7 +149,7 @@ class DemoStats:
                 series.by_label.setdefault(label, []).append(score)
 
     def run_started(self, start: RunStart) -> _Listener | None:
-        """A `RunObserver`: listens to runs that call a judge."""
+        """Listens to the runs that call a judge."""
         return _Listener(self) if start.scorer.has_judge else None
 
     def record_attempt(self, attempt: JudgeAttempt) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ScorerRunError
-from ..core.hooks import JudgeAttempt, RunListener, RunStart
+from ..core.events import JudgeAttempt, Observer, RunListener, RunStart
 from ..core.records import JudgeResults
 from ..core.result import ScorerRunResult, ScorerRunSnapshot
 from ..errors import ScorewatchError
@@ -134,18 +134,11 @@ def outcome_record(
 
 
 @dataclass(slots=True)
-class _CostListener:
+class _CostListener(RunListener):
     collector: EstimatedCostCollector
     run_id: str
-    trace_id: str | None = None
     total: float = 0.0
     known: bool = False
-
-    def step_started(self, step: Any, step_type: Any) -> None:
-        pass
-
-    def judge_attempt_started(self, step: Any, request: Any) -> None:
-        pass
 
     def judge_attempt_finished(self, attempt: JudgeAttempt) -> None:
         reply = attempt.reply
@@ -157,9 +150,6 @@ class _CostListener:
         elif reply.estimated_cost_usd is not None:
             self.total += reply.estimated_cost_usd
             self.known = True
-
-    def step_finished(self, outcome: Any) -> None:
-        pass
 
     def run_finished(self, result: Any, duration_s: float) -> None:
         self._done()
@@ -173,7 +163,7 @@ class _CostListener:
 
 
 @dataclass(slots=True)
-class EstimatedCostCollector:
+class EstimatedCostCollector(Observer):
     """A run observer that adds up each run's judge cost (provider-reported, else estimated)."""
 
     costs: dict[str, float] = field(default_factory=dict)

@@ -10,7 +10,7 @@ scorer — `filtered`, `not_sampled`, `sampled` (accepted), `dropped_queue_full`
 
 Results go to every sink in turn; a sink error is logged and counted and the next sink still
 gets the result. Telemetry hears decisions, in-flight changes, queue depth and sink errors
-through `live.observers` (live never imports telemetry).
+as events on the bus (`core.events`; live never imports telemetry).
 """
 
 from __future__ import annotations
@@ -30,13 +30,12 @@ from random import getrandbits, random
 from types import FrameType
 from typing import Any, TypeVar, overload
 
+from ..core.events import LIVE_COUNTS, LiveDecision, Observers, current_observers, observed_by
 from ..core.scorer import Scorer
 from ..core.sync import background_loop
-from . import observers
 from .context import LiveCall, current_trace_ids
 from .entry import ScorerEntry
 from .litellm_callback import make_litellm_callback
-from .observers import LIVE_COUNTS, LiveDecision
 from .result import LiveResult
 from .run_ids import RunIdIssuer, live_run_id
 from .score_call import score_call
@@ -79,6 +78,8 @@ class LiveScoring:
     is dropped and counted. `drain_on_exit` drains (up to `shutdown_timeout` seconds) at
     interpreter exit; `handle_sigterm=True` also drains on SIGTERM, then hands the signal on
     to the handler that was installed before (or the default, which ends the process).
+    `observers` is the event bus it reports to, and its runs and sinks with it (default: the
+    bus current at construction, normally `core.events.OBSERVERS`).
     """
 
     def __init__(
@@ -91,7 +92,9 @@ class LiveScoring:
         drain_on_exit: bool = True,
         handle_sigterm: bool = False,
         shutdown_timeout: float = 30.0,
+        observers: Observers | None = None,
     ) -> None:
+        self._observers = current_observers() if observers is None else observers
         self._entries: dict[str, ScorerEntry] = {
             key: ScorerEntry.coerce(value) for key, value in scorers.items()
         }
@@ -125,11 +128,11 @@ class LiveScoring:
             self._execute,
             max_queue=max_queue,
             max_concurrency=max_concurrency,
-            on_in_flight=observers.record_in_flight,
+            on_in_flight=self._observers.in_flight,
             on_finished=self._finished,
         )
         self._depth_source: Callable[[], int] = lambda: self._queue.queued
-        self._unregister_depth = observers.register_queue_depth(self._depth_source)
+        self._unregister_depth = self._observers.register_queue_depth(self._depth_source)
         self._shut = False
         self._previous_sigterm: Any = None
         self._sigterm_installed = False
@@ -241,16 +244,16 @@ class LiveScoring:
                 work = _Work(key, scorer, self._ids.issue(base), call)
                 decision = _ADMISSION[self._queue.offer(work)]
             self._count(decision)
-            observers.record_decision(entry.scorer.id, decision)
+            self._observers.decision(entry.scorer.id, decision)
             decisions[key] = decision
         return decisions
 
     def _not_sampled_by_all(self) -> dict[str, LiveDecision]:
         with self._lock:
             self._counts["not_sampled"] += len(self._entries)
-        if observers.current_live_observers():
+        if self._observers.subscribers:
             for entry in self._entries.values():
-                observers.record_decision(entry.scorer.id, "not_sampled")
+                self._observers.decision(entry.scorer.id, "not_sampled")
         return self._none_sampled
 
     def _decide(
@@ -336,7 +339,8 @@ class LiveScoring:
             if not warm_up.done():  # the agent's loop waits for it, never imports litellm
                 await asyncio.wrap_future(warm_up)
             self._warm_up = None
-        live_result = await score_call(work.scorer, work.call, work.run_id)
+        with observed_by(self._observers):  # a job's task starts from an empty context
+            live_result = await score_call(work.scorer, work.call, work.run_id)
         outcome: JobOutcome = live_result.outcome
         if outcome == "failed":
             self._warn.warning(
@@ -363,12 +367,13 @@ class LiveScoring:
                 exc_info=True,
             )
 
-        return await deliver(self._sinks, result, failed)
+        with observed_by(self._observers):
+            return await deliver(self._sinks, result, failed)
 
     def _finished(self, job: Job[_Work], outcome: JobOutcome) -> None:
         self._count(outcome)
         if outcome == "dropped_shutdown":
-            observers.record_decision(job.payload.scorer.id, "dropped_shutdown")
+            self._observers.decision(job.payload.scorer.id, "dropped_shutdown")
 
     # -- draining and shutdown -------------------------------------------------------------------
 

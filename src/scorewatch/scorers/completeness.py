@@ -11,7 +11,7 @@ The elements are an approximation. The reference takes them from the JS NLP libr
 no Python counterpart. Here a text's elements are its words, accents stripped, lower-cased,
 cut at anything but `a-z0-9` as the reference cuts them, then reduced to their Snowball
 (English) stems: "jumps" and "jumped" both give "jump", as the reference's infinitives do.
-`tests/test_scorers_reference_model_free.py` measures the gap on texts recorded from the
+`tests/scorers/test_scorers_reference_model_free.py` measures the gap on texts recorded from the
 reference: most scores are equal, the rest differ mostly where `compromise` drops auxiliary
 verbs ("has been waiting" -> "wait").
 

@@ -1,8 +1,8 @@
 """What serve's two intakes share: deciding a request's items, and counting the decisions.
 
 `InProcessIntake` and `RedisIntake` decide alike (filter, then deterministic sampling on the
-trace id, else the run id) and count alike: a decision is counted and told to the live
-observers together, and a refused request counts its sampled evaluations as the refusal
+trace id, else the run id) and count alike: a decision is counted and told to the event
+bus together, and a refused request counts its sampled evaluations as the refusal
 (`dropped_queue_full` / `dropped_shutdown`) and nothing else, so a retried request is not counted
 twice as `not_sampled`. They differ only in where accepted runs go.
 """
@@ -15,10 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import uuid4
 
-from ..live import observers
+from ..core.events import LIVE_COUNTS, LiveDecision, current_observers
 from ..live.context import LiveCall
 from ..live.entry import ScorerEntry
-from ..live.observers import LIVE_COUNTS, LiveDecision
 from ..live.run_ids import request_digest
 from ..live.sinks.base import ScoreSink
 from .intake import ScoreItem, SkipDecision, Skipped
@@ -74,9 +73,9 @@ class IntakeCounts:
             return dict(self._counts)
 
     def decided(self, scorer_id: str, decision: LiveDecision) -> None:
-        """Count one decision and tell the live observers (telemetry) about it."""
+        """Count one decision and tell the event bus (telemetry) about it."""
         self.add(decision)
-        observers.record_decision(scorer_id, decision)
+        current_observers().decision(scorer_id, decision)
 
     def skipped(self, plans: Iterable[Plan]) -> None:
         """Count the decisions not to score (filtered, not sampled) of admitted items."""
@@ -89,7 +88,7 @@ class IntakeCounts:
         refused = 0
         for plan in plans:
             for scorer_id in plan.sampled:
-                observers.record_decision(scorer_id, decision)
+                current_observers().decision(scorer_id, decision)
                 refused += 1
         with self._lock:
             self._counts[decision] += refused

@@ -2,7 +2,7 @@
 
 The same pieces as `LiveScoring` (spec §8): filter, then deterministic sampling on the trace id
 (else the run id), deterministic run ids, the bounded `WorkQueue`, the result sinks, and the live
-observers that telemetry listens to. What the service adds is per-request scorer selection,
+event bus that telemetry listens to. What the service adds is per-request scorer selection,
 all-or-nothing admission of a request, and result futures for `?wait=true`.
 
 Given a `ScoringLoop`, the runs (scorer steps, judge calls, sink writes) run on it, off the loop
@@ -30,11 +30,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..core.events import LiveDecision, current_observers
 from ..core.scorer import Scorer
-from ..live import observers
 from ..live.context import LiveCall
 from ..live.entry import ScorerEntry
-from ..live.observers import LiveDecision
 from ..live.result import LiveResult
 from ..live.run_ids import request_run_id
 from ..live.score_call import score_call
@@ -127,10 +126,12 @@ class InProcessIntake:
             self._execute,
             max_queue=max_queue,
             max_concurrency=max_concurrency,
-            on_in_flight=observers.record_in_flight,
+            on_in_flight=current_observers().in_flight,
             on_finished=self._finished,
         )
-        self._unregister_depth = observers.register_queue_depth(lambda: self._queue.queued)
+        self._unregister_depth = current_observers().register_queue_depth(
+            lambda: self._queue.queued
+        )
         self._closed = False
         # Owned: its runs and sinks are closed on it, then it is closed (`aclose`).
         self._scoring = scoring
@@ -345,7 +346,7 @@ class InProcessIntake:
         self._release(job.payload.held)
         self._counts.add(outcome)
         if outcome == "dropped_shutdown":
-            observers.record_decision(job.payload.scorer_id, "dropped_shutdown")
+            current_observers().decision(job.payload.scorer_id, "dropped_shutdown")
             done = job.payload.done
             if done is not None:
                 _settle(done, None)

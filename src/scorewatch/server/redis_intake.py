@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Unpack
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 
-from ..live import queue_observers
+from ..core.events import current_observers
 from ..live.context import LiveCall
 from ..live.entry import ScorerEntry
 from ..live.result import LiveResult
@@ -119,7 +119,7 @@ class RedisIntake:
         self._group_ready = False
         self._poller = GaugePoller(client, names, stats_interval)
         self._appender = EntryAppender(client, names.stream, max_backlog)
-        self._unregister = queue_observers.register_queue_gauges(lambda: self._poller.latest)
+        self._unregister = current_observers().register_queue_gauges(lambda: self._poller.latest)
         self._waiters: set[asyncio.Task[None]] = set()
         self._tracer = trace.get_tracer(telemetry_names.INSTRUMENTATION_SCOPE)
 

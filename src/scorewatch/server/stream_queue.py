@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from ..core.events import QueueGauges
 from ..live.context import LiveCall
-from ..live.queue_observers import QueueGauges
 from .queue_settings import QueueSettings, redact_url
 
 if TYPE_CHECKING:
@@ -277,7 +277,7 @@ async def read_gauges(client: Redis, names: StreamNames) -> QueueGauges:
 
 class GaugePoller:
     """Reads the queue gauges every `interval` seconds on the running loop; the latest reading
-    is what `scorewatch.live.queue_observers` reports."""
+    is what the event bus's queue gauges report."""
 
     def __init__(self, client: Redis, names: StreamNames, interval: float) -> None:
         self._client = client

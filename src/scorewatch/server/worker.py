@@ -42,13 +42,12 @@ from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanContext, SpanKind
 
+from ..core.events import TraceLink, current_observers, linked_runs
 from ..core.scorer import Scorer
-from ..live import observers, queue_observers
 from ..live.result import LiveResult
 from ..live.score_call import score_call
 from ..live.sinks.base import ScoreSink
 from ..live.sinks.delivery import Delivery, deliver
-from ..live.trace_links import linked_runs
 from ..telemetry import names as telemetry_names
 from .stream_queue import GaugePoller, QueueEntry, StreamNames, decode_entry, ensure_group
 
@@ -135,7 +134,7 @@ class StreamWorker:
         self._stopping = asyncio.Event()
         self._drained = asyncio.Event()
         self._poller = GaugePoller(client, names, stats_interval)
-        self._unregister = queue_observers.register_queue_gauges(lambda: self._poller.latest)
+        self._unregister = current_observers().register_queue_gauges(lambda: self._poller.latest)
         self._tracer = trace.get_tracer(telemetry_names.INSTRUMENTATION_SCOPE)
 
     # -- accounting ----------------------------------------------------------------------------
@@ -240,7 +239,7 @@ class StreamWorker:
                 )
             details = await pipe.execute()
         self._count("redelivered", len(claimed))
-        queue_observers.record_redeliveries(self._names.stream, len(claimed))
+        current_observers().redelivered(self._names.stream, len(claimed))
         for (entry_id, fields), detail in zip(claimed, details, strict=True):
             if not detail:
                 continue  # acknowledged meanwhile by the consumer it was taken from
@@ -351,11 +350,11 @@ class StreamWorker:
         if delivery.deliveries > self._max_deliveries:
             await self._dead_letter(delivery, "max_deliveries")
             return "max_deliveries"
-        observers.record_in_flight(1)
+        current_observers().in_flight(1)
         try:
             result = await self._score(entry, scorer, enqueued)
         finally:
-            observers.record_in_flight(-1)
+            current_observers().in_flight(-1)
         # A judge that refused the call for good (401, 400, ...) refuses it again: store the
         # failure and dead-letter the entry now instead of burning every delivery on it.
         last_chance = delivery.deliveries >= self._max_deliveries or not result.retryable
@@ -388,7 +387,8 @@ class StreamWorker:
         return None
 
     async def _score(self, entry: QueueEntry, scorer: Scorer, enqueued: SpanContext) -> LiveResult:
-        with linked_runs(enqueued):
+        link = TraceLink.of(enqueued.trace_id, enqueued.span_id) if enqueued.is_valid else None
+        with linked_runs(link):
             return await score_call(scorer, entry.call, entry.run_id)
 
     async def _store(self, result: LiveResult) -> Delivery:
@@ -434,7 +434,7 @@ class StreamWorker:
             pipe.xdel(self._names.stream, delivery.entry_id)
             await pipe.execute()
         self._count("dead_lettered")
-        queue_observers.record_dead_lettered(self._names.stream, reason)
+        current_observers().dead_lettered(self._names.stream, reason)
         logger.warning(
             "queue entry %s dead-lettered after %d delivery(ies) (%s)",
             delivery.entry_id,

@@ -6,20 +6,21 @@
     ...
     handle.shutdown()
 
-How it hooks in. The scorer core never imports the OpenTelemetry SDK: it reports each run
-through `scorewatch.core.hooks` (run started/finished/failed, step started/finished, judge attempt
-started/finished). `instrument()` registers a `RunObserver` that turns those reports into a span
+How it hooks in. The scorer core never imports the OpenTelemetry SDK: it reports each run as
+events on a bus, `scorewatch.core.events.Observers` (run started/finished/failed, step
+started/finished, judge attempt started/finished). `instrument()` subscribes a `TelemetryObserver`
+to the default bus (or the one given) that turns those events into a span
 tree (`evaluation {scorer_id}` > `evaluation.step {step}` > CLIENT `chat {model}` per attempt,
 made current during the call), the metrics of telemetry.md §4, and one
 `gen_ai.evaluation.result` log event per run. The judge record stays the source of truth; token
 and cost figures are derived from it and add up to it exactly.
 
-Live scoring. `scorewatch.live` sits above telemetry in the import order, so it must not import
-telemetry. Live code reports through `scorewatch.live.observers` instead (`record_decision`,
-`record_in_flight`, `record_sink_error`, `register_queue_depth`), which costs one tuple check when
-nobody listens; `instrument()` registers `LiveMetrics` there as a `LiveObserver`, and the
-`scorewatch.live.queue.depth` gauge sums the registered depth sources at collection time. Code
-below telemetry (the server) may also call `telemetry.live_metrics()` directly.
+Live scoring and the work queue. Live code and the server sit above core and never import
+telemetry either: they emit to the same bus (sampling decisions, in-flight runs, sink errors,
+redeliveries, dead letters), which costs one tuple check when nobody listens, and register their
+queue depth and stream readings there as pulled sources; the `scorewatch.live.queue.depth` and
+work-queue gauges read those at collection time. A run scored for a queued request carries the
+request's span as a trace link of its `RunStart`, which becomes a link of the run span.
 
 All names, units and bucket lists live in `scorewatch.telemetry.names`.
 """
@@ -31,7 +32,6 @@ from .cardinality import CardinalityGuard
 from .content import CaptureContent, ContentCapture, resolve_capture
 from .exporters import ExportPlan, export_plan, exports_requested
 from .instruments import metric_views
-from .live_metrics import LiveMetrics
 from .prometheus import prometheus_asgi_app
 from .setup import (
     OtlpProtocol,
@@ -40,7 +40,6 @@ from .setup import (
     existing_providers,
     instrument,
     is_instrumented,
-    live_metrics,
     uninstrument,
 )
 
@@ -49,7 +48,6 @@ __all__ = [
     "CardinalityGuard",
     "ContentCapture",
     "ExportPlan",
-    "LiveMetrics",
     "OtlpProtocol",
     "TelemetryHandle",
     "configure",
@@ -58,7 +56,6 @@ __all__ = [
     "exports_requested",
     "instrument",
     "is_instrumented",
-    "live_metrics",
     "metric_views",
     "names",
     "prometheus_asgi_app",

@@ -10,7 +10,7 @@ distinct scale gets its own histogram on a meter of its own (a View would force 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from opentelemetry.metrics import (
     CallbackOptions,
@@ -23,6 +23,7 @@ from opentelemetry.metrics import (
 )
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 
+from ..core.events import Observers
 from . import names
 from .queue_metrics import QueueMetrics
 
@@ -50,12 +51,16 @@ def metric_views() -> list[View]:
 
 
 class Instruments:
-    """All instruments, created once per `instrument()` call from one MeterProvider."""
+    """All instruments of one MeterProvider, created the first time it is instrumented.
 
-    def __init__(self, provider: MeterProvider, queue_depth: Callable[[], int]) -> None:
+    The gauges read the pulled sources of `source`, the bus last instrumented with this
+    provider; None (not instrumented) silences them, as instruments cannot be removed from a
+    MeterProvider.
+    """
+
+    def __init__(self, provider: MeterProvider) -> None:
         self._provider = provider
-        self._queue_depth = queue_depth
-        self.active = True
+        self.source: Observers | None = None
         meter = provider.get_meter(names.INSTRUMENTATION_SCOPE, _VERSION)
         self.meter: Meter = meter
         self.token_usage: Histogram = meter.create_histogram(
@@ -112,15 +117,15 @@ class Instruments:
             callbacks=[self._observe_queue_depth],
             description="Live evaluations waiting in the queue",
         )
-        self.queue = QueueMetrics(meter, lambda: self.active)
+        self.queue = QueueMetrics(meter, lambda: self.source)
         self._scores: dict[float, Histogram] = {}
         self._scores_lock = threading.Lock()
 
     def _observe_queue_depth(self, options: CallbackOptions) -> Iterable[Observation]:
-        # Instruments cannot be removed from a MeterProvider; after uninstrument() we go quiet.
-        if not self.active:
+        source = self.source
+        if source is None:
             return []
-        return [Observation(self._queue_depth())]
+        return [Observation(source.queue_depth())]
 
     def score_histogram(self, scale: float) -> Histogram:
         histogram = self._scores.get(scale)

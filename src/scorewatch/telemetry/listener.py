@@ -1,20 +1,20 @@
 """The run listener: spans, metrics and the evaluation event of one scorer run.
 
-Everything is derived from what the core reports through `core.hooks`: spans follow the hook
-calls as they happen; the judge counters come from each step's judge record, and token usage from
-each attempt (whose usages sum to the record by the hooks' contract), so the exported figures add
-up to the judge records exactly.
+Everything is derived from what the core reports to the listener (`core.events.RunListener`):
+spans follow the calls as they happen; the judge counters come from each step's judge record, and
+token usage from each attempt (whose usages sum to the record by the events' contract), so the
+exported figures add up to the judge records exactly.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry._logs import Logger, SeverityNumber
+from opentelemetry._logs import SeverityNumber
 from opentelemetry.context import Context
 from opentelemetry.trace import (
     Link,
@@ -25,62 +25,26 @@ from opentelemetry.trace import (
     Status,
     StatusCode,
     TraceFlags,
-    Tracer,
 )
 from opentelemetry.util.types import AttributeValue
 
-from ..core.hooks import JudgeAttempt, RunStart, StepOutcome
+from ..core.events import JudgeAttempt, RunListener, RunStart, StepOutcome
 from ..core.result import ScorerRunResult
 from ..core.steps import StepName, StepType
 from ..judge.protocol import JudgeReply, JudgeRequest
-from ..live.trace_links import current_run_links
 from . import describe, names
-from .cardinality import CardinalityGuard
-from .content import ContentCapture
-from .instruments import Instruments
 
-__all__ = ["RunTelemetry", "TelemetryObserver"]
+if TYPE_CHECKING:
+    from .observer import TelemetryObserver
+
+__all__ = ["Attributes", "RunTelemetry", "ScorerProfile"]
 
 logger = logging.getLogger("scorewatch.telemetry")
 
 Attributes = dict[str, AttributeValue]
 
 
-@dataclass(slots=True)
-class TelemetryObserver:
-    """The `core.hooks.RunObserver` that `instrument()` registers."""
-
-    tracer: Tracer
-    event_logger: Logger
-    instruments: Instruments
-    capture: ContentCapture
-    target_guard: CardinalityGuard
-    model_guard: CardinalityGuard
-    profiles: dict[int, _ScorerProfile] = field(default_factory=dict)
-
-    def run_started(self, start: RunStart) -> RunTelemetry:
-        return RunTelemetry(self, start)
-
-    def profile(self, scorer: Any) -> _ScorerProfile:
-        """What every run of `scorer` shares (names, attribute dicts), computed once.
-
-        Keyed by identity and checked against the scorer object itself, so a new scorer that
-        reuses a freed object's id never sees the old profile.
-        """
-        profile = self.profiles.get(id(scorer))
-        if profile is not None and profile.scorer is scorer:
-            return profile
-        profile = _ScorerProfile(scorer)
-        if len(self.profiles) >= _PROFILE_CACHE_SIZE:
-            self.profiles.clear()
-        self.profiles[id(scorer)] = profile
-        return profile
-
-
-_PROFILE_CACHE_SIZE = 1024
-
-
-class _ScorerProfile:
+class ScorerProfile:
     """Span names and attribute dicts of one scorer's runs, shared by all of them.
 
     The dicts are never mutated after construction: the SDK copies span attributes, and a
@@ -144,6 +108,22 @@ class _ScorerProfile:
         return attributes
 
 
+def _step_models(scorer: Any) -> dict[str, tuple[str, str | None]]:
+    """(litellm route, provider) of each prompt step's judge, when the scorer exposes it, to name
+    `chat` spans before the call."""
+    models: dict[str, tuple[str, str | None]] = {}
+    for step in getattr(scorer, "steps", ()):
+        model = getattr(getattr(step, "judge", None), "model", None)
+        model_id = getattr(model, "model_id", None)
+        provider = getattr(model, "provider", None)
+        if isinstance(model_id, str):
+            models[str(getattr(step, "name", ""))] = (
+                model_id,
+                provider if isinstance(provider, str) else None,
+            )
+    return models
+
+
 def _parse_hex(value: str | None, width: int) -> int:
     if not value:
         return 0
@@ -166,22 +146,6 @@ def _target_context(trace_id: str | None, span_id: str | None) -> SpanContext | 
     )
 
 
-def _step_models(scorer: Any) -> dict[str, tuple[str, str | None]]:
-    """(litellm route, provider) of each prompt step's judge, when the scorer exposes it, to name
-    `chat` spans before the call."""
-    models: dict[str, tuple[str, str | None]] = {}
-    for step in getattr(scorer, "steps", ()):
-        model = getattr(getattr(step, "judge", None), "model", None)
-        model_id = getattr(model, "model_id", None)
-        provider = getattr(model, "provider", None)
-        if isinstance(model_id, str):
-            models[str(getattr(step, "name", ""))] = (
-                model_id,
-                provider if isinstance(provider, str) else None,
-            )
-    return models
-
-
 @dataclass(slots=True)
 class _OpenSpan:
     span: Span
@@ -189,18 +153,16 @@ class _OpenSpan:
     model: str | None = None
 
 
-class RunTelemetry:
-    """The `core.hooks.RunListener` of one run. Its `trace_id` becomes `score_trace_id`."""
+class RunTelemetry(RunListener):
+    """The listener of one run. Its `trace_id` becomes `score_trace_id`."""
 
-    def __init__(self, observer: TelemetryObserver, start: RunStart) -> None:
+    def __init__(
+        self, observer: TelemetryObserver, start: RunStart, profile: ScorerProfile
+    ) -> None:
         self._observer = observer
         self._instruments = observer.instruments
         self._capture = observer.capture
         scorer, run = start.scorer, start.run
-        try:
-            profile = observer.profile(scorer)
-        except TypeError:  # an unhashable duck-typed scorer: nothing to share
-            profile = _ScorerProfile(scorer)
         self._profile = profile
         self._scorer_id: str = scorer.id
         self._scale = profile.scale
@@ -240,7 +202,10 @@ class RunTelemetry:
             parent = Context()
             links.append(Link(self._evaluated))
         # A run scored by a queue worker also links to the request that enqueued it.
-        links.extend(Link(enqueued) for enqueued in current_run_links())
+        for link in start.links:
+            enqueued = _target_context(link.trace_id, link.span_id)
+            if enqueued is not None:
+                links.append(Link(enqueued))
         span = observer.tracer.start_span(
             profile.run_span_name,
             context=parent,

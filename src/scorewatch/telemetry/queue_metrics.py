@@ -1,9 +1,9 @@
-"""Work-queue metrics: the telemetry side of `scorewatch.live.queue_observers`.
+"""Work-queue metrics: the telemetry side of the bus's queue events and queue gauges.
 
 Gauges (backlog, pending, lag, dead letters) are observed from the latest readings the queue
-processes registered; every process attached to a stream reports the same stream-wide values,
-labelled by stream, so dashboards take `max by (stream)`. Counters (redeliveries, dead-lettered)
-count what this process did; dashboards `sum` them.
+processes registered on the bus; every process attached to a stream reports the same
+stream-wide values, labelled by stream, so dashboards take `max by (stream)`. Counters
+(redeliveries, dead-lettered) count what this process did; dashboards `sum` them.
 """
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from collections.abc import Callable, Iterable
 
 from opentelemetry.metrics import CallbackOptions, Counter, Meter, Observation
 
-from ..live.queue_observers import QueueGauges, queue_gauges
+from ..core.events import Observers, QueueGauges
 from . import names
 
 __all__ = ["QueueMetrics"]
 
 
 class QueueMetrics:
-    """Implements `scorewatch.live.queue_observers.QueueObserver`; `active()` False silences
-    the gauges (instruments cannot be removed from a MeterProvider)."""
+    """The queue counters, fed by `TelemetryObserver`, and the gauges, read from `source()`
+    (None silences them: instruments cannot be removed from a MeterProvider)."""
 
-    def __init__(self, meter: Meter, active: Callable[[], bool]) -> None:
-        self._active = active
+    def __init__(self, meter: Meter, source: Callable[[], Observers | None]) -> None:
+        self._source = source
         self._redeliveries: Counter = meter.create_counter(
             names.METRIC_QUEUE_REDELIVERIES,
             description="Work-queue entries claimed again after a consumer held them too long",
@@ -48,11 +48,12 @@ class QueueMetrics:
         self, read: Callable[[QueueGauges], int]
     ) -> Callable[[CallbackOptions], Iterable[Observation]]:
         def observe(options: CallbackOptions) -> Iterable[Observation]:
-            if not self._active():
+            source = self._source()
+            if source is None:
                 return []
             return [
                 Observation(read(reading), {names.ATTR_QUEUE_STREAM: reading.stream})
-                for reading in queue_gauges()
+                for reading in source.queue_gauges()
             ]
 
         return observe

@@ -3,7 +3,7 @@
 Every span, event, attribute and metric constant of `names` has one entry here, keyed by the
 constant's NAME, so its value (what is actually emitted) always comes from `names`. A constant
 without an entry, or an entry without a constant, makes `render_reference()` raise, and
-tests/test_docs_examples.py checks that the document holds exactly the rendered text.
+tests/docs/test_docs_examples.py checks that the document holds exactly the rendered text.
 
     python -m scorewatch.telemetry.reference docs/telemetry.md    # rewrite the generated part
 """

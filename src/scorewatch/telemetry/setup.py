@@ -1,4 +1,9 @@
-"""`instrument`/`uninstrument` (observe scorer runs) and `configure` (the one-call SDK set-up)."""
+"""`instrument`/`uninstrument` (observe scorer runs) and `configure` (the one-call SDK set-up).
+
+What is subscribed lives on the event bus (`core.events.Observers`, default `OBSERVERS`): a bus
+is instrumented when a `TelemetryObserver` is among its subscribers. The module keeps only what
+is process-wide: the instruments of each MeterProvider and the providers `configure` built.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,6 @@ import logging
 import os
 import threading
 import weakref
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import _logs, metrics, trace
@@ -22,9 +26,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from ..core.hooks import add_run_observer, remove_run_observer
-from ..live.observers import add_live_observer, remove_live_observer, total_queue_depth
-from ..live.queue_observers import add_queue_observer, remove_queue_observer
+from ..core.events import OBSERVERS, Observers
 from . import names
 from .cardinality import CardinalityGuard
 from .content import CaptureContent, resolve_capture
@@ -37,8 +39,7 @@ from .exporters import (
     span_exporter,
 )
 from .instruments import Instruments, metric_views
-from .listener import TelemetryObserver
-from .live_metrics import LiveMetrics
+from .observer import TelemetryObserver
 from .prometheus import (
     PrometheusServer,
     default_registry,
@@ -53,7 +54,6 @@ __all__ = [
     "existing_providers",
     "instrument",
     "is_instrumented",
-    "live_metrics",
     "uninstrument",
 ]
 
@@ -62,15 +62,7 @@ logger = logging.getLogger("scorewatch.telemetry")
 _VERSION = "0.1.0"
 
 
-@dataclass(slots=True)
-class _Instrumentation:
-    observer: TelemetryObserver
-    live: LiveMetrics
-    instruments: Instruments
-
-
 _lock = threading.RLock()
-_active: _Instrumentation | None = None
 _instruments: weakref.WeakKeyDictionary[MeterProvider, Instruments] = weakref.WeakKeyDictionary()
 
 
@@ -81,20 +73,39 @@ def instrument(
     capture_content: CaptureContent = None,
     *,
     cardinality_limit: int = names.DEFAULT_CARDINALITY_LIMIT,
+    observers: Observers = OBSERVERS,
 ) -> None:
     """Start deriving spans, metrics and evaluation events from every scorer run.
 
     Providers left None are the global ones (resolved lazily, so a global set later still
-    counts). Calling it again replaces the previous instrumentation.
+    counts). `observers` is the bus to listen to (default: the process's). Calling it again
+    replaces the previous instrumentation of that bus.
     """
-    global _active
+    _instrument(
+        tracer_provider,
+        meter_provider,
+        logger_provider,
+        capture_content,
+        cardinality_limit,
+        observers,
+    )
+
+
+def _instrument(
+    tracer_provider: TracerProvider | None,
+    meter_provider: MeterProvider | None,
+    logger_provider: LoggerProvider | None,
+    capture_content: CaptureContent,
+    cardinality_limit: int,
+    observers: Observers,
+) -> TelemetryObserver:
     provider = meter_provider or metrics.get_meter_provider()
     with _lock:
         # One set of instruments per MeterProvider: the SDK keeps the first registration of a
         # name (and its callbacks), so instruments made again would never report.
         instruments = _instruments.get(provider)
         if instruments is None:
-            instruments = Instruments(provider, total_queue_depth)
+            instruments = Instruments(provider)
             _instruments[provider] = instruments
     observer = TelemetryObserver(
         tracer=trace.get_tracer(
@@ -108,37 +119,33 @@ def instrument(
         target_guard=CardinalityGuard(cardinality_limit),
         model_guard=CardinalityGuard(cardinality_limit),
     )
-    live = LiveMetrics(instruments)
     with _lock:
-        uninstrument()
-        instruments.active = True
-        add_run_observer(observer)
-        add_live_observer(live)
-        add_queue_observer(instruments.queue)
-        _active = _Instrumentation(observer, live, instruments)
+        uninstrument(observers)
+        instruments.source = observers
+        observers.add(observer)
+    return observer
 
 
-def uninstrument() -> None:
-    """Stop observing runs. Instruments stay in their MeterProvider but receive nothing more."""
-    global _active
+def uninstrument(observers: Observers = OBSERVERS) -> None:
+    """Stop observing the runs of `observers`. Instruments stay in their MeterProvider but
+    receive nothing more."""
     with _lock:
-        current, _active = _active, None
-        if current is None:
-            return
-        remove_run_observer(current.observer)
-        remove_live_observer(current.live)
-        remove_queue_observer(current.instruments.queue)
-        current.instruments.active = False
+        for subscribed in observers.subscribers:
+            if isinstance(subscribed, TelemetryObserver):
+                _withdraw(observers, subscribed)
 
 
-def is_instrumented() -> bool:
-    return _active is not None
+def _withdraw(observers: Observers, observer: TelemetryObserver) -> None:
+    with _lock:
+        if not any(o is observer for o in observers.subscribers):
+            return  # replaced meanwhile: the newer instrumentation keeps the instruments
+        observers.remove(observer)
+        if observer.instruments.source is observers:
+            observer.instruments.source = None
 
 
-def live_metrics() -> LiveMetrics | None:
-    """The live-scoring metrics of the active instrumentation, or None when not instrumented."""
-    current = _active
-    return None if current is None else current.live
+def is_instrumented(observers: Observers = OBSERVERS) -> bool:
+    return any(isinstance(o, TelemetryObserver) for o in observers.subscribers)
 
 
 # -- configure ---------------------------------------------------------------------------------
@@ -184,6 +191,8 @@ class TelemetryHandle:
         self._prometheus_reader = prometheus_reader
         # The push exporters this handle built, per signal (none where a provider was borrowed).
         self.exporters = exporters
+        # What `configure` subscribed; shutdown withdraws it unless it was replaced since.
+        self._subscription: tuple[Observers, TelemetryObserver] | None = None
         self._closed = False
 
     @property
@@ -221,11 +230,8 @@ class TelemetryHandle:
         if self._closed:
             return
         self._closed = True
-        global _owner
-        with _lock:
-            if _owner is self:
-                _owner = None
-                uninstrument()
+        if self._subscription is not None:
+            _withdraw(*self._subscription)
         if self._server is not None:
             self._server.stop()
         if self.registry is not None and default_registry() is self.registry:
@@ -245,7 +251,6 @@ class TelemetryHandle:
                 logger.warning("telemetry provider shutdown failed", exc_info=True)
 
 
-_owner: TelemetryHandle | None = None
 # Providers configure() built: a global provider among them is not "the application's own".
 _built: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -291,6 +296,7 @@ def configure(
     set_global: bool = True,
     cardinality_limit: int = names.DEFAULT_CARDINALITY_LIMIT,
     prometheus_server: bool = True,
+    observers: Observers = OBSERVERS,
 ) -> TelemetryHandle:
     """Set up OpenTelemetry (or join the process's own) and instrument scorewatch.
 
@@ -311,9 +317,9 @@ def configure(
     `OTEL_EXPORTER_OTLP_[SIGNAL_]PROTOCOL`, else http/protobuf; `otlp_timeout_s` bounds each
     export (default: `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10 s). Spans and events wait in
     bounded queues (`export_queue_size`; the oldest are dropped when full), so an unreachable
-    collector costs neither time nor unbounded memory in scorer runs.
+    collector costs neither time nor unbounded memory in scorer runs. `observers` is the event
+    bus instrumented (default: the process's).
     """
-    global _owner
     resource = _resource(service_name)
     plan = export_plan(otlp)
     endpoint = otlp if isinstance(otlp, str) else None
@@ -407,15 +413,15 @@ def configure(
             plan.logs if owned[2] else (),
         ),
     )
-    with _lock:
-        instrument(
-            tracer_provider,
-            meter_provider,
-            logger_provider,
-            capture_content,
-            cardinality_limit=cardinality_limit,
-        )
-        _owner = handle
+    observer = _instrument(
+        tracer_provider,
+        meter_provider,
+        logger_provider,
+        capture_content,
+        cardinality_limit,
+        observers,
+    )
+    handle._subscription = (observers, observer)
     return handle
 
 

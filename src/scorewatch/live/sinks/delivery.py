@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from .. import observers
+from ...core.events import current_observers
 from ..result import LiveResult
 from .base import RowsRefusedError, ScoreSink
 
@@ -76,7 +76,7 @@ async def deliver(
     retry: SinkRetry | None = None,
 ) -> Delivery:
     """Write `result` to every sink (see the module's doc). Each failed attempt is counted in
-    telemetry (`record_sink_error`) and reported to `on_error(sink name, error)` from inside the
+    telemetry (the `sink_error` event) and reported to `on_error(sink name, error)` from inside the
     `except`; without `retry`, a failing sink gets one attempt."""
     delivery = Delivery(result)
     holding: list[ScoreSink] = []
@@ -127,13 +127,13 @@ async def _write(
             await sink.write([result])
             return "stored", None
         except RowsRefusedError as refused:
-            observers.record_sink_error(name)
+            current_observers().sink_error(name)
             on_error(name, refused)
             cause = refused.refused[0][1] if refused.refused else refused
             return "refused", cause if isinstance(cause, Exception) else refused
         except Exception as error:
             attempts += 1
-            observers.record_sink_error(name)
+            current_observers().sink_error(name)
             on_error(name, error)
             if retry is None or not await retry(name, attempts, error):
                 return "dropped", error

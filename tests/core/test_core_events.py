@@ -1,0 +1,217 @@
+"""The event bus (`scorewatch.core.events`): isolation of an own `Observers`, no-op bases, failing
+observers and gauge sources, trace links on the run start, and the producers that take a bus
+(`LiveScoring`, `telemetry.instrument`)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+import scorewatch as sw
+from core_support import RecordingObserver, observing
+from scorewatch import telemetry
+from scorewatch.core.events import (
+    OBSERVERS,
+    LiveDecision,
+    Observer,
+    Observers,
+    QueueGauges,
+    RunListener,
+    RunStart,
+    TraceLink,
+    current_observers,
+    linked_runs,
+    observed_by,
+)
+from scorewatch.live import CallbackSink, LiveScoring
+from scorewatch.telemetry import names
+from telemetry_helpers import InMemoryTelemetry
+
+pytestmark = pytest.mark.unit
+
+
+def _scorer(scorer_id: str = "s") -> sw.Scorer:
+    return sw.create_scorer(id=scorer_id, description="d").generate_score(lambda ctx: 0.5)
+
+
+@dataclass
+class _Events(Observer):
+    """Keeps every live and queue event it hears, and the runs started."""
+
+    events: list[tuple[str, Any]] = field(default_factory=list)
+
+    def run_started(self, start: RunStart) -> RunListener | None:
+        self.events.append(("run", start.run.score_source))
+        return None
+
+    def decision(self, scorer_id: str, decision: LiveDecision) -> None:
+        self.events.append(("decision", (scorer_id, decision)))
+
+    def in_flight(self, delta: int) -> None:
+        self.events.append(("in_flight", delta))
+
+    def sink_error(self, sink: str) -> None:
+        self.events.append(("sink_error", sink))
+
+    def named(self, name: str) -> list[Any]:
+        return [payload for event, payload in self.events if event == name]
+
+
+async def test_an_own_bus_hears_only_the_runs_started_while_it_is_current() -> None:
+    own, mine = Observers(), RecordingObserver()
+    own.add(mine)
+    with observing() as default:
+        with observed_by(own) as current:
+            assert current is own and current_observers() is own
+            await _scorer().run(output="inside")
+        assert current_observers() is OBSERVERS
+        await _scorer().run(output="outside")
+    assert [start.run.output for start in mine.starts] == ["inside"]
+    assert [start.run.output for start in default.starts] == ["outside"]
+    assert mine.only.names() == ["step_started", "step_finished", "run_finished"]
+
+
+async def test_the_bases_are_no_ops_and_adding_twice_subscribes_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bus, quiet = Observers(), Observer()
+    bus.add(quiet)
+    bus.add(quiet)
+    assert bus.subscribers == (quiet,)
+    with caplog.at_level(logging.DEBUG, logger="scorewatch.events"), observed_by(bus):
+        result = await _scorer().run(output="o")
+        bus.decision("s", "sampled")
+        bus.in_flight(1)
+        bus.sink_error("sqlite")
+        bus.redelivered("stream", 2)
+        bus.dead_lettered("stream", "failed")
+    assert result.score == 0.5
+    assert result.score_trace_id is None  # no listener, so no trace id
+    assert caplog.records == []
+    listener = RunListener()
+    assert listener.trace_id is None
+    assert listener.run_failed(RuntimeError("x"), 0.0) is None
+    bus.remove(quiet)
+    assert bus.subscribers == ()
+
+
+def test_an_observer_that_raises_is_logged_and_the_others_still_hear(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Broken(Observer):
+        def decision(self, scorer_id: str, decision: LiveDecision) -> None:
+            raise RuntimeError("broken observer")
+
+    bus, heard = Observers(), _Events()
+    bus.add(Broken())
+    bus.add(heard)
+    with caplog.at_level(logging.WARNING, logger="scorewatch.events"):
+        bus.decision("s", "filtered")
+    assert heard.named("decision") == [("s", "filtered")]
+    assert any("failed; ignored" in record.getMessage() for record in caplog.records)
+
+
+def test_pulled_sources_skip_a_failing_one_and_unregister(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bus = Observers()
+
+    def broken() -> int:
+        raise RuntimeError("no depth")
+
+    depth = {"value": 3}
+    unregister = bus.register_queue_depth(lambda: depth["value"])
+    unregister_broken = bus.register_queue_depth(broken)
+    bus.register_queue_depth(lambda: 4)
+    with caplog.at_level(logging.WARNING, logger="scorewatch.events"):
+        assert bus.queue_depth() == 7
+    assert any("source" in record.getMessage() for record in caplog.records)
+    depth["value"] = 10
+    assert bus.queue_depth() == 14
+    unregister()
+    unregister()  # twice is harmless
+    unregister_broken()
+    assert bus.queue_depth() == 4
+    assert OBSERVERS.queue_depth() == 0  # the default bus never saw these
+
+    reading = QueueGauges("work", backlog=5, pending=2, lag=3, dead_letters=1)
+    bus.register_queue_gauges(lambda: None)  # no reading yet
+    bus.register_queue_gauges(lambda: reading)
+    bus.register_queue_gauges(lambda: reading)  # serve and a worker on one stream
+    assert bus.queue_gauges() == [reading]
+
+
+async def test_linked_runs_ride_on_the_run_start() -> None:
+    first = TraceLink.of(1, 2)
+    assert first == TraceLink("0" * 31 + "1", "0" * 15 + "2")
+    second = TraceLink("a" * 32, "b" * 16)
+    with observing() as observer:
+        with linked_runs(first, None), linked_runs(second):
+            await _scorer().run(output="linked")
+        await _scorer().run(output="unlinked")
+    assert [start.links for start in observer.starts] == [(first, second), ()]
+
+
+async def test_live_scoring_reports_to_the_bus_it_was_given() -> None:
+    own, heard, default = Observers(), _Events(), _Events()
+    own.add(heard)
+    OBSERVERS.add(default)
+
+    def refuse(result: Any) -> None:
+        raise ValueError("this sink refuses every row")
+
+    try:
+        live = LiveScoring(
+            {"s": _scorer()},
+            sinks=[CallbackSink(refuse, name="refusing")],
+            drain_on_exit=False,
+            observers=own,
+        )
+        try:
+            assert own.queue_depth() == 0
+            assert live.submit(input="i", output="o") == {"s": "sampled"}
+            assert await live.drain(10)
+        finally:
+            await live.aclose(5)
+    finally:
+        OBSERVERS.remove(default)
+    assert heard.named("decision") == [("s", "sampled")]
+    assert heard.named("in_flight") == [1, -1]
+    assert heard.named("run") == ["live"]
+    assert set(heard.named("sink_error")) == {"refusing"}
+    assert default.events == []
+
+
+async def test_instrument_listens_to_the_bus_it_is_given() -> None:
+    sink, own = InMemoryTelemetry(), Observers()
+    telemetry.instrument(
+        sink.tracer_provider, sink.meter_provider, sink.logger_provider, observers=own
+    )
+    unregister = own.register_queue_depth(lambda: 6)
+    try:
+        assert telemetry.is_instrumented(own)
+        with observed_by(own):
+            result = await _scorer("mine").run(output="o")
+        await _scorer("theirs").run(output="o")  # the default bus: not instrumented here
+        own.decision("mine", "sampled")
+        assert result.score_trace_id is not None
+        assert [span.name for span in sink.spans()] == [
+            "evaluation.step generate_score",
+            "evaluation mine",
+        ]
+        assert sink.point(names.METRIC_LIVE_QUEUE_DEPTH).value == 6
+        assert sink.point(names.METRIC_LIVE_DECISIONS).attributes == {
+            names.ATTR_EVALUATION_NAME: "mine",
+            names.ATTR_DECISION: "sampled",
+        }
+    finally:
+        unregister()
+        telemetry.uninstrument(own)
+        sink.tracer_provider.shutdown()
+        sink.logger_provider.shutdown()
+        sink.meter_provider.shutdown()
+    assert not telemetry.is_instrumented(own)
+    assert own.subscribers == ()
