@@ -19,7 +19,7 @@ async def test_a_blocked_loop_shows_as_lag_that_fades_once_it_runs_again() -> No
     lag.watch()  # once
     try:
         await asyncio.sleep(0.05)
-        time.sleep(0.6)  # the loop runs nothing for 0.6 s
+        time.sleep(0.6)  # noqa: ASYNC251 - the loop runs nothing for 0.6 s
         await asyncio.sleep(0.02)  # the overdue tick fires
         blocked = lag.seconds()
         # Weighted by the time it covered, one long-late tick moves the average at once.

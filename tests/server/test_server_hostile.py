@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from live_support import word_text
 from serve_support import ServeProcess, write_config
 
 pytestmark = pytest.mark.e2e
@@ -248,11 +249,9 @@ otlp = false
 
 
 def test_healthz_answers_while_a_heavy_item_is_scored(tmp_path: Path) -> None:
-    from test_live_offload import _text
-
     path = write_config(tmp_path, HEAVY_CONFIG, module=False)
     # The key words of a megabyte: seconds of CPU in a single step.
-    item = {"input": _text(2_000_000, 2), "output": _text(1_000_000, 3)}
+    item = {"input": word_text(2_000_000, 2), "output": word_text(1_000_000, 3)}
     item["target"] = "agent"
     with ServeProcess(path) as served, httpx.Client(base_url=served.url, timeout=60) as http:
         assert http.post("/v1/scores", json=item).status_code == 202
