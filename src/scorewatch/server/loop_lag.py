@@ -4,9 +4,9 @@ With scoring on a thread of its own, the queue can keep up while the HTTP loop d
 competes with scoring for the GIL and the CPU, and past its capacity requests wait in its sockets
 unseen by any queue, each answered later than the one before. A timer on that loop, due every
 `interval` seconds, shows it: how late it fires is how long a request's next step waits. The
-average lateness over about `window` seconds (a time-weighted moving average, so one stall of
-the machine moves it little and a loop falling behind for good moves it at once) is what
-admission compares with its limit.
+average lateness over about `window` seconds (a time-weighted moving average: a loop falling
+behind for good moves it within about a second, one stall of a busy machine, a few hundred ms,
+moves it little) is what admission compares with its limit.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["LoopLag"]
 class LoopLag:
     """The lateness of a timer on one event loop, averaged over about `window` seconds."""
 
-    def __init__(self, interval: float = 0.01, window: float = 0.5) -> None:
+    def __init__(self, interval: float = 0.01, window: float = 1.0) -> None:
         self._interval = interval
         self._window = window
         self._loop: asyncio.AbstractEventLoop | None = None
