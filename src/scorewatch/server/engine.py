@@ -93,7 +93,8 @@ class InProcessIntake:
     more than it finishes in `max_queue_delay` seconds at its measured rate (so accepted work
     waits a bounded time); the accepted items not yet finished hold at most `max_queue_bytes`
     of request body (an item larger than that is still accepted when nothing else is held, so
-    it is never refused forever)."""
+    it is never refused forever). Requests are refused unread while the queue is past its
+    delay, or while the loop that admits runs more than `_MAX_ADMIT_LAG_S` behind."""
 
     def __init__(
         self,
