@@ -38,8 +38,8 @@ test: $(VENV)/.installed-dev
 	$(MAKE) --no-print-directory lint typecheck
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check src tests benchmarks grafana deploy
-	$(BIN)/ruff format --check src tests benchmarks grafana deploy
+	$(BIN)/ruff check src tests benchmarks grafana deploy tools
+	$(BIN)/ruff format --check src tests benchmarks grafana deploy tools
 
 typecheck: $(VENV)/.installed-dev
 	$(BIN)/mypy

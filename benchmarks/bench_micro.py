@@ -127,13 +127,13 @@ async def agent(question: str) -> str:
 
 
 def _live_setup(variant: str) -> tuple[Any, Any]:
-    from scorewatch.live import LiveScoring, Sampling, ScorerEntry
+    from scorewatch.live import LiveScorerEntry, LiveScoring, Sampling
 
     if variant == "bare":
         return agent, None
     sampling = Sampling.ratio(0.0) if variant == "not-sampled" else Sampling.none()
     live = LiveScoring(
-        {"quality": ScorerEntry(quality_scorer(), sampling=sampling)},
+        {"quality": LiveScorerEntry(quality_scorer(), sampling=sampling)},
         max_queue=10_000_000,
         drain_on_exit=False,
     )

@@ -32,7 +32,7 @@ import psycopg
 import redis
 
 import scorewatch as sw
-from scorewatch.live import Sampling, ScorerEntry
+from scorewatch.live import LiveScorerEntry, Sampling
 from scorewatch.server.intake import ScoreItem
 from scorewatch.server.redis_intake import RedisIntake
 from scorewatch.server.stream_queue import StreamNames, connect
@@ -83,7 +83,7 @@ def _config(directory: Path, stream: str, schema: str) -> Path:
 async def _enqueue(stream: str, count: int, label: str) -> None:
     scorer = sw.create_scorer(id="judged", description="placeholder").generate_score(lambda c: 1)
     intake = RedisIntake(
-        {"judged": ScorerEntry(scorer, sampling=Sampling.none())},
+        {"judged": LiveScorerEntry(scorer, sampling=Sampling.none())},
         client=connect(REDIS_URL),
         names=StreamNames(stream, f"{stream}-workers", f"{stream}:dead"),
         max_backlog=1_000_000,

@@ -23,7 +23,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import scorewatch as sw
 from scorewatch.judge import JudgeProviderError, JudgeRequest
-from scorewatch.live import LiveScoring, Sampling, ScorerEntry
+from scorewatch.live import LiveScorerEntry, LiveScoring, Sampling
 from scorewatch.testing import ScriptedJudge
 
 
@@ -60,15 +60,17 @@ async def agent(question: str) -> str:
     return "answer to " + question
 
 
-def variants() -> dict[str, dict[str, ScorerEntry]]:
+def variants() -> dict[str, dict[str, LiveScorerEntry]]:
     answer = ScriptedJudge(lambda request: '{"score": 0.5}')
     return {
-        "watched, judge answers": {"q": ScorerEntry(judged(answer))},
-        "watched, judge hangs": {"q": ScorerEntry(judged(ScriptedJudge(hang)))},
-        "watched, judge fails": {"q": ScorerEntry(judged(ScriptedJudge(fail)))},
-        "watched, 10% sampled": {"q": ScorerEntry(judged(answer), sampling=Sampling.ratio(0.1))},
+        "watched, judge answers": {"q": LiveScorerEntry(judged(answer))},
+        "watched, judge hangs": {"q": LiveScorerEntry(judged(ScriptedJudge(hang)))},
+        "watched, judge fails": {"q": LiveScorerEntry(judged(ScriptedJudge(fail)))},
+        "watched, 10% sampled": {
+            "q": LiveScorerEntry(judged(answer), sampling=Sampling.ratio(0.1))
+        },
         "watched, nothing sampled": {
-            "q": ScorerEntry(judged(answer), sampling=Sampling.ratio(0.0))
+            "q": LiveScorerEntry(judged(answer), sampling=Sampling.ratio(0.0))
         },
     }
 

@@ -12,7 +12,6 @@ deploy/prometheus/generate_rules.py. The committed JSON is what Grafana provisio
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -38,10 +37,15 @@ from grafana_foundation_sdk.models.dashboard import (
 )
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-__all__ = ["DASHBOARD_DIR", "build_all", "render_all", "stale_files", "write_all"]
+__all__ = ["DASHBOARD_DIR", "build_all", "render_all", "stale_files"]
 
 HERE = Path(__file__).resolve().parent
 DASHBOARD_DIR = HERE / "dashboards"
+if str(HERE.parent / "tools") not in sys.path:
+    sys.path.insert(0, str(HERE.parent / "tools"))
+
+import regenerate  # noqa: E402  (tools/regenerate.py: the command line the generators share)
+
 TAG = "scorewatch"
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 
@@ -914,35 +918,17 @@ def render_all() -> dict[Path, str]:
     return {DASHBOARD_DIR / name: render(factory()) for name, factory in DASHBOARDS.items()}
 
 
-def write_all() -> list[Path]:
-    DASHBOARD_DIR.mkdir(parents=True, exist_ok=True)
-    written = []
-    for path, content in render_all().items():
-        if not path.exists() or path.read_text(encoding="utf-8") != content:
-            path.write_text(content, encoding="utf-8")
-            written.append(path)
-    return written
-
-
 def stale_files() -> list[Path]:
-    expected = render_all()
-    stale = [p for p, c in expected.items() if not p.exists() or p.read_text("utf-8") != c]
-    unknown = [p for p in DASHBOARD_DIR.glob("*.json") if p not in expected]
-    return stale + unknown
+    return regenerate.stale_files(render_all(), DASHBOARD_DIR.glob("*.json"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Generate scorewatch's Grafana dashboards.")
-    parser.add_argument("--check", action="store_true", help="fail if a dashboard is stale")
-    args = parser.parse_args(argv)
-    if args.check:
-        stale = stale_files()
-        for path in stale:
-            print(f"stale: {path.relative_to(HERE.parent)}", file=sys.stderr)
-        return 1 if stale else 0
-    for path in write_all():
-        print(f"wrote {path.relative_to(HERE.parent)}")
-    return 0
+    return regenerate.main(
+        "Generate scorewatch's Grafana dashboards.",
+        render_all,
+        lambda: DASHBOARD_DIR.glob("*.json"),
+        argv,
+    )
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ real sink. Built with the same SDK and helpers as grafana/generate.py.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -37,12 +36,14 @@ from grafana_foundation_sdk.models.dashboard import (
 )
 
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
+for _folder in (HERE, HERE.parent / "tools"):  # generate.py's helpers; tools/regenerate.py
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
+import regenerate  # noqa: E402  (tools/regenerate.py: the command line the generators share)
 from generate import SCORE_STEPS, TAG, _thresholds, render  # noqa: E402
 
-__all__ = ["DASHBOARD_DIR", "FILE_NAME", "TRACE_URL", "dashboard", "stale_files", "write"]
+__all__ = ["DASHBOARD_DIR", "FILE_NAME", "TRACE_URL", "dashboard", "stale_files"]
 
 DASHBOARD_DIR = HERE / "dashboards-postgres"
 FILE_NAME = "scorewatch-low-scores.json"
@@ -325,34 +326,17 @@ def _expected() -> dict[Path, str]:
     return {DASHBOARD_DIR / FILE_NAME: render(dashboard())}
 
 
-def write() -> list[Path]:
-    DASHBOARD_DIR.mkdir(parents=True, exist_ok=True)
-    written = []
-    for path, content in _expected().items():
-        if not path.exists() or path.read_text(encoding="utf-8") != content:
-            path.write_text(content, encoding="utf-8")
-            written.append(path)
-    return written
-
-
 def stale_files() -> list[Path]:
-    expected = _expected()
-    stale = [p for p, c in expected.items() if not p.exists() or p.read_text("utf-8") != c]
-    return stale + [p for p in DASHBOARD_DIR.glob("*.json") if p not in expected]
+    return regenerate.stale_files(_expected(), DASHBOARD_DIR.glob("*.json"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Generate the PostgreSQL-backed dashboard.")
-    parser.add_argument("--check", action="store_true", help="fail if the dashboard is stale")
-    args = parser.parse_args(argv)
-    if args.check:
-        stale = stale_files()
-        for path in stale:
-            print(f"stale: {path.relative_to(HERE.parent)}", file=sys.stderr)
-        return 1 if stale else 0
-    for path in write():
-        print(f"wrote {path.relative_to(HERE.parent)}")
-    return 0
+    return regenerate.main(
+        "Generate the PostgreSQL-backed dashboard.",
+        _expected,
+        lambda: DASHBOARD_DIR.glob("*.json"),
+        argv,
+    )
 
 
 if __name__ == "__main__":

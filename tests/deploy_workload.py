@@ -33,10 +33,10 @@ from scorewatch import telemetry
 from scorewatch.judge import JudgeProviderError, JudgeReply, JudgeRequest
 from scorewatch.live import (
     CallbackSink,
-    LiveResult,
+    LiveScorerEntry,
     LiveScoring,
     Sampling,
-    ScorerEntry,
+    ScoreRecord,
     SqliteSink,
 )
 from scorewatch.server.intake import ScoreItem
@@ -70,7 +70,7 @@ def make_judge(level: Level) -> ScriptedJudge:
             return JudgeProviderError("overloaded", code="UNAVAILABLE", retryable=True)
         if call % 31 == 0:  # a hard failure: the execution and the run fail
             return JudgeProviderError("refused", code="BAD_REQUEST")
-        usage = sw.JudgeUsage(input_tokens=120, output_tokens=15, total_tokens=135)
+        usage = sw.judge.JudgeUsage(input_tokens=120, output_tokens=15, total_tokens=135)
         if request.step == "analyze":
             score = min(1.0, max(0.0, level.value + next(jitter)))
             text = json.dumps({"score": round(score, 3)})
@@ -130,7 +130,7 @@ def slow_scorer() -> sw.Scorer:
 def flaky_sink() -> CallbackSink:
     results = itertools.count(1)
 
-    def write(result: LiveResult) -> None:
+    def write(result: ScoreRecord) -> None:
         if next(results) % 7 == 0:
             raise OSError("disk full")
 
@@ -149,7 +149,7 @@ class WorkQueue:
     def __init__(self, url: str, stream: str, data_dir: Path) -> None:
         self.names = StreamNames(stream, f"{stream}-workers", f"{stream}:dead")
         self.intake = RedisIntake(
-            {"queued": ScorerEntry(queued_scorer(), sampling=Sampling.ratio(1.0))},
+            {"queued": LiveScorerEntry(queued_scorer(), sampling=Sampling.ratio(1.0))},
             client=connect(url),
             names=self.names,
             max_backlog=10_000,
@@ -234,8 +234,8 @@ async def main(data_dir: Path, redis_url: str | None, stream: str | None) -> Non
     judge = make_judge(level)
     live = LiveScoring(
         {
-            "relevancy": ScorerEntry(relevancy_scorer(judge), sampling=Sampling.ratio(0.8)),
-            "tone": ScorerEntry(
+            "relevancy": LiveScorerEntry(relevancy_scorer(judge), sampling=Sampling.ratio(0.8)),
+            "tone": LiveScorerEntry(
                 tone_scorer(),
                 sampling=Sampling.ratio(1.0),
                 filter=lambda call: call.target != "internal-tool",
@@ -247,7 +247,7 @@ async def main(data_dir: Path, redis_url: str | None, stream: str | None) -> Non
         drain_on_exit=False,
     )
     burst = LiveScoring(
-        {"slow": ScorerEntry(slow_scorer(), sampling=Sampling.ratio(1.0))},
+        {"slow": LiveScorerEntry(slow_scorer(), sampling=Sampling.ratio(1.0))},
         max_concurrency=1,
         max_queue=2,
         drain_on_exit=False,

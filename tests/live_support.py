@@ -10,7 +10,7 @@ from typing import Any
 
 import scorewatch as sw
 from scorewatch.judge import JudgeProviderError, JudgeRequest
-from scorewatch.live import CallbackSink, LiveResult
+from scorewatch.live import CallbackSink, ScoreRecord
 from scorewatch.testing import ScriptedJudge
 
 SCORE_REPLY = '{"score": 0.75}'
@@ -89,10 +89,10 @@ class Collected:
     """A `CallbackSink` target that keeps results, thread-safely."""
 
     def __init__(self) -> None:
-        self.results: list[LiveResult] = []
+        self.results: list[ScoreRecord] = []
         self._lock = threading.Lock()
 
-    def __call__(self, result: LiveResult) -> None:
+    def __call__(self, result: ScoreRecord) -> None:
         with self._lock:
             self.results.append(result)
 

@@ -21,7 +21,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 
@@ -52,12 +52,19 @@ def _env(values: Mapping[str, str]) -> Iterator[None]:
 
 @contextmanager
 def instrumented(
-    producer: Producer, *, content: bool = True, service: str = "shop-agent"
+    producer: Producer,
+    *,
+    content: bool = True,
+    service: str = "shop-agent",
+    also: Sequence[SpanExporter] = (),
 ) -> Iterator[tuple[Tracer, InMemorySpanExporter]]:
-    """A tracer and the exporter catching its spans, with `openai` instrumented meanwhile."""
+    """A tracer and the exporter catching its spans, with `openai` instrumented meanwhile;
+    `also` get every span too (e.g. the SDK's OTLP exporter)."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    for other in also:
+        provider.add_span_processor(SimpleSpanProcessor(other))
     instrumentor: Any
     if producer == "genai":
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
@@ -176,3 +183,46 @@ def run_agent(
                 result = tool(arguments)
                 span.set_attribute("gen_ai.tool.call.result", json.dumps(result))
         chat(server, [*messages, {"role": "user", "content": "Summarise."}])
+
+
+def pydantic_ai_agent_trace() -> str:
+    """The OTLP/JSON of a pydantic-ai agent run (its own instrumentation) calling two tools."""
+    from pydantic_ai import Agent
+    from pydantic_ai.capabilities.instrumentation import Instrumentation
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from scorewatch.testing.judge_server import Reply, ToolCallReply
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    script = [
+        Reply(tool_calls=[ToolCallReply("lookup_order", {"order_id": 7}, id="call_a")]),
+        Reply(tool_calls=[ToolCallReply("notify_customer", {"name": "ann"}, id="call_b")]),
+        Reply("Order 7 has shipped; Ann was told."),
+    ]
+    with LoopbackJudgeServer(script) as server:
+        model = OpenAIChatModel(
+            "gpt-4o-mini",
+            provider=OpenAIProvider(base_url=server.base_url, api_key="sk-test-not-a-key"),
+        )
+        settings = InstrumentationSettings(tracer_provider=provider, include_content=True)
+        agent = Agent(
+            model,
+            name="shop",
+            instructions="You track orders.",
+            capabilities=[Instrumentation(settings)],
+        )
+
+        @agent.tool_plain
+        def lookup_order(order_id: int) -> dict[str, Any]:
+            return {"order": order_id, "status": "shipped"}
+
+        @agent.tool_plain
+        def notify_customer(name: str) -> str:
+            return f"sent to {name}"
+
+        assert agent.run_sync("Where is order 7?").output == "Order 7 has shipped; Ann was told."
+    return otlp_json(exporter.get_finished_spans())

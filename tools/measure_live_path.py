@@ -38,7 +38,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import scorewatch
 from scorewatch import telemetry
-from scorewatch.live import LiveScoring, ScorerEntry, SqliteSink
+from scorewatch.live import LiveScorerEntry, LiveScoring, SqliteSink
 from scorewatch.scorers.keyword_coverage import create_keyword_coverage_scorer
 
 PACKAGE = Path(scorewatch.__file__).resolve().parent
@@ -106,7 +106,9 @@ async def measure(folder: Path) -> PathRecorder:
     threading.setprofile(recorder)  # threads started from here on (the SQLite writer)
     sink = SqliteSink(folder / "scores.db")
     scorer = create_keyword_coverage_scorer(keywords=["refund", "thirty days", "receipt"])
-    live = LiveScoring(scorers={"coverage": ScorerEntry(scorer)}, sinks=[sink], drain_on_exit=False)
+    live = LiveScoring(
+        scorers={"coverage": LiveScorerEntry(scorer)}, sinks=[sink], drain_on_exit=False
+    )
     try:
         await scored_call(live, None)  # warm-up: imports, writer thread, instruments
         await scored_call(live, recorder)

@@ -17,7 +17,6 @@ suffixes are added).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from collections.abc import Mapping
@@ -33,11 +32,15 @@ __all__ = [
     "alert_names",
     "generated_files",
     "rule_groups",
-    "write_all",
+    "stale_files",
 ]
 
 HERE = Path(__file__).resolve().parent
 DEPLOY = HERE.parent
+if str(DEPLOY.parent / "tools") not in sys.path:
+    sys.path.insert(0, str(DEPLOY.parent / "tools"))
+
+import regenerate  # noqa: E402  (tools/regenerate.py: the command line the generators share)
 
 # The labels a score series is judged by: one alert per scorer and scored target.
 SCORE_KEY = "gen_ai_evaluation_name, scorewatch_target"
@@ -488,36 +491,13 @@ def generated_files() -> dict[Path, str]:
     }
 
 
-def write_all() -> list[Path]:
-    written = []
-    for path, content in generated_files().items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.read_text(encoding="utf-8") != content:
-            path.write_text(content, encoding="utf-8")
-            written.append(path)
-    return written
-
-
 def stale_files() -> list[Path]:
-    return [
-        path
-        for path, content in generated_files().items()
-        if not path.exists() or path.read_text(encoding="utf-8") != content
-    ]
+    return regenerate.stale_files(generated_files())
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--check", action="store_true", help="fail if a generated file is stale")
-    args = parser.parse_args(argv)
-    if args.check:
-        stale = stale_files()
-        for path in stale:
-            print(f"stale: {path.relative_to(DEPLOY.parent)}", file=sys.stderr)
-        return 1 if stale else 0
-    for path in write_all():
-        print(f"wrote {path.relative_to(DEPLOY.parent)}")
-    return 0
+    description = __doc__.splitlines()[0] if __doc__ else ""
+    return regenerate.main(description, generated_files, argv=argv)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,11 @@ scorer = (
 )
 result = scorer.run_sync(input="What is machine learning?", output="...")
 ```
-Heavy parts (litellm, the OpenTelemetry SDK, the server) load only when first used.
+What you reach for first is here: `create_scorer` and its steps, `LiveScoring`, the prebuilt
+`scorers`, `run_evals` / `run_experiment`, judges, `telemetry` and `testing`. Records (judge
+executions, usage and cost, run snapshots) live in their sub-packages: `sw.core`, `sw.judge`.
+Heavy parts (litellm, live scoring, the prebuilt scorers, the OpenTelemetry SDK, the server) load
+only when first used.
 """
 
 from __future__ import annotations
@@ -18,36 +22,26 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import core, judge
+from ._version import __version__
 from .core import (
     JudgeConfig,
-    JudgeExecutionFailure,
-    JudgeExecutionSuccess,
     NotScorable,
-    NotScorableInfo,
     PromptStep,
     Scorer,
     ScorerRun,
     ScorerRunError,
     ScorerRunResult,
-    ScorerRunSnapshot,
     StepContext,
     create_scorer,
     is_not_scorable,
     not_scorable,
 )
 from .errors import ScorewatchError
-from .judge import (
-    JudgeCost,
-    JudgeError,
-    JudgeModel,
-    JudgeReply,
-    JudgeRequest,
-    JudgeUsage,
-    RetryPolicy,
-)
+from .judge import JudgeError, JudgeModel, RetryPolicy
 
 if TYPE_CHECKING:
-    from . import telemetry, testing
+    from . import scorers, telemetry, testing
     from .evals import (
         ScorerEntry,
         run_evals,
@@ -56,22 +50,16 @@ if TYPE_CHECKING:
         run_experiment_sync,
     )
     from .judge.litellm_judge import LiteLLMJudge
+    from .live import LiveScoring
 
-__version__ = "0.1.0"
 
 __all__ = [
     "JudgeConfig",
-    "JudgeCost",
     "JudgeError",
-    "JudgeExecutionFailure",
-    "JudgeExecutionSuccess",
     "JudgeModel",
-    "JudgeReply",
-    "JudgeRequest",
-    "JudgeUsage",
     "LiteLLMJudge",
+    "LiveScoring",
     "NotScorable",
-    "NotScorableInfo",
     "PromptStep",
     "RetryPolicy",
     "Scorer",
@@ -79,17 +67,19 @@ __all__ = [
     "ScorerRun",
     "ScorerRunError",
     "ScorerRunResult",
-    "ScorerRunSnapshot",
     "ScorewatchError",
     "StepContext",
     "__version__",
+    "core",
     "create_scorer",
     "is_not_scorable",
+    "judge",
     "not_scorable",
     "run_evals",
     "run_evals_sync",
     "run_experiment",
     "run_experiment_sync",
+    "scorers",
     "telemetry",
     "testing",
 ]
@@ -97,6 +87,8 @@ __all__ = [
 # name -> (module, attribute or None for the module itself); imported on first access.
 _LAZY: dict[str, tuple[str, str | None]] = {
     "LiteLLMJudge": (".judge.litellm_judge", "LiteLLMJudge"),
+    "LiveScoring": (".live", "LiveScoring"),
+    "scorers": (".scorers", None),
     "testing": (".testing", None),
     "telemetry": (".telemetry", None),
     "ScorerEntry": (".evals", "ScorerEntry"),

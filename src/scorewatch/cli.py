@@ -1,4 +1,4 @@
-"""The `scorewatch` command: `demo`, `serve`, `worker`, `eval`, `report`, `scorers`.
+"""The `scorewatch` command: `demo`, `serve`, `worker`, `eval`, `score-traces`, `report`, `scorers`.
 
 Each subcommand lives in its own module and is imported only when chosen, so `scorewatch --help`
 stays fast and a missing optional dependency only affects its own command.
@@ -19,6 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("scorewatch.commands.serve", "run the HTTP scoring service"),
     "worker": ("scorewatch.commands.worker", "score work from a Redis Streams queue"),
     "eval": ("scorewatch.commands.eval", "score a dataset (JSONL or CSV) and gate on thresholds"),
+    "score-traces": (
+        "scorewatch.commands.score_traces",
+        "score the agent runs in OpenTelemetry trace files (Collector file exporter output)",
+    ),
     "report": (
         "scorewatch.commands.report",
         "an HTML report of an earlier eval run, or compare two runs (a CI gate)",
@@ -37,7 +41,7 @@ def _version() -> str:
     """The installed distribution's version; the package's own when run from a source tree."""
     from importlib import metadata
 
-    from . import __version__
+    from ._version import __version__
 
     try:
         return metadata.version("scorewatch")

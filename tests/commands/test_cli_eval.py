@@ -411,9 +411,18 @@ def test_out_replaces_an_earlier_runs_file(tmp_path: Path) -> None:
 
 
 def test_version() -> None:
+    """One version string: the wheel's (hatch reads src/scorewatch/_version.py), the package's
+    and the CLI's are the same."""
     import tomllib
 
-    expected = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    import scorewatch as sw
+    from scorewatch._version import __version__
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["hatch"]["version"]["path"] == "src/scorewatch/_version.py"
+    expected = __version__
+    assert sw.__version__ == expected
     done = scorewatch("--version")
     assert done.returncode == 0 and done.stdout.strip() == f"scorewatch {expected}"
 

@@ -21,6 +21,7 @@ from core_support import (
     wire,
 )
 from scorewatch.core import JudgeStepRecord
+from scorewatch.core.records import judge_cost_usd
 from scorewatch.core.schema import SCORE_SCHEMA
 from scorewatch.core.steps import camel_step
 from scorewatch.judge import (
@@ -391,6 +392,43 @@ async def test_cost_only_when_the_judge_reports_an_authoritative_cost() -> None:
     estimated_only = ScriptedJudge([reply('{"score": 1}', estimated_cost_usd=0.5)])
     result = await score_scorer(estimated_only).run(output="o")
     assert "cost" not in executions(wire(result), "generateScore")[0]
+
+
+async def test_estimated_cost_adds_each_attempts_provider_figure_else_its_estimate() -> None:
+    provider = JudgeCost(amount=0.25, unit="USD", source="provider")
+    judge = ScriptedJudge(
+        [
+            reply("not valid JSON", estimated_cost_usd=0.125),
+            reply('{"score": 1}', cost=provider, estimated_cost_usd=9.0),
+        ]
+    )
+    result = await score_scorer(judge).run(output="o")
+    assert executions(wire(result), "generateScore")[0]["estimatedCostUsd"] == 0.375
+    assert judge_cost_usd(result.judge) == 0.375
+
+    unknown = await score_scorer(ScriptedJudge(['{"score": 1}'])).run(output="o")
+    assert "estimatedCostUsd" not in executions(wire(unknown), "generateScore")[0]
+    assert judge_cost_usd(unknown.judge) is None
+
+    # A bill in another currency is not turned into dollars, nor replaced by the estimate: the
+    # record counts what the cost metric counts.
+    euros = JudgeCost(amount=1.0, unit="EUR", source="provider")
+    in_euros = ScriptedJudge([reply('{"score": 1}', cost=euros, estimated_cost_usd=0.5)])
+    assert judge_cost_usd((await score_scorer(in_euros).run(output="o")).judge) is None
+
+
+async def test_a_failed_execution_keeps_the_cost_of_its_attempts() -> None:
+    judge = ScriptedJudge(
+        [reply("not JSON", estimated_cost_usd=0.5), reply("still not", estimated_cost_usd=0.25)]
+    )
+    with pytest.raises(sw.ScorerRunError) as raised:
+        await score_scorer(judge).run(output="o")
+    snapshot = raised.value.result
+    assert snapshot is not None
+    (execution,) = snapshot.judge["generate_score"].executions  # type: ignore[index]
+    assert execution.status == "failed"
+    assert execution.estimated_cost_usd == 0.75
+    assert judge_cost_usd(snapshot.judge) == 0.75
 
 
 # ------------------------------------------------------------------------ fallback success

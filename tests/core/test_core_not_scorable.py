@@ -132,7 +132,7 @@ async def test_later_steps_are_skipped() -> None:
     )
     result = await scorer.run(output="a")
     assert calls == ["preprocess"]
-    assert result.not_scorable == sw.NotScorableInfo(step="analyze", reason="stop")
+    assert result.not_scorable == sw.core.NotScorableInfo(step="analyze", reason="stop")
     assert result.preprocess_step_result == {"x": 1}
 
 
@@ -140,7 +140,7 @@ async def test_round_trips_through_the_wire_form() -> None:
     scorer, _ = generate_score()
     result = await scorer.run(output="a")
     again = round_trip(result)
-    assert again.not_scorable == sw.NotScorableInfo(step="generate_score", reason="empty")
+    assert again.not_scorable == sw.core.NotScorableInfo(step="generate_score", reason="empty")
     assert again.score is None
     assert "score" not in wire(again)
 
@@ -150,7 +150,7 @@ async def test_async_step_may_return_it() -> None:
         return sw.not_scorable("async")
 
     result = await _base().preprocess(nothing).generate_score(lambda ctx: 1).run(output="a")
-    assert result.not_scorable == sw.NotScorableInfo(step="preprocess", reason="async")
+    assert result.not_scorable == sw.core.NotScorableInfo(step="preprocess", reason="async")
 
 
 async def test_listeners_hear_a_finished_run_without_score() -> None:

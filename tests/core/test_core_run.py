@@ -749,3 +749,30 @@ def test_run_sync_from_many_threads_at_once() -> None:
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(lambda n: scorer.run_sync(output=str(n)), range(16)))
     assert [r.score for r in results] == [float(n) for n in range(16)]
+
+
+def test_a_result_repeats_every_run_field_but_the_context_keys() -> None:
+    import dataclasses
+
+    from scorewatch.core.result import RESULT_RUN_FIELDS, ScorerRunSnapshot
+
+    run_fields = [f.name for f in dataclasses.fields(sw.ScorerRun)]
+    # A field added to ScorerRun reaches results (and the stored snapshot) or fails here.
+    assert list(RESULT_RUN_FIELDS) == [f for f in run_fields if f != "request_context_keys"]
+    assert set(RESULT_RUN_FIELDS) <= set(ScorerRunSnapshot.model_fields)
+    run = sw.ScorerRun(
+        output="o",
+        input="i",
+        ground_truth="g",
+        target="bot",
+        target_trace_id="t" * 32,
+        target_metadata={"k": 1},
+    )
+    result = create_scorer_for_fields().run_sync(run)
+    for name in RESULT_RUN_FIELDS:
+        if name not in ("run_id", "score_trace_id"):
+            assert getattr(result, name) == getattr(run, name), name
+
+
+def create_scorer_for_fields() -> sw.Scorer:
+    return sw.create_scorer(id="fields", description="Scores 1").generate_score(lambda ctx: 1)

@@ -149,7 +149,7 @@ def test_shipped_service_configs_are_valid(path: Path) -> None:
 def test_collector_pipelines_use_only_defined_components() -> None:
     collector = load_yaml(DEPLOY / "otel-collector" / "config.yaml")
     pipelines = collector["service"]["pipelines"]
-    assert set(pipelines) == {"traces", "metrics", "logs"}
+    assert set(pipelines) == {"traces", "traces/scorewatch", "metrics", "logs"}
     for name, pipeline in pipelines.items():
         for kind in ("receivers", "processors", "exporters"):
             for component in pipeline.get(kind, []):
@@ -166,7 +166,8 @@ def _kustomize_resources() -> dict[str, dict[str, Any]]:
         path = K8S / file_name
         assert path.is_file(), f"kustomization lists missing {file_name}"
         for document in load_yaml_documents(path):
-            resources[document["kind"]] = document
+            # The first of a kind: service.yaml lists the main Service before the traces one.
+            resources.setdefault(document["kind"], document)
     return resources
 
 
@@ -217,6 +218,45 @@ def test_kubernetes_objects_point_at_each_other() -> None:
 
     grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert grace > load_config(K8S / "scorewatch.toml").server.shutdown_timeout
+
+
+def test_collector_fans_a_copy_of_agent_traces_out_to_scorewatch() -> None:
+    services = _compose()["services"]
+    collector = load_yaml(DEPLOY / "otel-collector" / "config.yaml")
+    exporter = collector["exporters"]["otlphttp/scorewatch"]
+    host, port = exporter["endpoint"].removeprefix("http://").split(":")
+    assert host in services
+    config = load_config(_mounted_config(services[host]))
+    assert config.traces is not None and config.traces.port == int(port)
+    # The token the exporter sends is the one the service checks, from the same variable.
+    assert config.server.auth_token_env == "SCOREWATCH_TOKEN"
+    assert exporter["headers"]["Authorization"] == "Bearer ${env:SCOREWATCH_TOKEN}"
+    assert "SCOREWATCH_TOKEN" in services["otel-collector"]["environment"]
+    pipelines = collector["service"]["pipelines"]
+    fan_out = pipelines["traces/scorewatch"]
+    assert fan_out["receivers"] == pipelines["traces"]["receivers"]  # the same agent traces
+    assert fan_out["exporters"] == ["otlphttp/scorewatch"]
+    # scorewatch's own spans are dropped on the way, or its judge calls would be scored.
+    dropping = [p for p in fan_out["processors"] if p.startswith("filter/")]
+    (condition,) = [c for p in dropping for c in collector["processors"][p]["traces"]["span"]]
+    assert "service.name" in condition and "scorewatch" in condition
+    assert config.telemetry.service_name.startswith("scorewatch")
+    batch = collector["processors"][fan_out["processors"][-1]]
+    assert batch["send_batch_max_size"] * 2048 <= config.server.max_body_bytes
+
+
+def test_kubernetes_serves_traces_on_the_port_its_service_names() -> None:
+    deployment = _kustomize_resources()["Deployment"]
+    services = {d["metadata"]["name"]: d for d in load_yaml_documents(K8S / "service.yaml")}
+    traces_service = services["scorewatch-traces"]
+    (port,) = traces_service["spec"]["ports"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    port_names = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert port_names[port["targetPort"]] == port["port"]
+    assert traces_service["spec"]["sessionAffinity"] == "ClientIP"  # a trace stays on one pod
+    for path in (K8S / "scorewatch.toml", K8S / "scale" / "scorewatch.toml"):
+        traces = load_config(path).traces
+        assert traces is not None and traces.port == port["port"], path
 
 
 @pytest.mark.needs_binary

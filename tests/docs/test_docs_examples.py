@@ -19,12 +19,14 @@ README keeps its two quick-start commands, and relative links point at files tha
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,11 +41,22 @@ from docs_support import (
 )
 from scorewatch.demo.simulated_judge import SimulatedJudge
 from scorewatch.telemetry import names
-from scorewatch.telemetry.reference import BEGIN_MARKER, END_MARKER, render_reference
 
 pytestmark = pytest.mark.e2e
 
 RUNNER = Path(__file__).resolve().parents[1] / "docs_support.py"
+REFERENCE_TOOL = REPO / "tools" / "telemetry_reference.py"
+
+
+def _reference_tool() -> Any:
+    """tools/telemetry_reference.py, the generator of docs/telemetry.md's reference section (a
+    repository tool, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("telemetry_reference", REFERENCE_TOOL)
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = tool  # its dataclasses look their module up there
+    spec.loader.exec_module(tool)
+    return tool
 
 
 def _all_python_blocks() -> list[Block]:
@@ -135,13 +148,34 @@ def test_bash_examples_marked_to_run_succeed(tmp_path: Path) -> None:
 
 
 def test_telemetry_reference_is_in_sync_with_the_code() -> None:
+    tool = _reference_tool()
     text = (REPO / "docs" / "telemetry.md").read_text(encoding="utf-8")
-    start = text.index(BEGIN_MARKER) + len(BEGIN_MARKER) + 1
-    end = text.index(END_MARKER)
-    assert text[start:end] == render_reference(), (
+    start = text.index(tool.BEGIN_MARKER) + len(tool.BEGIN_MARKER) + 1
+    end = text.index(tool.END_MARKER)
+    assert text[start:end] == tool.render_reference(), (
         "docs/telemetry.md is out of date: run "
-        "`python -m scorewatch.telemetry.reference docs/telemetry.md`"
+        "`python tools/telemetry_reference.py docs/telemetry.md`"
     )
+
+
+def test_telemetry_reference_tool_rewrites_only_its_section(tmp_path: Path) -> None:
+    """The command the message above names, run as a contributor runs it: a stale section is
+    replaced, the hand-written text around it is kept."""
+    tool = _reference_tool()
+    original = (REPO / "docs" / "telemetry.md").read_text(encoding="utf-8")
+    start = original.index(tool.BEGIN_MARKER) + len(tool.BEGIN_MARKER) + 1
+    end = original.index(tool.END_MARKER)
+    document = tmp_path / "telemetry.md"
+    document.write_text(original[:start] + "stale\n" + original[end:], encoding="utf-8")
+    completed = subprocess.run(
+        [sys.executable, str(REFERENCE_TOOL), str(document)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert document.read_text(encoding="utf-8") == original
 
 
 def test_telemetry_reference_refuses_an_undocumented_name(
@@ -150,7 +184,7 @@ def test_telemetry_reference_refuses_an_undocumented_name(
     monkeypatch.setattr(names, "ATTR_SOMETHING_NEW", "scorewatch.something_new", raising=False)
     monkeypatch.setattr(names, "__all__", [*names.__all__, "ATTR_SOMETHING_NEW"])
     with pytest.raises(ValueError, match="ATTR_SOMETHING_NEW"):
-        render_reference()
+        _reference_tool().render_reference()
 
 
 def test_readme_keeps_the_two_quick_start_commands() -> None:

@@ -181,7 +181,7 @@ async def test_judge_calls_bounded_by_concurrency() -> None:
     in_flight = 0
     peak = 0
 
-    async def reply(request: sw.JudgeRequest) -> str:
+    async def reply(request: sw.judge.JudgeRequest) -> str:
         nonlocal in_flight, peak
         in_flight += 1
         peak = max(peak, in_flight)

@@ -185,20 +185,20 @@ async def test_a_mapping_threshold_needs_a_bound() -> None:
 
 
 async def test_run_experiment_reports_not_scorable_as_neither_score_nor_failure() -> None:
-    from scorewatch.evals.records import outcome_record
-    from scorewatch.evals.summary import summarize_records
+    from scorewatch.commands._results_file import outcome_record
+    from scorewatch.commands._summary import summarize_records
 
     records: list[dict[str, Any]] = []
 
     def keep(outcome: Any) -> None:
-        records.append(outcome_record(outcome, DATA[outcome.item_index], None))
+        records.append(outcome_record(outcome, DATA[outcome.item_index]))
 
     result = await sw.run_experiment(
         data=DATA, target=echo_target, scorers=[echo()], on_result=keep
     )
     skipped = [r for item in result.items for r in item.results.values() if r.not_scorable]
     assert len(skipped) == 1 and skipped[0].score is None and skipped[0].error is None
-    assert skipped[0].not_scorable == sw.NotScorableInfo(step="preprocess", reason="no value")
+    assert skipped[0].not_scorable == sw.core.NotScorableInfo(step="preprocess", reason="no value")
     assert result.summary.not_scorable == {"echo": 1}
     assert result.summary.scorer_failures == {"echo": 0}
     assert result.scores["echo"] == pytest.approx((0.25 + 0.75 + 1) / 3)

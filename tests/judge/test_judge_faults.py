@@ -121,7 +121,7 @@ async def test_a_full_prompt_scorer_runs_over_http(
     assert analyze.judge_transport == transport  # which client served it is in the record
     assert (analyze.attempt_count, analyze.model_call_count) == (1, 1)
     assert analyze.usage.as_dict() == {**USAGE_1, "reasoning_tokens": 2, "cached_input_tokens": 4}
-    assert analyze.cost == sw.JudgeCost(amount=0.001, unit="USD", source="provider")
+    assert analyze.cost == sw.judge.JudgeCost(amount=0.001, unit="USD", source="provider")
     score = only_execution(result, "generate_score")
     assert score.output == 0.8
     assert score.usage.as_dict() == {"input_tokens": 5, "output_tokens": 1, "total_tokens": 6}
@@ -409,7 +409,7 @@ async def test_streaming_judge_gives_the_same_record(
     record = only_execution(result)
     assert (record.status, record.attempt_count, record.model_call_count) == ("success", 2, 2)
     assert record.usage.input_tokens == 20
-    assert record.cost == sw.JudgeCost(amount=0.5, unit="USD", source="provider")
+    assert record.cost == sw.judge.JudgeCost(amount=0.5, unit="USD", source="provider")
     assert all(request.body["stream"] is True for request in server.requests)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 import scorewatch as sw
 from live_support import Collected, constant_scorer
-from scorewatch.live import LiveScoring, Sampling, ScorerEntry
+from scorewatch.live import LiveScorerEntry, LiveScoring, Sampling
 
 pytestmark = pytest.mark.unit
 
@@ -15,7 +15,7 @@ def test_entries_accept_scorers_entries_and_reference_shaped_mappings() -> None:
     live = LiveScoring(
         {
             "bare": constant_scorer("bare"),
-            "entry": ScorerEntry(constant_scorer("entry"), sampling=Sampling.ratio(0.5)),
+            "entry": LiveScorerEntry(constant_scorer("entry"), sampling=Sampling.ratio(0.5)),
             "mapping": {"scorer": constant_scorer("mapping"), "sampling": {"type": "none"}},
         },
         drain_on_exit=False,
@@ -34,9 +34,9 @@ def test_invalid_configurations_are_refused_up_front() -> None:
     with pytest.raises(ValueError, match="max_concurrency"):
         LiveScoring({"a": constant_scorer()}, max_concurrency=0)
     with pytest.raises(TypeError, match="must be a Scorer"):
-        ScorerEntry("not a scorer")  # type: ignore[arg-type]
+        LiveScorerEntry("not a scorer")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="filter must be callable"):
-        ScorerEntry(constant_scorer(), filter="tier == premium")  # type: ignore[arg-type]
+        LiveScorerEntry(constant_scorer(), filter="tier == premium")  # type: ignore[arg-type]
 
 
 def test_a_scorer_that_cannot_run_is_counted_as_failed_and_stored_as_a_failure() -> None:

@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from live_support import Collected, constant_scorer
-from scorewatch.live import LiveCall, LiveScoring, Sampling, ScorerEntry
+from scorewatch.live import LiveScorerEntry, LiveScoring, Sampling, ScoredCall
 
 pytestmark = pytest.mark.unit
 
@@ -50,8 +50,8 @@ def test_rate_bounds_none_and_reference_shapes() -> None:
 def test_live_sampling_counts_every_decision_and_agrees_across_scorers() -> None:
     live = LiveScoring(
         {
-            "a": ScorerEntry(constant_scorer("a"), sampling=Sampling.ratio(0.1)),
-            "b": ScorerEntry(constant_scorer("b"), sampling=Sampling.ratio(0.1)),
+            "a": LiveScorerEntry(constant_scorer("a"), sampling=Sampling.ratio(0.1)),
+            "b": LiveScorerEntry(constant_scorer("b"), sampling=Sampling.ratio(0.1)),
         },
         drain_on_exit=False,
     )
@@ -73,7 +73,7 @@ def test_live_sampling_counts_every_decision_and_agrees_across_scorers() -> None
 
 def test_without_a_trace_the_run_id_keys_sampling() -> None:
     live = LiveScoring(
-        {"a": ScorerEntry(constant_scorer("a"), sampling=Sampling.ratio(0.5))},
+        {"a": LiveScorerEntry(constant_scorer("a"), sampling=Sampling.ratio(0.5))},
         drain_on_exit=False,
     )
     run_ids = [f"run-{i}" for i in range(300)]
@@ -122,18 +122,18 @@ def test_run_ids_are_deterministic_and_repeated_calls_in_one_span_stay_distinct(
 
 
 def test_the_filter_runs_before_sampling_and_sees_the_call() -> None:
-    seen: list[LiveCall] = []
+    seen: list[ScoredCall] = []
 
-    def only_premium(call: LiveCall) -> bool:
+    def only_premium(call: ScoredCall) -> bool:
         seen.append(call)
         return bool(call.request_context and call.request_context.get("tier") == "premium")
 
     live = LiveScoring(
         {
-            "never_sampled": ScorerEntry(
+            "never_sampled": LiveScorerEntry(
                 constant_scorer("never"), sampling=Sampling.ratio(0.0), filter=only_premium
             ),
-            "always": ScorerEntry(constant_scorer("always"), filter=only_premium),
+            "always": LiveScorerEntry(constant_scorer("always"), filter=only_premium),
         },
         drain_on_exit=False,
     )
@@ -151,16 +151,16 @@ def test_the_filter_runs_before_sampling_and_sees_the_call() -> None:
 
 
 def test_a_raising_or_async_filter_skips_and_is_counted(caplog: Any) -> None:
-    async def async_filter(call: LiveCall) -> bool:
+    async def async_filter(call: ScoredCall) -> bool:
         return True
 
-    def raising_filter(call: LiveCall) -> bool:
+    def raising_filter(call: ScoredCall) -> bool:
         raise ValueError("bad filter")
 
     live = LiveScoring(
         {
-            "raising": ScorerEntry(constant_scorer("raising"), filter=raising_filter),
-            "async": ScorerEntry(constant_scorer("async"), filter=async_filter),  # type: ignore[arg-type]
+            "raising": LiveScorerEntry(constant_scorer("raising"), filter=raising_filter),
+            "async": LiveScorerEntry(constant_scorer("async"), filter=async_filter),  # type: ignore[arg-type]
         },
         drain_on_exit=False,
     )

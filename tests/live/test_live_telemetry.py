@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from live_support import GatedJudge, answering_judge, judged_scorer
-from scorewatch.live import LiveScoring, Sampling, ScorerEntry
+from scorewatch.live import LiveScorerEntry, LiveScoring, Sampling
 from scorewatch.telemetry import names
 from telemetry_helpers import in_memory_telemetry
 
@@ -30,10 +30,10 @@ async def test_watched_calls_link_runs_to_the_agent_span_and_count_decisions() -
         live = LiveScoring(
             {
                 "quality": judged_scorer(answering_judge(), "quality"),
-                "rare": ScorerEntry(
+                "rare": LiveScorerEntry(
                     judged_scorer(answering_judge(), "rare"), sampling=Sampling.ratio(0.0)
                 ),
-                "picky": ScorerEntry(
+                "picky": LiveScorerEntry(
                     judged_scorer(answering_judge(), "picky"), filter=lambda call: False
                 ),
             },

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import scorewatch as sw
-from scorewatch.live import LiveScoring, Sampling, ScorerEntry
+from scorewatch.live import LiveScorerEntry, LiveScoring, Sampling
 
 pytestmark = pytest.mark.unit
 
@@ -18,8 +18,8 @@ def scorer(scorer_id: str) -> sw.Scorer:
 async def test_nested_rates_stay_nested_and_every_decision_is_counted() -> None:
     live = LiveScoring(
         {
-            "rare": ScorerEntry(scorer("rare"), sampling=Sampling.ratio(0.3)),
-            "often": ScorerEntry(scorer("often"), sampling=Sampling.ratio(0.6)),
+            "rare": LiveScorerEntry(scorer("rare"), sampling=Sampling.ratio(0.3)),
+            "often": LiveScorerEntry(scorer("often"), sampling=Sampling.ratio(0.6)),
         },
         max_queue=10_000,
         drain_on_exit=False,
@@ -45,7 +45,7 @@ async def test_nested_rates_stay_nested_and_every_decision_is_counted() -> None:
 
 async def test_nothing_sampled_answers_a_fresh_dict_each_call() -> None:
     live = LiveScoring(
-        {"never": ScorerEntry(scorer("never"), sampling=Sampling.ratio(0.0))},
+        {"never": LiveScorerEntry(scorer("never"), sampling=Sampling.ratio(0.0))},
         drain_on_exit=False,
     )
     first = live.submit(input="q", output="a")
@@ -58,7 +58,7 @@ async def test_nothing_sampled_answers_a_fresh_dict_each_call() -> None:
 
 async def test_a_given_run_id_still_keys_sampling_deterministically() -> None:
     live = LiveScoring(
-        {"half": ScorerEntry(scorer("half"), sampling=Sampling.ratio(0.5))},
+        {"half": LiveScorerEntry(scorer("half"), sampling=Sampling.ratio(0.5))},
         max_queue=10_000,
         drain_on_exit=False,
     )

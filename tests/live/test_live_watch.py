@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from live_support import Collected, GatedJudge, constant_scorer, failing_judge, judged_scorer
-from scorewatch.live import LiveScoring, ScorerEntry
+from scorewatch.live import LiveScorerEntry, LiveScoring
 
 pytestmark = pytest.mark.unit
 
@@ -189,7 +189,7 @@ async def test_nothing_that_goes_wrong_in_scorewatch_reaches_the_agent() -> None
     live = LiveScoring(
         {
             "judged": judged_scorer(failing_judge(), "judged"),
-            "filtered": ScorerEntry(constant_scorer("filtered"), filter=broken_filter),
+            "filtered": LiveScorerEntry(constant_scorer("filtered"), filter=broken_filter),
         },
         sinks=[BrokenSink()],
         drain_on_exit=False,

@@ -27,7 +27,7 @@ def test_the_live_path_reaches_watch_queue_scorer_telemetry_and_the_sqlite_write
         "core/pipeline.py",
         "scorers/keyword_coverage.py",
         "telemetry/listener.py",
-        "live/sinks/sqlite.py",  # runs on the writer thread: threads are profiled too
+        "sinks/sqlite.py",  # runs on the writer thread: threads are profiled too
     ):
         assert part in recorder.files, sorted(recorder.files)
     hops = sum(recorder.edges.values())

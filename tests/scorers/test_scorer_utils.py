@@ -5,13 +5,15 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from scorewatch.scorers.utils import (
-    ToolCallInfo,
-    ToolResultInfo,
+from scorer_runs import (
     create_agent_test_run,
     create_test_message,
     create_test_run,
     create_tool_invocation,
+)
+from scorewatch.scorers.utils import (
+    ToolCallInfo,
+    ToolResultInfo,
     extract_agent_response_messages,
     extract_input_messages,
     extract_tool_calls,

@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
+from scorer_runs import (
+    create_agent_test_run,
+    create_test_message,
+    create_tool_invocation,
+)
 from scorewatch.core import ScorerRunError
 from scorewatch.scorers import checks
 from scorewatch.scorers.tool_call_accuracy_code import (
     called_in_order,
     create_tool_call_accuracy_code_scorer,
-)
-from scorewatch.scorers.utils import (
-    create_agent_test_run,
-    create_test_message,
-    create_tool_invocation,
 )
 
 pytestmark = pytest.mark.unit

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from scorewatch.judge.protocol import JudgeRequest
-from scorewatch.live import CallbackSink, LiveResult, LiveScoring
+from scorewatch.live import CallbackSink, LiveScoring, ScoreRecord
 from scorewatch.scorers import checks, create_answer_relevancy_scorer
 from scorewatch.testing import ScriptedJudge
 
@@ -31,7 +31,7 @@ def _reply(request: JudgeRequest) -> str:
 
 async def test_prebuilt_scorers_score_live_traffic() -> None:
     judge = ScriptedJudge(_reply)
-    collected: list[LiveResult] = []
+    collected: list[ScoreRecord] = []
     live = LiveScoring(
         scorers={
             "relevancy": create_answer_relevancy_scorer(judge),

@@ -9,6 +9,11 @@ from typing import Any
 import pytest
 
 import scorewatch as sw
+from scorer_runs import (
+    create_agent_test_run,
+    create_test_message,
+    create_tool_invocation,
+)
 from scorewatch.judge.protocol import JudgeRequest
 from scorewatch.scorers.answer_relevancy import create_answer_relevancy_scorer
 from scorewatch.scorers.answer_similarity import create_answer_similarity_scorer
@@ -30,11 +35,6 @@ from scorewatch.scorers.tool_call_accuracy_llm import (
     describe_tools,
 )
 from scorewatch.scorers.toxicity import create_toxicity_scorer
-from scorewatch.scorers.utils import (
-    create_agent_test_run,
-    create_test_message,
-    create_tool_invocation,
-)
 from scorewatch.testing import ScriptedJudge
 
 pytestmark = pytest.mark.unit

@@ -12,6 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scorer_runs import (
+    create_agent_test_run,
+    create_test_message,
+)
 from scorewatch.scorers._js import js_trim
 from scorewatch.scorers.completeness import create_completeness_scorer, key_elements
 from scorewatch.scorers.content_similarity import (
@@ -33,7 +37,6 @@ from scorewatch.scorers.tone_consistency import (
     create_tone_consistency_scorer,
     sentiment,
 )
-from scorewatch.scorers.utils import create_agent_test_run, create_test_message
 
 pytestmark = pytest.mark.unit
 

@@ -11,6 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scorer_runs import (
+    create_test_message,
+    create_tool_invocation,
+)
 from scorewatch import ScorerRunError
 from scorewatch.scorers import (
     create_multi_turn_judge_scorer,
@@ -21,7 +25,6 @@ from scorewatch.scorers import (
 from scorewatch.scorers._trajectory import MAX_DEPTH, trajectory_of
 from scorewatch.scorers._trajectory_checks import compare_trajectories
 from scorewatch.scorers.multi_turn_judge import END, START
-from scorewatch.scorers.utils import create_test_message, create_tool_invocation
 from scorewatch.testing import ScriptedJudge
 
 pytestmark = pytest.mark.unit

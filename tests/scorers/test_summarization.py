@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 import scorewatch as sw
+from scorer_runs import (
+    create_agent_test_run,
+    create_test_message,
+    create_tool_invocation,
+)
 from scorewatch.judge.protocol import JudgeRequest
 from scorewatch.scorers import create_summarization_scorer
 from scorewatch.scorers._summarization_prompts import SUMMARIZATION_INSTRUCTIONS
 from scorewatch.scorers.summarization import measure_axes
-from scorewatch.scorers.utils import (
-    create_agent_test_run,
-    create_test_message,
-    create_tool_invocation,
-    extract_tool_results,
-)
+from scorewatch.scorers.utils import extract_tool_results
 from scorewatch.testing import ScriptedJudge
 
 pytestmark = pytest.mark.integration

@@ -33,7 +33,7 @@ from scale_support import (
     scale_config,
     unique_prefix,
 )
-from scorewatch.live import Sampling, ScorerEntry
+from scorewatch.live import LiveScorerEntry, Sampling
 from scorewatch.server.intake import ScoreItem
 from scorewatch.server.redis_intake import RedisIntake
 from scorewatch.server.stream_queue import StreamNames, connect
@@ -137,7 +137,7 @@ def test_every_accepted_item_is_scored_exactly_once_across_three_workers(
 async def _enqueue(stream: str, scorer_id: str, count: int) -> list[str]:
     scorer = sw.create_scorer(id=scorer_id, description="placeholder").generate_score(lambda c: 1.0)
     intake = RedisIntake(
-        {scorer_id: ScorerEntry(scorer, sampling=Sampling.none())},
+        {scorer_id: LiveScorerEntry(scorer, sampling=Sampling.none())},
         client=connect(REDIS_URL),
         names=StreamNames(stream, f"{stream}-workers", f"{stream}:dead"),
         max_backlog=10_000,

@@ -10,11 +10,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from redis.asyncio import Redis
 
 import scorewatch as sw
@@ -26,12 +21,7 @@ from scale_support import (
     require_service,
     unique_prefix,
 )
-from scorewatch import telemetry
-from scorewatch.live import CallbackSink, Sampling, ScorerEntry
-from scorewatch.live.context import LiveCall
-from scorewatch.live.result import LiveResult
-from scorewatch.live.sinks.postgres import MIGRATIONS, PostgresSink
-from scorewatch.live.sinks.sqlite import SCORE_COLUMNS
+from scorewatch.live import CallbackSink, LiveScorerEntry, Sampling
 from scorewatch.server.config import ServeConfig
 from scorewatch.server.engine import InProcessIntake
 from scorewatch.server.intake import QueueFullError, ScoreItem
@@ -40,7 +30,12 @@ from scorewatch.server.redis_intake import IntakeUnavailableError, RedisIntake
 from scorewatch.server.stores import Stores
 from scorewatch.server.stream_queue import StreamNames, connect, read_gauges
 from scorewatch.server.worker import StreamWorker
+from scorewatch.sinks.call import ScoredCall
+from scorewatch.sinks.postgres import MIGRATIONS, PostgresSink
+from scorewatch.sinks.record import ScoreRecord
+from scorewatch.sinks.sqlite import SCORE_COLUMNS
 from scorewatch.telemetry import names
+from scorewatch.testing import in_memory_telemetry
 
 pytestmark = pytest.mark.integration
 
@@ -77,7 +72,7 @@ def _picky_scorer() -> sw.Scorer:
 def _intake(
     client: Redis, stream: StreamNames, scorers: dict[str, sw.Scorer], **options: Any
 ) -> RedisIntake:
-    entries = {sid: ScorerEntry(s, sampling=Sampling.none()) for sid, s in scorers.items()}
+    entries = {sid: LiveScorerEntry(s, sampling=Sampling.none()) for sid, s in scorers.items()}
     return RedisIntake(entries, client=client, names=stream, stats_interval=0.1, **options)
 
 
@@ -103,10 +98,12 @@ async def _until(predicate: Any, limit_s: float = 30.0) -> None:
         await asyncio.sleep(0.05)
 
 
-def _result(run_id: str, output: str, score: float) -> LiveResult:
-    call = LiveCall(input="q", output=output, target="bot", trace_id=None, span_id=None, run_id="r")
+def _result(run_id: str, output: str, score: float) -> ScoreRecord:
+    call = ScoredCall(
+        input="q", output=output, target="bot", trace_id=None, span_id=None, run_id="r"
+    )
     snapshot = sw.ScorerRunResult(run_id=run_id, input="q", output=output, score=score)
-    return LiveResult(
+    return ScoreRecord(
         id=run_id,
         scorer_id="length",
         scorer_name="length",
@@ -201,7 +198,7 @@ def test_without_a_queue_serve_keeps_the_in_process_intake(tmp_path: Any) -> Non
         {"scorers": [{"id": "x", "kind": "completeness"}], "sinks": {"sqlite": False}},
         base_dir=tmp_path,
     )
-    entries = {"x": ScorerEntry(_length_scorer())}
+    entries = {"x": LiveScorerEntry(_length_scorer())}
     intake = build_intake(config, entries, Stores([], None, []))
     assert isinstance(intake, InProcessIntake)
 
@@ -215,53 +212,44 @@ async def test_poison_item_is_dead_lettered_after_n_deliveries_without_blocking_
     client, stream = redis
     scorers = {"picky": _picky_scorer()}
     sink = PostgresSink(PG_DSN, schema=schema)
-    reader = InMemoryMetricReader()
-    telemetry.instrument(meter_provider=MeterProvider(metric_readers=[reader]))
-    try:
-        intake = _intake(client, stream, scorers, max_backlog=100)
-        items = [ScoreItem(input="q", output="poison", target="bot", run_id="bad")]
-        items += [ScoreItem(input="q", output=f"fine {i}", target="bot") for i in range(6)]
-        admissions = await intake.admit(items)
-        poison_run = admissions[0].accepted[0].run_id
-        # A visibility timeout well above any stall of a loaded machine: only the poison item
-        # is ever redelivered.
-        worker = _worker(scorers, stream, [sink], concurrency=2, visibility_timeout=1.0)
-        running = asyncio.create_task(worker.run(drain_timeout=5))
+    with in_memory_telemetry() as otel:
+        try:
+            intake = _intake(client, stream, scorers, max_backlog=100)
+            items = [ScoreItem(input="q", output="poison", target="bot", run_id="bad")]
+            items += [ScoreItem(input="q", output=f"fine {i}", target="bot") for i in range(6)]
+            admissions = await intake.admit(items)
+            poison_run = admissions[0].accepted[0].run_id
+            # A visibility timeout well above any stall of a loaded machine: only the poison item
+            # is ever redelivered.
+            worker = _worker(scorers, stream, [sink], concurrency=2, visibility_timeout=1.0)
+            running = asyncio.create_task(worker.run(drain_timeout=5))
 
-        async def dead_lettered() -> bool:
-            return int(await client.xlen(stream.dead_letters)) == 1
+            async def dead_lettered() -> bool:
+                return int(await client.xlen(stream.dead_letters)) == 1
 
-        await _until(dead_lettered)
-        worker.stop()
-        stats = await running
-        assert stats["scored"] == 6  # the others went through while the poison was retried
-        assert stats["failed_attempts"] == 2 and stats["failed"] == 1
-        assert stats["dead_lettered"] == 1
-        ((_dead_id, dead),) = await client.xrange(stream.dead_letters)
-        assert dead[b"dead.reason"] == b"failed"
-        assert dead[b"dead.deliveries"] == b"3"
-        assert dead[b"run_id"].decode() == poison_run
-        gauges = await read_gauges(client, stream)
-        assert (gauges.backlog, gauges.pending, gauges.dead_letters) == (0, 0, 1)
-        rows = {row["id"]: row for row in await sink.aquery(limit=100)}
-        assert len(rows) == 7
-        assert rows[poison_run]["status"] == "failed" and rows[poison_run]["score"] is None
-        data = reader.get_metrics_data()
-        points = {
-            metric.name: list(metric.data.data_points)
-            for rm in data.resource_metrics
-            for sm in rm.scope_metrics
-            for metric in sm.metrics
-        }
-        (dead_point,) = points[names.METRIC_QUEUE_DEAD_LETTERED]
-        assert dead_point.value == 1
-        assert dead_point.attributes[names.ATTR_QUEUE_REASON] == "failed"
-        assert sum(p.value for p in points[names.METRIC_QUEUE_REDELIVERIES]) == 2
-        assert names.METRIC_QUEUE_BACKLOG in points
-    finally:
-        telemetry.uninstrument()
-        await sink.aclose()
-        await intake.aclose()
+            await _until(dead_lettered)
+            worker.stop()
+            stats = await running
+            assert stats["scored"] == 6  # the others went through while the poison was retried
+            assert stats["failed_attempts"] == 2 and stats["failed"] == 1
+            assert stats["dead_lettered"] == 1
+            ((_dead_id, dead),) = await client.xrange(stream.dead_letters)
+            assert dead[b"dead.reason"] == b"failed"
+            assert dead[b"dead.deliveries"] == b"3"
+            assert dead[b"run_id"].decode() == poison_run
+            gauges = await read_gauges(client, stream)
+            assert (gauges.backlog, gauges.pending, gauges.dead_letters) == (0, 0, 1)
+            rows = {row["id"]: row for row in await sink.aquery(limit=100)}
+            assert len(rows) == 7
+            assert rows[poison_run]["status"] == "failed" and rows[poison_run]["score"] is None
+            (dead_point,) = otel.points(names.METRIC_QUEUE_DEAD_LETTERED)
+            assert dead_point.value == 1
+            assert dead_point.attributes[names.ATTR_QUEUE_REASON] == "failed"
+            assert sum(p.value or 0 for p in otel.points(names.METRIC_QUEUE_REDELIVERIES)) == 2
+            assert otel.points(names.METRIC_QUEUE_BACKLOG)
+        finally:
+            await sink.aclose()
+            await intake.aclose()
 
 
 async def test_redelivered_run_is_stored_once_and_unknown_scorers_are_dead_lettered(
@@ -297,12 +285,9 @@ async def test_run_span_links_to_the_request_that_enqueued_it(
     redis: tuple[Redis, StreamNames],
 ) -> None:
     client, stream = redis
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    telemetry.instrument(tracer_provider=provider)
-    stored: list[LiveResult] = []
-    try:
+    stored: list[ScoreRecord] = []
+    with in_memory_telemetry() as otel:
+        provider = otel.tracer_provider
         scorers = {"length": _length_scorer()}
         intake = _intake(client, stream, scorers, max_backlog=100)
         intake._tracer = provider.get_tracer("test")  # the global provider may be a no-op
@@ -319,9 +304,7 @@ async def test_run_span_links_to_the_request_that_enqueued_it(
         await _until(scored)
         worker.stop()
         await running
-    finally:
-        telemetry.uninstrument()
-    spans = {span.name: span for span in exporter.get_finished_spans()}
+    spans = {span.name: span for span in otel.spans()}
     send = spans[names.queue_send_span_name(stream.stream)]
     run = spans[names.run_span_name("length")]
     assert send.parent is not None
@@ -359,7 +342,7 @@ async def test_a_sink_outage_keeps_the_entry_and_burns_no_delivery(
     await intake.admit([ScoreItem(input="q", output="kept", target="bot")])
     attempts: list[str] = []
 
-    def flaky(result: LiveResult) -> None:
+    def flaky(result: ScoreRecord) -> None:
         attempts.append(result.id)
         if len(attempts) <= 2:
             raise ConnectionError("the database is restarting")

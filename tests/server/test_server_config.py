@@ -224,12 +224,14 @@ def test_filters_and_targets_come_from_the_config(tmp_path: Path) -> None:
         targets = ["a", "b"]
         """,
     )
-    from scorewatch.live import LiveCall
+    from scorewatch.live import ScoredCall
 
     built = {s.id: s for s in build_scorers(load_config(path))}
 
-    def call(target: str) -> LiveCall:
-        return LiveCall(input="", output="", target=target, trace_id=None, span_id=None, run_id="r")
+    def call(target: str) -> ScoredCall:
+        return ScoredCall(
+            input="", output="", target=target, trace_id=None, span_id=None, run_id="r"
+        )
 
     first = built["len"].entry.filter
     second = built["len2"].entry.filter

@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scorewatch.testing import HttpError, LoopbackJudgeServer, OtlpReceiver
+from otlp_receiver import OtlpReceiver
+from scorewatch.testing import HttpError, LoopbackJudgeServer
 from serve_support import JUDGE_KEY_ENV, ServeProcess, judge_table, write_config
 
 pytestmark = pytest.mark.e2e

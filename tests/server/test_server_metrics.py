@@ -190,7 +190,7 @@ def test_the_real_prometheus_scrapes_the_service(
 
 
 def test_sigterm_flushes_the_otlp_exporters(tmp_path: Path, judge: LoopbackJudgeServer) -> None:
-    from scorewatch.testing import OtlpReceiver
+    from otlp_receiver import OtlpReceiver
 
     secret = "OTLP-CONTENT-MARKER-51"
     with OtlpReceiver(grpc_enabled=False) as receiver:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import scorewatch as sw
-from scorewatch.live import ExperimentSinkWriter, JsonlSink, SqliteSink
+from scorewatch.evals import ExperimentSinkWriter
+from scorewatch.sinks import JsonlSink, SqliteSink
 
 pytestmark = pytest.mark.integration
 

@@ -18,10 +18,10 @@ import pytest
 
 import scorewatch as sw
 from scale_support import PG_DSN
-from scorewatch.live import CallbackSink, JsonlSink, LiveCall, LiveResult, SqliteSink
-from scorewatch.live.sinks.base import RowsRefusedError
-from scorewatch.live.sinks.delivery import deliver
-from scorewatch.live.sinks.postgres import PostgresSink
+from scorewatch.live import CallbackSink, JsonlSink, ScoredCall, ScoreRecord, SqliteSink
+from scorewatch.sinks.base import RowsRefusedError
+from scorewatch.sinks.delivery import deliver
+from scorewatch.sinks.postgres import PostgresSink
 
 pytestmark = pytest.mark.integration
 
@@ -30,8 +30,8 @@ NASTY = "a\x00b\ud800c\udfffd"
 CLEAN = f"a{FFFD}b{FFFD}c{FFFD}d"
 
 
-def result(run_id: str, output: Any, *, metadata: dict[str, Any] | None = None) -> LiveResult:
-    call = LiveCall(
+def result(run_id: str, output: Any, *, metadata: dict[str, Any] | None = None) -> ScoreRecord:
+    call = ScoredCall(
         input=NASTY,
         output=output,
         target="bot",
@@ -41,7 +41,7 @@ def result(run_id: str, output: Any, *, metadata: dict[str, Any] | None = None) 
         metadata=metadata,
     )
     snapshot = sw.ScorerRunResult(run_id=run_id, input=NASTY, output=output, score=0.5)
-    return LiveResult(
+    return ScoreRecord(
         id=run_id,
         scorer_id="length",
         scorer_name="length",
@@ -174,7 +174,7 @@ async def test_delivery_replaces_a_refused_row_with_an_unstorable_failure_everyw
 async def test_a_callback_failing_on_one_result_still_gets_the_others() -> None:
     seen: list[str] = []
 
-    def keep(live: LiveResult) -> None:
+    def keep(live: ScoreRecord) -> None:
         if live.id == "bad":
             raise ValueError("not this one")
         seen.append(live.id)

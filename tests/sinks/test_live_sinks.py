@@ -21,9 +21,9 @@ from scorewatch.core import ScorerRunResult
 from scorewatch.live import (
     CallbackSink,
     JsonlSink,
-    LiveCall,
-    LiveResult,
     LiveScoring,
+    ScoredCall,
+    ScoreRecord,
     ScoreSink,
     SqliteSink,
 )
@@ -139,15 +139,15 @@ async def test_failed_runs_are_stored_as_failures_never_as_scores(tmp_path: Path
 
 
 def make_result(run_id: str, *, target: str = "bot", scorer_id: str = "quality",
-                score: float = 0.5, at: datetime | None = None) -> LiveResult:  # fmt: skip
+                score: float = 0.5, at: datetime | None = None) -> ScoreRecord:  # fmt: skip
     result = ScorerRunResult(run_id=run_id, input="i", output="o", score=score)
-    return LiveResult(
+    return ScoreRecord(
         id=run_id,
         scorer_id=scorer_id,
         scorer_name=scorer_id,
         scorer_description="",
         has_judge=False,
-        call=LiveCall(
+        call=ScoredCall(
             input="i", output="o", target=target, trace_id=None, span_id=None, run_id=run_id
         ),
         status="success",

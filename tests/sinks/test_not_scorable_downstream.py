@@ -17,8 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 import scorewatch as sw
 from scale_support import PG_DSN
 from scorewatch import telemetry
-from scorewatch.live import CallbackSink, JsonlSink, LiveResult, LiveScoring, SqliteSink
-from scorewatch.live.sinks.postgres import PostgresSink
+from scorewatch.live import CallbackSink, JsonlSink, LiveScoring, ScoreRecord, SqliteSink
+from scorewatch.sinks.postgres import PostgresSink
 from scorewatch.telemetry import names
 from telemetry_helpers import in_memory_telemetry
 
@@ -57,7 +57,7 @@ def _check_rows(rows: list[dict[str, Any]]) -> None:
 async def test_sqlite_jsonl_and_callback_sinks_store_status_not_scorable(tmp_path: Path) -> None:
     sqlite = SqliteSink(tmp_path / "scores.db")
     jsonl = JsonlSink(tmp_path / "scores.jsonl")
-    delivered: list[LiveResult] = []
+    delivered: list[ScoreRecord] = []
     live = await _live([sqlite, jsonl, CallbackSink(delivered.append)])
     stats = live.stats()
     assert (stats["not_scorable"], stats["scored"], stats["failed"]) == (1, 1, 0)
@@ -69,10 +69,10 @@ async def test_sqlite_jsonl_and_callback_sinks_store_status_not_scorable(tmp_pat
     _check_rows(lines)
     (skipped,) = [r for r in delivered if r.call.run_id == "skipped-run"]
     assert skipped.status == "not_scorable" and skipped.score is None
-    assert skipped.not_scorable == sw.NotScorableInfo(step="preprocess", reason="empty output")
+    assert skipped.not_scorable == sw.core.NotScorableInfo(step="preprocess", reason="empty output")
     # A stored row reads back as what it was.
     (row,) = sqlite.query(status="not_scorable")
-    again = LiveResult.from_row(row, skipped.call)
+    again = ScoreRecord.from_row(row, skipped.call)
     assert again.status == "not_scorable" and again.not_scorable == skipped.not_scorable
     await sqlite.aclose()
 
@@ -97,10 +97,7 @@ async def test_telemetry_counts_the_outcome_and_records_no_score() -> None:
         assert outcomes == {names.OUTCOME_NOT_SCORABLE: 1, names.OUTCOME_SUCCESS: 1}
         (histogram,) = sink.points(names.METRIC_SCORE)
         assert (histogram.count, histogram.sum) == (1, 1)  # the scored run only
-        events = {
-            record.log_record.attributes[names.ATTR_RUN_ID]: dict(record.log_record.attributes)
-            for record in sink.logs()
-        }
+        events = {event[names.ATTR_RUN_ID]: event for event in sink.evaluation_events()}
         assert names.ATTR_EVALUATION_SCORE_VALUE not in events["skipped-run"]
         assert names.ATTR_ERROR_TYPE not in events["skipped-run"]
         assert events["scored-run"][names.ATTR_EVALUATION_SCORE_VALUE] == 1

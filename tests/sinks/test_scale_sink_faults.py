@@ -36,7 +36,7 @@ from scale_support import (
     unique_prefix,
     write_module,
 )
-from scorewatch.live.sinks.postgres import PostgresSink
+from scorewatch.sinks.postgres import PostgresSink
 from serve_support import ServeProcess
 
 pytestmark = pytest.mark.e2e

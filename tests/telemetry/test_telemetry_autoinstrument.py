@@ -28,7 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scorewatch.testing import OtlpReceiver
+from otlp_receiver import OtlpReceiver
 from serve_support import ServeProcess, write_config
 
 pytestmark = pytest.mark.e2e

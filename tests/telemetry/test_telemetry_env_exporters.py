@@ -12,8 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from otlp_receiver import OtlpReceiver
 from scorewatch import telemetry
-from scorewatch.testing import OtlpReceiver, ScriptedJudge
+from scorewatch.testing import ScriptedJudge
 from serve_support import ServeProcess, write_config
 from telemetry_helpers import prompt_scorer, verdicts
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scorewatch.testing import OtlpReceiver
+from otlp_receiver import OtlpReceiver
 
 pytestmark = pytest.mark.e2e
 

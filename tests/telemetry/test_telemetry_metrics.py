@@ -17,7 +17,7 @@ from telemetry_helpers import in_memory_telemetry, prompt_scorer, verdicts
 pytestmark = pytest.mark.unit
 
 
-def _usage_total(results: list[sw.ScorerRunSnapshot], key: str) -> int:
+def _usage_total(results: list[sw.core.ScorerRunSnapshot], key: str) -> int:
     total = 0
     for result in results:
         for record in (result.judge or {}).values():
@@ -29,10 +29,10 @@ def _usage_total(results: list[sw.ScorerRunSnapshot], key: str) -> int:
 
 async def test_token_and_execution_metrics_agree_with_the_judge_records() -> None:
     rng = random.Random(7)
-    results: list[sw.ScorerRunSnapshot] = []
+    results: list[sw.core.ScorerRunSnapshot] = []
     with in_memory_telemetry() as sink:
         for index in range(30):
-            usage = sw.JudgeUsage(
+            usage = sw.judge.JudgeUsage(
                 input_tokens=rng.randint(1, 5000), output_tokens=rng.randint(1, 900)
             )
             script: list[object] = []
@@ -42,7 +42,7 @@ async def test_token_and_execution_metrics_agree_with_the_judge_records() -> Non
                         "overloaded",
                         code="OVERLOADED",
                         retryable=True,
-                        usage=sw.JudgeUsage(input_tokens=11, output_tokens=3),
+                        usage=sw.judge.JudgeUsage(input_tokens=11, output_tokens=3),
                         model_call_count=1,
                     )
                 )

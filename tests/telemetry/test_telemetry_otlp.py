@@ -9,10 +9,11 @@ from collections.abc import Iterator
 import pytest
 
 import scorewatch as sw
+from otlp_receiver import OtlpReceiver
 from scorewatch import telemetry
 from scorewatch.judge import JudgeProviderError
 from scorewatch.telemetry import names
-from scorewatch.testing import OtlpReceiver, ScriptedJudge
+from scorewatch.testing import ScriptedJudge
 from telemetry_helpers import prompt_scorer, verdicts
 
 pytestmark = pytest.mark.integration
@@ -27,8 +28,8 @@ def receiver() -> Iterator[OtlpReceiver]:
         yield running
 
 
-async def _score_some(expect_failure: bool = True) -> list[sw.ScorerRunSnapshot]:
-    results: list[sw.ScorerRunSnapshot] = []
+async def _score_some(expect_failure: bool = True) -> list[sw.core.ScorerRunSnapshot]:
+    results: list[sw.core.ScorerRunSnapshot] = []
     results.append(
         await prompt_scorer(ScriptedJudge([verdicts(3), "fine"])).run(
             output="a", run_id="ok-run", target="agent-a"

@@ -57,9 +57,9 @@ def _total(
 async def test_scraped_token_totals_equal_the_judge_records(
     handle: telemetry.TelemetryHandle,
 ) -> None:
-    results: list[sw.ScorerRunSnapshot] = []
+    results: list[sw.core.ScorerRunSnapshot] = []
     for index in range(12):
-        usage = sw.JudgeUsage(input_tokens=100 + index, output_tokens=10 * index + 1)
+        usage = sw.judge.JudgeUsage(input_tokens=100 + index, output_tokens=10 * index + 1)
         script: list[object] = []
         if index % 3 == 0:
             script.append(
@@ -67,7 +67,7 @@ async def test_scraped_token_totals_equal_the_judge_records(
                     "flaky",
                     code="UNAVAILABLE",
                     retryable=True,
-                    usage=sw.JudgeUsage(input_tokens=5, output_tokens=0),
+                    usage=sw.judge.JudgeUsage(input_tokens=5, output_tokens=0),
                     model_call_count=1,
                 )
             )

@@ -51,7 +51,7 @@ async def test_span_tree_and_attributes_of_a_successful_run() -> None:
             [
                 JudgeReply(
                     text=verdicts(3),
-                    usage=sw.JudgeUsage(
+                    usage=sw.judge.JudgeUsage(
                         input_tokens=100, output_tokens=7, cached_input_tokens=40, total_tokens=107
                     ),
                     response_model="judge-2025",

@@ -4,7 +4,7 @@ on traces, spans and age, every drop counted. Time comes from a test clock."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -75,7 +75,7 @@ def tool(span_id: int, parent: int, name: str, start: int) -> SpanRecord:
     )
 
 
-LIMITS = BufferLimits(quiet_period_s=2, linger_s=10, max_age_s=60)
+LIMITS = BufferLimits(quiet_period_s=2, linger_s=10, max_age_s=60, parent_wait_s=40)
 
 
 def test_spans_split_across_requests_and_out_of_order_make_one_run() -> None:
@@ -243,3 +243,21 @@ def test_a_model_call_whose_parent_never_comes_is_scored_after_the_wait() -> Non
     assert buffer.pop_ready() == []
     clock.now += 1
     assert [r.span.name for r in buffer.pop_ready()] == ["chat"]
+
+
+def test_a_buffer_at_its_byte_bound_refuses_new_spans_and_counts_them() -> None:
+    limits = BufferLimits(max_bytes=4096)
+    buffer = TraceBuffer(limits=limits, clock=Clock())
+    big = [replace(span(i + 1, trace=f"{i + 1:032x}"), size=1000) for i in range(10)]
+    assert buffer.add(big) == 6  # four fit
+    assert buffer.bytes_held == 4000 and buffer.spans_held == 4
+    assert buffer.counts.spans_dropped == Counter({"max_bytes": 6})
+    buffer.pop_ready(flush=True)
+    assert buffer.bytes_held == 0  # retired traces give their bytes back
+    assert buffer.add(big[:2]) == 0
+
+
+def test_limits_refuse_an_expiry_sooner_than_a_span_may_wait() -> None:
+    with pytest.raises(ValidationError, match="max_age_s"):
+        BufferLimits(max_age_s=30, quiet_period_s=5, parent_wait_s=25)
+    assert BufferLimits(max_age_s=31, quiet_period_s=5, parent_wait_s=25).max_age_s == 31

@@ -4,17 +4,7 @@ the tool calls in order, with their arguments and results."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from pydantic_ai import Agent
-from pydantic_ai.capabilities.instrumentation import Instrumentation
-from pydantic_ai.models.instrumented import InstrumentationSettings
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
 
 from scorewatch.scorers.tool_call_accuracy_code import create_tool_call_accuracy_code_scorer
 from scorewatch.scorers.trajectory_accuracy_code import create_trajectory_accuracy_code_scorer
@@ -24,49 +14,14 @@ from scorewatch.scorers.utils import (
     get_combined_system_prompt,
     get_user_message_from_run_input,
 )
-from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply, ToolCallReply
 from scorewatch.traces import extract_runs, score_traces_sync
-from traces_support import otlp_json
+from traces_support import pydantic_ai_agent_trace
 
 pytestmark = pytest.mark.integration
 
 
-def _agent_trace() -> str:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    script = [
-        Reply(tool_calls=[ToolCallReply("lookup_order", {"order_id": 7}, id="call_a")]),
-        Reply(tool_calls=[ToolCallReply("notify_customer", {"name": "ann"}, id="call_b")]),
-        Reply("Order 7 has shipped; Ann was told."),
-    ]
-    with LoopbackJudgeServer(script) as server:
-        model = OpenAIChatModel(
-            "gpt-4o-mini",
-            provider=OpenAIProvider(base_url=server.base_url, api_key="sk-test-not-a-key"),
-        )
-        settings = InstrumentationSettings(tracer_provider=provider, include_content=True)
-        agent = Agent(
-            model,
-            name="shop",
-            instructions="You track orders.",
-            capabilities=[Instrumentation(settings)],
-        )
-
-        @agent.tool_plain
-        def lookup_order(order_id: int) -> dict[str, Any]:
-            return {"order": order_id, "status": "shipped"}
-
-        @agent.tool_plain
-        def notify_customer(name: str) -> str:
-            return f"sent to {name}"
-
-        assert agent.run_sync("Where is order 7?").output == "Order 7 has shipped; Ann was told."
-    return otlp_json(exporter.get_finished_spans())
-
-
 def test_pydantic_ai_agent_run_has_its_tool_calls_in_order() -> None:
-    document = _agent_trace()
+    document = pydantic_ai_agent_trace()
     extraction = extract_runs(document)
     assert extraction.skipped == {"nested": 3}  # its three model calls, inside the agent
     (run,) = extraction.runs
@@ -104,7 +59,7 @@ def test_pydantic_ai_agent_run_has_its_tool_calls_in_order() -> None:
 def test_each_model_call_of_the_agent_sees_the_turns_tool_calls() -> None:
     from scorewatch.traces import SpanSelector
 
-    extraction = extract_runs(_agent_trace(), select=[SpanSelector(operation=["chat"])])
+    extraction = extract_runs(pydantic_ai_agent_trace(), select=[SpanSelector(operation=["chat"])])
     calls = [run.tool_calls for run in extraction.runs]
     # First call: asks for lookup_order; second: has its result, asks for notify_customer;
     # third: has both results and answers.

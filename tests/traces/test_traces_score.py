@@ -3,6 +3,7 @@ plain and gzipped) scored through the evals path; every result names its span.""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 from pathlib import Path
@@ -11,9 +12,10 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
-from scorewatch.evals import RunOutcome
+from scorewatch.evals import ExperimentSinkWriter, RunOutcome
 from scorewatch.scorers.registry import build_scorer
 from scorewatch.scorers.tool_call_accuracy_code import create_tool_call_accuracy_code_scorer
+from scorewatch.sinks import SqliteSink
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 from scorewatch.traces import SpanSelector, score_traces, score_traces_sync
 from traces_support import instrumented, otlp_json, protobuf_request, run_agent
@@ -127,3 +129,23 @@ def test_selection_picks_the_spans_scored() -> None:
     # A model call made before the tools ran saw no tool call: the scorer says 0, not an error.
     assert [s.results[order.id].score for s in scored.spans] == [0, 0]
     assert all(s.results[order.id].error is None for s in scored.spans)
+
+
+def test_trace_scores_stored_through_the_experiment_writer_name_their_span(tmp_path: Path) -> None:
+    spans = _agent_traces(1)
+    (agent,) = [s for s in spans if s.name.startswith("invoke_agent")]
+    order = create_tool_call_accuracy_code_scorer(expected_tool="lookup_order")
+    sink = SqliteSink(tmp_path / "scores.db")
+    writer = ExperimentSinkWriter([sink], experiment_id="traces-1")
+    scored = score_traces_sync([order], protobuf_request(spans), on_result=writer)
+    rows = sink.query()
+    asyncio.run(writer.aclose())
+    assert writer.written == 1 and writer.errors == {}
+    (row,) = rows
+    (span,) = scored.spans
+    assert (row["traceId"], row["spanId"]) == _ids(agent) == (span.trace_id, span.span_id)
+    assert row["source"] == "TEST" and row["status"] == "success" and row["score"] == 1
+    assert row["entityId"] == row["target"] == span.agent
+    assert row["metadata"]["experimentId"] == "traces-1"
+    assert row["metadata"]["spanName"] == span.span_name
+    assert row["input"] is not None and row["output"] is not None

@@ -1,4 +1,5 @@
-"""The scorers of `scorewatch eval`: `--scorer` names and a `--scorers` file, by the ids they print.
+"""The scorers of `scorewatch eval` and `score-traces`: `--scorer` names and a `--scorers` file,
+by the ids they print.
 
 A `--scorers` file has serve's `[[scorers]]` format (and its `[judge]` table), parsed and built by
 the same code as serve's configuration, so a scorer that needs options (context, reference text,
@@ -71,8 +72,8 @@ def _from_file(path: str, model: str | None, options: dict[str, Any]) -> list[tu
         ] + (["filter"] if spec.filter else [])
         if live_only:
             print(
-                f"scorewatch eval: {path}: scorers[{index}] ({spec.id}): "
-                f"{', '.join(live_only)} apply to live traffic; eval scores every item",
+                f"scorewatch: {path}: scorers[{index}] ({spec.id}): "
+                f"{', '.join(live_only)} apply to live traffic; batch scoring scores every run",
                 file=sys.stderr,
             )
     return [(built.id, built.scorer) for built in build_scorers(config)]

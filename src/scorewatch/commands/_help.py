@@ -8,6 +8,7 @@ TOP_LEVEL_EXAMPLES = """\
   scorewatch demo                                   # watch a simulated agent being scored
   scorewatch scorers                                # the prebuilt scorers
   scorewatch eval data.jsonl --scorer completeness --threshold completeness=0.6
+  scorewatch score-traces traces.json.gz --scorer completeness  # Collector file exporter output
   scorewatch serve --config scorewatch.toml
   scorewatch COMMAND --help                         # a command's options and examples"""
 
@@ -31,6 +32,13 @@ EXAMPLES: dict[str, str] = {
   scorewatch eval data.jsonl --scorers scorers.toml # scorers with options, serve's format
   scorewatch eval data.jsonl --scorer mypkg.scorers:tone --target mypkg.agent:answer
   scorewatch eval data.jsonl --scorers scorers.toml --baseline main.jsonl --out results.jsonl""",
+    "score-traces": """\
+  scorewatch score-traces traces.json --scorer completeness --sqlite scores.db
+  scorewatch score-traces traces/*.json.gz --scorers scorewatch.toml --out results.jsonl
+  scorewatch score-traces traces.json --operation invoke_agent --service shop-agent \\
+      --scorer faithfulness --model openai/gpt-4o-mini --threshold faithfulness=0.8
+  scorewatch score-traces traces.json --select scorewatch.toml --scorer completeness \\
+      --format json                                 # [[traces.select]] tables of the file""",
     "report": """\
   scorewatch report results.jsonl --html report.html
   scorewatch report --compare main.jsonl results.jsonl               # exit 1 on a regression

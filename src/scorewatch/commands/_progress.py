@@ -10,8 +10,16 @@ __all__ = ["Progress"]
 
 
 class Progress:
-    def __init__(self, total: int, *, stream: TextIO | None = None, interval: float = 2.0):
+    def __init__(
+        self,
+        total: int,
+        *,
+        stream: TextIO | None = None,
+        interval: float = 2.0,
+        unit: str = "items",
+    ):
         self.total = total
+        self.unit = unit
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.interval = interval
@@ -34,7 +42,7 @@ class Progress:
         remaining = (self.total - self.done) / rate if rate > 0 else 0.0
         percent = 100 * self.done / self.total if self.total else 100.0
         return (
-            f"{self.done}/{self.total} items ({percent:.0f}%)  {rate:.1f} items/s  "
+            f"{self.done}/{self.total} {self.unit} ({percent:.0f}%)  {rate:.1f} {self.unit}/s  "
             f"ETA {remaining:.0f}s  failures {self.failures}"
         )
 

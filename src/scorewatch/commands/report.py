@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ..errors import ScorewatchError
 from ..evals.compare import DEFAULT_MAX_DROP, compare_records
-from ..evals.records import read_results
-from ..evals.report_html import render_report
 from ._eval_output import print_comparison
+from ._report_html import render_report
+from ._results_file import read_results
 
 __all__ = ["add_arguments", "run"]
 

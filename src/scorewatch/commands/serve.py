@@ -10,25 +10,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..server.scorers import ConfiguredScorer
 
+from ._service_config import add_config_arguments, check_listen, load_service_config
+
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        "-c",
-        default="scorewatch.toml",
-        help="the TOML configuration file (default: ./scorewatch.toml)",
+    add_config_arguments(
+        parser,
+        config="",
+        queue="append accepted work to this Redis stream for `scorewatch worker` processes "
+        "(overrides [queue] url; default: score in this process)",
     )
     parser.add_argument(
         "--listen", default=None, help="HOST:PORT, overriding [server] listen (port 0: any free)"
-    )
-    parser.add_argument(
-        "--queue",
-        default=None,
-        metavar="redis://HOST:PORT/DB",
-        help="append accepted work to this Redis stream for `scorewatch worker` processes "
-        "(overrides [queue] url; default: score in this process)",
     )
     parser.add_argument(
         "--check",
@@ -39,19 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..server.config import ConfigError, load_config, parse_listen, with_queue_url
+    from ..server.config import ConfigError
 
     try:
-        config = load_config(args.config)
+        config = load_service_config(args)
         if args.listen is not None:
-            try:
-                parse_listen(args.listen)
-            except ValueError as error:
-                raise ConfigError(f"--listen: {error}") from None
+            check_listen("--listen", args.listen)
             server = config.server.model_copy(update={"listen": args.listen})
             config = config.model_copy(update={"server": server})
-        if args.queue is not None:
-            config = with_queue_url(config, args.queue)
         if args.check:
             from ..server.auth import resolve_token
             from ..server.dependencies import DependencyUnavailableError, require_dependencies

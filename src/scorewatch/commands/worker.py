@@ -6,21 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ._service_config import add_config_arguments, check_listen, load_service_config
+
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        "-c",
-        default="scorewatch.toml",
-        help="the TOML configuration file shared with serve (default: ./scorewatch.toml)",
-    )
-    parser.add_argument(
-        "--queue",
-        default=None,
-        metavar="redis://HOST:PORT/DB",
-        help="the Redis work queue (overrides [queue] url; required one way or the other)",
+    add_config_arguments(
+        parser,
+        config=" shared with serve",
+        queue="the Redis work queue (overrides [queue] url; required one way or the other)",
     )
     parser.add_argument(
         "--concurrency",
@@ -40,19 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..server.config import ConfigError, load_config, parse_listen, with_queue_url
+    from ..server.config import ConfigError
 
     try:
-        config = load_config(args.config)
-        if args.queue is not None:
-            config = with_queue_url(config, args.queue)
+        config = load_service_config(args)
         if args.concurrency is not None and args.concurrency < 1:
             raise ConfigError("--concurrency: must be at least 1")
         if args.metrics_listen is not None:
-            try:
-                parse_listen(args.metrics_listen)
-            except ValueError as error:
-                raise ConfigError(f"--metrics-listen: {error}") from None
+            check_listen("--metrics-listen", args.metrics_listen)
         from ..server.dependencies import DependencyUnavailableError
         from ..server.worker_runner import run_worker
 

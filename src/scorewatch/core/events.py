@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
 
 from ..judge.protocol import JudgeReply, JudgeRequest
@@ -53,6 +54,7 @@ __all__ = [
     "RunListener",
     "RunStart",
     "StepOutcome",
+    "TraceCounts",
     "TraceLink",
     "current_observers",
     "linked_runs",
@@ -140,6 +142,29 @@ class QueueGauges:
     pending: int
     lag: int
     dead_letters: int
+
+
+@dataclass(slots=True)
+class TraceCounts:
+    """Cumulative counts of a trace intake (serve's `POST /v1/traces`).
+
+    `spans_received`: spans that arrived; `spans_dropped`: spans not kept, by reason
+    (`max_bytes`, `max_spans_per_trace`, `duplicate`, `own`: scorewatch's own telemetry,
+    `shutdown`); `traces_evicted`: traces given up before completing, by reason (`max_traces`,
+    `max_age`); `runs`: what became of each selected span, by outcome (`admitted` for scoring,
+    or `no_content`, `no_output`, `nested`, `evicted`, `queue_full`, `shutdown`,
+    `unavailable`)."""
+
+    spans_received: int = 0
+    spans_dropped: Counter[str] = field(default_factory=Counter)
+    traces_evicted: Counter[str] = field(default_factory=Counter)
+    runs: Counter[str] = field(default_factory=Counter)
+
+    def add(self, other: TraceCounts) -> None:
+        self.spans_received += other.spans_received
+        self.spans_dropped.update(other.spans_dropped)
+        self.traces_evicted.update(other.traces_evicted)
+        self.runs.update(other.runs)
 
 
 # -- listeners -------------------------------------------------------------------------------------
@@ -246,7 +271,7 @@ class _Pulled(Generic[T]):
 class Observers:
     """One event bus: subscribed observers, and the gauge sources they pull from."""
 
-    __slots__ = ("_depths", "_gauges", "_lock", "subscribers")
+    __slots__ = ("_depths", "_gauges", "_lock", "_traces", "subscribers")
 
     def __init__(self) -> None:
         # Read without the lock on every event: replaced whole, never mutated.
@@ -254,6 +279,7 @@ class Observers:
         self._lock = threading.Lock()
         self._depths: _Pulled[int] = _Pulled("live queue depth")
         self._gauges: _Pulled[QueueGauges | None] = _Pulled("queue gauge")
+        self._traces: _Pulled[TraceCounts] = _Pulled("trace intake counts")
 
     def __repr__(self) -> str:
         name = "OBSERVERS" if self is OBSERVERS else f"Observers at {id(self):#x}"
@@ -332,6 +358,18 @@ class Observers:
             if reading is not None:
                 readings[reading.stream] = reading
         return list(readings.values())
+
+    def register_trace_counts(self, source: Callable[[], TraceCounts]) -> Callable[[], None]:
+        """Report `source()` (a trace intake's cumulative counts) in the trace counters;
+        returns the function that unregisters it."""
+        return self._traces.register(source)
+
+    def trace_counts(self) -> TraceCounts:
+        """The sum over every registered trace intake."""
+        total = TraceCounts()
+        for counts in self._traces.read():
+            total.add(counts)
+        return total
 
 
 OBSERVERS = Observers()

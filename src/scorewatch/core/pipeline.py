@@ -21,6 +21,7 @@ from .records import (
     JudgeStepRecord,
 )
 from .result import (
+    RESULT_RUN_FIELDS,
     Score,
     ScorerRun,
     ScorerRunResult,
@@ -119,23 +120,7 @@ class _Accumulator:
 
 
 def _run_fields(run: ScorerRun) -> dict[str, Any]:
-    return {
-        "run_id": run.run_id,
-        "input": run.input,
-        "output": run.output,
-        "ground_truth": run.ground_truth,
-        "request_context": run.request_context,
-        "expected_trajectory": run.expected_trajectory,
-        "score_source": run.score_source,
-        "target": run.target,
-        "target_scope": run.target_scope,
-        "target_entity_type": run.target_entity_type,
-        "target_trace_id": run.target_trace_id,
-        "target_span_id": run.target_span_id,
-        "target_correlation_context": run.target_correlation_context,
-        "target_metadata": run.target_metadata,
-        "score_trace_id": run.score_trace_id,
-    }
+    return {name: getattr(run, name) for name in RESULT_RUN_FIELDS}
 
 
 def _result_fields(run: ScorerRun, acc: _Accumulator) -> dict[str, Any]:

@@ -55,6 +55,7 @@ class _Ledger:
     output: Any = None
     has_output: bool = False
     cost: JudgeCost | None = None
+    cost_usd: float | None = None
 
     def count_reply(self, reply: JudgeReply) -> tuple[JudgeUsage, int]:
         calls = max(reply.model_call_count, 1)
@@ -62,6 +63,9 @@ class _Ledger:
         self.usage = add_usage(self.usage, reply.usage)
         if reply.cost is not None:
             self.cost = _add_cost(self.cost, reply.cost)
+        cost_usd = reply.cost_usd
+        if cost_usd is not None:
+            self.cost_usd = cost_usd if self.cost_usd is None else self.cost_usd + cost_usd
         self.raw_output = reply.text
         if reply.finish_reason is not None:
             self.finish_reason = reply.finish_reason
@@ -312,6 +316,7 @@ async def execute_prompt_step(
                 duration_ms=_duration_ms(started),
                 finish_reason=ledger.finish_reason,
                 error=_error_summary(error),
+                estimated_cost_usd=ledger.cost_usd,
             )
         raise PromptStepFailure(error, execution, prompt) from error
     ledger = call.ledger
@@ -323,6 +328,7 @@ async def execute_prompt_step(
         output=value,
         usage=ledger.usage,
         cost=ledger.cost,
+        estimated_cost_usd=ledger.cost_usd,
         attempt_count=max(ledger.attempt_count, 1),
         model_call_count=max(ledger.model_call_count, 1),
         duration_ms=_duration_ms(started),

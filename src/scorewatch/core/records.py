@@ -25,6 +25,7 @@ __all__ = [
     "JudgeResults",
     "JudgeStepRecord",
     "dump_judge_results",
+    "judge_cost_usd",
     "load_judge_results",
 ]
 
@@ -46,6 +47,10 @@ class _ExecutionBase(WireModel):
     attempt_count: int = Field(ge=1)
     model_call_count: int = Field(ge=0)
     duration_ms: int = Field(ge=0)
+    # Beyond the reference's record: what the attempts cost in USD, each the provider's own
+    # figure else the price-table estimate (`JudgeReply.cost_usd`); left out when none was known.
+    # Summaries (the eval CLI, the demo) add these up instead of pricing replies themselves.
+    estimated_cost_usd: float | None = None
 
 
 class JudgeExecutionSuccess(_ExecutionBase):
@@ -80,6 +85,18 @@ class JudgeStepRecord(WireModel):
 
 JudgeResults = dict[StepName, JudgeStepRecord]
 """Judge records per step, keys in execution order, only for prompt steps that reached a model."""
+
+
+def judge_cost_usd(judge: JudgeResults | None) -> float | None:
+    """What every execution in `judge` cost in USD (`estimated_cost_usd` added up, failed
+    executions included); None when no execution knew its cost."""
+    total: float | None = None
+    for record in (judge or {}).values():
+        for execution in record.executions:
+            cost = execution.estimated_cost_usd
+            if cost is not None:
+                total = cost if total is None else total + cost
+    return total
 
 
 def dump_judge_results(judge: JudgeResults, info: SerializationInfo) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeVar
 
 from pydantic import Field
@@ -11,6 +11,7 @@ from .not_scorable import NotScorableInfo
 from .records import JudgeResults, _JudgeField
 
 __all__ = [
+    "RESULT_RUN_FIELDS",
     "Score",
     "ScoreSource",
     "ScorerRun",
@@ -113,6 +114,12 @@ class ScorerRunResult(ScorerRunSnapshot):
     wire format (no `score` key for a not-scorable run, as there).
     """
 
+
+RESULT_RUN_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in fields(ScorerRun) if f.name in ScorerRunSnapshot.model_fields
+)
+"""The `ScorerRun` fields a result repeats (all but `request_context_keys`, which only steers
+the run), in `ScorerRun`'s order: the run's fields are named once, on `ScorerRun`."""
 
 _SnapshotT = TypeVar("_SnapshotT", bound=ScorerRunSnapshot)
 _object_setattr = object.__setattr__

@@ -14,7 +14,7 @@ from .errors import INVALID_SCORER_DEFINITION, MISSING_ID
 from .result import ScorerRun, ScorerRunResult, ScoreSource
 from .schema import SCORE_SCHEMA, compile_schema, validate_score
 from .steps import STEP_ORDER, StepName, StepType
-from .sync import run_coroutine_sync
+from .sync import synchronous
 
 __all__ = ["Direction", "ResolvedJudge", "Scorer", "create_scorer"]
 
@@ -329,11 +329,7 @@ class Scorer:
             emit_score = emit_score and internal_emit
         return await _run_scorer()(self, prepared, emit_score)
 
-    def run_sync(
-        self, run: ScorerRun | Mapping[str, Any] | None = None, /, **fields: Any
-    ) -> ScorerRunResult:
-        """`run` for code without an event loop (runs on scorewatch's background loop)."""
-        return run_coroutine_sync(self.run(run, **fields))
+    run_sync = synchronous(run)
 
 
 RunScorer = Callable[[Scorer, ScorerRun, bool], Awaitable[ScorerRunResult]]

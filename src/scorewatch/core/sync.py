@@ -8,16 +8,18 @@ The caller's context variables (e.g. the current OpenTelemetry span) travel with
 from __future__ import annotations
 
 import contextvars
+import functools
 import threading
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["background_loop", "run_coroutine_sync"]
+__all__ = ["background_loop", "run_coroutine_sync", "synchronous"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -71,3 +73,25 @@ def run_coroutine_sync(coro: Coroutine[Any, Any, T]) -> T:
 
     loop.call_soon_threadsafe(start)
     return future.result()
+
+
+def synchronous(coroutine_function: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, T]:
+    """The blocking twin of a coroutine function, e.g. `run_evals_sync = synchronous(run_evals)`.
+
+    It takes exactly the coroutine function's parameters: type checkers see them through the
+    ParamSpec, `inspect.signature` and `help()` through `__wrapped__`, so the parameter list is
+    written once. Works for methods too (assign it in the class body).
+    """
+
+    @functools.wraps(coroutine_function)
+    def blocking(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_coroutine_sync(coroutine_function(*args, **kwargs))
+
+    name = coroutine_function.__name__
+    blocking.__name__ = f"{name}_sync"
+    blocking.__qualname__ = f"{coroutine_function.__qualname__}_sync"
+    blocking.__doc__ = (
+        f"`{name}` for code without an event loop: the same parameters, run on scorewatch's "
+        "shared background loop."
+    )
+    return blocking

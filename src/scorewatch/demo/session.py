@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..core.events import OBSERVERS
-from ..live import CallbackSink, LiveResult, LiveScoring, Sampling, ScorerEntry, SqliteSink
+from ..live import CallbackSink, LiveScorerEntry, LiveScoring, Sampling, ScoreRecord, SqliteSink
 from ..scorers import (
     create_completeness_scorer,
     create_content_similarity_scorer,
@@ -137,7 +137,7 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
     OBSERVERS.add(stats)
     sampling = Sampling.ratio(options.sample_rate)
     live = LiveScoring(
-        {scorer.id: ScorerEntry(scorer, sampling=sampling) for scorer in scorers},
+        {scorer.id: LiveScorerEntry(scorer, sampling=sampling) for scorer in scorers},
         max_concurrency=32,
         max_queue=2_000,
         sinks=[SqliteSink(db_path), CallbackSink(stats.record_result, name="demo-view")],
@@ -306,8 +306,8 @@ def _start_prometheus(
     return prometheus
 
 
-def _quality_label(dataset: DemoDataset) -> Callable[[LiveResult], str | None]:
-    def label(result: LiveResult) -> str | None:
+def _quality_label(dataset: DemoDataset) -> Callable[[ScoreRecord], str | None]:
+    def label(result: ScoreRecord) -> str | None:
         output = result.call.output
         found = dataset.find_summary(output) if isinstance(output, str) else None
         return None if found is None else found[1].quality.value

@@ -1,8 +1,9 @@
 """What the demo's live view shows, gathered from the pipeline itself.
 
-Scores come from the live results (a `CallbackSink`); judge calls, tokens, latency and cost come
-from the scorer core's run events (one report per judge attempt, exactly what the judge records
-hold), so the figures on screen are measurements of the real pipeline, not of the simulation.
+Scores and cost come from the score records (a `CallbackSink`; the cost is what their judge
+records say); judge calls, tokens and latency come from the scorer core's run events (one report
+per judge attempt, exactly what the judge records hold), so the figures on screen are
+measurements of the real pipeline, not of the simulation.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..core.events import JudgeAttempt, Observer, RunListener, RunStart
-from ..live.result import LiveResult
+from ..core.records import judge_cost_usd
+from ..sinks.record import ScoreRecord
 
 __all__ = ["DemoStats", "JudgeTotals", "ScorerSeries", "sparkline"]
 
@@ -111,7 +113,7 @@ class DemoStats(Observer):
         self,
         scorer_names: Sequence[str],
         *,
-        label_of: Callable[[LiveResult], str | None] | None = None,
+        label_of: Callable[[ScoreRecord], str | None] | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._started = time.monotonic()
@@ -132,11 +134,14 @@ class DemoStats(Observer):
 
     # -- sinks and events ----------------------------------------------------------------------
 
-    def record_result(self, result: LiveResult) -> None:
+    def record_result(self, result: ScoreRecord) -> None:
         """A `CallbackSink` function."""
         moment = self.elapsed()
         label = self._label_of(result) if self._label_of is not None else None
+        cost = judge_cost_usd(result.result.judge if result.result is not None else None)
         with self._lock:
+            if cost is not None and math.isfinite(cost):
+                self._cost += cost
             series = self._series.setdefault(result.scorer_id, ScorerSeries(result.scorer_id))
             score = result.score
             if score is None:
@@ -154,12 +159,6 @@ class DemoStats(Observer):
 
     def record_attempt(self, attempt: JudgeAttempt) -> None:
         reply = attempt.reply
-        cost = 0.0
-        if reply is not None:
-            if reply.cost is not None:
-                cost = reply.cost.amount
-            elif reply.estimated_cost_usd is not None:
-                cost = reply.estimated_cost_usd
         with self._lock:
             if attempt.model_call_count > 0 or reply is not None:
                 self._calls += 1
@@ -168,8 +167,6 @@ class DemoStats(Observer):
                 self._failed_calls += 1
             self._input_tokens += attempt.usage.input_tokens or 0
             self._output_tokens += attempt.usage.output_tokens or 0
-            if math.isfinite(cost):
-                self._cost += cost
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .entries import ScorerEntry, Threshold
 from .experiment import (
     ExperimentItem,
@@ -22,11 +24,15 @@ from .run import (
     run_evals_sync,
 )
 
+if TYPE_CHECKING:
+    from .store import ExperimentSinkWriter
+
 __all__ = [
     "EvalResult",
     "EvalSummary",
     "ExperimentItem",
     "ExperimentResult",
+    "ExperimentSinkWriter",
     "ExperimentSummary",
     "GateResult",
     "ItemComplete",
@@ -40,3 +46,12 @@ __all__ = [
     "run_experiment",
     "run_experiment_sync",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The sinks are imported only by whoever stores an experiment, not by every evaluation.
+    if name == "ExperimentSinkWriter":
+        from .store import ExperimentSinkWriter
+
+        return ExperimentSinkWriter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

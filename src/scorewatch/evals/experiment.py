@@ -17,9 +17,9 @@ from pydantic import BaseModel
 
 from ..core.errors import ScorerRunError
 from ..core.not_scorable import NotScorableInfo
-from ..core.result import ScorerRunResult
+from ..core.result import ScorerRun, ScorerRunResult
 from ..core.scorer import Scorer
-from ..core.sync import run_coroutine_sync
+from ..core.sync import synchronous
 from .data import EvalItem, Target, produce_output, validate_items
 from .entries import EvalScorer, as_entries
 from .pool import for_each_bounded
@@ -76,12 +76,14 @@ class ExperimentResult(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class RunOutcome:
-    """One finished (item, scorer) run, as the `on_result` hook receives it."""
+    """One finished (item, scorer) run, as the `on_result` hook receives it: `run` is what the
+    scorer was given (the item's fields and the produced output), whether or not it finished."""
 
     item_index: int
     scorer: Scorer
     result: ScorerRunResult | None
     error: BaseException | None
+    run: ScorerRun | None = None
 
 
 OnResult = Callable[[RunOutcome], Awaitable[None] | None]
@@ -132,8 +134,9 @@ async def run_experiment(
     finished: list[ExperimentItem | None] = [None] * len(items)
 
     async def score_one(scorer: Scorer, item: EvalItem, output: Any) -> ScorerResult:
+        run = item.scorer_run(output)
         try:
-            result: ScorerRunResult | BaseException = await scorer.run(item.scorer_run(output))
+            result: ScorerRunResult | BaseException = await scorer.run(run)
         except Exception as error:
             result = error
         if on_result is not None:
@@ -143,6 +146,7 @@ async def run_experiment(
                 scorer=scorer,
                 result=result if ok else None,  # type: ignore[arg-type]
                 error=None if ok else result,  # type: ignore[arg-type]
+                run=run,
             )
             called = on_result(outcome)
             if inspect.isawaitable(called):
@@ -196,6 +200,4 @@ def _summarize(scorers: list[Scorer], items: list[ExperimentItem]) -> Experiment
     )
 
 
-def run_experiment_sync(**kwargs: Any) -> ExperimentResult:
-    """`run_experiment` for code without an event loop."""
-    return run_coroutine_sync(run_experiment(**kwargs))
+run_experiment_sync = synchronous(run_experiment)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from ..core.result import ScorerRun, ScorerRunResult
 from ..core.scorer import Scorer
-from ..core.sync import run_coroutine_sync
+from ..core.sync import synchronous
 from ..errors import ScorewatchError
 from ..judge.wire import WireModel
 from .data import EvalItem, Target, describe_item, produce_output, validate_items
@@ -257,6 +257,4 @@ def _summarize(
     )
 
 
-def run_evals_sync(**kwargs: Any) -> EvalResult:
-    """`run_evals` for code without an event loop."""
-    return run_coroutine_sync(run_evals(**kwargs))
+run_evals_sync = synchronous(run_evals)

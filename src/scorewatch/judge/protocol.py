@@ -9,6 +9,7 @@ from .usage import EMPTY_USAGE, JudgeUsage
 from .wire import WireModel
 
 __all__ = [
+    "CostSource",
     "JsonPromptInjection",
     "JudgeCost",
     "JudgeModel",
@@ -24,6 +25,10 @@ is described in the system instructions. `True` or `"system"`: described in the 
 instructions. `"inline"`: described at the end of the user prompt. `False`: the native response
 format only.
 """
+
+
+CostSource = Literal["provider", "estimate"]
+"""Where a reply's known cost comes from: the provider's own bill, or the price table."""
 
 
 class JudgeCost(WireModel):
@@ -61,7 +66,7 @@ class JudgeReply:
 
     `model_call_count` counts the provider round trips behind this reply (more than one when the
     judge ran a tool loop). `cost` is set only when the provider reported an authoritative cost;
-    `estimated_cost_usd` is a price-table estimate, for telemetry only.
+    `estimated_cost_usd` is a price-table estimate; `known_cost()` says which of the two counts.
     """
 
     text: str
@@ -75,6 +80,22 @@ class JudgeReply:
     server_address: str | None = None
     server_port: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def known_cost(self) -> tuple[float, str, CostSource] | None:
+        """(amount, currency, source) of what this reply cost, as well as it is known: the
+        provider's own figure wins over the price-table estimate (in USD); None when neither."""
+        if self.cost is not None:
+            return float(self.cost.amount), self.cost.unit, "provider"
+        if self.estimated_cost_usd is not None:
+            return float(self.estimated_cost_usd), "USD", "estimate"
+        return None
+
+    @property
+    def cost_usd(self) -> float | None:
+        """`known_cost()` in US dollars: None when unknown or known only in another currency.
+        This is what a judge record's `estimated_cost_usd` adds up."""
+        known = self.known_cost()
+        return known[0] if known is not None and known[1].upper() == "USD" else None
 
 
 @runtime_checkable

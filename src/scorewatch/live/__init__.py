@@ -2,41 +2,61 @@
 background, and store the results (spec §8).
 
 ```python
-from scorewatch.live import LiveScoring, ScorerEntry, Sampling, SqliteSink
+from scorewatch.live import LiveScorerEntry, LiveScoring, Sampling, SqliteSink
 
 live = LiveScoring(
-    scorers={"summary": ScorerEntry(scorer, sampling=Sampling.ratio(0.1))},
+    scorers={"summary": LiveScorerEntry(scorer, sampling=Sampling.ratio(0.1))},
     max_concurrency=32, max_queue=10_000, sinks=[SqliteSink("scores.db")],
 )
 
 @live.watch(target="support-bot")
 async def answer(question: str) -> str: ...
 ```
+
+The sinks and the record they store (`ScoreRecord`, `ScoredCall`) belong to `scorewatch.sinks`,
+shared with batch evaluation; they are re-exported here for live users.
 """
 
 from __future__ import annotations
 
-from .context import LiveCall
-from .entry import LiveFilter, ScorerEntry
-from .experiments import ExperimentSinkWriter
-from .result import LiveResult
+import warnings
+from typing import Any
+
+from ..sinks import CallbackSink, JsonlSink, PostgresSink, ScoreSink, SqliteSink
+from ..sinks.call import ScoredCall
+from ..sinks.record import ScoreRecord
+from .entry import LiveFilter, LiveScorerEntry
 from .sampling import Sampling
 from .scoring import LiveDecision, LiveScoring, LiveStats
-from .sinks import CallbackSink, JsonlSink, PostgresSink, ScoreSink, SqliteSink
 
 __all__ = [
     "CallbackSink",
-    "ExperimentSinkWriter",
     "JsonlSink",
-    "LiveCall",
     "LiveDecision",
     "LiveFilter",
-    "LiveResult",
+    "LiveScorerEntry",
     "LiveScoring",
     "LiveStats",
     "PostgresSink",
     "Sampling",
+    "ScoreRecord",
     "ScoreSink",
-    "ScorerEntry",
+    "ScoredCall",
     "SqliteSink",
 ]
+
+# Names this package exported before the score record became source-neutral (issue 18): they
+# still resolve, with a warning naming the one name to use now.
+_RENAMED = {
+    "ScorerEntry": ("scorewatch.live.LiveScorerEntry", "LiveScorerEntry"),
+    "LiveResult": ("scorewatch.sinks.ScoreRecord", "ScoreRecord"),
+    "LiveCall": ("scorewatch.sinks.ScoredCall", "ScoredCall"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _RENAMED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    new_path, local = _RENAMED[name]
+    warnings.warn(f"scorewatch.live.{name} is now {new_path}", DeprecationWarning, stacklevel=2)
+    return globals()[local]

@@ -1,13 +1,10 @@
-"""What a live filter sees, and where live traffic sits in the caller's trace.
+"""Where live traffic sits in the caller's trace.
 
 Only the OpenTelemetry API is used here (never the SDK): with no SDK configured there is no
 current span, and the run id keys sampling instead.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import get_current
@@ -20,26 +17,7 @@ try:  # the context key the API stores the current span under (stable, but not e
 except ImportError:  # pragma: no cover - a future API without it: take the public path
     _SPAN_KEY = None
 
-__all__ = ["LiveCall", "current_trace_ids"]
-
-
-@dataclass(frozen=True, slots=True)
-class LiveCall:
-    """One piece of live traffic as seen by a filter (and stored with its results).
-
-    `target` names the agent or workflow; `trace_id`/`span_id` locate the agent's span (hex, when
-    known); `run_id` is the agent's own run or call id (generated when the caller gave none).
-    """
-
-    input: Any
-    output: Any
-    target: str | None
-    trace_id: str | None
-    span_id: str | None
-    run_id: str
-    request_context: Any = None
-    ground_truth: Any = None
-    metadata: dict[str, Any] | None = None
+__all__ = ["current_trace_ids"]
 
 
 def current_trace_ids() -> tuple[str | None, str | None]:

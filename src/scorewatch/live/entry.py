@@ -1,4 +1,8 @@
-"""`ScorerEntry`: one scorer attached to live traffic, with its sampling and filter."""
+"""`LiveScorerEntry`: one scorer attached to live traffic, with its sampling and filter.
+
+Not to be confused with `scorewatch.ScorerEntry`, a scorer with a pass threshold for batch
+evaluation (the reference system's `ScorerEntry`); this is its `MastraScorerEntry`.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +11,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.scorer import Scorer
-from .context import LiveCall
+from ..sinks.call import ScoredCall
 from .sampling import Sampling
 
-__all__ = ["LiveFilter", "ScorerEntry"]
+__all__ = ["LiveFilter", "LiveScorerEntry"]
 
-LiveFilter = Callable[[LiveCall], bool]
+LiveFilter = Callable[[ScoredCall], bool]
 """A synchronous predicate over the call; runs before sampling. Falsy or raising skips the call."""
 
 
 @dataclass(frozen=True, slots=True)
-class ScorerEntry:
+class LiveScorerEntry:
     scorer: Scorer
     sampling: Sampling = field(default_factory=Sampling.none)
     filter: LiveFilter | None = None
@@ -25,22 +29,22 @@ class ScorerEntry:
     def __post_init__(self) -> None:
         if not isinstance(self.scorer, Scorer):
             raise TypeError(
-                f"ScorerEntry.scorer must be a Scorer, got {type(self.scorer).__name__}"
+                f"LiveScorerEntry.scorer must be a Scorer, got {type(self.scorer).__name__}"
             )
         sampling: Any = self.sampling
         if not isinstance(sampling, Sampling):
             object.__setattr__(self, "sampling", Sampling.coerce(sampling))
         if self.filter is not None and not callable(self.filter):
-            raise TypeError("ScorerEntry.filter must be callable")
+            raise TypeError("LiveScorerEntry.filter must be callable")
 
     @classmethod
-    def coerce(cls, value: ScorerEntry | Scorer | Mapping[str, Any]) -> ScorerEntry:
-        if isinstance(value, ScorerEntry):
+    def coerce(cls, value: LiveScorerEntry | Scorer | Mapping[str, Any]) -> LiveScorerEntry:
+        if isinstance(value, LiveScorerEntry):
             return value
         if isinstance(value, Scorer):
             return cls(value)
         if isinstance(value, Mapping):
             return cls(**value)
         raise TypeError(
-            f"a live scorer is a ScorerEntry, a Scorer or a mapping, got {type(value).__name__}"
+            f"a live scorer is a LiveScorerEntry, a Scorer or a mapping, got {type(value).__name__}"
         )

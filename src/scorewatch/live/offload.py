@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .context import LiveCall
+from ..sinks.call import ScoredCall
 
 __all__ = ["OFFLOAD_CHARS", "call_is_heavy", "scoring_executor"]
 
@@ -41,7 +41,7 @@ def scoring_executor() -> ThreadPoolExecutor:
         return _executor
 
 
-def call_is_heavy(call: LiveCall, limit: int = OFFLOAD_CHARS) -> bool:
+def call_is_heavy(call: ScoredCall, limit: int = OFFLOAD_CHARS) -> bool:
     """Whether the texts a scorer reads (input, output, ground truth) hold more than `limit`
     characters. Stops counting once over the limit, so a huge call costs no more than a
     small one."""

@@ -33,14 +33,15 @@ from typing import Any, TypeVar, overload
 from ..core.events import LIVE_COUNTS, LiveDecision, Observers, current_observers, observed_by
 from ..core.scorer import Scorer
 from ..core.sync import background_loop
-from .context import LiveCall, current_trace_ids
-from .entry import ScorerEntry
+from ..sinks.base import ScoreSink
+from ..sinks.call import ScoredCall
+from ..sinks.delivery import Delivery, deliver
+from ..sinks.record import ScoreRecord
+from .context import current_trace_ids
+from .entry import LiveScorerEntry
 from .litellm_callback import make_litellm_callback
-from .result import LiveResult
 from .run_ids import RunIdIssuer, live_run_id
 from .score_call import score_call
-from .sinks.base import ScoreSink
-from .sinks.delivery import Delivery, deliver
 from .throttle import ThrottledLog
 from .watch import InputFrom, watch_callable
 from .work_queue import Job, JobOutcome, WorkQueue
@@ -67,13 +68,13 @@ class _Work:
     key: str
     scorer: Scorer
     run_id: str
-    call: LiveCall
+    call: ScoredCall
 
 
 class LiveScoring:
     """Scores a sample of live traffic in the background, never in the caller's way.
 
-    `scorers` maps a name to a `ScorerEntry` (or a bare `Scorer`, scored on every call).
+    `scorers` maps a name to a `LiveScorerEntry` (or a bare `Scorer`, scored on every call).
     `max_concurrency` bounds the runs in flight, `max_queue` the runs waiting; beyond that a run
     is dropped and counted. `drain_on_exit` drains (up to `shutdown_timeout` seconds) at
     interpreter exit; `handle_sigterm=True` also drains on SIGTERM, then hands the signal on
@@ -84,7 +85,7 @@ class LiveScoring:
 
     def __init__(
         self,
-        scorers: Mapping[str, ScorerEntry | Scorer | Mapping[str, Any]],
+        scorers: Mapping[str, LiveScorerEntry | Scorer | Mapping[str, Any]],
         *,
         max_concurrency: int = 32,
         max_queue: int = 10_000,
@@ -95,8 +96,8 @@ class LiveScoring:
         observers: Observers | None = None,
     ) -> None:
         self._observers = current_observers() if observers is None else observers
-        self._entries: dict[str, ScorerEntry] = {
-            key: ScorerEntry.coerce(value) for key, value in scorers.items()
+        self._entries: dict[str, LiveScorerEntry] = {
+            key: LiveScorerEntry.coerce(value) for key, value in scorers.items()
         }
         seen: dict[str, str] = {}
         for key, entry in self._entries.items():
@@ -145,7 +146,7 @@ class LiveScoring:
     # -- introspection ---------------------------------------------------------------------------
 
     @property
-    def entries(self) -> Mapping[str, ScorerEntry]:
+    def entries(self) -> Mapping[str, LiveScorerEntry]:
         return dict(self._entries)
 
     @property
@@ -223,7 +224,7 @@ class LiveScoring:
             highest = self._highest_rate
             if highest is not None and draw >= highest:
                 return self._not_sampled_by_all()
-        call = LiveCall(
+        call = ScoredCall(
             input=input,
             output=output,
             target=target,
@@ -257,7 +258,7 @@ class LiveScoring:
         return self._none_sampled
 
     def _decide(
-        self, entry: ScorerEntry, call: LiveCall, sample_key: str, draw: float | None = None
+        self, entry: LiveScorerEntry, call: ScoredCall, sample_key: str, draw: float | None = None
     ) -> LiveDecision:
         if draw is not None:  # unfiltered, unkeyed: see `submit`
             rate = entry.sampling.rate
@@ -355,7 +356,7 @@ class LiveScoring:
         delivery = await self._store(live_result)
         return delivery.stored.outcome
 
-    async def _store(self, result: LiveResult) -> Delivery:
+    async def _store(self, result: ScoreRecord) -> Delivery:
         def failed(name: str, _error: Exception) -> None:
             with self._lock:
                 self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
@@ -491,7 +492,7 @@ class LiveScoring:
             signal.raise_signal(signal.SIGTERM)
 
 
-def _warm_up_judges(entries: Iterable[ScorerEntry]) -> concurrent.futures.Future[None] | None:
+def _warm_up_judges(entries: Iterable[LiveScorerEntry]) -> concurrent.futures.Future[None] | None:
     """Warm litellm up in a thread when a scorer is judged by a litellm model id, so that the
     first judged run does not import it on the agent's event loop."""
     if "litellm" in sys.modules or not any(

@@ -42,7 +42,6 @@ __all__ = [
     "Reason",
     "ScorerCard",
     "bullets",
-    "check_context_options",
     "context_of",
     "field_of",
     "items_of",
@@ -192,20 +191,19 @@ Format: "The score is {shown} because {{explanation}}"
 """
 
 
-def check_context_options(context: Sequence[str] | None, extractor: object, scorer: str) -> None:
-    """The reference system's construction checks for scorers that judge a context."""
-    if context is None and extractor is None:
-        raise ValueError(f"{scorer} needs context=[...] or context_extractor=")
-    if context is not None and not isinstance(context, str) and len(context) == 0:
-        raise ValueError(f"{scorer}: context must not be an empty list")
-
-
 def context_of(
-    context: Sequence[str] | None, context_extractor: ContextExtractor | None
+    context: Sequence[str] | None, context_extractor: ContextExtractor | None, *, scorer: str
 ) -> Callable[[StepContext], Awaitable[list[str]]]:
     """The context pieces of a run for the scorers that judge context: `context_extractor(input,
     output)` when given (sync or async), else `context`. Resolved by every step that needs it,
-    as the reference system does, so no step result carries a copy of the context."""
+    as the reference system does, so no step result carries a copy of the context.
+
+    Raises at construction, as the reference system does, when `scorer` is given neither or an
+    empty `context` list."""
+    if context is None and context_extractor is None:
+        raise ValueError(f"{scorer} needs context=[...] or context_extractor=")
+    if context is not None and not isinstance(context, str) and len(context) == 0:
+        raise ValueError(f"{scorer}: context must not be an empty list")
 
     async def pieces(ctx: StepContext) -> list[str]:
         return await resolve_context(ctx.run.input, ctx.run.output, context, context_extractor)

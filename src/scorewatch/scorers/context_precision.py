@@ -29,7 +29,6 @@ from ._judging import (
     JudgeAnswer,
     Reason,
     ScorerCard,
-    check_context_options,
     context_of,
     items_of,
     judged_scorer,
@@ -134,9 +133,7 @@ def create_context_precision_scorer(
     Two judge calls; range 0..scale; higher is better.
     """
     require_scale(scale)
-    check_context_options(context, context_extractor, "the context precision scorer")
-
-    pieces_of = context_of(context, context_extractor)
+    pieces_of = context_of(context, context_extractor, scorer="the context precision scorer")
 
     def expected_of(ctx: StepContext) -> str:
         truth = as_text(ctx.run.ground_truth)

@@ -27,7 +27,6 @@ from ._judging import (
     Reason,
     ScorerCard,
     bullets,
-    check_context_options,
     context_of,
     items_of,
     judged_scorer,
@@ -35,7 +34,14 @@ from ._judging import (
     require_scale,
 )
 from ._text import ContextExtractor, as_text
-from ._verdicts import VERDICTS_FORMAT, ClaimList, ItemVerdicts, VerdictList, claims_prompt
+from ._verdicts import (
+    VERDICTS_FORMAT,
+    ClaimList,
+    ItemVerdicts,
+    VerdictList,
+    claims_prompt,
+    label_of,
+)
 from .utils import round_to_two_decimals
 
 __all__ = ["CONTEXT_RECALL_SCORER_ID", "context_recall_score", "create_context_recall_scorer"]
@@ -81,13 +87,8 @@ def context_recall_score(claims: int, verdicts: Sequence[Any], scale: float = 1)
     """min(1, `yes` verdicts / claims) x scale, rounded; 0 without claims."""
     if claims == 0:
         return 0
-    supported = sum(1 for verdict in verdicts if _label(verdict) == "yes")
+    supported = sum(1 for verdict in verdicts if label_of(verdict) == "yes")
     return round_to_two_decimals(min(1, supported / claims) * scale)
-
-
-def _label(verdict: Any) -> str:
-    value = verdict.get("verdict") if isinstance(verdict, Mapping) else None
-    return value.strip().lower() if isinstance(value, str) else ""
 
 
 def create_context_recall_scorer(
@@ -104,8 +105,7 @@ def create_context_recall_scorer(
     answer (without one the score is 0). Three judge calls; range 0..scale; higher is better.
     """
     require_scale(scale)
-    check_context_options(context, context_extractor, "the context recall scorer")
-    pieces_of = context_of(context, context_extractor)
+    pieces_of = context_of(context, context_extractor, scorer="the context recall scorer")
 
     def claims_of(ctx: StepContext) -> list[str]:
         return [str(claim) for claim in items_of(ctx.results.preprocess_step_result, "claims")]

@@ -33,7 +33,6 @@ from ._judging import (
     Reason,
     ScorerCard,
     bullets,
-    check_context_options,
     context_of,
     field_of,
     items_of,
@@ -164,9 +163,8 @@ def create_context_relevance_scorer(
     calls; range 0..scale; higher is better.
     """
     require_scale(scale)
-    check_context_options(context, context_extractor, "the context relevance scorer")
+    pieces_of = context_of(context, context_extractor, scorer="the context relevance scorer")
     rates = _penalties(penalties)
-    pieces_of = context_of(context, context_extractor)
 
     async def analyze_prompt(ctx: StepContext) -> str:
         return _analyze_prompt(

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from uuid import uuid4
 
 from ..core.events import LIVE_COUNTS, LiveDecision, current_observers
-from ..live.context import LiveCall
-from ..live.entry import ScorerEntry
+from ..live.entry import LiveScorerEntry
 from ..live.run_ids import request_digest
-from ..live.sinks.base import ScoreSink
+from ..sinks.base import ScoreSink
+from ..sinks.call import ScoredCall
 from .intake import ScoreItem, SkipDecision, Skipped
 
 __all__ = ["IntakeCounts", "Plan", "close_sinks", "plan_digest", "plan_items"]
@@ -32,12 +32,12 @@ class Plan:
     """One item of a request, decided: the scorers that sampled it and the ones that did not."""
 
     item: ScoreItem
-    call: LiveCall
+    call: ScoredCall
     sampled: list[str]
     skipped: list[Skipped]
 
 
-def plan_items(entries: Mapping[str, ScorerEntry], items: Sequence[ScoreItem]) -> list[Plan]:
+def plan_items(entries: Mapping[str, LiveScorerEntry], items: Sequence[ScoreItem]) -> list[Plan]:
     """Decide every (item, scorer) pair; the scorer ids in the items are known."""
     plans: list[Plan] = []
     for item in items:
@@ -124,8 +124,8 @@ def plan_digest(plan: Plan) -> str:
     )
 
 
-def _call_of(item: ScoreItem) -> LiveCall:
-    return LiveCall(
+def _call_of(item: ScoreItem) -> ScoredCall:
+    return ScoredCall(
         input=item.input,
         output=item.output,
         target=item.target,
@@ -135,10 +135,11 @@ def _call_of(item: ScoreItem) -> LiveCall:
         request_context=item.request_context,
         ground_truth=item.ground_truth,
         metadata=dict(item.metadata) if item.metadata else None,
+        score_source=item.score_source,
     )
 
 
-def _decide(entry: ScorerEntry, call: LiveCall, sample_key: str) -> SkipDecision | None:
+def _decide(entry: LiveScorerEntry, call: ScoredCall, sample_key: str) -> SkipDecision | None:
     """None when the call is sampled, else why it is skipped."""
     if entry.filter is not None:
         try:

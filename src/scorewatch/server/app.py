@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import Depends, FastAPI
 from starlette.routing import Route
 
-from .. import __version__
+from .._version import __version__
 from .admission import close_sinks
 from .auth import require_token, resolve_token
 from .config import ServeConfig
@@ -22,10 +22,11 @@ from .errors import install_error_handlers
 from .guard import ServiceGuard
 from .intakes import build_intake
 from .redis_intake import RedisIntake
-from .routes import probes, scorers, scores
+from .routes import probes, scorers, scores, traces
 from .scorers import build_scorers
 from .state import ServiceState
 from .stores import SinkProbe, build_stores
+from .trace_intake import TracesIntake, build_traces_intake
 
 __all__ = ["build_service", "create_app", "shutdown_service"]
 
@@ -53,6 +54,7 @@ def build_service(config: ServeConfig) -> ServiceState:
     dependencies: list[SinkProbe] = []
     if isinstance(intake, RedisIntake):
         dependencies.append(intake.probe())
+    intake = build_traces_intake(config, intake, token)
     service = ServiceState(
         config=config,
         scorers=built,
@@ -124,6 +126,8 @@ def create_app(service: ServiceState) -> FastAPI:
     guarded = [Depends(require_token)] if service.token is not None else []
     app.include_router(scores.router, dependencies=guarded)
     app.include_router(scorers.router, dependencies=guarded)
+    if isinstance(service.intake, TracesIntake):
+        app.include_router(traces.router, dependencies=guarded)
     app.include_router(probes.router)
     if service.config.telemetry.prometheus:
         from ..telemetry import prometheus_asgi_app

@@ -24,8 +24,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ScorewatchError
-from ..live.redact import is_secret_key
+from ..sinks.redact import is_secret_key
 from .queue_settings import QueueSettings
+from .traces_settings import TracesSettings
 
 __all__ = [
     "DEFAULT_LISTEN",
@@ -34,11 +35,12 @@ __all__ = [
     "JudgeDefaults",
     "LiveSettings",
     "QueueSettings",
-    "ScorerSpec",
+    "ScorerSettings",
     "ServeConfig",
     "ServerSettings",
     "SinkSettings",
     "TelemetrySettings",
+    "TracesSettings",
     "format_validation_error",
     "is_loopback_host",
     "key_path",
@@ -191,7 +193,7 @@ class JudgeDefaults(_Table):
         return _no_inline_secrets(value)
 
 
-class ScorerSpec(_Table):
+class ScorerSettings(_Table):
     """`[[scorers]]`: one scorer, prebuilt (`kind`) or custom (`factory`), with its sampling."""
 
     id: str = Field(description="The id clients name in requests and results are stored under.")
@@ -244,7 +246,7 @@ class ScorerSpec(_Table):
         return value
 
     @model_validator(mode="after")
-    def _kind_or_factory(self) -> ScorerSpec:
+    def _kind_or_factory(self) -> ScorerSettings:
         if (self.kind is None) == (self.factory is None):
             raise ValueError("set exactly one of 'kind' (a prebuilt scorer) or 'factory'")
         if self.factory is not None and self.options:
@@ -352,11 +354,14 @@ class ServeConfig(_Table):
 
     server: ServerSettings = Field(default_factory=ServerSettings)
     judge: JudgeDefaults = Field(default_factory=JudgeDefaults)
-    scorers: list[ScorerSpec] = Field(min_length=1)
+    scorers: list[ScorerSettings] = Field(min_length=1)
     live: LiveSettings = Field(default_factory=LiveSettings)
     sinks: SinkSettings = Field(default_factory=SinkSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
+    traces: TracesSettings | None = Field(
+        None, description="OTLP/HTTP trace intake (POST /v1/traces); absent: off."
+    )
     base_dir: Path = Field(
         default_factory=Path.cwd, exclude=True, description="Relative paths resolve against it."
     )
@@ -368,6 +373,12 @@ class ServeConfig(_Table):
             if spec.id in seen:
                 raise ValueError(f"two scorers have the id {spec.id!r}; ids must be unique")
             seen.add(spec.id)
+        unknown = [s for s in (self.traces.scorers or []) if s not in seen] if self.traces else []
+        if unknown:
+            raise ValueError(
+                f"traces.scorers names unknown scorer ids {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(sorted(seen))}"
+            )
         return self
 
     def resolve_path(self, path: str) -> Path:

@@ -32,14 +32,14 @@ from dataclasses import dataclass
 
 from ..core.events import LiveDecision, current_observers
 from ..core.scorer import Scorer
-from ..live.context import LiveCall
-from ..live.entry import ScorerEntry
-from ..live.result import LiveResult
+from ..live.entry import LiveScorerEntry
 from ..live.run_ids import request_run_id
 from ..live.score_call import score_call
-from ..live.sinks.base import ScoreSink
-from ..live.sinks.delivery import Delivery, deliver
 from ..live.work_queue import Job, JobOutcome, WorkQueue
+from ..sinks.base import ScoreSink
+from ..sinks.call import ScoredCall
+from ..sinks.delivery import Delivery, deliver
+from ..sinks.record import ScoreRecord
 from .admission import IntakeCounts, close_sinks, plan_digest, plan_items
 from .intake import (
     Accepted,
@@ -83,8 +83,8 @@ class _Work:
     scorer_id: str
     scorer: Scorer
     run_id: str
-    call: LiveCall
-    done: asyncio.Future[LiveResult] | None
+    call: ScoredCall
+    done: asyncio.Future[ScoreRecord] | None
     held: _Held | None = None
 
 
@@ -98,7 +98,7 @@ class InProcessIntake:
 
     def __init__(
         self,
-        entries: Mapping[str, ScorerEntry],
+        entries: Mapping[str, LiveScorerEntry],
         *,
         sinks: Sequence[ScoreSink],
         max_concurrency: int,
@@ -241,7 +241,7 @@ class InProcessIntake:
                 run_id = request_run_id(
                     scorer_id, item.trace_id, item.run_id, item.span_id, item.target, digest
                 )
-                done: asyncio.Future[LiveResult] | None = None
+                done: asyncio.Future[ScoreRecord] | None = None
                 if admission.results is not None:
                     done = loop.create_future()
                     admission.results[run_id] = done
@@ -286,7 +286,7 @@ class InProcessIntake:
         self._throughput.finished(time.perf_counter() - started)
         return stored.outcome
 
-    async def _store(self, result: LiveResult) -> Delivery:
+    async def _store(self, result: ScoreRecord) -> Delivery:
         def failed(name: str, error: Exception) -> None:
             with self._lock:
                 self._sink_errors[name] = self._sink_errors.get(name, 0) + 1
@@ -386,13 +386,13 @@ class InProcessIntake:
             await asyncio.to_thread(self._scoring.close)
 
 
-def _settle(future: asyncio.Future[LiveResult], result: LiveResult | None) -> None:
+def _settle(future: asyncio.Future[ScoreRecord], result: ScoreRecord | None) -> None:
     """Resolve a `?wait=true` future (None cancels it) from any thread, on its own loop."""
     with contextlib.suppress(RuntimeError):  # its loop closed: nobody waits any more
         future.get_loop().call_soon_threadsafe(_resolve, future, result)
 
 
-def _resolve(future: asyncio.Future[LiveResult], result: LiveResult | None) -> None:
+def _resolve(future: asyncio.Future[ScoreRecord], result: ScoreRecord | None) -> None:
     if future.done():
         return
     if result is None:

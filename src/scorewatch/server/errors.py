@@ -16,7 +16,9 @@ __all__ = ["ApiError", "error_response", "field_path", "install_error_handlers"]
 
 
 class ApiError(Exception):
-    """Raised by handlers; becomes `status` with an `ErrorBody`."""
+    """Raised by handlers; becomes `status` with an `ErrorBody`.
+
+    A `retry_after` (seconds) goes in the body and, as `Retry-After`, in the headers."""
 
     def __init__(
         self,
@@ -31,6 +33,9 @@ class ApiError(Exception):
         self.status = status
         self.code = code
         self.message = message
+        retry_after = extra.get("retry_after")
+        if retry_after is not None:
+            headers = {"Retry-After": str(retry_after), **(headers or {})}
         self.headers = headers
         self.extra = extra
 

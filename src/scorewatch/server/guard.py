@@ -19,8 +19,9 @@ from typing import Any
 
 from .auth import authorization_problem
 from .state import ServiceState
+from .traces_settings import TRACES_PATH
 
-__all__ = ["BODY_BYTES_KEY", "MAX_JSON_DEPTH", "ServiceGuard"]
+__all__ = ["BODY_BYTES_KEY", "MAX_JSON_DEPTH", "ServiceGuard", "json_problem"]
 
 BODY_BYTES_KEY = "scorewatch.body_bytes"
 # Arrays and objects nested deeper than this are refused (422): far beyond what agents send,
@@ -114,7 +115,9 @@ class ServiceGuard:
                     {"Retry-After": str(wait)},
                 )
                 return
-        if api and not _is_json(scope):
+        # OTLP trace exports are protobuf or JSON, maybe gzipped: their route reads them.
+        otlp = path == TRACES_PATH
+        if api and not otlp and not _is_json(scope):
             # Also what keeps a web page from posting to a token-less service on localhost: a
             # browser cannot send application/json cross-origin without a CORS preflight.
             await reader.discard()
@@ -151,8 +154,8 @@ class ServiceGuard:
             return
         if body is None:  # the client went away
             return
-        if api:
-            problem = _json_problem(body)
+        if api and not otlp:
+            problem = json_problem(body)
             if problem is not None:
                 await _answer(
                     send,
@@ -241,7 +244,7 @@ class _BodyReader:
                         return
 
 
-def _json_problem(body: bytes) -> str | None:
+def json_problem(body: bytes) -> str | None:
     """Why a JSON body is refused before parsing (invalid UTF-8, nested too deep), or None."""
     try:
         body.decode("utf-8")

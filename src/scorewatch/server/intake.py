@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..live.result import LiveResult
+from ..core.result import ScoreSource
+from ..sinks.record import ScoreRecord
 
 __all__ = [
     "Accepted",
@@ -48,6 +49,7 @@ class ScoreItem:
     request_context: Any = None
     ground_truth: Any = None
     metadata: Mapping[str, Any] | None = None
+    score_source: ScoreSource = "live"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +71,7 @@ class Admission:
 
     accepted: list[Accepted] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
-    results: dict[str, asyncio.Future[LiveResult]] | None = None
+    results: dict[str, asyncio.Future[ScoreRecord]] | None = None
 
 
 class QueueFullError(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..live.entry import ScorerEntry
+from ..live.entry import LiveScorerEntry
 from .config import ConfigError, ServeConfig
 from .engine import InProcessIntake
 from .intake import Intake
@@ -23,7 +23,9 @@ def queue_url(config: ServeConfig) -> str | None:
         raise ConfigError(f"invalid configuration:\n  {problem}", problems=[problem]) from None
 
 
-def build_intake(config: ServeConfig, entries: Mapping[str, ScorerEntry], stores: Stores) -> Intake:
+def build_intake(
+    config: ServeConfig, entries: Mapping[str, LiveScorerEntry], stores: Stores
+) -> Intake:
     url = queue_url(config)
     if url is None:
         return InProcessIntake(
@@ -37,7 +39,7 @@ def build_intake(config: ServeConfig, entries: Mapping[str, ScorerEntry], stores
             # The HTTP loop only parses, admits and answers.
             scoring=ScoringLoop(),
         )
-    from ..live.sinks.postgres import PostgresSink
+    from ..sinks.postgres import PostgresSink
     from .redis_intake import RedisIntake
     from .stream_queue import StreamNames, connect
 

@@ -20,7 +20,7 @@ __all__ = [
     "FieldProblem",
     "Health",
     "Readiness",
-    "RunOutcome",
+    "RunReport",
     "ScoreAccepted",
     "ScoreList",
     "ScoreRequest",
@@ -136,7 +136,9 @@ class BatchAccepted(BaseModel):
     skipped: int = Field(description="Scorer runs skipped in total.")
 
 
-class RunOutcome(BaseModel):
+class RunReport(BaseModel):
+    """One run as `?wait=true` reports it: its stored result, or why there is none yet."""
+
     scorer: str
     run_id: str
     status: Literal["success", "not_scorable", "failed", "pending", "dropped"] = Field(
@@ -158,7 +160,7 @@ class RunOutcome(BaseModel):
 class ScoreResults(BaseModel):
     """200 for `?wait=true`: the results of the runs, or `pending` for those still running."""
 
-    results: list[RunOutcome]
+    results: list[RunReport]
     skipped: list[SkippedRun]
     complete: bool = Field(description="False when some run was still pending at the timeout.")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ..live.sinks.postgres import PostgresSink
+from ..sinks.postgres import PostgresSink
 
 __all__ = ["PostgresProbe"]
 

@@ -21,12 +21,12 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 
 from ..core.events import current_observers
-from ..live.context import LiveCall
-from ..live.entry import ScorerEntry
-from ..live.result import LiveResult
+from ..live.entry import LiveScorerEntry
 from ..live.run_ids import request_run_id
-from ..live.sinks.base import ScoreSink
-from ..live.sinks.postgres import RunQuery
+from ..sinks.base import ScoreSink
+from ..sinks.call import ScoredCall
+from ..sinks.postgres import RunQuery
+from ..sinks.record import ScoreRecord
 from ..telemetry import names as telemetry_names
 from .admission import IntakeCounts, close_sinks, plan_digest, plan_items
 from .intake import (
@@ -96,7 +96,7 @@ class RedisIntake:
 
     def __init__(
         self,
-        entries: Mapping[str, ScorerEntry],
+        entries: Mapping[str, LiveScorerEntry],
         *,
         client: Redis,
         names: StreamNames,
@@ -227,13 +227,13 @@ class RedisIntake:
         ]
         self._counts.skipped(plans)
         loop = asyncio.get_running_loop()
-        waiting: dict[str, asyncio.Future[LiveResult]] = {}
+        waiting: dict[str, asyncio.Future[ScoreRecord]] = {}
         for index, scorer_id, run_id in runs:
             admission = admissions[index]
             admission.accepted.append(Accepted(scorer_id, run_id))
             self._counts.decided(scorer_id, "sampled")
             if admission.results is not None:
-                future: asyncio.Future[LiveResult] = loop.create_future()
+                future: asyncio.Future[ScoreRecord] = loop.create_future()
                 admission.results[run_id] = future
                 waiting[run_id] = future
         if waiting:
@@ -244,8 +244,8 @@ class RedisIntake:
 
     def _watch(
         self,
-        waiting: dict[str, asyncio.Future[LiveResult]],
-        calls: Mapping[str, LiveCall],
+        waiting: dict[str, asyncio.Future[ScoreRecord]],
+        calls: Mapping[str, ScoredCall],
     ) -> None:
         if self._lookup is None:
             return  # nothing to read results from: the caller sees them as pending
@@ -255,8 +255,8 @@ class RedisIntake:
 
     async def _poll(
         self,
-        waiting: dict[str, asyncio.Future[LiveResult]],
-        calls: Mapping[str, LiveCall],
+        waiting: dict[str, asyncio.Future[ScoreRecord]],
+        calls: Mapping[str, ScoredCall],
     ) -> None:
         assert self._lookup is not None
         loop = asyncio.get_running_loop()
@@ -277,7 +277,7 @@ class RedisIntake:
                 future = waiting.pop(run_id, None)
                 if future is None or future.done():
                     continue
-                future.set_result(LiveResult.from_row(row, calls[run_id]))
+                future.set_result(ScoreRecord.from_row(row, calls[run_id]))
 
     # -- shutdown ------------------------------------------------------------------------------
 

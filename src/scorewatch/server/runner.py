@@ -23,6 +23,7 @@ from .app import build_service, create_app, shutdown_service
 from .config import ServeConfig
 from .process_logging import configure_process_logging
 from .state import ServiceState
+from .traces_listener import TracesOnly
 
 __all__ = ["ScorewatchServer", "bind_socket", "serve"]
 
@@ -141,9 +142,21 @@ def serve(config: ServeConfig) -> int:
         )
         asyncio.run(shutdown_service(service))
         return 1
+    sockets = [sock]
+    traces = config.traces
+    if traces is not None and traces.host is not None and traces.port is not None:
+        try:
+            sockets.append(bind_socket(traces.host, traces.port))
+        except OSError as error:
+            sock.close()
+            print(f"scorewatch serve: cannot listen on {traces.listen}: {error}", file=sys.stderr)
+            asyncio.run(shutdown_service(service))
+            return 1
     warm_up_judges(service)
     bound_port = int(sock.getsockname()[1])
-    app = create_app(service)
+    app: Any = create_app(service)
+    if len(sockets) > 1:
+        app = TracesOnly(app, sockets[1])
     uv_config = uvicorn.Config(
         app,
         log_level=config.server.log_level,
@@ -156,10 +169,14 @@ def serve(config: ServeConfig) -> int:
     server = ScorewatchServer(uv_config, service)
     sys.setswitchinterval(_SWITCH_INTERVAL_S)  # the process is serve's own
     print(f"scorewatch serve: listening on {_url(host, bound_port)}", file=sys.stderr, flush=True)
+    if len(sockets) > 1:
+        traces_url = _url(sockets[1].getsockname()[0], int(sockets[1].getsockname()[1]))
+        print(f"scorewatch serve: traces on {traces_url}/v1/traces", file=sys.stderr, flush=True)
     try:
-        server.run(sockets=[sock])
+        server.run(sockets=sockets)
     finally:
-        sock.close()
+        for each in sockets:
+            each.close()
     stats = service.stats()
     print(
         f"scorewatch serve: stopped; accounting {json.dumps(stats, sort_keys=True)}",

@@ -18,8 +18,9 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, Final, get_args
 
-from ..live.sinks.base import ScoreOrder, ScoreQuery, ScoreReader
-from ..live.sinks.rows import order_key, storable
+from ..sinks.base import ScoreOrder, ScoreQuery, ScoreReader
+from ..sinks.rows import order_key
+from ..sinks.storable import storable
 
 __all__ = ["PAGE_BYTES", "BadCursorError", "ScorePage", "decode_cursor", "encode_cursor"]
 

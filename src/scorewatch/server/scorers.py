@@ -21,10 +21,10 @@ from typing import Any
 from ..core.scorer import Scorer
 from ..errors import ScorewatchError
 from ..judge.protocol import JudgeModel
-from ..live.context import LiveCall
-from ..live.entry import LiveFilter, ScorerEntry
+from ..live.entry import LiveFilter, LiveScorerEntry
 from ..live.sampling import Sampling
-from .config import ConfigError, JudgeDefaults, ScorerSpec, ServeConfig
+from ..sinks.call import ScoredCall
+from .config import ConfigError, JudgeDefaults, ScorerSettings, ServeConfig
 
 __all__ = ["ConfiguredScorer", "build_scorers", "import_object"]
 
@@ -37,7 +37,7 @@ class ConfiguredScorer:
     from (`kind` or `factory`), for `GET /v1/scorers`."""
 
     id: str
-    entry: ScorerEntry
+    entry: LiveScorerEntry
     source: str
     judge_model: str | None
 
@@ -67,7 +67,7 @@ def _problem(index: int, key: str, message: str) -> ConfigError:
     return ConfigError(f"invalid configuration:\n  {line}", problems=[line])
 
 
-def _judge_for(spec: ScorerSpec, defaults: JudgeDefaults) -> tuple[str | None, dict[str, Any]]:
+def _judge_for(spec: ScorerSettings, defaults: JudgeDefaults) -> tuple[str | None, dict[str, Any]]:
     model = spec.model or defaults.model
     options = dict(defaults.model_options)
     if spec.model_options:
@@ -93,7 +93,7 @@ def _judge_model(model: str, options: dict[str, Any]) -> JudgeModel:
 
 
 def _build_prebuilt(
-    index: int, spec: ScorerSpec, defaults: JudgeDefaults
+    index: int, spec: ScorerSettings, defaults: JudgeDefaults
 ) -> tuple[Scorer, str | None]:
     from ..scorers import registry
 
@@ -123,7 +123,7 @@ def _build_prebuilt(
     return scorer, (model if judge is not None else None)
 
 
-def _build_custom(index: int, spec: ScorerSpec, base_dir: Path) -> Scorer:
+def _build_custom(index: int, spec: ScorerSettings, base_dir: Path) -> Scorer:
     path = spec.factory or ""
     try:
         factory = import_object(path, search=base_dir)
@@ -156,8 +156,8 @@ def _build_custom(index: int, spec: ScorerSpec, base_dir: Path) -> Scorer:
     return produced
 
 
-def _filter_for(index: int, spec: ScorerSpec, base_dir: Path) -> LiveFilter | None:
-    predicate: Callable[[LiveCall], Any] | None = None
+def _filter_for(index: int, spec: ScorerSettings, base_dir: Path) -> LiveFilter | None:
+    predicate: Callable[[ScoredCall], Any] | None = None
     if spec.filter is not None:
         try:
             found = import_object(spec.filter, search=base_dir)
@@ -193,7 +193,7 @@ def build_scorers(config: ServeConfig) -> list[ConfiguredScorer]:
             judge = scorer.judge
             if judge is not None and isinstance(judge.model, str):
                 judge_model = judge.model
-        entry = ScorerEntry(
+        entry = LiveScorerEntry(
             scorer if scorer.id == spec.id else scorer.copy(id=spec.id),
             sampling=Sampling.none() if spec.sampling >= 1.0 else Sampling.ratio(spec.sampling),
             filter=_filter_for(index, spec, config.base_dir),

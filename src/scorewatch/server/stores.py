@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..live.sinks.base import ScoreReader, ScoreSink
-from ..live.sinks.jsonl import JsonlSink
-from ..live.sinks.sqlite import SqliteSink
+from ..sinks.base import ScoreReader, ScoreSink
+from ..sinks.jsonl import JsonlSink
+from ..sinks.sqlite import SqliteSink
 from .config import ServeConfig
 
 __all__ = ["ResultReader", "SinkProbe", "SqliteProbe", "Stores", "build_stores"]
@@ -110,7 +110,7 @@ def build_stores(config: ServeConfig) -> Stores:
     dsn = settings.postgres_dsn()
     if dsn is not None:
         # Shared by every replica and worker: when configured, it is what GET /v1/scores reads.
-        from ..live.sinks.postgres import PostgresSink
+        from ..sinks.postgres import PostgresSink
         from .postgres_probe import PostgresProbe
 
         sinks.append(PostgresSink(dsn, schema=settings.postgres_schema))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ..core.events import QueueGauges
-from ..live.context import LiveCall
+from ..sinks.call import ScoredCall
 from .queue_settings import QueueSettings, redact_url
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ class QueueEntry:
 
     scorer_id: str
     run_id: str
-    call: LiveCall
+    call: ScoredCall
     trace_carrier: dict[str, str]
 
 
@@ -153,7 +153,7 @@ def _json(value: Any) -> str:
 
 
 def encode_entry(
-    scorer_id: str, run_id: str, call: LiveCall, trace_carrier: Mapping[str, str]
+    scorer_id: str, run_id: str, call: ScoredCall, trace_carrier: Mapping[str, str]
 ) -> list[str]:
     """The entry's field/value list, in XADD order."""
     document = {
@@ -166,6 +166,7 @@ def encode_entry(
         "request_context": call.request_context,
         "ground_truth": call.ground_truth,
         "metadata": call.metadata,
+        "score_source": call.score_source,
     }
     return [
         "v",
@@ -197,7 +198,7 @@ def decode_entry(fields: Mapping[bytes, bytes]) -> QueueEntry:
     if not isinstance(document, dict) or not isinstance(carrier, dict):
         raise ValueError("malformed entry (call or trace is not an object)")
     metadata = document.get("metadata")
-    call = LiveCall(
+    call = ScoredCall(
         input=document.get("input"),
         output=document.get("output"),
         target=document.get("target"),
@@ -207,6 +208,7 @@ def decode_entry(fields: Mapping[bytes, bytes]) -> QueueEntry:
         request_context=document.get("request_context"),
         ground_truth=document.get("ground_truth"),
         metadata=metadata if isinstance(metadata, dict) else None,
+        score_source="trace" if document.get("score_source") == "trace" else "live",
     )
     return QueueEntry(
         scorer_id=scorer_id,

@@ -44,10 +44,10 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from ..core.events import TraceLink, current_observers, linked_runs
 from ..core.scorer import Scorer
-from ..live.result import LiveResult
 from ..live.score_call import score_call
-from ..live.sinks.base import ScoreSink
-from ..live.sinks.delivery import Delivery, deliver
+from ..sinks.base import ScoreSink
+from ..sinks.delivery import Delivery, deliver
+from ..sinks.record import ScoreRecord
 from ..telemetry import names as telemetry_names
 from .stream_queue import GaugePoller, QueueEntry, StreamNames, decode_entry, ensure_group
 
@@ -386,12 +386,12 @@ class StreamWorker:
         await self._acknowledge(delivery.entry_id)
         return None
 
-    async def _score(self, entry: QueueEntry, scorer: Scorer, enqueued: SpanContext) -> LiveResult:
+    async def _score(self, entry: QueueEntry, scorer: Scorer, enqueued: SpanContext) -> ScoreRecord:
         link = TraceLink.of(enqueued.trace_id, enqueued.span_id) if enqueued.is_valid else None
         with linked_runs(link):
             return await score_call(scorer, entry.call, entry.run_id)
 
-    async def _store(self, result: LiveResult) -> Delivery:
+    async def _store(self, result: ScoreRecord) -> Delivery:
         def failed(name: str, error: Exception) -> None:
             self._count("sink_errors")
             logger.error(

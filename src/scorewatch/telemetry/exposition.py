@@ -134,21 +134,31 @@ def render_openmetrics(registry: Any) -> bytes:
         return bytes(openmetrics.generate_latest(_Families(families)))  # type: ignore[no-untyped-call]
 
 
-def _render_openmetrics(families: list[Metric]) -> bytes:
-    pairs: dict[tuple[str, str], str] = {}
-    out: list[str] = []
+class _Labels:
+    """Renders label sets as `{a="1",b="2"}` (sorted), escaping each name/value pair once per
+    exposition: the same pairs repeat on every sample of a family."""
 
-    def labels_of(labels: dict[str, str]) -> str:
+    __slots__ = ("_pairs",)
+
+    def __init__(self) -> None:
+        self._pairs: dict[tuple[str, str], str] = {}
+
+    def __call__(self, labels: dict[str, str]) -> str:
         rendered = []
         for pair in sorted(labels.items()):
-            text = pairs.get(pair)
+            text = self._pairs.get(pair)
             if text is None:
                 if not _LABEL_NAME.match(pair[0]):
                     raise _NotLegacy(pair[0])
                 text = f'{pair[0]}="{_value(pair[1])}"'
-                pairs[pair] = text
+                self._pairs[pair] = text
             rendered.append(text)
         return "{" + ",".join(rendered) + "}" if rendered else ""
+
+
+def _render_openmetrics(families: list[Metric]) -> bytes:
+    labels_of = _Labels()
+    out: list[str] = []
 
     for metric in families:
         name: str = metric.name
@@ -190,24 +200,14 @@ def _exemplar(metric: Metric, sample: Any, labels: str) -> str:
 
 
 def _render(families: list[Metric]) -> bytes:
-    pairs: dict[tuple[str, str], str] = {}
+    labels_of = _Labels()
     out: list[str] = []
 
     def line(name: str, labels: dict[str, str], value: float, timestamp: Any) -> str:
         if not _METRIC_NAME.match(name):
             raise _NotLegacy(name)
-        rendered = []
-        for pair in sorted(labels.items()):
-            text = pairs.get(pair)
-            if text is None:
-                if not _LABEL_NAME.match(pair[0]):
-                    raise _NotLegacy(pair[0])
-                text = f'{pair[0]}="{_value(pair[1])}"'
-                pairs[pair] = text
-            rendered.append(text)
         stamp = "" if timestamp is None else f" {int(float(timestamp) * 1000):d}"
-        label_text = "{" + ",".join(rendered) + "}" if rendered else ""
-        return f"{name}{label_text} {_number(value)}{stamp}\n"
+        return f"{name}{labels_of(labels)} {_number(value)}{stamp}\n"
 
     for metric in families:
         base: str = metric.name

@@ -23,13 +23,13 @@ from opentelemetry.metrics import (
 )
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 
+from .._version import __version__
 from ..core.events import Observers
 from . import names
 from .queue_metrics import QueueMetrics
+from .trace_metrics import TraceMetrics
 
 __all__ = ["Instruments", "metric_views"]
-
-_VERSION = "0.1.0"
 
 
 def metric_views() -> list[View]:
@@ -61,7 +61,7 @@ class Instruments:
     def __init__(self, provider: MeterProvider) -> None:
         self._provider = provider
         self.source: Observers | None = None
-        meter = provider.get_meter(names.INSTRUMENTATION_SCOPE, _VERSION)
+        meter = provider.get_meter(names.INSTRUMENTATION_SCOPE, __version__)
         self.meter: Meter = meter
         self.token_usage: Histogram = meter.create_histogram(
             names.METRIC_TOKEN_USAGE,
@@ -118,6 +118,7 @@ class Instruments:
             description="Live evaluations waiting in the queue",
         )
         self.queue = QueueMetrics(meter, lambda: self.source)
+        self.traces = TraceMetrics(meter, lambda: self.source)
         self._scores: dict[float, Histogram] = {}
         self._scores_lock = threading.Lock()
 
@@ -137,7 +138,7 @@ class Instruments:
                 meter = self.meter
                 if scale != 1.0:
                     meter = self._provider.get_meter(
-                        f"{names.INSTRUMENTATION_SCOPE}.scale_{scale:g}", _VERSION
+                        f"{names.INSTRUMENTATION_SCOPE}.scale_{scale:g}", __version__
                     )
                 histogram = meter.create_histogram(
                     names.METRIC_SCORE,

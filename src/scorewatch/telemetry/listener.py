@@ -532,12 +532,8 @@ def _reply_attributes(reply: JudgeReply) -> Attributes:
 
 
 def _cost(reply: JudgeReply) -> tuple[float, str, str] | None:
-    """(amount, currency, source): the provider's own figure wins over the price-table estimate."""
-    if reply.cost is not None:
-        return float(reply.cost.amount), reply.cost.unit, names.COST_SOURCE_PROVIDER
-    if reply.estimated_cost_usd is not None:
-        return float(reply.estimated_cost_usd), "USD", names.COST_SOURCE_ESTIMATE
-    return None
+    """(amount, currency, source), as the judge records count it (`COST_SOURCE_*` values)."""
+    return reply.known_cost()
 
 
 def _mark_failed(span: Span, error: BaseException, capture: bool) -> None:

@@ -57,6 +57,8 @@ __all__ = [
     "ATTR_SYSTEM_INSTRUCTIONS",
     "ATTR_TARGET",
     "ATTR_TOKEN_TYPE",
+    "ATTR_TRACES_OUTCOME",
+    "ATTR_TRACES_REASON",
     "ATTR_USAGE_CACHE_CREATION_INPUT_TOKENS",
     "ATTR_USAGE_CACHE_READ_INPUT_TOKENS",
     "ATTR_USAGE_INPUT_TOKENS",
@@ -93,6 +95,10 @@ __all__ = [
     "METRIC_SINK_ERRORS",
     "METRIC_STEP_DURATION",
     "METRIC_TOKEN_USAGE",
+    "METRIC_TRACES_EVICTED",
+    "METRIC_TRACES_RUNS",
+    "METRIC_TRACES_SPANS_DROPPED",
+    "METRIC_TRACES_SPANS_RECEIVED",
     "OPERATION_CHAT",
     "OPERATION_EVALUATION",
     "OUTCOME_FAILED",
@@ -117,6 +123,10 @@ __all__ = [
     "PROM_SINK_ERRORS",
     "PROM_STEP_DURATION",
     "PROM_TOKEN_USAGE",
+    "PROM_TRACES_EVICTED",
+    "PROM_TRACES_RUNS",
+    "PROM_TRACES_SPANS_DROPPED",
+    "PROM_TRACES_SPANS_RECEIVED",
     "RUN_DURATION_BUCKETS_S",
     "SCORE_BUCKETS",
     "SPAN_CHAT",
@@ -231,6 +241,11 @@ ATTR_SINK: Final = "scorewatch.sink"
 ATTR_QUEUE_STREAM: Final = "scorewatch.queue.stream"
 # Why an entry was dead-lettered: failed, max_deliveries, unknown_scorer, malformed.
 ATTR_QUEUE_REASON: Final = "scorewatch.queue.reason"
+# Why the trace intake dropped spans or evicted traces: max_bytes, max_spans_per_trace,
+# duplicate, own, shutdown; max_traces, max_age.
+ATTR_TRACES_REASON: Final = "scorewatch.traces.reason"
+# What became of a span the trace intake selected: admitted, or why it was not scored.
+ATTR_TRACES_OUTCOME: Final = "scorewatch.traces.outcome"
 # Our own, span-only: which attempt of the step a `chat` span is, and whether it is the
 # structured-output fallback.
 ATTR_JUDGE_ATTEMPT: Final = "scorewatch.judge.attempt"
@@ -283,6 +298,10 @@ METRIC_QUEUE_LAG: Final = "scorewatch.queue.lag"
 METRIC_QUEUE_DEAD_LETTERS: Final = "scorewatch.queue.dead_letters"
 METRIC_QUEUE_REDELIVERIES: Final = "scorewatch.queue.redeliveries"
 METRIC_QUEUE_DEAD_LETTERED: Final = "scorewatch.queue.dead_lettered"
+METRIC_TRACES_SPANS_RECEIVED: Final = "scorewatch.traces.spans.received"
+METRIC_TRACES_SPANS_DROPPED: Final = "scorewatch.traces.spans.dropped"
+METRIC_TRACES_EVICTED: Final = "scorewatch.traces.evicted"
+METRIC_TRACES_RUNS: Final = "scorewatch.traces.runs"
 
 PROM_TOKEN_USAGE: Final = "gen_ai_client_token_usage"
 PROM_OPERATION_DURATION: Final = "gen_ai_client_operation_duration_seconds"
@@ -303,6 +322,10 @@ PROM_QUEUE_LAG: Final = "scorewatch_queue_lag"
 PROM_QUEUE_DEAD_LETTERS: Final = "scorewatch_queue_dead_letters"
 PROM_QUEUE_REDELIVERIES: Final = "scorewatch_queue_redeliveries_total"
 PROM_QUEUE_DEAD_LETTERED: Final = "scorewatch_queue_dead_lettered_total"
+PROM_TRACES_SPANS_RECEIVED: Final = "scorewatch_traces_spans_received_total"
+PROM_TRACES_SPANS_DROPPED: Final = "scorewatch_traces_spans_dropped_total"
+PROM_TRACES_EVICTED: Final = "scorewatch_traces_evicted_total"
+PROM_TRACES_RUNS: Final = "scorewatch_traces_runs_total"
 
 UNIT_TOKEN: Final = "{token}"
 UNIT_SECONDS: Final = "s"

@@ -11,7 +11,8 @@ import logging
 import os
 import threading
 import weakref
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from opentelemetry import _logs, metrics, trace
 from opentelemetry._logs import LoggerProvider
@@ -26,6 +27,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
+from .._version import __version__
 from ..core.events import OBSERVERS, Observers
 from . import names
 from .cardinality import CardinalityGuard
@@ -59,7 +61,7 @@ __all__ = [
 
 logger = logging.getLogger("scorewatch.telemetry")
 
-_VERSION = "0.1.0"
+P = TypeVar("P")
 
 
 _lock = threading.RLock()
@@ -109,10 +111,10 @@ def _instrument(
             _instruments[provider] = instruments
     observer = TelemetryObserver(
         tracer=trace.get_tracer(
-            names.INSTRUMENTATION_SCOPE, _VERSION, tracer_provider=tracer_provider
+            names.INSTRUMENTATION_SCOPE, __version__, tracer_provider=tracer_provider
         ),
         event_logger=_logs.get_logger(
-            names.INSTRUMENTATION_SCOPE, _VERSION, logger_provider=logger_provider
+            names.INSTRUMENTATION_SCOPE, __version__, logger_provider=logger_provider
         ),
         instruments=instruments,
         capture=resolve_capture(capture_content),
@@ -324,27 +326,34 @@ def configure(
     plan = export_plan(otlp)
     endpoint = otlp if isinstance(otlp, str) else None
     found_tracer, found_meter, found_logs = existing_providers() if set_global else (None,) * 3
-    batch = {
-        "max_queue_size": export_queue_size,
-        "max_export_batch_size": min(512, export_queue_size),
-    }
+
+    def batched(
+        kinds: Iterable[str], exporter: Callable[..., Any], processor: Callable[..., P]
+    ) -> list[P]:
+        """One bounded batch processor per requested exporter of a signal."""
+        return [
+            processor(
+                exporter(kind, endpoint, otlp_protocol, otlp_timeout_s),
+                max_queue_size=export_queue_size,
+                max_export_batch_size=min(512, export_queue_size),
+            )
+            for kind in kinds
+        ]
 
     span_processors: list[BatchSpanProcessor] = []
     log_processors: list[BatchLogRecordProcessor] = []
     tracer_provider: Any = found_tracer
     if tracer_provider is None:
         tracer_provider = SdkTracerProvider(resource=resource)
-        for kind in plan.traces:
-            exporter = span_exporter(kind, endpoint, otlp_protocol, otlp_timeout_s)
-            span_processors.append(BatchSpanProcessor(exporter, **batch))  # type: ignore[arg-type]
-            tracer_provider.add_span_processor(span_processors[-1])
+        span_processors = batched(plan.traces, span_exporter, BatchSpanProcessor)
+        for span_processor in span_processors:
+            tracer_provider.add_span_processor(span_processor)
     logger_provider: Any = found_logs
     if logger_provider is None:
         logger_provider = SdkLoggerProvider(resource=resource)
-        for kind in plan.logs:
-            log_exporter_ = log_exporter(kind, endpoint, otlp_protocol, otlp_timeout_s)
-            log_processors.append(BatchLogRecordProcessor(log_exporter_, **batch))  # type: ignore[arg-type]
-            logger_provider.add_log_record_processor(log_processors[-1])
+        log_processors = batched(plan.logs, log_exporter, BatchLogRecordProcessor)
+        for log_processor in log_processors:
+            logger_provider.add_log_record_processor(log_processor)
 
     registry: CollectorRegistry | None = None
     prometheus_reader: MetricReader | None = None

@@ -1,6 +1,12 @@
-"""Test helpers: scripted judges, a loopback judge server and a loopback OTLP receiver.
+"""Helpers for your own tests: scripted judges, a loopback judge server, in-memory telemetry.
 
-Heavy helpers (the OTLP receiver pulls in grpc) are imported on first use.
+- `ScriptedJudge`: a `JudgeModel` answering from a script, in process.
+- `LoopbackJudgeServer`: a real OpenAI-compatible HTTP server on 127.0.0.1, so the litellm
+  judge's real HTTP path runs (with `Reply`, `HttpError`, `DropConnection`, `MalformedBody`).
+- `in_memory_telemetry()` / `InMemoryTelemetry`: OpenTelemetry providers that keep spans, metric
+  points and evaluation events in memory, instrumented into scorewatch for a block.
+
+Heavy helpers (the server, the OpenTelemetry SDK) are imported on first use.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .scripted import ScriptedJudge
 
 if TYPE_CHECKING:
+    from ..telemetry.in_memory import InMemoryTelemetry, MetricPoint, in_memory_telemetry
     from .judge_server import (
         DropConnection,
         HttpError,
@@ -18,27 +25,18 @@ if TYPE_CHECKING:
         ReceivedJudgeRequest,
         Reply,
     )
-    from .otlp_receiver import (
-        OtlpReceiver,
-        ReceivedLogRecord,
-        ReceivedMetricPoint,
-        ReceivedRequest,
-        ReceivedSpan,
-    )
 
 __all__ = [
     "DropConnection",
     "HttpError",
+    "InMemoryTelemetry",
     "LoopbackJudgeServer",
     "MalformedBody",
-    "OtlpReceiver",
+    "MetricPoint",
     "ReceivedJudgeRequest",
-    "ReceivedLogRecord",
-    "ReceivedMetricPoint",
-    "ReceivedRequest",
-    "ReceivedSpan",
     "Reply",
     "ScriptedJudge",
+    "in_memory_telemetry",
 ]
 
 _LAZY: dict[str, str] = {
@@ -48,11 +46,9 @@ _LAZY: dict[str, str] = {
     "MalformedBody": ".judge_server",
     "ReceivedJudgeRequest": ".judge_server",
     "Reply": ".judge_server",
-    "OtlpReceiver": ".otlp_receiver",
-    "ReceivedLogRecord": ".otlp_receiver",
-    "ReceivedMetricPoint": ".otlp_receiver",
-    "ReceivedRequest": ".otlp_receiver",
-    "ReceivedSpan": ".otlp_receiver",
+    "InMemoryTelemetry": "..telemetry.in_memory",
+    "MetricPoint": "..telemetry.in_memory",
+    "in_memory_telemetry": "..telemetry.in_memory",
 }
 
 

@@ -17,7 +17,14 @@ from .otlp import (
     requests_from,
 )
 from .run import ExtractedRun, Skipped, extract_run
-from .score import ScoredSpan, TraceScores, score_traces, score_traces_sync
+from .score import (
+    ScoredSpan,
+    TraceScores,
+    run_items,
+    score_extraction,
+    score_traces,
+    score_traces_sync,
+)
 from .select import DEFAULT_SELECTORS, SpanSelector
 from .spans import SpanEvent, SpanRecord, spans_from_request
 
@@ -45,6 +52,8 @@ __all__ = [
     "parse_protobuf",
     "read_file_exporter",
     "requests_from",
+    "run_items",
+    "score_extraction",
     "score_traces",
     "score_traces_sync",
     "spans_from_request",

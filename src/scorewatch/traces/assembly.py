@@ -8,10 +8,10 @@ in one trace) does not hold it back. A span that is skipped when nested (a model
 selected agent) also waits, up to `parent_wait_s` more, for its missing ancestors: an agent's
 span is exported only when the agent ends, well after its first model calls.
 
-Memory is bounded: at most `max_traces` traces of at most `max_spans_per_trace` spans, each
-kept at most `max_age_s`; a trace with nothing left to hand out is dropped after `linger_s`
-without new spans (late spans of a parent may still need it). Every span or trace dropped on a
-bound is counted by reason.
+Memory is bounded: at most `max_traces` traces of at most `max_spans_per_trace` spans and at
+most `max_bytes` of spans (their protobuf size) in all, each trace kept at most `max_age_s`; a
+trace with nothing left to hand out is dropped after `linger_s` without new spans (late spans
+of a parent may still need it). Every span or trace dropped on a bound is counted by reason.
 
 Pure data structure: no I/O, no threads, no event loop; time comes from the injected clock.
 """
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .select import DEFAULT_SELECTORS, SpanSelector, matching_selector
 from .spans import SpanRecord
@@ -39,17 +39,32 @@ class BufferLimits(BaseModel):
 
     max_traces: int = Field(default=10_000, ge=1)
     max_spans_per_trace: int = Field(default=2_000, ge=1)
+    max_bytes: int = Field(
+        default=64 << 20, ge=1024, description="Spans held in all, by their protobuf size."
+    )
     max_age_s: float = Field(default=600.0, gt=0)
     quiet_period_s: float = Field(default=5.0, ge=0)
     linger_s: float = Field(default=30.0, ge=0)
     parent_wait_s: float = Field(default=60.0, ge=0)
+
+    @model_validator(mode="after")
+    def _completes_before_expiry(self) -> BufferLimits:
+        # A span waits up to quiet_period_s + parent_wait_s before it is handed out; a trace
+        # expiring sooner would lose every span that waits that long.
+        if self.max_age_s <= self.quiet_period_s + self.parent_wait_s:
+            raise ValueError(
+                f"max_age_s ({self.max_age_s:g}) must be greater than quiet_period_s + "
+                f"parent_wait_s ({self.quiet_period_s + self.parent_wait_s:g})"
+            )
+        return self
 
 
 @dataclass(slots=True)
 class BufferCounts:
     """What happened to what arrived. Eviction reasons: `max_traces` (the oldest trace made room
     for a new one), `max_age` (a trace still incomplete after `max_age_s`); span drop reasons:
-    `max_spans_per_trace`, `duplicate` (a span id seen before in its trace). `max_age` also
+    `max_spans_per_trace`, `max_bytes` (the buffer holds `max_bytes` already), `duplicate` (a
+    span id seen before in its trace). `max_age` also
     ends a trace that never stops receiving spans. `lost_selected`
     counts the selected spans that evictions took before they were handed out."""
 
@@ -95,6 +110,7 @@ class TraceBuffer:
         self._clock = clock
         self._traces: OrderedDict[str, _Trace] = OrderedDict()  # oldest first
         self._span_total = 0
+        self._bytes_total = 0
 
     def __len__(self) -> int:
         return len(self._traces)
@@ -103,13 +119,26 @@ class TraceBuffer:
     def spans_held(self) -> int:
         return self._span_total
 
-    def add(self, spans: Iterable[SpanRecord]) -> None:
-        now = self._clock()
-        for span in spans:
-            self._add_one(span, now)
+    @property
+    def bytes_held(self) -> int:
+        return self._bytes_total
 
-    def _add_one(self, span: SpanRecord, now: float) -> None:
+    def add(self, spans: Iterable[SpanRecord]) -> int:
+        """Keep the spans; returns how many of them were dropped (counted by reason)."""
+        now = self._clock()
+        dropped = 0
+        for span in spans:
+            if not self._add_one(span, now):
+                dropped += 1
+        return dropped
+
+    def _add_one(self, span: SpanRecord, now: float) -> bool:
         self.counts.spans_received += 1
+        if self._bytes_total + span.size > self.limits.max_bytes:
+            # New spans are refused rather than old traces evicted: what is held completes and
+            # is scored, and the sender is told what was refused.
+            self.counts.spans_dropped["max_bytes"] += 1
+            return False
         trace = self._traces.get(span.trace_id)
         if trace is None:
             while len(self._traces) >= self.limits.max_traces:
@@ -117,18 +146,20 @@ class TraceBuffer:
             trace = self._traces[span.trace_id] = _Trace(first_seen=now, last_arrival=now)
         if span.span_id in trace.spans:
             self.counts.spans_dropped["duplicate"] += 1
-            return
+            return False
         if len(trace.spans) >= self.limits.max_spans_per_trace:
             self.counts.spans_dropped["max_spans_per_trace"] += 1
-            return
+            return False
         trace.spans[span.span_id] = span
         trace.last_arrival = now
         self._span_total += 1
+        self._bytes_total += span.size
         selector = matching_selector(span, self.selectors)
         if selector is not None:
             trace.pending[span.span_id] = [now, not selector.nested]
         if trace.pending:
             self._touch_ancestors(trace, span, now)
+        return True
 
     @staticmethod
     def _touch_ancestors(trace: _Trace, span: SpanRecord, now: float) -> None:
@@ -147,15 +178,19 @@ class TraceBuffer:
 
     def _evict(self, trace_id: str, reason: str) -> None:
         trace = self._traces.pop(trace_id)
-        self._span_total -= len(trace.spans)
+        self._forget(trace)
         self.counts.traces_evicted[reason] += 1
         if trace.pending:
             self.counts.lost_selected[reason] += len(trace.pending)
 
     def _retire(self, trace_id: str) -> None:
         trace = self._traces.pop(trace_id)
-        self._span_total -= len(trace.spans)
+        self._forget(trace)
         self.counts.traces_completed += 1
+
+    def _forget(self, trace: _Trace) -> None:
+        self._span_total -= len(trace.spans)
+        self._bytes_total -= sum(span.size for span in trace.spans.values())
 
     def pop_ready(self, *, flush: bool = False) -> list[ReadySpan]:
         """Selected spans now complete, oldest trace first; with `flush`, every selected span

@@ -15,7 +15,8 @@ The first convention that yields anything wins; a span with none yields None.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 from .messages import Message, SpanContent, ToolCall, from_json_text, openai_message, text_of
 from .spans import SpanRecord
@@ -276,20 +277,31 @@ def _split_system(messages: list[Message] | None, content: SpanContent) -> list[
     return kept
 
 
-def _openinference(attributes: Mapping[str, Any]) -> SpanContent | None:
-    inputs = indexed(attributes, "llm.input_messages")
-    outputs = indexed(attributes, "llm.output_messages")
-    content = SpanContent(convention="openinference")
-    if inputs or outputs:
-        content.input = [_openinference_message(item, "user") for item in inputs] or None
-        content.output = [_openinference_message(item, "assistant") for item in outputs] or None
-    elif "input.value" in attributes or "output.value" in attributes:
-        content.input = _value_messages(attributes.get("input.value"), "user")
-        content.output = _value_messages(attributes.get("output.value"), "assistant")
-    else:
-        return None
-    content.input = _split_system(content.input, content)
-    return content if content.has_any else None
+@dataclass(frozen=True, slots=True)
+class _Flattened:
+    """A convention that flattens messages into indexed attributes (`<prefix>.<i>.<field>`),
+    with the whole input and output values as a fallback: OpenInference and OpenLLMetry."""
+
+    convention: str
+    messages: tuple[str, str]  # the input and output prefixes
+    values: tuple[str, str]  # the whole input and output values
+    read_message: Callable[[Mapping[str, Any], str], Message]
+
+    def __call__(self, span: SpanRecord) -> SpanContent | None:
+        attributes = span.attributes
+        inputs = indexed(attributes, self.messages[0])
+        outputs = indexed(attributes, self.messages[1])
+        content = SpanContent(convention=self.convention)
+        if inputs or outputs:
+            content.input = [self.read_message(item, "user") for item in inputs] or None
+            content.output = [self.read_message(item, "assistant") for item in outputs] or None
+        elif self.values[0] in attributes or self.values[1] in attributes:
+            content.input = _value_messages(attributes.get(self.values[0]), "user")
+            content.output = _value_messages(attributes.get(self.values[1]), "assistant")
+        else:
+            return None
+        content.input = _split_system(content.input, content)
+        return content if content.has_any else None
 
 
 def _openllmetry_message(fields: Mapping[str, Any], default_role: str) -> Message:
@@ -304,27 +316,21 @@ def _openllmetry_message(fields: Mapping[str, Any], default_role: str) -> Messag
     )
 
 
-def _openllmetry(attributes: Mapping[str, Any]) -> SpanContent | None:
-    prompts = indexed(attributes, "gen_ai.prompt")
-    completions = indexed(attributes, "gen_ai.completion")
-    content = SpanContent(convention="openllmetry")
-    if prompts or completions:
-        content.input = [_openllmetry_message(item, "user") for item in prompts] or None
-        content.output = [_openllmetry_message(item, "assistant") for item in completions] or None
-    elif "traceloop.entity.input" in attributes or "traceloop.entity.output" in attributes:
-        content.input = _value_messages(attributes.get("traceloop.entity.input"), "user")
-        content.output = _value_messages(attributes.get("traceloop.entity.output"), "assistant")
-    else:
-        return None
-    content.input = _split_system(content.input, content)
-    return content if content.has_any else None
-
-
 _READERS: tuple[Callable[[SpanRecord], SpanContent | None], ...] = (
     lambda span: _semconv_attributes(span.attributes),
     _semconv_events,
-    lambda span: _openinference(span.attributes),
-    lambda span: _openllmetry(span.attributes),
+    _Flattened(
+        "openinference",
+        ("llm.input_messages", "llm.output_messages"),
+        ("input.value", "output.value"),
+        _openinference_message,
+    ),
+    _Flattened(
+        "openllmetry",
+        ("gen_ai.prompt", "gen_ai.completion"),
+        ("traceloop.entity.input", "traceloop.entity.output"),
+        _openllmetry_message,
+    ),
 )
 
 
@@ -343,44 +349,65 @@ def read_span(span: SpanRecord) -> SpanContent | None:
 # tool spans
 
 
+@dataclass(frozen=True, slots=True)
+class _ToolSpan:
+    """How one convention marks a tool-execution span and names its parts."""
+
+    marker: tuple[str, str]  # the attribute, and its value on a tool span
+    name: str
+    call_id: str | None
+    arguments: str
+    result: str
+    name_prefix: str = ""  # stripped from the span name when it stands in for the tool's name
+
+
+_TOOL_SPANS: Final = (
+    _ToolSpan(
+        ("gen_ai.operation.name", "execute_tool"),
+        "gen_ai.tool.name",
+        "gen_ai.tool.call.id",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+        name_prefix="execute_tool",
+    ),
+    _ToolSpan(
+        ("openinference.span.kind", "TOOL"),
+        "tool.name",
+        "tool_call.id",
+        "input.value",
+        "output.value",
+    ),
+    _ToolSpan(
+        ("traceloop.span.kind", "tool"),
+        "traceloop.entity.name",
+        None,
+        "traceloop.entity.input",
+        "traceloop.entity.output",
+    ),
+)
+
+
 def tool_call_of_span(span: SpanRecord) -> ToolCall | None:
-    """The tool call a tool-execution span records, in any convention; None for other spans."""
+    """The tool call a tool-execution span records, in any convention; None for other spans.
+
+    The span's name and id stand in for a missing tool name and call id; a result attribute
+    that is present (even empty) counts as the tool's result."""
     attributes = span.attributes
-    if attributes.get("gen_ai.operation.name") == "execute_tool":
-        name = attributes.get("gen_ai.tool.name")
+    for kind in _TOOL_SPANS:
+        if attributes.get(kind.marker[0]) != kind.marker[1]:
+            continue
+        name = attributes.get(kind.name)
         if not isinstance(name, str) or not name:
-            name = span.name.removeprefix("execute_tool").strip() or span.name
-        call_id = attributes.get("gen_ai.tool.call.id")
+            stripped = span.name.removeprefix(kind.name_prefix).strip() if kind.name_prefix else ""
+            name = stripped or span.name
+        call_id = attributes.get(kind.call_id) if kind.call_id else None
         call = ToolCall(
             name=name,
             id=call_id if isinstance(call_id, str) and call_id else span.span_id,
-            arguments=from_json_text(attributes.get("gen_ai.tool.call.arguments")),
+            arguments=from_json_text(attributes.get(kind.arguments)),
         )
-        if "gen_ai.tool.call.result" in attributes:
-            call.result = from_json_text(attributes["gen_ai.tool.call.result"])
-            call.has_result = True
-        return call
-    if attributes.get("openinference.span.kind") == "TOOL":
-        name = attributes.get("tool.name")
-        call_id = attributes.get("tool_call.id")
-        call = ToolCall(
-            name=name if isinstance(name, str) and name else span.name,
-            id=call_id if isinstance(call_id, str) and call_id else span.span_id,
-            arguments=from_json_text(attributes.get("input.value")),
-        )
-        if "output.value" in attributes:
-            call.result = from_json_text(attributes["output.value"])
-            call.has_result = True
-        return call
-    if attributes.get("traceloop.span.kind") == "tool":
-        name = attributes.get("traceloop.entity.name")
-        call = ToolCall(
-            name=name if isinstance(name, str) and name else span.name,
-            id=span.span_id,
-            arguments=from_json_text(attributes.get("traceloop.entity.input")),
-        )
-        if "traceloop.entity.output" in attributes:
-            call.result = from_json_text(attributes["traceloop.entity.output"])
+        if kind.result in attributes:
+            call.result = from_json_text(attributes[kind.result])
             call.has_result = True
         return call
     return None

@@ -142,8 +142,11 @@ def parse_protobuf(data: bytes, *, where: str = "request") -> ExportTraceService
 
 
 def _open_text(path: Path) -> Iterator[bytes]:
-    with path.open("rb") as probe:
-        gzipped = probe.read(2) == _GZIP_MAGIC
+    try:
+        with path.open("rb") as probe:
+            gzipped = probe.read(2) == _GZIP_MAGIC
+    except OSError as error:
+        raise TraceDataError(f"{path}: cannot open: {error.strerror or error}") from None
     opener = gzip.open if gzipped else open
     try:
         with opener(path, "rb") as handle:
@@ -152,17 +155,33 @@ def _open_text(path: Path) -> Iterator[bytes]:
         raise TraceDataError(f"{path}: cannot read: {error}") from None
 
 
-def read_file_exporter(path: str | Path) -> Iterator[ExportTraceServiceRequest]:
+def read_file_exporter(
+    path: str | Path, *, errors: list[TraceDataError] | None = None
+) -> Iterator[ExportTraceServiceRequest]:
     """The trace export requests of a Collector `file` exporter file (JSON, one request per line,
-    gzip-compressed or not). Blank lines and lines holding only metrics or logs are skipped."""
+    gzip-compressed or not). Blank lines and lines holding only metrics or logs are skipped.
+
+    A line that is not an export request raises `TraceDataError` naming the file and line; with
+    an `errors` list, it is appended there instead and reading goes on (a file that cannot be
+    opened or decompressed further ends there, after the lines read so far)."""
     path = Path(path)
-    for number, line in enumerate(_open_text(path), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        request = parse_json(line, where=where)
-        if request.resource_spans:
-            yield request
+    try:
+        for number, line in enumerate(_open_text(path), start=1):
+            if not line.strip():
+                continue
+            try:
+                request = parse_json(line, where=f"{path}:{number}")
+            except TraceDataError as error:
+                if errors is None:
+                    raise
+                errors.append(error)
+                continue
+            if request.resource_spans:
+                yield request
+    except TraceDataError as error:
+        if errors is None:
+            raise
+        errors.append(error)
 
 
 def _documents(text: bytes | str) -> Iterator[ExportTraceServiceRequest]:

@@ -5,21 +5,34 @@ isolation as `scorewatch eval`); each result carries the evaluated span's trace 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from pydantic import BaseModel
 
-from ..core.sync import run_coroutine_sync
+from ..core.sync import synchronous
 from ..evals.entries import EvalScorer
-from ..evals.experiment import ExperimentSummary, OnResult, ScorerResult, run_experiment
+from ..evals.experiment import (
+    ExperimentItem,
+    ExperimentSummary,
+    OnResult,
+    ScorerResult,
+    run_experiment,
+)
 from .assembly import BufferLimits
-from .collect import extract_runs
+from .collect import Extraction, extract_runs
 from .otlp import TraceData
 from .select import SpanSelector
 
-__all__ = ["ScoredSpan", "TraceScores", "score_traces", "score_traces_sync"]
+__all__ = [
+    "ScoredSpan",
+    "TraceScores",
+    "run_items",
+    "score_extraction",
+    "score_traces",
+    "score_traces_sync",
+]
 
 
 class ScoredSpan(BaseModel):
@@ -61,6 +74,21 @@ async def score_traces(
     the span."""
     # Reading files and decoding spans is blocking CPU work: keep it off the caller's loop.
     extraction = await asyncio.to_thread(extract_runs, data, select=select, limits=limits)
+    return await score_extraction(scorers, extraction, concurrency=concurrency, on_result=on_result)
+
+
+async def score_extraction(
+    scorers: Sequence[EvalScorer],
+    extraction: Extraction,
+    *,
+    concurrency: int = 1,
+    on_result: OnResult | None = None,
+    on_item_complete: Callable[[ExperimentItem], Any] | None = None,
+) -> TraceScores:
+    """Score the runs of an `extract_runs` result: the second half of `score_traces`, for
+    callers that look at what was read before scoring it (`scorewatch score-traces` sizes its
+    progress bar and reports the counts). `on_item_complete` sees each span once every scorer
+    has finished with it (its `index` is the run's position in `extraction.runs`)."""
     counts = extraction.buffer
     dropped = {
         **{f"span_{k}": v for k, v in counts.spans_dropped.items()},
@@ -85,11 +113,12 @@ async def score_traces(
             dropped=dropped,
             summary=summary,
         )
-    items: list[dict[str, Any]] = [
-        {"output": run.output, **run.run_fields()} for run in extraction.runs
-    ]
     experiment = await run_experiment(
-        data=items, scorers=scorers, concurrency=concurrency, on_result=on_result
+        data=run_items(extraction),
+        scorers=scorers,
+        concurrency=concurrency,
+        on_result=on_result,
+        on_item_complete=on_item_complete,
     )
     for span, item in zip(spans, experiment.items, strict=True):
         span.results = item.results
@@ -102,23 +131,10 @@ async def score_traces(
     )
 
 
-def score_traces_sync(
-    scorers: Sequence[EvalScorer],
-    data: TraceData | ExportTraceServiceRequest | Iterable[TraceData],
-    *,
-    select: Sequence[SpanSelector] | None = None,
-    limits: BufferLimits | None = None,
-    concurrency: int = 1,
-    on_result: OnResult | None = None,
-) -> TraceScores:
-    """`score_traces` for code without an event loop."""
-    return run_coroutine_sync(
-        score_traces(
-            scorers,
-            data,
-            select=select,
-            limits=limits,
-            concurrency=concurrency,
-            on_result=on_result,
-        )
-    )
+def run_items(extraction: Extraction) -> list[dict[str, Any]]:
+    """The experiment items of the runs, in order: the output and the run's trace fields
+    (`input`, `target_trace_id`, `target_span_id`, ...)."""
+    return [{"output": run.output, **run.run_fields()} for run in extraction.runs]
+
+
+score_traces_sync = synchronous(score_traces)

@@ -47,6 +47,9 @@ class SpanRecord:
     resource: Mapping[str, Any] = field(default_factory=dict)
     scope: str = ""
     error: bool = False
+    # Bytes of the span in its protobuf encoding: what the assembly buffer counts against its
+    # memory bound.
+    size: int = 0
 
     @property
     def service_name(self) -> str | None:
@@ -106,4 +109,5 @@ def spans_from_request(request: ExportTraceServiceRequest) -> Iterator[SpanRecor
                     resource=resource,
                     scope=scope,
                     error=span.status.code == _STATUS_ERROR,
+                    size=span.ByteSize(),
                 )

@@ -12,9 +12,10 @@ from typing import Any, Final, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from ...live.result import LiveResult
-from ...live.sinks.base import ScoreOrder, ScoreQuery
-from ...live.sinks.rows import non_finite_path, storable
+from ...sinks.base import ScoreOrder, ScoreQuery
+from ...sinks.record import ScoreRecord
+from ...sinks.rows import non_finite_path
+from ...sinks.storable import storable
 from ..config import key_path
 from ..errors import ApiError
 from ..guard import BODY_BYTES_KEY
@@ -23,7 +24,7 @@ from ..models import (
     BatchAccepted,
     BatchRequest,
     ErrorBody,
-    RunOutcome,
+    RunReport,
     ScoreAccepted,
     ScoreList,
     ScoreRequest,
@@ -168,7 +169,6 @@ async def _admit(
             429,
             "queue_full",
             f"{reason}; retry after {wait}s",
-            headers={"Retry-After": str(wait)},
             retry_after=wait,
         ) from None
     except OutcomeUnknownError as unknown:
@@ -178,7 +178,6 @@ async def _admit(
             "the work queue did not confirm the append: the runs may or may not have been "
             "accepted; retry the same request (same trace/span or run ids give the same run "
             "ids, stored once) or look the run ids up",
-            headers={"Retry-After": str(retry)},
             retry_after=retry,
             runs=[
                 {"item": index, "scorer": scorer, "run_id": run_id}
@@ -190,7 +189,6 @@ async def _admit(
             503,
             "queue_unavailable",
             "the work queue cannot be reached; nothing was accepted, retry later",
-            headers={"Retry-After": str(retry)},
             retry_after=retry,
         ) from None
     except IntakeClosedError:
@@ -198,7 +196,7 @@ async def _admit(
             503,
             "shutting_down",
             "the service is shutting down and accepts no new requests",
-            headers={"Retry-After": str(retry), "Connection": "close"},
+            headers={"Connection": "close"},
             retry_after=retry,
         ) from None
 
@@ -210,13 +208,13 @@ def _accepted_body(admission: Admission) -> dict[str, Any]:
     }
 
 
-def _outcome(scorer: str, run_id: str, future: asyncio.Future[LiveResult]) -> RunOutcome:
+def _outcome(scorer: str, run_id: str, future: asyncio.Future[ScoreRecord]) -> RunReport:
     if not future.done():
-        return RunOutcome(scorer=scorer, run_id=run_id, status="pending")
+        return RunReport(scorer=scorer, run_id=run_id, status="pending")
     if future.cancelled():
-        return RunOutcome(scorer=scorer, run_id=run_id, status="dropped")
+        return RunReport(scorer=scorer, run_id=run_id, status="dropped")
     result = future.result()
-    return RunOutcome(
+    return RunReport(
         scorer=scorer,
         run_id=run_id,
         status=result.status,
@@ -392,7 +390,6 @@ async def list_scores(
             503,
             "result_store_unavailable",
             "the result store cannot be read right now; retry later",
-            headers={"Retry-After": str(retry)},
             retry_after=retry,
         ) from None
     return StreamingResponse(page.body(), media_type="application/json")

@@ -1,4 +1,4 @@
-"""`SqliteSink`: live results as score rows in a SQLite database (stdlib sqlite3, WAL).
+"""`SqliteSink`: score records as rows in a SQLite database (stdlib sqlite3, WAL).
 
 Rows follow the reference system's `mastra_scorers` table (spec §9: camelCase columns, JSON as
 text, ISO timestamps), plus `target`, `status`, `judge` (the judge records as JSON) and the
@@ -22,9 +22,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal, Unpack
 
-from ..result import LiveResult, iso_timestamp
 from .base import ScoreQuery
 from .batch_thread import ThreadedSink
+from .record import ScoreRecord, iso_timestamp
 from .rows import (
     JSON_COLUMNS,
     SCORE_COLUMNS,
@@ -34,9 +34,9 @@ from .rows import (
     filter_conditions,
     quote,
     select_sql,
-    storable,
     upsert_sql,
 )
+from .storable import storable
 
 __all__ = ["SCORE_COLUMNS", "SqliteSink"]
 
@@ -121,7 +121,7 @@ class SqliteSink(ThreadedSink):
 
     # -- writer thread ---------------------------------------------------------------------------
 
-    def _encode(self, result: LiveResult) -> tuple[Any, ...]:
+    def _encode(self, result: ScoreRecord) -> tuple[Any, ...]:
         return encode_row(storable(result.to_row()), dumps=_dumps, convert=_ENCODE)
 
     def _refuses(self, error: Exception) -> bool:

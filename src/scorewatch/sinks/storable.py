@@ -24,7 +24,7 @@ def storable_text(value: str) -> str:
 
 
 def storable(value: Any) -> Any:
-    """`value` (JSON-like data, as `LiveResult.to_row()` makes it) in a form every sink stores:
+    """`value` (JSON-like data, as `ScoreRecord.to_row()` makes it) in a form every sink stores:
     NUL characters and unpaired surrogates in text (keys included) become U+FFFD, and numbers
     JSON cannot write (NaN, Infinity) become the strings "NaN", "Infinity", "-Infinity"."""
     if isinstance(value, str):

@@ -7,15 +7,15 @@ import os
 from pathlib import Path
 from typing import IO
 
-from ..result import LiveResult
 from .batch_thread import ThreadedSink
-from .rows import storable
+from .record import ScoreRecord
+from .storable import storable
 
 __all__ = ["JsonlSink"]
 
 
 class JsonlSink(ThreadedSink):
-    """Each line is `LiveResult.to_row()` as JSON. A run delivered twice (after its loop died
+    """Each line is `ScoreRecord.to_row()` as JSON. A run delivered twice (after its loop died
     mid-write) appears twice with the same `id`; readers keep the last line per id.
 
     `fsync=True` also syncs the file after each batch (survives power loss, slower).
@@ -30,7 +30,7 @@ class JsonlSink(ThreadedSink):
         self._file: IO[str] | None = None
         self._start_writer("jsonl-sink")
 
-    def _encode(self, result: LiveResult) -> str:
+    def _encode(self, result: ScoreRecord) -> str:
         return json.dumps(storable(result.to_row()), ensure_ascii=False, default=repr) + "\n"
 
     def _refuses(self, error: Exception) -> bool:

@@ -1,6 +1,8 @@
-"""`LiveResult`: what a live scorer run produced, as handed to the sinks.
+"""`ScoreRecord`: one finished scorer run on one call, as every sink stores it.
 
-`to_row()` is the reference system's score row (spec §9, camelCase, `source="LIVE"`) plus the
+Live scoring, `scorewatch serve`, the queue workers, experiments and scored traces all produce
+this one record; only `source` tells live traffic (`LIVE`) from batch evaluation (`TEST`).
+`to_row()` is the reference system's score row (spec §9, camelCase) plus the
 fields the reference leaves out: the judge records, the run status and, for failed runs, the
 error, the failed step and the completed steps. A failed run carries no score; neither does a run
 a scorer declared not scorable (status `not_scorable`, with `metadata.notScorable = {step,
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic_core import to_jsonable_python
 
@@ -24,17 +26,16 @@ from ..core.scorer import Scorer
 from ..core.steps import camel_step
 from ..errors import ScorewatchError
 from ..judge.errors import JudgeError
-from .context import LiveCall
+from .call import ScoredCall
 from .redact import redact_secrets
 from .storable import storable
 
-if TYPE_CHECKING:
-    from .work_queue import JobOutcome
+__all__ = ["RecordOutcome", "RowSource", "ScoreRecord", "ScoreStatus", "iso_timestamp"]
 
-__all__ = ["LiveResult", "LiveStatus", "iso_timestamp"]
-
-LiveStatus = Literal["success", "failed", "not_scorable"]
-_STATUSES: frozenset[str] = frozenset(get_args(LiveStatus))
+ScoreStatus = Literal["success", "failed", "not_scorable"]
+_STATUSES: frozenset[str] = frozenset(get_args(ScoreStatus))
+RecordOutcome = Literal["scored", "failed", "not_scorable"]
+"""How a work queue counts a finished run (its status, with `success` counted as `scored`)."""
 RowSource = Literal["LIVE", "TEST"]
 """The reference row's `source`: live traffic, or batch evaluation (experiments)."""
 
@@ -54,14 +55,18 @@ def _jsonable(value: Any) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
-class LiveResult:
+class ScoreRecord:
+    """One scorer run on one `call`: `id` is the scorer run's id (the row id), `status` says
+    whether it scored, failed or found nothing to score, `result` holds what its steps produced
+    (a snapshot read back from a row, or the failed run's partial result)."""
+
     id: str
     scorer_id: str
     scorer_name: str
     scorer_description: str
     has_judge: bool
-    call: LiveCall
-    status: LiveStatus
+    call: ScoredCall
+    status: ScoreStatus
     result: ScorerRunResult | ScorerRunSnapshot | None = None
     error: str | None = None
     error_code: str | None = None
@@ -79,12 +84,12 @@ class LiveResult:
         cls,
         run_id: str,
         scorer: Scorer,
-        call: LiveCall,
+        call: ScoredCall,
         result: ScorerRunResult,
         source: RowSource = "LIVE",
-    ) -> LiveResult:
+    ) -> ScoreRecord:
         """A finished run: `not_scorable` when a step declared it so, else `success`."""
-        status: LiveStatus = "success" if result.not_scorable is None else "not_scorable"
+        status: ScoreStatus = "success" if result.not_scorable is None else "not_scorable"
         return cls._of(run_id, scorer, call, source, status, result)
 
     @classmethod
@@ -92,10 +97,10 @@ class LiveResult:
         cls,
         run_id: str,
         scorer: Scorer,
-        call: LiveCall,
+        call: ScoredCall,
         error: BaseException,
         source: RowSource = "LIVE",
-    ) -> LiveResult:
+    ) -> ScoreRecord:
         """A failed run: stored with its error and snapshot, never as a score."""
         if not isinstance(error, ScorerRunError):
             return cls._of(run_id, scorer, call, source, "failed", None, error, error)
@@ -117,15 +122,15 @@ class LiveResult:
         cls,
         run_id: str,
         scorer: Scorer,
-        call: LiveCall,
+        call: ScoredCall,
         source: RowSource,
-        status: LiveStatus,
+        status: ScoreStatus,
         result: ScorerRunResult | ScorerRunSnapshot | None,
         error: BaseException | None = None,
         cause: BaseException | None = None,
         failed_step: str | None = None,
         completed_steps: tuple[str, ...] = (),
-    ) -> LiveResult:
+    ) -> ScoreRecord:
         return cls(
             id=run_id,
             scorer_id=scorer.id,
@@ -145,7 +150,7 @@ class LiveResult:
         )
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any], call: LiveCall) -> LiveResult:
+    def from_row(cls, row: Mapping[str, Any], call: ScoredCall) -> ScoreRecord:
         """A result read back from its stored row (`to_row`'s output, as a sink returns it):
         status, score, reason and failure fields; the step results stay in the row."""
         run_id = str(row["id"])
@@ -189,8 +194,8 @@ class LiveResult:
         return None if self.result is None else self.result.not_scorable
 
     @property
-    def outcome(self) -> JobOutcome:
-        """How the live queue counts this run."""
+    def outcome(self) -> RecordOutcome:
+        """How a work queue counts this run."""
         return "scored" if self.status == "success" else self.status
 
     @property
@@ -218,6 +223,9 @@ class LiveResult:
             metadata["groundTruth"] = _jsonable(call.ground_truth)
         if call.metadata:
             metadata.update(redact_secrets(_jsonable(call.metadata)))
+        if call.score_source != "live":
+            # The reference row's `source` is LIVE or TEST; where the call came from is kept here.
+            metadata["scoreSource"] = call.score_source
         skipped = self.not_scorable
         if skipped is not None:
             # The reference's score row has no column for this; metadata keeps the table as is.

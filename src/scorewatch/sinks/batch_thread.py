@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from ..result import LiveResult
 from .base import RowsRefusedError
+from .record import ScoreRecord
 
 __all__ = ["BatchWriterThread", "ThreadedSink"]
 
@@ -35,7 +35,7 @@ class BatchWriterThread:
     def __init__(
         self,
         name: str,
-        encode: Callable[[LiveResult], Any],
+        encode: Callable[[ScoreRecord], Any],
         store: Callable[[list[Any]], None],
         release: Callable[[], None],
         refuses: Callable[[Exception], bool],
@@ -53,7 +53,7 @@ class BatchWriterThread:
         self._thread = threading.Thread(target=self._serve, name=f"scorewatch-{name}", daemon=True)
         self._thread.start()
 
-    def submit(self, results: Sequence[LiveResult]) -> concurrent.futures.Future[None]:
+    def submit(self, results: Sequence[ScoreRecord]) -> concurrent.futures.Future[None]:
         future: concurrent.futures.Future[None] = concurrent.futures.Future()
         with self._lock:
             if self._closed:
@@ -61,7 +61,7 @@ class BatchWriterThread:
             self._queue.put((list(results), future))
         return future
 
-    async def write(self, results: Sequence[LiveResult]) -> None:
+    async def write(self, results: Sequence[ScoreRecord]) -> None:
         if not results:
             return
         await asyncio.wrap_future(self.submit(results))
@@ -96,7 +96,7 @@ class BatchWriterThread:
                     stopping = True
                     continue
                 results, future = cast(
-                    "tuple[list[LiveResult], concurrent.futures.Future[None]]", item
+                    "tuple[list[ScoreRecord], concurrent.futures.Future[None]]", item
                 )
                 writes.append(_Write(results, future))
             if writes:
@@ -108,10 +108,10 @@ class BatchWriterThread:
         except Exception:  # nothing left to report it to but the log
             import logging
 
-            logging.getLogger("scorewatch.live.sinks").exception("closing a sink failed")
+            logging.getLogger("scorewatch.sinks").exception("closing a sink failed")
 
     def _store_writes(self, writes: list[_Write]) -> None:
-        rows: list[tuple[_Write, LiveResult, Any]] = []
+        rows: list[tuple[_Write, ScoreRecord, Any]] = []
         for write in writes:
             for result in write.results:
                 try:
@@ -143,9 +143,9 @@ class BatchWriterThread:
 
 @dataclass(slots=True)
 class _Write:
-    results: list[LiveResult]
+    results: list[ScoreRecord]
     future: concurrent.futures.Future[None]
-    refused: list[tuple[LiveResult, BaseException]] = field(default_factory=list)
+    refused: list[tuple[ScoreRecord, BaseException]] = field(default_factory=list)
     error: BaseException | None = None
 
     def settle(self) -> None:
@@ -169,7 +169,7 @@ class ThreadedSink:
             thread_name, self._encode, self._store, self._release, self._refuses
         )
 
-    def _encode(self, result: LiveResult) -> Any:
+    def _encode(self, result: ScoreRecord) -> Any:
         raise NotImplementedError
 
     def _store(self, rows: list[Any]) -> None:
@@ -182,7 +182,7 @@ class ThreadedSink:
     def _release(self) -> None:
         raise NotImplementedError
 
-    async def write(self, results: Sequence[LiveResult]) -> None:
+    async def write(self, results: Sequence[ScoreRecord]) -> None:
         await self._writer.write(results)
 
     async def aclose(self) -> None:

@@ -1,4 +1,4 @@
-"""The `ScoreSink` protocol: where live results go once a scorer run has finished."""
+"""The `ScoreSink` protocol: where score records go once a scorer run has finished."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol, TypedDict, Unpack, runtime_checkable
 
-from ..result import LiveResult, LiveStatus
+from .record import ScoreRecord, ScoreStatus
 
 __all__ = [
     "DEFAULT_QUERY_LIMIT",
@@ -28,7 +28,7 @@ class RowsRefusedError(Exception):
     Every other result of the same `write` call was stored. `refused` pairs each refused
     result with the sink's error."""
 
-    def __init__(self, refused: Sequence[tuple[LiveResult, BaseException]]) -> None:
+    def __init__(self, refused: Sequence[tuple[ScoreRecord, BaseException]]) -> None:
         kinds = sorted({type(error).__name__ for _result, error in refused})
         super().__init__(f"{len(refused)} row(s) refused ({', '.join(kinds)})")
         self.refused = list(refused)
@@ -36,7 +36,7 @@ class RowsRefusedError(Exception):
 
 @runtime_checkable
 class ScoreSink(Protocol):
-    """A destination for live results.
+    """A destination for score records (live, served, experiment or trace runs alike).
 
     `write` returns once the results are stored (durably, for a durable sink): only then does a
     result count as stored. It may be awaited from any event loop and thread, concurrently.
@@ -49,7 +49,7 @@ class ScoreSink(Protocol):
 
     name: str
 
-    async def write(self, results: Sequence[LiveResult]) -> None: ...
+    async def write(self, results: Sequence[ScoreRecord]) -> None: ...
 
     async def aclose(self) -> None: ...
 
@@ -64,7 +64,7 @@ class ScoreQuery(TypedDict, total=False):
     target: str | None
     scorer: str | None
     since: datetime | str | None
-    status: LiveStatus | None
+    status: ScoreStatus | None
     min_score: float | None
     max_score: float | None
     order: ScoreOrder | None
@@ -76,5 +76,5 @@ class ScoreReader(Protocol):
     """A sink whose stored rows can be read back (`GET /v1/scores`)."""
 
     async def aquery(self, **query: Unpack[ScoreQuery]) -> list[dict[str, Any]]:
-        """Stored rows (`LiveResult.to_row()` as stored), newest first."""
+        """Stored rows (`ScoreRecord.to_row()` as stored), newest first."""
         ...

@@ -11,8 +11,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .compare import Comparison, ItemChange
-from .summary import ScorerSummary, summarize_records
+from ..evals.compare import Comparison, ItemChange
+from ._summary import ScorerSummary, summarize_records
 
 __all__ = ["render_report"]
 

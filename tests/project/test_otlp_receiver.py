@@ -1,4 +1,5 @@
-"""The loopback OTLP receiver decodes what the real OTLP exporters send, over gRPC and HTTP."""
+"""The loopback OTLP receiver (tests/otlp_receiver.py, a helper of this suite) decodes what the
+real OTLP exporters send, over gRPC and HTTP."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind, StatusCode
 
-from scorewatch.testing import OtlpReceiver
+from otlp_receiver import OtlpReceiver
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,6 @@
 """The score-row table the SQL sinks share: its columns, their SQL, and row (de)serialization.
 
-`SqliteSink` and `PostgresSink` store `LiveResult.to_row()` in the same columns (the reference
+`SqliteSink` and `PostgresSink` store `ScoreRecord.to_row()` in the same columns (the reference
 system's `mastra_scorers` table plus target, status, judge records and failure fields). What
 differs between them is only the SQL dialect (placeholder, column types) and how a value crosses
 the driver (JSON as text or as `jsonb`, timestamps as text or `timestamptz`): those come in as
@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
-from ..storable import storable, storable_text
 from .base import DEFAULT_QUERY_LIMIT, ScoreOrder, ScoreQuery
+from .storable import storable_text
 
 __all__ = [
     "JSON_COLUMNS",
@@ -30,7 +30,6 @@ __all__ = [
     "order_key",
     "quote",
     "select_sql",
-    "storable",
     "upsert_sql",
 ]
 
@@ -270,7 +269,7 @@ def encode_row(
     as_json: Callable[[Any], Any] | None = None,
     convert: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> tuple[Any, ...]:
-    """`row` (a `LiveResult.to_row()`) as values in `SCORE_COLUMNS` order. None stays None; a
+    """`row` (a `ScoreRecord.to_row()`) as values in `SCORE_COLUMNS` order. None stays None; a
     JSON column's value becomes `as_json(value)` (default: the text `dumps(value)`); a reason
     that is not text becomes `dumps(reason)`; `convert` adapts any other column."""
     to_json = dumps if as_json is None else as_json

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import ScorerRunError
-from ..core.events import JudgeAttempt, Observer, RunListener, RunStart
-from ..core.records import JudgeResults
+from ..core.records import JudgeResults, judge_cost_usd
 from ..core.result import ScorerRunResult, ScorerRunSnapshot
 from ..errors import ScorewatchError
-from .experiment import RunOutcome
+from ..evals.experiment import RunOutcome
 
 __all__ = [
     "RESULTS_FILE_INVALID",
-    "EstimatedCostCollector",
     "error_code",
     "outcome_record",
     "read_results",
@@ -81,10 +78,8 @@ def _judge_totals(judge: JudgeResults | None) -> tuple[int, int, int]:
     return calls, attempts, tokens
 
 
-def outcome_record(
-    outcome: RunOutcome, item: dict[str, Any], estimated_cost_usd: float | None
-) -> dict[str, Any]:
-    """One line of an eval's results file."""
+def outcome_record(outcome: RunOutcome, item: dict[str, Any]) -> dict[str, Any]:
+    """One line of an eval's results file; its cost is what the run's judge records say."""
     snapshot: ScorerRunSnapshot | None
     if outcome.result is not None:
         snapshot = outcome.result
@@ -92,7 +87,8 @@ def outcome_record(
         snapshot = outcome.error.result
     else:
         snapshot = None
-    calls, attempts, tokens = _judge_totals(snapshot.judge if snapshot is not None else None)
+    judge = snapshot.judge if snapshot is not None else None
+    calls, attempts, tokens = _judge_totals(judge)
     record: dict[str, Any] = {
         "item": outcome.item_index,
         "scorer_id": outcome.scorer.id,
@@ -115,7 +111,7 @@ def outcome_record(
         "judge_calls": calls,
         "judge_attempts": attempts,
         "tokens": tokens,
-        "estimated_cost_usd": estimated_cost_usd,
+        "estimated_cost_usd": judge_cost_usd(judge),
     }
     if isinstance(outcome.result, ScorerRunResult):
         record["score"] = outcome.result.score
@@ -131,45 +127,3 @@ def outcome_record(
             record["failed_step"] = error.failed_step
             record["completed_steps"] = list(error.completed_steps)
     return record
-
-
-@dataclass(slots=True)
-class _CostListener(RunListener):
-    collector: EstimatedCostCollector
-    run_id: str
-    total: float = 0.0
-    known: bool = False
-
-    def judge_attempt_finished(self, attempt: JudgeAttempt) -> None:
-        reply = attempt.reply
-        if reply is None:
-            return
-        if reply.cost is not None and reply.cost.unit.upper() == "USD":
-            self.total += reply.cost.amount
-            self.known = True
-        elif reply.estimated_cost_usd is not None:
-            self.total += reply.estimated_cost_usd
-            self.known = True
-
-    def run_finished(self, result: Any, duration_s: float) -> None:
-        self._done()
-
-    def run_failed(self, error: BaseException, duration_s: float) -> None:
-        self._done()
-
-    def _done(self) -> None:
-        if self.known:
-            self.collector.costs[self.run_id] = self.total
-
-
-@dataclass(slots=True)
-class EstimatedCostCollector(Observer):
-    """A run observer that adds up each run's judge cost (provider-reported, else estimated)."""
-
-    costs: dict[str, float] = field(default_factory=dict)
-
-    def run_started(self, start: RunStart) -> RunListener | None:
-        return _CostListener(self, start.run.run_id or "")
-
-    def pop(self, run_id: str | None) -> float | None:
-        return self.costs.pop(run_id, None) if run_id else None

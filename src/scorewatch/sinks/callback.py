@@ -5,8 +5,8 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 
-from ..result import LiveResult
 from .base import RowsRefusedError
+from .record import ScoreRecord
 
 __all__ = ["CallbackSink"]
 
@@ -16,18 +16,18 @@ class CallbackSink:
     loop, or scorewatch's background thread). A slow `fn` delays only the scoring queue."""
 
     def __init__(
-        self, fn: Callable[[LiveResult], Awaitable[object] | object], *, name: str = "callback"
+        self, fn: Callable[[ScoreRecord], Awaitable[object] | object], *, name: str = "callback"
     ) -> None:
         if not callable(fn):
             raise TypeError("CallbackSink needs a callable")
         self._fn = fn
         self.name = name
 
-    async def write(self, results: Sequence[LiveResult]) -> None:
+    async def write(self, results: Sequence[ScoreRecord]) -> None:
         """Every result gets its call, whatever the others do. An `OSError` (a connection
         your function makes failing) counts as the destination being down; any other error
         refuses that result alone (`RowsRefusedError` once all were handed over)."""
-        refused: list[tuple[LiveResult, BaseException]] = []
+        refused: list[tuple[ScoreRecord, BaseException]] = []
         for result in results:
             try:
                 outcome = self._fn(result)

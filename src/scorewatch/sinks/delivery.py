@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from ...core.events import current_observers
-from ..result import LiveResult
+from ..core.events import current_observers
 from .base import RowsRefusedError, ScoreSink
+from .record import ScoreRecord
 
 __all__ = ["UNSTORABLE", "Delivery", "SinkRetry", "deliver", "unstorable"]
 
@@ -34,7 +34,7 @@ class Delivery:
     `unstorable` failure); `refused` names the sinks that refused its row, `unstorable` those
     that refused even the failure, `dropped` those that gave up (down when `retry` said stop)."""
 
-    stored: LiveResult
+    stored: ScoreRecord
     refused: list[str] = field(default_factory=list)
     unstorable: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
@@ -45,7 +45,7 @@ class Delivery:
         return not self.unstorable and not self.dropped
 
 
-def unstorable(result: LiveResult, sink: str, error: BaseException) -> LiveResult:
+def unstorable(result: ScoreRecord, sink: str, error: BaseException) -> ScoreRecord:
     """`result` as a failed run without its content: what a sink that refused it stores."""
     call = dataclasses.replace(
         result.call,
@@ -71,7 +71,7 @@ def unstorable(result: LiveResult, sink: str, error: BaseException) -> LiveResul
 
 async def deliver(
     sinks: Sequence[ScoreSink],
-    result: LiveResult,
+    result: ScoreRecord,
     on_error: Callable[[str, Exception], None],
     retry: SinkRetry | None = None,
 ) -> Delivery:
@@ -117,7 +117,7 @@ async def _settle(
 async def _write(
     sink: ScoreSink,
     name: str,
-    result: LiveResult,
+    result: ScoreRecord,
     on_error: Callable[[str, Exception], None],
     retry: SinkRetry | None,
 ) -> tuple[_Outcome, Exception | None]:

@@ -1,28 +1,33 @@
-"""Storing batch-evaluation results in the live sinks, so experiments and live traffic share
-one store (rows with `source="TEST"`, as the reference system marks evaluation runs).
+"""Storing batch-evaluation results in the sinks, so experiments and live traffic share one store
+(rows with `source="TEST"`, as the reference system marks evaluation runs).
 
 ```python
-writer = ExperimentSinkWriter([SqliteSink("scores.db")], data)
+writer = ExperimentSinkWriter([SqliteSink("scores.db")])
 await run_experiment(data=data, scorers=[...], on_result=writer)
 await writer.aclose()
 ```
+
+The stored call is told by each outcome's scorer run, so `score_traces(..., on_result=writer)`
+stores trace scores the same way, each row naming its span (`traceId`, `spanId`) and agent.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..evals import RunOutcome
-from .context import LiveCall
-from .result import LiveResult
-from .sinks.base import ScoreSink
+from ..core.result import ScorerRun
+from ..sinks.base import ScoreSink
+from ..sinks.call import ScoredCall
+from ..sinks.record import ScoreRecord
+from .experiment import RunOutcome
 
 __all__ = ["ExperimentSinkWriter"]
 
-logger = logging.getLogger("scorewatch.live.experiments")
+logger = logging.getLogger("scorewatch.evals.store")
 
 
 class ExperimentSinkWriter:
@@ -37,7 +42,7 @@ class ExperimentSinkWriter:
     def __init__(
         self,
         sinks: Sequence[ScoreSink],
-        data: Sequence[Mapping[str, Any]],
+        data: Sequence[Mapping[str, Any]] | None = None,
         *,
         experiment_id: str | None = None,
         target: str | None = None,
@@ -49,29 +54,40 @@ class ExperimentSinkWriter:
         self.errors: dict[str, int] = {}
         self.written = 0
 
-    def _call(self, outcome: RunOutcome) -> LiveCall:
+    def _run(self, outcome: RunOutcome) -> ScorerRun:
+        if outcome.run is not None:
+            return outcome.run
+        # An outcome made by hand, without its run: the item as the dataset holds it.
+        if self.data is None:
+            raise ValueError("this outcome has no run: give the writer the experiment's data")
         item = self.data[outcome.item_index]
-        output = outcome.result.output if outcome.result is not None else item.get("output")
-        return LiveCall(
+        return ScorerRun(
             input=item.get("input"),
-            output=output,
-            target=self.target,
-            trace_id=None,
-            span_id=None,
-            run_id=self.experiment_id,
-            request_context=item.get("request_context"),
+            output=outcome.result.output if outcome.result is not None else item.get("output"),
             ground_truth=item.get("ground_truth"),
-            metadata={"experimentId": self.experiment_id, "item": outcome.item_index},
+            request_context=item.get("request_context"),
+        )
+
+    def _call(self, outcome: RunOutcome) -> ScoredCall:
+        call = ScoredCall.of_run(self._run(outcome), self.experiment_id)
+        return dataclasses.replace(
+            call,
+            target=self.target if self.target is not None else call.target,
+            metadata={
+                **(call.metadata or {}),
+                "experimentId": self.experiment_id,
+                "item": outcome.item_index,
+            },
         )
 
     async def __call__(self, outcome: RunOutcome) -> None:
         row_id = f"experiment-{self.experiment_id}-{outcome.scorer.id}-{outcome.item_index}"
         call = self._call(outcome)
         if outcome.result is not None:
-            stored = LiveResult.success(row_id, outcome.scorer, call, outcome.result, "TEST")
+            stored = ScoreRecord.success(row_id, outcome.scorer, call, outcome.result, "TEST")
         else:
             error = outcome.error or RuntimeError("scorer run failed")
-            stored = LiveResult.failure(row_id, outcome.scorer, call, error, "TEST")
+            stored = ScoreRecord.failure(row_id, outcome.scorer, call, error, "TEST")
         for sink in self.sinks:
             try:
                 await sink.write([stored])

@@ -3,9 +3,10 @@
 Every span, event, attribute and metric constant of `names` has one entry here, keyed by the
 constant's NAME, so its value (what is actually emitted) always comes from `names`. A constant
 without an entry, or an entry without a constant, makes `render_reference()` raise, and
-tests/docs/test_docs_examples.py checks that the document holds exactly the rendered text.
+tests/docs/test_docs_examples.py checks that the document holds exactly the rendered text. A
+tool of the repository, not of the package: users never need it.
 
-    python -m scorewatch.telemetry.reference docs/telemetry.md    # rewrite the generated part
+    python tools/telemetry_reference.py docs/telemetry.md    # rewrite the generated part
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from . import names
+from scorewatch.telemetry import names
 
 __all__ = [
     "BEGIN_MARKER",
@@ -27,7 +28,7 @@ __all__ = [
     "update_document",
 ]
 
-BEGIN_MARKER: Final = "<!-- BEGIN GENERATED: python -m scorewatch.telemetry.reference -->"
+BEGIN_MARKER: Final = "<!-- BEGIN GENERATED: python tools/telemetry_reference.py -->"
 END_MARKER: Final = "<!-- END GENERATED -->"
 _PREFIXES: Final = ("SPAN_", "EVENT_", "ATTR_", "METRIC_", "PROM_")
 
@@ -220,6 +221,8 @@ _ATTRIBUTES: Final[dict[str, str]] = {
     "ATTR_QUEUE_STREAM": "the work queue's stream name",
     "ATTR_QUEUE_REASON": "why an entry was dead-lettered: `failed`, `max_deliveries`, "
     "`unknown_scorer`, `malformed`",
+    "ATTR_TRACES_REASON": "why the trace intake dropped spans or evicted traces",
+    "ATTR_TRACES_OUTCOME": "what became of a selected span: `admitted`, or why it was not scored",
 }
 
 _JUDGE_CALL = (
@@ -383,6 +386,42 @@ _METRICS: Final = (
         ("ATTR_QUEUE_STREAM", "ATTR_QUEUE_REASON"),
         "Entries moved to the dead-letter stream, by reason.",
     ),
+    _Metric(
+        "METRIC_TRACES_SPANS_RECEIVED",
+        "PROM_TRACES_SPANS_RECEIVED",
+        "counter",
+        names.UNIT_DIMENSIONLESS,
+        (),
+        "Spans received on `POST /v1/traces` (`scorewatch serve` with `[traces]`).",
+    ),
+    _Metric(
+        "METRIC_TRACES_SPANS_DROPPED",
+        "PROM_TRACES_SPANS_DROPPED",
+        "counter",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_TRACES_REASON",),
+        "Spans not kept on arrival, by reason: `max_bytes`, `max_spans_per_trace`, `duplicate` "
+        "(answered as rejected spans), `own` (scorewatch's own telemetry, never scored), "
+        "`shutdown`.",
+    ),
+    _Metric(
+        "METRIC_TRACES_EVICTED",
+        "PROM_TRACES_EVICTED",
+        "counter",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_TRACES_REASON",),
+        "Incomplete traces given up, by reason: `max_traces` (room for a new one), `max_age`.",
+    ),
+    _Metric(
+        "METRIC_TRACES_RUNS",
+        "PROM_TRACES_RUNS",
+        "counter",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_TRACES_OUTCOME",),
+        "What became of each selected span: `admitted` (to the scorers, like a `POST "
+        "/v1/scores` item), or not scored: `no_content` (content capture off), `no_output`, "
+        "`nested`, `evicted`, `queue_full`, `shutdown`, `unavailable`.",
+    ),
 )
 
 
@@ -434,8 +473,8 @@ def render_reference() -> str:
     lines = [
         "## Reference (generated)",
         "",
-        "Generated from `scorewatch.telemetry.names` by `python -m scorewatch.telemetry.reference"
-        " docs/telemetry.md`; a test fails when this section and the code disagree. "
+        "Generated from `scorewatch.telemetry.names` by `python tools/telemetry_reference.py "
+        "docs/telemetry.md`; a test fails when this section and the code disagree. "
         f"Instrumentation scope: `{names.INSTRUMENTATION_SCOPE}`.",
         "",
         "### Spans",
@@ -511,7 +550,7 @@ def update_document(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m scorewatch.telemetry.reference docs/telemetry.md", file=sys.stderr)
+        print("usage: python tools/telemetry_reference.py docs/telemetry.md", file=sys.stderr)
         return 2
     path = Path(args[0])
     path.write_text(update_document(path.read_text(encoding="utf-8")), encoding="utf-8")

@@ -1,4 +1,4 @@
-"""`PostgresSink`: live results as score rows in PostgreSQL, shared by every replica and worker.
+"""`PostgresSink`: score records as rows in PostgreSQL, shared by every replica and worker.
 
 The rows are `SqliteSink`'s (the reference system's `mastra_scorers` columns, camelCase, plus
 target, status, judge records and failure fields), with PostgreSQL types: JSON columns are
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Unpack
 
-from ..result import LiveResult, iso_timestamp
 from .base import RowsRefusedError, ScoreQuery
+from .record import ScoreRecord, iso_timestamp
 from .rows import (
     SCORE_COLUMNS,
     TIME_COLUMNS,
@@ -33,9 +33,9 @@ from .rows import (
     filter_conditions,
     quote,
     select_sql,
-    storable,
     upsert_sql,
 )
+from .storable import storable
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -205,7 +205,7 @@ class PostgresSink:
 
     # -- sink protocol -----------------------------------------------------------------------
 
-    def _encode(self, result: LiveResult) -> tuple[Any, ...]:
+    def _encode(self, result: ScoreRecord) -> tuple[Any, ...]:
         from psycopg.types.json import Jsonb
 
         # Timestamps go in as the result's own datetime (timestamptz), not the row's ISO text,
@@ -223,10 +223,10 @@ class PostgresSink:
         )
 
     def _encode_all(
-        self, results: Sequence[LiveResult]
-    ) -> tuple[list[tuple[LiveResult, tuple[Any, ...]]], list[tuple[LiveResult, BaseException]]]:
-        rows: list[tuple[LiveResult, tuple[Any, ...]]] = []
-        refused: list[tuple[LiveResult, BaseException]] = []
+        self, results: Sequence[ScoreRecord]
+    ) -> tuple[list[tuple[ScoreRecord, tuple[Any, ...]]], list[tuple[ScoreRecord, BaseException]]]:
+        rows: list[tuple[ScoreRecord, tuple[Any, ...]]] = []
+        refused: list[tuple[ScoreRecord, BaseException]] = []
         for result in results:
             try:
                 rows.append((result, self._encode(result)))
@@ -234,7 +234,7 @@ class PostgresSink:
                 refused.append((result, error))
         return rows, refused
 
-    async def write(self, results: Sequence[LiveResult]) -> None:
+    async def write(self, results: Sequence[ScoreRecord]) -> None:
         """Upsert `results` in one transaction; when PostgreSQL refuses that for a reason of
         the rows (a value or constraint, not an outage), row by row, so that only the bad rows
         are refused (`RowsRefusedError`)."""
@@ -260,8 +260,8 @@ class PostgresSink:
     async def _store_rows(
         self,
         conn: AsyncConnection[Any],
-        rows: list[tuple[LiveResult, tuple[Any, ...]]],
-        refused: list[tuple[LiveResult, BaseException]],
+        rows: list[tuple[ScoreRecord, tuple[Any, ...]]],
+        refused: list[tuple[ScoreRecord, BaseException]],
     ) -> None:
         try:
             await self._store(conn, [row for _result, row in rows])

@@ -1,0 +1,277 @@
+"""What `scorewatch eval` and `scorewatch score-traces` share: the scoring options, the
+bookkeeping of a run (records, `--out`, `--sqlite`, the progress line), the summary
+table and the verdict. One command scores dataset items, the other spans read from traces; both
+hand their items to `run_experiment`, so everything after that is the same code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from typing import IO, Any
+
+from ..errors import ScorewatchError
+from ..evals import ExperimentItem, RunOutcome
+from ..evals.compare import Comparison
+from ._eval_scorers import CLI_USAGE, EvalScorers
+from ._progress import Progress
+from ._results_file import outcome_record
+from ._summary import ScorerSummary
+
+__all__ = [
+    "ScoringSession",
+    "add_scoring_arguments",
+    "export_telemetry",
+    "json_summary",
+    "key_value",
+    "model_options",
+    "print_summary_table",
+    "thresholds_of",
+    "verdict",
+]
+
+
+def key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return key, value
+
+
+def add_scoring_arguments(parser: argparse.ArgumentParser, *, unit: str = "item") -> None:
+    """The options both commands take, spelled the same; `unit` names what is scored."""
+    parser.add_argument(
+        "--scorer",
+        action="append",
+        default=[],
+        help="a prebuilt scorer's short name (see `scorewatch scorers`) or module:factory",
+    )
+    parser.add_argument(
+        "--scorers",
+        metavar="FILE",
+        help="a TOML file of [[scorers]] (and [judge]) in serve's format, for scorers that take "
+        "options (context, reference text, tools, rubric)",
+    )
+    parser.add_argument(
+        "--gate", action="append", default=[], help="a scorer (name or id) whose mean must be 1"
+    )
+    parser.add_argument("--model", help="judge model for LLM-judged scorers (a litellm model id)")
+    parser.add_argument(
+        "--model-option",
+        action="append",
+        default=[],
+        type=key_value,
+        metavar="KEY=VALUE",
+        help="judge model option, e.g. api_base=http://127.0.0.1:8000/v1 or timeout=30",
+    )
+    parser.add_argument("--concurrency", type=int, default=4, help=f"{unit}s in flight at once")
+    parser.add_argument(
+        "--out", help=f"write per-{unit} results here (JSONL); an existing file is replaced"
+    )
+    parser.add_argument(
+        "--sqlite", help="also store every result in this SQLite file (the live sink's rows)"
+    )
+    parser.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        type=key_value,
+        metavar="SCORER=MIN",
+        help="fail (exit 1) when the scorer's mean is below MIN; SCORER is the id the summary "
+        "table prints (or the --scorer value)",
+    )
+    parser.add_argument(
+        "--allow-failures",
+        action="store_true",
+        help="exit 0 even when runs failed (judge errors, step errors, target errors)",
+    )
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="export spans, metrics and evaluation events over OTLP (standard OTEL_* variables); "
+        "without it they are exported only when OTEL_EXPORTER_OTLP_*ENDPOINT or "
+        "OTEL_*_EXPORTER ask for it",
+    )
+
+
+def model_options(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for key, value in pairs:
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+def thresholds_of(found: EvalScorers, pairs: list[tuple[str, str]]) -> dict[str, float]:
+    """`--threshold SCORER=MIN` values by scorer id; a usage error for a non-number."""
+    thresholds: dict[str, float] = {}
+    for name, value in pairs:
+        scorer_id = found.resolve(name, "--threshold")
+        try:
+            minimum = float(value)
+        except ValueError:
+            minimum = math.nan
+        if not math.isfinite(minimum):
+            raise ScorewatchError(f"--threshold {name}={value}: not a number", code=CLI_USAGE)
+        thresholds[scorer_id] = minimum
+    return thresholds
+
+
+def export_telemetry(forced: bool, service_name: str) -> Any:
+    """OpenTelemetry for this run when asked (`--otel`, or the standard variables), else None."""
+    from .. import telemetry
+
+    if not forced and not telemetry.exports_requested():
+        return None
+    return telemetry.configure(
+        service_name=service_name, prometheus=None, otlp=True if forced else None
+    )
+
+
+class ScoringSession:
+    """The bookkeeping of one command-line scoring run over `data` (the experiment's items).
+
+    Each finished (item, scorer) run becomes a record (written to `out` at once, so an
+    interrupted run keeps what it finished) and, with `sqlite`, a row of the live sink;
+    `record_fields` adds fields of the item to its records. Each finished item advances the
+    progress line, which counts `unit`."""
+
+    def __init__(
+        self,
+        data: list[dict[str, Any]],
+        *,
+        sqlite: str | None = None,
+        out: IO[str] | None = None,
+        record_fields: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
+        unit: str = "items",
+    ) -> None:
+        self.data = data
+        self.records: list[dict[str, Any]] = []
+        self.target_failures: dict[int, str] = {}
+        self.progress = Progress(len(data), unit=unit)
+        self._out = out
+        self._record_fields = record_fields
+        self._store: Any = None
+        if sqlite:
+            from ..evals import ExperimentSinkWriter
+            from ..sinks import SqliteSink
+
+            self._store = ExperimentSinkWriter([SqliteSink(sqlite)], data)
+
+    async def on_result(self, outcome: RunOutcome) -> None:
+        if self._store is not None:
+            await self._store(outcome)
+        item = self.data[outcome.item_index]
+        record = outcome_record(outcome, item)
+        if self._record_fields is not None:
+            record.update(self._record_fields(item))
+        self.records.append(record)
+        if self._out is not None:
+            self._out.write(json.dumps(record, default=str) + "\n")
+            self._out.flush()
+
+    def on_item(self, item: ExperimentItem) -> None:
+        if item.target_error is not None:
+            self.target_failures[item.index] = item.target_error
+        failed = sum(1 for r in item.results.values() if r.error) + (1 if item.target_error else 0)
+        self.progress.advance(failures=failed)
+
+    def run(self, experiment: Callable[[], Awaitable[Any]]) -> bool:
+        """Run the experiment (whose hooks are `on_result` and `on_item`) to the end; True when
+        it was interrupted (Ctrl-C), the records then holding the runs that finished."""
+        try:
+            asyncio.run(_awaited(experiment))
+        except KeyboardInterrupt:
+            return True
+        finally:
+            if self._store is not None:
+                asyncio.run(self._store.aclose())
+            self.progress.finish()
+        return False
+
+
+async def _awaited(experiment: Callable[[], Awaitable[Any]]) -> Any:
+    return await experiment()
+
+
+def print_summary_table(summaries: dict[str, ScorerSummary], stream: IO[str]) -> None:
+    header = ("scorer", "runs", "mean", "p10", "p50", "p90", "fail", "calls", "tokens", "est. cost")
+    rows = []
+    for s in summaries.values():
+        quantiles = s.quantiles()
+        rows.append(
+            (
+                s.scorer_id,
+                str(s.runs),
+                *("–" if v is None else f"{v:.3f}" for v in (s.mean, *quantiles)),
+                str(s.failures),
+                str(s.judge_calls),
+                str(s.tokens),
+                f"${s.estimated_cost_usd:.4f}" if s.has_cost else "–",
+            )
+        )
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print(
+            "  ".join(str(cell).rjust(w) for cell, w in zip(row, widths, strict=True)), file=stream
+        )
+
+
+def verdict(
+    summaries: dict[str, ScorerSummary],
+    thresholds: dict[str, float],
+    gates: list[str],
+    failures: list[dict[str, Any]],
+    allow_failures: bool,
+) -> list[str]:
+    """What makes the run fail (exit 1): thresholds, gates, and failed runs unless allowed."""
+    problems = []
+    for scorer_id, minimum in thresholds.items():
+        mean = summaries[scorer_id].mean if scorer_id in summaries else None
+        if mean is None or mean < minimum:
+            problems.append(f"threshold failed: {scorer_id} mean {mean} < {minimum}")
+    for scorer_id in gates:
+        mean = summaries[scorer_id].mean if scorer_id in summaries else None
+        if mean is None or mean < 1.0:
+            problems.append(f"gate failed: {scorer_id} mean {mean} < 1")
+    if failures and not allow_failures:
+        count = sum(len(reason["items"]) for reason in failures)
+        problems.append(f"{count} run(s) failed (pass --allow-failures to accept failed runs)")
+    return problems
+
+
+def json_summary(
+    summaries: dict[str, ScorerSummary],
+    problems: list[str],
+    interrupted: bool,
+    failures: list[dict[str, Any]],
+    comparison: Comparison | None = None,
+) -> dict[str, Any]:
+    return {
+        "scorers": {
+            s.scorer_id: {
+                "runs": s.runs,
+                "mean": s.mean,
+                "p10": s.quantiles()[0],
+                "p50": s.quantiles()[1],
+                "p90": s.quantiles()[2],
+                "failures": s.failures,
+                "not_scorable": s.not_scorable,
+                "judge_calls": s.judge_calls,
+                "tokens": s.tokens,
+                "estimated_cost_usd": s.estimated_cost_usd if s.has_cost else None,
+            }
+            for s in summaries.values()
+        },
+        "failures": failures,
+        "comparison": comparison.to_dict() if comparison is not None else None,
+        "problems": problems,
+        "passed": not problems and not interrupted,
+        "interrupted": interrupted,
+    }

@@ -1,0 +1,74 @@
+"""Trace-intake metrics: the telemetry side of the bus's pulled trace counts.
+
+Observable counters read the cumulative counts every trace intake registered on the bus when
+they are collected, so the intake pays nothing per span for them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
+
+from ..core.events import Observers, TraceCounts
+from . import names
+
+__all__ = ["TraceMetrics"]
+
+
+class TraceMetrics:
+    """Counters read from `source()`'s trace counts (None silences them: instruments cannot be
+    removed from a MeterProvider)."""
+
+    def __init__(self, meter: Meter, source: Callable[[], Observers | None]) -> None:
+        self._source = source
+        meter.create_observable_counter(
+            names.METRIC_TRACES_SPANS_RECEIVED,
+            callbacks=[self._received],
+            description="Spans received on POST /v1/traces",
+        )
+        counters: tuple[tuple[str, str, str, Callable[[TraceCounts], Counter[str]]], ...] = (
+            (names.METRIC_TRACES_SPANS_DROPPED, names.ATTR_TRACES_REASON,
+             "Spans not kept on arrival, by reason", _dropped),
+            (names.METRIC_TRACES_EVICTED, names.ATTR_TRACES_REASON,
+             "Incomplete traces given up, by reason", _evicted),
+            (names.METRIC_TRACES_RUNS, names.ATTR_TRACES_OUTCOME,
+             "Selected spans: admitted for scoring, or why not", _runs),
+        )  # fmt: skip
+        for name, attribute, description, read in counters:
+            meter.create_observable_counter(
+                name, callbacks=[self._observer(attribute, read)], description=description
+            )
+
+    def _received(self, options: CallbackOptions) -> Iterable[Observation]:
+        source = self._source()
+        if source is None:
+            return []
+        return [Observation(source.trace_counts().spans_received)]
+
+    def _observer(
+        self, attribute: str, read: Callable[[TraceCounts], Counter[str]]
+    ) -> Callable[[CallbackOptions], Iterable[Observation]]:
+        def observe(options: CallbackOptions) -> Iterable[Observation]:
+            source = self._source()
+            if source is None:
+                return []
+            return [
+                Observation(count, {attribute: reason})
+                for reason, count in sorted(read(source.trace_counts()).items())
+            ]
+
+        return observe
+
+
+def _dropped(counts: TraceCounts) -> Counter[str]:
+    return counts.spans_dropped
+
+
+def _evicted(counts: TraceCounts) -> Counter[str]:
+    return counts.traces_evicted
+
+
+def _runs(counts: TraceCounts) -> Counter[str]:
+    return counts.runs

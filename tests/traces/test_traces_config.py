@@ -1,0 +1,210 @@
+"""The `[traces]` table of `scorewatch.toml`: selection, scorers, buffer bounds, listener."""
+
+from __future__ import annotations
+
+import asyncio
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from scorewatch.server.config import ConfigError, ServeConfig
+from scorewatch.server.engine import InProcessIntake
+from scorewatch.server.trace_intake import TracesIntake, build_traces_intake
+
+pytestmark = pytest.mark.unit
+
+BASE = """
+[[scorers]]
+id = "length"
+kind = "completeness"
+
+[[scorers]]
+id = "other"
+kind = "completeness"
+"""
+
+
+def _config(extra: str) -> ServeConfig:
+    return ServeConfig.from_mapping(tomllib.loads(BASE + extra))
+
+
+def test_the_traces_table_reads_selectors_scorers_and_bounds() -> None:
+    config = _config(
+        """
+        [traces]
+        listen = "127.0.0.1:4318"
+        scorers = ["length"]
+
+        [[traces.select]]
+        operation = ["invoke_agent"]
+        service = ["shop"]
+
+        [traces.buffer]
+        max_traces = 100
+        quiet_period_s = 2
+        parent_wait_s = 10
+        max_age_s = 30
+        """
+    )
+    traces = config.traces
+    assert traces is not None
+    assert (traces.host, traces.port) == ("127.0.0.1", 4318)
+    assert traces.scorers == ["length"]
+    assert traces.select[0].operation == ["invoke_agent"]
+    assert traces.buffer.max_traces == 100 and traces.buffer.max_age_s == 30
+    assert _config("").traces is None  # no table: no trace intake
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ('[traces]\nscorers = ["nope"]', "traces.scorers names unknown scorer ids 'nope'"),
+        ('[traces]\nlisten = "4318"', "traces.listen: expected HOST:PORT"),
+        ("[traces.buffer]\nmax_age_s = 10\nquiet_period_s = 5\nparent_wait_s = 5",
+         "traces.buffer: max_age_s (10) must be greater than"),
+        ('[[traces.select]]\noperations = ["chat"]', "traces.select[0].operations: unknown key"),
+        ("[traces]\nmax_decoded_bytes = 10", "traces.max_decoded_bytes"),
+    ],
+)  # fmt: skip
+def test_a_bad_traces_table_is_refused_by_key(extra: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        _config(extra)
+    assert any(problem in line for line in raised.value.problems), raised.value.problems
+
+
+def test_a_public_traces_listener_needs_the_token() -> None:
+    config = _config('[traces]\nlisten = "0.0.0.0:4318"')
+    inner = InProcessIntake({}, sinks=[], max_concurrency=1, max_queue=1)
+    with pytest.raises(ConfigError, match="without an auth token"):
+        build_traces_intake(config, inner, None)
+    assert isinstance(build_traces_intake(config, inner, "token"), TracesIntake)
+    assert build_traces_intake(_config(""), inner, None) is inner
+
+
+async def test_shutdown_admits_the_spans_still_held_and_counts_them() -> None:
+    import json
+
+    import scorewatch as sw
+    from scorewatch.live.entry import LiveScorerEntry
+    from scorewatch.sinks.callback import CallbackSink
+    from scorewatch.sinks.record import ScoreRecord
+    from scorewatch.traces import SpanRecord
+
+    stored: list[ScoreRecord] = []
+    scorer = sw.create_scorer(id="length", description="len").generate_score(lambda ctx: 1.0)
+    inner = InProcessIntake(
+        {"length": LiveScorerEntry(scorer)},
+        sinks=[CallbackSink(stored.append)],
+        max_concurrency=2,
+        max_queue=10,
+    )
+    config = _config("[traces]\n[traces.buffer]\nquiet_period_s = 100\nmax_age_s = 500")
+    assert config.traces is not None
+    intake = TracesIntake(inner, config.traces)
+    messages = {
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": "Where is order 7?"}]}]
+        ),
+        "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": "Shipped."}]}]
+        ),
+    }
+    agent = SpanRecord(
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        name="invoke_agent shop",
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "shop",
+            **messages,
+        },
+    )
+    own = SpanRecord(trace_id="ab" * 16, span_id="ef" * 8, name="x", scope="scorewatch.telemetry")
+    assert intake.receive([agent, own, agent]) == 1  # the repeat is refused
+    assert await intake.release() == 0  # not quiet yet
+    assert await intake.shutdown(5) == 0
+    (result,) = stored
+    assert (result.call.trace_id, result.call.span_id) == ("ab" * 16, "cd" * 8)
+    assert result.call.score_source == "trace" and result.call.target == "shop"
+    counts = intake.trace_counts()
+    assert counts.runs == {"admitted": 1}
+    assert counts.spans_dropped == {"duplicate": 1, "own": 1}
+    stats = intake.stats()
+    assert stats["traces_runs_admitted"] == 1 and stats["scored"] == 1
+    assert intake.receive([agent]) == 1  # closed: refused, counted
+    assert intake.trace_counts().spans_dropped["shutdown"] == 1
+    await intake.aclose()
+
+
+BLOCKING_SCORER = """
+import asyncio
+
+import scorewatch as sw
+
+release = asyncio.Event()
+
+
+def make_blocking_scorer():
+    async def wait(ctx):
+        await release.wait()
+        return 1.0
+
+    return sw.create_scorer(id="blocking", description="Waits for release").generate_score(wait)
+"""
+
+
+async def test_a_full_scoring_queue_answers_429_so_the_exporter_retries(tmp_path: Path) -> None:
+    import sys
+
+    import httpx
+    from google.rpc.status_pb2 import Status
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+        ExportTraceServiceResponse,
+    )
+
+    from scorewatch.server.app import build_service, create_app, shutdown_service
+    from scorewatch.server.intake import ScoreItem
+
+    (tmp_path / "sw_blocking_scorer.py").write_text(BLOCKING_SCORER, encoding="utf-8")
+    document = {
+        "scorers": [{"id": "blocking", "factory": "sw_blocking_scorer:make_blocking_scorer"}],
+        "live": {"max_queue": 1, "max_concurrency": 1},
+        "sinks": {"sqlite": False},
+        "telemetry": {"prometheus": False, "otlp": False},
+        "traces": {},
+    }
+    service = build_service(ServeConfig.from_mapping(document, base_dir=tmp_path))
+    module = sys.modules["sw_blocking_scorer"]
+    transport = httpx.ASGITransport(app=create_app(service))
+    body = ExportTraceServiceRequest().SerializeToString()
+    headers = {"Content-Type": "application/x-protobuf"}
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://sw") as client:
+            items = [ScoreItem(input="q", output="a", target="t", run_id=str(i)) for i in (1, 2)]
+            await service.intake.admit(items[:1])
+            for _ in range(200):
+                if service.stats()["in_flight"] == 1:
+                    break
+                await asyncio.sleep(0.01)
+            await service.intake.admit(items[1:])  # one running, one waiting: the queue is full
+            assert service.intake.saturated()
+            busy = await client.post("/v1/traces", content=body, headers=headers)
+            assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
+            assert Status.FromString(busy.content).code == 8  # RESOURCE_EXHAUSTED
+            assert service.stats()["traces_requests_refused_busy"] == 1
+            module.release.set()
+            for _ in range(200):
+                if not service.intake.saturated():
+                    break
+                await asyncio.sleep(0.01)
+            fine = await client.post("/v1/traces", content=body, headers=headers)
+            assert fine.status_code == 200
+            assert ExportTraceServiceResponse.FromString(fine.content) == (
+                ExportTraceServiceResponse()
+            )
+    finally:
+        module.release.set()
+        await shutdown_service(service)
+        sys.modules.pop("sw_blocking_scorer", None)
