@@ -38,7 +38,6 @@ from bench_serve import CONFIG, _cpu_seconds, _rss, _start_serve, _stats
 from summarization_prompt_size import SUMMARY, source_of
 
 _TARGET_P99_MS = 100.0
-_KEY_ENV = "SCOREWATCH_BENCH_JUDGE_KEY"
 
 
 class _Connections:
@@ -216,12 +215,8 @@ def _result_delays(database: Path, accepted_at: dict[str, float]) -> dict[str, f
 
 
 def _config(port: int, sampling: float) -> str:
-    """bench_serve.py's workload, the judge key named by environment variable (serve refuses
-    secrets in its file)."""
-    os.environ.setdefault(_KEY_ENV, "sk-bench")
-    text = CONFIG.format(port=port, sampling=sampling, max_queue=10_000)
-    text = text.replace('api_key = "sk-bench", ', "")
-    return text.replace("[judge]\n", f'[judge]\napi_key_env = "{_KEY_ENV}"\n', 1)
+    """bench_serve.py's workload."""
+    return CONFIG.format(port=port, sampling=sampling, max_queue=10_000)
 
 
 def _wait_idle(address: str, timeout: float = 600) -> float:
