@@ -11,8 +11,11 @@ latency rather than as a slower sender. The server is a real `python -m scorewat
 the workload of bench_serve.py: the summarization scorer (three judge calls per run) on
 `--sampling` of the traffic against the loopback judge process (`--latency` s per call), and
 content similarity on every request. Between rates the queue drains. Reported per rate: answers
-by status, latency percentiles of all answers and of the 202s alone, the 202 rate, the server's
-CPU; and the highest rate whose p99 stays under 100 ms.
+by status, latency percentiles of all answers, of the 202s and of the 429s, the 202 rate, how
+long after its request the accepted work's result was stored (content similarity, a
+millisecond run: that is its wait in the queue), the latency of `/healthz` polled every 20 ms
+on a connection of its own, the server's CPU; and the highest rate whose p99 stays under
+100 ms.
 """
 
 from __future__ import annotations
@@ -22,14 +25,16 @@ import asyncio
 import json
 import os
 import signal
+import sqlite3
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import _common
+from _common import start_judge, stop_judge
 from bench_serve import CONFIG, _cpu_seconds, _rss, _start_serve, _stats
-from bench_throughput import start_judge, stop_judge
 from summarization_prompt_size import SUMMARY, source_of
 
 _TARGET_P99_MS = 100.0
@@ -96,6 +101,40 @@ async def _exchange(pool: _Connections, body: bytes) -> int:
     return int(head.split(b" ", 2)[1])
 
 
+def _percentiles(values: list[float]) -> dict[str, float]:
+    """p50/p90/p99/max in milliseconds of durations in seconds."""
+    if not values:
+        return {}
+    values = sorted(values)
+
+    def at(q: float) -> float:
+        return round(values[min(len(values) - 1, int(q * len(values)))] * 1000, 1)
+
+    return {"p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "max": at(1.0)}
+
+
+async def _poll_healthz(host: str, port: int, stop: asyncio.Event) -> list[float]:
+    """`/healthz` latencies, one request every 20 ms on a keep-alive connection of its own."""
+    reader, writer = await asyncio.open_connection(host, port)
+    latencies: list[float] = []
+    try:
+        while not stop.is_set():
+            started = time.perf_counter()
+            writer.write(b"GET /healthz HTTP/1.1\r\nHost: bench\r\n\r\n")
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            await reader.readexactly(length)
+            latencies.append(time.perf_counter() - started)
+            await asyncio.sleep(0.02)
+    finally:
+        writer.close()
+    return latencies
+
+
 async def _round(
     address: str, rate: int, seconds: float, source: str, first: int, connections: int = 256
 ) -> dict[str, Any]:
@@ -103,7 +142,11 @@ async def _round(
     pool = _Connections(host, int(port), connections)
     total = int(rate * seconds)
     answers: list[tuple[int, float]] = []
+    accepted_at: dict[str, float] = {}  # trace id -> wall-clock time the request was due
+    wall = time.time() - time.perf_counter()
     errors = 0
+    stop_polling = asyncio.Event()
+    polling = asyncio.create_task(_poll_healthz(host, int(port), stop_polling))
 
     async def one(index: int, due: float) -> None:
         nonlocal errors
@@ -116,6 +159,8 @@ async def _round(
             errors += 1
             return
         answers.append((status, time.perf_counter() - due))
+        if status == 202:
+            accepted_at[f"{index:032x}"] = wall + due
 
     loop_start = time.perf_counter()
     tasks: list[asyncio.Task[None]] = []
@@ -127,17 +172,10 @@ async def _round(
         tasks.append(asyncio.create_task(one(first + index, due)))
     sending = time.perf_counter() - loop_start
     await asyncio.gather(*tasks)
+    stop_polling.set()
+    healthz = await polling
     pool.close()
-
-    def percentiles(values: list[float]) -> dict[str, float]:
-        if not values:
-            return {}
-        values = sorted(values)
-
-        def at(q: float) -> float:
-            return round(values[min(len(values) - 1, int(q * len(values)))] * 1000, 1)
-
-        return {"p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "max": at(1.0)}
+    percentiles = _percentiles
 
     statuses: dict[str, int] = {}
     for status, _latency in answers:
@@ -151,8 +189,34 @@ async def _round(
         "connections_opened": pool.opened,
         "latency_ms": percentiles([latency for _status, latency in answers]),
         "latency_202_ms": percentiles([latency for status, latency in answers if status == 202]),
+        "latency_429_ms": percentiles([latency for status, latency in answers if status == 429]),
+        "share_429": round(statuses.get("429", 0) / max(len(answers), 1), 3),
         "accepted_per_s": round(statuses.get("202", 0) / seconds, 1),
+        "healthz_ms": percentiles(healthz),
+        "accepted_at": accepted_at,
     }
+
+
+def _result_delays(database: Path, accepted_at: dict[str, float]) -> dict[str, float]:
+    """How long after its request each accepted item's content-similarity result was stored."""
+    connection = sqlite3.connect(database)
+    try:
+        rows = connection.execute(
+            "SELECT traceId, createdAt FROM mastra_scorers WHERE scorerId = 'similarity'"
+        ).fetchall()
+    finally:
+        connection.close()
+    delays = [
+        datetime.fromisoformat(created).timestamp() - accepted_at[trace]
+        for trace, created in rows
+        if trace in accepted_at
+    ]
+    return _percentiles(delays) | {"stored": len(delays)}
+
+
+def _config(port: int, sampling: float) -> str:
+    """bench_serve.py's workload."""
+    return CONFIG.format(port=port, sampling=sampling, max_queue=10_000)
 
 
 def _wait_idle(address: str, timeout: float = 600) -> float:
@@ -183,9 +247,7 @@ def main() -> None:
     rounds: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-overload-") as folder:
         directory = Path(folder)
-        (directory / "scorewatch.toml").write_text(
-            CONFIG.format(port=port, sampling=args.sampling, max_queue=10_000)
-        )
+        (directory / "scorewatch.toml").write_text(_config(port, args.sampling))
         serve, address = _start_serve(directory, args.profile)
         try:
             source = source_of(400)
@@ -201,6 +263,8 @@ def main() -> None:
                 first += result["sent"]
                 result["server_cpu_s"] = round(_cpu_seconds(serve.pid) - cpu_before, 2)
                 result["drain_after_s"] = _wait_idle(address)
+                accepted_at = result.pop("accepted_at")
+                result["result_after_ms"] = _result_delays(directory / "scores.db", accepted_at)
                 result["load_average"] = [round(x, 2) for x in os.getloadavg()]
                 rounds.append(result)
                 print(json.dumps(result), flush=True)

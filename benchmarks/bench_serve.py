@@ -36,7 +36,8 @@ log_level = "warning"
 
 [judge]
 model = "openai/loopback-judge"
-model_options = {{ api_base = "http://127.0.0.1:{port}/v1", api_key = "sk-bench", max_retries = 0 }}
+api_key_env = "SCOREWATCH_BENCH_JUDGE_KEY"
+model_options = {{ api_base = "http://127.0.0.1:{port}/v1", max_retries = 0 }}
 
 [[scorers]]
 id = "summary"
@@ -81,6 +82,7 @@ def _start_serve(
         cwd=directory,
         stdout=subprocess.DEVNULL,
         stderr=stderr,
+        env={**os.environ, "SCOREWATCH_BENCH_JUDGE_KEY": "sk-bench"},  # the loopback judge's key
     )  # fmt: skip
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

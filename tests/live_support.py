@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import random
+import string
 import threading
 from typing import Any
 
@@ -105,3 +107,18 @@ def accepted_runs_accounted(stats: dict[str, int]) -> bool:
     return stats["sampled"] == (
         stats["scored"] + stats["failed"] + stats["queued"] + stats["in_flight"]
     )
+
+
+def word_text(chars: int, seed: int) -> str:
+    """`chars` characters of words drawn from a vocabulary of 3,000 (the same for a seed)."""
+    rng = random.Random(seed)
+    vocabulary = [
+        "".join(rng.choice(string.ascii_lowercase) for _ in range(7)) for _ in range(3000)
+    ]
+    words: list[str] = []
+    size = 0
+    while size < chars:
+        word = rng.choice(vocabulary)
+        words.append(word)
+        size += len(word) + 1
+    return " ".join(words)[:chars]

@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
-import random
-import string
 import subprocess
 import sys
 import textwrap
@@ -23,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import scorewatch as sw
+from live_support import word_text as _text
 from scorewatch.core import offload_function_steps
 from scorewatch.live import LiveScoring
 from scorewatch.live.runner import OFFLOAD_CHARS, call_is_heavy
@@ -34,20 +33,6 @@ from scorewatch.testing import LoopbackJudgeServer, Reply
 pytestmark = pytest.mark.integration
 
 _PROBE = contextvars.ContextVar("probe", default="unset")
-
-
-def _text(chars: int, seed: int) -> str:
-    rng = random.Random(seed)
-    vocabulary = [
-        "".join(rng.choice(string.ascii_lowercase) for _ in range(7)) for _ in range(3000)
-    ]
-    words: list[str] = []
-    size = 0
-    while size < chars:
-        word = rng.choice(vocabulary)
-        words.append(word)
-        size += len(word) + 1
-    return " ".join(words)[:chars]
 
 
 async def _max_lag_while(work: asyncio.Future[object]) -> tuple[float, int]:

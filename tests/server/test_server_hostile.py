@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from live_support import word_text
 from serve_support import ServeProcess, write_config
 
 pytestmark = pytest.mark.e2e
@@ -248,11 +249,9 @@ otlp = false
 
 
 def test_healthz_answers_while_a_heavy_item_is_scored(tmp_path: Path) -> None:
-    from test_live_offload import _text
-
     path = write_config(tmp_path, HEAVY_CONFIG, module=False)
     # The key words of a megabyte: seconds of CPU in a single step.
-    item = {"input": _text(2_000_000, 2), "output": _text(1_000_000, 3)}
+    item = {"input": word_text(2_000_000, 2), "output": word_text(1_000_000, 3)}
     item["target"] = "agent"
     with ServeProcess(path) as served, httpx.Client(base_url=served.url, timeout=60) as http:
         assert http.post("/v1/scores", json=item).status_code == 202
@@ -275,3 +274,67 @@ def test_healthz_answers_while_a_heavy_item_is_scored(tmp_path: Path) -> None:
     assert took > 0.5, took
     assert len(answered) >= 5, (answered, took)
     assert gap < took / 3, (gap, took)
+
+
+# A step that keeps its event loop busy for seconds (pure Python, holding the GIL but for the
+# interpreter's switches): the worst a scorer can do to the loop it runs on.
+BUSY_SCORER = """\
+import time
+
+import scorewatch as sw
+
+
+def make_busy_scorer():
+    def busy(ctx):
+        if ctx.run.output == "busy":
+            deadline = time.monotonic() + 3.0
+            while time.monotonic() < deadline:
+                pass
+        return 1.0
+
+    return sw.create_scorer(id="busy", description="Busy for 3 s").generate_score(busy)
+"""
+
+BUSY_CONFIG = """\
+[[scorers]]
+id = "busy"
+factory = "sw_busy_scorer:make_busy_scorer"
+
+[sinks]
+sqlite = "scores.db"
+
+[telemetry]
+prometheus = false
+otlp = false
+"""
+
+
+def test_the_http_loop_answers_while_a_scorer_step_holds_the_scoring_loop(
+    tmp_path: Path,
+) -> None:
+    path = write_config(tmp_path, BUSY_CONFIG, module=False)
+    (tmp_path / "sw_busy_scorer.py").write_text(BUSY_SCORER, encoding="utf-8")
+    with ServeProcess(path) as served, httpx.Client(base_url=served.url, timeout=60) as http:
+        assert http.post("/v1/scores", json=_item("busy")).status_code == 202
+        deadline = time.monotonic() + 60
+        while http.get("/v1/stats").json()["in_flight"] == 0:  # the busy step has started
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        # While the step holds the scoring loop: probes answer and new work is admitted.
+        healthy = sum(http.get("/healthz").status_code == 200 for _ in range(5))
+        admitted = http.post("/v1/scores", json=_item("quick")).status_code
+        during = http.get("/v1/stats").json()
+        stats = during
+        while stats["queued"] + stats["in_flight"] > 0:
+            assert time.monotonic() < deadline, stats
+            time.sleep(0.05)
+            stats = http.get("/v1/stats").json()
+    # Both answered before the busy run ended: on one shared loop, they would have waited for
+    # it (and found it scored).
+    assert (healthy, admitted) == (5, 202)
+    assert during["scored"] == 0 and during["sampled"] == 2, during
+    assert stats["scored"] == 2, stats
+
+
+def _item(output: str) -> dict[str, str]:
+    return {"input": "q", "output": output, "target": "agent"}

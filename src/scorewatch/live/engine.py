@@ -25,7 +25,7 @@ import inspect
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from random import getrandbits, random
 from typing import Any, Literal
@@ -128,7 +128,6 @@ class ScoringEngine:
     """Scores accepted runs in the background: at most `max_concurrency` at once, at most
     `max_queue` waiting (beyond that a run is refused and counted).
 
-    `pace(run)` is awaited before each run is scored (serve shares its loop with HTTP answers);
     `on_stored(seconds)` hears how long each stored run held its slot; `on_finished(run,
     outcome)` hears every accepted run end, once.
     `quote_errors` puts error texts and tracebacks in the logs (a library user's own process);
@@ -147,7 +146,6 @@ class ScoringEngine:
         sink_retry: SinkRetry | None = None,
         quote_errors: bool = True,
         counts: Counts | None = None,
-        pace: Callable[[Run], Awaitable[None]] | None = None,
         on_stored: Callable[[float], None] | None = None,
         on_finished: Callable[[Run, JobOutcome], None] | None = None,
         observers: Observers | None = None,
@@ -159,7 +157,6 @@ class ScoringEngine:
         self._warn = ThrottledLog(logger)
         self.storage = Storage(sinks, retry=sink_retry, quote_errors=quote_errors, warn=self._warn)
         self._quote = quote_errors
-        self._pace = pace
         self._on_stored = on_stored
         self._on_finished = on_finished
         self._ids = RunIdIssuer()
@@ -271,8 +268,6 @@ class ScoringEngine:
             if not warm_up.done():  # the loop waits for it, never imports litellm itself
                 await asyncio.wrap_future(warm_up)
             self._warm_up = None
-        if self._pace is not None:
-            await self._pace(run)
         with observed_by(self.observers):  # a job's task starts from an empty context
             result = await score_call(run.scorer, run.call, run.run_id)
         if result.status == "failed":

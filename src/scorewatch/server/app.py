@@ -4,6 +4,7 @@ wires the routes, the guard and the shutdown sequence."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,6 +14,7 @@ from fastapi import Depends, FastAPI
 from starlette.routing import Route
 
 from .._version import __version__
+from ..live.runner import close_sinks
 from .auth import require_token, resolve_token
 from .config import ServeConfig
 from .docs_page import install_docs_page
@@ -53,7 +55,7 @@ def build_service(config: ServeConfig) -> ServiceState:
     if isinstance(intake, RedisIntake):
         dependencies.append(intake.probe())
     intake = build_traces_intake(config, intake, token)
-    return ServiceState(
+    service = ServiceState(
         config=config,
         scorers=built,
         intake=intake,
@@ -62,6 +64,9 @@ def build_service(config: ServeConfig) -> ServiceState:
         token=token,
         dependencies=dependencies,
     )
+    if stores.readers:
+        service.on_close.append(functools.partial(close_sinks, stores.readers))
+    return service
 
 
 async def shutdown_service(service: ServiceState) -> dict[str, int]:

@@ -6,6 +6,13 @@ bounded `WorkQueue`, scoring, the sinks (retried while one is down, up to
 selection, all-or-nothing admission of a request (bounded by queue length, measured queue delay
 and held request bytes), and result futures for `?wait=true`.
 
+Given a `ScoringLoop`, the runs (scorer steps, judge calls, sink writes) run on it, off the loop
+that admits: admission stays on the caller's loop (no await between the capacity check and the
+offers), the runs are enqueued naming the scoring loop, and the `?wait=true` futures, which
+belong to the admitting loop, are settled through it (the engine hands them over with
+`call_soon_threadsafe`). The sinks are written and closed there too. Without one, the runs
+share the caller's loop.
+
 Accounting, at any time:
 
     sampled == scored + not_scorable + failed + dropped_shutdown + queued + in_flight
@@ -39,16 +46,17 @@ from .intake import (
     QueueFullError,
     ScoreItem,
 )
-from .loop_share import LoopShare
+from .loop_lag import LoopLag
+from .scoring_loop import ScoringLoop
 from .throughput import Throughput
 
 __all__ = ["InProcessIntake"]
 
 logger = logging.getLogger("scorewatch.server")
 
-# Seconds of scorer runs started per event loop iteration, at most about: the HTTP answers wait
-# no longer than that per step for the scoring that shares their loop.
-_SCORING_SLICE = 0.015
+# Past this average lateness of the admitting loop, requests are refused unread: its answers
+# are already slower than the 100 ms a client may expect of a 202 or a 429 (BENCHMARKS.md).
+_MAX_ADMIT_LAG_S = 0.1
 
 
 @dataclass(slots=True)
@@ -70,7 +78,8 @@ class InProcessIntake:
     more than it finishes in `max_queue_delay` seconds at its measured rate (so accepted work
     waits a bounded time); the accepted items not yet finished hold at most `max_queue_bytes`
     of request body (an item larger than that is still accepted when nothing else is held, so
-    it is never refused forever)."""
+    it is never refused forever). Requests are refused unread while the queue is past its
+    delay, or while the loop that admits runs more than `_MAX_ADMIT_LAG_S` behind."""
 
     def __init__(
         self,
@@ -82,6 +91,7 @@ class InProcessIntake:
         max_queue_bytes: int | None = None,
         sink_retry_timeout: float = 120.0,
         max_queue_delay: float | None = None,
+        scoring: ScoringLoop | None = None,
     ) -> None:
         self._max_queue = max_queue
         self._max_bytes = max_queue_bytes
@@ -91,7 +101,6 @@ class InProcessIntake:
         self._held_bytes = 0
         self._lock = threading.Lock()  # the held bytes
         self._counts = IntakeCounts("shed_requests")
-        self._share = LoopShare(_SCORING_SLICE)
         self._engine = ScoringEngine(
             entries,
             sinks=sinks,
@@ -103,12 +112,14 @@ class InProcessIntake:
             sink_retry=SinkRetry(first_pause=0.25, budget=sink_retry_timeout),
             quote_errors=False,
             counts=self._counts,
-            pace=self._take_turn,
             on_stored=self._throughput.finished,
             on_finished=self._finished,
         )
         self._queue = self._engine.queue
         self._closed = False
+        # Owned: its runs and sinks are closed on it, then it is closed (`aclose`).
+        self._scoring = scoring
+        self._admit_lag = LoopLag()
 
     # -- introspection ---------------------------------------------------------------------------
 
@@ -131,6 +142,14 @@ class InProcessIntake:
     def refuse_early(self) -> int | None:
         # Refusing a request unread costs a fraction of parsing it: past the limit, that is
         # what keeps the answers fast when more arrives than the service can finish.
+        self._admit_lag.watch()
+        lag = self._admit_lag.seconds()
+        if lag > _MAX_ADMIT_LAG_S:
+            # The loop that reads requests is behind (scoring may keep up meanwhile): requests
+            # already wait in its sockets, where no queue counts them.
+            self._counts.add("rejected_requests")
+            self._counts.add("shed_requests")
+            return Throughput.seconds_for(lag, 1.0)
         queued = self._queue.queued
         waiting = self._admissible_wait()
         # Only the measured queue delay sheds unread: a refusal at the configured `max_queue`
@@ -186,6 +205,7 @@ class InProcessIntake:
             )
 
         loop = asyncio.get_running_loop()
+        runs_on = self._scoring.loop if self._scoring is not None else None
         admissions: list[Admission] = []
         self._counts.skipped(plans)
         for plan in plans:
@@ -205,7 +225,9 @@ class InProcessIntake:
                 if admission.results is not None:
                     done = loop.create_future()
                     admission.results[run_id] = done
-                answer: LiveDecision = self._engine.enqueue(Run(scorer, run_id, call, done, hold))
+                answer: LiveDecision = self._engine.enqueue(
+                    Run(scorer, run_id, call, done, hold), runs_on
+                )
                 if answer != "sampled":  # cannot happen after the check above; never hide it
                     self._release(hold)
                     logger.error("queue refused an admitted run (%s); counted as such", answer)
@@ -217,9 +239,6 @@ class InProcessIntake:
         return admissions
 
     # -- running ---------------------------------------------------------------------------------
-
-    async def _take_turn(self, _run: Run) -> None:
-        await self._share.turn()
 
     def _finished(self, run: Run, _outcome: JobOutcome) -> None:
         self._release(run.tag)
@@ -247,7 +266,15 @@ class InProcessIntake:
 
     async def shutdown(self, timeout: float) -> int:  # noqa: ASYNC109 - a drain budget
         self._closed = True
+        self._admit_lag.close()
         return await self._engine.shutdown(timeout)
 
     async def aclose(self) -> None:
-        await self._engine.aclose()
+        if self._scoring is None or not self._scoring.alive:  # or closed already
+            await self._engine.aclose()
+            return
+        # The sinks were opened on the scoring loop (a psycopg pool is tied to its loop).
+        try:
+            await self._scoring.run(self._engine.aclose())
+        finally:
+            await asyncio.to_thread(self._scoring.close)

@@ -107,8 +107,9 @@ class ServiceGuard:
                     429,
                     {
                         "error": "queue_full",
-                        "message": "the service has more work queued than it finishes in "
-                        f"live.max_queue_delay; retry after {wait}s",
+                        "message": "the service is past what it can finish now (more work "
+                        "queued than it finishes in live.max_queue_delay, or requests arriving "
+                        f"faster than it reads them); retry after {wait}s",
                         "retry_after": wait,
                     },
                     {"Retry-After": str(wait)},

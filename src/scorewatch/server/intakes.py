@@ -8,6 +8,7 @@ from ..live.entry import LiveScorerEntry
 from .config import ConfigError, ServeConfig
 from .engine import InProcessIntake
 from .intake import Intake
+from .scoring_loop import ScoringLoop
 from .stores import Stores
 
 __all__ = ["build_intake", "queue_url"]
@@ -35,6 +36,8 @@ def build_intake(
             max_queue_bytes=config.live.max_queue_bytes,
             sink_retry_timeout=config.sinks.retry_timeout,
             max_queue_delay=config.live.max_queue_delay,
+            # The HTTP loop only parses, admits and answers.
+            scoring=ScoringLoop(),
         )
     from ..sinks.postgres import PostgresSink
     from .redis_intake import RedisIntake

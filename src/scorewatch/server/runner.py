@@ -32,6 +32,12 @@ logger = logging.getLogger("scorewatch.server")
 # Requests still open once draining is over get this long to finish before uvicorn closes them.
 _GRACEFUL_REQUESTS_S = 5.0
 
+# How long a thread holding the GIL keeps it while another waits (Python's default: 5 ms). The
+# HTTP thread gives the GIL up at every socket operation and then waits for the scoring thread
+# to hand it back: with 5 ms per hand-over, answers took seconds at 100 requests/s on a loaded
+# machine; with 1 ms, p99 stayed near 100 ms up to 200/s (benchmarks/bench_overload.py).
+_SWITCH_INTERVAL_S = 0.001
+
 
 class ScorewatchServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, service: ServiceState) -> None:
@@ -69,7 +75,10 @@ class ScorewatchServer(uvicorn.Server):
 
 def bind_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # The protocol named, not left 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on
+    # sockets whose `proto` says TCP, and with it on, an answer written in two parts (head, then
+    # body) waits for the client's delayed ACK, about 40 ms.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -158,6 +167,7 @@ def serve(config: ServeConfig) -> int:
         proxy_headers=False,
     )
     server = ScorewatchServer(uv_config, service)
+    sys.setswitchinterval(_SWITCH_INTERVAL_S)  # the process is serve's own
     print(f"scorewatch serve: listening on {_url(host, bound_port)}", file=sys.stderr, flush=True)
     if len(sockets) > 1:
         traces_url = _url(sockets[1].getsockname()[0], int(sockets[1].getsockname()[1]))

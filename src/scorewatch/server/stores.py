@@ -3,6 +3,10 @@
 `ResultReader` is what the read endpoint needs: the sinks' own `ScoreReader` (the PostgreSQL
 sink when configured, shared by every replica; else the SQLite sink). `SinkProbe` is what
 `/readyz` asks: can a result be written now?
+
+The PostgreSQL sink's pool belongs to the event loop that first used it, and serve writes on its
+scoring loop while it reads on the HTTP loop: reading and readiness get a sink object (and pool)
+of their own, `Stores.readers`, closed by the service on the HTTP loop.
 """
 
 from __future__ import annotations
@@ -82,11 +86,14 @@ class Stores:
     sinks: Sequence[ScoreSink]
     reader: ResultReader | None
     probes: Sequence[SinkProbe]
+    # Sink objects only read through (not in `sinks`): whoever reads closes them.
+    readers: Sequence[ScoreSink] = ()
 
 
 def build_stores(config: ServeConfig) -> Stores:
     """The sinks of `[sinks]`, the reader of `GET /v1/scores` and the readiness probes."""
     sinks: list[ScoreSink] = []
+    readers: list[ScoreSink] = []
     probes: list[SinkProbe] = []
     reader: ResultReader | None = None
     settings = config.sinks
@@ -106,8 +113,9 @@ def build_stores(config: ServeConfig) -> Stores:
         from ..sinks.postgres import PostgresSink
         from .postgres_probe import PostgresProbe
 
-        postgres = PostgresSink(dsn, schema=settings.postgres_schema)
-        sinks.append(postgres)
-        probes.append(PostgresProbe(postgres))
-        reader = postgres
-    return Stores(sinks, reader, probes)
+        sinks.append(PostgresSink(dsn, schema=settings.postgres_schema))
+        reading = PostgresSink(dsn, schema=settings.postgres_schema, max_size=4)
+        readers.append(reading)
+        probes.append(PostgresProbe(reading))
+        reader = reading
+    return Stores(sinks, reader, probes, readers)
