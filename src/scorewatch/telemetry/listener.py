@@ -16,6 +16,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.context import Context
+from opentelemetry.metrics import Histogram
 from opentelemetry.trace import (
     Link,
     NonRecordingSpan,
@@ -59,6 +60,7 @@ class ScorerProfile:
         "run_span_name",
         "scale",
         "score_attributes",
+        "score_histogram",
         "scorer",
         "step_metric_attributes",
         "step_span",
@@ -84,7 +86,11 @@ class ScorerProfile:
         self.run_attributes = base
         self.step_span: dict[tuple[str, str], tuple[str, Attributes]] = {}
         self.step_metric_attributes: dict[tuple[str, str], Attributes] = {}
+        # Keyed by (score source, target as the run gave it); a target the cardinality guard
+        # turned into `_other` is looked up under `_other`, so at most `limit` targets are kept.
         self.score_attributes: dict[tuple[str, str | None], Attributes] = {}
+        # The histogram of this scorer's scale, once the first score was recorded.
+        self.score_histogram: Histogram | None = None
         self.by_outcome: dict[str, Attributes] = {}
         for step in getattr(scorer, "steps", ()):
             name, kind = str(getattr(step, "name", "")), str(getattr(step, "type", ""))
@@ -176,7 +182,9 @@ class RunTelemetry(RunListener):
         self._steps: list[_OpenSpan] = []
         self._attempts: list[_OpenSpan] = []
         # The evaluated completion's id (never the judge's own): the event's `gen_ai.response.id`.
-        self._evaluated_response_id = describe.evaluated_response_id(run.target_metadata)
+        self._evaluated_response_id = (
+            describe.evaluated_response_id(run.target_metadata) if run.target_metadata else None
+        )
         self._providers: dict[str, str | None] = {}
         self._evaluated = (
             _target_context(run.target_trace_id, run.target_span_id)
@@ -431,22 +439,32 @@ class RunTelemetry(RunListener):
         ins.scorer_runs.add(1, outcome_attributes)
         ins.run_duration.record(duration_s, outcome_attributes)
         if score is not None and not not_scorable:
-            target = self._observer.target_guard(self._target) if self._target else None
-            key = (self._score_source, target)
-            score_attributes = self._profile.score_attributes.get(key)
-            if score_attributes is None:
-                score_attributes = {
-                    names.ATTR_EVALUATION_NAME: self._scorer_id,
-                    names.ATTR_SCORE_SOURCE: self._score_source,
-                }
-                if target is not None:
-                    score_attributes[names.ATTR_TARGET] = target
-                self._profile.score_attributes[key] = score_attributes
-            ins.score_histogram(self._scale).record(float(score), score_attributes)
+            profile = self._profile
+            histogram = profile.score_histogram
+            if histogram is None:
+                histogram = profile.score_histogram = ins.score_histogram(self._scale)
+            histogram.record(float(score), self._score_attributes())
         if self._emit_score:
             reason = result.reason if self._capture.on_events else None
             self._emit_event(score=None if not_scorable else score, reason=reason, error=None)
         self._end_run()
+
+    def _score_attributes(self) -> Attributes:
+        # A target the guard admitted keeps its series forever, so a cached entry stands for
+        # the guard's answer; only a target it has not seen (or refused) asks the guard.
+        profile, source = self._profile, self._score_source
+        cached = profile.score_attributes.get((source, self._target or None))
+        if cached is not None:
+            return cached
+        target = self._observer.target_guard(self._target) if self._target else None
+        key = (source, target)
+        attributes = profile.score_attributes.get(key)
+        if attributes is None:
+            attributes = {names.ATTR_EVALUATION_NAME: self._scorer_id, names.ATTR_SCORE_SOURCE: source}
+            if target is not None:
+                attributes[names.ATTR_TARGET] = target
+            profile.score_attributes[key] = attributes
+        return attributes
 
     def run_failed(self, error: BaseException, duration_s: float) -> None:
         if not isinstance(error, Exception):
