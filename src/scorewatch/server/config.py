@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ScorewatchError
-from ..sinks.redact import is_secret_key
+from ..sinks.storable import is_secret_key
 from .queue_settings import QueueSettings
 from .traces_settings import TracesSettings
 

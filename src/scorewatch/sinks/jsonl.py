@@ -9,7 +9,6 @@ from typing import IO
 
 from .batch_thread import ThreadedSink
 from .record import ScoreRecord
-from .storable import storable
 
 __all__ = ["JsonlSink"]
 
@@ -31,7 +30,7 @@ class JsonlSink(ThreadedSink):
         self._start_writer("jsonl-sink")
 
     def _encode(self, result: ScoreRecord) -> str:
-        return json.dumps(storable(result.to_row()), ensure_ascii=False, default=repr) + "\n"
+        return json.dumps(result.to_row(), ensure_ascii=False, default=repr) + "\n"
 
     def _refuses(self, error: Exception) -> bool:
         return not isinstance(error, OSError | MemoryError)

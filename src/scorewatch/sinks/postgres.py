@@ -35,7 +35,6 @@ from .rows import (
     select_sql,
     upsert_sql,
 )
-from .storable import storable
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -216,7 +215,7 @@ class PostgresSink:
         # JSON is serialized here, where `_encode` runs (off the event loop), not later while
         # psycopg sends the row.
         return encode_row(
-            storable(result.to_row()),
+            result.to_row(),
             dumps=_dumps,
             as_json=lambda value: Jsonb(_dumps(value), dumps=_as_is),
             convert=created_at,

@@ -27,7 +27,6 @@ from ..core.steps import camel_step
 from ..errors import ScorewatchError
 from ..judge.errors import JudgeError
 from .call import ScoredCall
-from .redact import redact_secrets
 from .storable import storable
 
 __all__ = ["RecordOutcome", "RowSource", "ScoreRecord", "ScoreStatus", "iso_timestamp"]
@@ -212,24 +211,35 @@ class ScoreRecord:
         }
 
     def to_row(self) -> dict[str, Any]:
-        """A JSON-ready dict: the reference score row plus judge records and failure fields."""
-        result = self.result
+        """The row every sink stores: the reference score row plus judge records and failure
+        fields, JSON-ready and `storable`, secret-looking keys of the call's request context and
+        metadata redacted. Each value is walked once: the metadata and the request context on
+        their own (redacted where it applies), the rest of the row together."""
         call = self.call
-        stamp = iso_timestamp(self.created_at)
         metadata: dict[str, Any] = {"structuredOutput": False}
         if call.run_id:
-            metadata["agentRunId"] = call.run_id
+            metadata["agentRunId"] = storable(call.run_id)
         if call.ground_truth is not None:
-            metadata["groundTruth"] = _jsonable(call.ground_truth)
+            metadata["groundTruth"] = storable(_jsonable(call.ground_truth))
         if call.metadata:
-            metadata.update(redact_secrets(_jsonable(call.metadata)))
+            metadata.update(storable(_jsonable(call.metadata), redact=True))
         if call.score_source != "live":
             # The reference row's `source` is LIVE or TEST; where the call came from is kept here.
-            metadata["scoreSource"] = call.score_source
+            metadata["scoreSource"] = storable(call.score_source)
         skipped = self.not_scorable
         if skipped is not None:
             # The reference's score row has no column for this; metadata keeps the table as is.
-            metadata["notScorable"] = skipped.model_dump(mode="json", by_alias=True)
+            metadata["notScorable"] = storable(skipped.model_dump(mode="json", by_alias=True))
+        row: dict[str, Any] = storable(self._row())
+        row["requestContext"] = storable(_jsonable(call.request_context), redact=True)
+        row["metadata"] = metadata
+        return row
+
+    def _row(self) -> dict[str, Any]:
+        """The row but for `requestContext` and `metadata` (filled in by `to_row`)."""
+        result = self.result
+        call = self.call
+        stamp = iso_timestamp(self.created_at)
         reason = self.reason
         return {
             "id": self.id,
@@ -239,7 +249,7 @@ class ScoreRecord:
             "input": _jsonable(call.input),
             "output": _jsonable(call.output),
             "additionalContext": None,
-            "requestContext": redact_secrets(_jsonable(call.request_context)),
+            "requestContext": None,
             "extractStepResult": None,
             "extractPrompt": None,
             "score": self.score,
@@ -253,7 +263,7 @@ class ScoreRecord:
                 "description": self.scorer_description,
                 "hasJudge": self.has_judge,
             },
-            "metadata": metadata,
+            "metadata": None,
             "source": self.source,
             "entity": {"id": call.target or "", "name": call.target or ""},
             "entityType": "AGENT",

@@ -36,7 +36,6 @@ from .rows import (
     select_sql,
     upsert_sql,
 )
-from .storable import storable
 
 __all__ = ["SCORE_COLUMNS", "SqliteSink"]
 
@@ -122,7 +121,7 @@ class SqliteSink(ThreadedSink):
     # -- writer thread ---------------------------------------------------------------------------
 
     def _encode(self, result: ScoreRecord) -> tuple[Any, ...]:
-        return encode_row(storable(result.to_row()), dumps=_dumps, convert=_ENCODE)
+        return encode_row(result.to_row(), dumps=_dumps, convert=_ENCODE)
 
     def _refuses(self, error: Exception) -> bool:
         if isinstance(error, sqlite3.IntegrityError | sqlite3.DataError | sqlite3.InterfaceError):

@@ -460,7 +460,10 @@ class RunTelemetry(RunListener):
         key = (source, target)
         attributes = profile.score_attributes.get(key)
         if attributes is None:
-            attributes = {names.ATTR_EVALUATION_NAME: self._scorer_id, names.ATTR_SCORE_SOURCE: source}
+            attributes = {
+                names.ATTR_EVALUATION_NAME: self._scorer_id,
+                names.ATTR_SCORE_SOURCE: source,
+            }
             if target is not None:
                 attributes[names.ATTR_TARGET] = target
             profile.score_attributes[key] = attributes
