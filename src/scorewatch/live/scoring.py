@@ -134,7 +134,9 @@ class LiveScoring:
         `run_id` is the agent's own id for the call (a fresh one when not given); it keys
         sampling when no trace id is known.
         """
-        decisions = self._offer(
+        if trace_id is None and span_id is None:
+            trace_id, span_id = current_trace_ids()
+        decisions = self._engine.offer(
             input,
             output,
             target,
@@ -148,31 +150,10 @@ class LiveScoring:
         # The all-not-sampled answer is shared between calls: the caller gets its own copy.
         return dict(decisions)
 
-    def _offer(
-        self,
-        input: Any,
-        output: Any,
-        target: str | None,
-        trace_id: str | None = None,
-        span_id: str | None = None,
-        request_context: Any = None,
-        ground_truth: Any = None,
-        run_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> dict[str, LiveDecision]:
-        if trace_id is None and span_id is None:
-            trace_id, span_id = current_trace_ids()
-        return self._engine.offer(
-            input,
-            output,
-            target,
-            trace_id,
-            span_id,
-            request_context,
-            ground_truth,
-            run_id,
-            metadata,
-        )
+    def _offer(self, input: Any, output: Any, target: str | None) -> dict[str, LiveDecision]:
+        """A watched call: located by the current span, the decisions not copied."""
+        trace_id, span_id = current_trace_ids()
+        return self._engine.offer(input, output, target, trace_id, span_id)
 
     @overload
     def watch(self, fn: F, /) -> F: ...

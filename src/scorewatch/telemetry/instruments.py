@@ -32,21 +32,45 @@ from .trace_metrics import TraceMetrics
 __all__ = ["Instruments", "metric_views"]
 
 
+# The histograms whose buckets are fixed: (name, unit, description, bucket boundaries), the
+# one table both the advisories and the Views are made from.
+_FIXED_HISTOGRAMS: Sequence[tuple[str, str, str, Sequence[float]]] = (
+    (
+        names.METRIC_TOKEN_USAGE,
+        names.UNIT_TOKEN,
+        "Tokens used by judge model calls, by token type",
+        names.TOKEN_BUCKETS,
+    ),
+    (
+        names.METRIC_OPERATION_DURATION,
+        names.UNIT_SECONDS,
+        "Duration of judge model calls (one per attempt)",
+        names.DURATION_BUCKETS_S,
+    ),
+    (
+        names.METRIC_RUN_DURATION,
+        names.UNIT_SECONDS,
+        "Duration of scorer runs",
+        names.RUN_DURATION_BUCKETS_S,
+    ),
+    (
+        names.METRIC_STEP_DURATION,
+        names.UNIT_SECONDS,
+        "Duration of scorer steps",
+        names.DURATION_BUCKETS_S,
+    ),
+)
+
+
 def metric_views() -> list[View]:
     """Views pinning the explicit bucket boundaries of the fixed-bucket histograms."""
-    fixed: Sequence[tuple[str, Sequence[float]]] = (
-        (names.METRIC_TOKEN_USAGE, names.TOKEN_BUCKETS),
-        (names.METRIC_OPERATION_DURATION, names.DURATION_BUCKETS_S),
-        (names.METRIC_RUN_DURATION, names.RUN_DURATION_BUCKETS_S),
-        (names.METRIC_STEP_DURATION, names.DURATION_BUCKETS_S),
-    )
     return [
         View(
             instrument_name=instrument,
             meter_name=names.INSTRUMENTATION_SCOPE,
             aggregation=ExplicitBucketHistogramAggregation(boundaries=list(bounds)),
         )
-        for instrument, bounds in fixed
+        for instrument, _unit, _description, bounds in _FIXED_HISTOGRAMS
     ]
 
 
@@ -63,18 +87,19 @@ class Instruments:
         self.source: Observers | None = None
         meter = provider.get_meter(names.INSTRUMENTATION_SCOPE, __version__)
         self.meter: Meter = meter
-        self.token_usage: Histogram = meter.create_histogram(
-            names.METRIC_TOKEN_USAGE,
-            unit=names.UNIT_TOKEN,
-            description="Tokens used by judge model calls, by token type",
-            explicit_bucket_boundaries_advisory=list(names.TOKEN_BUCKETS),
-        )
-        self.operation_duration: Histogram = meter.create_histogram(
-            names.METRIC_OPERATION_DURATION,
-            unit=names.UNIT_SECONDS,
-            description="Duration of judge model calls (one per attempt)",
-            explicit_bucket_boundaries_advisory=list(names.DURATION_BUCKETS_S),
-        )
+        fixed = {
+            name: meter.create_histogram(
+                name,
+                unit=unit,
+                description=description,
+                explicit_bucket_boundaries_advisory=list(bounds),
+            )
+            for name, unit, description, bounds in _FIXED_HISTOGRAMS
+        }
+        self.token_usage: Histogram = fixed[names.METRIC_TOKEN_USAGE]
+        self.operation_duration: Histogram = fixed[names.METRIC_OPERATION_DURATION]
+        self.run_duration: Histogram = fixed[names.METRIC_RUN_DURATION]
+        self.step_duration: Histogram = fixed[names.METRIC_STEP_DURATION]
         self.judge_cost: Counter = meter.create_counter(
             names.METRIC_JUDGE_COST,
             unit=names.UNIT_COST_USD,
@@ -90,18 +115,6 @@ class Instruments:
         )
         self.scorer_runs: Counter = meter.create_counter(
             names.METRIC_SCORER_RUNS, description="Finished scorer runs, by outcome"
-        )
-        self.run_duration: Histogram = meter.create_histogram(
-            names.METRIC_RUN_DURATION,
-            unit=names.UNIT_SECONDS,
-            description="Duration of scorer runs",
-            explicit_bucket_boundaries_advisory=list(names.RUN_DURATION_BUCKETS_S),
-        )
-        self.step_duration: Histogram = meter.create_histogram(
-            names.METRIC_STEP_DURATION,
-            unit=names.UNIT_SECONDS,
-            description="Duration of scorer steps",
-            explicit_bucket_boundaries_advisory=list(names.DURATION_BUCKETS_S),
         )
         self.live_decisions: Counter = meter.create_counter(
             names.METRIC_LIVE_DECISIONS, description="Live-scoring sampling and queueing decisions"
