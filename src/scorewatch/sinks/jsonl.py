@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import IO
 
 from .batch_thread import ThreadedSink
 from .record import ScoreRecord
+from .storable import stored_json
 
 __all__ = ["JsonlSink"]
 
@@ -30,7 +30,7 @@ class JsonlSink(ThreadedSink):
         self._start_writer("jsonl-sink")
 
     def _encode(self, result: ScoreRecord) -> str:
-        return json.dumps(result.to_row(), ensure_ascii=False, default=repr) + "\n"
+        return stored_json(result.to_row()) + "\n"
 
     def _refuses(self, error: Exception) -> bool:
         return not isinstance(error, OSError | MemoryError)

@@ -17,7 +17,6 @@ wrapper, a test) uses a connection of its own.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Unpack
@@ -35,6 +34,7 @@ from .rows import (
     select_sql,
     upsert_sql,
 )
+from .storable import stored_json
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -216,8 +216,8 @@ class PostgresSink:
         # psycopg sends the row.
         return encode_row(
             result.to_row(),
-            dumps=_dumps,
-            as_json=lambda value: Jsonb(_dumps(value), dumps=_as_is),
+            dumps=stored_json,
+            as_json=lambda value: Jsonb(stored_json(value), dumps=_as_is),
             convert=created_at,
         )
 
@@ -334,10 +334,6 @@ class PostgresSink:
     ) -> list[dict[str, Any]]:
         cursor = await conn.execute(sql.encode(), params)
         return [decode_row(SCORE_COLUMNS, row, _DECODE) for row in await cursor.fetchall()]
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=repr)
 
 
 def _as_is(text: Any) -> str:

@@ -231,7 +231,8 @@ class ScoreRecord:
             # The reference's score row has no column for this; metadata keeps the table as is.
             metadata["notScorable"] = storable(skipped.model_dump(mode="json", by_alias=True))
         row: dict[str, Any] = storable(self._row())
-        row["requestContext"] = storable(_jsonable(call.request_context), redact=True)
+        if call.request_context is not None:
+            row["requestContext"] = storable(_jsonable(call.request_context), redact=True)
         row["metadata"] = metadata
         return row
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import os
 import sqlite3
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from .rows import (
     select_sql,
     upsert_sql,
 )
+from .storable import stored_json
 
 __all__ = ["SCORE_COLUMNS", "SqliteSink"]
 
@@ -51,10 +53,8 @@ _TYPES: Final[dict[str, str]] = {
     "status": "TEXT NOT NULL",
 }
 _DEFAULT_TABLE: Final = "mastra_scorers"
-# JSON travels as text; the one boolean column as an integer.
-_ENCODE: Final[dict[str, Callable[[Any], Any]]] = {
-    "structuredOutput": lambda value: int(bool(value))
-}
+# JSON travels as text; the one boolean column as an integer (sqlite3 binds a bool as 0 or 1).
+_ENCODE: Final[dict[str, Callable[[Any], Any]]] = {"structuredOutput": operator.truth}
 
 
 def _decode_text(raw: bytes) -> str:
@@ -75,10 +75,6 @@ _DECODE: Final[dict[str, Callable[[Any], Any]]] = {
 }
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=repr)
 
 
 class SqliteSink(ThreadedSink):
@@ -121,7 +117,7 @@ class SqliteSink(ThreadedSink):
     # -- writer thread ---------------------------------------------------------------------------
 
     def _encode(self, result: ScoreRecord) -> tuple[Any, ...]:
-        return encode_row(result.to_row(), dumps=_dumps, convert=_ENCODE)
+        return encode_row(result.to_row(), dumps=stored_json, convert=_ENCODE)
 
     def _refuses(self, error: Exception) -> bool:
         if isinstance(error, sqlite3.IntegrityError | sqlite3.DataError | sqlite3.InterfaceError):

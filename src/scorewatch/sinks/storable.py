@@ -12,12 +12,14 @@ Two rules, applied in one walk by `storable`:
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Final
 
-__all__ = ["REDACTED", "REPLACEMENT", "is_secret_key", "storable", "storable_text"]
+__all__ = ["REDACTED", "REPLACEMENT", "is_secret_key", "storable", "storable_text", "stored_json"]
 
 _UNSTORABLE_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
 REPLACEMENT: Final = "\ufffd"
@@ -28,6 +30,9 @@ _SECRET_WORD = re.compile(
     r"private_?key|session_?id)($|_)"
 )
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# The JSON text of a stored value, as every sink writes it; a partial, so a row's JSON columns
+# cost no Python frame of their own.
+stored_json: Final[Callable[[Any], str]] = partial(json.dumps, ensure_ascii=False, default=repr)
 # Redaction looks this deep (mappings and lists count a level each); cleaning has no limit.
 _MAX_DEPTH: Final = 16
 
