@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import operator
 import os
 import sqlite3
 from collections.abc import Callable
@@ -53,8 +52,10 @@ _TYPES: Final[dict[str, str]] = {
     "status": "TEXT NOT NULL",
 }
 _DEFAULT_TABLE: Final = "mastra_scorers"
-# JSON travels as text; the one boolean column as an integer (sqlite3 binds a bool as 0 or 1).
-_ENCODE: Final[dict[str, Callable[[Any], Any]]] = {"structuredOutput": operator.truth}
+# JSON travels as text; the one boolean column as an integer.
+_ENCODE: Final[dict[str, Callable[[Any], Any]]] = {
+    "structuredOutput": lambda value: int(bool(value))
+}
 
 
 def _decode_text(raw: bytes) -> str:
