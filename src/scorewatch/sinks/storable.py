@@ -59,36 +59,43 @@ def _number(value: float) -> float | str:
 def storable(value: Any, *, redact: bool = False) -> Any:
     """`value` (JSON-like data, as `ScoreRecord.to_row()` builds it) in a form every sink
     stores (keys cleaned too); with `redact`, secret-looking keys' values are `REDACTED`."""
-    if isinstance(value, str):
-        return storable_text(value)
-    if isinstance(value, float):
-        return _number(value)
     return _walk(value, redact, 0)
 
 
+# Leaves that are stored as they are; text is cleaned in place; anything else goes to `_walk`.
+_AS_IS: Final = frozenset({int, bool, type(None)})
+_find_unstorable: Final = _UNSTORABLE_TEXT.search
+
+
 def _walk(value: Any, redact: bool, depth: int) -> Any:
-    # Text and numbers are cleaned in the loop, so a row costs one call per container rather
-    # than one per value; a list's entries come with int indexes, which are never keys to clean.
-    is_mapping = isinstance(value, Mapping)
-    if not is_mapping and not isinstance(value, list | tuple):
-        return value
-    hide = is_mapping and redact and depth <= _MAX_DEPTH
-    keys: list[Any] = []
-    cleaned: list[Any] = []
-    for key, item in value.items() if is_mapping else enumerate(value):
-        if isinstance(key, str):
-            if hide and is_secret_key(key):
-                item = REDACTED
-            if _UNSTORABLE_TEXT.search(key) is not None:
-                key = _UNSTORABLE_TEXT.sub(REPLACEMENT, key)
-        if isinstance(item, str):
-            if _UNSTORABLE_TEXT.search(item) is not None:
-                item = _UNSTORABLE_TEXT.sub(REPLACEMENT, item)
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                item = _number(item)
-        elif isinstance(item, Mapping | list | tuple):
-            item = _walk(item, redact, depth + 1)
-        keys.append(key)
-        cleaned.append(item)
-    return dict(zip(keys, cleaned, strict=True)) if is_mapping else cleaned
+    # The common leaves (text, integers, None) are handled in the loops, so a row costs about
+    # one call per container rather than one per value.
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _number(value)
+    if isinstance(value, Mapping):
+        hide = redact and depth <= _MAX_DEPTH
+        cleaned: dict[Any, Any] = {}
+        for key, item in value.items():
+            if isinstance(key, str):
+                if hide and is_secret_key(key):
+                    item = REDACTED
+                if _find_unstorable(key) is not None:
+                    key = _UNSTORABLE_TEXT.sub(REPLACEMENT, key)
+            kind = type(item)
+            if kind is str:
+                if _find_unstorable(item) is not None:
+                    item = _UNSTORABLE_TEXT.sub(REPLACEMENT, item)
+            elif kind not in _AS_IS:
+                item = _walk(item, redact, depth + 1)
+            cleaned[key] = item
+        return cleaned
+    if isinstance(value, list | tuple):
+        return [
+            item
+            if (kind := type(item)) in _AS_IS or (kind is str and _find_unstorable(item) is None)
+            else _walk(item, redact, depth + 1)
+            for item in value
+        ]
+    return value
