@@ -19,10 +19,10 @@ only when first used.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import core, judge
+from ._lazy import lazy_attribute
 from ._version import __version__
 from .core import (
     JudgeConfig,
@@ -100,11 +100,4 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 
 
 def __getattr__(name: str) -> Any:
-    try:
-        module_name, attribute = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'scorewatch' has no attribute {name!r}") from None
-    module = importlib.import_module(module_name, __name__)
-    value = module if attribute is None else getattr(module, attribute)
-    globals()[name] = value
-    return value
+    return lazy_attribute(globals(), _LAZY, name)

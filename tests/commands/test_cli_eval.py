@@ -180,6 +180,10 @@ def test_judged_scorer_through_litellm_with_html_report(tmp_path: Path) -> None:
     assert "judged" in page
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_interrupted_run_keeps_finished_results(tmp_path: Path) -> None:
     rows = [{"input": f"q{i}", "output": f"answer number {i}"} for i in range(40)]
     data = write_jsonl(tmp_path / "data.jsonl", rows)
@@ -205,6 +209,9 @@ def test_interrupted_run_keeps_finished_results(tmp_path: Path) -> None:
             text=True,
             env=env,
             cwd=ROOT,
+            # A suite started in the background by a non-interactive shell runs with SIGINT
+            # ignored, which its children inherit: give the command Ctrl-C back.
+            preexec_fn=_default_sigint,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -213,8 +220,8 @@ def test_interrupted_run_keeps_finished_results(tmp_path: Path) -> None:
             time.sleep(0.05)
         process.send_signal(signal.SIGINT)
         stdout, _ = process.communicate(timeout=60)
-    assert process.returncode == 130
     lines = out.read_text().splitlines()
+    assert process.returncode == 130, (len(lines), stdout[-2000:])
     assert 2 <= len(lines) < 40
     assert all(json.loads(line)["score"] == 1 for line in lines)
     assert "interrupted" in stdout

@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import json
 import math
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import IO, Any
 
@@ -24,11 +25,11 @@ from ._summary import ScorerSummary
 __all__ = [
     "ScoringSession",
     "add_scoring_arguments",
-    "export_telemetry",
     "json_summary",
     "key_value",
     "model_options",
     "print_summary_table",
+    "run_scoring_command",
     "thresholds_of",
     "verdict",
 ]
@@ -123,8 +124,24 @@ def thresholds_of(found: EvalScorers, pairs: list[tuple[str, str]]) -> dict[str,
     return thresholds
 
 
-def export_telemetry(forced: bool, service_name: str) -> Any:
-    """OpenTelemetry for this run when asked (`--otel`, or the standard variables), else None."""
+def run_scoring_command(
+    args: argparse.Namespace, command: str, body: Callable[[argparse.Namespace], int]
+) -> int:
+    """Run `scorewatch <command>`'s `body` with OpenTelemetry exported when asked (`--otel`, or
+    the standard variables); a scorewatch error is printed and exits 2. Shutting the exporters
+    down at the end flushes what the runs exported."""
+    handle = _export_telemetry(bool(getattr(args, "otel", False)), f"scorewatch-{command}")
+    try:
+        return body(args)
+    except ScorewatchError as error:
+        print(f"scorewatch {command}: {error.message}", file=sys.stderr)
+        return 2
+    finally:
+        if handle is not None:
+            handle.shutdown()
+
+
+def _export_telemetry(forced: bool, service_name: str) -> Any:
     from .. import telemetry
 
     if not forced and not telemetry.exports_requested():

@@ -28,10 +28,10 @@ from ._scorer_args import import_object
 from ._scoring_run import (
     ScoringSession,
     add_scoring_arguments,
-    export_telemetry,
     json_summary,
     model_options,
     print_summary_table,
+    run_scoring_command,
     thresholds_of,
     verdict,
 )
@@ -62,15 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    handle = export_telemetry(bool(getattr(args, "otel", False)), "scorewatch-eval")
-    try:
-        return _run(args)
-    except ScorewatchError as error:
-        print(f"scorewatch eval: {error.message}", file=sys.stderr)
-        return 2
-    finally:
-        if handle is not None:
-            handle.shutdown()  # flushes what the runs exported
+    return run_scoring_command(args, "eval", _run)
 
 
 def _run(args: argparse.Namespace) -> int:

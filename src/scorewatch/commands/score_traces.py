@@ -44,11 +44,11 @@ from ._eval_scorers import CLI_USAGE, load_scorers
 from ._scoring_run import (
     ScoringSession,
     add_scoring_arguments,
-    export_telemetry,
     json_summary,
     key_value,
     model_options,
     print_summary_table,
+    run_scoring_command,
     thresholds_of,
     verdict,
 )
@@ -128,15 +128,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    handle = export_telemetry(bool(getattr(args, "otel", False)), "scorewatch-score-traces")
-    try:
-        return _run(args)
-    except ScorewatchError as error:
-        print(f"scorewatch score-traces: {error.message}", file=sys.stderr)
-        return 2
-    finally:
-        if handle is not None:
-            handle.shutdown()  # flushes what the runs exported
+    return run_scoring_command(args, "score-traces", _run)
 
 
 def _attribute_value(text: str) -> str | bool | int | float:

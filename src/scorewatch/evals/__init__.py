@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_attribute
 from .entries import ScorerEntry, Threshold
 from .experiment import (
     ExperimentItem,
@@ -48,10 +49,11 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The sinks are imported only by whoever stores an experiment, not by every evaluation.
-    if name == "ExperimentSinkWriter":
-        from .store import ExperimentSinkWriter
+# The sinks are imported only by whoever stores an experiment, not by every evaluation.
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "ExperimentSinkWriter": (".store", "ExperimentSinkWriter"),
+}
 
-        return ExperimentSinkWriter
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(globals(), _LAZY, name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_attribute
 from .errors import JudgeError, JudgeProviderError, JudgeTimeoutError, StructuredOutputError
 from .protocol import JsonPromptInjection, JudgeCost, JudgeModel, JudgeReply, JudgeRequest
 from .retry import NO_RETRY, RetryPolicy
@@ -34,10 +35,9 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # LiteLLMJudge's module is cheap, but keep the facade free of it until asked.
-    if name == "LiteLLMJudge":
-        from .litellm_judge import LiteLLMJudge
+# LiteLLMJudge's module is cheap, but keep the facade free of it until asked.
+_LAZY: dict[str, tuple[str, str | None]] = {"LiteLLMJudge": (".litellm_judge", "LiteLLMJudge")}
 
-        return LiteLLMJudge
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(globals(), _LAZY, name)

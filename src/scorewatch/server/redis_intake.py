@@ -37,6 +37,7 @@ from .intake import (
     QueueFullError,
     ScoreItem,
 )
+from .stores import AnswerProbe
 from .stream_queue import (
     EntryAppender,
     GaugePoller,
@@ -74,22 +75,6 @@ class RunLookup(Protocol):
     """A result store that can fetch rows by run id (the PostgreSQL sink)."""
 
     async def aquery(self, **query: Unpack[RunQuery]) -> list[dict[str, Any]]: ...
-
-
-class RedisProbe:
-    name = "redis"
-
-    def __init__(self, client: Redis, timeout: float = 2.0) -> None:
-        self._client = client
-        self._timeout = timeout
-
-    async def writable(self) -> bool:
-        try:
-            await asyncio.wait_for(self._client.ping(), self._timeout)
-        except Exception as error:
-            logger.warning("the Redis work queue is not ready (%s)", type(error).__name__)
-            return False
-        return True
 
 
 class RedisIntake:
@@ -149,9 +134,9 @@ class RedisIntake:
         full = latest is not None and latest.backlog >= self._max_backlog
         return full or self._poller.failing
 
-    def probe(self) -> RedisProbe:
+    def probe(self) -> AnswerProbe:
         """For `/readyz`: does Redis answer a PING now?"""
-        return RedisProbe(self._client)
+        return AnswerProbe("redis", self._client.ping, "the Redis work queue is not ready")
 
     def refuse_early(self) -> int | None:
         # The backlog is checked exactly by the append script; the gauges are seconds old.

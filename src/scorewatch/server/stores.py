@@ -12,8 +12,9 @@ of their own, `Stores.readers`, closed by the service on the HTTP loop.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -23,7 +24,9 @@ from ..sinks.jsonl import JsonlSink
 from ..sinks.sqlite import SqliteSink
 from .config import ServeConfig
 
-__all__ = ["ResultReader", "SinkProbe", "SqliteProbe", "Stores", "build_stores"]
+__all__ = ["AnswerProbe", "ResultReader", "SinkProbe", "SqliteProbe", "Stores", "build_stores"]
+
+logger = logging.getLogger("scorewatch.server")
 
 
 ResultReader = ScoreReader
@@ -34,6 +37,27 @@ class SinkProbe(Protocol):
     name: str
 
     async def writable(self) -> bool: ...
+
+
+class AnswerProbe:
+    """Ready when a service answers `ask()` within `timeout`; a failure is logged as `failure`
+    with the error's type (never its message, which may hold a DSN)."""
+
+    def __init__(
+        self, name: str, ask: Callable[[], Awaitable[object]], failure: str, timeout: float = 2.0
+    ) -> None:
+        self.name = name
+        self._ask = ask
+        self._failure = failure
+        self._timeout = timeout
+
+    async def writable(self) -> bool:
+        try:
+            await asyncio.wait_for(self._ask(), self._timeout)
+        except Exception as error:
+            logger.warning("%s (%s)", self._failure, type(error).__name__)
+            return False
+        return True
 
 
 class SqliteProbe:
@@ -111,11 +135,12 @@ def build_stores(config: ServeConfig) -> Stores:
     if dsn is not None:
         # Shared by every replica and worker: when configured, it is what GET /v1/scores reads.
         from ..sinks.postgres import PostgresSink
-        from .postgres_probe import PostgresProbe
 
         sinks.append(PostgresSink(dsn, schema=settings.postgres_schema))
         reading = PostgresSink(dsn, schema=settings.postgres_schema, max_size=4)
         readers.append(reading)
-        probes.append(PostgresProbe(reading))
+        probes.append(
+            AnswerProbe("postgres", lambda: reading.aquery(limit=1), "PostgreSQL sink not ready")
+        )
         reader = reading
     return Stores(sinks, reader, probes, readers)

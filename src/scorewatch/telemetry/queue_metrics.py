@@ -10,20 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from opentelemetry.metrics import CallbackOptions, Counter, Meter, Observation
+from opentelemetry.metrics import Counter, Meter, Observation
 
 from ..core.events import Observers, QueueGauges
 from . import names
+from .pulled import Source, pulled
 
 __all__ = ["QueueMetrics"]
 
 
 class QueueMetrics:
-    """The queue counters, fed by `TelemetryObserver`, and the gauges, read from `source()`
-    (None silences them: instruments cannot be removed from a MeterProvider)."""
+    """The queue counters, fed by `TelemetryObserver`, and the gauges, read from `source()`."""
 
-    def __init__(self, meter: Meter, source: Callable[[], Observers | None]) -> None:
-        self._source = source
+    def __init__(self, meter: Meter, source: Source) -> None:
         self._redeliveries: Counter = meter.create_counter(
             names.METRIC_QUEUE_REDELIVERIES,
             description="Work-queue entries claimed again after a consumer held them too long",
@@ -41,22 +40,8 @@ class QueueMetrics:
         )  # fmt: skip
         for name, description, read in gauges:
             meter.create_observable_gauge(
-                name, callbacks=[self._observer(read)], description=description
+                name, callbacks=[pulled(source, _gauge(read))], description=description
             )
-
-    def _observer(
-        self, read: Callable[[QueueGauges], int]
-    ) -> Callable[[CallbackOptions], Iterable[Observation]]:
-        def observe(options: CallbackOptions) -> Iterable[Observation]:
-            source = self._source()
-            if source is None:
-                return []
-            return [
-                Observation(read(reading), {names.ATTR_QUEUE_STREAM: reading.stream})
-                for reading in source.queue_gauges()
-            ]
-
-        return observe
 
     def redelivered(self, stream: str, count: int) -> None:
         self._redeliveries.add(count, {names.ATTR_QUEUE_STREAM: stream})
@@ -65,6 +50,16 @@ class QueueMetrics:
         self._dead_lettered.add(
             1, {names.ATTR_QUEUE_STREAM: stream, names.ATTR_QUEUE_REASON: reason}
         )
+
+
+def _gauge(read: Callable[[QueueGauges], int]) -> Callable[[Observers], Iterable[Observation]]:
+    def observe(bus: Observers) -> Iterable[Observation]:
+        return [
+            Observation(read(reading), {names.ATTR_QUEUE_STREAM: reading.stream})
+            for reading in bus.queue_gauges()
+        ]
+
+    return observe
 
 
 def _backlog(reading: QueueGauges) -> int:

@@ -9,23 +9,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from opentelemetry.metrics import CallbackOptions, Meter, Observation
+from opentelemetry.metrics import Meter, Observation
 
 from ..core.events import Observers, TraceCounts
 from . import names
+from .pulled import Source, pulled
 
 __all__ = ["TraceMetrics"]
 
 
 class TraceMetrics:
-    """Counters read from `source()`'s trace counts (None silences them: instruments cannot be
-    removed from a MeterProvider)."""
+    """Counters read from `source()`'s trace counts."""
 
-    def __init__(self, meter: Meter, source: Callable[[], Observers | None]) -> None:
-        self._source = source
+    def __init__(self, meter: Meter, source: Source) -> None:
         meter.create_observable_counter(
             names.METRIC_TRACES_SPANS_RECEIVED,
-            callbacks=[self._received],
+            callbacks=[pulled(source, _received)],
             description="Spans received on POST /v1/traces",
         )
         counters: tuple[tuple[str, str, str, Callable[[TraceCounts], Counter[str]]], ...] = (
@@ -38,28 +37,24 @@ class TraceMetrics:
         )  # fmt: skip
         for name, attribute, description, read in counters:
             meter.create_observable_counter(
-                name, callbacks=[self._observer(attribute, read)], description=description
+                name, callbacks=[pulled(source, _by(attribute, read))], description=description
             )
 
-    def _received(self, options: CallbackOptions) -> Iterable[Observation]:
-        source = self._source()
-        if source is None:
-            return []
-        return [Observation(source.trace_counts().spans_received)]
 
-    def _observer(
-        self, attribute: str, read: Callable[[TraceCounts], Counter[str]]
-    ) -> Callable[[CallbackOptions], Iterable[Observation]]:
-        def observe(options: CallbackOptions) -> Iterable[Observation]:
-            source = self._source()
-            if source is None:
-                return []
-            return [
-                Observation(count, {attribute: reason})
-                for reason, count in sorted(read(source.trace_counts()).items())
-            ]
+def _received(bus: Observers) -> Iterable[Observation]:
+    return [Observation(bus.trace_counts().spans_received)]
 
-        return observe
+
+def _by(
+    attribute: str, read: Callable[[TraceCounts], Counter[str]]
+) -> Callable[[Observers], Iterable[Observation]]:
+    def observe(bus: Observers) -> Iterable[Observation]:
+        return [
+            Observation(count, {attribute: reason})
+            for reason, count in sorted(read(bus.trace_counts()).items())
+        ]
+
+    return observe
 
 
 def _dropped(counts: TraceCounts) -> Counter[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_attribute
 from .scripted import ScriptedJudge
 
 if TYPE_CHECKING:
@@ -39,25 +40,18 @@ __all__ = [
     "in_memory_telemetry",
 ]
 
-_LAZY: dict[str, str] = {
-    "DropConnection": ".judge_server",
-    "HttpError": ".judge_server",
-    "LoopbackJudgeServer": ".judge_server",
-    "MalformedBody": ".judge_server",
-    "ReceivedJudgeRequest": ".judge_server",
-    "Reply": ".judge_server",
-    "InMemoryTelemetry": "..telemetry.in_memory",
-    "MetricPoint": "..telemetry.in_memory",
-    "in_memory_telemetry": "..telemetry.in_memory",
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "DropConnection": (".judge_server", "DropConnection"),
+    "HttpError": (".judge_server", "HttpError"),
+    "LoopbackJudgeServer": (".judge_server", "LoopbackJudgeServer"),
+    "MalformedBody": (".judge_server", "MalformedBody"),
+    "ReceivedJudgeRequest": (".judge_server", "ReceivedJudgeRequest"),
+    "Reply": (".judge_server", "Reply"),
+    "InMemoryTelemetry": ("..telemetry.in_memory", "InMemoryTelemetry"),
+    "MetricPoint": ("..telemetry.in_memory", "MetricPoint"),
+    "in_memory_telemetry": ("..telemetry.in_memory", "in_memory_telemetry"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module_name, __name__), name)
-    globals()[name] = value
-    return value
+    return lazy_attribute(globals(), _LAZY, name)
