@@ -185,6 +185,26 @@ def run_agent(
         chat(server, [*messages, {"role": "user", "content": "Summarise."}])
 
 
+def order_agent_spans(count: int, *, content: bool = True) -> list[ReadableSpan]:
+    """The finished spans of `count` runs of a shop agent (two tool calls) instrumented by
+    openai-v2 against the loopback LLM; `content=False` exports no message content."""
+    with (
+        LoopbackJudgeServer("Order 7 has shipped.") as server,
+        instrumented("genai", content=content) as (tracer, exporter),
+    ):
+        for _ in range(count):
+            run_agent(
+                tracer,
+                server,
+                "Where is order 7?",
+                [
+                    ("lookup_order", {"id": 7}, lambda a: {"status": "shipped"}),
+                    ("notify_customer", {"to": "ann"}, lambda a: "sent"),
+                ],
+            )
+        return list(exporter.get_finished_spans())
+
+
 def pydantic_ai_agent_trace() -> str:
     """The OTLP/JSON of a pydantic-ai agent run (its own instrumentation) calling two tools."""
     from pydantic_ai import Agent

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otlp_receiver import OtlpReceiver
 from scorewatch.live import SqliteSink
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
-from traces_support import instrumented, otlp_json, run_agent
+from traces_support import order_agent_spans, otlp_json
 
 pytestmark = pytest.mark.e2e
 
@@ -57,24 +57,6 @@ def _ids(span: ReadableSpan) -> tuple[str, str]:
     return f"{context.trace_id:032x}", f"{context.span_id:016x}"
 
 
-def _agent_spans(count: int, *, content: bool) -> list[ReadableSpan]:
-    with (
-        LoopbackJudgeServer("Order 7 has shipped.") as server,
-        instrumented("genai", content=content) as (tracer, exporter),
-    ):
-        for _ in range(count):
-            run_agent(
-                tracer,
-                server,
-                "Where is order 7?",
-                [
-                    ("lookup_order", {"id": 7}, lambda a: {"status": "shipped"}),
-                    ("notify_customer", {"to": "ann"}, lambda a: "sent"),
-                ],
-            )
-        return list(exporter.get_finished_spans())
-
-
 @dataclass(frozen=True)
 class Traces:
     """Two agent runs with content (the second split across the two files) and the model
@@ -97,8 +79,8 @@ def _write(path: Path, spans: list[ReadableSpan], *, compressed: bool) -> Path:
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory: pytest.TempPathFactory) -> Traces:
     folder = tmp_path_factory.mktemp("traces")
-    spans = _agent_spans(2, content=True)
-    dark = [s for s in _agent_spans(1, content=False) if s.name.startswith("chat")]
+    spans = order_agent_spans(2, content=True)
+    dark = [s for s in order_agent_spans(1, content=False) if s.name.startswith("chat")]
     first = spans[0].get_span_context()
     assert first is not None
     one = [s for s in spans if s.get_span_context().trace_id == first.trace_id]

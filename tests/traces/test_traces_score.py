@@ -18,7 +18,7 @@ from scorewatch.scorers.tool_call_accuracy_code import create_tool_call_accuracy
 from scorewatch.sinks import SqliteSink
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 from scorewatch.traces import SpanSelector, score_traces, score_traces_sync
-from traces_support import instrumented, otlp_json, protobuf_request, run_agent
+from traces_support import order_agent_spans, otlp_json, protobuf_request
 
 pytestmark = pytest.mark.integration
 
@@ -36,24 +36,6 @@ def _judge(body: dict[str, Any]) -> Reply:
     return Reply(text="The claim is backed by the tool result.")
 
 
-def _agent_traces(count: int, *, content: bool = True) -> list[ReadableSpan]:
-    with (
-        LoopbackJudgeServer("Order 7 has shipped.") as server,
-        instrumented("genai", content=content) as (tracer, exporter),
-    ):
-        for _ in range(count):
-            run_agent(
-                tracer,
-                server,
-                "Where is order 7?",
-                [
-                    ("lookup_order", {"id": 7}, lambda a: {"status": "shipped"}),
-                    ("notify_customer", {"to": "ann"}, lambda a: "sent"),
-                ],
-            )
-        return list(exporter.get_finished_spans())
-
-
 def _ids(span: ReadableSpan) -> tuple[str, str]:
     context = span.get_span_context()
     assert context is not None
@@ -62,7 +44,7 @@ def _ids(span: ReadableSpan) -> tuple[str, str]:
 
 @pytest.mark.parametrize("compressed", [False, True])
 async def test_file_exporter_traces_scored_with_span_ids(tmp_path: Path, compressed: bool) -> None:
-    spans = _agent_traces(2)
+    spans = order_agent_spans(2)
     agents = [s for s in spans if s.name.startswith("invoke_agent")]
     # The file exporter writes one export request per line; the spans come in several of them.
     lines = [otlp_json([span]) for span in spans]
@@ -110,7 +92,7 @@ async def test_file_exporter_traces_scored_with_span_ids(tmp_path: Path, compres
 
 
 def test_content_capture_off_scores_nothing_and_says_why() -> None:
-    spans = _agent_traces(1, content=False)
+    spans = order_agent_spans(1, content=False)
     chats = [s for s in spans if s.name.startswith("chat")]
     order = create_tool_call_accuracy_code_scorer(expected_tool="lookup_order")
     scored = score_traces_sync([order], protobuf_request(chats))
@@ -120,7 +102,7 @@ def test_content_capture_off_scores_nothing_and_says_why() -> None:
 
 
 def test_selection_picks_the_spans_scored() -> None:
-    spans = _agent_traces(1)
+    spans = order_agent_spans(1)
     order = create_tool_call_accuracy_code_scorer(expected_tool="lookup_order")
     scored = score_traces_sync(
         [order], protobuf_request(spans), select=[SpanSelector(operation=["chat"], nested=True)]
@@ -132,7 +114,7 @@ def test_selection_picks_the_spans_scored() -> None:
 
 
 def test_trace_scores_stored_through_the_experiment_writer_name_their_span(tmp_path: Path) -> None:
-    spans = _agent_traces(1)
+    spans = order_agent_spans(1)
     (agent,) = [s for s in spans if s.name.startswith("invoke_agent")]
     order = create_tool_call_accuracy_code_scorer(expected_tool="lookup_order")
     sink = SqliteSink(tmp_path / "scores.db")
