@@ -29,8 +29,10 @@ from .result import (
     StepContext,
     StepResults,
     build_trusted,
+    check_run,
+    coerce_run,
+    new_run_id,
 )
-from .run_input import check_run, coerce_run, new_run_id
 from .schema import is_finite_number
 from .scorer import Scorer, Step
 from .steps import StepName, camel_step

@@ -11,7 +11,7 @@ from ..errors import ScorewatchError
 from ..judge.protocol import JsonPromptInjection, JudgeModel
 from .definition import JudgeConfig, PromptStep
 from .errors import INVALID_SCORER_DEFINITION, MISSING_ID
-from .result import ScorerRun, ScorerRunResult, ScoreSource
+from .result import ScorerRun, ScorerRunResult, ScoreSource, coerce_run
 from .schema import SCORE_SCHEMA, compile_schema, validate_score
 from .steps import STEP_ORDER, StepName, StepType
 from .sync import synchronous
@@ -323,8 +323,6 @@ class Scorer:
                     f"scorer {self.id!r}: pass the run either as a ScorerRun/mapping or as "
                     f"keywords, not both (also got {', '.join(given)})"
                 )
-            from .run_input import coerce_run
-
             prepared, internal_emit = coerce_run(run)
             emit_score = emit_score and internal_emit
         return await _run_scorer()(self, prepared, emit_score)
