@@ -16,7 +16,7 @@ from scorer_runs import (
     create_agent_test_run,
     create_test_message,
 )
-from scorewatch.scorers._js import js_trim
+from scorewatch.scorers._text import js_trim
 from scorewatch.scorers.completeness import create_completeness_scorer, key_elements
 from scorewatch.scorers.content_similarity import (
     compare_two_strings,

@@ -29,9 +29,8 @@ from functools import lru_cache
 from typing import Any
 
 from ..core import Scorer, StepContext
-from ._js import js_lower, js_number
 from ._measured import measured_scorer
-from ._text import joined_input_text, joined_output_text, pieces
+from ._text import joined_input_text, joined_output_text, js_lower, js_number, pieces
 
 __all__ = ["COMPLETENESS_SCORER_ID", "coverage", "create_completeness_scorer", "key_elements"]
 

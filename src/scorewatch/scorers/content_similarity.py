@@ -24,9 +24,16 @@ from itertools import pairwise
 from typing import Any
 
 from ..core import Scorer, StepContext
-from ._js import JS_SPACES, js_lower, js_number, js_trim, utf16_units
 from ._measured import measured_scorer
-from ._text import joined_input_text, joined_output_text
+from ._text import (
+    JS_SPACES,
+    joined_input_text,
+    joined_output_text,
+    js_lower,
+    js_number,
+    js_trim,
+    utf16_units,
+)
 
 __all__ = [
     "CONTENT_SIMILARITY_SCORER_ID",

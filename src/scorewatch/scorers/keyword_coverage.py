@@ -31,8 +31,7 @@ from importlib import resources
 from typing import Any
 
 from ..core import Scorer, StepContext, create_scorer
-from ._js import JS_SPACE, js_lower, js_number, js_trim
-from ._text import joined_input_text, joined_output_text
+from ._text import JS_SPACE, joined_input_text, joined_output_text, js_lower, js_number, js_trim
 
 __all__ = ["KEYWORD_COVERAGE_SCORER_ID", "create_keyword_coverage_scorer", "extract_keywords"]
 

@@ -21,8 +21,8 @@ from typing import Any
 from ..core import JudgeConfig, PromptStep, Scorer, StepContext, create_scorer
 from ..core.result import Score
 from ..judge.protocol import JudgeModel
-from ._js import js_trim
 from ._judging import JudgeAnswer, field_of, require_scale
+from ._text import js_trim
 from .utils import extract_agent_response_messages, format_number
 
 __all__ = ["MULTI_TURN_JUDGE_SCORER_ID", "assistant_turns", "create_multi_turn_judge_scorer"]

@@ -28,9 +28,16 @@ from typing import Any
 from rapidfuzz.distance import LCSseq
 
 from ..core import Scorer, StepContext
-from ._js import JS_SPACES, js_number, js_trim, utf16_len, utf16_units
 from ._measured import measured_scorer
-from ._text import joined_input_text, joined_output_text
+from ._text import (
+    JS_SPACES,
+    joined_input_text,
+    joined_output_text,
+    js_number,
+    js_trim,
+    utf16_len,
+    utf16_units,
+)
 
 __all__ = [
     "TEXTUAL_DIFFERENCE_SCORER_ID",

@@ -35,9 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from ..core import Scorer, StepContext
-from ._js import JS_SPACE_CHARS, js_lower, js_number, js_trim
 from ._measured import measured_scorer
-from ._text import joined_input_text, joined_output_text
+from ._text import (
+    JS_SPACE_CHARS,
+    joined_input_text,
+    joined_output_text,
+    js_lower,
+    js_number,
+    js_trim,
+)
 
 __all__ = ["TONE_SCORER_ID", "create_tone_consistency_scorer", "lexicon", "sentiment"]
 
