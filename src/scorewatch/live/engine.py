@@ -30,15 +30,16 @@ from dataclasses import dataclass
 from random import getrandbits, random
 from typing import Any, Literal
 
+from .._throttled_log import ThrottledLog
 from ..core.events import LIVE_COUNTS, LiveDecision, Observers, current_observers, observed_by
 from ..core.scorer import Scorer
 from ..sinks.base import ScoreSink
 from ..sinks.call import ScoredCall
+from ..sinks.delivery import SinkRetry, Storage
 from ..sinks.record import ScoreRecord
 from .entry import LiveScorerEntry
 from .run_ids import RunIdIssuer, live_run_id
-from .runner import SinkRetry, Storage, score_call, warm_up_judges
-from .throttle import ThrottledLog
+from .runner import score_call, warm_up_judges
 from .work_queue import Job, JobOutcome, WorkQueue
 
 __all__ = ["Counts", "Decision", "Run", "ScoringEngine", "decide"]

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from uuid import uuid4
 
+from .._throttled_log import ThrottledLog
 from ..core.events import LiveDecision
 from ..live.engine import Counts, decide
 from ..live.entry import LiveScorerEntry
 from ..live.run_ids import request_digest
-from ..live.throttle import ThrottledLog
 from ..sinks.call import ScoredCall
 from .intake import ScoreItem, Skipped
 

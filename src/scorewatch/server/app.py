@@ -14,7 +14,7 @@ from fastapi import Depends, FastAPI
 from starlette.routing import Route
 
 from .._version import __version__
-from ..live.runner import close_sinks
+from ..sinks.delivery import close_sinks
 from .auth import require_token, resolve_token
 from .config import ServeConfig
 from .docs_page import install_docs_page

@@ -34,9 +34,9 @@ from ..core.events import LiveDecision
 from ..live.engine import Run, ScoringEngine
 from ..live.entry import LiveScorerEntry
 from ..live.run_ids import request_run_id
-from ..live.runner import SinkRetry
 from ..live.work_queue import JobOutcome
 from ..sinks.base import ScoreSink
+from ..sinks.delivery import SinkRetry
 from ..sinks.record import ScoreRecord
 from .admission import IntakeCounts, plan_digest, plan_items
 from .intake import (

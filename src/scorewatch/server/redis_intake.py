@@ -23,9 +23,9 @@ from opentelemetry.trace import SpanKind
 from ..core.events import current_observers
 from ..live.entry import LiveScorerEntry
 from ..live.run_ids import request_run_id
-from ..live.runner import close_sinks
 from ..sinks.base import ScoreSink
 from ..sinks.call import ScoredCall
+from ..sinks.delivery import close_sinks
 from ..sinks.postgres import RunQuery
 from ..sinks.record import ScoreRecord
 from ..telemetry import names as telemetry_names

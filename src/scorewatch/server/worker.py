@@ -44,8 +44,9 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from ..core.events import TraceLink, current_observers, linked_runs
 from ..core.scorer import Scorer
-from ..live.runner import SinkRetry, Storage, score_call
+from ..live.runner import score_call
 from ..sinks.base import ScoreSink
+from ..sinks.delivery import SinkRetry, Storage
 from ..telemetry import names as telemetry_names
 from .stream_queue import GaugePoller, QueueEntry, StreamNames, decode_entry, ensure_group
 

@@ -5,24 +5,48 @@ instead, the run as a failure with code `unstorable` and none of the content: th
 failed run rather than nothing, and the same row is never retried forever. The sinks that already
 stored the original get that failure too, so every sink tells the same story. Any other error
 means the sink itself failed: `retry` decides whether (and after how long) to write again.
+
+`Storage` is what the live engine, serve and the workers hold: their sinks, each result written
+to every sink in turn, a sink that is down retried as the owner's `SinkRetry` says, every failed
+write counted and logged (by error type only unless the owner quotes errors: the text may quote
+content), and closing the sinks.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
+import inspect
+import logging
+import threading
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from .._throttled_log import ThrottledLog
 from ..core.events import current_observers
+from ..core.sync import background_loop
 from .base import RowsRefusedError, ScoreSink
 from .record import ScoreRecord
 
-__all__ = ["UNSTORABLE", "Delivery", "SinkRetry", "deliver", "unstorable"]
+__all__ = [
+    "UNSTORABLE",
+    "Delivery",
+    "SinkRetry",
+    "Storage",
+    "close_sinks",
+    "deliver",
+    "unstorable",
+]
 
 UNSTORABLE: Final = "unstorable"
 
-SinkRetry = Callable[[str, int, Exception], Awaitable[bool]]
+# The logger live users already configure: storing is the last step of a live run.
+logger = logging.getLogger("scorewatch.live")
+
+_Again = Callable[[str, int, Exception], Awaitable[bool]]
 """(sink name, failed attempts so far, last error) -> write again? May sleep first."""
 
 _Outcome = Literal["stored", "refused", "dropped"]
@@ -73,7 +97,7 @@ async def deliver(
     sinks: Sequence[ScoreSink],
     result: ScoreRecord,
     on_error: Callable[[str, Exception], None],
-    retry: SinkRetry | None = None,
+    retry: _Again | None = None,
 ) -> Delivery:
     """Write `result` to every sink (see the module's doc). Each failed attempt is counted in
     telemetry (the `sink_error` event) and reported to `on_error(sink name, error)` from inside the
@@ -104,7 +128,7 @@ async def _settle(
     delivery: Delivery,
     sink: ScoreSink,
     on_error: Callable[[str, Exception], None],
-    retry: SinkRetry | None,
+    retry: _Again | None,
 ) -> None:
     name = _name(sink)
     outcome, _error = await _write(sink, name, delivery.stored, on_error, retry)
@@ -119,7 +143,7 @@ async def _write(
     name: str,
     result: ScoreRecord,
     on_error: Callable[[str, Exception], None],
-    retry: SinkRetry | None,
+    retry: _Again | None,
 ) -> tuple[_Outcome, Exception | None]:
     attempts = 0
     while True:
@@ -141,3 +165,173 @@ async def _write(
 
 def _name(sink: ScoreSink) -> str:
     return str(getattr(sink, "name", type(sink).__name__))
+
+
+@dataclass(frozen=True, slots=True)
+class SinkRetry:
+    """Write again to a sink that failed: after `first_pause` seconds, doubling up to 5 s, for
+    at most `budget` seconds per result (None: until `Storage.stop_retrying`)."""
+
+    first_pause: float
+    budget: float | None = None
+
+
+class Storage:
+    """Every result to every sink in turn; a failing sink is logged and counted, and the next
+    sink still gets the result. Without a `SinkRetry`, a failing sink gets one attempt.
+
+    `quote_errors` logs a failed write with its traceback (throttled per sink); otherwise by
+    error type only, since the text may quote content."""
+
+    def __init__(
+        self,
+        sinks: Sequence[ScoreSink],
+        *,
+        retry: SinkRetry | None = None,
+        quote_errors: bool = False,
+        warn: ThrottledLog | None = None,
+    ) -> None:
+        self.sinks: tuple[ScoreSink, ...] = tuple(sinks)
+        for sink in self.sinks:
+            if not callable(getattr(sink, "write", None)):
+                raise TypeError(f"{sink!r} is not a ScoreSink (it has no write method)")
+        self._retry = retry
+        self._quote = quote_errors
+        self._warn = warn or ThrottledLog(logger)
+        self._lock = threading.Lock()
+        self._errors: dict[str, int] = {}
+        self._refused = 0
+        self._dropped = 0
+        self._stopping = False
+        self._pausing: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+
+    def stop_retrying(self) -> None:
+        """From now on a failing sink is given up on (shutdown has no time left). May be called
+        from any thread: retries pausing on other loops are woken there."""
+        with self._lock:
+            self._stopping = True
+            pausing = list(self._pausing)
+        for loop, wake in pausing:
+            with contextlib.suppress(RuntimeError):  # that loop has closed
+                loop.call_soon_threadsafe(wake.set)
+
+    async def _pause(self, seconds: float) -> None:
+        waiter = (asyncio.get_running_loop(), asyncio.Event())
+        with self._lock:
+            if self._stopping:
+                return
+            self._pausing.add(waiter)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter[1].wait(), seconds)
+        finally:
+            with self._lock:
+                self._pausing.discard(waiter)
+
+    def errors(self) -> dict[str, int]:
+        """Failed writes so far, per sink name."""
+        with self._lock:
+            return dict(self._errors)
+
+    def stats(self) -> dict[str, int]:
+        """`sink_errors` (failed writes), `sink_refused` (rows a sink refused), `sink_dropped`
+        (results a sink never stored)."""
+        with self._lock:
+            return {
+                "sink_errors": sum(self._errors.values()),
+                "sink_refused": self._refused,
+                "sink_dropped": self._dropped,
+            }
+
+    async def store(self, result: ScoreRecord) -> Delivery:
+        def failed(name: str, error: Exception) -> None:
+            with self._lock:
+                self._errors[name] = self._errors.get(name, 0) + 1
+            if self._quote:
+                self._warn.warning(
+                    f"sink:{name}",
+                    "live sink %r failed to store run %s",
+                    name,
+                    result.id,
+                    exc_info=True,
+                )
+            else:
+                logger.error(
+                    "sink %r failed to store run %s (%s)", name, result.id, type(error).__name__
+                )
+
+        retry = self._retry
+        budget = None if retry is None else retry.budget
+        deadline = None if budget is None else time.monotonic() + budget
+
+        async def again(name: str, attempts: int, error: Exception) -> bool:
+            # The sink is down: the run keeps its slot (and the bounded queue behind it fills
+            # up) until the sink is back, the retry budget is spent or shutdown has no time left.
+            assert retry is not None
+            pause = min(retry.first_pause * 2 ** min(attempts - 1, 5), 5.0)
+            if self._stopping or (deadline is not None and time.monotonic() + pause > deadline):
+                return False
+            await self._pause(pause)
+            return not self._stopping
+
+        delivery = await deliver(self.sinks, result, failed, again if retry else None)
+        with self._lock:
+            self._refused += len(delivery.refused)
+            self._dropped += len(delivery.dropped) + len(delivery.unstorable)
+        if self._quote:
+            return delivery  # each failed write was logged already, with its traceback
+        if delivery.refused:
+            logger.error(
+                "run %s stored as failed (unstorable): refused by %s",
+                result.id,
+                ", ".join(delivery.refused),
+            )
+        if not delivery.complete:
+            logger.error(
+                "run %s not stored by %s",
+                result.id,
+                ", ".join(delivery.dropped + delivery.unstorable),
+            )
+        return delivery
+
+    async def aclose(self) -> None:
+        await close_sinks(self.sinks)
+
+    def close_blocking(self, timeout: float | None) -> None:
+        """`aclose` for code without a running loop: a sink's own `close` when it has a
+        synchronous one, else its `aclose` on scorewatch's background loop."""
+        for sink in self.sinks:
+            try:
+                _close_sink_blocking(sink, timeout)
+            except Exception as error:
+                _close_failed(sink, error)
+
+
+async def close_sinks(sinks: Sequence[ScoreSink]) -> None:
+    """Close every sink; a failure is logged (by type: its text may quote content) and the
+    next sink is still closed."""
+    for sink in sinks:
+        try:
+            await sink.aclose()
+        except Exception as error:
+            _close_failed(sink, error)
+
+
+def _close_failed(sink: ScoreSink, error: Exception) -> None:
+    logger.error("closing sink %r failed (%s)", getattr(sink, "name", sink), type(error).__name__)
+
+
+def _close_sink_blocking(sink: ScoreSink, timeout: float | None) -> None:
+    closer = getattr(sink, "close", None)
+    if callable(closer) and not inspect.iscoroutinefunction(closer):
+        try:
+            takes_timeout = "timeout" in inspect.signature(closer).parameters
+        except (TypeError, ValueError):
+            takes_timeout = False
+        if takes_timeout:
+            closer(timeout=timeout)
+        else:
+            closer()
+        return
+    future = asyncio.run_coroutine_threadsafe(sink.aclose(), background_loop())
+    future.result(timeout)
