@@ -38,8 +38,7 @@ from ..sinks.call import ScoredCall
 from ..sinks.delivery import SinkRetry, Storage
 from ..sinks.record import ScoreRecord
 from .entry import LiveScorerEntry
-from .run_ids import RunIdIssuer, live_run_id
-from .runner import score_call, warm_up_judges
+from .runner import RunIdIssuer, live_run_id, score_call, warm_up_judges
 from .work_queue import Job, JobOutcome, WorkQueue
 
 __all__ = ["Counts", "Decision", "Run", "ScoringEngine", "decide"]

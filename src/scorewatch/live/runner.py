@@ -1,4 +1,5 @@
-"""One live run, scored and stored: what the engine, and the queue workers, do with each run.
+"""One live run: its deterministic id, and scoring it: what the engine, serve and the queue workers
+do with each run.
 
 `score_call` turns a `ScoredCall` into scorer-run fields and runs the scorer; a failing run ends as
 a failed result rather than an exception. A call carrying more than `OFFLOAD_CHARS` characters
@@ -8,18 +9,27 @@ others (an agent, HTTP clients, a Redis consumer); a smaller call scores on the 
 a step to a thread costs more than scoring a few kilobytes. The pool has
 `SCOREWATCH_SCORING_THREADS` threads (default 2): scorer steps are Python code holding the GIL,
 so more threads would not score faster, only compete with the loop.
+
+Run ids are deterministic, one per (scorer, trace or run, span), so the same call scored again
+overwrites its row instead of adding one: `live_run_id` for watched calls (with `RunIdIssuer`
+telling apart repeated calls in one span), `request_run_id` for serve's requests, derived from a
+digest of the request so a client's retry lands on the same rows.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
+import json
 import logging
 import os
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from uuid import uuid4
 
 from ..core.offload import offload_function_steps
 from ..core.scorer import Scorer
@@ -28,7 +38,11 @@ from ..sinks.record import ScoreRecord
 
 __all__ = [
     "OFFLOAD_CHARS",
+    "RunIdIssuer",
     "call_is_heavy",
+    "live_run_id",
+    "request_digest",
+    "request_run_id",
     "score_call",
     "scoring_executor",
     "warm_up_judges",
@@ -118,3 +132,62 @@ def warm_up_judges(scorers: Iterable[Scorer]) -> concurrent.futures.Future[None]
 
     threading.Thread(target=warm, name="scorewatch-litellm-warm-up", daemon=True).start()
     return done
+
+
+def live_run_id(
+    scorer_id: str,
+    trace_id: str | None,
+    run_id: str | None,
+    span_id: str | None,
+    entity_id: str | None,
+) -> str:
+    """`scoring-<scorerId>-<traceId|runId>-<spanId|entityId>`; a random uuid if both are missing."""
+    first = trace_id or run_id
+    second = span_id or entity_id
+    if not first and not second:
+        return str(uuid4())
+    return f"scoring-{scorer_id}-{first or ''}-{second or ''}"
+
+
+class RunIdIssuer:
+    """Hands out live run ids, telling apart repeated calls that share a trace and span.
+
+    Two watched calls inside one span would otherwise get the same id and the second result
+    would overwrite the first in an upserting sink. The n-th repeat (n >= 2) of an id within the
+    last `memory` ids gets the suffix `-n`. Redelivery of one run reuses the id it was issued.
+    """
+
+    def __init__(self, memory: int = 8192) -> None:
+        self._memory = memory
+        self._seen: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def issue(self, base: str) -> str:
+        with self._lock:
+            count = self._seen.pop(base, 0) + 1
+            self._seen[base] = count
+            if len(self._seen) > self._memory:
+                self._seen.popitem(last=False)
+        return base if count == 1 else f"{base}-{count}"
+
+
+def request_digest(*parts: Any) -> str:
+    """16 hex digits of SHA-256 over `parts` (JSON-like) as canonical JSON: equal for equal
+    requests, whatever their key order, and different for any difference in them."""
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+
+def request_run_id(
+    scorer_id: str,
+    trace_id: str | None,
+    run_id: str | None,
+    span_id: str | None,
+    entity_id: str | None,
+    digest: str,
+) -> str:
+    """A service's run id: `live_run_id`'s, then `-<digest>` of the whole request. Sending
+    the same request again (a retry) names the same run, so it is stored once; a different
+    request for the same trace and span names another run, so it never overwrites one. No
+    memory is involved: replicas and restarts agree."""
+    return f"{live_run_id(scorer_id, trace_id, run_id, span_id, entity_id)}-{digest}"

@@ -18,7 +18,7 @@ from .._throttled_log import ThrottledLog
 from ..core.events import LiveDecision
 from ..live.engine import Counts, decide
 from ..live.entry import LiveScorerEntry
-from ..live.run_ids import request_digest
+from ..live.runner import request_digest
 from ..sinks.call import ScoredCall
 from .intake import ScoreItem, Skipped
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from ..core.events import LiveDecision
 from ..live.engine import Run, ScoringEngine
 from ..live.entry import LiveScorerEntry
-from ..live.run_ids import request_run_id
+from ..live.runner import request_run_id
 from ..live.work_queue import JobOutcome
 from ..sinks.base import ScoreSink
 from ..sinks.delivery import SinkRetry

@@ -22,7 +22,7 @@ from opentelemetry.trace import SpanKind
 
 from ..core.events import current_observers
 from ..live.entry import LiveScorerEntry
-from ..live.run_ids import request_run_id
+from ..live.runner import request_run_id
 from ..sinks.base import ScoreSink
 from ..sinks.call import ScoredCall
 from ..sinks.delivery import close_sinks
