@@ -1,4 +1,4 @@
-"""The run pipeline: prepare the run, execute the steps in order, build the result (spec §3)."""
+"""The run pipeline: prepare the run, execute the steps in order, build the result (docs/reference-semantics.md)."""
 
 from __future__ import annotations
 

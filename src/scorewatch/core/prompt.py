@@ -1,6 +1,6 @@
 """Executing a prompt step: the judge call, its retries and fallback, and its judge record.
 
-Accounting follows the reference system (spec §5): `attempt_count` counts every call made to the
+Accounting follows the reference system (docs/reference-semantics.md, "Judge records"): `attempt_count` counts every call made to the
 judge (transient-error retries and the structured-output fallback included); `model_call_count`
 and `usage` count only calls that reached the model; `duration_ms` covers the whole step,
 `create_prompt` included.

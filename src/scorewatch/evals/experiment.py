@@ -1,4 +1,4 @@
-"""`run_experiment`: score a dataset with per-scorer error isolation (spec §11).
+"""`run_experiment`: score a dataset with per-scorer error isolation (docs/reference-semantics.md).
 
 Every (item, scorer) pair yields a `ScorerResult`; one failing scorer never affects the others.
 A `ScorerRunError` keeps its recovered score in memory, but it is reported as a failure: the

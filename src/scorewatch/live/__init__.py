@@ -1,5 +1,5 @@
 """Live scoring: attach scorers to running agents, sample their traffic, score it in the
-background, and store the results (spec §8).
+background, and store the results (docs/reference-semantics.md, "Live scoring").
 
 ```python
 from scorewatch.live import LiveScorerEntry, LiveScoring, Sampling, SqliteSink

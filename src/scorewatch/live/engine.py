@@ -1,5 +1,5 @@
 """`ScoringEngine`: the one live scoring engine, behind `LiveScoring`, serve's in-process intake
-and the queue workers (spec §8).
+and the queue workers (docs/reference-semantics.md, "Live scoring").
 
 Per scorer and call, in order: the filter (falsy or raising: `filtered`), deterministic sampling
 on the trace id, else the run id (`not_sampled`), a deterministic run id, then admission to the

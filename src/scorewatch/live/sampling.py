@@ -1,4 +1,4 @@
-"""Deterministic sampling of live traffic (spec §8, step 4).
+"""Deterministic sampling of live traffic (docs/reference-semantics.md, "Live scoring").
 
 The decision hashes the trace id (else the run id), so a trace is scored by every scorer sampled
 at the same rate, or by none of them, in every process that sees it.

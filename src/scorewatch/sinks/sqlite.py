@@ -1,7 +1,7 @@
 """`SqliteSink`: score records as rows in a SQLite database (stdlib sqlite3, WAL).
 
-Rows follow the reference system's `mastra_scorers` table (spec §9: camelCase columns, JSON as
-text, ISO timestamps), plus `target`, `status`, `judge` (the judge records as JSON) and the
+Rows follow the reference system's `mastra_scorers` table (camelCase columns, JSON as text,
+ISO timestamps: docs/reference-semantics.md, "The score row"), plus `target`, `status`, `judge` (the judge records as JSON) and the
 failure fields `error`, `errorCode`, `errorType`, `failedStep`, `completedSteps`. A failed run is
 a row with `status='failed'` and no score.
 

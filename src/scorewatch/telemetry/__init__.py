@@ -11,7 +11,7 @@ events on a bus, `scorewatch.core.events.Observers` (run started/finished/failed
 started/finished, judge attempt started/finished). `instrument()` subscribes a `TelemetryObserver`
 to the default bus (or the one given) that turns those events into a span
 tree (`evaluation {scorer_id}` > `evaluation.step {step}` > CLIENT `chat {model}` per attempt,
-made current during the call), the metrics of telemetry.md §4, and one
+made current during the call), the metrics of docs/telemetry.md, and one
 `gen_ai.evaluation.result` log event per run. The judge record stays the source of truth; token
 and cost figures are derived from it and add up to it exactly.
 

@@ -1,4 +1,4 @@
-"""The OpenTelemetry metric instruments of telemetry.md §4, and the Views that fix their buckets.
+"""The OpenTelemetry metric instruments of docs/telemetry.md, and the Views that fix their buckets.
 
 Bucket boundaries are given twice on purpose: as instrument advisories, which any SDK
 MeterProvider honours (so an application's own provider gets the right buckets), and as Views

@@ -153,7 +153,7 @@ __all__ = [
 
 INSTRUMENTATION_SCOPE: Final = "scorewatch.telemetry"
 
-# -- spans (§2) --------------------------------------------------------------------------------
+# -- spans --------------------------------------------------------------------------------------
 
 SPAN_RUN: Final = "evaluation {scorer_id}"
 SPAN_STEP: Final = "evaluation.step {step}"
@@ -273,11 +273,11 @@ OUTCOME_FAILED: Final = "failed"
 OUTCOME_NOT_SCORABLE: Final = "not_scorable"
 DECISIONS: Final = ("sampled", "not_sampled", "filtered", "dropped_queue_full", "dropped_shutdown")
 
-# -- events (§3) -------------------------------------------------------------------------------
+# -- events ------------------------------------------------------------------------------------
 
 EVENT_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
 
-# -- metrics (§4): OTel instrument names and the Prometheus series they become ----------------
+# -- metrics: OTel instrument names and the Prometheus series they become -----------------------
 
 METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
