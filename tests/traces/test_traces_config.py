@@ -213,3 +213,39 @@ async def test_a_full_scoring_queue_answers_429_so_the_exporter_retries(tmp_path
         module.release.set()
         await shutdown_service(service)
         sys.modules.pop("sw_blocking_scorer", None)
+
+
+async def test_a_failed_assembly_round_is_logged_without_its_message_and_the_next_round_runs(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scorewatch as sw
+    from scorewatch.live.entry import LiveScorerEntry
+
+    scorer = sw.create_scorer(id="length", description="len").generate_score(lambda ctx: 1.0)
+    inner = InProcessIntake(
+        {"length": LiveScorerEntry(scorer)}, sinks=[], max_concurrency=1, max_queue=10
+    )
+    config = _config("[traces]\nassembly_interval = 0.01")
+    assert config.traces is not None
+    intake = TracesIntake(inner, config.traces)
+    rounds: list[int] = []
+
+    async def failing_release(*, flush: bool = False) -> int:
+        rounds.append(1)
+        if len(rounds) == 1:
+            raise ValueError("the agent said: my card is 4111 1111 1111 1111")
+        return 0
+
+    monkeypatch.setattr(intake, "release", failing_release)
+    with caplog.at_level("ERROR", logger="scorewatch"):
+        assert intake.receive([]) == 0  # starts the assembly task
+        for _ in range(200):
+            if len(rounds) >= 2:
+                break
+            await asyncio.sleep(0.01)
+    await intake.shutdown(1)
+    await inner.aclose()
+    assert len(rounds) >= 2, "the assembly stopped after the failed round"
+    (line,) = [r.getMessage() for r in caplog.records if "assembly round failed" in r.getMessage()]
+    assert "ValueError at " in line and "test_traces_config.py:" in line
+    assert "4111" not in caplog.text and "card" not in caplog.text

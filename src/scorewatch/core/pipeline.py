@@ -1,4 +1,7 @@
-"""The run pipeline: prepare the run, execute the steps in order, build the result (docs/reference-semantics.md)."""
+"""The run pipeline: prepare the run, execute the steps in order, build the result.
+
+What a run does, in the reference system's terms: docs/reference-semantics.md.
+"""
 
 from __future__ import annotations
 

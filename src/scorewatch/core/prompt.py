@@ -1,10 +1,9 @@
 """Executing a prompt step: the judge call, its retries and fallback, and its judge record.
 
-Accounting follows the reference system (docs/reference-semantics.md, "Judge records"): `attempt_count` counts every call made to the
-judge (transient-error retries and the structured-output fallback included); `model_call_count`
-and `usage` count only calls that reached the model; `duration_ms` covers the whole step,
-`create_prompt` included.
-"""
+Accounting follows the reference system (docs/reference-semantics.md, "Judge records"):
+`attempt_count` counts every call made to the judge (transient-error retries and the
+structured-output fallback included); `model_call_count` and `usage` count only calls that reached
+the model; `duration_ms` covers the whole step, `create_prompt` included."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`run_evals`: score a dataset with a target and scorers, the reference system's way (docs/reference-semantics.md).
+"""`run_evals`: score a dataset with a target and scorers, the reference system's way
+(docs/reference-semantics.md).
 
 A scorer error stops the whole run; use `run_experiment` to keep going past failures. A run a
 scorer declares not scorable (`not_scorable()`) is counted in `summary.not_scorable` and left out

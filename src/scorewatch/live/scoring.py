@@ -1,4 +1,5 @@
-"""`LiveScoring`: attach scorers to live agent traffic (docs/reference-semantics.md, "Live scoring").
+"""`LiveScoring`: attach scorers to live agent traffic (docs/reference-semantics.md, "Live
+scoring").
 
 The scoring itself is the engine's (`live.engine`: decisions, the bounded queue, scoring, sinks,
 counts, drain and close). What `LiveScoring` adds is the agent's side: the `watch` decorator,

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -169,8 +170,16 @@ class TracesIntake:
                 await asyncio.shield(self._round)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # never let one bad round end the assembly
-                logger.exception("trace assembly round failed; continuing")
+            except Exception as error:  # never let one bad round end the assembly
+                # By type and place only: the message of an error raised on span data can
+                # quote the agent's content, which must not reach a log.
+                frame = traceback.extract_tb(error.__traceback__)[-1:]
+                where = f"{frame[0].filename}:{frame[0].lineno}" if frame else "?"
+                logger.error(
+                    "trace assembly round failed (%s at %s); continuing",
+                    type(error).__name__,
+                    where,
+                )
 
     async def release(self, *, flush: bool = False) -> int:
         """Admit the runs of every complete selected span (every one held, with `flush`);

@@ -1,14 +1,13 @@
 """`ScoreRecord`: one finished scorer run on one call, as every sink stores it.
 
-Live scoring, `scorewatch serve`, the queue workers, experiments and scored traces all produce
-this one record; only `source` tells live traffic (`LIVE`) from batch evaluation (`TEST`).
-`to_row()` is the reference system's score row (camelCase; docs/reference-semantics.md, "The score row") plus the
-fields the reference leaves out: the judge records, the run status and, for failed runs, the
-error, the failed step and the completed steps. A failed run carries no score; neither does a run
-a scorer declared not scorable (status `not_scorable`, with `metadata.notScorable = {step,
-reason}`), which the reference does not store at all. Secret-looking
-keys of the request context and metadata are redacted (the scorer itself saw them unchanged).
-"""
+Live scoring, `scorewatch serve`, the queue workers, experiments and scored traces all produce this
+one record; only `source` tells live traffic (`LIVE`) from batch evaluation (`TEST`). `to_row()` is
+the reference system's score row (camelCase; docs/reference-semantics.md, "The score row") plus the
+fields the reference leaves out: the judge records, the run status and, for failed runs, the error,
+the failed step and the completed steps. A failed run carries no score; neither does a run a scorer
+declared not scorable (status `not_scorable`, with `metadata.notScorable = {step, reason}`), which
+the reference does not store at all. Secret-looking keys of the request context and metadata are
+redacted (the scorer itself saw them unchanged)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """`SqliteSink`: score records as rows in a SQLite database (stdlib sqlite3, WAL).
 
-Rows follow the reference system's `mastra_scorers` table (camelCase columns, JSON as text,
-ISO timestamps: docs/reference-semantics.md, "The score row"), plus `target`, `status`, `judge` (the judge records as JSON) and the
-failure fields `error`, `errorCode`, `errorType`, `failedStep`, `completedSteps`. A failed run is
-a row with `status='failed'` and no score.
+Rows follow the reference system's `mastra_scorers` table (camelCase columns, JSON as text, ISO
+timestamps: docs/reference-semantics.md, "The score row"), plus `target`, `status`, `judge` (the
+judge records as JSON) and the failure fields `error`, `errorCode`, `errorType`, `failedStep`,
+`completedSteps`. A failed run is a row with `status='failed'` and no score.
 
 Writes happen on one writer thread that commits concurrent writes together; `write` returns
 after the commit, so an acknowledged row survives a crash of the process (with
