@@ -18,6 +18,7 @@ from .records import JudgeResults, _JudgeField
 
 __all__ = [
     "RESULT_RUN_FIELDS",
+    "RunFields",
     "Score",
     "ScoreSource",
     "ScorerRun",
@@ -35,22 +36,22 @@ Score = int | float
 """A score keeps the type its step returned: an int step result stays an int."""
 
 
-@dataclass(slots=True)
-class ScorerRun:
-    """One thing to score. `output` is required; everything else is optional.
+@dataclass
+class RunFields:
+    """The fields of a run, declared once: `ScorerRun` is made of them, and a result
+    (`ScorerRunSnapshot`, `ScorerRunResult`) repeats them as the run had them."""
 
-    `target` names the agent or workflow being scored (a low-cardinality metric label);
-    `target_trace_id`/`target_span_id` point at the evaluated span when it is known.
-    """
+    # No instance layout of its own, so that both a slotted dataclass and a pydantic model can
+    # build on it.
+    __slots__ = ()
 
     output: Any
     input: Any = None
     run_id: str | None = None
     ground_truth: Any = None
     request_context: Any = None
-    request_context_keys: list[str] | None = None
     expected_trajectory: Any = None
-    score_source: ScoreSource | None = None
+    score_source: str | None = None
     target: str | None = None
     target_scope: str | None = None
     target_entity_type: str | None = None
@@ -59,6 +60,19 @@ class ScorerRun:
     target_correlation_context: dict[str, Any] | None = None
     target_metadata: dict[str, Any] | None = None
     score_trace_id: str | None = None
+
+
+@dataclass(slots=True)
+class ScorerRun(RunFields):
+    """One thing to score. `output` is required; everything else is optional.
+
+    `target` names the agent or workflow being scored (a low-cardinality metric label);
+    `target_trace_id`/`target_span_id` point at the evaluated span when it is known;
+    `request_context_keys` only steers the run, so results do not repeat it.
+    """
+
+    score_source: ScoreSource | None = None
+    request_context_keys: list[str] | None = None
 
 
 _RUN_FIELD_NAMES = frozenset(f.name for f in fields(ScorerRun))
@@ -179,27 +193,15 @@ class StepContext:
     score: Score | None = None
 
 
-class ScorerRunSnapshot(_JudgeField):
+class ScorerRunSnapshot(_JudgeField, RunFields):
     """The run fields plus whatever the steps produced; `score` may be missing.
 
-    This is what `ScorerRunError.result` holds after a failure.
+    This is what `ScorerRunError.result` holds after a failure. The run fields come from
+    `RunFields`; a result always has its run id, and may have been stored without an output.
     """
 
     run_id: str
-    input: Any = None
     output: Any = None
-    ground_truth: Any = None
-    request_context: Any = None
-    expected_trajectory: Any = None
-    score_source: str | None = None
-    target: str | None = None
-    target_scope: str | None = None
-    target_entity_type: str | None = None
-    target_trace_id: str | None = None
-    target_span_id: str | None = None
-    target_correlation_context: dict[str, Any] | None = None
-    target_metadata: dict[str, Any] | None = None
-    score_trace_id: str | None = None
     score: Score | None = None
     not_scorable: NotScorableInfo | None = None
     reason: Any = None
@@ -221,11 +223,9 @@ class ScorerRunResult(ScorerRunSnapshot):
     """
 
 
-RESULT_RUN_FIELDS: tuple[str, ...] = tuple(
-    f.name for f in fields(ScorerRun) if f.name in ScorerRunSnapshot.model_fields
-)
-"""The `ScorerRun` fields a result repeats (all but `request_context_keys`, which only steers
-the run), in `ScorerRun`'s order: the run's fields are named once, on `ScorerRun`."""
+RESULT_RUN_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RunFields))
+"""The run fields a result repeats (all of `ScorerRun`'s but `request_context_keys`, which only
+steers the run), in declaration order."""
 
 _SnapshotT = TypeVar("_SnapshotT", bound=ScorerRunSnapshot)
 _object_setattr = object.__setattr__
