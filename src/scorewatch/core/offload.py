@@ -22,27 +22,24 @@ from concurrent.futures import Executor
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["offload_function_steps", "run_off_loop", "step_executor"]
+__all__ = ["STEP_EXECUTOR", "offload_function_steps", "run_off_loop"]
 
-_EXECUTOR: contextvars.ContextVar[Executor | None] = contextvars.ContextVar(
+STEP_EXECUTOR: contextvars.ContextVar[Executor | None] = contextvars.ContextVar(
     "scorewatch_step_executor", default=None
 )
+"""The executor installed for the current context, if any: the pipeline reads it at each
+synchronous function step (`STEP_EXECUTOR.get()`, no Python frame of its own)."""
 
 
 @contextmanager
 def offload_function_steps(executor: Executor | None) -> Iterator[None]:
     """Run the synchronous function steps of the runs started inside in `executor` (None: on
     the loop, the default)."""
-    token = _EXECUTOR.set(executor)
+    token = STEP_EXECUTOR.set(executor)
     try:
         yield
     finally:
-        _EXECUTOR.reset(token)
-
-
-def step_executor() -> Executor | None:
-    """The executor installed for the current context, if any."""
-    return _EXECUTOR.get()
+        STEP_EXECUTOR.reset(token)
 
 
 async def run_off_loop(executor: Executor | None, function: Callable[..., Any], *args: Any) -> Any:

@@ -15,7 +15,7 @@ from ..errors import ScorewatchError
 from .errors import INVALID_STEP_RESULT, MISSING_GENERATE_SCORE, ScorerRunError
 from .events import RunListener, StepOutcome, current_observers, notify
 from .not_scorable import NotScorable, NotScorableInfo
-from .offload import run_off_loop, step_executor
+from .offload import STEP_EXECUTOR, run_off_loop
 from .prompt import PromptStepFailure, execute_prompt_step
 from .records import (
     JudgeExecutionFailure,
@@ -234,7 +234,7 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
                 value = await _execute_function_step(scorer, step, ctx)
             else:
                 # The common case, inlined: a synchronous function returning a plain value.
-                executor = step_executor()
+                executor = STEP_EXECUTOR.get()
                 value = function(ctx) if executor is None else await run_off_loop(
                     executor, function, ctx
                 )  # fmt: skip

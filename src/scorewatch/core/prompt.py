@@ -21,7 +21,7 @@ from ..judge.usage import EMPTY_USAGE, JudgeUsage, add_usage
 from .answer_json import NeedsSearch
 from .errors import MISSING_MODEL_OR_INSTRUCTIONS
 from .events import JudgeAttempt, RunListener, notify
-from .offload import run_off_loop, step_executor
+from .offload import STEP_EXECUTOR, run_off_loop
 from .records import JudgeErrorSummary, JudgeExecutionFailure, JudgeExecutionSuccess
 from .result import StepContext
 from .schema import parse_json_reply
@@ -211,7 +211,9 @@ class _StepCall:
             except NeedsSearch:
                 # Searching a long answer for its JSON is pure-Python work: off the event loop,
                 # in the scoring pool when the caller installed one (core.offload).
-                parsed = await run_off_loop(step_executor(), parse_json_reply, text, finish_reason)
+                parsed = await run_off_loop(
+                    STEP_EXECUTOR.get(), parse_json_reply, text, finish_reason
+                )
             value = self.step.validate(parsed)
         except StructuredOutputError:
             if self.ledger.finish_reason != "length":

@@ -28,6 +28,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from typing import Any
 from uuid import uuid4
 
@@ -93,9 +94,11 @@ def call_is_heavy(call: ScoredCall, limit: int = OFFLOAD_CHARS) -> bool:
 
 async def score_call(scorer: Scorer, call: ScoredCall, run_id: str) -> ScoreRecord:
     """Run `scorer` on `call` under `run_id`; a raised `Exception` becomes a failed result."""
-    executor = scoring_executor() if call_is_heavy(call) else None
+    # A small call leaves the context as it is: entering an executor of None would cost every
+    # call a context switch for nothing.
+    heavy = call_is_heavy(call)
     try:
-        with offload_function_steps(executor):
+        with offload_function_steps(scoring_executor()) if heavy else nullcontext():
             result = await scorer.run(
                 input=call.input,
                 output=call.output,
