@@ -14,9 +14,9 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from .._asgi import ASGIApp, Message, Receive, Scope, Send
 from .auth import authorization_problem
 from .state import ServiceState
 from .traces_settings import TRACES_PATH
@@ -28,11 +28,6 @@ BODY_BYTES_KEY = "scorewatch.body_bytes"
 # well within what every parser, sink and serializer on the way handles.
 MAX_JSON_DEPTH = 128
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _SCORE_PATHS = frozenset({"/v1/scores", "/v1/scores:batch"})

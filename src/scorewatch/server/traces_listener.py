@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
+from .._asgi import ASGIApp, Receive, Scope, Send
 from .traces_settings import TRACES_PATH
 
 __all__ = ["TracesOnly"]
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _NOT_HERE = json.dumps(
     {"error": "not_found", "message": f"this listener serves only POST {TRACES_PATH}"}

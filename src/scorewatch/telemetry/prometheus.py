@@ -14,7 +14,7 @@ import asyncio
 import bisect
 import socket
 import threading
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -25,6 +25,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Exemplar
 
+from .._asgi import ASGIApp, Receive, Scope, Send
 from . import names
 from .exposition import render
 from .names import DEFAULT_PROMETHEUS_ADDRESS
@@ -162,12 +163,6 @@ def prometheus_metric_reader(registry: CollectorRegistry) -> PrometheusMetricRea
     histogram buckets."""
     return _ExemplarReader(registry)
 
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _default_registry: CollectorRegistry | None = None
 

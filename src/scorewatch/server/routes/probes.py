@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from ..._asgi import ASGIApp, Receive, Scope, Send
 from ..auth import check_authorization
 from ..errors import error_response
 from ..models import Health, Readiness
@@ -17,11 +16,6 @@ from ..state import ServiceState, service_of
 __all__ = ["MetricsEndpoint", "router"]
 
 router = APIRouter(tags=["probes"])
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 @router.get("/healthz", response_model=Health, summary="The process is up")
