@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from scorewatch.demo.dataset import (
-    ClaimVerdict,
+    ClaimAnnotation,
     DemoDataset,
     DemoDatasetError,
     DocumentKind,
@@ -163,8 +163,8 @@ def test_shipped_file_is_loaded_from_the_installed_package(dataset: DemoDataset)
 
 
 def test_expected_score_formula_edge_cases() -> None:
-    supported = ClaimVerdict(claim="a", supported=True, reason="stated")
-    unsupported = ClaimVerdict(claim="b", supported=False, reason="absent")
+    supported = ClaimAnnotation(claim="a", supported=True, reason="stated")
+    unsupported = ClaimAnnotation(claim="b", supported=False, reason="absent")
     assert expected_summary_score([], [True, True], 2) == 0
     assert expected_summary_score([supported], [], 0) == 0
     # The summarization worked example: 2 of 3 claims, 3 of 5 questions.

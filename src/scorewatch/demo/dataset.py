@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from scorewatch.errors import ScorewatchError
 
 __all__ = [
-    "ClaimVerdict",
+    "ClaimAnnotation",
     "DemoDataset",
     "DemoDatasetError",
     "DemoDocument",
@@ -82,7 +82,7 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class ClaimVerdict(_Frozen):
+class ClaimAnnotation(_Frozen):
     """One atomic claim of a summary, judged against the source."""
 
     claim: NonEmptyText
@@ -95,7 +95,7 @@ class DemoSummary(_Frozen):
 
     quality: SummaryQuality
     text: NonEmptyText
-    claims: tuple[ClaimVerdict, ...]
+    claims: tuple[ClaimAnnotation, ...]
     answered: tuple[bool, ...]
     """One entry per question of the document, in the document's order."""
     expected_score: float = Field(ge=0, le=1)
@@ -154,7 +154,7 @@ class DemoDocument(_Frozen):
 
 
 def expected_summary_score(
-    claims: Sequence[ClaimVerdict], answered: Sequence[bool], question_count: int
+    claims: Sequence[ClaimAnnotation], answered: Sequence[bool], question_count: int
 ) -> float:
     """min(alignment, coverage) rounded half-up to two decimals; 0 when either axis is empty."""
     if not claims or question_count == 0:

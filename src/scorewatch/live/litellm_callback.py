@@ -16,7 +16,7 @@ from typing import Any
 
 from .work_queue import in_live_job
 
-__all__ = ["make_litellm_callback", "response_text"]
+__all__ = ["completion_text", "make_litellm_callback"]
 
 logger = logging.getLogger("scorewatch.live")
 
@@ -31,7 +31,7 @@ def _get(value: Any, key: str) -> Any:
     return getattr(value, key, None)
 
 
-def response_text(response: Any) -> str | None:
+def completion_text(response: Any) -> str | None:
     """The first choice's message text of a chat completion (object or dict), else None."""
     choices = _get(response, "choices")
     if not choices:
@@ -114,7 +114,7 @@ def _build_class() -> type:
                     return
                 if kwargs.get("stream") and kwargs.get("complete_streaming_response") is not None:
                     response_obj = kwargs["complete_streaming_response"]
-                text = response_text(response_obj)
+                text = completion_text(response_obj)
                 if text is None:
                     return
                 call_id = kwargs.get("litellm_call_id")

@@ -28,11 +28,11 @@ from typing import Any, Generic, Literal, TypeVar
 
 from ..core.sync import background_loop
 
-__all__ = ["Admission", "Job", "JobOutcome", "WorkQueue", "in_live_job"]
+__all__ = ["Job", "JobOutcome", "QueueAdmission", "WorkQueue", "in_live_job"]
 
 logger = logging.getLogger("scorewatch.live")
 
-Admission = Literal["accepted", "queue_full", "closed"]
+QueueAdmission = Literal["accepted", "queue_full", "closed"]
 JobOutcome = Literal["scored", "not_scorable", "failed", "dropped_shutdown"]
 JobState = Literal["queued", "running", "done"]
 
@@ -122,7 +122,7 @@ class WorkQueue(Generic[P]):
 
     # -- admission -------------------------------------------------------------------------------
 
-    def offer(self, payload: P, *, loop: asyncio.AbstractEventLoop | None = None) -> Admission:
+    def offer(self, payload: P, *, loop: asyncio.AbstractEventLoop | None = None) -> QueueAdmission:
         """Queue a job on `loop`, by default the caller's (else the background loop). Never
         blocks for work."""
         loop = loop or _current_loop()

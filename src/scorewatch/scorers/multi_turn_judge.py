@@ -42,7 +42,7 @@ START = "[[BEGIN CONVERSATION UNDER REVIEW]]"
 END = "[[END CONVERSATION UNDER REVIEW]]"
 
 
-class Verdict(JudgeAnswer):
+class ConversationVerdict(JudgeAnswer):
     satisfied: bool
     reasoning: str = ""
 
@@ -130,7 +130,7 @@ def create_multi_turn_judge_scorer(
             PromptStep(
                 description="Grade the whole conversation against the criterion",
                 create_prompt=lambda ctx: _prompt(criterion, assistant_turns(ctx.run.output)),
-                output_schema=Verdict,
+                output_schema=ConversationVerdict,
             )
         )
         .generate_score(score)
