@@ -94,8 +94,8 @@ def call_is_heavy(call: ScoredCall, limit: int = OFFLOAD_CHARS) -> bool:
 
 async def score_call(scorer: Scorer, call: ScoredCall, run_id: str) -> ScoreRecord:
     """Run `scorer` on `call` under `run_id`; a raised `Exception` becomes a failed result."""
-    # A small call leaves the context as it is: entering an executor of None would cost every
-    # call a context switch for nothing.
+    # A small call leaves the step executor as the context has it (none, unless the caller
+    # installed one), instead of paying a context manager per call to set it to None.
     heavy = call_is_heavy(call)
     try:
         with offload_function_steps(scoring_executor()) if heavy else nullcontext():
