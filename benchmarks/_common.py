@@ -5,6 +5,7 @@ Nothing here reaches the network: judges are scripted in-process or served on 12
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import statistics
@@ -189,3 +190,29 @@ def emit(result: dict[str, Any], path: str | None) -> None:
         Path(path).write_text(text)
     else:
         print(text)
+
+
+@dataclass(frozen=True)
+class HttpAnswer:
+    status: int
+    body: bytes
+    close: bool
+    """The server said `Connection: close`: the connection cannot be reused."""
+
+
+async def read_answer(reader: asyncio.StreamReader) -> HttpAnswer:
+    """One HTTP/1.1 answer from `reader`: the benchmarks' clients speak raw HTTP so the client's
+    own cost stays out of the latencies they measure."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    status_line, *lines = head.split(b"\r\n")
+    length = 0
+    close = False
+    for line in lines:
+        name, _, value = line.partition(b":")
+        key = name.strip().lower()
+        if key == b"content-length":
+            length = int(value)
+        elif key == b"connection" and value.strip().lower() == b"close":
+            close = True
+    body = await reader.readexactly(length)
+    return HttpAnswer(int(status_line.split(b" ", 2)[1]), body, close)

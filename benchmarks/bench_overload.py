@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import _common
-from _common import start_judge, stop_judge
+from _common import read_answer, start_judge, stop_judge
 from bench_serve import CONFIG, _cpu_seconds, _rss, _start_serve, _stats
 from summarization_prompt_size import SUMMARY, source_of
 
@@ -80,25 +80,15 @@ async def _exchange(pool: _Connections, body: bytes) -> int:
             b"POST /v1/scores HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
         )
-        head = await reader.readuntil(b"\r\n\r\n")
-        length = 0
-        close = False
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            key = name.strip().lower()
-            if key == b"content-length":
-                length = int(value)
-            elif key == b"connection" and value.strip().lower() == b"close":
-                close = True
-        await reader.readexactly(length)
+        answer = await read_answer(reader)
     except BaseException:
         writer.close()
         pool.give_back(None)
         raise
-    if close:
+    if answer.close:
         writer.close()
-    pool.give_back(None if close else (reader, writer))
-    return int(head.split(b" ", 2)[1])
+    pool.give_back(None if answer.close else (reader, writer))
+    return answer.status
 
 
 def _percentiles(values: list[float]) -> dict[str, float]:
@@ -121,13 +111,7 @@ async def _poll_healthz(host: str, port: int, stop: asyncio.Event) -> list[float
         while not stop.is_set():
             started = time.perf_counter()
             writer.write(b"GET /healthz HTTP/1.1\r\nHost: bench\r\n\r\n")
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            await reader.readexactly(length)
+            await read_answer(reader)
             latencies.append(time.perf_counter() - started)
             await asyncio.sleep(0.02)
     finally:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import _common
-from _common import start_judge, stop_judge
+from _common import read_answer, start_judge, stop_judge
 from summarization_prompt_size import SUMMARY, source_of
 
 CONFIG = """\
@@ -118,15 +118,8 @@ async def _load(address: str, requests: int, clients: int, source: str) -> dict[
                 b"POST /v1/scores HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
             )
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            await reader.readexactly(length)
+            status = (await read_answer(reader)).status
             latencies.append(time.perf_counter() - started)
-            status = int(head.split(b" ", 2)[1])
             statuses[status] = statuses.get(status, 0) + 1
         writer.close()
 

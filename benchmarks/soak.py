@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import _common
-from _common import start_judge, stop_judge
+from _common import read_answer, start_judge, stop_judge
 
 LISTENING = re.compile(r"scorewatch serve: listening on (http://\S+)")
 STOPPED = re.compile(r"scorewatch serve: stopped; accounting (\{.*\})")
@@ -177,14 +177,8 @@ async def exchange(
         b"POST /v1/scores HTTP/1.1\r\nHost: loopback\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
     )
-    head = await reader.readuntil(b"\r\n\r\n")
-    status_line, *lines = head.decode("latin-1").split("\r\n")
-    length = 0
-    for line in lines:
-        name, _, value = line.partition(":")
-        if name.strip().lower() == "content-length":
-            length = int(value)
-    return int(status_line.split()[1]), await reader.readexactly(length)
+    answer = await read_answer(reader)
+    return answer.status, answer.body
 
 
 async def drive(
