@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 
-from scorewatch.testing.judge_server import LoopbackJudgeServer
+from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 
 Producer = Literal["genai", "openinference", "openllmetry"]
 
@@ -246,3 +246,15 @@ def pydantic_ai_agent_trace() -> str:
 
         assert agent.run_sync("Where is order 7?").output == "Order 7 has shipped; Ann was told."
     return otlp_json(exporter.get_finished_spans())
+
+
+def order_claims_judge(body: dict[str, Any]) -> Reply:
+    """A loopback judge for the faithfulness scorer on `order_agent_spans`' agent: its one
+    claim is supported only when the agent's tool results reached the judge as the context."""
+    prompt = str(body["messages"][-1]["content"])
+    if "Extract the factual claims" in prompt:
+        return Reply(text=json.dumps({"claims": ["Order 7 has shipped."]}))
+    if "Judge each claim against the context" in prompt:
+        verdict = "yes" if "shipped" in prompt and "sent" in prompt else "no"
+        return Reply(text=json.dumps({"verdicts": [{"verdict": verdict, "reason": "r"}]}))
+    return Reply(text="The claim is backed by the tool result.")

@@ -12,15 +12,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otlp_receiver import OtlpReceiver
 from scorewatch.live import SqliteSink
-from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
-from traces_support import order_agent_spans, otlp_json
+from scorewatch.testing.judge_server import LoopbackJudgeServer
+from traces_support import order_agent_spans, order_claims_judge, otlp_json
 
 pytestmark = pytest.mark.e2e
 
@@ -95,17 +94,6 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> Traces:
     )
 
 
-def _judge(body: dict[str, Any]) -> Reply:
-    prompt = str(body["messages"][-1]["content"])
-    if "Extract the factual claims" in prompt:
-        return Reply(text=json.dumps({"claims": ["Order 7 has shipped."]}))
-    if "Judge each claim against the context" in prompt:
-        # Supported only when the tool results reached the judge as the context.
-        verdict = "yes" if "shipped" in prompt and "sent" in prompt else "no"
-        return Reply(text=json.dumps({"verdicts": [{"verdict": verdict, "reason": "r"}]}))
-    return Reply(text="The claim is backed by the tool result.")
-
-
 def _judge_args(judge: LoopbackJudgeServer) -> list[str]:
     return [
         "--scorer",
@@ -125,7 +113,7 @@ def test_plain_and_gzipped_files_scored_into_sqlite_rows(traces: Traces, tmp_pat
     scorers = tmp_path / "scorers.toml"
     scorers.write_text(SCORERS_FILE, encoding="utf-8")
     db, out = tmp_path / "scores.db", tmp_path / "results.jsonl"
-    with LoopbackJudgeServer(_judge) as judge:
+    with LoopbackJudgeServer(order_claims_judge) as judge:
         done = scorewatch(
             str(traces.plain),
             str(traces.gzipped),
@@ -177,7 +165,7 @@ def test_malformed_line_stops_before_scoring_unless_skipped(traces: Traces, tmp_
     cut = tmp_path / "cut.json.gz"
     cut.write_bytes(whole[: len(whole) - 40])
     out = tmp_path / "results.jsonl"
-    with LoopbackJudgeServer(_judge) as judge:
+    with LoopbackJudgeServer(order_claims_judge) as judge:
         stopped = scorewatch(str(broken), str(cut), *_judge_args(judge), "--out", str(out))
         assert judge.requests == []
         assert stopped.returncode == 2

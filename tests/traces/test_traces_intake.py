@@ -9,7 +9,7 @@ import json
 import re
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.sdk.trace import ReadableSpan
 
 from otlp_receiver import OtlpReceiver
 from scorewatch.testing.judge_server import LoopbackJudgeServer
@@ -93,6 +94,10 @@ class TracesServe:
             body = gzip.compress(body)
             headers["Content-Encoding"] = "gzip"
         return self.client.post(f"{self.traces_url}/v1/traces", content=body, headers=headers)
+
+    def post_spans(self, spans: Sequence[ReadableSpan]) -> httpx.Response:
+        """`spans` as an OTLP protobuf export request, the way the SDK's exporter sends them."""
+        return self.post(protobuf_request(spans).SerializeToString(), "application/x-protobuf")
 
     def rows(self) -> list[dict[str, Any]]:
         with sqlite3.connect(self.process.config.parent / "scores.db") as db:
@@ -263,17 +268,12 @@ def test_spans_split_across_requests_and_out_of_order_make_one_run(
     _, span_id = _ids(agent)
     # The children land first, newest first, one request each, then the agent's own span.
     for child in reversed(children):
-        answer = serve.post(protobuf_request([child]).SerializeToString(), "application/x-protobuf")
+        answer = serve.post_spans([child])
         assert answer.status_code == 200
         assert answer.headers["content-type"] == "application/x-protobuf"
         parsed = ExportTraceServiceResponse.FromString(answer.content)
         assert not parsed.HasField("partial_success")
-    assert (
-        serve.post(
-            protobuf_request([agent]).SerializeToString(), "application/x-protobuf"
-        ).status_code
-        == 200
-    )
+    assert serve.post_spans([agent]).status_code == 200
     (row,) = serve.rows_for(span_id)
     assert json.loads(row["metadata"])["toolCalls"] == ["first", "second"]
     assert row["entityId"] == "split-agent"
@@ -300,12 +300,7 @@ def test_spans_without_content_are_counted_and_not_scored(
         chat(llm, [{"role": "user", "content": "Where is order 9?"}])
         spans = caught.get_finished_spans()
     _, span_id = _ids(spans[0])
-    assert (
-        serve.post(
-            protobuf_request(spans).SerializeToString(), "application/x-protobuf"
-        ).status_code
-        == 200
-    )
+    assert serve.post_spans(spans).status_code == 200
     serve.wait_metric('scorewatch_traces_runs_total{scorewatch_traces_outcome="no_content"} 1.0')
     assert not [row for row in serve.rows() if row["spanId"] == span_id]
 
@@ -349,12 +344,7 @@ def test_unreadable_bodies_are_refused_and_lose_nothing_else(
         chat(llm, [{"role": "user", "content": "And order 10?"}])
         spans = caught.get_finished_spans()
     _, span_id = _ids(spans[0])
-    assert (
-        serve.post(
-            protobuf_request(spans).SerializeToString(), "application/x-protobuf"
-        ).status_code
-        == 200
-    )
+    assert serve.post_spans(spans).status_code == 200
     assert serve.rows_for(span_id)
 
 
@@ -466,7 +456,7 @@ def test_trace_runs_go_through_the_redis_queue_to_a_worker(
             chat(llm, [{"role": "user", "content": "Where is order 11?"}])
             spans = caught.get_finished_spans()
         trace_id, span_id = _ids(spans[0])
-        answer = serve.post(protobuf_request(spans).SerializeToString(), "application/x-protobuf")
+        answer = serve.post_spans(spans)
         assert answer.status_code == 200
         (row,) = serve.rows_for(span_id, timeout=30)  # written by the worker
         assert row["traceId"] == trace_id

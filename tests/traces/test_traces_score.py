@@ -7,7 +7,6 @@ import asyncio
 import gzip
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
@@ -16,24 +15,13 @@ from scorewatch.evals import ExperimentSinkWriter, RunOutcome
 from scorewatch.scorers.registry import build_scorer
 from scorewatch.scorers.tool_call_accuracy_code import create_tool_call_accuracy_code_scorer
 from scorewatch.sinks import SqliteSink
-from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
+from scorewatch.testing.judge_server import LoopbackJudgeServer
 from scorewatch.traces import SpanSelector, score_traces, score_traces_sync
-from traces_support import order_agent_spans, otlp_json, protobuf_request
+from traces_support import order_agent_spans, order_claims_judge, otlp_json, protobuf_request
 
 pytestmark = pytest.mark.integration
 
 SECRET = "sk-loopback-traces-7731"
-
-
-def _judge(body: dict[str, Any]) -> Reply:
-    prompt = str(body["messages"][-1]["content"])
-    if "Extract the factual claims" in prompt:
-        return Reply(text=json.dumps({"claims": ["Order 7 has shipped."]}))
-    if "Judge each claim against the context" in prompt:
-        # Supported only when the tool results reached the judge as the context.
-        verdict = "yes" if "shipped" in prompt and "sent" in prompt else "no"
-        return Reply(text=json.dumps({"verdicts": [{"verdict": verdict, "reason": "r"}]}))
-    return Reply(text="The claim is backed by the tool result.")
 
 
 def _ids(span: ReadableSpan) -> tuple[str, str]:
@@ -52,7 +40,7 @@ async def test_file_exporter_traces_scored_with_span_ids(tmp_path: Path, compres
     text = ("\n".join(lines) + "\n").encode()
     path.write_bytes(gzip.compress(text) if compressed else text)
     outcomes: list[RunOutcome] = []
-    with LoopbackJudgeServer(_judge) as judge:
+    with LoopbackJudgeServer(order_claims_judge) as judge:
         faithfulness = build_scorer(
             "faithfulness",
             model="openai/loopback-judge",
