@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 import scorewatch as sw
-from scorewatch.core.result import new_run_id
+from scorewatch.core.pipeline import new_run_id
 
 pytestmark = pytest.mark.unit
 
