@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Final, get_args
 
 from ..sinks.base import ScoreOrder, ScoreQuery, ScoreReader
-from ..sinks.rows import order_key
+from ..sinks.sql import order_key
 from ..sinks.storable import storable
 
 __all__ = ["PAGE_BYTES", "BadCursorError", "ScorePage", "decode_cursor", "encode_cursor"]

@@ -22,13 +22,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Unpack
 
 from .base import RowsRefusedError, ScoreQuery
-from .record import ScoreRecord, iso_timestamp
-from .rows import (
+from .record import (
     SCORE_COLUMNS,
     TIME_COLUMNS,
-    create_table_sql,
+    ScoreRecord,
     decode_row,
     encode_row,
+    iso_timestamp,
+)
+from .sql import (
+    create_table_sql,
     filter_conditions,
     quote,
     select_sql,

@@ -11,10 +11,10 @@ redacted (the scorer itself saw them unchanged)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 from pydantic_core import to_jsonable_python
 
@@ -28,7 +28,18 @@ from ..judge.errors import JudgeError
 from .call import ScoredCall
 from .storable import storable
 
-__all__ = ["RecordOutcome", "RowSource", "ScoreRecord", "ScoreStatus", "iso_timestamp"]
+__all__ = [
+    "JSON_COLUMNS",
+    "SCORE_COLUMNS",
+    "TIME_COLUMNS",
+    "RecordOutcome",
+    "RowSource",
+    "ScoreRecord",
+    "ScoreStatus",
+    "decode_row",
+    "encode_row",
+    "iso_timestamp",
+]
 
 ScoreStatus = Literal["success", "failed", "not_scorable"]
 _STATUSES: frozenset[str] = frozenset(get_args(ScoreStatus))
@@ -36,6 +47,68 @@ RecordOutcome = Literal["scored", "failed", "not_scorable"]
 """How a work queue counts a finished run (its status, with `success` counted as `scored`)."""
 RowSource = Literal["LIVE", "TEST"]
 """The reference row's `source`: live traffic, or batch evaluation (experiments)."""
+
+
+# The row's fields, in the order `ScoreRecord.to_row()` builds them and the SQL sinks' columns
+# hold them.
+SCORE_COLUMNS: Final[tuple[str, ...]] = (
+    "id",
+    "scorerId",
+    "entityId",
+    "runId",
+    "input",
+    "output",
+    "additionalContext",
+    "requestContext",
+    "extractStepResult",
+    "extractPrompt",
+    "score",
+    "analyzeStepResult",
+    "analyzePrompt",
+    "reason",
+    "reasonPrompt",
+    "scorer",
+    "metadata",
+    "source",
+    "entity",
+    "entityType",
+    "structuredOutput",
+    "traceId",
+    "spanId",
+    "resourceId",
+    "threadId",
+    "preprocessStepResult",
+    "preprocessPrompt",
+    "generateScorePrompt",
+    "generateReasonPrompt",
+    "createdAt",
+    "updatedAt",
+    "target",
+    "status",
+    "judge",
+    "error",
+    "errorCode",
+    "errorType",
+    "failedStep",
+    "completedSteps",
+)
+JSON_COLUMNS: Final = frozenset(
+    {
+        "input",
+        "output",
+        "additionalContext",
+        "requestContext",
+        "extractStepResult",
+        "analyzeStepResult",
+        "scorer",
+        "metadata",
+        "entity",
+        "preprocessStepResult",
+        "judge",
+        "completedSteps",
+    }
+)
+TIME_COLUMNS: Final = frozenset({"createdAt", "updatedAt"})
 
 
 def iso_timestamp(moment: datetime) -> str:
@@ -288,3 +361,44 @@ class ScoreRecord:
             "failedStep": camel_step(self.failed_step) if self.failed_step else None,
             "completedSteps": [camel_step(step) for step in self.completed_steps],
         }
+
+
+def encode_row(
+    row: Mapping[str, Any],
+    *,
+    dumps: Callable[[Any], str],
+    as_json: Callable[[Any], Any] | None = None,
+    convert: Mapping[str, Callable[[Any], Any]] | None = None,
+) -> tuple[Any, ...]:
+    """`row` (a `ScoreRecord.to_row()`) as values in `SCORE_COLUMNS` order. None stays None; a
+    JSON column's value becomes `as_json(value)` (default: the text `dumps(value)`); a reason
+    that is not text becomes `dumps(reason)`; `convert` adapts any other column."""
+    to_json = dumps if as_json is None else as_json
+    special = convert or {}
+    values: list[Any] = []
+    for column in SCORE_COLUMNS:
+        value = row.get(column)
+        if value is None:
+            pass
+        elif column in JSON_COLUMNS:
+            value = to_json(value)
+        elif column in special:
+            value = special[column](value)
+        elif column == "reason" and not isinstance(value, str):
+            value = dumps(value)
+        values.append(value)
+    return tuple(values)
+
+
+def decode_row(
+    columns: Sequence[str], values: Sequence[Any], convert: Mapping[str, Callable[[Any], Any]]
+) -> dict[str, Any]:
+    """A stored row back as `to_row()` had it: `convert` maps a column to the function that
+    undoes its encoding (applied to values that are not None)."""
+    decoded: dict[str, Any] = {}
+    for column, value in zip(columns, values, strict=True):
+        if value is not None and column in convert:
+            decoded[column] = convert[column](value)
+        else:
+            decoded[column] = value
+    return decoded

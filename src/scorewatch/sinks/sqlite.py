@@ -24,13 +24,16 @@ from typing import Any, Final, Literal, Unpack
 
 from .base import ScoreQuery
 from .batch_thread import ThreadedSink
-from .record import ScoreRecord, iso_timestamp
-from .rows import (
+from .record import (
     JSON_COLUMNS,
     SCORE_COLUMNS,
-    create_table_sql,
+    ScoreRecord,
     decode_row,
     encode_row,
+    iso_timestamp,
+)
+from .sql import (
+    create_table_sql,
     filter_conditions,
     quote,
     select_sql,

@@ -19,7 +19,15 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, Final
 
-__all__ = ["REDACTED", "REPLACEMENT", "is_secret_key", "storable", "storable_text", "stored_json"]
+__all__ = [
+    "REDACTED",
+    "REPLACEMENT",
+    "is_secret_key",
+    "non_finite_path",
+    "storable",
+    "storable_text",
+    "stored_json",
+]
 
 _UNSTORABLE_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
 REPLACEMENT: Final = "\ufffd"
@@ -99,3 +107,41 @@ def _walk(value: Any, redact: bool, depth: int) -> Any:
             for item in value
         ]
     return value
+
+
+def non_finite_path(value: Any) -> list[str | int] | None:
+    """Where in `value` (JSON-like data) the first NaN or infinite number is, as keys and
+    indexes (`[]` for `value` itself); None when there is none. Walks without recursion, so
+    any nesting depth is fine."""
+    if not _has_non_finite(value):  # the common case, without building any path
+        return None
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return [_key_text(part) if isinstance(part, str) else part for part in path]
+        elif isinstance(item, Mapping):
+            stack.extend((child, (*path, str(key))) for key, child in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((child, (*path, index)) for index, child in enumerate(item))
+    return None
+
+
+def _has_non_finite(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if item - item != 0.0:  # inf - inf and nan - nan are nan
+                return True
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+def _key_text(key: str) -> str:
+    # A key named in an error answer: bounded, and printable whatever it held.
+    return storable_text(key[:40] + ("..." if len(key) > 40 else ""))

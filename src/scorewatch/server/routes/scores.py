@@ -14,8 +14,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from ...sinks.base import ScoreOrder, ScoreQuery
 from ...sinks.record import ScoreRecord
-from ...sinks.rows import non_finite_path
-from ...sinks.storable import storable
+from ...sinks.storable import non_finite_path, storable
 from ..config import key_path
 from ..errors import ApiError
 from ..guard import BODY_BYTES_KEY

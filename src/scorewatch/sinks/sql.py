@@ -1,96 +1,32 @@
-"""The score-row table the SQL sinks share: its columns, their SQL, and row (de)serialization.
+"""The SQL the SQL sinks share: the score table, its indexes, upsert, filters and queries.
 
-`SqliteSink` and `PostgresSink` store `ScoreRecord.to_row()` in the same columns (the reference
-system's `mastra_scorers` table plus target, status, judge records and failure fields). What
-differs between them is only the SQL dialect (placeholder, column types) and how a value crosses
-the driver (JSON as text or as `jsonb`, timestamps as text or `timestamptz`): those come in as
-arguments, the rest is written once here.
+`SqliteSink` and `PostgresSink` store `ScoreRecord.to_row()` in the same columns
+(`SCORE_COLUMNS`, declared with the row in `record.py`: the reference system's `mastra_scorers`
+table plus target, status, judge records and failure fields). What differs between them is only
+the SQL dialect (placeholder, column types); that comes in as arguments, the statements are
+written once here. How a row's values cross a driver (`encode_row`, `decode_row`) is the
+record's too.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
 from .base import DEFAULT_QUERY_LIMIT, ScoreOrder, ScoreQuery
-from .storable import storable_text
+from .record import JSON_COLUMNS, SCORE_COLUMNS
 
 __all__ = [
-    "JSON_COLUMNS",
-    "SCORE_COLUMNS",
-    "TIME_COLUMNS",
     "Condition",
     "create_table_sql",
-    "decode_row",
-    "encode_row",
     "filter_conditions",
-    "non_finite_path",
     "order_key",
     "quote",
     "select_sql",
     "upsert_sql",
 ]
 
-SCORE_COLUMNS: Final[tuple[str, ...]] = (
-    "id",
-    "scorerId",
-    "entityId",
-    "runId",
-    "input",
-    "output",
-    "additionalContext",
-    "requestContext",
-    "extractStepResult",
-    "extractPrompt",
-    "score",
-    "analyzeStepResult",
-    "analyzePrompt",
-    "reason",
-    "reasonPrompt",
-    "scorer",
-    "metadata",
-    "source",
-    "entity",
-    "entityType",
-    "structuredOutput",
-    "traceId",
-    "spanId",
-    "resourceId",
-    "threadId",
-    "preprocessStepResult",
-    "preprocessPrompt",
-    "generateScorePrompt",
-    "generateReasonPrompt",
-    "createdAt",
-    "updatedAt",
-    "target",
-    "status",
-    "judge",
-    "error",
-    "errorCode",
-    "errorType",
-    "failedStep",
-    "completedSteps",
-)
-JSON_COLUMNS: Final = frozenset(
-    {
-        "input",
-        "output",
-        "additionalContext",
-        "requestContext",
-        "extractStepResult",
-        "analyzeStepResult",
-        "scorer",
-        "metadata",
-        "entity",
-        "preprocessStepResult",
-        "judge",
-        "completedSteps",
-    }
-)
-TIME_COLUMNS: Final = frozenset({"createdAt", "updatedAt"})
 _INDEXES: Final = (
     ("entity_created", ("entityId", "createdAt")),
     ("scorer_created", ("scorerId", "createdAt")),
@@ -99,44 +35,6 @@ _INDEXES: Final = (
 
 Condition = tuple[str, str, Any]
 """(column, comparison with `{}` where the placeholder goes, value); a None value is no filter."""
-
-
-def non_finite_path(value: Any) -> list[str | int] | None:
-    """Where in `value` (JSON-like data) the first NaN or infinite number is, as keys and
-    indexes (`[]` for `value` itself); None when there is none. Walks without recursion, so
-    any nesting depth is fine."""
-    if not _has_non_finite(value):  # the common case, without building any path
-        return None
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return [_key_text(part) if isinstance(part, str) else part for part in path]
-        elif isinstance(item, Mapping):
-            stack.extend((child, (*path, str(key))) for key, child in item.items())
-        elif isinstance(item, list | tuple):
-            stack.extend((child, (*path, index)) for index, child in enumerate(item))
-    return None
-
-
-def _has_non_finite(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float):
-            if item - item != 0.0:  # inf - inf and nan - nan are nan
-                return True
-        elif isinstance(item, Mapping):
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return False
-
-
-def _key_text(key: str) -> str:
-    # A key named in an error answer: bounded, and printable whatever it held.
-    return storable_text(key[:40] + ("..." if len(key) > 40 else ""))
 
 
 def quote(name: str) -> str:
@@ -260,44 +158,3 @@ def select_sql(
     )
     params.append(max(0, int(DEFAULT_QUERY_LIMIT if limit is None else limit)))
     return sql, params
-
-
-def encode_row(
-    row: Mapping[str, Any],
-    *,
-    dumps: Callable[[Any], str],
-    as_json: Callable[[Any], Any] | None = None,
-    convert: Mapping[str, Callable[[Any], Any]] | None = None,
-) -> tuple[Any, ...]:
-    """`row` (a `ScoreRecord.to_row()`) as values in `SCORE_COLUMNS` order. None stays None; a
-    JSON column's value becomes `as_json(value)` (default: the text `dumps(value)`); a reason
-    that is not text becomes `dumps(reason)`; `convert` adapts any other column."""
-    to_json = dumps if as_json is None else as_json
-    special = convert or {}
-    values: list[Any] = []
-    for column in SCORE_COLUMNS:
-        value = row.get(column)
-        if value is None:
-            pass
-        elif column in JSON_COLUMNS:
-            value = to_json(value)
-        elif column in special:
-            value = special[column](value)
-        elif column == "reason" and not isinstance(value, str):
-            value = dumps(value)
-        values.append(value)
-    return tuple(values)
-
-
-def decode_row(
-    columns: Sequence[str], values: Sequence[Any], convert: Mapping[str, Callable[[Any], Any]]
-) -> dict[str, Any]:
-    """A stored row back as `to_row()` had it: `convert` maps a column to the function that
-    undoes its encoding (applied to values that are not None)."""
-    decoded: dict[str, Any] = {}
-    for column, value in zip(columns, values, strict=True):
-        if value is not None and column in convert:
-            decoded[column] = convert[column](value)
-        else:
-            decoded[column] = value
-    return decoded
