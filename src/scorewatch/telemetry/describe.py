@@ -1,9 +1,13 @@
-"""Turning runs, errors and judge calls into attribute values (no OpenTelemetry SDK here)."""
+"""Turning runs, errors and judge calls into attribute values, and an error onto a span (the
+OpenTelemetry API only, no SDK here)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from ..errors import ScorewatchError
 from ..judge.protocol import JudgeReply, JudgeRequest
@@ -11,9 +15,11 @@ from ..judge.usage import JudgeUsage
 from . import names
 
 __all__ = [
+    "Attributes",
     "error_type",
     "evaluated_response_id",
     "input_messages",
+    "mark_failed",
     "output_messages",
     "provider_model",
     "provider_name",
@@ -21,6 +27,10 @@ __all__ = [
     "to_json",
     "usage_attributes",
 ]
+
+
+Attributes = dict[str, AttributeValue]
+"""Span, metric and event attributes as telemetry builds them."""
 
 
 def error_type(error: BaseException) -> str:
@@ -124,3 +134,24 @@ def usage_attributes(usage: JudgeUsage) -> dict[str, int]:
         for key, attribute in _USAGE_ATTRIBUTES
         if (value := getattr(usage, key)) is not None
     }
+
+
+def mark_failed(span: Span, error: BaseException, capture: bool) -> None:
+    """Mark `span` (a chat span, a step's or the run's) as ended by `error`."""
+    kind = error_type(error)
+    span.set_attribute(names.ATTR_ERROR_TYPE, kind)
+    span.set_status(Status(StatusCode.ERROR, kind))
+    if capture:
+        span.record_exception(error)
+        return
+    # Without content capture, only the stable code and the class: an exception's message and
+    # its traceback (with every chained cause) can quote the provider's error body, which may
+    # hold the API key or the evaluated content.
+    span.add_event(
+        "exception",
+        {"exception.type": _qualified_name(type(error)), "exception.message": kind},
+    )
+
+
+def _qualified_name(cls: type) -> str:
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"

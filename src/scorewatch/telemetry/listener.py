@@ -1,6 +1,13 @@
-"""The run listener: spans, metrics and the evaluation event of one scorer run.
+"""What telemetry hears on an event bus (`core.events.Observers`): `TelemetryObserver`, the
+subscriber `instrument()` adds, and `RunTelemetry`, the listener it hands each run for that run's
+spans, metrics and evaluation event.
 
-Everything is derived from what the core reports to the listener (`core.events.RunListener`):
+The live and queue events (decisions, in-flight runs, sink errors, redeliveries, dead letters)
+become counters directly; the gauges (live queue depth, work-queue readings) are pulled from the
+bus by the instruments when they are collected. What every run of one scorer shares (names,
+attribute dicts) is computed once, in its `ScorerProfile`.
+
+A run's telemetry is derived from what the core reports (`core.events.RunListener`):
 spans follow the calls as they happen; the judge counters come from each step's judge record, and
 token usage from each attempt (whose usages sum to the record by the events' contract), so the
 exported figures add up to the judge records exactly.
@@ -9,12 +16,12 @@ exported figures add up to the judge records exactly.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry._logs import SeverityNumber
+from opentelemetry._logs import Logger, SeverityNumber
 from opentelemetry.context import Context
 from opentelemetry.metrics import Histogram
 from opentelemetry.trace import (
@@ -23,26 +30,81 @@ from opentelemetry.trace import (
     Span,
     SpanContext,
     SpanKind,
-    Status,
-    StatusCode,
     TraceFlags,
+    Tracer,
 )
-from opentelemetry.util.types import AttributeValue
 
-from ..core.events import JudgeAttempt, RunListener, RunStart, StepOutcome
+from ..core.events import JudgeAttempt, LiveDecision, Observer, RunListener, RunStart, StepOutcome
 from ..core.result import ScorerRunResult
 from ..core.steps import StepName, StepType
-from ..judge.protocol import JudgeReply, JudgeRequest
-from . import describe, names
+from ..judge.protocol import JudgeRequest
+from . import describe, judge_calls, names
+from .cardinality import CardinalityGuard
+from .content import ContentCapture
+from .describe import Attributes
+from .flush import flush_providers
+from .instruments import Instruments
 
-if TYPE_CHECKING:
-    from .observer import TelemetryObserver
-
-__all__ = ["Attributes", "RunTelemetry", "ScorerProfile"]
+__all__ = ["RunTelemetry", "ScorerProfile", "TelemetryObserver"]
 
 logger = logging.getLogger("scorewatch.telemetry")
 
-Attributes = dict[str, AttributeValue]
+
+_PROFILE_CACHE_SIZE = 1024
+
+
+@dataclass(slots=True)
+class TelemetryObserver(Observer):
+    """Turns the events of one bus into OpenTelemetry spans, metrics and events."""
+
+    tracer: Tracer
+    event_logger: Logger
+    instruments: Instruments
+    capture: ContentCapture
+    target_guard: CardinalityGuard
+    model_guard: CardinalityGuard
+    profiles: dict[int, ScorerProfile] = field(default_factory=dict)
+
+    def run_started(self, start: RunStart) -> RunTelemetry:
+        return RunTelemetry(self, start, self.profile(start.scorer))
+
+    def profile(self, scorer: Any) -> ScorerProfile:
+        """What every run of `scorer` shares (names, attribute dicts), computed once.
+
+        Keyed by identity and checked against the scorer object itself, so a new scorer that
+        reuses a freed object's id never sees the old profile.
+        """
+        profile = self.profiles.get(id(scorer))
+        if profile is not None and profile.scorer is scorer:
+            return profile
+        profile = ScorerProfile(scorer)
+        if len(self.profiles) >= _PROFILE_CACHE_SIZE:
+            self.profiles.clear()
+        self.profiles[id(scorer)] = profile
+        return profile
+
+    # -- live scoring and the work queue -----------------------------------------------------
+
+    def decision(self, scorer_id: str, decision: LiveDecision) -> None:
+        self.instruments.live_decisions.add(
+            1, {names.ATTR_EVALUATION_NAME: scorer_id, names.ATTR_DECISION: decision}
+        )
+
+    def in_flight(self, delta: int) -> None:
+        self.instruments.live_in_flight.add(delta)
+
+    def sink_error(self, sink: str) -> None:
+        self.instruments.sink_errors.add(1, {names.ATTR_SINK: sink})
+
+    def redelivered(self, stream: str, count: int) -> None:
+        self.instruments.queue.redelivered(stream, count)
+
+    def dead_lettered(self, stream: str, reason: str) -> None:
+        self.instruments.queue.dead_lettered(stream, reason)
+
+    def flush(self, timeout: float | None) -> None:
+        """Live scoring closed, perhaps just before the process exits: flush the providers."""
+        flush_providers(timeout)
 
 
 class ScorerProfile:
@@ -246,7 +308,7 @@ class RunTelemetry(RunListener):
             open_attempt = self._attempts.pop()
             self._detach(open_attempt.token)
             if error is not None:
-                _mark_failed(open_attempt.span, error, self._capture.on_spans)
+                describe.mark_failed(open_attempt.span, error, self._capture.on_spans)
             open_attempt.span.end()
 
     def _close_steps(self, error: BaseException | None = None) -> None:
@@ -255,7 +317,7 @@ class RunTelemetry(RunListener):
             open_step = self._steps.pop()
             self._detach(open_step.token)
             if error is not None:
-                _mark_failed(open_step.span, error, self._capture.on_spans)
+                describe.mark_failed(open_step.span, error, self._capture.on_spans)
             open_step.span.end()
 
     # -- steps -------------------------------------------------------------------------------
@@ -284,7 +346,7 @@ class RunTelemetry(RunListener):
         if open_step is not None:
             self._detach(open_step.token)
             if outcome.error is not None:
-                _mark_failed(open_step.span, outcome.error, self._capture.on_spans)
+                describe.mark_failed(open_step.span, outcome.error, self._capture.on_spans)
             open_step.span.end()
         if self._steps:
             self._close_steps()
@@ -323,103 +385,27 @@ class RunTelemetry(RunListener):
     def judge_attempt_started(self, step: StepName, request: JudgeRequest) -> None:
         self._close_attempts()
         parent = self._steps[-1].span if self._steps else self._run_span
-        route, provider = self._models.get(step) or (None, None)
-        model = describe.provider_model(route, provider) if route else None
-        attributes: Attributes = {
-            names.ATTR_OPERATION_NAME: names.OPERATION_CHAT,
-            names.ATTR_STEP: step,
-            names.ATTR_JUDGE_ATTEMPT: request.attempt,
-            names.ATTR_JUDGE_FALLBACK: request.fallback,
-        }
-        if route and model:
-            attributes[names.ATTR_REQUEST_MODEL] = model
-            attributes[names.ATTR_JUDGE_MODEL_ROUTE] = route
-        if self._capture.on_spans:
-            attributes[names.ATTR_SYSTEM_INSTRUCTIONS] = describe.system_instructions(request)
-            attributes[names.ATTR_INPUT_MESSAGES] = describe.input_messages(request)
-        span = self._observer.tracer.start_span(
-            names.chat_span_name(model) if model else names.OPERATION_CHAT,
-            context=trace.set_span_in_context(parent),
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
+        span, token, model = judge_calls.open_chat_span(
+            self._observer.tracer,
+            parent,
+            step,
+            request,
+            self._models.get(step),
+            self._capture.on_spans,
         )
-        # Current during the model call, so the HTTP client's or litellm's spans nest under it.
-        token = otel_context.attach(trace.set_span_in_context(span))
         self._attempts.append(_OpenSpan(span, token, model))
 
     def judge_attempt_finished(self, attempt: JudgeAttempt) -> None:
         open_attempt = self._attempts.pop() if self._attempts else None
         if open_attempt is not None:
             self._detach(open_attempt.token)
-            self._finish_chat_span(open_attempt, attempt)
-        self._record_attempt_metrics(attempt)
-
-    def _finish_chat_span(self, open_attempt: _OpenSpan, attempt: JudgeAttempt) -> None:
-        span, reply = open_attempt.span, attempt.reply
-        model = describe.provider_model(attempt.model_id, attempt.provider)
-        if open_attempt.model != model:
-            span.update_name(names.chat_span_name(model))
-        attributes: Attributes = {
-            names.ATTR_REQUEST_MODEL: model,
-            names.ATTR_JUDGE_MODEL_ROUTE: attempt.model_id,
-        }
-        if attempt.provider:
-            attributes[names.ATTR_PROVIDER_NAME] = describe.provider_name(attempt.provider)
-        if attempt.transport:
-            attributes[names.ATTR_JUDGE_TRANSPORT] = attempt.transport
-        attributes.update(describe.usage_attributes(attempt.usage))
-        if reply is not None:
-            attributes.update(_reply_attributes(reply))
-            cost = _cost(reply)
-            if cost is not None:
-                amount, currency, source = cost
-                attributes[names.ATTR_JUDGE_COST_AMOUNT] = amount
-                attributes[names.ATTR_JUDGE_COST_CURRENCY] = currency
-                attributes[names.ATTR_JUDGE_COST_SOURCE] = source
-            if self._capture.on_spans:
-                attributes[names.ATTR_OUTPUT_MESSAGES] = describe.output_messages(reply)
-        span.set_attributes(attributes)
-        if attempt.error is not None:
-            _mark_failed(span, attempt.error, self._capture.on_spans)
-        span.end()
-
-    def _record_attempt_metrics(self, attempt: JudgeAttempt) -> None:
-        ins = self._instruments
+            judge_calls.finish_chat_span(
+                open_attempt.span, open_attempt.model, attempt, self._capture.on_spans
+            )
         self._providers[attempt.model_id] = attempt.provider
-        base: Attributes = {
-            names.ATTR_OPERATION_NAME: names.OPERATION_CHAT,
-            names.ATTR_REQUEST_MODEL: self._observer.model_guard(
-                describe.provider_model(attempt.model_id, attempt.provider)
-            ),
-            names.ATTR_EVALUATION_NAME: self._scorer_id,
-            names.ATTR_STEP: attempt.step,
-        }
-        if attempt.provider:
-            base[names.ATTR_PROVIDER_NAME] = describe.provider_name(attempt.provider)
-        usage = attempt.usage
-        if usage.input_tokens is not None:
-            ins.token_usage.record(
-                usage.input_tokens, {**base, names.ATTR_TOKEN_TYPE: names.TOKEN_TYPE_INPUT}
-            )
-        if usage.output_tokens is not None:
-            ins.token_usage.record(
-                usage.output_tokens, {**base, names.ATTR_TOKEN_TYPE: names.TOKEN_TYPE_OUTPUT}
-            )
-        duration_attributes = dict(base)
-        if attempt.error is not None:
-            duration_attributes[names.ATTR_ERROR_TYPE] = describe.error_type(attempt.error)
-        ins.operation_duration.record(attempt.duration_s, duration_attributes)
-        cost = _cost(attempt.reply) if attempt.reply is not None else None
-        if cost is not None and cost[1].upper() == "USD":
-            ins.judge_cost.add(
-                cost[0],
-                {
-                    names.ATTR_REQUEST_MODEL: base[names.ATTR_REQUEST_MODEL],
-                    names.ATTR_EVALUATION_NAME: self._scorer_id,
-                    names.ATTR_STEP: attempt.step,
-                    names.ATTR_COST_SOURCE: cost[2],
-                },
-            )
+        judge_calls.record_attempt(
+            self._instruments, self._observer.model_guard, self._scorer_id, attempt
+        )
 
     # -- run end -----------------------------------------------------------------------------
 
@@ -474,7 +460,7 @@ class RunTelemetry(RunListener):
             # Cancelled or interrupted: the run did not finish, so it is neither a score nor a
             # failure to count; its spans end marked with the interruption, and nothing else.
             self._close_steps(error)
-            _mark_failed(self._run_span, error, self._capture.on_spans)
+            describe.mark_failed(self._run_span, error, self._capture.on_spans)
             self._end_run()
             return
         self._close_steps()
@@ -482,7 +468,7 @@ class RunTelemetry(RunListener):
         span = self._run_span
         if failed_step:
             span.set_attribute(names.ATTR_FAILED_STEP, str(failed_step))
-        _mark_failed(span, error, self._capture.on_spans)
+        describe.mark_failed(span, error, self._capture.on_spans)
         run_attributes: Attributes = {
             names.ATTR_EVALUATION_NAME: self._scorer_id,
             names.ATTR_OUTCOME: names.OUTCOME_FAILED,
@@ -535,43 +521,3 @@ class RunTelemetry(RunListener):
             return None
         passed = score <= threshold if self._direction == "lower_is_better" else score >= threshold
         return "pass" if passed else "fail"
-
-
-def _reply_attributes(reply: JudgeReply) -> Attributes:
-    attributes: Attributes = {}
-    if reply.response_model:
-        attributes[names.ATTR_RESPONSE_MODEL] = reply.response_model
-    if reply.response_id:
-        attributes[names.ATTR_RESPONSE_ID] = reply.response_id
-    if reply.finish_reason:
-        attributes[names.ATTR_RESPONSE_FINISH_REASONS] = [reply.finish_reason]
-    if reply.server_address:
-        attributes[names.ATTR_SERVER_ADDRESS] = reply.server_address
-    if reply.server_port is not None:
-        attributes[names.ATTR_SERVER_PORT] = reply.server_port
-    return attributes
-
-
-def _cost(reply: JudgeReply) -> tuple[float, str, str] | None:
-    """(amount, currency, source), as the judge records count it (`COST_SOURCE_*` values)."""
-    return reply.known_cost()
-
-
-def _mark_failed(span: Span, error: BaseException, capture: bool) -> None:
-    kind = describe.error_type(error)
-    span.set_attribute(names.ATTR_ERROR_TYPE, kind)
-    span.set_status(Status(StatusCode.ERROR, kind))
-    if capture:
-        span.record_exception(error)
-        return
-    # Without content capture, only the stable code and the class: an exception's message and
-    # its traceback (with every chained cause) can quote the provider's error body, which may
-    # hold the API key or the evaluated content.
-    span.add_event(
-        "exception",
-        {"exception.type": _qualified_name(type(error)), "exception.message": kind},
-    )
-
-
-def _qualified_name(cls: type) -> str:
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"

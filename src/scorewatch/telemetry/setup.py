@@ -41,7 +41,7 @@ from .exporters import (
     span_exporter,
 )
 from .instruments import Instruments, metric_views
-from .observer import TelemetryObserver
+from .listener import TelemetryObserver
 from .prometheus import (
     PrometheusServer,
     default_registry,
