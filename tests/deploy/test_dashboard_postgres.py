@@ -24,7 +24,7 @@ import scorewatch as sw
 from deploy_support import GRAFANA, load_script, load_yaml
 from scale_support import PG_DSN, PG_HOST, PG_PORT, require_service, unique_prefix
 from scorewatch.live import PostgresSink
-from scorewatch.live.runner import score_call
+from scorewatch.live.engine import score_call
 from scorewatch.sinks.call import ScoredCall
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 

@@ -24,7 +24,7 @@ import scorewatch as sw
 from live_support import word_text as _text
 from scorewatch.core import offload_function_steps
 from scorewatch.live import LiveScoring
-from scorewatch.live.runner import OFFLOAD_CHARS, call_is_heavy
+from scorewatch.live.engine import OFFLOAD_CHARS, call_is_heavy
 from scorewatch.scorers.completeness import create_completeness_scorer
 from scorewatch.scorers.content_similarity import create_content_similarity_scorer
 from scorewatch.sinks.call import ScoredCall

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from binary_support import require_binary
-from scorewatch.live.sampling import fraction_of
+from scorewatch.live.entry import fraction_of
 from scorewatch.testing import LoopbackJudgeServer
 from serve_support import ServeProcess, judge_table, sqlite_rows, wait_idle, write_config
 

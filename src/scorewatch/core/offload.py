@@ -10,19 +10,22 @@ installs an executor for the runs it starts:
 
 and every synchronous function step of those runs is called in `pool` (with the caller's
 context variables), the loop awaiting it. Asynchronous steps and prompt steps are unaffected.
-How big the pool is, and so how much CPU scoring may take at once, is the installer's choice.
+How big the pool is, and so how much CPU scoring may take at once, is the installer's choice;
+`shared_step_pool()` is the process-wide one live scoring and serve install for heavy calls.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["STEP_EXECUTOR", "offload_function_steps", "run_off_loop"]
+__all__ = ["STEP_EXECUTOR", "offload_function_steps", "run_off_loop", "shared_step_pool"]
 
 STEP_EXECUTOR: contextvars.ContextVar[Executor | None] = contextvars.ContextVar(
     "scorewatch_step_executor", default=None
@@ -47,3 +50,19 @@ async def run_off_loop(executor: Executor | None, function: Callable[..., Any], 
     variables."""
     context = contextvars.copy_context()
     return await asyncio.get_running_loop().run_in_executor(executor, context.run, function, *args)
+
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def shared_step_pool() -> ThreadPoolExecutor:
+    """The process-wide pool for CPU-heavy function steps, created on first use with
+    `SCOREWATCH_SCORING_THREADS` threads (default 2): steps are Python code holding the GIL, so
+    more threads would not score faster, only compete with the loop."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            threads = max(1, int(os.environ.get("SCOREWATCH_SCORING_THREADS", "2") or 2))
+            _pool = ThreadPoolExecutor(threads, thread_name_prefix="scorewatch-scoring")
+        return _pool

@@ -19,8 +19,11 @@ know gets no estimate (register one with `litellm.register_model({"openai/my-mod
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import re
+import sys
+import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -73,6 +76,24 @@ def warm_up_litellm() -> None:
         logging.getLogger("scorewatch.judge").debug(
             "judge warm-up failed (%s)", type(error).__name__
         )
+
+
+def warm_up_in_background() -> concurrent.futures.Future[None] | None:
+    """`warm_up_litellm` in a daemon thread, unless litellm is imported already; the future
+    resolves when it is done. For a caller on an event loop that will run judged scorers: the
+    loop awaits the future rather than importing litellm itself."""
+    if "litellm" in sys.modules:
+        return None
+    done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    def warm() -> None:
+        try:
+            warm_up_litellm()
+        finally:
+            done.set_result(None)
+
+    threading.Thread(target=warm, name="scorewatch-litellm-warm-up", daemon=True).start()
+    return done
 
 
 class LiteLLMJudge:

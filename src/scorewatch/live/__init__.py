@@ -25,8 +25,7 @@ from typing import Any
 from ..sinks import CallbackSink, JsonlSink, PostgresSink, ScoreSink, SqliteSink
 from ..sinks.call import ScoredCall
 from ..sinks.record import ScoreRecord
-from .entry import LiveFilter, LiveScorerEntry
-from .sampling import Sampling
+from .entry import LiveFilter, LiveScorerEntry, Sampling
 from .scoring import LiveDecision, LiveScoring, LiveStats
 
 __all__ = [

@@ -10,6 +10,15 @@ time:
 
     sampled == scored + not_scorable + failed + queued + in_flight + (accepted, dropped at shutdown)
 
+A run's id is deterministic, one per (scorer, trace or run, span), so the same call scored
+again overwrites its row instead of adding one (`live_run_id`; `RunIdIssuer` tells apart repeated
+calls in one span). A call carrying more than `OFFLOAD_CHARS` characters of text has its
+scorers' synchronous function steps run in a small process-wide pool (`core.offload`), so
+model-free scoring of a megabyte of text never stalls a loop that serves others; a smaller call
+scores on the loop, as handing a step to a thread costs more than scoring a few kilobytes. The
+pool has `SCOREWATCH_SCORING_THREADS` threads (default 2): scorer steps are Python code holding
+the GIL, so more threads would not score faster, only compete with the loop.
+
 Threads: a run executes on the loop named when it is enqueued (a dedicated scoring thread's),
 else on the loop of the code that enqueues it, else on scorewatch's background loop. Enqueueing,
 counting and stats are thread-safe; a run's `done` future is resolved on its own loop, whichever
@@ -20,36 +29,50 @@ as events on the engine's bus (`core.events`; live never imports telemetry).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
-import inspect
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from random import getrandbits, random
-from typing import Any, Literal
+from typing import Any
+from uuid import uuid4
 
 from .._throttled_log import ThrottledLog
 from ..core.events import LIVE_COUNTS, LiveDecision, Observers, current_observers, observed_by
+from ..core.offload import offload_function_steps, shared_step_pool
 from ..core.scorer import Scorer
 from ..sinks.base import ScoreSink
 from ..sinks.call import ScoredCall
 from ..sinks.delivery import SinkRetry, Storage
 from ..sinks.record import ScoreRecord
-from .entry import LiveScorerEntry
-from .runner import RunIdIssuer, live_run_id, score_call, warm_up_judges
+from .entry import Decision, LiveScorerEntry
 from .work_queue import Job, JobOutcome, WorkQueue
 
-__all__ = ["Counts", "Decision", "Run", "ScoringEngine", "decide"]
+__all__ = [
+    "OFFLOAD_CHARS",
+    "Counts",
+    "Run",
+    "RunIdIssuer",
+    "ScoringEngine",
+    "call_is_heavy",
+    "live_run_id",
+    "score_call",
+]
 
 logger = logging.getLogger("scorewatch.live")
 
 # How long closing waits, after the drain budget, for runs that are storing their results.
 _COMMIT_GRACE_S = 10.0
 
-Decision = Literal["sampled", "filtered", "not_sampled"]
-"""What the filter and sampling make of one call for one scorer."""
+# About 3 ms of the heaviest model-free scorer on the loop, and about 50 times what handing a
+# step to a thread costs.
+OFFLOAD_CHARS = 4096
+
 
 _ADMISSION: dict[str, LiveDecision] = {
     "accepted": "sampled",
@@ -93,35 +116,94 @@ class Counts:
             return dict(self._counts)
 
 
-def decide(
-    entry: LiveScorerEntry, call: ScoredCall, sample_key: str, warn: ThrottledLog
-) -> Decision:
-    """`sampled`, `filtered` or `not_sampled` for one scorer on one call (filter, then
-    sampling). A raising or asynchronous filter skips the call; `warn` logs it, by error type
-    only, as its text may quote the call's content."""
-    if entry.filter is not None:
-        try:
-            keep = entry.filter(call)
-            if inspect.isawaitable(keep):
-                if inspect.iscoroutine(keep):
-                    keep.close()
-                raise TypeError("a live filter must be synchronous; it returned an awaitable")
-        except Exception as error:
-            warn.warning(
-                f"filter:{entry.scorer.id}",
-                "live filter of scorer %r raised; call skipped (counted as filtered): %s",
-                entry.scorer.id,
-                type(error).__name__,
-            )
-            return "filtered"
-        if not keep:
-            return "filtered"
+# -- one run: its id, and scoring it ------------------------------------------------------------
+
+
+def live_run_id(
+    scorer_id: str,
+    trace_id: str | None,
+    run_id: str | None,
+    span_id: str | None,
+    entity_id: str | None,
+) -> str:
+    """`scoring-<scorerId>-<traceId|runId>-<spanId|entityId>`; a random uuid if both are missing."""
+    first = trace_id or run_id
+    second = span_id or entity_id
+    if not first and not second:
+        return str(uuid4())
+    return f"scoring-{scorer_id}-{first or ''}-{second or ''}"
+
+
+class RunIdIssuer:
+    """Hands out live run ids, telling apart repeated calls that share a trace and span.
+
+    Two watched calls inside one span would otherwise get the same id and the second result
+    would overwrite the first in an upserting sink. The n-th repeat (n >= 2) of an id within the
+    last `memory` ids gets the suffix `-n`. Redelivery of one run reuses the id it was issued.
+    """
+
+    def __init__(self, memory: int = 8192) -> None:
+        self._memory = memory
+        self._seen: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def issue(self, base: str) -> str:
+        with self._lock:
+            count = self._seen.pop(base, 0) + 1
+            self._seen[base] = count
+            if len(self._seen) > self._memory:
+                self._seen.popitem(last=False)
+        return base if count == 1 else f"{base}-{count}"
+
+
+def call_is_heavy(call: ScoredCall, limit: int = OFFLOAD_CHARS) -> bool:
+    """Whether the texts a scorer reads (input, output, ground truth) hold more than `limit`
+    characters. Stops counting once over the limit, so a huge call costs no more than a
+    small one."""
+    budget = limit
+    pending: list[Any] = [call.input, call.output, call.ground_truth]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            budget -= len(value)
+        elif isinstance(value, Mapping):
+            pending.extend(value.values())
+            budget -= len(value)
+        elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+            pending.extend(value)
+            budget -= len(value)
+        else:
+            budget -= 8
+        if budget < 0:
+            return True
+    return False
+
+
+async def score_call(scorer: Scorer, call: ScoredCall, run_id: str) -> ScoreRecord:
+    """Run `scorer` on `call` under `run_id`; a raised `Exception` becomes a failed result."""
+    # A small call leaves the step executor as the context has it (none, unless the caller
+    # installed one), instead of paying a context manager per call to set it to None.
+    heavy = call_is_heavy(call)
     try:
-        sampled = entry.sampling.should_sample(sample_key)
-    except Exception:
-        logger.warning("live sampling of scorer %r failed; skipped", entry.scorer.id)
-        return "not_sampled"
-    return "sampled" if sampled else "not_sampled"
+        with offload_function_steps(shared_step_pool()) if heavy else nullcontext():
+            result = await scorer.run(
+                input=call.input,
+                output=call.output,
+                run_id=run_id,
+                ground_truth=call.ground_truth,
+                request_context=call.request_context,
+                score_source=call.score_source,
+                target=call.target,
+                target_trace_id=call.trace_id,
+                target_span_id=call.span_id,
+                target_metadata=call.metadata,
+            )
+    except Exception as error:
+        return ScoreRecord.failure(run_id, scorer, call, error)
+    return ScoreRecord.success(run_id, scorer, call, result)
+
+
+# -- the engine --------------------------------------------------------------------------------
 
 
 class ScoringEngine:
@@ -160,7 +242,14 @@ class ScoringEngine:
         self._on_stored = on_stored
         self._on_finished = on_finished
         self._ids = RunIdIssuer()
-        self._warm_up = warm_up_judges(entry.scorer for entry in self.entries.values())
+        self._warm_up: concurrent.futures.Future[None] | None = None
+        if any(
+            entry.scorer.judge is not None and isinstance(entry.scorer.judge.model, str)
+            for entry in self.entries.values()
+        ):  # a litellm model id: warm litellm up so the first judged run does not import it
+            from ..judge.litellm_judge import warm_up_in_background
+
+            self._warm_up = warm_up_in_background()
         self.max_queue = max_queue
         self.queue: WorkQueue[Run] = WorkQueue(
             self._execute,
@@ -235,7 +324,7 @@ class ScoringEngine:
                 rate = entry.sampling.rate
                 decided: Decision = "sampled" if rate is None or draw < rate else "not_sampled"
             else:
-                decided = decide(entry, call, sample_key, self._warn)
+                decided = entry.decide(call, sample_key, self._warn)
             scorer = entry.scorer
             decision: LiveDecision = decided
             if decided == "sampled":

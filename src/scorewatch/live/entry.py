@@ -1,4 +1,9 @@
-"""`LiveScorerEntry`: one scorer attached to live traffic, with its sampling and filter.
+"""`LiveScorerEntry`: one scorer attached to live traffic, with its sampling and filter, and what
+they decide for one call (docs/reference-semantics.md, "Live scoring").
+
+Sampling is deterministic: the decision hashes the trace id (else the run id), so a trace is
+scored by every scorer sampled at the same rate, or by none of them, in every process that sees
+it.
 
 Not to be confused with `scorewatch.ScorerEntry`, a scorer with a pass threshold for batch
 evaluation (the reference system's `ScorerEntry`); this is its `MastraScorerEntry`.
@@ -6,15 +11,84 @@ evaluation (the reference system's `ScorerEntry`); this is its `MastraScorerEntr
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from .._throttled_log import ThrottledLog
 from ..core.scorer import Scorer
 from ..sinks.call import ScoredCall
-from .sampling import Sampling
 
-__all__ = ["LiveFilter", "LiveScorerEntry"]
+__all__ = ["Decision", "LiveFilter", "LiveScorerEntry", "Sampling", "fraction_of"]
+
+logger = logging.getLogger("scorewatch.live")
+
+_SPAN = float(1 << 48)
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """`Sampling.none()` scores everything; `Sampling.ratio(rate)` scores a `rate` share of keys.
+
+    `rate is None` means "no sampling" (the reference system's `{type: 'none'}`).
+    """
+
+    rate: float | None = None
+
+    def __post_init__(self) -> None:
+        rate = self.rate
+        if rate is None:
+            return
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not math.isfinite(rate):
+            raise ValueError(f"a sampling rate is a number between 0 and 1, got {rate!r}")
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"a sampling rate is between 0 and 1, got {rate!r}")
+
+    @classmethod
+    def none(cls) -> Sampling:
+        return cls(None)
+
+    @classmethod
+    def ratio(cls, rate: float) -> Sampling:
+        if isinstance(rate, bool) or not isinstance(rate, int | float):
+            raise ValueError(f"a sampling rate is a number between 0 and 1, got {rate!r}")
+        return cls(float(rate))
+
+    @classmethod
+    def coerce(cls, value: Sampling | Mapping[str, Any] | None) -> Sampling:
+        """Accept a `Sampling`, None, or the reference system's `{"type": ..., "rate": ...}`."""
+        if value is None:
+            return cls.none()
+        if isinstance(value, Sampling):
+            return value
+        if isinstance(value, Mapping):
+            kind = value.get("type")
+            if kind == "none":
+                return cls.none()
+            if kind == "ratio":
+                return cls.ratio(value["rate"])
+            raise ValueError(f"unknown sampling type {kind!r}; expected 'none' or 'ratio'")
+        raise TypeError(f"sampling must be a Sampling or a mapping, got {type(value).__name__}")
+
+    def should_sample(self, key: str) -> bool:
+        """True when the trace or run identified by `key` is to be scored."""
+        if self.rate is None:
+            return True
+        return fraction_of(key) < self.rate
+
+
+def fraction_of(key: str) -> float:
+    """Where `key` falls in [0, 1): the first 6 bytes of its SHA-256, over 2^48."""
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
+    return int.from_bytes(digest[:6], "big") / _SPAN
+
+
+Decision = Literal["sampled", "filtered", "not_sampled"]
+"""What the filter and sampling make of one call for one scorer."""
 
 LiveFilter = Callable[[ScoredCall], bool]
 """A synchronous predicate over the call; runs before sampling. Falsy or raising skips the call."""
@@ -36,6 +110,34 @@ class LiveScorerEntry:
             object.__setattr__(self, "sampling", Sampling.coerce(sampling))
         if self.filter is not None and not callable(self.filter):
             raise TypeError("LiveScorerEntry.filter must be callable")
+
+    def decide(self, call: ScoredCall, sample_key: str, warn: ThrottledLog) -> Decision:
+        """`sampled`, `filtered` or `not_sampled` for one scorer on one call (filter, then
+        sampling). A raising or asynchronous filter skips the call; `warn` logs it, by error type
+        only, as its text may quote the call's content."""
+        if self.filter is not None:
+            try:
+                keep = self.filter(call)
+                if inspect.isawaitable(keep):
+                    if inspect.iscoroutine(keep):
+                        keep.close()
+                    raise TypeError("a live filter must be synchronous; it returned an awaitable")
+            except Exception as error:
+                warn.warning(
+                    f"filter:{self.scorer.id}",
+                    "live filter of scorer %r raised; call skipped (counted as filtered): %s",
+                    self.scorer.id,
+                    type(error).__name__,
+                )
+                return "filtered"
+            if not keep:
+                return "filtered"
+        try:
+            sampled = self.sampling.should_sample(sample_key)
+        except Exception:
+            logger.warning("live sampling of scorer %r failed; skipped", self.scorer.id)
+            return "not_sampled"
+        return "sampled" if sampled else "not_sampled"
 
     @classmethod
     def coerce(cls, value: LiveScorerEntry | Scorer | Mapping[str, Any]) -> LiveScorerEntry:

@@ -55,7 +55,7 @@ _local = threading.local()
 
 def _stemmer() -> Any:
     # One per thread: a Snowball stemmer keeps the word being stemmed in its own fields, and
-    # large runs are scored in worker threads (live.runner).
+    # large runs are scored in worker threads (live.engine).
     stemmer = getattr(_local, "stemmer", None)
     if stemmer is None:
         import snowballstemmer

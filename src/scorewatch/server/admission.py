@@ -9,20 +9,29 @@ twice as `not_sampled`. They differ only in where accepted runs go.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from uuid import uuid4
 
 from .._throttled_log import ThrottledLog
 from ..core.events import LiveDecision
-from ..live.engine import Counts, decide
+from ..live.engine import Counts, live_run_id
 from ..live.entry import LiveScorerEntry
-from ..live.runner import request_digest
 from ..sinks.call import ScoredCall
 from .intake import ScoreItem, Skipped
 
-__all__ = ["IntakeCounts", "Plan", "plan_digest", "plan_items"]
+__all__ = [
+    "IntakeCounts",
+    "Plan",
+    "plan_digest",
+    "plan_items",
+    "request_digest",
+    "request_run_id",
+]
 
 logger = logging.getLogger("scorewatch.server")
 _warn = ThrottledLog(logger)
@@ -48,7 +57,7 @@ def plan_items(entries: Mapping[str, LiveScorerEntry], items: Sequence[ScoreItem
         sampled: list[str] = []
         skipped: list[Skipped] = []
         for scorer_id in dict.fromkeys(chosen):
-            decision = decide(entries[scorer_id], call, sample_key, _warn)
+            decision = entries[scorer_id].decide(call, sample_key, _warn)
             if decision == "sampled":
                 sampled.append(scorer_id)
             else:
@@ -111,3 +120,25 @@ def _call_of(item: ScoreItem) -> ScoredCall:
         metadata=dict(item.metadata) if item.metadata else None,
         score_source=item.score_source,
     )
+
+
+def request_digest(*parts: Any) -> str:
+    """16 hex digits of SHA-256 over `parts` (JSON-like) as canonical JSON: equal for equal
+    requests, whatever their key order, and different for any difference in them."""
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+
+def request_run_id(
+    scorer_id: str,
+    trace_id: str | None,
+    run_id: str | None,
+    span_id: str | None,
+    entity_id: str | None,
+    digest: str,
+) -> str:
+    """A service's run id: `live_run_id`'s, then `-<digest>` of the whole request. Sending
+    the same request again (a retry) names the same run, so it is stored once; a different
+    request for the same trace and span names another run, so it never overwrites one. No
+    memory is involved: replicas and restarts agree."""
+    return f"{live_run_id(scorer_id, trace_id, run_id, span_id, entity_id)}-{digest}"

@@ -33,12 +33,11 @@ from dataclasses import dataclass
 from ..core.events import LiveDecision
 from ..live.engine import Run, ScoringEngine
 from ..live.entry import LiveScorerEntry
-from ..live.runner import request_run_id
 from ..live.work_queue import JobOutcome
 from ..sinks.base import ScoreSink
 from ..sinks.delivery import SinkRetry
 from ..sinks.record import ScoreRecord
-from .admission import IntakeCounts, plan_digest, plan_items
+from .admission import IntakeCounts, plan_digest, plan_items, request_run_id
 from .intake import (
     Accepted,
     Admission,

@@ -22,14 +22,13 @@ from opentelemetry.trace import SpanKind
 
 from ..core.events import current_observers
 from ..live.entry import LiveScorerEntry
-from ..live.runner import request_run_id
 from ..sinks.base import ScoreSink
 from ..sinks.call import ScoredCall
 from ..sinks.delivery import close_sinks
 from ..sinks.postgres import RunQuery
 from ..sinks.record import ScoreRecord
 from ..telemetry import names as telemetry_names
-from .admission import IntakeCounts, plan_digest, plan_items
+from .admission import IntakeCounts, plan_digest, plan_items, request_run_id
 from .intake import (
     Accepted,
     Admission,

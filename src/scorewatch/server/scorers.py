@@ -21,8 +21,7 @@ from typing import Any
 from ..core.scorer import Scorer
 from ..errors import ScorewatchError
 from ..judge.protocol import JudgeModel
-from ..live.entry import LiveFilter, LiveScorerEntry
-from ..live.sampling import Sampling
+from ..live.entry import LiveFilter, LiveScorerEntry, Sampling
 from ..sinks.call import ScoredCall
 from .config import ConfigError, JudgeDefaults, ScorerSettings, ServeConfig
 

@@ -44,7 +44,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 
 from ..core.events import TraceLink, current_observers, linked_runs
 from ..core.scorer import Scorer
-from ..live.runner import score_call
+from ..live.engine import score_call
 from ..sinks.base import ScoreSink
 from ..sinks.delivery import SinkRetry, Storage
 from ..telemetry import names as telemetry_names
