@@ -13,7 +13,11 @@ Reported:
   and callee both scorewatch code; a callback through asyncio or a thread is not a hop);
 - edges: distinct (caller file, callee file) pairs among those hops.
 
-Run from the repository root:  PYTHONPATH=src python tools/measure_live_path.py [--list]
+`--traced` makes the watched call inside an agent's own span (a second, application tracer
+provider), as in production with OpenTelemetry: the call then carries a trace id, so sampling
+hashes it instead of drawing once.
+
+Run from the repository root:  PYTHONPATH=src python tools/measure_live_path.py [--traced] [--list]
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
 
 import scorewatch
 from scorewatch import telemetry
@@ -75,14 +80,20 @@ class PathRecorder:
                 self.edges[(origin, callee)] += 1
 
 
-async def scored_call(live: LiveScoring, recorder: PathRecorder | None) -> None:
+async def scored_call(
+    live: LiveScoring, recorder: PathRecorder | None, agent_tracer: Tracer | None = None
+) -> None:
     @live.watch(target="support-bot")
     async def answer(question: str) -> str:
         return "Refunds are possible within thirty days of purchase with a receipt."
 
     if recorder is not None:
         recorder.active = True
-    await answer("Can I get a refund within thirty days of purchase?")
+    if agent_tracer is None:
+        await answer("Can I get a refund within thirty days of purchase?")
+    else:
+        with agent_tracer.start_as_current_span("agent call"):
+            await answer("Can I get a refund within thirty days of purchase?")
     stored = await live.drain(timeout=30.0)
     if recorder is not None:
         recorder.active = False
@@ -90,7 +101,7 @@ async def scored_call(live: LiveScoring, recorder: PathRecorder | None) -> None:
         raise SystemExit("the live run did not finish within 30 s")
 
 
-async def measure(folder: Path) -> PathRecorder:
+async def measure(folder: Path, traced: bool = False) -> PathRecorder:
     spans = InMemorySpanExporter()
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
@@ -100,6 +111,7 @@ async def measure(folder: Path) -> PathRecorder:
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(InMemoryLogRecordExporter()))
     telemetry.instrument(tracer_provider, meter_provider, logger_provider)
+    agent_tracer = TracerProvider().get_tracer("agent") if traced else None
 
     recorder = PathRecorder()
     sys.setprofile(recorder)
@@ -110,8 +122,8 @@ async def measure(folder: Path) -> PathRecorder:
         scorers={"coverage": LiveScorerEntry(scorer)}, sinks=[sink], drain_on_exit=False
     )
     try:
-        await scored_call(live, None)  # warm-up: imports, writer thread, instruments
-        await scored_call(live, recorder)
+        await scored_call(live, None, agent_tracer)  # warm-up: imports, thread, instruments
+        await scored_call(live, recorder, agent_tracer)
     finally:
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
@@ -125,9 +137,10 @@ async def measure(folder: Path) -> PathRecorder:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="also list files and edges")
+    parser.add_argument("--traced", action="store_true", help="call inside an agent's span")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        recorder = asyncio.run(measure(Path(folder)))
+        recorder = asyncio.run(measure(Path(folder), traced=args.traced))
     hops = sum(recorder.edges.values())
     print(f"files={len(recorder.files)} hops={hops} edges={len(recorder.edges)}")
     if args.list:

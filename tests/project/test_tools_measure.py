@@ -13,14 +13,15 @@ pytestmark = pytest.mark.integration
 TOOL = Path(__file__).resolve().parents[2] / "tools" / "measure_live_path.py"
 
 
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "in-an-agent-span"])
 def test_the_live_path_reaches_watch_queue_scorer_telemetry_and_the_sqlite_writer(
-    tmp_path: Path,
+    tmp_path: Path, traced: bool
 ) -> None:
     spec = importlib.util.spec_from_file_location("measure_live_path", TOOL)
     assert spec is not None and spec.loader is not None
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
-    recorder = asyncio.run(tool.measure(tmp_path))
+    recorder = asyncio.run(tool.measure(tmp_path, traced=traced))
     for part in (
         "live/scoring.py",  # the watch wrapper
         "live/engine.py",
@@ -31,6 +32,9 @@ def test_the_live_path_reaches_watch_queue_scorer_telemetry_and_the_sqlite_write
         "sinks/sqlite.py",  # runs on the writer thread: threads are profiled too
     ):
         assert part in recorder.files, sorted(recorder.files)
+    # A call with a trace id is sampled by hashing it, which the entry does; without one,
+    # the engine draws once per call.
+    assert ("live/entry.py" in recorder.files) is traced, sorted(recorder.files)
     hops = sum(recorder.edges.values())
     assert len(recorder.edges) <= hops
     assert all(origin != callee for origin, callee in recorder.edges)

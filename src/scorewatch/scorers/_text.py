@@ -84,6 +84,8 @@ def all_response_text(run_output: Any, separator: str = " ") -> str:
 def joined_input_text(run_input: Any) -> str:
     """The input as the reference's model-free scorers read it: the text of every input
     message joined by `", "` (a message without text adds an empty piece)."""
+    if isinstance(run_input, str):  # one message: its text, as `joined_output_text` reads one
+        return run_input
     return ", ".join(extract_input_messages(run_input))
 
 
