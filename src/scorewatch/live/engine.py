@@ -1,23 +1,21 @@
 """`ScoringEngine`: the one live scoring engine, behind `LiveScoring`, serve's in-process intake
 and the queue workers (docs/reference-semantics.md, "Live scoring").
 
-Per scorer and call, in order: the filter (falsy or raising: `filtered`), deterministic sampling
-on the trace id, else the run id (`not_sampled`), a deterministic run id, then admission to the
-bounded `WorkQueue` (`sampled`, or `dropped_queue_full` / `dropped_shutdown`). An accepted run is
-scored (`score_call`) and its result written to every sink in turn (`Storage`); it ends as
-`scored`, `not_scorable` or `failed`, or is given up at shutdown (`dropped_shutdown`). So at any
-time:
+Per scorer and call, in order: the entry's filter (falsy or raising: `filtered`) and
+deterministic sampling on the trace id, else the run id (`not_sampled`), a deterministic run id,
+then admission to the bounded `WorkQueue` (`sampled`, or `dropped_queue_full` /
+`dropped_shutdown`). An accepted run is scored (`score_call`) and its result written to every
+sink in turn (`Storage`); it ends as `scored`, `not_scorable` or `failed`, or is given up at
+shutdown (`dropped_shutdown`). So at any time:
 
     sampled == scored + not_scorable + failed + queued + in_flight + (accepted, dropped at shutdown)
 
 A run's id is deterministic, one per (scorer, trace or run, span), so the same call scored
 again overwrites its row instead of adding one (`live_run_id`; `RunIdIssuer` tells apart repeated
 calls in one span). A call carrying more than `OFFLOAD_CHARS` characters of text has its
-scorers' synchronous function steps run in a small process-wide pool (`core.offload`), so
+scorers' synchronous function steps run in the process-wide step pool (`core.offload`), so
 model-free scoring of a megabyte of text never stalls a loop that serves others; a smaller call
-scores on the loop, as handing a step to a thread costs more than scoring a few kilobytes. The
-pool has `SCOREWATCH_SCORING_THREADS` threads (default 2): scorer steps are Python code holding
-the GIL, so more threads would not score faster, only compete with the loop.
+scores on the loop, as handing a step to a thread costs more than scoring a few kilobytes.
 
 Threads: a run executes on the loop named when it is enqueued (a dedicated scoring thread's),
 else on the loop of the code that enqueues it, else on scorewatch's background loop. Enqueueing,
