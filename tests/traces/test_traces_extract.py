@@ -250,6 +250,7 @@ def test_openllmetry_prompt_and_completion_attributes() -> None:
     assert invocation == {
         "toolCallId": "call_a",
         "toolName": "forecast",
+        "toolId": "forecast",
         "args": {"city": "Oslo"},
         "result": None,
         "state": "call",

@@ -1,12 +1,12 @@
 """From a selected span and the spans under it to the run the scorers read.
 
 The run has the shape of the reference system's trace runs: an agent run input
-(`inputMessages` = the current user turn, `rememberedMessages` = the conversation before it,
-`systemMessages`) and an output of one assistant agent message whose `tool-invocation` parts and
-`toolInvocations` list hold the tool calls in order, followed by the answer's text part. Tool
-calls come from the tool-execution spans under an agent span (in start order), else from the
-model messages of the turn. Scorers that read tool calls, trajectories or tool results as
-context read this shape.
+(`inputMessages` = the current user turn, `rememberedMessages` = the conversation the first
+model call was given, `systemMessages`) and an output of one assistant agent message whose
+`tool-invocation` parts and `toolInvocations` list hold the tool calls in order, followed by the
+answer's text part. Tool calls come from the tool-execution spans under an agent span (in start
+order), else from the model messages of the turn. Scorers that read tool calls, trajectories or
+tool results as context read this shape (docs/traces.md, "From a span to a run").
 """
 
 from __future__ import annotations
@@ -118,6 +118,8 @@ def _invocation(call: ToolCall, fallback_id: str) -> dict[str, Any]:
     return {
         "toolCallId": call.id or fallback_id,
         "toolName": call.name,
+        # The reference's tool id is the tool's own id; a trace names a tool only once.
+        "toolId": call.name,
         "args": dict(arguments)
         if isinstance(arguments, Mapping)
         else ({} if arguments is None else {"value": arguments}),
@@ -153,8 +155,36 @@ def _retrieved_documents(spans: Iterable[SpanRecord]) -> list[str]:
     return documents
 
 
+def _at(nanoseconds: int) -> datetime:
+    return datetime.fromtimestamp(nanoseconds / 1e9, UTC)
+
+
 def _created(span: SpanRecord) -> datetime:
-    return datetime.fromtimestamp((span.end_ns or span.start_ns) / 1e9, UTC)
+    return _at(span.end_ns or span.start_ns)
+
+
+def _remembered(
+    current_text: str,
+    before_current: Sequence[Message],
+    model_spans: Sequence[tuple[SpanRecord, SpanContent]],
+    started: datetime,
+) -> tuple[list[tuple[str, str]], datetime]:
+    """(role, text) of the conversation before the current turn, and when it was sent.
+
+    As the reference reads a trace: the first model call's input but its system messages and
+    any message with the current input's text, at that call's start; a tool message or a tool
+    call has no text of its own there (its text here is the tool's result). Without a model call
+    with an input, the agent's own user and assistant messages before the current one."""
+    for model_span, content in model_spans:
+        if content.input:
+            return [
+                (m.role, "" if m.role == "tool" else m.text)
+                for m in content.input
+                if m.role != "system" and m.text != current_text
+            ], _at(model_span.start_ns or model_span.end_ns)
+    return [
+        (m.role, m.text) for m in before_current if m.role in ("user", "assistant") and m.text
+    ], started
 
 
 def _agent_name(span: SpanRecord) -> str | None:
@@ -171,7 +201,12 @@ def extract_run(span: SpanRecord, trace: Iterable[SpanRecord]) -> ExtractedRun |
     agent = is_agent_span(span)
     below = tree.descendants(span) if agent else []
     own = read_span(span)
-    models = [c for c in (read_span(s) for s in below if tool_call_of_span(s) is None) if c]
+    model_spans = [
+        (s, content)
+        for s in below
+        if tool_call_of_span(s) is None and (content := read_span(s)) is not None
+    ]
+    models = [content for _, content in model_spans]
     first = models[0] if models else None
     last = models[-1] if models else None
     inputs = _pick(own, first, "input")
@@ -185,14 +220,16 @@ def extract_run(span: SpanRecord, trace: Iterable[SpanRecord]) -> ExtractedRun |
     if not answer.strip() and not calls:
         reason: SkipReason = "no_output" if any(not m.empty for m in inputs) else "no_content"
         return Skipped(trace_id=span.trace_id, span_id=span.span_id, reason=reason)
-    created = _created(span)
+    created, started = _created(span), _at(span.start_ns or span.end_ns)
     last_user = max((i for i, m in enumerate(inputs) if m.role == "user"), default=-1)
     current = [inputs[last_user]] if last_user >= 0 else []
-    remembered = [m for m in inputs[: max(last_user, 0)] if m.role in ("user", "assistant")]
+    remembered, remembered_at = _remembered(
+        current[0].text if current else "", inputs[: max(last_user, 0)], model_spans, started
+    )
     run_input: dict[str, Any] = {
-        "inputMessages": [_agent_message("", m.role, m.text, created) for m in current],
+        "inputMessages": [_agent_message("", m.role, m.text, started) for m in current],
         "rememberedMessages": [
-            _agent_message("", m.role, m.text, created) for m in remembered if m.text
+            _agent_message("", role, text, remembered_at) for role, text in remembered
         ],
         "systemMessages": [{"role": "system", "content": text} for text in system],
         "taggedSystemMessages": {},
@@ -208,7 +245,7 @@ def extract_run(span: SpanRecord, trace: Iterable[SpanRecord]) -> ExtractedRun |
         parts.append({"type": "text", "text": answer})
     output = [
         {
-            "id": span.span_id,
+            "id": "",
             "role": "assistant",
             "content": {
                 "format": 2,
