@@ -20,6 +20,8 @@ from typing import Any
 import pytest
 
 from reference_fixtures import load_reference
+from scorewatch import create_scorer
+from scorewatch.sinks import ScoredCall, ScoreRecord
 from scorewatch.traces import ExtractedRun, SpanRecord, extract_run
 
 pytestmark = pytest.mark.unit
@@ -154,4 +156,23 @@ def test_a_traced_run_carries_the_reference_trace_fields(case: dict[str, Any]) -
     # The reference puts only tenancy there (none in these traces); scorewatch adds where the
     # run came from: the span's name and the convention it was read in.
     assert recorded["targetMetadata"] == {}
-    assert set(fields["target_metadata"]) == {"spanName", "convention"}
+    assert set(fields["target_metadata"]) == {"spanName", "spanType", "convention"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
+async def test_a_traced_score_row_names_the_span_as_the_reference_does(
+    case: dict[str, Any],
+) -> None:
+    """The row `score_traces` stores (an experiment row, through `ScoredCall.of_run`) against
+    the score the reference saves for the same trace."""
+    saved = RECORDED[case["name"]]["saved"]
+    run = _extracted(case).scorer_run()
+    scorer = create_scorer(id=saved["scorerId"], description="d").generate_score(lambda _ctx: 1)
+    result = await scorer.run(run)
+    call = ScoredCall.of_run(run, "experiment-1")
+    row = ScoreRecord.success(result.run_id or "", scorer, call, result, "TEST").to_row()
+    for column in ("traceId", "spanId", "entityType", "entity", "source", "scorerId", "score"):
+        assert row[column] == saved[column], column
+    # The reference's entityId is the agent's id; scorewatch's, the agent's name.
+    agent = case["spans"][0]
+    assert (saved["entityId"], row["entityId"]) == (agent["entityId"], agent["entityName"])

@@ -22,7 +22,6 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from pydantic_core import to_jsonable_python
 
@@ -224,9 +223,7 @@ def _sizes(ready: Sequence[ReadySpan]) -> dict[str, int]:
 
 
 def _item(run: ExtractedRun, scorers: tuple[str, ...] | None, size: int) -> ScoreItem:
-    metadata: dict[str, Any] = {"spanName": run.span_name, "convention": run.convention}
-    if run.service_name is not None:
-        metadata["serviceName"] = run.service_name
+    metadata = run.metadata()
     if run.tool_calls:
         metadata["toolCalls"] = list(run.tool_calls)
     return ScoreItem(

@@ -118,6 +118,19 @@ def iso_timestamp(moment: datetime) -> str:
     )
 
 
+def _entity(call: ScoredCall) -> tuple[dict[str, Any], str]:
+    """The row's `entity` and `entityType`: the agent for a call, as the reference stores live
+    scores; the evaluated span and its type for a call read from a trace, as the reference
+    stores trace scores."""
+    if call.score_source == "trace":
+        span_type = (call.metadata or {}).get("spanType")
+        return (
+            {"traceId": call.trace_id, "spanId": call.span_id},
+            span_type if isinstance(span_type, str) and span_type else "agent_run",
+        )
+    return {"id": call.target or "", "name": call.target or ""}, "AGENT"
+
+
 def _jsonable(value: Any) -> Any:
     try:
         return to_jsonable_python(value, fallback=repr, serialize_unknown=True)
@@ -314,6 +327,7 @@ class ScoreRecord:
         call = self.call
         stamp = iso_timestamp(self.created_at)
         reason = self.reason
+        entity, entity_type = _entity(call)
         return {
             "id": self.id,
             "scorerId": self.scorer_id,
@@ -338,8 +352,8 @@ class ScoreRecord:
             },
             "metadata": None,
             "source": self.source,
-            "entity": {"id": call.target or "", "name": call.target or ""},
-            "entityType": "AGENT",
+            "entity": entity,
+            "entityType": entity_type,
             "structuredOutput": False,
             "traceId": call.trace_id,
             "spanId": call.span_id,

@@ -56,11 +56,22 @@ class ExtractedRun:
         """The run for `Scorer.run`, with the reference's trace fields set."""
         return ScorerRun(output=self.output, **self.run_fields())
 
-    def run_fields(self) -> dict[str, Any]:
-        """Every run field but `output`."""
-        metadata = {"spanName": self.span_name, "convention": self.convention}
+    def metadata(self) -> dict[str, Any]:
+        """Where the run came from, as its rows' metadata keep it: the span's name, the
+        convention it was read in, its service, and its type in the reference's span vocabulary
+        (`agent_run` for an agent span, `model_generation` for a model call), which is the
+        `entityType` of its score rows."""
+        metadata: dict[str, Any] = {
+            "spanName": self.span_name,
+            "spanType": "agent_run" if self.entity_type == "agent" else "model_generation",
+            "convention": self.convention,
+        }
         if self.service_name is not None:
             metadata["serviceName"] = self.service_name
+        return metadata
+
+    def run_fields(self) -> dict[str, Any]:
+        """Every run field but `output`."""
         return {
             "input": self.input,
             "score_source": "trace",
@@ -70,7 +81,7 @@ class ExtractedRun:
             "target_trace_id": self.trace_id,
             "target_span_id": self.span_id,
             "target_correlation_context": {"traceId": self.trace_id, "spanId": self.span_id},
-            "target_metadata": metadata,
+            "target_metadata": self.metadata(),
         }
 
 
