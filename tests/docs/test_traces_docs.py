@@ -81,6 +81,8 @@ def test_the_quick_start_scores_the_agent_from_its_traces(tmp_path: Path) -> Non
     assert set(rows) == {"completeness", "tone"}
     for row in rows.values():
         assert (row["traceId"], row["spanId"], row["entityId"]) == (trace_id, span_id, "support")
+        assert row["entityType"] == "agent_run"
+        assert row["entity"] == {"traceId": trace_id, "spanId": span_id}
         assert row["metadata"]["scoreSource"] == "trace"
         assert row["metadata"]["agentRunId"] == span_id
         assert row["output"][0]["content"]["content"] == "It left the warehouse on Monday."
