@@ -21,6 +21,11 @@ import pytest
 
 from reference_fixtures import load_reference
 from scorewatch import create_scorer
+from scorewatch.scorers.utils import (
+    get_assistant_message_from_run_output,
+    get_combined_system_prompt,
+    get_user_message_from_run_input,
+)
 from scorewatch.sinks import ScoredCall, ScoreRecord
 from scorewatch.traces import ExtractedRun, SpanRecord, extract_run
 
@@ -30,6 +35,10 @@ CASES = json.loads(
     (Path(__file__).parents[2] / "tools" / "reference" / "trace_cases.json").read_text("utf-8")
 )
 RECORDED = {case["name"]: case for case in load_reference("traces/recorded.json")["cases"]}
+# The reference builds an agent run from the trace for an agent-type scorer; any other scorer
+# gets the target span's own input and output ("scorerType": "default": a model call's span).
+AGENT_CASES = [case for case in CASES if case.get("scorerType") != "default"]
+MODEL_CALL_CASES = [case for case in CASES if case.get("scorerType") == "default"]
 
 
 def _nanoseconds(stamp: str) -> int:
@@ -135,7 +144,7 @@ def _extracted(case: dict[str, Any]) -> ExtractedRun:
     return extracted
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
+@pytest.mark.parametrize("case", AGENT_CASES, ids=[case["name"] for case in AGENT_CASES])
 def test_a_traced_agent_run_is_the_run_the_reference_builds(case: dict[str, Any]) -> None:
     recorded = RECORDED[case["name"]]["run"]
     extracted = _extracted(case)
@@ -149,7 +158,8 @@ def test_a_traced_run_carries_the_reference_trace_fields(case: dict[str, Any]) -
     fields = _extracted(case).run_fields()
     assert fields["score_source"] == recorded["scoreSource"] == "trace"
     assert fields["target_scope"] == recorded["targetScope"]
-    assert fields["target_entity_type"] == recorded["targetEntityType"]
+    # `agent` for an agent span; none for a model call (the reference leaves it undefined).
+    assert fields["target_entity_type"] == recorded.get("targetEntityType")
     assert fields["target_trace_id"] == recorded["targetTraceId"]
     assert fields["target_span_id"] == recorded["targetSpanId"]
     assert fields["target_correlation_context"] == recorded["targetCorrelationContext"]
@@ -173,6 +183,26 @@ async def test_a_traced_score_row_names_the_span_as_the_reference_does(
     row = ScoreRecord.success(result.run_id or "", scorer, call, result, "TEST").to_row()
     for column in ("traceId", "spanId", "entityType", "entity", "source", "scorerId", "score"):
         assert row[column] == saved[column], column
-    # The reference's entityId is the agent's id; scorewatch's, the agent's name.
-    agent = case["spans"][0]
-    assert (saved["entityId"], row["entityId"]) == (agent["entityId"], agent["entityName"])
+    span = next(span for span in case["spans"] if span["spanId"] == case["target"])
+    if "entityName" in span:
+        # The reference's entityId is the agent's id; scorewatch's, the agent's name.
+        assert (saved["entityId"], row["entityId"]) == (span["entityId"], span["entityName"])
+    else:  # a span that names no agent
+        assert row["entityId"] == saved["entityId"] == "unknown"
+
+
+@pytest.mark.parametrize("case", MODEL_CALL_CASES, ids=[case["name"] for case in MODEL_CALL_CASES])
+def test_a_traced_model_call_reads_the_messages_the_reference_hands_over(
+    case: dict[str, Any],
+) -> None:
+    """The reference hands a scorer a model call's span input and output as they are;
+    scorewatch reads the same messages into the agent-run shape every trace run has, so one
+    scorer reads any run alike."""
+    recorded = RECORDED[case["name"]]["run"]
+    messages = recorded["input"]["messages"]
+    run = _extracted(case)
+    assert get_combined_system_prompt(run.input) == next(
+        m["content"] for m in messages if m["role"] == "system"
+    )
+    assert get_user_message_from_run_input(run.input) == messages[-1]["content"]
+    assert get_assistant_message_from_run_output(run.output) == recorded["output"]["text"]

@@ -28,7 +28,10 @@ const plain = (value) => stable(JSON.parse(JSON.stringify(value)));
 const recorded = [];
 for (const testCase of cases) {
   let seen = null;
-  const scorer = createScorer({ id: 'trace-probe', description: 'keeps the run it is given', type: 'agent' })
+  // An agent-type scorer gets the trace as an agent run; any other, the target span's own
+  // input and output (cases with "scorerType": "default").
+  const type = testCase.scorerType === 'default' ? undefined : 'agent';
+  const scorer = createScorer({ id: 'trace-probe', description: 'keeps the run it is given', type })
     .generateScore(({ run }) => {
       seen = run;
       return 1;

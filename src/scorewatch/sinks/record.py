@@ -118,17 +118,18 @@ def iso_timestamp(moment: datetime) -> str:
     )
 
 
-def _entity(call: ScoredCall) -> tuple[dict[str, Any], str]:
-    """The row's `entity` and `entityType`: the agent for a call, as the reference stores live
-    scores; the evaluated span and its type for a call read from a trace, as the reference
-    stores trace scores."""
+def _entity(call: ScoredCall) -> tuple[str, dict[str, Any], str]:
+    """The row's `entityId`, `entity` and `entityType`: the agent for a call, as the reference
+    stores live scores; the evaluated span and its type for a call read from a trace, as the
+    reference stores trace scores (`unknown` when the span names no agent)."""
     if call.score_source == "trace":
         span_type = (call.metadata or {}).get("spanType")
         return (
+            call.target or "unknown",
             {"traceId": call.trace_id, "spanId": call.span_id},
             span_type if isinstance(span_type, str) and span_type else "agent_run",
         )
-    return {"id": call.target or "", "name": call.target or ""}, "AGENT"
+    return call.target or "", {"id": call.target or "", "name": call.target or ""}, "AGENT"
 
 
 def _jsonable(value: Any) -> Any:
@@ -327,11 +328,11 @@ class ScoreRecord:
         call = self.call
         stamp = iso_timestamp(self.created_at)
         reason = self.reason
-        entity, entity_type = _entity(call)
+        entity_id, entity, entity_type = _entity(call)
         return {
             "id": self.id,
             "scorerId": self.scorer_id,
-            "entityId": call.target or "",
+            "entityId": entity_id,
             "runId": self.id,
             "input": _jsonable(call.input),
             "output": _jsonable(call.output),
