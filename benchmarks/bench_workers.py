@@ -33,9 +33,9 @@ import redis
 
 import scorewatch as sw
 from scorewatch.live import LiveScorerEntry, Sampling
-from scorewatch.server.intake import ScoreItem
-from scorewatch.server.redis_intake import RedisIntake
-from scorewatch.server.stream_queue import StreamNames, connect
+from scorewatch.server.intake.interface import ScoreItem
+from scorewatch.server.intake.redis_queue import RedisIntake
+from scorewatch.server.queue.stream import StreamNames, connect
 from scorewatch.testing import LoopbackJudgeServer, Reply
 
 REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -39,10 +39,10 @@ from scorewatch.live import (
     ScoreRecord,
     SqliteSink,
 )
-from scorewatch.server.intake import ScoreItem
-from scorewatch.server.redis_intake import RedisIntake
-from scorewatch.server.stream_queue import StreamNames, connect, ensure_group
-from scorewatch.server.worker import StreamWorker
+from scorewatch.server.intake.interface import ScoreItem
+from scorewatch.server.intake.redis_queue import RedisIntake
+from scorewatch.server.queue.stream import StreamNames, connect, ensure_group
+from scorewatch.server.queue.worker import StreamWorker
 from scorewatch.testing import ScriptedJudge
 
 SCORE_SCHEMA = {

@@ -282,7 +282,7 @@ def test_demo_command_runs_scores_serves_metrics_and_stores_rows(tmp_path: Path)
 
 
 def test_demo_prometheus_starts_with_the_short_window_rules(prometheus_bin: str) -> None:
-    from scorewatch.demo.prometheus import DemoPrometheus, find_short_rules
+    from scorewatch.demo.local_prometheus import DemoPrometheus, find_short_rules
 
     rules = find_short_rules()
     assert rules is not None and rules.is_relative_to(REPO)

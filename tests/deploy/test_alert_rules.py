@@ -19,7 +19,7 @@ from deploy_support import (
     rules_generator,
     run,
 )
-from scorewatch.server.config import load_config
+from scorewatch.server.config.file import load_config
 
 pytestmark = pytest.mark.integration
 

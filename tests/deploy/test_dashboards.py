@@ -22,7 +22,7 @@ from deploy_support import (
     run,
     variable_queries,
 )
-from scorewatch.server.config import load_config
+from scorewatch.server.config.file import load_config
 from scorewatch.telemetry import names
 
 pytestmark = pytest.mark.integration

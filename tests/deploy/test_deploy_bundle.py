@@ -12,8 +12,8 @@ import pytest
 
 from binary_support import require_binary
 from deploy_support import DEPLOY, PROMETHEUS_DIR, ROOT, load_yaml, load_yaml_documents, run
-from scorewatch.server.config import load_config
-from scorewatch.server.scorers import build_scorers
+from scorewatch.server.config.file import load_config
+from scorewatch.server.config.scorer_entries import build_scorers
 
 pytestmark = pytest.mark.integration
 

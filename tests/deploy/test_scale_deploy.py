@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from deploy_support import DEPLOY, load_yaml, load_yaml_documents
-from scorewatch.server.config import load_config
-from scorewatch.server.scorers import build_scorers
+from scorewatch.server.config.file import load_config
+from scorewatch.server.config.scorer_entries import build_scorers
 
 pytestmark = pytest.mark.unit
 

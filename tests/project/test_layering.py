@@ -94,6 +94,37 @@ def violations(layers: dict[str, Any]) -> list[str]:
     return problems
 
 
+def inner_violations(layers: dict[str, Any]) -> list[str]:
+    """The `[[inner]]` rule: a folder's sub-packages import only their own and lower ones."""
+    problems: list[str] = []
+    for rule in layers.get("inner", []):
+        folder = rule["folder"]
+        level_of = {name: i for i, names in enumerate(rule["levels"]) for name in names}
+        root = PACKAGE / folder
+        present = {p.name for p in root.iterdir() if (p / "__init__.py").exists()}
+        problems += [
+            f"{folder}/{name} is not described in layers.toml's [[inner]]"
+            for name in sorted(present - set(level_of))
+        ]
+        for path in sorted(root.rglob("*.py")):
+            parts = path.relative_to(root).parts
+            if len(parts) < 2 or parts[0] not in level_of:
+                continue  # the folder's own top-level modules sit above its sub-packages
+            me = parts[0]
+            for line, module in imported_modules(path):
+                names = module.split(".")
+                if names[:2] != ["scorewatch", folder] or len(names) < 3:
+                    continue
+                target = names[2]
+                if target in level_of and level_of[target] > level_of[me]:
+                    where = path.relative_to(PACKAGE)
+                    problems.append(
+                        f"{where}:{line} imports {module} (a higher level: {folder}/{me} → "
+                        f"{folder}/{target})"
+                    )
+    return problems
+
+
 def test_imports_follow_the_described_layers() -> None:
     layers = tomllib.loads(LAYERS.read_text(encoding="utf-8"))
     # The checker must see relative imports, or it would pass by seeing nothing.
@@ -110,3 +141,14 @@ def test_imports_follow_the_described_layers() -> None:
     assert "(never telemetry → opentelemetry.sdk)" in found
     broken["level"] = list(reversed(layers["level"]))
     assert "(a higher level: core → judge)" in "\n".join(violations(broken))
+
+
+def test_sub_packages_follow_their_described_order() -> None:
+    layers = tomllib.loads(LAYERS.read_text(encoding="utf-8"))
+    assert layers["inner"], "layers.toml describes the sub-packages of at least serve"
+    assert inner_violations(layers) == []
+    # ...and it must catch one: the same folder described top first, and a missing sub-package.
+    broken = {"inner": [{**rule, "levels": rule["levels"][::-1]} for rule in layers["inner"]]}
+    assert "(a higher level: server/queue → server/config)" in "\n".join(inner_violations(broken))
+    missing = {"inner": [{"folder": "server", "levels": [["config"], ["http"]]}]}
+    assert "server/intake is not described" in "\n".join(inner_violations(missing))

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from scorewatch.server.loop_lag import LoopLag
+from scorewatch.server.intake.loop_lag import LoopLag
 
 pytestmark = pytest.mark.unit
 

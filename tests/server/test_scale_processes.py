@@ -34,9 +34,9 @@ from scale_support import (
     unique_prefix,
 )
 from scorewatch.live import LiveScorerEntry, Sampling
-from scorewatch.server.intake import ScoreItem
-from scorewatch.server.redis_intake import RedisIntake
-from scorewatch.server.stream_queue import StreamNames, connect
+from scorewatch.server.intake.interface import ScoreItem
+from scorewatch.server.intake.redis_queue import RedisIntake
+from scorewatch.server.queue.stream import StreamNames, connect
 from serve_support import ServeProcess
 
 pytestmark = pytest.mark.e2e

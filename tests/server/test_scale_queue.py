@@ -22,14 +22,14 @@ from scale_support import (
     unique_prefix,
 )
 from scorewatch.live import CallbackSink, LiveScorerEntry, Sampling
-from scorewatch.server.config import ServeConfig
-from scorewatch.server.engine import InProcessIntake
-from scorewatch.server.intake import QueueFullError, ScoreItem
-from scorewatch.server.intakes import build_intake
-from scorewatch.server.redis_intake import IntakeUnavailableError, RedisIntake
-from scorewatch.server.stores import Stores
-from scorewatch.server.stream_queue import StreamNames, connect, read_gauges
-from scorewatch.server.worker import StreamWorker
+from scorewatch.server.config.file import ServeConfig
+from scorewatch.server.config.stores import Stores
+from scorewatch.server.intake.choice import build_intake
+from scorewatch.server.intake.in_process import InProcessIntake
+from scorewatch.server.intake.interface import QueueFullError, ScoreItem
+from scorewatch.server.intake.redis_queue import IntakeUnavailableError, RedisIntake
+from scorewatch.server.queue.stream import StreamNames, connect, read_gauges
+from scorewatch.server.queue.worker import StreamWorker
 from scorewatch.sinks.call import ScoredCall
 from scorewatch.sinks.postgres import MIGRATIONS, PostgresSink
 from scorewatch.sinks.record import ScoreRecord

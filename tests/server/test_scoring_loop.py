@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from scorewatch.server.scoring_loop import ScoringLoop
+from scorewatch.server.intake.scoring_loop import ScoringLoop
 
 pytestmark = pytest.mark.unit
 

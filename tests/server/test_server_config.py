@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from scorewatch.server.auth import resolve_token
-from scorewatch.server.config import ConfigError, is_loopback_host, load_config, parse_listen
-from scorewatch.server.scorers import build_scorers
+from scorewatch.server.config.file import ConfigError, is_loopback_host, load_config, parse_listen
+from scorewatch.server.config.scorer_entries import build_scorers
+from scorewatch.server.http.auth import resolve_token
 from serve_support import run_serve, write_config
 
 pytestmark = pytest.mark.e2e

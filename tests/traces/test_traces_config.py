@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from scorewatch.server.config import ConfigError, ServeConfig
-from scorewatch.server.engine import InProcessIntake
-from scorewatch.server.trace_intake import TracesIntake, build_traces_intake
+from scorewatch.server.config.file import ConfigError, ServeConfig
+from scorewatch.server.intake.in_process import InProcessIntake
+from scorewatch.server.intake.otlp_traces import TracesIntake, build_traces_intake
 
 pytestmark = pytest.mark.unit
 
@@ -168,8 +168,8 @@ async def test_a_full_scoring_queue_answers_429_so_the_exporter_retries(tmp_path
         ExportTraceServiceResponse,
     )
 
-    from scorewatch.server.app import build_service, create_app, shutdown_service
-    from scorewatch.server.intake import ScoreItem
+    from scorewatch.server.http.app import build_service, create_app, shutdown_service
+    from scorewatch.server.intake.interface import ScoreItem
 
     (tmp_path / "sw_blocking_scorer.py").write_text(BLOCKING_SCORER, encoding="utf-8")
     document = {

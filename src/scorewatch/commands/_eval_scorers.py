@@ -52,8 +52,8 @@ class EvalScorers:
 
 
 def _from_file(path: str, model: str | None, options: dict[str, Any]) -> list[tuple[str, Scorer]]:
-    from ..server.config import load_config
-    from ..server.scorers import build_scorers
+    from ..server.config.file import load_config
+    from ..server.config.scorer_entries import build_scorers
 
     config = load_config(path)
     if model is not None or options:

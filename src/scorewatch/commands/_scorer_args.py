@@ -12,7 +12,7 @@ __all__ = ["import_object", "resolve_scorer"]
 
 def import_object(path: str) -> Any:
     """The object at `package.module:attribute` (the current directory is importable)."""
-    from ..server.scorers import import_object as import_from_path
+    from ..server.config.scorer_entries import import_object as import_from_path
 
     if ":" not in path or path.startswith(":") or path.endswith(":"):
         raise _unknown(f"{path!r} is not an import path of the form 'package.module:attribute'")

@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..server.config import ServeConfig
+    from ..server.config.file import ServeConfig
 
 __all__ = ["add_config_arguments", "check_listen", "load_service_config"]
 
@@ -25,7 +25,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, config: str, queue:
 
 def load_service_config(args: argparse.Namespace) -> ServeConfig:
     """The configuration file, with `--queue` overriding its [queue] url; raises ConfigError."""
-    from ..server.config import load_config, with_queue_url
+    from ..server.config.file import load_config, with_queue_url
 
     config = load_config(args.config)
     if args.queue is not None:
@@ -35,7 +35,7 @@ def load_service_config(args: argparse.Namespace) -> ServeConfig:
 
 def check_listen(option: str, value: str) -> None:
     """Raises ConfigError naming `option` when `value` is no HOST:PORT."""
-    from ..server.config import ConfigError, parse_listen
+    from ..server.config.file import ConfigError, parse_listen
 
     try:
         parse_listen(value)

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..server.scorers import ConfiguredScorer
+    from ..server.config.scorer_entries import ConfiguredScorer
 
 from ._service_config import add_config_arguments, check_listen, load_service_config
 
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..server.config import ConfigError
+    from ..server.config.file import ConfigError
 
     try:
         config = load_service_config(args)
@@ -43,9 +43,12 @@ def run(args: argparse.Namespace) -> int:
             server = config.server.model_copy(update={"listen": args.listen})
             config = config.model_copy(update={"server": server})
         if args.check:
-            from ..server.auth import resolve_token
-            from ..server.dependencies import DependencyUnavailableError, require_dependencies
-            from ..server.scorers import build_scorers
+            from ..server.config.scorer_entries import build_scorers
+            from ..server.http.auth import resolve_token
+            from ..server.queue.dependencies import (
+                DependencyUnavailableError,
+                require_dependencies,
+            )
 
             resolve_token(config)
             # A missing key is reported below, once per scorer, not also as a warning.
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             print(f"{args.config}: OK ({len(built)} scorer(s): {', '.join(s.id for s in built)})")
             return 0
-        from ..server.runner import serve
+        from ..server.http.serve_process import serve
 
         return serve(config)
     except ConfigError as error:

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..server.config import ConfigError
+    from ..server.config.file import ConfigError
 
     try:
         config = load_service_config(args)
@@ -43,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--concurrency: must be at least 1")
         if args.metrics_listen is not None:
             check_listen("--metrics-listen", args.metrics_listen)
-        from ..server.dependencies import DependencyUnavailableError
-        from ..server.worker_runner import run_worker
+        from ..server.queue.dependencies import DependencyUnavailableError
+        from ..server.queue.worker_process import run_worker
 
         try:
             return run_worker(

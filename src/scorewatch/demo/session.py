@@ -30,7 +30,7 @@ from ..scorers import (
 )
 from .agent import SimulatedSummarizer, request_stream
 from .dataset import DemoDataset, load_demo_dataset
-from .prometheus import DemoPrometheus
+from .local_prometheus import DemoPrometheus
 from .simulated_judge import SimulatedJudge
 from .stats import DemoStats
 from .view import LiveView, ViewState, render_summary

@@ -1,0 +1,138 @@
+"""The FastAPI application: `build_service(config)` assembles the parts, `create_app(service)`
+wires the routes, the guard and the shutdown sequence."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import Depends, FastAPI
+from starlette.routing import Route
+
+from ..._version import __version__
+from ...sinks.delivery import close_sinks
+from ..config.file import ServeConfig
+from ..config.scorer_entries import build_scorers
+from ..config.stores import SinkProbe, build_stores
+from ..intake.choice import build_intake
+from ..intake.otlp_traces import TracesIntake, build_traces_intake
+from ..intake.redis_queue import RedisIntake
+from .auth import require_token, resolve_token
+from .docs_page import install_docs_page
+from .errors import install_error_handlers
+from .guard import ServiceGuard
+from .routes import probes, scorers, scores, traces
+from .state import ServiceState
+
+__all__ = ["build_service", "create_app", "shutdown_service"]
+
+logger = logging.getLogger("scorewatch.server")
+
+_DESCRIPTION = """\
+Scores traffic of agents written in any language. POST each input/output pair to
+`/v1/scores`; the configured scorers decide (filter, then sampling on the trace id), queue the
+sampled runs and answer **202 before any judge call**. Results land in the configured sinks
+(`GET /v1/scores` reads the SQLite one) and in the Prometheus metrics at `/metrics`.
+
+Every refusal has the same JSON shape (`ErrorBody`): 401 bad token, 404 unknown scorer, 408 body
+too slow, 413 body too large, 415 body not declared JSON, 422 invalid field (named), 429 queue
+full (with `Retry-After`), 503 shutting down.
+"""
+
+
+def build_service(config: ServeConfig) -> ServiceState:
+    """Build scorers, sinks and the intake; raises `ConfigError` for a bad configuration."""
+    token = resolve_token(config)
+    built = {configured.id: configured for configured in build_scorers(config)}
+    stores = build_stores(config)
+    entries = {scorer_id: configured.entry for scorer_id, configured in built.items()}
+    intake = build_intake(config, entries, stores)
+    dependencies: list[SinkProbe] = []
+    if isinstance(intake, RedisIntake):
+        dependencies.append(intake.probe())
+    intake = build_traces_intake(config, intake, token)
+    service = ServiceState(
+        config=config,
+        scorers=built,
+        intake=intake,
+        reader=stores.reader,
+        probes=stores.probes,
+        token=token,
+        dependencies=dependencies,
+    )
+    if stores.readers:
+        service.on_close.append(functools.partial(close_sinks, stores.readers))
+    return service
+
+
+async def shutdown_service(service: ServiceState) -> dict[str, int]:
+    """Refuse new work, drain within server.shutdown_timeout (the rest is counted as
+    dropped_shutdown), close the sinks, flush the exporters. Safe to call twice."""
+    service.draining = True
+    await service.intake.shutdown(service.config.server.shutdown_timeout)
+    await service.intake.aclose()
+    callbacks, service.on_close = service.on_close, []
+    for callback in callbacks:
+        try:
+            outcome = callback()
+            if asyncio.iscoroutine(outcome):
+                await outcome
+        except Exception as error:
+            logger.error("shutdown step failed (%s)", type(error).__name__)
+    return service.stats()
+
+
+def create_app(service: ServiceState) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await shutdown_service(service)
+
+    docs = service.config.server.docs
+    app = FastAPI(
+        title="scorewatch",
+        version=__version__,
+        summary="Score AI agents' outputs with LLM judges and watch those scores in production.",
+        description=_DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,  # install_docs_page: the same page without a CDN
+        redoc_url=None,
+        openapi_url="/openapi.json" if docs else None,
+        # FastAPI's own OpenTelemetry instrumentation (0.16x) records validation failures with
+        # their input values and a span per dependency: content must not leave the process,
+        # and per-request spans would cost more than scoring's own telemetry. Older FastAPI
+        # versions keep unknown keywords as extras.
+        telemetry={
+            "tracing": False,
+            "metrics": False,
+            "logs": False,
+            "operation_spans": False,
+            "auto_configure": False,
+        },
+        openapi_tags=[
+            {"name": "scores", "description": "Submit traffic to score and read results."},
+            {"name": "service", "description": "What the service runs and how it is doing."},
+            {"name": "probes", "description": "Liveness, readiness, Prometheus metrics."},
+        ],
+    )
+    app.state.service = service
+    install_error_handlers(app)
+    if docs:
+        install_docs_page(app, openapi_url="/openapi.json", title="scorewatch API")
+    guarded = [Depends(require_token)] if service.token is not None else []
+    app.include_router(scores.router, dependencies=guarded)
+    app.include_router(scorers.router, dependencies=guarded)
+    if isinstance(service.intake, TracesIntake):
+        app.include_router(traces.router, dependencies=guarded)
+    app.include_router(probes.router)
+    if service.config.telemetry.prometheus:
+        from ...telemetry import prometheus_asgi_app
+
+        endpoint: Any = probes.MetricsEndpoint(prometheus_asgi_app(), service)
+        app.router.routes.append(Route("/metrics", endpoint, methods=["GET"]))
+    app.add_middleware(ServiceGuard, state=service)
+    return app

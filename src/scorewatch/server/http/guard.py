@@ -1,0 +1,300 @@
+"""The ASGI layer in front of the routes: check the bearer token, refuse new work while
+draining, bound request bodies in size and time.
+
+All of it happens before FastAPI parses anything. The token of a `/v1/*` request is checked
+before a byte of its body is read (a client without it is answered 401 and disconnected); a
+body is never read past `server.max_body_bytes` (a declared `Content-Length` over it is refused
+without reading at all) nor for longer than `server.body_timeout` (then 408); a request arriving
+during shutdown costs next to nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from typing import Any
+
+from ..._asgi import ASGIApp, Message, Receive, Scope, Send
+from ..config.traces_settings import TRACES_PATH
+from .auth import authorization_problem
+from .state import ServiceState
+
+__all__ = ["BODY_BYTES_KEY", "MAX_JSON_DEPTH", "ServiceGuard", "json_problem"]
+
+BODY_BYTES_KEY = "scorewatch.body_bytes"
+# Arrays and objects nested deeper than this are refused (422): far beyond what agents send,
+# well within what every parser, sink and serializer on the way handles.
+MAX_JSON_DEPTH = 128
+
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_SCORE_PATHS = frozenset({"/v1/scores", "/v1/scores:batch"})
+
+
+async def _answer(
+    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> None:
+    payload = json.dumps(body).encode("utf-8")
+    raw_headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(payload)).encode("ascii")),
+    ]
+    for name, value in (headers or {}).items():
+        raw_headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+class ServiceGuard:
+    def __init__(self, app: ASGIApp, state: ServiceState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope.get("path", "")
+        settings = self.state.config.server
+        api = path.startswith("/v1/")
+        if api and self.state.token is not None:
+            # Before anything is read: an unauthenticated client costs no body buffer and no
+            # wait, and its connection is closed rather than drained.
+            problem = authorization_problem(self.state.token, _header(scope, b"authorization"))
+            if problem is not None:
+                await _answer(
+                    send,
+                    401,
+                    {"error": "unauthorized", "message": problem},
+                    {"WWW-Authenticate": "Bearer", "Connection": "close"},
+                )
+                return
+        reader = _BodyReader(receive, settings.max_body_bytes, settings.body_timeout)
+        if self.state.draining and api:
+            # Read the (bounded) body first: closing a connection with unread data resets it,
+            # and the client might never see the answer.
+            self.state.rejected_draining += 1
+            await reader.discard()
+            retry = str(settings.retry_after)
+            await _answer(
+                send,
+                503,
+                {
+                    "error": "shutting_down",
+                    "message": "the service is shutting down and accepts no new requests",
+                    "retry_after": settings.retry_after,
+                },
+                {"Retry-After": retry, "Connection": "close"},
+            )
+            return
+        if scope.get("method") not in _BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        if path in _SCORE_PATHS:
+            shed = self.state.intake.refuse_early()
+            if shed is not None:
+                await reader.discard()
+                wait = min(max(shed, settings.retry_after), 60)
+                await _answer(
+                    send,
+                    429,
+                    {
+                        "error": "queue_full",
+                        "message": "the service is past what it can finish now (more work "
+                        "queued than it finishes in live.max_queue_delay, or requests arriving "
+                        f"faster than it reads them); retry after {wait}s",
+                        "retry_after": wait,
+                    },
+                    {"Retry-After": str(wait)},
+                )
+                return
+        # OTLP trace exports are protobuf or JSON, maybe gzipped: their route reads them.
+        otlp = path == TRACES_PATH
+        if api and not otlp and not _is_json(scope):
+            # Also what keeps a web page from posting to a token-less service on localhost: a
+            # browser cannot send application/json cross-origin without a CORS preflight.
+            await reader.discard()
+            await _answer(
+                send,
+                415,
+                {
+                    "error": "unsupported_media_type",
+                    "message": "send the body as JSON, with Content-Type: application/json",
+                },
+            )
+            return
+        limit = settings.max_body_bytes
+        declared = _content_length(scope)
+        if declared is not None and declared > limit:
+            await self._too_large(send, limit)
+            return
+        try:
+            body = await reader.read()
+        except _TooLarge:
+            await self._too_large(send, limit)
+            return
+        except _TooSlow:
+            await _answer(
+                send,
+                408,
+                {
+                    "error": "body_timeout",
+                    "message": f"the request body did not arrive within {settings.body_timeout:g}"
+                    " s (server.body_timeout)",
+                },
+                {"Connection": "close"},
+            )
+            return
+        if body is None:  # the client went away
+            return
+        if api and not otlp:
+            problem = json_problem(body)
+            if problem is not None:
+                await _answer(
+                    send,
+                    422,
+                    {
+                        "error": "invalid_request",
+                        "message": f"body: {problem}",
+                        "fields": [{"field": "body", "message": problem}],
+                    },
+                )
+                return
+        # What an accepted item holds in memory is bounded by its share of the body.
+        scope[BODY_BYTES_KEY] = len(body)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, send: Send, limit: int) -> None:
+        await _answer(
+            send,
+            413,
+            {
+                "error": "body_too_large",
+                "message": f"request body over the limit of {limit} bytes (server.max_body_bytes)",
+            },
+            {"Connection": "close"},
+        )
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _TooSlow(Exception):
+    pass
+
+
+class _BodyReader:
+    """Reads a request body within a size limit and a time limit (for the whole body, so a
+    client dribbling a byte now and then cannot hold a connection and its buffer open)."""
+
+    def __init__(self, receive: Receive, limit: int, timeout: float) -> None:
+        self._receive = receive
+        self._limit = limit
+        self._timeout = timeout
+
+    async def read(self) -> bytes | None:
+        """The body; None when the client disconnected. Raises `_TooLarge` / `_TooSlow`."""
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self._timeout):
+                more = True
+                while more:
+                    message = await self._receive()
+                    if message["type"] == "http.disconnect":
+                        return None
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self._limit:
+                        raise _TooLarge
+                    chunks.append(chunk)
+                    more = bool(message.get("more_body", False))
+        except TimeoutError:
+            raise _TooSlow from None
+        return b"".join(chunks)
+
+    async def discard(self) -> None:
+        """Read and drop up to the limit, within the time limit; never raises."""
+        size = 0
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._timeout):
+                while size <= self._limit:
+                    message = await self._receive()
+                    if message["type"] != "http.request":
+                        return
+                    size += len(message.get("body", b""))
+                    if not message.get("more_body", False):
+                        return
+
+
+def json_problem(body: bytes) -> str | None:
+    """Why a JSON body is refused before parsing (invalid UTF-8, nested too deep), or None."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"invalid JSON: not valid UTF-8 (at byte {error.start})"
+    if _nested_deeper_than(body, MAX_JSON_DEPTH):
+        return f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels"
+    return None
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKETS = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKETS = bytes(code for code in range(256) if code not in b"[]{}")
+
+
+def _nested_deeper_than(body: bytes, limit: int) -> bool:
+    """True when arrays and objects nest deeper than `limit` (malformed JSON is left to the
+    parser). Byte-string operations only, so a megabyte of brackets costs milliseconds."""
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    shape = _JSON_STRING.sub(b"", body).translate(_BRACKETS, _NOT_BRACKETS)
+    too_deep = b"[" * (limit + 1)
+    for _ in range(limit):  # each pass removes the innermost level
+        if too_deep in shape:
+            return True
+        shorter = shape.replace(b"[]", b"")
+        if len(shorter) == len(shape):
+            return False
+        shape = shorter
+    return b"[]" in shape
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            text: str = value.decode("latin-1")
+            return text
+    return None
+
+
+def _is_json(scope: Scope) -> bool:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-type":
+            media: bytes = value.split(b";", 1)[0].strip().lower()
+            return media == b"application/json" or (
+                media.startswith(b"application/") and media.endswith(b"+json")
+            )
+    return False
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None

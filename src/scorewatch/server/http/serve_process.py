@@ -1,0 +1,186 @@
+"""Running the service under uvicorn, with the shutdown the service promises.
+
+On the first SIGTERM (or SIGINT): new `/v1/*` requests get 503 and `/readyz` turns not-ready
+while the listener stays open, accepted work drains for up to `server.shutdown_timeout` seconds
+(what is left is counted as `dropped_shutdown`), then uvicorn stops, the sinks are flushed and
+closed, the exporters flushed, and the process exits 0. A second signal stops at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import socket
+import sys
+from types import FrameType
+from typing import Any
+
+import uvicorn
+
+from ..config.file import ServeConfig
+from ..config.process_logging import configure_process_logging
+from .app import build_service, create_app, shutdown_service
+from .state import ServiceState
+from .traces_listener import TracesOnly
+
+__all__ = ["ScorewatchServer", "bind_socket", "serve"]
+
+logger = logging.getLogger("scorewatch.server")
+
+# Requests still open once draining is over get this long to finish before uvicorn closes them.
+_GRACEFUL_REQUESTS_S = 5.0
+
+# How long a thread holding the GIL keeps it while another waits (Python's default: 5 ms). The
+# HTTP thread gives the GIL up at every socket operation and then waits for the scoring thread
+# to hand it back: with 5 ms per hand-over, answers took seconds at 100 requests/s on a loaded
+# machine; with 1 ms, p99 stayed near 100 ms up to 200/s (benchmarks/bench_overload.py).
+_SWITCH_INTERVAL_S = 0.001
+
+
+class ScorewatchServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, service: ServiceState) -> None:
+        super().__init__(config)
+        self.service = service
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._drain_task: asyncio.Task[None] | None = None
+        self.signalled = False
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Not uvicorn's handler: that one stops listening at once and re-raises the signal
+        # after shutdown, so the process would die by SIGTERM instead of exiting 0.
+        if self.signalled or self._loop is None:
+            self.should_exit = True
+            self.force_exit = self.signalled
+            return
+        self.signalled = True
+        self.service.draining = True
+        logger.info("received %s: draining", signal.Signals(sig).name)
+        self._loop.call_soon_threadsafe(self._start_drain)
+
+    def _start_drain(self) -> None:
+        self._drain_task = asyncio.ensure_future(self._drain_then_exit())
+
+    async def _drain_then_exit(self) -> None:
+        try:
+            await self.service.intake.shutdown(self.service.config.server.shutdown_timeout)
+        finally:
+            self.should_exit = True
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # The protocol named, not left 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on
+    # sockets whose `proto` says TCP, and with it on, an answer written in two parts (head, then
+    # body) waits for the client's delayed ACK, about 40 ms.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _configure_telemetry(config: ServeConfig) -> Any:
+    settings = config.telemetry
+    if not settings.prometheus and settings.otlp is False:
+        return None
+    from ... import telemetry
+
+    return telemetry.configure(
+        service_name=settings.service_name,
+        prometheus="127.0.0.1:0" if settings.prometheus else None,
+        prometheus_server=False,
+        otlp=settings.otlp,
+        capture_content=settings.capture_content,
+    )
+
+
+def warm_up_judges(service: ServiceState) -> None:
+    """Warm litellm up before serving, when a scorer is judged (see `warm_up_litellm`)."""
+    if any(configured.scorer.has_judge for configured in service.scorers.values()):
+        from ...judge.litellm_judge import warm_up_litellm
+
+        warm_up_litellm()
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def serve(config: ServeConfig) -> int:
+    """Run until SIGTERM/SIGINT; returns the process exit code. `ConfigError` propagates."""
+    configure_process_logging(config)
+    host, port = config.server.host, config.server.port
+    handle = _configure_telemetry(config)
+    try:
+        service = build_service(config)
+    except BaseException:
+        if handle is not None:
+            handle.shutdown()
+        raise
+    if handle is not None:
+
+        async def flush_telemetry() -> None:
+            await asyncio.to_thread(handle.shutdown)
+
+        service.on_close.append(flush_telemetry)
+    try:
+        sock = bind_socket(host, port)
+    except OSError as error:
+        print(
+            f"scorewatch serve: cannot listen on {config.server.listen}: {error}", file=sys.stderr
+        )
+        asyncio.run(shutdown_service(service))
+        return 1
+    sockets = [sock]
+    traces = config.traces
+    if traces is not None and traces.host is not None and traces.port is not None:
+        try:
+            sockets.append(bind_socket(traces.host, traces.port))
+        except OSError as error:
+            sock.close()
+            print(f"scorewatch serve: cannot listen on {traces.listen}: {error}", file=sys.stderr)
+            asyncio.run(shutdown_service(service))
+            return 1
+    warm_up_judges(service)
+    bound_port = int(sock.getsockname()[1])
+    app: Any = create_app(service)
+    if len(sockets) > 1:
+        app = TracesOnly(app, sockets[1])
+    uv_config = uvicorn.Config(
+        app,
+        log_level=config.server.log_level,
+        access_log=config.server.access_log,
+        timeout_graceful_shutdown=int(_GRACEFUL_REQUESTS_S),
+        lifespan="on",
+        server_header=False,
+        proxy_headers=False,
+    )
+    server = ScorewatchServer(uv_config, service)
+    sys.setswitchinterval(_SWITCH_INTERVAL_S)  # the process is serve's own
+    print(f"scorewatch serve: listening on {_url(host, bound_port)}", file=sys.stderr, flush=True)
+    if len(sockets) > 1:
+        traces_url = _url(sockets[1].getsockname()[0], int(sockets[1].getsockname()[1]))
+        print(f"scorewatch serve: traces on {traces_url}/v1/traces", file=sys.stderr, flush=True)
+    try:
+        server.run(sockets=sockets)
+    finally:
+        for each in sockets:
+            each.close()
+    stats = service.stats()
+    print(
+        f"scorewatch serve: stopped; accounting {json.dumps(stats, sort_keys=True)}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 0

@@ -1,0 +1,48 @@
+"""`ServiceState`: everything a request handler may touch, built once at start-up."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Request
+
+from ..config.file import ServeConfig
+from ..config.scorer_entries import ConfiguredScorer
+from ..config.stores import ResultReader, SinkProbe
+from ..intake.interface import Intake
+
+__all__ = ["ServiceState", "service_of"]
+
+
+@dataclass(slots=True)
+class ServiceState:
+    config: ServeConfig
+    scorers: dict[str, ConfiguredScorer]
+    intake: Intake
+    reader: ResultReader | None
+    probes: Sequence[SinkProbe]
+    token: str | None = None
+    # Services the intake needs (the Redis work queue), checked by /readyz as `<name>`.
+    dependencies: Sequence[SinkProbe] = ()
+    draining: bool = False
+    # `/v1/*` requests answered 503 by the guard while draining (they never reach the intake).
+    rejected_draining: int = 0
+    # Called once the HTTP server stops; flushes telemetry exporters.
+    on_close: list[Callable[[], Any]] = field(default_factory=list)
+
+    @property
+    def known_scorers(self) -> list[str]:
+        return sorted(self.scorers)
+
+    def stats(self) -> dict[str, int]:
+        """The intake's counts plus `rejected_draining`."""
+        snapshot = self.intake.stats()
+        snapshot["rejected_draining"] = self.rejected_draining
+        return snapshot
+
+
+def service_of(request: Request) -> ServiceState:
+    state: ServiceState = request.app.state.service
+    return state

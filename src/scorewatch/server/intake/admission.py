@@ -1,0 +1,144 @@
+"""What serve's two intakes share: deciding a request's items, and counting the decisions.
+
+`InProcessIntake` and `RedisIntake` decide alike (filter, then deterministic sampling on the
+trace id, else the run id) and count alike: a decision is counted and told to the live
+event bus together, and a refused request counts its sampled evaluations as the refusal
+(`dropped_queue_full` / `dropped_shutdown`) and nothing else, so a retried request is not counted
+twice as `not_sampled`. They differ only in where accepted runs go.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import uuid4
+
+from ..._throttled_log import ThrottledLog
+from ...core.events import LiveDecision
+from ...live.engine import Counts, live_run_id
+from ...live.entry import LiveScorerEntry
+from ...sinks.call import ScoredCall
+from .interface import ScoreItem, Skipped
+
+__all__ = [
+    "IntakeCounts",
+    "Plan",
+    "plan_digest",
+    "plan_items",
+    "request_digest",
+    "request_run_id",
+]
+
+logger = logging.getLogger("scorewatch.server")
+_warn = ThrottledLog(logger)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One item of a request, decided: the scorers that sampled it and the ones that did not."""
+
+    item: ScoreItem
+    call: ScoredCall
+    sampled: list[str]
+    skipped: list[Skipped]
+
+
+def plan_items(entries: Mapping[str, LiveScorerEntry], items: Sequence[ScoreItem]) -> list[Plan]:
+    """Decide every (item, scorer) pair; the scorer ids in the items are known."""
+    plans: list[Plan] = []
+    for item in items:
+        call = _call_of(item)
+        sample_key = call.trace_id or call.run_id
+        chosen = item.scorers if item.scorers is not None else tuple(entries)
+        sampled: list[str] = []
+        skipped: list[Skipped] = []
+        for scorer_id in dict.fromkeys(chosen):
+            decision = entries[scorer_id].decide(call, sample_key, _warn)
+            if decision == "sampled":
+                sampled.append(scorer_id)
+            else:
+                skipped.append(Skipped(scorer_id, decision))
+        plans.append(Plan(item, call, sampled, skipped))
+    return plans
+
+
+class IntakeCounts(Counts):
+    """An intake's counts since start: every live decision and outcome, `rejected_requests`,
+    then `extra` keys, all zero at first."""
+
+    def __init__(self, *extra: str) -> None:
+        super().__init__("rejected_requests", *extra)
+
+    def skipped(self, plans: Iterable[Plan]) -> None:
+        """Count the decisions not to score (filtered, not sampled) of admitted items."""
+        for plan in plans:
+            for skip in plan.skipped:
+                self.decided(skip.scorer, skip.decision)
+
+    def refused(self, plans: Iterable[Plan], decision: LiveDecision) -> None:
+        """A refused request: its sampled evaluations count as `decision`, nothing else."""
+        refused = 0
+        for plan in plans:
+            for scorer_id in plan.sampled:
+                self.observers.decision(scorer_id, decision)
+                refused += 1
+        self.add(decision, refused)
+        self.add("rejected_requests")
+
+
+def plan_digest(plan: Plan) -> str:
+    """What tells this item's request apart from any other (`request_run_id`): every field
+    the client sent, none that the service made up (like a missing run id's uuid)."""
+    item = plan.item
+    return request_digest(
+        item.target,
+        item.trace_id,
+        item.span_id,
+        item.run_id,
+        item.input,
+        item.output,
+        item.ground_truth,
+        item.request_context,
+        dict(item.metadata) if item.metadata else None,
+    )
+
+
+def _call_of(item: ScoreItem) -> ScoredCall:
+    return ScoredCall(
+        input=item.input,
+        output=item.output,
+        target=item.target,
+        trace_id=item.trace_id,
+        span_id=item.span_id,
+        run_id=item.run_id or uuid4().hex,
+        request_context=item.request_context,
+        ground_truth=item.ground_truth,
+        metadata=dict(item.metadata) if item.metadata else None,
+        score_source=item.score_source,
+    )
+
+
+def request_digest(*parts: Any) -> str:
+    """16 hex digits of SHA-256 over `parts` (JSON-like) as canonical JSON: equal for equal
+    requests, whatever their key order, and different for any difference in them."""
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+
+def request_run_id(
+    scorer_id: str,
+    trace_id: str | None,
+    run_id: str | None,
+    span_id: str | None,
+    entity_id: str | None,
+    digest: str,
+) -> str:
+    """A service's run id: `live_run_id`'s, then `-<digest>` of the whole request. Sending
+    the same request again (a retry) names the same run, so it is stored once; a different
+    request for the same trace and span names another run, so it never overwrites one. No
+    memory is involved: replicas and restarts agree."""
+    return f"{live_run_id(scorer_id, trace_id, run_id, span_id, entity_id)}-{digest}"

@@ -1,0 +1,279 @@
+"""`InProcessIntake`: serve's per-request admission on top of the live scoring engine.
+
+The engine (`live.engine`) does what `LiveScoring` does: deterministic sampling and run ids, the
+bounded `WorkQueue`, scoring, the sinks (retried while one is down, up to
+`sinks.retry_timeout`), counts, drain and close. What the service adds is per-request scorer
+selection, all-or-nothing admission of a request (bounded by queue length, measured queue delay
+and held request bytes), and result futures for `?wait=true`.
+
+Given a `ScoringLoop`, the runs (scorer steps, judge calls, sink writes) run on it, off the loop
+that admits: admission stays on the caller's loop (no await between the capacity check and the
+offers), the runs are enqueued naming the scoring loop, and the `?wait=true` futures, which
+belong to the admitting loop, are settled through it (the engine hands them over with
+`call_soon_threadsafe`). The sinks are written and closed there too. Without one, the runs
+share the caller's loop.
+
+Accounting, at any time:
+
+    sampled == scored + not_scorable + failed + dropped_shutdown + queued + in_flight
+
+A refused request (queue full, or shutting down) counts its sampled evaluations as
+`dropped_queue_full` / `dropped_shutdown` decisions and nothing else, so a retried request is not
+counted twice as `not_sampled`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ...core.events import LiveDecision
+from ...live.engine import Run, ScoringEngine
+from ...live.entry import LiveScorerEntry
+from ...live.work_queue import JobOutcome
+from ...sinks.base import ScoreSink
+from ...sinks.delivery import SinkRetry
+from ...sinks.record import ScoreRecord
+from .admission import IntakeCounts, plan_digest, plan_items, request_run_id
+from .interface import (
+    Accepted,
+    Admission,
+    IntakeClosedError,
+    QueueFullError,
+    ScoreItem,
+)
+from .loop_lag import LoopLag
+from .scoring_loop import ScoringLoop
+from .throughput import Throughput
+
+__all__ = ["InProcessIntake"]
+
+logger = logging.getLogger("scorewatch.server")
+
+# Past this average lateness of the admitting loop, requests are refused unread: its answers
+# are already slower than the 100 ms a client may expect of a 202 or a 429 (BENCHMARKS.md).
+_MAX_ADMIT_LAG_S = 0.1
+
+
+@dataclass(slots=True)
+class _Held:
+    """The memory one accepted item holds until the last of its runs ends."""
+
+    size: int
+    runs: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Wait:
+    rate: float  # runs finished per second
+    allowed: int  # runs that may wait
+
+
+class InProcessIntake:
+    """Runs at most `max_concurrency` scorer runs at once; at most `max_queue` wait, and no
+    more than it finishes in `max_queue_delay` seconds at its measured rate (so accepted work
+    waits a bounded time); the accepted items not yet finished hold at most `max_queue_bytes`
+    of request body (an item larger than that is still accepted when nothing else is held, so
+    it is never refused forever). Requests are refused unread while the queue is past its
+    delay, or while the loop that admits runs more than `_MAX_ADMIT_LAG_S` behind."""
+
+    def __init__(
+        self,
+        entries: Mapping[str, LiveScorerEntry],
+        *,
+        sinks: Sequence[ScoreSink],
+        max_concurrency: int,
+        max_queue: int,
+        max_queue_bytes: int | None = None,
+        sink_retry_timeout: float = 120.0,
+        max_queue_delay: float | None = None,
+        scoring: ScoringLoop | None = None,
+    ) -> None:
+        self._max_queue = max_queue
+        self._max_bytes = max_queue_bytes
+        self._max_delay = max_queue_delay
+        self._max_concurrency = max_concurrency
+        self._throughput = Throughput(max_concurrency)
+        self._held_bytes = 0
+        self._lock = threading.Lock()  # the held bytes
+        self._counts = IntakeCounts("shed_requests")
+        self._engine = ScoringEngine(
+            entries,
+            sinks=sinks,
+            max_concurrency=max_concurrency,
+            max_queue=max_queue,
+            # A sink that is down keeps its runs' slots (and the bounded queue behind them fills
+            # up, answering 429) until it is back, the retry budget is spent or shutdown has no
+            # time left.
+            sink_retry=SinkRetry(first_pause=0.25, budget=sink_retry_timeout),
+            quote_errors=False,
+            counts=self._counts,
+            on_stored=self._throughput.finished,
+            on_finished=self._finished,
+        )
+        self._queue = self._engine.queue
+        self._closed = False
+        # Owned: its runs and sinks are closed on it, then it is closed (`aclose`).
+        self._scoring = scoring
+        self._admit_lag = LoopLag()
+
+    # -- introspection ---------------------------------------------------------------------------
+
+    @property
+    def capacity(self) -> int:
+        return self._max_queue
+
+    def stats(self) -> dict[str, int]:
+        snapshot = self._engine.stats()
+        snapshot.update(self._engine.storage.stats())
+        with self._lock:
+            snapshot["queued_bytes"] = self._held_bytes
+        return snapshot
+
+    def saturated(self) -> bool:
+        if self._max_bytes is not None and self._held_bytes >= self._max_bytes:
+            return True
+        return self._queue.queued >= self._max_queue
+
+    def refuse_early(self) -> int | None:
+        # Refusing a request unread costs a fraction of parsing it: past the limit, that is
+        # what keeps the answers fast when more arrives than the service can finish.
+        self._admit_lag.watch()
+        lag = self._admit_lag.seconds()
+        if lag > _MAX_ADMIT_LAG_S:
+            # The loop that reads requests is behind (scoring may keep up meanwhile): requests
+            # already wait in its sockets, where no queue counts them.
+            self._counts.add("rejected_requests")
+            self._counts.add("shed_requests")
+            return Throughput.seconds_for(lag, 1.0)
+        queued = self._queue.queued
+        waiting = self._admissible_wait()
+        # Only the measured queue delay sheds unread: a refusal at the configured `max_queue`
+        # is made after parsing, so each refused evaluation is counted as `dropped_queue_full`.
+        if waiting is None or queued < waiting.allowed:
+            return None
+        retry = Throughput.seconds_for(queued - waiting.allowed + 1, waiting.rate)
+        self._counts.add("rejected_requests")
+        self._counts.add("shed_requests")
+        return retry
+
+    # -- admission -------------------------------------------------------------------------------
+
+    async def admit(
+        self, items: Sequence[ScoreItem], *, want_results: bool = False
+    ) -> list[Admission]:
+        # No await from here to the end: on the event loop, the capacity check and the offers
+        # that follow it cannot interleave with another request's.
+        entries = self._engine.entries
+        plans = plan_items(entries, items)
+        needed = sum(len(plan.sampled) for plan in plans)
+        needed_bytes = sum(plan.item.size for plan in plans if plan.sampled)
+
+        if self._closed or self._queue.closed:
+            self._counts.refused(plans, "dropped_shutdown")
+            raise IntakeClosedError("the service is shutting down")
+        free = self._max_queue - self._queue.queued
+        if needed > free:
+            self._counts.refused(plans, "dropped_queue_full")
+            raise QueueFullError(needed, max(free, 0), self._max_queue)
+        waiting = self._admissible_wait()
+        if waiting is not None and self._queue.queued + needed > waiting.allowed:
+            self._counts.refused(plans, "dropped_queue_full")
+            excess = self._queue.queued + needed - waiting.allowed
+            raise QueueFullError(
+                needed,
+                max(waiting.allowed - self._queue.queued, 0),
+                self._max_queue,
+                detail=f"the scoring queue holds {self._queue.queued} runs, about "
+                f"{self._queue.queued / waiting.rate:.1f}s of work at the {waiting.rate:.0f} "
+                f"runs/s the service finishes (live.max_queue_delay = {self._max_delay:g}s)",
+                retry_after=Throughput.seconds_for(excess, waiting.rate),
+            )
+        held = self._held_bytes
+        if self._max_bytes is not None and held and held + needed_bytes > self._max_bytes:
+            self._counts.refused(plans, "dropped_queue_full")
+            raise QueueFullError(
+                needed,
+                max(free, 0),
+                self._max_queue,
+                detail=f"the scoring queue holds {held} bytes of accepted items; "
+                f"{needed_bytes} more would pass live.max_queue_bytes ({self._max_bytes})",
+            )
+
+        loop = asyncio.get_running_loop()
+        runs_on = self._scoring.loop if self._scoring is not None else None
+        admissions: list[Admission] = []
+        self._counts.skipped(plans)
+        for plan in plans:
+            item, call = plan.item, plan.call
+            admission = Admission(skipped=plan.skipped, results={} if want_results else None)
+            hold = _Held(item.size, len(plan.sampled)) if plan.sampled else None
+            if hold is not None:
+                with self._lock:
+                    self._held_bytes += hold.size
+            digest = plan_digest(plan) if plan.sampled else ""
+            for scorer_id in plan.sampled:
+                scorer = entries[scorer_id].scorer
+                run_id = request_run_id(
+                    scorer_id, item.trace_id, item.run_id, item.span_id, item.target, digest
+                )
+                done: asyncio.Future[ScoreRecord] | None = None
+                if admission.results is not None:
+                    done = loop.create_future()
+                    admission.results[run_id] = done
+                answer: LiveDecision = self._engine.enqueue(
+                    Run(scorer, run_id, call, done, hold), runs_on
+                )
+                if answer != "sampled":  # cannot happen after the check above; never hide it
+                    self._release(hold)
+                    logger.error("queue refused an admitted run (%s); counted as such", answer)
+                    self._counts.decided(scorer_id, answer)
+                    continue
+                self._counts.decided(scorer_id, "sampled")
+                admission.accepted.append(Accepted(scorer_id, run_id))
+            admissions.append(admission)
+        return admissions
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def _finished(self, run: Run, _outcome: JobOutcome) -> None:
+        self._release(run.tag)
+
+    def _release(self, hold: _Held | None) -> None:
+        if hold is None:
+            return
+        with self._lock:
+            hold.runs -= 1
+            if hold.runs == 0:
+                self._held_bytes -= hold.size
+
+    def _admissible_wait(self) -> _Wait | None:
+        """How many runs may wait: what the service finishes in live.max_queue_delay at its
+        measured rate (never fewer than max_concurrency, so a slow start is not starved);
+        None while the rate is not yet known."""
+        if self._max_delay is None:
+            return None
+        rate = self._throughput.rate()
+        if rate is None:
+            return None
+        return _Wait(rate, max(self._max_concurrency, int(rate * self._max_delay)))
+
+    # -- shutdown --------------------------------------------------------------------------------
+
+    async def shutdown(self, timeout: float) -> int:  # noqa: ASYNC109 - a drain budget
+        self._closed = True
+        self._admit_lag.close()
+        return await self._engine.shutdown(timeout)
+
+    async def aclose(self) -> None:
+        if self._scoring is None or not self._scoring.alive:  # or closed already
+            await self._engine.aclose()
+            return
+        # The sinks were opened on the scoring loop (a psycopg pool is tied to its loop).
+        try:
+            await self._scoring.run(self._engine.aclose())
+        finally:
+            await asyncio.to_thread(self._scoring.close)

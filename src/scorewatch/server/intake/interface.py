@@ -1,0 +1,136 @@
+"""What the HTTP layer needs from the scoring machinery behind it: the `Intake` protocol.
+
+The service accepts traffic through an `Intake` and never looks behind it. Today's intake scores
+in this process (`InProcessIntake`: the live work queue, the sinks); a durable one (a Redis
+stream read by separate workers) implements the same four methods, and the routes stay as they
+are.
+
+Admission is all-or-nothing per request: either every sampled evaluation of every item is
+accepted, or none is (`QueueFullError`, answered with 429) — so a client that retries a refused
+request never duplicates work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from ...core.result import ScoreSource
+from ...sinks.record import ScoreRecord
+
+__all__ = [
+    "Accepted",
+    "Admission",
+    "Intake",
+    "IntakeClosedError",
+    "QueueFullError",
+    "ScoreItem",
+    "SkipDecision",
+    "Skipped",
+]
+
+SkipDecision = Literal["not_sampled", "filtered"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreItem:
+    """One piece of traffic to score, as validated from a request."""
+
+    input: Any
+    output: Any
+    target: str
+    scorers: tuple[str, ...] | None = None
+    trace_id: str | None = None
+    size: int = 0  # bytes the item takes in the request body (an estimate of what it holds)
+    span_id: str | None = None
+    run_id: str | None = None
+    request_context: Any = None
+    ground_truth: Any = None
+    metadata: Mapping[str, Any] | None = None
+    score_source: ScoreSource = "live"
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    scorer: str
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    scorer: str
+    decision: SkipDecision
+
+
+@dataclass(slots=True)
+class Admission:
+    """The decisions for one item; `results` holds a future per accepted run id when the caller
+    asked to wait for results."""
+
+    accepted: list[Accepted] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    results: dict[str, asyncio.Future[ScoreRecord]] | None = None
+
+
+class QueueFullError(Exception):
+    """Not enough room for the request's evaluations; nothing of it was accepted."""
+
+    def __init__(
+        self,
+        needed: int,
+        free: int,
+        capacity: int,
+        detail: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
+        super().__init__(detail or f"the scoring queue is full ({needed} needed, {free} free)")
+        self.needed = needed
+        self.free = free
+        self.capacity = capacity
+        self.detail = detail
+        # Seconds until the request would fit, when the intake can tell.
+        self.retry_after = retry_after
+
+
+class IntakeClosedError(Exception):
+    """The service is shutting down and accepts no new work."""
+
+
+class Intake(Protocol):
+    @property
+    def capacity(self) -> int:
+        """The most evaluations that may wait at once."""
+        ...
+
+    async def admit(
+        self, items: Sequence[ScoreItem], *, want_results: bool = False
+    ) -> list[Admission]:
+        """Decide every (item, scorer) pair and accept the sampled ones, all or nothing.
+
+        Scorer ids in the items are known (checked by the caller). Raises `QueueFullError` or
+        `IntakeClosedError` without accepting anything."""
+        ...
+
+    def stats(self) -> dict[str, int]:
+        """Counts since start: sampled, not_sampled, filtered, dropped_queue_full,
+        dropped_shutdown, scored, failed, rejected_requests; gauges queued and in_flight."""
+        ...
+
+    def saturated(self) -> bool: ...
+
+    def refuse_early(self) -> int | None:
+        """Called before a request is parsed: when the intake is past its admission limit
+        already, count the request as refused (`rejected_requests`, `shed_requests`; its
+        evaluations are not decided) and return the seconds after which to retry; else None."""
+        ...
+
+    async def shutdown(self, timeout: float) -> int:  # noqa: ASYNC109 - a drain budget
+        """Refuse new work, finish what was accepted within `timeout` seconds, give up (and
+        count as dropped_shutdown) the rest; returns how many were given up."""
+        ...
+
+    async def aclose(self) -> None:
+        """Flush and close the sinks (after `shutdown`)."""
+        ...
