@@ -16,7 +16,9 @@ __all__ = [
     "SpanContent",
     "ToolCall",
     "from_json_text",
+    "json_text",
     "openai_message",
+    "split_system",
     "text_of",
 ]
 
@@ -66,6 +68,28 @@ def from_json_text(value: Any) -> Any:
         except (ValueError, RecursionError):  # hostile nesting is just text
             return value
     return value
+
+
+def json_text(value: Any) -> str:
+    """A value as JSON text; `str` of it when it is not JSON-serialisable."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def split_system(messages: list[Message] | None, content: SpanContent) -> list[Message] | None:
+    """`messages` without the system and developer ones, whose texts go to `content.system`."""
+    if messages is None:
+        return None
+    kept = []
+    for message in messages:
+        if message.role in ("system", "developer"):
+            if message.text.strip():
+                content.system.append(message.text)
+        else:
+            kept.append(message)
+    return kept
 
 
 def text_of(content: Any, _depth: int = 0) -> str:
