@@ -18,7 +18,6 @@ __all__ = [
     "from_json_text",
     "json_text",
     "openai_message",
-    "split_system",
     "text_of",
 ]
 
@@ -59,6 +58,19 @@ class SpanContent:
     def has_any(self) -> bool:
         return bool(self.input or self.output or self.system)
 
+    def take_system_messages(self) -> None:
+        """Move the system and developer messages of the input to `system`, as its texts."""
+        if self.input is None:
+            return
+        kept = []
+        for message in self.input:
+            if message.role in ("system", "developer"):
+                if message.text.strip():
+                    self.system.append(message.text)
+            else:
+                kept.append(message)
+        self.input = kept
+
 
 def from_json_text(value: Any) -> Any:
     """A JSON-encoded attribute decoded; anything else (or text that is not JSON) as it is."""
@@ -76,20 +88,6 @@ def json_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return str(value)
-
-
-def split_system(messages: list[Message] | None, content: SpanContent) -> list[Message] | None:
-    """`messages` without the system and developer ones, whose texts go to `content.system`."""
-    if messages is None:
-        return None
-    kept = []
-    for message in messages:
-        if message.role in ("system", "developer"):
-            if message.text.strip():
-                content.system.append(message.text)
-        else:
-            kept.append(message)
-    return kept
 
 
 def text_of(content: Any, _depth: int = 0) -> str:

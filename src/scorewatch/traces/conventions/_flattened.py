@@ -7,15 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..messages import (
-    Message,
-    SpanContent,
-    ToolCall,
-    from_json_text,
-    json_text,
-    openai_message,
-    split_system,
-)
+from ..messages import Message, SpanContent, ToolCall, from_json_text, json_text, openai_message
 from ..spans import SpanRecord
 from ._record import indexed
 
@@ -118,7 +110,7 @@ class FlattenedMessages:
             content.output = _value_messages(attributes.get(self.values[1]), "assistant")
         else:
             return None
-        content.input = split_system(content.input, content)
+        content.take_system_messages()
         return content if content.has_any else None
 
     def _message(self, fields: Mapping[str, Any], default_role: str) -> Message:

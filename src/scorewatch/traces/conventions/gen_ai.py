@@ -19,7 +19,6 @@ from ..messages import (
     from_json_text,
     json_text,
     openai_message,
-    split_system,
     text_of,
 )
 from ..select import SpanSelector
@@ -158,7 +157,7 @@ def _read(span: SpanRecord) -> SpanContent | None:
     if content is None or not content.has_any:
         return None
     if content.convention == "gen_ai":
-        content.input = split_system(content.input, content)
+        content.take_system_messages()
     return content
 
 
