@@ -24,7 +24,7 @@ from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetr
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import TracerProvider
+from opentelemetry.trace import Tracer, TracerProvider
 from prometheus_client import CollectorRegistry
 
 from .._version import __version__
@@ -56,6 +56,7 @@ __all__ = [
     "existing_providers",
     "instrument",
     "is_instrumented",
+    "tracer_for",
     "uninstrument",
 ]
 
@@ -120,6 +121,7 @@ def _instrument(
         capture=resolve_capture(capture_content),
         target_guard=CardinalityGuard(cardinality_limit),
         model_guard=CardinalityGuard(cardinality_limit),
+        providers=(tracer_provider, meter_provider, logger_provider),
     )
     with _lock:
         uninstrument(observers)
@@ -148,6 +150,20 @@ def _withdraw(observers: Observers, observer: TelemetryObserver) -> None:
 
 def is_instrumented(observers: Observers = OBSERVERS) -> bool:
     return any(isinstance(o, TelemetryObserver) for o in observers.subscribers)
+
+
+def tracer_for(observers: Observers = OBSERVERS) -> Tracer:
+    """The tracer `instrument()` gave `observers`, for the spans scorewatch makes beside its
+    runs (the work queue's producer and consumer spans): they go to the tracer provider handed
+    to `instrument()`, like the runs'. Without instrumentation, a no-op tracer (which keeps the
+    current span current, so a request's trace context still propagates)."""
+    for subscribed in observers.subscribers:
+        if isinstance(subscribed, TelemetryObserver):
+            return subscribed.tracer
+    return _NO_SPANS
+
+
+_NO_SPANS: Tracer = trace.NoOpTracer()
 
 
 # -- configure ---------------------------------------------------------------------------------
