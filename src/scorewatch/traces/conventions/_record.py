@@ -32,6 +32,22 @@ class Marker:
 
 
 @dataclass(frozen=True, slots=True)
+class Documents:
+    """Spans holding retrieved documents as `<prefix>.<i>.<text>` attributes."""
+
+    marker: Marker
+    prefix: str
+    text: str
+
+    def of(self, span: SpanRecord) -> list[str]:
+        """The non-blank document texts of a span, in order; none when it is not marked."""
+        if not self.marker.on(span):
+            return []
+        texts = (item.get(self.text) for item in indexed(span.attributes, self.prefix))
+        return [text for text in texts if isinstance(text, str) and text.strip()]
+
+
+@dataclass(frozen=True, slots=True)
 class ToolSpans:
     """How a convention marks a tool-execution span and names the call's parts."""
 
@@ -60,22 +76,6 @@ class ToolSpans:
             call.result = from_json_text(attributes[self.result])
             call.has_result = True
         return call
-
-
-@dataclass(frozen=True, slots=True)
-class Documents:
-    """Spans holding retrieved documents as `<prefix>.<i>.<text>` attributes."""
-
-    marker: Marker
-    prefix: str
-    text: str
-
-    def of(self, span: SpanRecord) -> list[str]:
-        """The non-blank document texts of a span, in order; none when it is not marked."""
-        if not self.marker.on(span):
-            return []
-        texts = (item.get(self.text) for item in indexed(span.attributes, self.prefix))
-        return [text for text in texts if isinstance(text, str) and text.strip()]
 
 
 @dataclass(frozen=True, slots=True)
