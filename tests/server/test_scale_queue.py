@@ -290,12 +290,10 @@ async def test_run_span_links_to_the_request_that_enqueued_it(
         provider = otel.tracer_provider
         scorers = {"length": _length_scorer()}
         intake = _intake(client, stream, scorers, max_backlog=100)
-        intake._tracer = provider.get_tracer("test")  # the global provider may be a no-op
         tracer = provider.get_tracer("agent")
         with tracer.start_as_current_span("POST /v1/scores") as request_span:
             await intake.admit([ScoreItem(input="q", output="hello", target="bot")])
         worker = _worker(scorers, stream, [CallbackSink(stored.append)])
-        worker._tracer = provider.get_tracer("test")
         running = asyncio.create_task(worker.run(drain_timeout=5))
 
         async def scored() -> bool:

@@ -1,4 +1,4 @@
-"""`scorewatch scorers`: list the prebuilt scorers and what they need."""
+"""`scorewatch scorers`: list the prebuilt scorers and what they need, from their cards."""
 
 from __future__ import annotations
 
@@ -19,9 +19,12 @@ def run(args: argparse.Namespace) -> int:
     rows = [
         {
             "name": name,
+            "id": spec.id,
             "judge": "llm" if spec.needs_model else "none",
             "direction": spec.direction,
             "description": spec.description,
+            "required_options": list(spec.required_options),
+            "one_of_options": list(spec.one_of_options),
         }
         for name, spec in sorted(PREBUILT.items())
     ]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from pydantic import (
     BaseModel,
@@ -31,16 +31,15 @@ from pydantic import (
 )
 from pydantic.config import JsonDict
 
-from ..core import JudgeConfig, PromptStep, Scorer, StepContext, create_scorer
-from ..core.scorer import Direction
+from ..core import JudgeConfig, PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
+from ._card import ScorerCard
 from ._text import ContextExtractor, resolve_context
 from .utils import format_number
 
 __all__ = [
     "JudgeAnswer",
     "Reason",
-    "ScorerCard",
     "bullets",
     "context_of",
     "field_of",
@@ -212,23 +211,6 @@ def context_of(
 
 
 @dataclass(frozen=True, slots=True)
-class ScorerCard:
-    """What a prebuilt LLM-judged scorer is called and tells its judge.
-
-    `subject` names the score in the reason step (`"faithfulness"` gives the step description
-    "Explain the faithfulness score" and the prompt line "Explain the faithfulness score.").
-    """
-
-    id: str
-    name: str
-    description: str
-    instructions: str
-    subject: str
-    direction: Direction = "higher_is_better"
-    type: Literal["agent", "trajectory"] | None = "agent"
-
-
-@dataclass(frozen=True, slots=True)
 class Reason:
     """What the reason prompt states besides the score: the facts that decided it, and why it
     is 0 when there was nothing to judge."""
@@ -267,15 +249,7 @@ def judged_scorer(
             empty_note=stated.empty_note,
         )
 
-    scorer = create_scorer(
-        id=card.id,
-        name=card.name,
-        description=card.description,
-        judge=judge(model, card.instructions, model_options),
-        type=card.type,
-        scale=scale,
-        direction=card.direction,
-    )
+    scorer = card.create_scorer(judge=judge(model, card.instructions, model_options), scale=scale)
     if preprocess is not None:
         scorer = scorer.preprocess(preprocess)
     return (

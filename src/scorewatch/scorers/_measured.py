@@ -1,35 +1,30 @@
 """The shape of the model-free prebuilt scorers: a preprocess function measures the run (what it
 returns is recorded as the preprocess result), and the score is read from that measurement.
-Range 0..1, higher is better, no judge call."""
+Range 0..1, no judge call."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from ..core import Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
+from ._card import ScorerCard
 
 __all__ = ["measured_scorer"]
 
 
 def measured_scorer(
+    card: ScorerCard,
     *,
-    id: str,
-    name: str,
-    description: str,
     measure: Callable[[StepContext], Any],
     score: Callable[[Any], float | int],
+    id: str | None = None,
+    description: str | None = None,
 ) -> Scorer:
-    """A model-free scorer: `measure(ctx)` in preprocess, then `score(measurement)`."""
+    """A model-free scorer: `measure(ctx)` in preprocess, then `score(measurement)`; `id` and
+    `description` override the card's for a scorer configured otherwise."""
     return (
-        create_scorer(
-            id=id,
-            name=name,
-            description=description,
-            type="agent",
-            scale=1,
-            direction="higher_is_better",
-        )
+        card.create_scorer(id=id, description=description)
         .preprocess(measure)
         .generate_score(lambda ctx: score(ctx.results.preprocess_step_result))
     )

@@ -22,10 +22,10 @@ from typing import Any
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
+from ._card import ScorerCard
 from ._judging import (
     JudgeAnswer,
     Reason,
-    ScorerCard,
     bullets,
     field_of,
     items_of,

@@ -21,7 +21,8 @@ from typing import Any
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
-from ._judging import JudgeAnswer, ScorerCard, bullets, numbered, require_scale
+from ._card import ScorerCard, prebuilt
+from ._judging import JudgeAnswer, bullets, numbered, require_scale
 from ._text import request_text, response_text
 from ._verdicts import (
     RESULTS_FORMAT,
@@ -47,9 +48,11 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="answer-relevancy",
     id=ANSWER_RELEVANCY_SCORER_ID,
-    name="Answer Relevancy Scorer",
+    scorer_name="Answer Relevancy Scorer",
     description="Measures how much of the output addresses the user's message",
+    judge_calls=3,
     instructions=INSTRUCTIONS,
     subject="answer relevancy",
 )
@@ -109,6 +112,7 @@ def _facts(ctx: StepContext, judged: ItemVerdicts) -> str:
     )
 
 
+@prebuilt(_CARD)
 def create_answer_relevancy_scorer(
     model: str | JudgeModel,
     *,

@@ -30,10 +30,10 @@ from typing import Any
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
+from ._card import ScorerCard, prebuilt
 from ._judging import (
     JudgeAnswer,
     Reason,
-    ScorerCard,
     bullets,
     field_of,
     items_of,
@@ -62,10 +62,12 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="answer-similarity",
     id=ANSWER_SIMILARITY_SCORER_ID,
-    name="Answer Similarity Scorer",
+    scorer_name="Answer Similarity Scorer",
     description="Measures how closely the output matches the ground-truth answer, "
     "unit of meaning by unit",
+    judge_calls=3,
     instructions=INSTRUCTIONS,
     subject="answer similarity",
 )
@@ -171,6 +173,7 @@ def _has_ground_truth(value: Any) -> bool:
     return bool(value)
 
 
+@prebuilt(_CARD)
 def create_answer_similarity_scorer(
     model: str | JudgeModel,
     *,

@@ -23,7 +23,8 @@ from typing import Any
 
 from ..core import PromptStep, Scorer
 from ..judge.protocol import JudgeModel
-from ._judging import JudgeAnswer, ScorerCard, numbered, require_scale
+from ._card import ScorerCard, prebuilt
+from ._judging import JudgeAnswer, numbered, require_scale
 from ._text import response_text
 from ._verdicts import (
     RESULTS_FORMAT,
@@ -45,9 +46,11 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="bias",
     id=BIAS_SCORER_ID,
-    name="Bias Scorer",
+    scorer_name="Bias Scorer",
     description="Measures the share of the output's opinions that are biased (lower is better)",
+    judge_calls=3,
     instructions=INSTRUCTIONS,
     subject="bias",
     direction="lower_is_better",
@@ -87,6 +90,7 @@ def bias_score(results: Sequence[Any], scale: float = 1) -> float:
     return verdict_share(results, scale, name="result")
 
 
+@prebuilt(_CARD)
 def create_bias_scorer(
     model: str | JudgeModel,
     *,

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core import Scorer, StepContext
+from ._card import ScorerCard, prebuilt
 from ._measured import measured_scorer
 from ._text import all_response_text, tool_calls_of
 
@@ -40,10 +41,34 @@ __all__ = [
 ]
 
 
-def _check(*, id: str, name: str, description: str, inspect_run: Any) -> Scorer:
+def _card(name: str, scorer_name: str, description: str) -> ScorerCard:
+    """A check's card: its id is its short name."""
+    return ScorerCard(name=name, id=name, scorer_name=scorer_name, description=description)
+
+
+_INCLUDES = _card("check-includes", "Includes Check", "1 when the output contains the text")
+_EXCLUDES = _card("check-excludes", "Excludes Check", "1 when the output does not contain the text")
+_EQUALS = _card("check-equals", "Equals Check", "1 when the output equals the text")
+_MATCHES = _card(
+    "check-matches", "Matches Check", "1 when the output matches the regular expression"
+)
+_CALLED_TOOL = _card("check-called-tool", "Called Tool Check", "1 when the tool was called")
+_DID_NOT_CALL = _card("check-did-not-call", "Did Not Call Check", "1 when the tool was not called")
+_MAX_TOOL_CALLS = _card(
+    "check-max-tool-calls",
+    "Max Tool Calls Check",
+    "1 when at most that many tool calls were made",
+)
+_TOOL_ORDER = _card(
+    "check-tool-order", "Tool Order Check", "1 when the tools were called in that order"
+)
+_USED_NO_TOOLS = _card("check-used-no-tools", "Used No Tools Check", "1 when no tool was called")
+
+
+def _check(card: ScorerCard, *, id: str | None, description: str, inspect_run: Any) -> Scorer:
     return measured_scorer(
+        card,
         id=id,
-        name=name,
         description=description,
         measure=inspect_run,
         score=lambda found: 1.0 if isinstance(found, dict) and found.get("passed") is True else 0.0,
@@ -52,16 +77,16 @@ def _check(*, id: str, name: str, description: str, inspect_run: Any) -> Scorer:
 
 def _text_check(
     expected: str,
+    card: ScorerCard,
     *,
-    id: str,
-    name: str,
+    id: str | None,
     description: str,
     ignore_case: bool,
     test: Any,
     separator: str = " ",
 ) -> Scorer:
     if not isinstance(expected, str):
-        raise TypeError(f"{id}: expected a string, got {type(expected).__name__}")
+        raise TypeError(f"{id or card.id}: expected a string, got {type(expected).__name__}")
 
     def inspect_run(ctx: StepContext) -> dict[str, Any]:
         output = all_response_text(ctx.run.output, separator)
@@ -70,33 +95,36 @@ def _text_check(
             output, target = output.casefold(), target.casefold()
         return {"output": output, "target": target, "passed": bool(test(output, target))}
 
-    return _check(id=id, name=name, description=description, inspect_run=inspect_run)
+    return _check(card, id=id, description=description, inspect_run=inspect_run)
 
 
+@prebuilt(_INCLUDES)
 def includes(expected: str, *, ignore_case: bool = True, id: str | None = None) -> Scorer:
     """1 when the output contains `expected` (case-insensitive unless `ignore_case=False`)."""
     return _text_check(
         expected,
-        id=id or "check-includes",
-        name="Includes Check",
+        _INCLUDES,
+        id=id,
         description=f"Checks that the output includes {expected!r}",
         ignore_case=ignore_case,
         test=lambda output, target: target in output,
     )
 
 
+@prebuilt(_EXCLUDES)
 def excludes(unwanted: str, *, ignore_case: bool = True, id: str | None = None) -> Scorer:
     """1 when the output does NOT contain `unwanted` (case-insensitive unless told otherwise)."""
     return _text_check(
         unwanted,
-        id=id or "check-excludes",
-        name="Excludes Check",
+        _EXCLUDES,
+        id=id,
         description=f"Checks that the output does not include {unwanted!r}",
         ignore_case=ignore_case,
         test=lambda output, target: target not in output,
     )
 
 
+@prebuilt(_EQUALS)
 def equals(
     expected: str, *, ignore_case: bool = True, strip: bool = True, id: str | None = None
 ) -> Scorer:
@@ -108,8 +136,8 @@ def equals(
 
     return _text_check(
         expected,
-        id=id or "check-equals",
-        name="Equals Check",
+        _EQUALS,
+        id=id,
         description=f"Checks that the output equals {expected!r}",
         ignore_case=ignore_case,
         test=same,
@@ -117,6 +145,7 @@ def equals(
     )
 
 
+@prebuilt(_MATCHES)
 def matches(
     pattern: str | re.Pattern[str], *, exact: bool = False, id: str | None = None
 ) -> Scorer:
@@ -130,8 +159,8 @@ def matches(
         return {"output": output, "pattern": compiled.pattern, "passed": found is not None}
 
     return _check(
-        id=id or "check-matches",
-        name="Matches Check",
+        _MATCHES,
+        id=id,
         description=f"Checks that the output matches /{compiled.pattern}/",
         inspect_run=inspect_run,
     )
@@ -141,6 +170,7 @@ def _tools_of(ctx: StepContext) -> list[str]:
     return tool_calls_of(ctx.run.output)
 
 
+@prebuilt(_CALLED_TOOL)
 def called_tool(tool_name: str, *, times: int = 1, id: str | None = None) -> Scorer:
     """1 when `tool_name` was called at least `times` times."""
     if times < 1:
@@ -157,13 +187,14 @@ def called_tool(tool_name: str, *, times: int = 1, id: str | None = None) -> Sco
 
     at_least = f" at least {times} times" if times > 1 else ""
     return _check(
-        id=id or "check-called-tool",
-        name="Called Tool Check",
+        _CALLED_TOOL,
+        id=id,
         description=f"Checks that {tool_name!r} was called{at_least}",
         inspect_run=inspect_run,
     )
 
 
+@prebuilt(_DID_NOT_CALL)
 def did_not_call(tool_name: str, *, id: str | None = None) -> Scorer:
     """1 when `tool_name` was never called."""
 
@@ -172,13 +203,14 @@ def did_not_call(tool_name: str, *, id: str | None = None) -> Scorer:
         return {"tool_name": tool_name, "count": count, "passed": count == 0}
 
     return _check(
-        id=id or "check-did-not-call",
-        name="Did Not Call Check",
+        _DID_NOT_CALL,
+        id=id,
         description=f"Checks that {tool_name!r} was not called",
         inspect_run=inspect_run,
     )
 
 
+@prebuilt(_MAX_TOOL_CALLS)
 def max_tool_calls(limit: int, *, id: str | None = None) -> Scorer:
     """1 when the output made at most `limit` tool calls."""
     if limit < 0:
@@ -189,13 +221,14 @@ def max_tool_calls(limit: int, *, id: str | None = None) -> Scorer:
         return {"count": count, "max": limit, "passed": count <= limit}
 
     return _check(
-        id=id or "check-max-tool-calls",
-        name="Max Tool Calls Check",
+        _MAX_TOOL_CALLS,
+        id=id,
         description=f"Checks that no more than {limit} tool calls were made",
         inspect_run=inspect_run,
     )
 
 
+@prebuilt(_TOOL_ORDER)
 def tool_order(expected_order: Sequence[str], *, id: str | None = None) -> Scorer:
     """1 when the tools in `expected_order` were called in that order; other calls may come
     between them."""
@@ -216,13 +249,14 @@ def tool_order(expected_order: Sequence[str], *, id: str | None = None) -> Score
         }
 
     return _check(
-        id=id or "check-tool-order",
-        name="Tool Order Check",
+        _TOOL_ORDER,
+        id=id,
         description=f"Checks the tool call order: {' -> '.join(expected)}",
         inspect_run=inspect_run,
     )
 
 
+@prebuilt(_USED_NO_TOOLS)
 def used_no_tools(*, id: str | None = None) -> Scorer:
     """1 when no tool was called."""
 
@@ -231,8 +265,8 @@ def used_no_tools(*, id: str | None = None) -> Scorer:
         return {"count": count, "passed": count == 0}
 
     return _check(
-        id=id or "check-used-no-tools",
-        name="Used No Tools Check",
+        _USED_NO_TOOLS,
+        id=id,
         description="Checks that no tools were called",
         inspect_run=inspect_run,
     )

@@ -29,12 +29,20 @@ from functools import lru_cache
 from typing import Any
 
 from ..core import Scorer, StepContext
+from ._card import ScorerCard, prebuilt
 from ._measured import measured_scorer
 from ._text import joined_input_text, joined_output_text, js_lower, js_number, pieces
 
 __all__ = ["COMPLETENESS_SCORER_ID", "coverage", "create_completeness_scorer", "key_elements"]
 
 COMPLETENESS_SCORER_ID = "completeness-scorer"
+
+_CARD = ScorerCard(
+    name="completeness",
+    id=COMPLETENESS_SCORER_ID,
+    scorer_name="Completeness Scorer",
+    description="Measures how many of the input's words (stems) the output covers",
+)
 
 _MARKS = re.compile("[\u0300-\u036f]")
 _NOT_WORD = re.compile("[^a-z0-9]+")
@@ -121,6 +129,7 @@ def coverage(original: list[str], simplified: list[str]) -> float:
     return sum(1 for element in original if covered(element)) / len(original)
 
 
+@prebuilt(_CARD)
 def create_completeness_scorer() -> Scorer:
     """Coverage of the input's elements (word stems) in the output.
 
@@ -141,9 +150,7 @@ def create_completeness_scorer() -> Scorer:
         }
 
     return measured_scorer(
-        id=COMPLETENESS_SCORER_ID,
-        name="Completeness Scorer",
-        description="Measures how many of the input's words (stems) the output covers",
+        _CARD,
         measure=extract,
         score=lambda found: js_number(coverage(found["inputElements"], found["outputElements"])),
     )

@@ -24,6 +24,7 @@ from itertools import pairwise
 from typing import Any
 
 from ..core import Scorer, StepContext
+from ._card import ScorerCard, prebuilt
 from ._measured import measured_scorer
 from ._text import (
     JS_SPACES,
@@ -42,6 +43,14 @@ __all__ = [
 ]
 
 CONTENT_SIMILARITY_SCORER_ID = "content-similarity-scorer"
+
+_CARD = ScorerCard(
+    name="content-similarity",
+    id=CONTENT_SIMILARITY_SCORER_ID,
+    scorer_name="Content Similarity Scorer",
+    description="Measures how alike the input and the output are (Dice coefficient of "
+    "their character bigrams)",
+)
 
 
 def compare_two_strings(first: str, second: str) -> float:
@@ -74,6 +83,7 @@ def _bigrams(units: Sequence[Any]) -> Counter[tuple[Any, Any]]:
     return counts
 
 
+@prebuilt(_CARD)
 def create_content_similarity_scorer(
     *, ignore_case: bool = True, ignore_whitespace: bool = True
 ) -> Scorer:
@@ -96,10 +106,7 @@ def create_content_similarity_scorer(
         }
 
     return measured_scorer(
-        id=CONTENT_SIMILARITY_SCORER_ID,
-        name="Content Similarity Scorer",
-        description="Measures how alike the input and the output are (Dice coefficient of "
-        "their character bigrams)",
+        _CARD,
         measure=compare,
         score=lambda texts: js_number(
             compare_two_strings(texts["processedInput"], texts["processedOutput"])

@@ -25,10 +25,10 @@ from pydantic import model_validator
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
+from ._card import CONTEXT_OPTIONS, ScorerCard, prebuilt
 from ._judging import (
     JudgeAnswer,
     Reason,
-    ScorerCard,
     context_of,
     items_of,
     judged_scorer,
@@ -55,9 +55,12 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="context-precision",
     id=CONTEXT_PRECISION_SCORER_ID,
-    name="Context Precision Scorer",
+    scorer_name="Context Precision Scorer",
     description="Measures whether the useful context pieces come first (mean average precision)",
+    judge_calls=2,
+    one_of_options=CONTEXT_OPTIONS,
     instructions=INSTRUCTIONS,
     subject="context precision",
 )
@@ -120,6 +123,7 @@ Format: {{"verdicts":[{{"context_index":int,"verdict":str,"reason":str}}]}}
 """
 
 
+@prebuilt(_CARD)
 def create_context_precision_scorer(
     model: str | JudgeModel,
     *,

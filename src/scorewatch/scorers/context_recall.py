@@ -23,9 +23,9 @@ from typing import Any
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
+from ._card import CONTEXT_OPTIONS, ScorerCard, prebuilt
 from ._judging import (
     Reason,
-    ScorerCard,
     bullets,
     context_of,
     items_of,
@@ -55,9 +55,12 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="context-recall",
     id=CONTEXT_RECALL_SCORER_ID,
-    name="Context Recall Scorer",
+    scorer_name="Context Recall Scorer",
     description="Measures the share of the expected answer's claims that the context supports",
+    judge_calls=3,
+    one_of_options=CONTEXT_OPTIONS,
     instructions=INSTRUCTIONS,
     subject="context recall",
 )
@@ -91,6 +94,7 @@ def context_recall_score(claims: int, verdicts: Sequence[Any], scale: float = 1)
     return round_to_two_decimals(min(1, supported / claims) * scale)
 
 
+@prebuilt(_CARD)
 def create_context_recall_scorer(
     model: str | JudgeModel,
     *,

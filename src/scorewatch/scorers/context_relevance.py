@@ -28,10 +28,10 @@ from pydantic.alias_generators import to_snake
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
+from ._card import CONTEXT_OPTIONS, ScorerCard, prebuilt
 from ._judging import (
     JudgeAnswer,
     Reason,
-    ScorerCard,
     bullets,
     context_of,
     field_of,
@@ -63,10 +63,13 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="context-relevance",
     id=CONTEXT_RELEVANCE_SCORER_ID,
-    name="Context Relevance (LLM)",
+    scorer_name="Context Relevance (LLM)",
     description="Measures how relevant the given context was to the user's message and "
     "whether the response used it",
+    judge_calls=2,
+    one_of_options=CONTEXT_OPTIONS,
     instructions=INSTRUCTIONS,
     subject="context relevance",
 )
@@ -147,6 +150,7 @@ Format: {{"evaluations":[{{"context_index":int,"contextPiece":str,"relevanceLeve
 """
 
 
+@prebuilt(_CARD)
 def create_context_relevance_scorer(
     model: str | JudgeModel,
     *,

@@ -21,7 +21,8 @@ from typing import Any
 
 from ..core import Scorer, StepContext
 from ..judge.protocol import JudgeModel
-from ._judging import ScorerCard, bullets, numbered, require_scale
+from ._card import ScorerCard, prebuilt
+from ._judging import bullets, numbered, require_scale
 from ._text import ContextExtractor, response_text
 from ._verdicts import (
     CLAIMS_STEP,
@@ -45,9 +46,11 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="faithfulness",
     id=FAITHFULNESS_SCORER_ID,
-    name="Faithfulness Scorer",
+    scorer_name="Faithfulness Scorer",
     description="Measures the share of the output's claims that the given context supports",
+    judge_calls=3,
     instructions=INSTRUCTIONS,
     subject="faithfulness",
 )
@@ -82,6 +85,7 @@ def _facts(ctx: StepContext, judged: ItemVerdicts) -> str:
     )
 
 
+@prebuilt(_CARD)
 def create_faithfulness_scorer(
     model: str | JudgeModel,
     *,

@@ -23,7 +23,8 @@ from typing import Any
 
 from ..core import Scorer
 from ..judge.protocol import JudgeModel
-from ._judging import JudgeAnswer, ScorerCard, numbered, require_scale
+from ._card import ScorerCard, prebuilt
+from ._judging import JudgeAnswer, numbered, require_scale
 from ._text import ContextExtractor
 from ._verdicts import (
     CLAIMS_STEP,
@@ -55,10 +56,12 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="hallucination",
     id=HALLUCINATION_SCORER_ID,
-    name="Hallucination Scorer",
+    scorer_name="Hallucination Scorer",
     description="Measures the share of the output's claims that the context does not "
     "back (lower is better)",
+    judge_calls=3,
     instructions=INSTRUCTIONS,
     subject="hallucination",
     direction="lower_is_better",
@@ -86,6 +89,7 @@ def hallucination_score(verdicts: Sequence[Any], scale: float = 1) -> float:
     return verdict_share(verdicts, scale)
 
 
+@prebuilt(_CARD)
 def create_hallucination_scorer(
     model: str | JudgeModel,
     *,

@@ -30,12 +30,20 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ..core import Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
+from ._card import ScorerCard, prebuilt
 from ._text import JS_SPACE, joined_input_text, joined_output_text, js_lower, js_number, js_trim
 
 __all__ = ["KEYWORD_COVERAGE_SCORER_ID", "create_keyword_coverage_scorer", "extract_keywords"]
 
 KEYWORD_COVERAGE_SCORER_ID = "keyword-coverage-scorer"
+
+_CARD = ScorerCard(
+    name="keyword-coverage",
+    id=KEYWORD_COVERAGE_SCORER_ID,
+    scorer_name="Keyword Coverage Scorer",
+    description="Measures the share of the input's keywords that appear in the output",
+)
 
 _TAG = re.compile(r"<[^>]+>")
 _URL = re.compile(r"https?://")
@@ -81,6 +89,7 @@ def _phrase_pattern(keyword: str) -> re.Pattern[str]:
     return re.compile(r"(?<![^\W_])" + r"\W+".join(parts) + r"(?![^\W_])")
 
 
+@prebuilt(_CARD)
 def create_keyword_coverage_scorer(*, keywords: Sequence[str] | None = None) -> Scorer:
     """Share of the input's keywords (or of the fixed `keywords`) found in the output.
 
@@ -120,16 +129,4 @@ def create_keyword_coverage_scorer(*, keywords: Sequence[str] | None = None) -> 
             return 1
         return js_number(counts["matchedKeywordsLength"] / total)
 
-    return (
-        create_scorer(
-            id=KEYWORD_COVERAGE_SCORER_ID,
-            name="Keyword Coverage Scorer",
-            description="Measures the share of the input's keywords that appear in the output",
-            type="agent",
-            scale=1,
-            direction="higher_is_better",
-        )
-        .preprocess(extract)
-        .analyze(count)
-        .generate_score(score)
-    )
+    return _CARD.create_scorer().preprocess(extract).analyze(count).generate_score(score)

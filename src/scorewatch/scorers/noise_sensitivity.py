@@ -35,10 +35,10 @@ from pydantic.alias_generators import to_snake
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
+from ._card import ScorerCard, prebuilt
 from ._judging import (
     JudgeAnswer,
     Reason,
-    ScorerCard,
     bullets,
     field_of,
     items_of,
@@ -77,10 +77,12 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="noise-sensitivity",
     id=NOISE_SENSITIVITY_SCORER_ID,
-    name="Noise Sensitivity (LLM)",
+    scorer_name="Noise Sensitivity (LLM)",
     description="Measures how well the agent's answer resists distracting or misleading "
     "content added to its query",
+    judge_calls=2,
     instructions=INSTRUCTIONS,
     subject="noise sensitivity",
 )
@@ -175,6 +177,7 @@ Format: {{"dimensions":[{{"dimension":str,"impactLevel":str,"specificChanges":st
 """
 
 
+@prebuilt(_CARD)
 def create_noise_sensitivity_scorer(
     model: str | JudgeModel,
     *,

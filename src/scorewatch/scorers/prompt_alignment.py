@@ -28,10 +28,10 @@ from typing import Any, Literal
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
+from ._card import ScorerCard, prebuilt
 from ._judging import (
     JudgeAnswer,
     Reason,
-    ScorerCard,
     bullets,
     field_of,
     items_of,
@@ -70,10 +70,12 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="prompt-alignment",
     id=PROMPT_ALIGNMENT_SCORER_ID,
-    name="Prompt Alignment (LLM)",
+    scorer_name="Prompt Alignment (LLM)",
     description="Measures how well the response follows the intent, requirements, "
     "format and tone of its prompt",
+    judge_calls=2,
     instructions=INSTRUCTIONS,
     subject="prompt alignment",
     type=None,
@@ -200,6 +202,7 @@ Format: {{"intentAlignment":{{"score":number,"primaryIntent":str,"isAddressed":b
 """
 
 
+@prebuilt(_CARD)
 def create_prompt_alignment_scorer(
     model: str | JudgeModel,
     *,

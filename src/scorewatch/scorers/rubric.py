@@ -26,8 +26,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
+from ._card import ScorerCard, prebuilt
 from ._judging import JudgeAnswer, field_of, items_of, judge, numbered, require_scale
 from ._text import request_text, response_text
 
@@ -41,6 +42,17 @@ INSTRUCTIONS = (
     "You check an output against a checklist written by the user. Judge each criterion on its "
     "own and literally: satisfied only when the output clearly meets it. Copy each criterion's "
     "required flag as given."
+)
+
+_CARD = ScorerCard(
+    name="rubric",
+    id=RUBRIC_SCORER_ID,
+    scorer_name="Rubric (LLM)",
+    description="Checks the output against a rubric of criteria: 1 only when every required "
+    "criterion is met",
+    judge_calls=1,
+    type=None,
+    instructions=INSTRUCTIONS,
 )
 
 _MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
@@ -114,6 +126,7 @@ def rubric_gate(analysis: Any, scale: float = 1) -> float:
     return (1 if all(field_of(c, "satisfied") is True for c in gate) else 0) * scale
 
 
+@prebuilt(_CARD)
 def create_rubric_scorer(
     model: str | JudgeModel,
     *,
@@ -183,14 +196,7 @@ Format: {{"criteria":[{{"criterion":str,"satisfied":bool,"required":bool,"reason
         return "\n".join([verdict, *lines, *([summary] if summary else [])])
 
     return (
-        create_scorer(
-            id=RUBRIC_SCORER_ID,
-            name="Rubric (LLM)",
-            description="Checks the output against a rubric of criteria: 1 only when every "
-            "required criterion is met",
-            judge=judge(model, INSTRUCTIONS, model_options),
-            scale=scale,
-        )
+        _CARD.create_scorer(judge=judge(model, _CARD.instructions, model_options), scale=scale)
         .analyze(
             PromptStep(
                 description="Check the output against each rubric criterion",

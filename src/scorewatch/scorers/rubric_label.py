@@ -23,9 +23,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..core import PromptStep, Scorer, StepContext
 from ..core.scorer import Direction
 from ..judge.protocol import JudgeModel
+from ._card import ScorerCard, prebuilt
 from ._judging import field_of, judge, require_scale
 from ._text import request_text, response_text
 from .utils import format_number
@@ -37,6 +38,16 @@ RUBRIC_LABEL_SCORER_ID = "rubric-label-scorer"
 INSTRUCTIONS = (
     "You grade outputs against a rubric written by the user. Apply the rubric exactly as "
     "written, nothing more; pick the single label that fits best and say why in one sentence."
+)
+
+_CARD = ScorerCard(
+    name="rubric-label",
+    id=RUBRIC_LABEL_SCORER_ID,
+    scorer_name="Rubric Label Scorer",
+    description="Grades the output against a user-written rubric by choosing one of the given "
+    "labels",
+    judge_calls=1,
+    instructions=INSTRUCTIONS,
 )
 
 
@@ -52,6 +63,7 @@ def _choice_schema(labels: list[str]) -> dict[str, Any]:
     }
 
 
+@prebuilt(_CARD)
 def create_rubric_label_scorer(
     model: str | JudgeModel,
     *,
@@ -115,14 +127,10 @@ Format: {{"choice":<one of the labels>,"reason":str}}
         return f"{field_of(found, 'choice')}: {reason}"
 
     return (
-        create_scorer(
-            id=id,
-            name="Rubric Label Scorer",
-            description="Grades the output against a user-written rubric by choosing one of the "
-            "given labels",
-            judge=judge(model, INSTRUCTIONS, model_options),
-            type="agent",
+        _CARD.create_scorer(
+            judge=judge(model, _CARD.instructions, model_options),
             scale=scale,
+            id=id,
             direction=direction,
         )
         .analyze(

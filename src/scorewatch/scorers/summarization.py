@@ -17,8 +17,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import PromptStep, Scorer, StepContext, create_scorer
+from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
+from ._card import ScorerCard, prebuilt
 from ._judging import field_of, items_of, judge, ratio
 from ._summarization_prompts import (
     SUMMARIZATION_INSTRUCTIONS,
@@ -48,6 +49,14 @@ SUMMARIZATION_SCORER_NAME = "Summarization Scorer"
 SUMMARIZATION_DESCRIPTION = (
     "A scorer that evaluates whether a summary stays faithful to its source text and preserves "
     "the information the source states"
+)
+
+_CARD = ScorerCard(
+    name="summarization",
+    id=SUMMARIZATION_SCORER_ID,
+    scorer_name=SUMMARIZATION_SCORER_NAME,
+    description=SUMMARIZATION_DESCRIPTION,
+    judge_calls=3,
 )
 
 SourceExtractor = Callable[[Any, Any], "str | Awaitable[str | None] | None"]
@@ -155,6 +164,7 @@ def _measures(ctx: StepContext, max_questions: int) -> AxisMeasures:
 # the scorer
 
 
+@prebuilt(_CARD)
 def create_summarization_scorer(
     model: str | JudgeModel,
     *,
@@ -211,14 +221,8 @@ def create_summarization_scorer(
         )
 
     return (
-        create_scorer(
-            id=SUMMARIZATION_SCORER_ID,
-            name=SUMMARIZATION_SCORER_NAME,
-            description=SUMMARIZATION_DESCRIPTION,
-            judge=judge(model, SUMMARIZATION_INSTRUCTIONS, model_options),
-            type="agent",
-            scale=scale,
-            direction="higher_is_better",
+        _CARD.create_scorer(
+            judge=judge(model, SUMMARIZATION_INSTRUCTIONS, model_options), scale=scale
         )
         .preprocess(
             PromptStep(

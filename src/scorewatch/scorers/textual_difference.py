@@ -28,6 +28,7 @@ from typing import Any
 from rapidfuzz.distance import LCSseq
 
 from ..core import Scorer, StepContext
+from ._card import ScorerCard, prebuilt
 from ._measured import measured_scorer
 from ._text import (
     JS_SPACES,
@@ -47,6 +48,14 @@ __all__ = [
 ]
 
 TEXTUAL_DIFFERENCE_SCORER_ID = "textual-difference-scorer"
+
+_CARD = ScorerCard(
+    name="textual-difference",
+    id=TEXTUAL_DIFFERENCE_SCORER_ID,
+    scorer_name="Textual Difference Scorer",
+    description="Measures how alike the input and the output are, character by character "
+    "(longest common subsequence ratio)",
+)
 
 
 def lcs_ratio(first: str, second: str) -> float:
@@ -82,6 +91,7 @@ def count_changes(first: str, second: str) -> int:
     return max(len(words_first), len(words_second)) - matching
 
 
+@prebuilt(_CARD)
 def create_textual_difference_scorer() -> Scorer:
     """LCS similarity between the run's input and output (the reference's ratio).
 
@@ -101,10 +111,7 @@ def create_textual_difference_scorer() -> Scorer:
         }
 
     return measured_scorer(
-        id=TEXTUAL_DIFFERENCE_SCORER_ID,
-        name="Textual Difference Scorer",
-        description="Measures how alike the input and the output are, character by character "
-        "(longest common subsequence ratio)",
+        _CARD,
         measure=compare,
         score=lambda measurement: measurement["ratio"],
     )

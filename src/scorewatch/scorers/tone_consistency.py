@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import Scorer, StepContext
+from ._card import ScorerCard, prebuilt
 from ._measured import measured_scorer
 from ._text import (
     JS_SPACE_CHARS,
@@ -48,6 +49,14 @@ from ._text import (
 __all__ = ["TONE_SCORER_ID", "create_tone_consistency_scorer", "lexicon", "sentiment"]
 
 TONE_SCORER_ID = "tone-scorer"
+
+_CARD = ScorerCard(
+    name="tone-consistency",
+    id=TONE_SCORER_ID,
+    scorer_name="Tone Scorer",
+    description="Measures whether the output's sentiment matches a reference text, or "
+    "stays steady across its sentences (AFINN-165 sentiment)",
+)
 
 _STRIPPED = re.compile(r'[.,/#!?$%^&*;:{}=_`"~()]')
 _SPACE_RUN = re.compile(f"[{JS_SPACE_CHARS}][{JS_SPACE_CHARS}]+")
@@ -127,6 +136,7 @@ def _comparative(text: str) -> float:
     return sentiment(text)[1]
 
 
+@prebuilt(_CARD)
 def create_tone_consistency_scorer(
     *, reference_tone: str | None = None, compare_with_input: bool = False
 ) -> Scorer:
@@ -161,10 +171,7 @@ def create_tone_consistency_scorer(
         }
 
     return measured_scorer(
-        id=TONE_SCORER_ID,
-        name="Tone Scorer",
-        description="Measures whether the output's sentiment matches a reference text, or "
-        "stays steady across its sentences (AFINN-165 sentiment)",
+        _CARD,
         measure=measure,
         score=lambda measurement: measurement["score"],
     )

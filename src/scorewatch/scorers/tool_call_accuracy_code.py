@@ -24,6 +24,7 @@ from itertools import pairwise
 from typing import Any
 
 from ..core import Scorer, StepContext
+from ._card import ScorerCard, prebuilt
 from ._measured import measured_scorer
 from ._text import found_tool_calls
 from .utils import extract_input_messages
@@ -35,6 +36,13 @@ __all__ = [
 ]
 
 TOOL_CALL_ACCURACY_CODE_SCORER_ID = "code-tool-call-accuracy-scorer"
+
+_CARD = ScorerCard(
+    name="tool-call-accuracy-code",
+    id=TOOL_CALL_ACCURACY_CODE_SCORER_ID,
+    scorer_name="Tool Call Accuracy Scorer",
+    description="Checks that the agent called the expected tool, or the expected tools in order",
+)
 
 
 def called_in_order(actual: Sequence[str], expected: Sequence[str], strict: bool = False) -> bool:
@@ -64,6 +72,7 @@ def _is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, str | list | tuple) and len(value) == 0)
 
 
+@prebuilt(_CARD)
 def create_tool_call_accuracy_code_scorer(
     *,
     expected_tool: str | None = None,
@@ -113,8 +122,7 @@ def create_tool_call_accuracy_code_scorer(
         else f"Checks that the agent called {expected_tool!r}"
     )
     return measured_scorer(
-        id=TOOL_CALL_ACCURACY_CODE_SCORER_ID,
-        name="Tool Call Accuracy Scorer",
+        _CARD,
         description=description,
         measure=inspect_run,
         score=score,

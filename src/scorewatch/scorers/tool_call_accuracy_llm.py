@@ -27,10 +27,10 @@ from pydantic import Field
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
+from ._card import ScorerCard, prebuilt
 from ._judging import (
     JudgeAnswer,
     Reason,
-    ScorerCard,
     bullets,
     field_of,
     items_of,
@@ -57,9 +57,11 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="tool-call-accuracy-llm",
     id=TOOL_CALL_ACCURACY_LLM_SCORER_ID,
-    name="Tool Call Accuracy (LLM)",
+    scorer_name="Tool Call Accuracy (LLM)",
     description="Measures whether the agent chose appropriate tools for the request",
+    judge_calls=2,
     instructions=INSTRUCTIONS,
     subject="tool selection",
 )
@@ -136,6 +138,7 @@ Format: {{"evaluations":[{{"toolCalled":str,"wasAppropriate":bool,"reasoning":st
 """
 
 
+@prebuilt(_CARD)
 def create_tool_call_accuracy_llm_scorer(
     model: str | JudgeModel,
     *,

@@ -23,9 +23,9 @@ from typing import Any
 
 from ..core import PromptStep, Scorer, StepContext, not_scorable
 from ..judge.protocol import JudgeModel
+from ._card import ScorerCard, prebuilt
 from ._judging import (
     Reason,
-    ScorerCard,
     field_of,
     items_of,
     judged_scorer,
@@ -48,9 +48,11 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="toxicity",
     id=TOXICITY_SCORER_ID,
-    name="Toxicity Scorer",
+    scorer_name="Toxicity Scorer",
     description="Measures the share of the output's statements that are toxic (lower is better)",
+    judge_calls=2,
     instructions=INSTRUCTIONS,
     subject="toxicity",
     direction="lower_is_better",
@@ -78,6 +80,7 @@ def toxicity_score(verdicts: Sequence[Any], scale: float = 1) -> float:
     return verdict_share(verdicts, scale)
 
 
+@prebuilt(_CARD)
 def create_toxicity_scorer(
     model: str | JudgeModel,
     *,

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
+from ._card import ScorerCard, prebuilt
 from ._trajectory import ORDERINGS, expectation_of, expected_steps_of, trajectory_of
 from ._trajectory_checks import compare_trajectories
 
@@ -28,12 +29,21 @@ __all__ = ["TRAJECTORY_ACCURACY_CODE_SCORER_ID", "create_trajectory_accuracy_cod
 
 TRAJECTORY_ACCURACY_CODE_SCORER_ID = "code-trajectory-accuracy-scorer"
 
+_CARD = ScorerCard(
+    name="trajectory-accuracy-code",
+    id=TRAJECTORY_ACCURACY_CODE_SCORER_ID,
+    scorer_name="Trajectory Accuracy Scorer",
+    description="Compares the steps taken with the expected steps (strict, relaxed or unordered)",
+    type="trajectory",
+)
+
 NO_EXPECTATION = (
     "nothing to compare with: give expected_trajectory to the scorer or an expected_trajectory "
     "with steps to the run"
 )
 
 
+@prebuilt(_CARD)
 def create_trajectory_accuracy_code_scorer(
     *,
     expected_trajectory: Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None,
@@ -79,13 +89,8 @@ def create_trajectory_accuracy_code_scorer(
 
     shown = f"[{' -> '.join(str(s.get('name')) for s in static)}]" if static else "the run's"
     return (
-        create_scorer(
-            id=TRAJECTORY_ACCURACY_CODE_SCORER_ID,
-            name="Trajectory Accuracy Scorer",
-            description=f"Compares the steps taken with {shown} expected steps ({ordering})",
-            type="trajectory",
-            scale=1,
-            direction="higher_is_better",
+        _CARD.create_scorer(
+            description=f"Compares the steps taken with {shown} expected steps ({ordering})"
         )
         .preprocess(compare)
         .generate_score(score)

@@ -25,7 +25,8 @@ from pydantic import Field
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
-from ._judging import JudgeAnswer, Reason, ScorerCard, field_of, items_of, judged_scorer
+from ._card import ScorerCard, prebuilt
+from ._judging import JudgeAnswer, Reason, field_of, items_of, judged_scorer
 from ._text import request_text, response_text
 from ._trajectory import (
     expectation_of,
@@ -53,9 +54,11 @@ INSTRUCTIONS = (
 )
 
 _CARD = ScorerCard(
+    name="trajectory-accuracy-llm",
     id=TRAJECTORY_ACCURACY_LLM_SCORER_ID,
-    name="Trajectory Accuracy (LLM)",
+    scorer_name="Trajectory Accuracy (LLM)",
     description="Judges whether the agent's sequence of steps was necessary, ordered and complete",
+    judge_calls=2,
     instructions=INSTRUCTIONS,
     subject="trajectory",
     type="trajectory",
@@ -121,6 +124,7 @@ Format: {{"stepEvaluations":[{{"stepName":str,"wasNecessary":bool,"wasInOrder":b
 """
 
 
+@prebuilt(_CARD)
 def create_trajectory_accuracy_llm_scorer(
     model: str | JudgeModel,
     *,

@@ -24,8 +24,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import Scorer, StepContext, create_scorer
+from ..core import Scorer, StepContext
 from ..core.result import Score
+from ._card import ScorerCard, prebuilt
 from ._trajectory import expectation_of, trajectory_of
 from ._trajectory_checks import (
     analyze_tool_failures,
@@ -38,6 +39,14 @@ from .utils import format_number
 __all__ = ["TRAJECTORY_CODE_SCORER_ID", "create_trajectory_code_scorer"]
 
 TRAJECTORY_CODE_SCORER_ID = "code-trajectory-scorer"
+
+_CARD = ScorerCard(
+    name="trajectory-code",
+    id=TRAJECTORY_CODE_SCORER_ID,
+    scorer_name="Trajectory Scorer",
+    description="Scores a trajectory on accuracy, efficiency, forbidden steps and retries",
+    type="trajectory",
+)
 
 _DEFAULT_WEIGHTS = {"accuracy": 0.4, "efficiency": 0.3, "toolFailures": 0.2, "blacklist": 0.1}
 _WEIGHT_SPELLINGS = {"tool_failures": "toolFailures"}
@@ -200,6 +209,7 @@ def _nested(
     return results
 
 
+@prebuilt(_CARD)
 def create_trajectory_code_scorer(
     *,
     defaults: Mapping[str, Any] | None = None,
@@ -250,14 +260,7 @@ def create_trajectory_code_scorer(
         return _round(level)
 
     return (
-        create_scorer(
-            id=TRAJECTORY_CODE_SCORER_ID,
-            name="Trajectory Scorer",
-            description="Scores a trajectory on accuracy, efficiency, forbidden steps and retries",
-            type="trajectory",
-            scale=1,
-            direction="higher_is_better",
-        )
+        _CARD.create_scorer()
         .preprocess(measure)
         .generate_score(score)
         .generate_reason(lambda ctx: _reason(ctx.results.preprocess_step_result or {}, ctx.score))

@@ -40,6 +40,7 @@ from .setup import (
     existing_providers,
     instrument,
     is_instrumented,
+    tracer_for,
     uninstrument,
 )
 
@@ -60,5 +61,6 @@ __all__ = [
     "names",
     "prometheus_asgi_app",
     "resolve_capture",
+    "tracer_for",
     "uninstrument",
 ]

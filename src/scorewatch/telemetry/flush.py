@@ -1,7 +1,9 @@
-"""Flushing the installed OpenTelemetry providers before the process may exit.
+"""Flushing the providers telemetry was given before the process may exit.
 
 Called when live scoring closes (the bus's `flush` event): its last runs' spans, metrics and
-evaluation events sit in batch processors and periodic readers until flushed.
+evaluation events sit in batch processors and periodic readers until flushed. Only the
+providers handed to `instrument()` are flushed; one left None there is the global one of its
+signal, as `instrument()` itself uses it.
 """
 
 from __future__ import annotations
@@ -9,23 +11,23 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from opentelemetry import metrics, trace
+from opentelemetry import _logs, metrics, trace
 
 __all__ = ["flush_providers"]
 
 logger = logging.getLogger("scorewatch.telemetry")
 
 
-def flush_providers(timeout: float | None) -> None:
-    """Flush the global tracer, meter and logger providers (through the API getters; any
-    provider with a `force_flush`), each within `timeout` seconds (default 30)."""
-    providers: list[Any] = [trace.get_tracer_provider(), metrics.get_meter_provider()]
-    try:
-        from opentelemetry import _logs
-
-        providers.append(_logs.get_logger_provider())
-    except ImportError:  # older API without the logs bridge
-        pass
+def flush_providers(
+    tracer_provider: Any, meter_provider: Any, logger_provider: Any, timeout: float | None
+) -> None:
+    """Flush each provider (any with a `force_flush`) within `timeout` seconds (default 30); a
+    None provider is the global one of its signal, resolved now."""
+    providers = (
+        tracer_provider if tracer_provider is not None else trace.get_tracer_provider(),
+        meter_provider if meter_provider is not None else metrics.get_meter_provider(),
+        logger_provider if logger_provider is not None else _logs.get_logger_provider(),
+    )
     millis = int((timeout if timeout is not None else 30.0) * 1000)
     for provider in providers:
         flush = getattr(provider, "force_flush", None)

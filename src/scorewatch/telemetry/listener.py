@@ -63,6 +63,9 @@ class TelemetryObserver(Observer):
     capture: ContentCapture
     target_guard: CardinalityGuard
     model_guard: CardinalityGuard
+    # What `instrument()` was given (tracer, meter, logger provider; None: the global one):
+    # what `flush` flushes, and where `tracer` makes its spans.
+    providers: tuple[Any, Any, Any] = (None, None, None)
     profiles: dict[int, ScorerProfile] = field(default_factory=dict)
 
     def run_started(self, start: RunStart) -> RunTelemetry:
@@ -103,8 +106,9 @@ class TelemetryObserver(Observer):
         self.instruments.queue.dead_lettered(stream, reason)
 
     def flush(self, timeout: float | None) -> None:
-        """Live scoring closed, perhaps just before the process exits: flush the providers."""
-        flush_providers(timeout)
+        """Live scoring closed, perhaps just before the process exits: flush the providers
+        this observer was given."""
+        flush_providers(*self.providers, timeout)
 
 
 class ScorerProfile:

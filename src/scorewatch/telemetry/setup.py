@@ -24,7 +24,7 @@ from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetr
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import TracerProvider
+from opentelemetry.trace import Tracer, TracerProvider
 from prometheus_client import CollectorRegistry
 
 from .._version import __version__
@@ -56,6 +56,7 @@ __all__ = [
     "existing_providers",
     "instrument",
     "is_instrumented",
+    "tracer_for",
     "uninstrument",
 ]
 
@@ -83,24 +84,6 @@ def instrument(
     counts). `observers` is the bus to listen to (default: the process's). Calling it again
     replaces the previous instrumentation of that bus.
     """
-    _instrument(
-        tracer_provider,
-        meter_provider,
-        logger_provider,
-        capture_content,
-        cardinality_limit,
-        observers,
-    )
-
-
-def _instrument(
-    tracer_provider: TracerProvider | None,
-    meter_provider: MeterProvider | None,
-    logger_provider: LoggerProvider | None,
-    capture_content: CaptureContent,
-    cardinality_limit: int,
-    observers: Observers,
-) -> TelemetryObserver:
     provider = meter_provider or metrics.get_meter_provider()
     with _lock:
         # One set of instruments per MeterProvider: the SDK keeps the first registration of a
@@ -120,12 +103,12 @@ def _instrument(
         capture=resolve_capture(capture_content),
         target_guard=CardinalityGuard(cardinality_limit),
         model_guard=CardinalityGuard(cardinality_limit),
+        providers=(tracer_provider, meter_provider, logger_provider),
     )
     with _lock:
         uninstrument(observers)
         instruments.source = observers
         observers.add(observer)
-    return observer
 
 
 def uninstrument(observers: Observers = OBSERVERS) -> None:
@@ -146,8 +129,25 @@ def _withdraw(observers: Observers, observer: TelemetryObserver) -> None:
             observer.instruments.source = None
 
 
+def _subscribed(observers: Observers) -> TelemetryObserver | None:
+    """The observer `instrument()` subscribed to `observers`, if any."""
+    return next((o for o in observers.subscribers if isinstance(o, TelemetryObserver)), None)
+
+
 def is_instrumented(observers: Observers = OBSERVERS) -> bool:
-    return any(isinstance(o, TelemetryObserver) for o in observers.subscribers)
+    return _subscribed(observers) is not None
+
+
+def tracer_for(observers: Observers = OBSERVERS) -> Tracer:
+    """The tracer `instrument()` gave `observers`, for the spans scorewatch makes beside its
+    runs (the work queue's producer and consumer spans): they go to the tracer provider handed
+    to `instrument()`, like the runs'. Without instrumentation, a no-op tracer (which keeps the
+    current span current, so a request's trace context still propagates)."""
+    observer = _subscribed(observers)
+    return _NO_SPANS if observer is None else observer.tracer
+
+
+_NO_SPANS: Tracer = trace.NoOpTracer()
 
 
 # -- configure ---------------------------------------------------------------------------------
@@ -328,10 +328,14 @@ def configure(
     found_tracer, found_meter, found_logs = existing_providers() if set_global else (None,) * 3
 
     def batched(
-        kinds: Iterable[str], exporter: Callable[..., Any], processor: Callable[..., P]
+        kinds: Iterable[str],
+        exporter: Callable[..., Any],
+        processor: Callable[..., P],
+        add: Callable[[P], None],
     ) -> list[P]:
-        """One bounded batch processor per requested exporter of a signal."""
-        return [
+        """One bounded batch processor per requested exporter of a signal, each `add`ed to
+        its provider."""
+        processors = [
             processor(
                 exporter(kind, endpoint, otlp_protocol, otlp_timeout_s),
                 max_queue_size=export_queue_size,
@@ -339,21 +343,27 @@ def configure(
             )
             for kind in kinds
         ]
+        for each in processors:
+            add(each)
+        return processors
 
     span_processors: list[BatchSpanProcessor] = []
     log_processors: list[BatchLogRecordProcessor] = []
     tracer_provider: Any = found_tracer
     if tracer_provider is None:
         tracer_provider = SdkTracerProvider(resource=resource)
-        span_processors = batched(plan.traces, span_exporter, BatchSpanProcessor)
-        for span_processor in span_processors:
-            tracer_provider.add_span_processor(span_processor)
+        span_processors = batched(
+            plan.traces, span_exporter, BatchSpanProcessor, tracer_provider.add_span_processor
+        )
     logger_provider: Any = found_logs
     if logger_provider is None:
         logger_provider = SdkLoggerProvider(resource=resource)
-        log_processors = batched(plan.logs, log_exporter, BatchLogRecordProcessor)
-        for log_processor in log_processors:
-            logger_provider.add_log_record_processor(log_processor)
+        log_processors = batched(
+            plan.logs,
+            log_exporter,
+            BatchLogRecordProcessor,
+            logger_provider.add_log_record_processor,
+        )
 
     registry: CollectorRegistry | None = None
     prometheus_reader: MetricReader | None = None
@@ -422,15 +432,17 @@ def configure(
             plan.logs if owned[2] else (),
         ),
     )
-    observer = _instrument(
-        tracer_provider,
-        meter_provider,
-        logger_provider,
-        capture_content,
-        cardinality_limit,
-        observers,
-    )
-    handle._subscription = (observers, observer)
+    with _lock:  # the observer withdrawn at shutdown is the one subscribed here
+        instrument(
+            tracer_provider,
+            meter_provider,
+            logger_provider,
+            capture_content,
+            cardinality_limit=cardinality_limit,
+            observers=observers,
+        )
+        observer = _subscribed(observers)
+    handle._subscription = None if observer is None else (observers, observer)
     return handle
 
 

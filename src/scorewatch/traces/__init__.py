@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .assembly import BufferCounts, BufferLimits, ReadySpan, TraceBuffer
 from .collect import Extraction, extract_ready, extract_runs
+from .conventions import DEFAULT_SELECTORS
 from .otlp import (
     INVALID_TRACE_DATA,
     TraceData,
@@ -25,7 +26,7 @@ from .score import (
     score_traces,
     score_traces_sync,
 )
-from .select import DEFAULT_SELECTORS, SpanSelector
+from .select import SpanSelector
 from .spans import SpanEvent, SpanRecord, spans_from_request
 
 __all__ = [

@@ -26,7 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .select import DEFAULT_SELECTORS, SpanSelector, matching_selector
+from .conventions import DEFAULT_SELECTORS
+from .select import SpanSelector, matching_selector
 from .spans import SpanRecord
 
 __all__ = ["BufferCounts", "BufferLimits", "ReadySpan", "TraceBuffer"]

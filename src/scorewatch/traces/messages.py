@@ -16,6 +16,7 @@ __all__ = [
     "SpanContent",
     "ToolCall",
     "from_json_text",
+    "json_text",
     "openai_message",
     "text_of",
 ]
@@ -57,6 +58,19 @@ class SpanContent:
     def has_any(self) -> bool:
         return bool(self.input or self.output or self.system)
 
+    def take_system_messages(self) -> None:
+        """Move the system and developer messages of the input to `system`, as its texts."""
+        if self.input is None:
+            return
+        kept = []
+        for message in self.input:
+            if message.role in ("system", "developer"):
+                if message.text.strip():
+                    self.system.append(message.text)
+            else:
+                kept.append(message)
+        self.input = kept
+
 
 def from_json_text(value: Any) -> Any:
     """A JSON-encoded attribute decoded; anything else (or text that is not JSON) as it is."""
@@ -66,6 +80,14 @@ def from_json_text(value: Any) -> Any:
         except (ValueError, RecursionError):  # hostile nesting is just text
             return value
     return value
+
+
+def json_text(value: Any) -> str:
+    """A value as JSON text; `str` of it when it is not JSON-serialisable."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def text_of(content: Any, _depth: int = 0) -> str:

@@ -17,11 +17,17 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ..core.result import ScorerRun
-from .conventions import indexed, read_span, tool_call_of_span
+from .conventions import (
+    agent_name,
+    is_agent_span,
+    read_span,
+    retrieved_documents,
+    tool_call_of_span,
+)
 from .messages import Message, SpanContent, ToolCall, from_json_text
 from .spans import SpanRecord
 
-__all__ = ["ExtractedRun", "SkipReason", "Skipped", "extract_run", "is_agent_span"]
+__all__ = ["ExtractedRun", "SkipReason", "Skipped", "extract_run"]
 
 SkipReason = Literal["no_content", "no_output"]
 
@@ -85,15 +91,6 @@ class ExtractedRun:
         }
 
 
-def is_agent_span(span: SpanRecord) -> bool:
-    attributes = span.attributes
-    return (
-        attributes.get("gen_ai.operation.name") == "invoke_agent"
-        or attributes.get("openinference.span.kind") == "AGENT"
-        or attributes.get("traceloop.span.kind") in ("agent", "workflow")
-    )
-
-
 class _Tree:
     def __init__(self, spans: Iterable[SpanRecord]) -> None:
         self.children: dict[str, list[SpanRecord]] = {}
@@ -155,17 +152,6 @@ def _turn_tool_calls(inputs: Sequence[Message], outputs: Sequence[Message]) -> l
     return calls
 
 
-def _retrieved_documents(spans: Iterable[SpanRecord]) -> list[str]:
-    documents = []
-    for span in spans:
-        if span.attributes.get("openinference.span.kind") == "RETRIEVER":
-            for item in indexed(span.attributes, "retrieval.documents"):
-                text = item.get("document.content")
-                if isinstance(text, str) and text.strip():
-                    documents.append(text)
-    return documents
-
-
 def _at(nanoseconds: int) -> datetime:
     return datetime.fromtimestamp(nanoseconds / 1e9, UTC)
 
@@ -196,14 +182,6 @@ def _remembered(
     return [
         (m.role, m.text) for m in before_current if m.role in ("user", "assistant") and m.text
     ], started
-
-
-def _agent_name(span: SpanRecord) -> str | None:
-    for key in ("gen_ai.agent.name", "agent.name", "traceloop.entity.name"):
-        value = span.attributes.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 def extract_run(span: SpanRecord, trace: Iterable[SpanRecord]) -> ExtractedRun | Skipped:
@@ -245,7 +223,7 @@ def extract_run(span: SpanRecord, trace: Iterable[SpanRecord]) -> ExtractedRun |
         "systemMessages": [{"role": "system", "content": text} for text in system],
         "taggedSystemMessages": {},
     }
-    documents = _retrieved_documents(below)
+    documents = retrieved_documents(below)
     if documents:
         run_input["context"] = documents
     invocations = [_invocation(c, f"{span.span_id}-{i}") for i, c in enumerate(calls)]
@@ -276,7 +254,7 @@ def extract_run(span: SpanRecord, trace: Iterable[SpanRecord]) -> ExtractedRun |
         input=run_input,
         output=output,
         tool_calls=[call.name for call in calls],
-        agent=_agent_name(span),
+        agent=agent_name(span),
         entity_type="agent" if agent else None,
         service_name=span.service_name,
     )

@@ -1,8 +1,8 @@
 """Which spans are runs to score: the `[[traces.select]]` tables of the configuration.
 
 A selector matches a span when every condition it sets holds; a span is selected when any
-selector matches. With no selectors, `DEFAULT_SELECTORS` apply: agent invocations and model
-calls in each convention this package reads.
+selector matches. With no selectors, `conventions.DEFAULT_SELECTORS` apply: agent invocations
+and model calls in each convention this package reads.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .spans import SpanRecord
 
-__all__ = ["DEFAULT_SELECTORS", "SpanSelector", "matching_selector"]
+__all__ = ["SpanSelector", "matching_selector"]
 
 Scalar = str | bool | int | float
 
@@ -75,16 +75,6 @@ def _equal(value: Any, want: Scalar) -> bool:
         # bool is an int in Python: keep `true` from matching 1.
         return type(value) is type(want) and value == want
     return bool(value == want)
-
-
-DEFAULT_SELECTORS: tuple[SpanSelector, ...] = (
-    SpanSelector(operation=["invoke_agent", "chat", "text_completion", "generate_content"]),
-    SpanSelector(attributes={"openinference.span.kind": "AGENT"}),
-    SpanSelector(attributes={"openinference.span.kind": "LLM"}),
-    SpanSelector(attributes={"traceloop.span.kind": "agent"}),
-    SpanSelector(attributes={"llm.request.type": "chat"}),
-    SpanSelector(attributes={"llm.request.type": "completion"}),
-)
 
 
 def matching_selector(span: SpanRecord, selectors: Sequence[SpanSelector]) -> SpanSelector | None:

@@ -96,11 +96,11 @@ def _build_prebuilt(
 ) -> tuple[Scorer, str | None]:
     from ...scorers import registry
 
-    kind = (spec.kind or "").strip().lower().replace("_", "-")
-    prebuilt = registry.PREBUILT.get(kind)
+    prebuilt = registry.find(spec.kind or "")
     if prebuilt is None:
         known = ", ".join(registry.known_names())
         raise _problem(index, "kind", f"unknown prebuilt scorer {spec.kind!r}; known: {known}")
+    kind = prebuilt.name
     model, options = _judge_for(spec, defaults)
     judge: JudgeModel | None = None
     if prebuilt.needs_model:

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
-from opentelemetry import propagate, trace
+from opentelemetry import propagate
 from opentelemetry.trace import SpanKind
 
 from ...core.events import current_observers
@@ -28,6 +28,7 @@ from ...sinks.delivery import close_sinks
 from ...sinks.postgres import RunQuery
 from ...sinks.record import ScoreRecord
 from ...telemetry import names as telemetry_names
+from ...telemetry import tracer_for
 from ..config.stores import AnswerProbe
 from ..queue.stream import (
     EntryAppender,
@@ -106,7 +107,6 @@ class RedisIntake:
         self._appender = EntryAppender(client, names.stream, max_backlog)
         self._unregister = current_observers().register_queue_gauges(lambda: self._poller.latest)
         self._waiters: set[asyncio.Task[None]] = set()
-        self._tracer = trace.get_tracer(telemetry_names.INSTRUMENTATION_SCOPE)
 
     # -- introspection -----------------------------------------------------------------------
 
@@ -161,7 +161,7 @@ class RedisIntake:
 
         runs: list[tuple[int, str, str]] = []  # (plan index, scorer id, run id)
         encoded: list[list[str]] = []
-        with self._tracer.start_as_current_span(
+        with tracer_for(current_observers()).start_as_current_span(
             telemetry_names.queue_send_span_name(self._names.stream),
             kind=SpanKind.PRODUCER,
             attributes={

@@ -48,6 +48,7 @@ from ...live.engine import score_call
 from ...sinks.base import ScoreSink
 from ...sinks.delivery import SinkRetry, Storage
 from ...telemetry import names as telemetry_names
+from ...telemetry import tracer_for
 from .stream import GaugePoller, QueueEntry, StreamNames, decode_entry, ensure_group
 
 if TYPE_CHECKING:
@@ -134,7 +135,6 @@ class StreamWorker:
         self._drained = asyncio.Event()
         self._poller = GaugePoller(client, names, stats_interval)
         self._unregister = current_observers().register_queue_gauges(lambda: self._poller.latest)
-        self._tracer = trace.get_tracer(telemetry_names.INSTRUMENTATION_SCOPE)
 
     # -- accounting ----------------------------------------------------------------------------
 
@@ -322,7 +322,7 @@ class StreamWorker:
             return
         enqueued = trace.get_current_span(propagate.extract(entry.trace_carrier))
         enqueued_context = enqueued.get_span_context()
-        with self._tracer.start_as_current_span(
+        with tracer_for(current_observers()).start_as_current_span(
             telemetry_names.queue_process_span_name(self._names.stream),
             context=Context(),
             kind=SpanKind.CONSUMER,

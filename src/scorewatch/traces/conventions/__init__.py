@@ -1,0 +1,87 @@
+"""The trace conventions this package reads, and the questions a span answers through them.
+
+Each convention is one `Convention` record in a module of its own (`gen_ai`, `openinference`,
+`openllmetry`); `CONVENTIONS` lists them in the order they are tried, and everything below
+reads spans only through them. A new convention is a new record added to `CONVENTIONS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from ..messages import SpanContent, ToolCall
+from ..select import SpanSelector
+from ..spans import SpanRecord
+from ._flattened import REDACTED
+from ._record import Convention, Documents, Marker, ToolSpans, indexed
+from .gen_ai import GEN_AI
+from .openinference import OPENINFERENCE
+from .openllmetry import OPENLLMETRY
+
+__all__ = [
+    "CONVENTIONS",
+    "DEFAULT_SELECTORS",
+    "REDACTED",
+    "Convention",
+    "Documents",
+    "Marker",
+    "ToolSpans",
+    "agent_name",
+    "indexed",
+    "is_agent_span",
+    "read_span",
+    "retrieved_documents",
+    "tool_call_of_span",
+]
+
+# The first convention that reads anything from a span wins.
+CONVENTIONS: Final[tuple[Convention, ...]] = (GEN_AI, OPENINFERENCE, OPENLLMETRY)
+
+# Without `[[traces.select]]`: agent invocations and model calls in every convention.
+DEFAULT_SELECTORS: Final[tuple[SpanSelector, ...]] = tuple(
+    selector for convention in CONVENTIONS for selector in convention.selects
+)
+
+
+def read_span(span: SpanRecord) -> SpanContent | None:
+    """The span's messages in the first convention that has any; None when none does."""
+    for convention in CONVENTIONS:
+        content = convention.read(span)
+        if content is not None and content.has_any:
+            return content
+    return None
+
+
+def tool_call_of_span(span: SpanRecord) -> ToolCall | None:
+    """The tool call a tool-execution span records, in any convention; None for other spans."""
+    for convention in CONVENTIONS:
+        if convention.tool_spans.marker.on(span):
+            return convention.tool_spans.call_of(span)
+    return None
+
+
+def is_agent_span(span: SpanRecord) -> bool:
+    """Whether any convention marks the span as an agent's."""
+    return any(convention.agent.on(span) for convention in CONVENTIONS)
+
+
+def agent_name(span: SpanRecord) -> str | None:
+    """The agent's name, from the first naming attribute the span has."""
+    for convention in CONVENTIONS:
+        for key in convention.agent_name:
+            value = span.attributes.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
+
+
+def retrieved_documents(spans: Iterable[SpanRecord]) -> list[str]:
+    """The texts of the documents the retriever spans among `spans` returned, in order."""
+    return [
+        text
+        for span in spans
+        for convention in CONVENTIONS
+        if convention.documents is not None
+        for text in convention.documents.of(span)
+    ]

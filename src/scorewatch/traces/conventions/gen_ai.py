@@ -1,0 +1,180 @@
+"""The OpenTelemetry GenAI semantic conventions.
+
+Messages: the `gen_ai.input.messages`, `gen_ai.output.messages` and `gen_ai.system_instructions`
+JSON attributes (on the span, or on a span event carrying them), else the older per-message span
+events (`gen_ai.system.message`, `gen_ai.user.message`, `gen_ai.assistant.message`,
+`gen_ai.tool.message`, `gen_ai.choice`). Agents are `invoke_agent` operations, tools run in
+`execute_tool` operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..messages import (
+    Message,
+    SpanContent,
+    ToolCall,
+    from_json_text,
+    json_text,
+    openai_message,
+    text_of,
+)
+from ..select import SpanSelector
+from ..spans import SpanRecord
+from ._record import Convention, Marker, ToolSpans
+
+__all__ = ["GEN_AI"]
+
+_OPERATION = "gen_ai.operation.name"
+
+
+def _message(raw: Any, default_role: str) -> list[Message]:
+    """One message, in parts; each tool result becomes a `tool` message of its own (producers
+    send several results in one `user` or `tool` message)."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("parts"), list):
+        message = openai_message(raw, default_role)
+        return [message] if message is not None else []
+    role = raw.get("role")
+    message = Message(role=role if isinstance(role, str) else default_role)
+    results: list[Message] = []
+    texts = []
+    for part in raw["parts"]:
+        if not isinstance(part, Mapping):
+            continue
+        kind = part.get("type")
+        if kind == "text" and isinstance(part.get("content"), str):
+            texts.append(part["content"])
+        elif kind == "tool_call" and isinstance(part.get("name"), str):
+            call_id = part.get("id")
+            message.tool_calls.append(
+                ToolCall(
+                    name=part["name"],
+                    id=call_id if isinstance(call_id, str) else None,
+                    arguments=from_json_text(part.get("arguments")),
+                )
+            )
+        elif kind == "tool_call_response":
+            call_id = part.get("id")
+            response = part.get("response", part.get("result"))
+            results.append(
+                Message(
+                    role="tool",
+                    text=response if isinstance(response, str) else json_text(response),
+                    tool_call_id=call_id if isinstance(call_id, str) else None,
+                )
+            )
+    message.text = "\n".join(texts)
+    return [*results, message] if texts or message.tool_calls or not results else results
+
+
+def _messages(value: Any, default_role: str) -> list[Message] | None:
+    decoded = from_json_text(value)
+    if isinstance(decoded, Mapping):
+        decoded = [decoded]
+    if not isinstance(decoded, list):
+        return None
+    messages = [m for item in decoded for m in _message(item, default_role)]
+    return messages or None
+
+
+def _system_texts(value: Any) -> list[str]:
+    decoded = from_json_text(value)
+    if isinstance(decoded, str):
+        return [decoded] if decoded.strip() else []
+    if isinstance(decoded, Mapping):
+        decoded = [decoded]
+    if not isinstance(decoded, list):
+        return []
+    texts = [text_of([part]) if isinstance(part, Mapping) else text_of(part) for part in decoded]
+    joined = "\n".join(text for text in texts if text)
+    return [joined] if joined.strip() else []
+
+
+def _from_attributes(attributes: Mapping[str, Any]) -> SpanContent | None:
+    keys = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
+    if not any(key in attributes for key in keys):
+        return None
+    return SpanContent(
+        convention="gen_ai",
+        input=_messages(attributes.get("gen_ai.input.messages"), "user"),
+        output=_messages(attributes.get("gen_ai.output.messages"), "assistant"),
+        system=_system_texts(attributes.get("gen_ai.system_instructions")),
+    )
+
+
+_EVENT_ROLES = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+
+
+def _event_body(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """An event's body: the `gen_ai.event.content` JSON some producers attach, else its
+    attributes (with JSON-encoded values decoded)."""
+    body = from_json_text(attributes.get("gen_ai.event.content"))
+    if isinstance(body, Mapping):
+        return dict(body)
+    return {key: from_json_text(value) for key, value in attributes.items()}
+
+
+def _from_events(span: SpanRecord) -> SpanContent | None:
+    content = SpanContent(convention="gen_ai_events")
+    for event in span.events:
+        details = _from_attributes(event.attributes)
+        if details is not None:  # gen_ai.client.inference.operation.details and the like
+            return details
+        role = _EVENT_ROLES.get(event.name)
+        body = _event_body(event.attributes)
+        if role is not None:
+            message = openai_message({**body, "role": body.get("role", role)}, role)
+            if message is None:
+                continue
+            if role == "tool" and message.tool_call_id is None and isinstance(body.get("id"), str):
+                message.tool_call_id = body["id"]
+            if message.role == "system":
+                if message.text.strip():
+                    content.system.append(message.text)
+            else:
+                content.input = [*(content.input or []), message]
+        elif event.name == "gen_ai.choice":
+            message = openai_message(body.get("message", body), "assistant")
+            if message is not None:
+                message.role = "assistant"
+                content.output = [*(content.output or []), message]
+    return content if content.has_any else None
+
+
+def _read(span: SpanRecord) -> SpanContent | None:
+    """The message attributes of the span, else its events; system-role messages of the
+    attributes' input count as the system prompt."""
+    content = _from_attributes(span.attributes)
+    if content is None or not content.has_any:
+        content = _from_events(span)
+    if content is None or not content.has_any:
+        return None
+    if content.convention == "gen_ai":
+        content.take_system_messages()
+    return content
+
+
+GEN_AI = Convention(
+    name="gen_ai",
+    read=_read,
+    agent=Marker(_OPERATION, ("invoke_agent",)),
+    agent_name=("gen_ai.agent.name",),
+    tool_spans=ToolSpans(
+        Marker(_OPERATION, ("execute_tool",)),
+        name="gen_ai.tool.name",
+        call_id="gen_ai.tool.call.id",
+        arguments="gen_ai.tool.call.arguments",
+        result="gen_ai.tool.call.result",
+        name_prefix="execute_tool",
+    ),
+    selects=(
+        SpanSelector(operation=["invoke_agent", "chat", "text_completion", "generate_content"]),
+    ),
+)
