@@ -22,6 +22,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .utils import js_json
+
 __all__ = [
     "EXPECTATION_KEYS",
     "MAX_DEPTH",
@@ -239,21 +241,6 @@ def expected_steps_of(expected: Any) -> list[dict[str, Any]] | None:
             "expected_trajectory must be a list of steps or a {'steps': [...]} mapping"
         )
     return [_expected_step(step, "expected_trajectory") for step in steps]
-
-
-def _js_value(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {str(k): _js_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_js_value(v) for v in value]
-    return value
-
-
-def js_json(value: Any) -> str:
-    """Compact JSON as JavaScript's `JSON.stringify` writes it (`1`, not `1.0`)."""
-    return json.dumps(_js_value(value), separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _step_details(step: Mapping[str, Any]) -> str:

@@ -7,13 +7,12 @@ Every score is in 0..1 and rounded half up to two decimals.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .utils import round_to_two_decimals
+from .utils import js_json, round_to_two_decimals
 
 __all__ = [
     "analyze_tool_failures",
@@ -46,11 +45,9 @@ def _clamped(score: float) -> float:
 
 
 def _same(left: Any, right: Any) -> bool:
-    # Values compare by their JSON text, key order included, as the reference system does.
-    try:
-        return json.dumps(left, separators=(",", ":")) == json.dumps(right, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return False
+    # Values compare by their JSON text as JavaScript writes it, key order included, as the
+    # reference system compares them: numbers by value (`2` is `2.0`).
+    return js_json(left) == js_json(right)
 
 
 def step_matches(actual: Mapping[str, Any], expected: Mapping[str, Any]) -> bool:

@@ -41,6 +41,7 @@ __all__ = [
     "is_closer_to",
     "is_scorer_run_input_for_agent",
     "is_scorer_run_output_for_agent",
+    "js_json",
     "round_to_two_decimals",
 ]
 
@@ -99,6 +100,44 @@ def format_number(value: float) -> str:
         mantissa = digits if count == 1 else f"{digits[0]}.{digits[1:]}"
         text = f"{mantissa}e{'+' if power >= 0 else '-'}{abs(power)}"
     return sign + text
+
+
+# Beyond this nesting a value is written as its `str()`: hostile input must not exhaust the stack.
+_JSON_MAX_DEPTH = 200
+
+
+def _js_json(value: Any, depth: int) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        if isinstance(value, float) and not math.isfinite(value):
+            return "null"  # JSON.stringify writes NaN and Infinity as null
+        if isinstance(value, int) and abs(value) >= 10**21:
+            return format_number(float(value))
+        return format_number(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if depth < _JSON_MAX_DEPTH:
+        if isinstance(value, Mapping):
+            members = (
+                f"{_js_json(str(k), depth)}:{_js_json(v, depth + 1)}" for k, v in value.items()
+            )
+            return "{" + ",".join(members) + "}"
+        if isinstance(value, list | tuple):
+            return "[" + ",".join(_js_json(item, depth + 1) for item in value) + "]"
+        record = _as_mapping(value)
+        if record is not None:
+            return _js_json(record, depth + 1)
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def js_json(value: Any) -> str:
+    """Compact JSON as JavaScript's `JSON.stringify` writes it: members in their order, numbers as
+    JavaScript prints them (`2` for `2.0`, `1e-7`, `1e+21`), NaN and Infinity as `null`, any
+    other object as its text (a pydantic model as its `model_dump()`)."""
+    return _js_json(value, 0)
 
 
 # --------------------------------------------------------------------------------------------
