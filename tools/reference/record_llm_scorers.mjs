@@ -12,6 +12,24 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
 const prebuilt = await import(join(REF, '@mastra/evals/dist/scorers/prebuilt/index.js'));
 
+// The texts of the prompts the judge model is sent, call by call.
+function watchPrompts(model) {
+  const prompts = [];
+  for (const method of ['doGenerate', 'doStream']) {
+    const original = model[method].bind(model);
+    model[method] = async (options) => {
+      const texts = options.prompt.flatMap((message) =>
+        typeof message.content === 'string'
+          ? [message.content]
+          : message.content.filter((part) => part.type === 'text').map((part) => part.text),
+      );
+      prompts.push(texts.join('\n'));
+      return original(options);
+    };
+  }
+  return prompts;
+}
+
 const cases = JSON.parse(readFileSync(join(here, 'llm_scorer_cases.json'), 'utf8'));
 const recorded = [];
 for (const testCase of cases) {
@@ -19,6 +37,7 @@ for (const testCase of cases) {
   if (typeof factory !== 'function') throw new Error(`unknown factory ${testCase.factory}`);
   const answers = testCase.answers.map((a) => (typeof a === 'string' ? a : JSON.stringify(a)));
   const model = scriptedModel(answers);
+  const prompts = watchPrompts(model);
   const expected = {};
   try {
     const scorer = factory({ model, ...testCase.args });
@@ -33,6 +52,11 @@ for (const testCase of cases) {
     expected.error = String(error?.message ?? error);
   }
   expected.judgeCalls = model.calls;
+  if (testCase.probes) {
+    // Whether each probe (a fact the judge must see, e.g. how a piece is numbered) was in a
+    // prompt: the reference's prompts themselves are not kept, only these facts.
+    expected.probes = Object.fromEntries(testCase.probes.map((p) => [p, prompts.some((t) => t.includes(p))]));
+  }
   recorded.push({ ...testCase, expected });
 }
 const out = join(root, 'tests', 'fixtures', 'reference', 'llm_scorers', 'recorded.json');

@@ -22,7 +22,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .utils import js_json
+from .utils import ToolName, is_tool_name, js_json, shown_name
 
 __all__ = [
     "EXPECTATION_KEYS",
@@ -51,7 +51,9 @@ def _record(value: Any) -> dict[str, Any] | None:
     return {"value": value}
 
 
-def _step(name: str, args: Any, result: Any, has_result: bool, success: bool) -> dict[str, Any]:
+def _step(
+    name: ToolName, args: Any, result: Any, has_result: bool, success: bool
+) -> dict[str, Any]:
     step: dict[str, Any] = {"stepType": "tool_call", "name": name}
     tool_args = _record(args)
     if tool_args is not None:
@@ -109,11 +111,11 @@ def _agent_steps(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     for invocation in _merged_invocations(content):
         name = invocation.get("toolName")
         state = invocation.get("state")
-        if not name or state not in ("result", "call", "output-error"):
+        if not is_tool_name(name) or state not in ("result", "call", "output-error"):
             continue
         steps.append(
             _step(
-                str(name),
+                name,
                 invocation.get("args"),
                 invocation.get("result"),
                 state == "result",
@@ -262,7 +264,7 @@ def format_trajectory(steps: list[Any], indent: int = 0) -> str:
     """`1. [tool_call] search (args: {...}, result: {...})` lines, children indented."""
     lines = []
     for number, step in enumerate(steps, 1):
-        line = f"{'  ' * indent}{number}. [{step.get('stepType')}] {step.get('name')}"
+        line = f"{'  ' * indent}{number}. [{step.get('stepType')}] {shown_name(step.get('name'))}"
         line += _step_details(step)
         children = step.get("children")
         if isinstance(children, list) and children:
@@ -278,7 +280,7 @@ def format_expected_steps(steps: list[Any], indent: int = 0) -> str:
         kind = f"[{step['stepType']}] " if step.get("stepType") else ""
         fields = {k: v for k, v in step.items() if k not in ("name", "stepType", "children")}
         data = f" ({js_json(fields)})" if fields else ""
-        line = f"{'  ' * indent}{number}. {kind}{step.get('name')}{data}"
+        line = f"{'  ' * indent}{number}. {kind}{shown_name(step.get('name'))}{data}"
         children = step.get("children")
         nested = children.get("steps") if isinstance(children, Mapping) else None
         if isinstance(nested, list) and nested:

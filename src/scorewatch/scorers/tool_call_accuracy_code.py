@@ -26,7 +26,7 @@ from typing import Any
 from ..core import Scorer, StepContext
 from ._measured import measured_scorer
 from ._text import found_tool_calls
-from .utils import extract_input_messages
+from .utils import ToolName, extract_input_messages
 
 __all__ = [
     "TOOL_CALL_ACCURACY_CODE_SCORER_ID",
@@ -37,7 +37,9 @@ __all__ = [
 TOOL_CALL_ACCURACY_CODE_SCORER_ID = "code-tool-call-accuracy-scorer"
 
 
-def called_in_order(actual: Sequence[str], expected: Sequence[str], strict: bool = False) -> bool:
+def called_in_order(
+    actual: Sequence[ToolName], expected: Sequence[ToolName], strict: bool = False
+) -> bool:
     """True when `expected` was called in that order (first calls of each tool, as the
     reference system checks), or, with `strict`, when the calls are exactly `expected`."""
     if strict:

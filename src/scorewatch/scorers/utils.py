@@ -20,11 +20,12 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = [
     "ToolCallInfo",
     "ToolCalls",
+    "ToolName",
     "ToolResultInfo",
     "extract_agent_response_messages",
     "extract_input_messages",
@@ -41,8 +42,10 @@ __all__ = [
     "is_closer_to",
     "is_scorer_run_input_for_agent",
     "is_scorer_run_output_for_agent",
+    "is_tool_name",
     "js_json",
     "round_to_two_decimals",
+    "shown_name",
 ]
 
 # "input_text"/"output_text" are the OpenAI Responses API spellings of a text part.
@@ -497,11 +500,30 @@ def get_reasoning_from_run_output(run_output: Any) -> str | None:
 # tools
 
 
+ToolName = str | int | float
+"""A tool's name as an output names it: a string, or a number kept as the number (as the
+reference keeps it; a prompt shows it as JavaScript prints it)."""
+
+
+def shown_name(value: Any) -> str:
+    """A name as a JavaScript template shows it: a number as JavaScript prints it (`7`)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return format_number(value)
+    return str(value)
+
+
+def is_tool_name(value: Any) -> TypeGuard[ToolName]:
+    """A name the reference counts: a non-empty string or a number other than 0 and NaN."""
+    if isinstance(value, str):
+        return bool(value)
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value != 0
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCallInfo:
     """One tool call found in an output; `tool_call_id` falls back to `"<message>-<call>"`."""
 
-    tool_name: str
+    tool_name: ToolName
     tool_call_id: str
     message_index: int
     invocation_index: int
@@ -511,7 +533,7 @@ class ToolCallInfo:
 class ToolCalls:
     """The tools called, in order (`tools` repeats a name called twice)."""
 
-    tools: list[str] = field(default_factory=list)
+    tools: list[ToolName] = field(default_factory=list)
     tool_call_infos: list[ToolCallInfo] = field(default_factory=list)
 
 
@@ -619,7 +641,7 @@ def extract_tool_calls(run_output: Any) -> ToolCalls:
                 for index, (name, call_id, _) in enumerate(_openai_tool_calls(message))
             ]
         for invocation_index, name, call_id in indexed:
-            if not isinstance(name, str) or not name:
+            if not is_tool_name(name):
                 continue
             calls.tools.append(name)
             calls.tool_call_infos.append(
