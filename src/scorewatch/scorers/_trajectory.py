@@ -22,9 +22,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ._trajectory_checks import COMPARABLE_FIELDS
 from .utils import ToolName, is_tool_name, js_json, shown_name
 
 __all__ = [
+    "BUDGET_KEYS",
     "EXPECTATION_KEYS",
     "MAX_DEPTH",
     "ORDERINGS",
@@ -324,6 +326,9 @@ def expectation_of(value: Any, *, where: str = "expectation") -> dict[str, Any] 
     if unknown:
         known = ", ".join(sorted(EXPECTATION_KEYS))
         raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {known}")
+    for budget in BUDGET_KEYS:
+        if budget in found and found[budget] is None:
+            raise ValueError(f"{where}: {budget} is None; give a number or leave {budget} out")
     if found.get("ordering") is not None and found["ordering"] not in ORDERINGS:
         raise ValueError(f"{where}: ordering must be one of {', '.join(ORDERINGS)}")
     steps = found.get("steps")
@@ -335,8 +340,14 @@ def expectation_of(value: Any, *, where: str = "expectation") -> dict[str, Any] 
 
 
 def _expected_step(step: Any, where: str) -> dict[str, Any]:
-    if not isinstance(step, Mapping) or not isinstance(step.get("name"), str):
+    if not isinstance(step, Mapping) or not is_tool_name(step.get("name")):
         raise ValueError(f"{where}: every expected step is a mapping with a 'name'")
+    for field in COMPARABLE_FIELDS.get(step.get("stepType"), ()):  # type: ignore[arg-type]
+        if field in step and step[field] is None:
+            raise ValueError(
+                f"{where} > {shown_name(step['name'])}: {field} is None, which no step can match; "
+                f"leave {field} out not to compare it"
+            )
     copied = dict(step)
     if copied.get("children") is not None:
         copied["children"] = expectation_of(copied["children"], where=f"{where} > {step['name']}")
@@ -344,3 +355,4 @@ def _expected_step(step: Any, where: str) -> dict[str, Any]:
 
 
 ORDERINGS = ("strict", "relaxed", "unordered")
+BUDGET_KEYS = ("maxSteps", "maxTotalTokens", "maxTotalDurationMs")

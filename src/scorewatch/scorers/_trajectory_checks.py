@@ -15,6 +15,7 @@ from typing import Any
 from .utils import js_json, round_to_two_decimals
 
 __all__ = [
+    "COMPARABLE_FIELDS",
     "analyze_tool_failures",
     "check_trajectory_blacklist",
     "check_trajectory_efficiency",
@@ -23,7 +24,7 @@ __all__ = [
 ]
 
 # The data fields compared when an expected step of that type sets them.
-_COMPARABLE = {
+COMPARABLE_FIELDS = {
     "tool_call": ("toolArgs", "toolResult", "success"),
     "mcp_tool_call": ("toolArgs", "toolResult", "mcpServer", "success"),
     "model_generation": ("modelId", "promptTokens", "completionTokens", "finishReason"),
@@ -60,7 +61,7 @@ def step_matches(actual: Mapping[str, Any], expected: Mapping[str, Any]) -> bool
         return True
     if actual.get("stepType") != kind:
         return False
-    for field in _COMPARABLE.get(kind, ()):
+    for field in COMPARABLE_FIELDS.get(kind, ()):
         if expected.get(field) is None:
             continue
         if actual.get(field) is None or not _same(actual[field], expected[field]):
