@@ -100,6 +100,14 @@ async def test_same_run_same_result_as_the_reference(case: dict[str, Any]) -> No
         assert judge.calls == expected["judgeCalls"]
         return
     result = await scorer.run(INPUTS[case["name"]]["run"])
+    for probe, seen in expected.get("probes", {}).items():
+        shown = any(probe in request.prompt for request in judge.requests)
+        if case.get("deliberate") == "reads_more_shapes":
+            # Deliberate difference (docs/concepts.md): the multi-turn judge reads turns from
+            # shapes the reference's cannot read (it is shown an empty conversation).
+            assert (seen, shown) == (False, True), probe
+        else:
+            assert shown is seen, probe
     wire = result.model_dump(mode="json", by_alias=True)
     want_preprocess = expected["preprocessStepResult"]
     if isinstance(want_preprocess, dict) and "error" in want_preprocess:

@@ -6,29 +6,11 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { REF, scriptedModel } from './mock_judge.mjs';
+import { REF, probed, scriptedModel, watchPrompts } from './mock_judge.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
 const prebuilt = await import(join(REF, '@mastra/evals/dist/scorers/prebuilt/index.js'));
-
-// The texts of the prompts the judge model is sent, call by call.
-function watchPrompts(model) {
-  const prompts = [];
-  for (const method of ['doGenerate', 'doStream']) {
-    const original = model[method].bind(model);
-    model[method] = async (options) => {
-      const texts = options.prompt.flatMap((message) =>
-        typeof message.content === 'string'
-          ? [message.content]
-          : message.content.filter((part) => part.type === 'text').map((part) => part.text),
-      );
-      prompts.push(texts.join('\n'));
-      return original(options);
-    };
-  }
-  return prompts;
-}
 
 const cases = JSON.parse(readFileSync(join(here, 'llm_scorer_cases.json'), 'utf8'));
 const recorded = [];
@@ -55,7 +37,7 @@ for (const testCase of cases) {
   if (testCase.probes) {
     // Whether each probe (a fact the judge must see, e.g. how a piece is numbered) was in a
     // prompt: the reference's prompts themselves are not kept, only these facts.
-    expected.probes = Object.fromEntries(testCase.probes.map((p) => [p, prompts.some((t) => t.includes(p))]));
+    expected.probes = probed(testCase.probes, prompts);
   }
   recorded.push({ ...testCase, expected });
 }

@@ -3,7 +3,7 @@
 // items (`inputs: [...]`), two scorers sharing an id, threshold edge values, which error comes
 // first, and the details each error gives.
 // Usage: node tools/reference/record_run_evals_shapes.mjs > tests/fixtures/reference/evals/run_evals_shapes.json
-import { REF, scriptedModel, stable } from './mock_judge.mjs';
+import { REF, scriptedModel, stable, watchPrompts } from './mock_judge.mjs';
 
 const { createScorer, runEvals } = await import(`${REF}/@mastra/core/dist/evals/index.js`);
 const prebuilt = await import(`${REF}/@mastra/evals/dist/scorers/prebuilt/index.js`);
@@ -157,17 +157,10 @@ const textAgent = {
   },
 };
 // A judge that keeps whether the transcript it was shown had any assistant turn.
-const transcripts = [];
+const judgePrompts = [];
 function watchedJudge(answers) {
   const model = scriptedModel(answers);
-  for (const method of ['doGenerate', 'doStream']) {
-    const original = model[method].bind(model);
-    model[method] = async (options) => {
-      const prompt = JSON.stringify(options.prompt);
-      transcripts.push({ shownNoTurns: prompt.includes('(no assistant messages)'), mentionsEcho: prompt.includes('echo: ') });
-      return original(options);
-    };
-  }
+  judgePrompts.push(watchPrompts(model));
   return model;
 }
 
@@ -274,5 +267,8 @@ for (const run of Object.values(runs)) {
     resourceIsThread: c.resource !== null && c.resource === c.thread,
   }));
 }
-runs.multi_turn_text_target.judgeSaw = transcripts;
+runs.multi_turn_text_target.judgeSaw = judgePrompts.flat().map((prompt) => ({
+  shownNoTurns: prompt.includes('(no assistant messages)'),
+  mentionsEcho: prompt.includes('echo: '),
+}));
 console.log(JSON.stringify(stable({ agentOutputs: AGENT_OUTPUTS, judgeAnswers, runs }), null, 1));
