@@ -164,6 +164,24 @@ def configurations() -> dict[str, Callable[[], dict[str, Any]]]:
                 judge(['{"satisfied": true, "reasoning": "ok"}']),
             ],
         },
+        "kind_misspelt": lambda: {
+            "data": _trajectory_data(),
+            "scorers": {
+                "agent": [constant("half", 0.5)],
+                "trajectroy": [create_trajectory_accuracy_code_scorer()],
+            },
+        },
+        "turns_item": lambda: {
+            "data": [
+                {
+                    "turns": [
+                        {"input": "Book a table for two", "scorers": [constant("turn-half", 0.5)]},
+                        {"input": "Friday at eight"},
+                    ]
+                }
+            ],
+            "scorers": [output_count()],
+        },
         "duplicate_ids": lambda: {
             "data": [{"input": "just chat"}, {"input": "weather in Lima"}],
             "scorers": [constant("dup", 0.2), constant("dup", 0.8), constant("other", 1)],
@@ -256,6 +274,10 @@ DELIBERATE = {
     "trajectory_in_flat_list",
     # The multi-turn judge reads a conversation of plain-text turns; the reference's sees none.
     "multi_turn_text_target",
+    # A misspelt kind is refused; the reference runs the other kind and ignores it.
+    "kind_misspelt",
+    # Items with per-turn scorers (`turns`) are refused, pointing at `inputs`.
+    "turns_item",
 }
 
 
@@ -372,3 +394,19 @@ async def test_the_multi_turn_judge_reads_plain_text_turns() -> None:
     assert result.scores == {"multi-turn-judge-scorer": 1}
     prompt = answers.requests[0].prompt
     assert "echo: Hello" in prompt and "echo: Bye" in prompt
+
+
+async def test_a_misspelt_kind_is_refused_where_the_reference_ignores_it() -> None:
+    assert RUNS["kind_misspelt"]["result"]["scores"] == {"agent": {"half": 0.5}}
+    seen, agent = await _attempt("kind_misspelt")
+    assert seen["error"].code == "INVALID_AGENT_SCORERS"
+    assert "'trajectroy'" in seen["error"].message
+    assert agent.calls == []  # refused before any item ran
+
+
+async def test_per_turn_scorers_are_refused_pointing_at_inputs() -> None:
+    assert "turnResults" in RUNS["turns_item"]["result"]  # the reference scores each turn
+    seen, agent = await _attempt("turns_item")
+    assert seen["error"].code == "INVALID_DATA_ITEM"
+    assert "'inputs'" in seen["error"].message
+    assert agent.calls == []

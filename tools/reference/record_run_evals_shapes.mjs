@@ -205,6 +205,14 @@ const runs = {
       prebuilt.createMultiTurnJudgeScorer({ model: watchedJudge(['{"satisfied": true, "reasoning": "ok"}']), criterion: 'It greets.' }),
     ],
   }),
+  kind_misspelt: await attempt({
+    data: TRAJECTORY_DATA,
+    scorers: { agent: [constant('half', 0.5)], trajectroy: [prebuilt.createTrajectoryAccuracyScorerCode()] },
+  }),
+  turns_item: await attempt({
+    data: [{ turns: [{ input: 'Book a table for two', scorers: [constant('turn-half', 0.5)] }, { input: 'Friday at eight' }] }],
+    scorers: [outputCount()],
+  }),
   duplicate_ids: await attempt({
     data: [{ input: 'just chat' }, { input: 'weather in Lima' }],
     scorers: [constant('dup', 0.2), constant('dup', 0.8), constant('other', 1)],
