@@ -52,3 +52,33 @@ def fragile_target(text: str) -> str:
     if "boom" in text:
         raise RuntimeError("the agent crashed")
     return text + " answered in enough words"
+
+
+# A table-booking assistant that remembers each conversation by its thread (as an agent with
+# memory does): the second turn books what the first asked for.
+_BOOKINGS: dict[str, list[str]] = {}
+
+
+def booking_target(turn: str, thread_id: str | None = None) -> dict[str, str]:
+    said = _BOOKINGS.setdefault(thread_id or "no-thread", [])
+    said.append(turn)
+    if len(said) == 1:
+        return {"role": "assistant", "content": "Which evening suits you?"}
+    return {"role": "assistant", "content": f"Booked: {said[0]} on {turn}."}
+
+
+def travel_agent(question: str) -> list[dict[str, object]]:
+    """OpenAI chat messages: a tool call per word of the question after 'tools:'."""
+    tools = question.split("tools:", 1)[1].split() if "tools:" in question else []
+    calls = [
+        {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+        for i, name in enumerate(tools)
+    ]
+    messages: list[dict[str, object]] = [
+        {"role": "assistant", "content": None, "tool_calls": calls}
+    ]
+    messages += [
+        {"role": "tool", "tool_call_id": c["id"], "content": '{"ok": true}'} for c in calls
+    ]
+    messages.append({"role": "assistant", "content": "Done."})
+    return messages

@@ -7,15 +7,23 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_reference", "stable_wire"]
+__all__ = ["load_case_inputs", "load_reference", "stable_wire"]
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reference"
+CASES = Path(__file__).parents[1] / "tools" / "reference"
 
 _VOLATILE = frozenset({"runId", "durationMs"})
 
 
 def load_reference(relative: str) -> Any:
     return json.loads((FIXTURES / relative).read_text(encoding="utf-8"))
+
+
+def load_case_inputs(relative: str) -> dict[str, Any]:
+    """The cases a recording script read, by name, as written: a fixture holds them as the
+    reference re-wrote them (`2.0` became `2`), so Python reads the inputs from the source."""
+    cases = json.loads((CASES / relative).read_text(encoding="utf-8"))
+    return {case["name"]: case for case in cases}
 
 
 def stable_wire(value: Any) -> Any:

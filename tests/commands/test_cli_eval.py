@@ -576,3 +576,65 @@ def test_a_target_failure_is_a_failed_run_with_its_reason(tmp_path: Path) -> Non
     line = next(line for line in done.stdout.splitlines() if "(target)" in line)
     assert line.startswith("  (target): RUN_EXPERIMENT_TARGET_FAILED_TO_GENERATE_RESULT at step ")
     assert "the agent crashed" in line and line.endswith("(item 1)")
+
+
+def test_a_trajectory_dataset_gives_each_row_its_expected_steps(tmp_path: Path) -> None:
+    # Issue 30: the row's expected_trajectory reaches the trajectory scorers.
+    rows = [
+        {"input": "Lisbon trip tools: flights hotels", "expected_trajectory": {
+            "steps": [{"name": "flights"}, {"name": "hotels"}], "ordering": "strict"}},
+        {"input": "Porto trip tools: hotels", "expectedTrajectory": {
+            "steps": [{"name": "flights"}, {"name": "hotels"}], "maxSteps": 1}},
+    ]  # fmt: skip
+    data = write_jsonl(tmp_path / "trips.jsonl", rows)
+    out = tmp_path / "results.jsonl"
+    done = scorewatch(
+        "eval", str(data), "--target", "tests.cli_scorers:travel_agent",
+        "--scorer", "trajectory-accuracy-code", "--scorer", "trajectory-code", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    scores = {
+        (r["item"], r["scorer_id"]): r["score"]
+        for r in map(json.loads, out.read_text().splitlines())
+    }
+    assert scores == {
+        (0, "code-trajectory-accuracy-scorer"): 1,
+        (1, "code-trajectory-accuracy-scorer"): 0.5,  # hotels found, flights missing
+        (0, "code-trajectory-scorer"): 1,
+        # (0.4 x accuracy 0.5 + 0.3 x efficiency 1, within the one-step budget) / 0.7
+        (1, "code-trajectory-scorer"): 0.71,
+    }
+
+
+def test_a_multi_turn_dataset_is_one_conversation_per_row(tmp_path: Path) -> None:
+    # Issue 30: `inputs` turns go to the target on one thread; the judge reads every turn.
+    def script(body: dict[str, Any]) -> Reply:
+        prompt = body["messages"][-1]["content"]
+        booked = "Which evening" in prompt and "Booked: a table for two on Friday" in prompt
+        return Reply(text=json.dumps({"satisfied": booked, "reasoning": "read both turns"}))
+
+    scorers = tmp_path / "scorers.toml"
+    scorers.write_text(
+        '[judge]\nmodel = "openai/loopback-judge"\napi_key_env = "SW_TEST_JUDGE_KEY"\n\n'
+        '[[scorers]]\nid = "books-a-table"\nkind = "multi-turn-judge"\n'
+        'options = { criterion = "A table gets booked." }\n',
+        encoding="utf-8",
+    )
+    rows = [{"inputs": ["a table for two", "Friday"]}, {"inputs": ["a table for six"]}]
+    data = write_jsonl(tmp_path / "conversations.jsonl", rows)
+    out = tmp_path / "results.jsonl"
+    with LoopbackJudgeServer(script) as server:
+        done = scorewatch(
+            "eval", str(data), "--scorers", str(scorers), "--out", str(out),
+            "--target", "tests.cli_scorers:booking_target",
+            "--model-option", f"api_base={server.base_url}", "--model-option", "max_retries=0",
+            env={"SW_TEST_JUDGE_KEY": "sk-test"},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = sorted(map(json.loads, out.read_text().splitlines()), key=lambda r: r["item"])
+    assert [r["score"] for r in records] == [1, 0]
+    assert records[0]["input"] == ["a table for two", "Friday"]
+    assert [turn["content"] for turn in records[0]["output"]] == [
+        "Which evening suits you?",
+        "Booked: a table for two on Friday.",
+    ]

@@ -39,6 +39,11 @@ DELIBERATE: dict[str, dict[str, Any]] = {
     "nan_before_claims": {"accepted": True, "value": {"claims": ["a"]}, "attemptCount": 1},
     # json-repair reads single-quoted JSON unambiguously (the reference spends the fallback call).
     "single_quotes": {"accepted": True, "value": {"claims": ["a"]}, "attemptCount": 1},
+    # A leading byte-order mark is read past (the reference spends the fallback call on it).
+    "byte_order_mark": {"accepted": True, "value": {"claims": ["a"]}, "attemptCount": 1},
+}
+SCORE_DELIBERATE: dict[str, dict[str, Any]] = {
+    "byte_order_mark_score": {"accepted": True, "value": 0.5, "attemptCount": 1},
 }
 
 
@@ -46,6 +51,7 @@ class Claims(BaseModel):
     claims: list[str]
     note: str | None = None
     complete: bool | None = None
+    confidence: float | None = None
 
 
 def _reply(case: Any) -> Any:
@@ -109,15 +115,90 @@ async def test_score_answers_read_as_the_reference_reads_them(name: str) -> None
     result = await _score_scorer(judge).run(input="q", output="a")
     record = executions(wire(result), "generateScore")[-1]
     seen = {"accepted": True, "value": result.score, "attemptCount": record["attemptCount"]}
-    assert seen == REFERENCE["generateScore"][name]
-    assert type(result.score) is type(REFERENCE["generateScore"][name]["value"])
+    expected = SCORE_DELIBERATE.get(name, REFERENCE["generateScore"][name])
+    assert seen == expected
+    assert type(result.score) is type(expected["value"])
 
 
 def test_every_deliberate_difference_is_a_recorded_case() -> None:
-    recorded = REFERENCE["analyze"]
-    assert set(DELIBERATE) <= set(recorded)
-    # Each listed case really differs from the reference (else it belongs in the plain list).
-    assert all(DELIBERATE[name] != recorded[name] for name in DELIBERATE)
+    for listed, recorded in (
+        (DELIBERATE, REFERENCE["analyze"]),
+        (SCORE_DELIBERATE, REFERENCE["generateScore"]),
+    ):
+        assert set(listed) <= set(recorded)
+        # Each listed case really differs from the reference (else it belongs in the plain list).
+        assert all(listed[name] != recorded[name] for name in listed)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ('{"score": 07}', "json-repair reads 7: a changed score"),
+        ('{"score": -07}', "a signed leading zero"),
+        ('{"score": .5}', "no digit before the point"),
+        ('{"score": +0.5}', "a plus sign"),
+        ('{"score": 5.}', "no digit after the point"),
+        ('{"score": 0x1F}', "hexadecimal"),
+        ("{\u201cscore\u201d: 0.5}", "curly quotes as delimiters"),
+        ("{'score': 07}", "single quotes do not excuse the number"),
+    ],
+)
+def test_what_json_does_not_have_is_never_mended(text: str, why: str) -> None:
+    with pytest.raises(StructuredOutputError) as caught:
+        parse_json_reply(text, "stop")
+    assert caught.value.code == "STRUCTURED_OUTPUT_JSON_PARSE_FAILED", why
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '{"claims": ["07", ".5", "\u201cq\u201d"], "n": 1e-3,}',
+            {"claims": ["07", ".5", "\u201cq\u201d"], "n": 0.001},
+        ),
+        ("{'claims': ['it is 07'],}", {"claims": ["it is 07"]}),
+        ('\ufeff  {"score": 0.5}', {"score": 0.5}),
+        ('Score: {"score": 0.5} and \\{x\\}', {"score": 0.5}),
+    ],
+)
+def test_strings_and_marks_around_json_are_not_mistaken(text: str, expected: Any) -> None:
+    assert parse_json_reply(text, "stop") == expected
+
+
+class Typed(BaseModel):
+    count: int
+    weight: float
+    ok: bool
+
+
+@pytest.mark.parametrize(
+    ("answer", "accepted"),
+    [
+        ('{"count": 2, "weight": 1, "ok": true}', {"count": 2, "weight": 1.0, "ok": True}),
+        ('{"count": 2.0, "weight": 0.5, "ok": false}', {"count": 2, "weight": 0.5, "ok": False}),
+        ('{"count": "2", "weight": 0.5, "ok": false}', None),
+        ('{"count": 2, "weight": "0.5", "ok": false}', None),
+        ('{"count": 2, "weight": 0.5, "ok": "false"}', None),
+        ('{"count": 2, "weight": 0.5, "ok": 0}', None),
+    ],
+)
+async def test_a_pydantic_schema_is_checked_strictly(answer: str, accepted: Any) -> None:
+    fallback = '{"count": 9, "weight": 9, "ok": true}'
+    judge = ScriptedJudge([answer, fallback])
+    scorer = (
+        sw.create_scorer(
+            id="typed", description="d", judge=sw.JudgeConfig(model=judge, instructions="i")
+        )
+        .analyze(sw.PromptStep(description="d", output_schema=Typed, create_prompt=lambda c: "p"))
+        .generate_score(lambda ctx: 1)
+    )
+    result = await scorer.run(output="a")
+    if accepted is None:
+        assert result.analyze_step_result == {"count": 9, "weight": 9.0, "ok": True}
+        assert judge.calls == 2
+    else:
+        assert result.analyze_step_result == accepted
+        assert judge.calls == 1
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ async def test_run_evals_rejects_empty_data_missing_input_and_no_scorers() -> No
     with pytest.raises(sw.ScorewatchError) as missing:
         await sw.run_evals(data=[{"ground_truth": 1}], target=float, scorers=[scorer])
     assert missing.value.code == "INVALID_DATA_ITEM"
-    assert "item 0" in missing.value.message
+    assert "index 0" in missing.value.message
     with pytest.raises(sw.ScorewatchError) as none:
         await sw.run_evals(data=DATA, target=float, scorers=[])
     assert none.value.code == "NO_SCORERS_PROVIDED"

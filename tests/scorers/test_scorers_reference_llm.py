@@ -78,6 +78,13 @@ def test_every_llm_judged_scorer_is_covered() -> None:
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
 async def test_same_bytes_same_result_as_the_reference(case: dict[str, Any]) -> None:
     expected = case["expected"]
+    if case.get("deliberate") == "refused":
+        # Deliberate difference (docs/concepts.md): a configuration the reference accepts but
+        # that cannot judge what it claims to (no tools to choose from) fails at construction.
+        assert "error" not in expected
+        with pytest.raises(ValueError, match="at least one tool"):
+            _scorer(case)
+        return
     scorer, judge = _scorer(case)
     assert (scorer.id, scorer.name) == (expected["id"], expected["name"])
     if case.get("deliberate") == "lenient":
@@ -94,6 +101,17 @@ async def test_same_bytes_same_result_as_the_reference(case: dict[str, Any]) -> 
         assert judge.calls == expected["judgeCalls"]
         return
     result = await scorer.run(case["run"])
+    for probe, seen in expected.get("probes", {}).items():
+        # A fact of what the judge is shown (a blank context piece keeps its number, a ground
+        # truth object is compact JSON, a numeric tool name reads as JavaScript prints it).
+        assert any(probe in request.prompt for request in judge.requests) is seen, probe
+    if case.get("deliberate") == "trimmed_label":
+        # Deliberate difference (docs/concepts.md): every verdict label is read trimmed (a
+        # byte-order mark is trimmed, as JavaScript's trim does) and lower-cased; the
+        # reference's faithfulness compares it exactly.
+        assert result.analyze_step_result == expected["analyzeStepResult"]
+        assert expected["score"] == 0.5 and result.score == 1
+        return
     assert result.preprocess_step_result == expected["preprocessStepResult"]
     assert result.analyze_step_result == expected["analyzeStepResult"]
     wire = result.model_dump(mode="json", by_alias=True)

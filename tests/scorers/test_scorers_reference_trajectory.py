@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from reference_fixtures import load_reference, stable_wire
+from reference_fixtures import load_case_inputs, load_reference, stable_wire
 from scorewatch import ScorerRunError
 from scorewatch.core import Scorer
 from scorewatch.scorers import (
@@ -27,11 +27,14 @@ from scorewatch.scorers import (
     create_trajectory_code_scorer,
 )
 from scorewatch.scorers.trajectory_accuracy_code import NO_EXPECTATION
+from scorewatch.scorers.utils import js_json
 from scorewatch.testing import ScriptedJudge
 
 pytestmark = pytest.mark.unit
 
 CASES: list[dict[str, Any]] = load_reference("trajectory/recorded.json")
+# The scorer options and runs as the cases file writes them (`2.0` stays a float).
+INPUTS = load_case_inputs("trajectory_cases.json")
 
 FACTORIES: dict[str, Callable[..., Scorer]] = {
     "trajectory-accuracy-code": create_trajectory_accuracy_code_scorer,
@@ -51,14 +54,16 @@ def _bytes(answer: Any) -> str:
 def _scorer(case: dict[str, Any]) -> tuple[Scorer, ScriptedJudge]:
     judge = ScriptedJudge([_bytes(answer) for answer in case.get("answers", [])])
     factory = FACTORIES[case["scorer"]]
+    options = INPUTS[case["name"]]["py_options"]
     if "answers" in case:
-        return factory(judge, **case["py_options"]), judge
-    return factory(**case["py_options"]), judge
+        return factory(judge, **options), judge
+    return factory(**options), judge
 
 
 def _comparable(step_result: Any) -> Any:
-    """A step result as the fixture holds it; the words of the no-expectation error are ours."""
-    stable = stable_wire(step_result)
+    """A step result as the fixture holds it (numbers as JavaScript writes them: `3.0` is `3`);
+    the words of the no-expectation error are ours."""
+    stable = json.loads(js_json(stable_wire(step_result)))
     if isinstance(stable, dict) and "error" in stable:
         assert stable["error"] == NO_EXPECTATION
         stable = {**stable, "error": "(words differ)"}
@@ -72,18 +77,37 @@ def test_every_scorer_is_covered() -> None:
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
 async def test_same_run_same_result_as_the_reference(case: dict[str, Any]) -> None:
     expected = case["expected"]
+    if case.get("deliberate") == "refused":
+        # Deliberate difference (docs/concepts.md): an expectation that can only mislead (a
+        # null budget, a null expected value that never matches, an unknown ordering) fails
+        # when the scorer is built, naming what is wrong.
+        with pytest.raises(ValueError) as refused:
+            _scorer(case)
+        assert refused.value.args[0]
+        return
     scorer, judge = _scorer(case)
     assert (scorer.id, scorer.name, scorer.type) == (
         expected["id"],
         expected["name"],
         expected["type"],
     )
-    if "error" in expected:
+    if "error" in expected or case.get("deliberate") == "run_refused":
+        # A run_refused case is the same mistake in a run's expectation: the run fails,
+        # naming it, where the reference silently scores it.
+        assert ("error" in expected) != (case.get("deliberate") == "run_refused")
         with pytest.raises(ScorerRunError):
-            await scorer.run(case["run"])
+            await scorer.run(INPUTS[case["name"]]["run"])
         assert judge.calls == expected["judgeCalls"]
         return
-    result = await scorer.run(case["run"])
+    result = await scorer.run(INPUTS[case["name"]]["run"])
+    for probe, seen in expected.get("probes", {}).items():
+        shown = any(probe in request.prompt for request in judge.requests)
+        if case.get("deliberate") == "reads_more_shapes":
+            # Deliberate difference (docs/concepts.md): the multi-turn judge reads turns from
+            # shapes the reference's cannot read (it is shown an empty conversation).
+            assert (seen, shown) == (False, True), probe
+        else:
+            assert shown is seen, probe
     wire = result.model_dump(mode="json", by_alias=True)
     want_preprocess = expected["preprocessStepResult"]
     if isinstance(want_preprocess, dict) and "error" in want_preprocess:

@@ -64,7 +64,8 @@ async def test_file_exporter_traces_scored_with_span_ids(tmp_path: Path, compres
     analyze = [p for p in prompts if p.startswith("Judge each claim against the context")]
     assert len(analyze) == 2
     for prompt in analyze:
-        assert '[0] lookup_order: {"status": "shipped"}\n[1] notify_customer: sent' in prompt
+        # Tool results are compact JSON, as the reference writes them (JSON.stringify).
+        assert '[0] lookup_order: {"status":"shipped"}\n[1] notify_customer: sent' in prompt
     assert len(outcomes) == 4
     for outcome in outcomes:
         assert outcome.result is not None

@@ -44,6 +44,30 @@ export function scriptedModel(answers, { finishReason = 'stop' } = {}) {
   };
 }
 
+// The texts of the prompts a scripted model is sent, call by call (a recording keeps facts about
+// them, never the reference's prompts themselves).
+export function watchPrompts(model) {
+  const prompts = [];
+  for (const method of ['doGenerate', 'doStream']) {
+    const original = model[method].bind(model);
+    model[method] = async (options) => {
+      const texts = options.prompt.flatMap((message) =>
+        typeof message.content === 'string'
+          ? [message.content]
+          : message.content.filter((part) => part.type === 'text').map((part) => part.text),
+      );
+      prompts.push(texts.join('\n'));
+      return original(options);
+    };
+  }
+  return prompts;
+}
+
+// Which of `probes` (strings) any of `prompts` contains.
+export function probed(probes, prompts) {
+  return Object.fromEntries(probes.map((probe) => [probe, prompts.some((text) => text.includes(probe))]));
+}
+
 export const REF = process.env.MASTRA_REF ?? '/work/ref/node_modules';
 
 // Fields that differ run to run (ids, timings) are left out of the recorded shape.

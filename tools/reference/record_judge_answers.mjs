@@ -30,6 +30,22 @@ export const ANALYZE_CASES = {
   truncated_in_prose: 'Here: {"claims": ["a", "b',
   stop_length_complete: { text: '{"claims": ["a"]}', finishReason: 'length' },
   stop_length_truncated: { text: '{"claims": ["a", "b', finishReason: 'length' },
+  // Issue 30: numbers and types JSON does not have, and what surrounds the JSON.
+  number_leading_zero: '{"claims": ["a"], "confidence": 07}',
+  number_leading_point: '{"claims": ["a"], "confidence": .5}',
+  number_plus_sign: '{"claims": ["a"], "confidence": +0.5}',
+  number_trailing_point: '{"claims": ["a"], "confidence": 5.}',
+  number_as_string: '{"claims": ["a"], "confidence": "0.7"}',
+  boolean_as_string: '{"claims": ["a"], "complete": "true"}',
+  number_exponent: '{"claims": ["a"], "confidence": 5e-1}',
+  prose_then_escaped_braces: 'Claims: {"claims": ["a"]} where \\{x\\} is the set.',
+  json_then_escaped_braces: '{"claims": ["a"]} where \\{x\\} is the set.',
+  prose_then_bare_braces: 'Claims: {"claims": ["a"]} where {x} is the set.',
+  curly_quoted_keys: '{\u201cclaims\u201d: [\u201ca\u201d]}',
+  curly_quotes_around_json: '\u201c{"claims": ["a"]}\u201d',
+  curly_quotes_in_value: '{"claims": ["the \u201cbest\u201d one"]}',
+  byte_order_mark: '\ufeff{"claims": ["a"]}',
+  byte_order_mark_fenced: '\ufeff```json\n{"claims": ["a"]}\n```',
 };
 
 export const SCORE_CASES = {
@@ -39,6 +55,12 @@ export const SCORE_CASES = {
   trailing_comma: '{"score": 0.75,}',
   nan_score: '{"score": NaN}',
   string_score: '{"score": "0.75"}',
+  leading_zero_score: '{"score": 07}',
+  leading_point_score: '{"score": .5}',
+  plus_sign_score: '{"score": +0.5}',
+  byte_order_mark_score: '\ufeff{"score": 0.5}',
+  curly_quoted_score: '{\u201cscore\u201d: 0.5}',
+  prose_then_escaped_braces_score: 'Score: {"score": 0.5} for \\{x\\}.',
 };
 
 function analyzeScorer(answer) {
@@ -53,6 +75,7 @@ function analyzeScorer(answer) {
         claims: z.array(z.string()),
         note: z.string().optional(),
         complete: z.boolean().optional(),
+        confidence: z.number().optional(),
       }),
       createPrompt: () => 'List the claims.',
     })

@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { REF, scriptedModel } from './mock_judge.mjs';
+import { REF, probed, scriptedModel, watchPrompts } from './mock_judge.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -19,6 +19,7 @@ for (const testCase of cases) {
   if (typeof factory !== 'function') throw new Error(`unknown factory ${testCase.factory}`);
   const answers = testCase.answers.map((a) => (typeof a === 'string' ? a : JSON.stringify(a)));
   const model = scriptedModel(answers);
+  const prompts = watchPrompts(model);
   const expected = {};
   try {
     const scorer = factory({ model, ...testCase.args });
@@ -33,6 +34,11 @@ for (const testCase of cases) {
     expected.error = String(error?.message ?? error);
   }
   expected.judgeCalls = model.calls;
+  if (testCase.probes) {
+    // Whether each probe (a fact the judge must see, e.g. how a piece is numbered) was in a
+    // prompt: the reference's prompts themselves are not kept, only these facts.
+    expected.probes = probed(testCase.probes, prompts);
+  }
   recorded.push({ ...testCase, expected });
 }
 const out = join(root, 'tests', 'fixtures', 'reference', 'llm_scorers', 'recorded.json');

@@ -9,7 +9,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { REF, scriptedModel, stable } from './mock_judge.mjs';
+import { REF, probed, scriptedModel, stable, watchPrompts } from './mock_judge.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -23,6 +23,7 @@ for (const testCase of cases) {
   if (typeof factory !== 'function') throw new Error(`unknown factory ${testCase.factory}`);
   const answers = (testCase.answers ?? []).map((a) => (typeof a === 'string' ? a : JSON.stringify(a)));
   const model = scriptedModel(answers);
+  const prompts = watchPrompts(model);
   const expected = {};
   try {
     const scorer = factory(testCase.answers ? { model, ...testCase.args } : testCase.args);
@@ -42,6 +43,8 @@ for (const testCase of cases) {
     expected.error = String(error?.message ?? error);
   }
   expected.judgeCalls = model.calls;
+  // Facts of what the judge was shown (see record_llm_scorers.mjs).
+  if (testCase.probes) expected.probes = probed(testCase.probes, prompts);
   recorded.push({ ...testCase, expected: stable(expected) });
 }
 const folder = join(root, 'tests', 'fixtures', 'reference', 'trajectory');

@@ -12,7 +12,18 @@ from ..errors import ScorewatchError
 __all__ = ["DATASET_INVALID", "load_dataset"]
 
 DATASET_INVALID = "SCOREWATCH_DATASET_INVALID"
-KNOWN_COLUMNS = ("input", "output", "ground_truth", "source", "context", "request_context")
+KNOWN_COLUMNS = (
+    "input",
+    "inputs",
+    "output",
+    "ground_truth",
+    "expected_trajectory",
+    "source",
+    "context",
+    "request_context",
+)
+# Columns that hold JSON in a CSV cell (a JSONL line holds them as JSON already).
+_JSON_COLUMNS = ("inputs", "expected_trajectory", "expectedTrajectory")
 
 
 def _fail(path: Path, problem: str, line: int | None = None) -> ScorewatchError:
@@ -25,8 +36,11 @@ def _fail(path: Path, problem: str, line: int | None = None) -> ScorewatchError:
 def _row_to_item(path: Path, line: int, row: dict[str, Any], need_output: bool) -> dict[str, Any]:
     if need_output and "output" not in row:
         raise _fail(path, "missing field 'output' (or pass --target to produce outputs)", line)
-    if not need_output and "input" not in row:
-        raise _fail(path, "missing field 'input' (the target needs an input)", line)
+    if not need_output and "input" not in row and "inputs" not in row:
+        raise _fail(path, "missing field 'input' or 'inputs' (the target needs an input)", line)
+    inputs = row.get("inputs")
+    if "inputs" in row and (not isinstance(inputs, list) or not inputs):
+        raise _fail(path, "field 'inputs' must be a non-empty list of turns", line)
     context: dict[str, Any] = {}
     raw_context = row.get("request_context")
     if raw_context is not None:
@@ -36,11 +50,17 @@ def _row_to_item(path: Path, line: int, row: dict[str, Any], need_output: bool) 
     for key in ("source", "context"):
         if row.get(key) not in (None, ""):
             context[key] = row[key]
-    item: dict[str, Any] = {"input": row.get("input", row.get("source"))}
+    # A conversation's turns are its input (the scorers see the first turn as the input).
+    item: dict[str, Any] = (
+        {"inputs": inputs} if inputs is not None else {"input": row.get("input", row.get("source"))}
+    )
     if "output" in row:
         item["output"] = row["output"]
     if row.get("ground_truth") not in (None, ""):
         item["ground_truth"] = row["ground_truth"]
+    expected = row.get("expected_trajectory", row.get("expectedTrajectory"))
+    if expected not in (None, ""):
+        item["expected_trajectory"] = expected
     if context:
         item["request_context"] = context
     return item
@@ -49,9 +69,10 @@ def _row_to_item(path: Path, line: int, row: dict[str, Any], need_output: bool) 
 def load_dataset(path: str | Path, *, need_output: bool = True) -> list[dict[str, Any]]:
     """Items for `run_evals`/`run_experiment` from a `.jsonl` or `.csv` file.
 
-    Columns: `input`, `output` (unless a target produces it), optional `ground_truth`, `source`,
-    `context` (both passed to scorers through `request_context` too). `context` in CSV may be a
-    JSON list.
+    Columns: `input` (or `inputs`, the turns of a conversation), `output` (unless a target
+    produces it), optional `ground_truth`, `expected_trajectory` (or `expectedTrajectory`, for
+    trajectory scorers), `source`, `context` (both passed to scorers through `request_context`
+    too). In CSV, `context` may be a JSON list and `inputs` and `expected_trajectory` are JSON.
     """
     file = Path(path)
     if not file.is_file():
@@ -76,6 +97,16 @@ def load_dataset(path: str | Path, *, need_output: bool = True) -> list[dict[str
                 raise _fail(file, "the CSV file has no header row")
             for row in reader:
                 parsed: dict[str, Any] = {k: v for k, v in row.items() if k is not None}
+                for column in _JSON_COLUMNS:
+                    cell = parsed.get(column)
+                    if isinstance(cell, str) and cell.strip():
+                        try:
+                            parsed[column] = json.loads(cell)
+                        except json.JSONDecodeError:
+                            problem = f"field {column!r} is not JSON"
+                            raise _fail(file, problem, reader.line_num) from None
+                    elif cell == "":
+                        del parsed[column]
                 context = parsed.get("context")
                 if isinstance(context, str) and context.startswith("["):
                     try:

@@ -98,7 +98,7 @@ def outcome_record(outcome: RunOutcome, item: dict[str, Any]) -> dict[str, Any]:
         "scale": outcome.scorer.scale,
         "direction": outcome.scorer.direction,
         "run_id": snapshot.run_id if snapshot is not None else None,
-        "input": item.get("input"),
+        "input": item["input"] if "input" in item else item.get("inputs"),
         "output": snapshot.output if snapshot is not None else item.get("output"),
         "ground_truth": item.get("ground_truth"),
         "score": None,

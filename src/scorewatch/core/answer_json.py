@@ -2,9 +2,11 @@
 
 Follows the reference system's reading of an answer: a ```json fence is unwrapped; an answer that
 starts with `{` or `[` is read up to the end of its first value (trailing prose or a second object
-is ignored); an answer that starts with prose is read from its last balanced `{...}` object; a
-member whose value is NaN or Infinity is dropped; small slips such as trailing commas are mended
-by the `json-repair` library, and only when it reports nothing beyond such silent fixes.
+is ignored); an answer that starts with prose is read from its last balanced `{...}` object (a
+backslash escapes a brace there); a member whose value is NaN or Infinity is dropped; small slips
+such as trailing commas are mended by the `json-repair` library, and only when it reports nothing
+beyond such silent fixes and the answer holds no number JSON does not write (`07`, `.5`) and no
+curly quote outside its strings. A leading byte-order mark is read past.
 
 Unlike the reference, an answer cut off before its JSON ends (`finish_reason == "length"`, or an
 object never closed) is never completed into a verdict: it is a failed attempt that says so.
@@ -25,6 +27,7 @@ _STRUCTURAL = re.compile(r'["\\{}\[\]]')
 _BRACKETS = re.compile(r"[{}\[\]]")
 _OPENING_FENCE = re.compile(r"^```json\b[^\n]*\n?")
 _HARMONY_MESSAGE = "<|message|>"
+_BOM = "\ufeff"
 # json-repair is pure Python (a few microseconds per character, and far slower on deep nesting):
 # it only mends answers of a judge's usual size, so a hostile answer cannot stall the event loop.
 _REPAIR_MAX_CHARS = 8_192
@@ -106,7 +109,11 @@ def _end_of_first_value(text: str) -> int | None:
 
 
 def _last_balanced_object(text: str) -> tuple[str | None, bool]:
-    """The last balanced `{...}` in prose, and whether an object was left open after it."""
+    """The last balanced `{...}` in prose, and whether an object was left open after it.
+
+    A backslash escapes the character after it anywhere, as in the reference: the braces of
+    LaTeX-style prose after the JSON (`\\{x\\}`) are not an object.
+    """
     depth = 0
     start = -1
     in_string = False
@@ -114,13 +121,13 @@ def _last_balanced_object(text: str) -> tuple[str | None, bool]:
     last: str | None = None
     for match in _STRUCTURAL.finditer(text):
         char, at = match.group(), match.start()
+        if escaped_at == at - 1:
+            continue  # this character is escaped (a backslash never escapes the next one twice)
         if char == "\\":
-            if escaped_at != at - 1:
-                escaped_at = at
+            escaped_at = at
             continue
         if char == '"':
-            if escaped_at != at - 1:
-                in_string = not in_string
+            in_string = not in_string
             continue
         if in_string:
             continue
@@ -143,8 +150,33 @@ def _nesting(text: str) -> int:
     return deepest
 
 
+# What json-repair would read without saying so, yet JSON does not have: numbers JSON does not
+# write (`07`, `.5`, `+0.5`, `5.`) and curly quotes as delimiters. Reading `07` as 7 would be a
+# guess that changes a score, and curly quotes are ambiguous (one may be inside a value), so the
+# attempt fails and the fallback call answers, as in the reference. Strings are skipped whole.
+_NOT_JSON = re.compile(
+    r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'"""
+    r"|(?P<number>(?<![\w.])[-+]?\.?\d[\w.+-]*)"
+    r"|(?P<quote>[\u201c\u201d\u2018\u2019])",
+    re.DOTALL,
+)
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+
+
+def _has_non_json_token(candidate: str) -> bool:
+    for match in _NOT_JSON.finditer(candidate):
+        if match.group("quote"):
+            return True
+        number = match.group("number")
+        if number and not _JSON_NUMBER.fullmatch(number):
+            return True
+    return False
+
+
 def _repaired(candidate: str) -> Any:
     if len(candidate) > _REPAIR_MAX_CHARS or _nesting(candidate) > _REPAIR_MAX_DEPTH:
+        return None
+    if _has_non_json_token(candidate):
         return None
     from json_repair import loads as repair_loads
 
@@ -182,7 +214,9 @@ def _body(text: str) -> str:
         after = text.split(_HARMONY_MESSAGE, 1)[1]
         if after:
             text = after
-    body = text.strip()
+    # A byte-order mark is an encoding marker, never content: read past it (the reference spends
+    # the fallback call on it; no value can change by dropping it).
+    body = text.strip().lstrip(_BOM).strip()
     if body.startswith("```json"):
         body = _OPENING_FENCE.sub("", body, count=1).strip()
     return body

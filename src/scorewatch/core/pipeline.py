@@ -225,9 +225,15 @@ def _result_fields(run: ScorerRun, acc: _Accumulator) -> dict[str, Any]:
     fields = _run_fields(run)
     results = acc.results
     fields["score"] = acc.score
-    fields["reason"] = acc.reason
-    fields["preprocess_step_result"] = results.preprocess_step_result
-    fields["analyze_step_result"] = results.analyze_step_result
+    # A step that ran and returned None is set (its wire form keeps the null, as the
+    # reference's); a scorer without the step leaves the field unset.
+    for step, name, value in (
+        ("preprocess", "preprocess_step_result", results.preprocess_step_result),
+        ("analyze", "analyze_step_result", results.analyze_step_result),
+        ("generate_reason", "reason", acc.reason),
+    ):
+        if value is not None or step in acc.completed:
+            fields[name] = value
     fields["judge"] = acc.judge or None
     if acc.not_scorable is not None:
         fields["not_scorable"] = acc.not_scorable

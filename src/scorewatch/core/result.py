@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from pydantic.alias_generators import to_snake
 
 from .not_scorable import NotScorableInfo
@@ -121,12 +121,33 @@ class StepContext:
     score: Score | None = None
 
 
+# Step results kept in the wire form when set to None: a step that ran and returned None.
+_NULLABLE_STEP_FIELDS = {
+    "preprocess_step_result": "preprocessStepResult",
+    "analyze_step_result": "analyzeStepResult",
+    "reason": "reason",
+}
+
+
 class ScorerRunSnapshot(_JudgeField, RunFields):
     """The run fields plus whatever the steps produced; `score` may be missing.
 
     This is what `ScorerRunError.result` holds after a failure. The run fields come from
     `RunFields`; a result always has its run id, and may have been stored without an output.
+    In the wire form, None values are left out, except the result of a step that ran and
+    returned None (`preprocessStepResult: null`, as the reference writes a step's null).
     """
+
+    @model_serializer(mode="wrap")
+    def _omit_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        kept = {
+            spelling
+            for name, alias in _NULLABLE_STEP_FIELDS.items()
+            if name in self.model_fields_set
+            for spelling in (name, alias)
+        }
+        return {key: value for key, value in data.items() if value is not None or key in kept}
 
     run_id: str
     output: Any = None

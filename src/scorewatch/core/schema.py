@@ -6,6 +6,7 @@ location and kind only: the judge's text (evaluated content) never goes into an 
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 from collections.abc import Callable
@@ -91,10 +92,17 @@ def compile_schema(schema: Any) -> tuple[dict[str, Any], Validator]:
         model = schema
 
         def validate_model(value: Any) -> Any:
+            # Strictly, on the JSON text, as the reference's schemas check a parsed answer: a
+            # string is no number or boolean (`"0.7"`, `"true"` fail, then the fallback call
+            # answers); a whole number is an integer whichever way it is written (`1.0`).
             try:
-                return model.model_validate(value).model_dump(mode="json", by_alias=True)
+                text = json.dumps(_whole_numbers_as_ints(value))
+                validated = model.model_validate_json(text, strict=True)
             except ValidationError as exc:
                 raise _schema_error(_pydantic_summary(exc)) from None
+            except RecursionError:
+                raise _schema_error("<root>: nested too deeply") from None
+            return validated.model_dump(mode="json", by_alias=True)
 
         return closed_objects(model.model_json_schema()), validate_model
     if isinstance(schema, dict):
@@ -121,6 +129,16 @@ def compile_schema(schema: Any) -> tuple[dict[str, Any], Validator]:
     raise ValueError(
         f"expected a pydantic model class or a JSON-schema dict, got {type(schema).__name__}"
     )
+
+
+def _whole_numbers_as_ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole_numbers_as_ints(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers_as_ints(item) for item in value]
+    return value
 
 
 def _schema_error(summary: str) -> StructuredOutputError:

@@ -1,15 +1,19 @@
-"""Dataset items: validation and the target call that produces each item's output."""
+"""Dataset items: validation, the target call that produces each item's output (one call per
+turn for a multi-turn item), and the run a scorer is given for an item."""
 
 from __future__ import annotations
 
 import inspect
-import json
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.result import ScorerRun
+from ..core.scorer import Scorer
 from ..errors import ScorewatchError
+from ..scorers._trajectory import trajectory_of
+from ..scorers.utils import js_json
 
 __all__ = [
     "INVALID_DATA_ITEM",
@@ -19,6 +23,7 @@ __all__ = [
     "EvalItem",
     "Target",
     "describe_item",
+    "is_trajectory_scorer",
     "produce_output",
     "validate_items",
 ]
@@ -27,7 +32,7 @@ NO_DATA = "RUN_EXPERIMENT_FAILED_NO_DATA_PROVIDED"
 INVALID_DATA_ITEM = "INVALID_DATA_ITEM"
 TARGET_FAILED = "RUN_EXPERIMENT_TARGET_FAILED_TO_GENERATE_RESULT"
 
-Target = Callable[[Any], Any]
+Target = Callable[..., Any]
 
 # Run fields an item may carry besides input/output: where the item came from (a trace's span,
 # when the items are runs built from traces).
@@ -43,8 +48,30 @@ RUN_FIELD_KEYS = (
 )
 
 
+def _field(raw: Mapping[str, Any], snake: str, camel: str) -> Any:
+    return raw.get(snake, raw.get(camel))
+
+
+def is_trajectory_scorer(scorer: Scorer) -> bool:
+    """A scorer of the trajectory kind (`type="trajectory"`): it is given the run's trajectory and
+    the item's expected trajectory."""
+    return bool(scorer.type == "trajectory")
+
+
+def trajectory_output(output: Any) -> dict[str, Any]:
+    """The trajectory a trajectory scorer is given for an output: `{"steps": [...], "rawOutput":
+    output}` read from agent or chat messages (a trajectory is kept as it is); `{"steps": []}`
+    for an empty output, as the reference's runner gives it."""
+    if not _js_truthy(output):
+        return {"steps": []}
+    return trajectory_of(output)
+
+
 @dataclass(frozen=True, slots=True)
 class EvalItem:
+    """One dataset item as the runners read it. `inputs` holds the turns of a multi-turn item
+    (its `input` is then the first turn, as the reference's scorers see it)."""
+
     index: int
     input: Any
     output: Any
@@ -53,10 +80,23 @@ class EvalItem:
     has_output: bool
     raw: Mapping[str, Any]
     run_fields: Mapping[str, Any] = field(default_factory=dict)
+    expected_trajectory: Any = None
+    inputs: tuple[Any, ...] | None = None
 
-    def scorer_run(self, output: Any) -> ScorerRun:
-        """The run a scorer gets for this item: an experiment run unless the item says otherwise."""
-        fields: dict[str, Any] = {"score_source": "experiment", **self.run_fields}
+    def scorer_run(
+        self, output: Any, *, trajectory: bool = False, defaults: Mapping[str, Any] | None = None
+    ) -> ScorerRun:
+        """The run a scorer gets for this item: an experiment run unless the item says otherwise.
+
+        A trajectory scorer (`trajectory=True`) gets the output's trajectory, the item's expected
+        trajectory and `target_scope="trajectory"`; any other scorer the output as it is.
+        """
+        fields: dict[str, Any] = {"score_source": "experiment", **(defaults or {})}
+        if trajectory:
+            fields["target_scope"] = "trajectory"
+            fields["expected_trajectory"] = self.expected_trajectory
+            output = trajectory_output(output)
+        fields.update(self.run_fields)
         return ScorerRun(
             input=self.input,
             output=output,
@@ -67,26 +107,38 @@ class EvalItem:
 
 
 def validate_items(data: Sequence[Mapping[str, Any]], *, has_target: bool) -> list[EvalItem]:
+    """The items, checked as the reference checks them: each needs an `input`, or `inputs` (a
+    non-empty list of turns); without a target, an `output` instead."""
     if not data:
         raise ScorewatchError("Failed to run experiment: Data array is empty", code=NO_DATA)
     items: list[EvalItem] = []
     for index, raw in enumerate(data):
         if not isinstance(raw, Mapping):
-            raise _item_error(index, f"expected a mapping, got {type(raw).__name__}")
-        if has_target and "input" not in raw:
-            raise _item_error(index, "has no 'input'")
+            raise _item_error(index, f"must be a mapping, got {type(raw).__name__}")
+        if "turns" in raw:
+            raise _item_error(
+                index, "'turns' (per-turn scorers) is not supported; give the turns as 'inputs'"
+            )
+        if has_target and "input" not in raw and "inputs" not in raw:
+            raise _item_error(index, "must have 'input' or 'inputs'")
         if not has_target and "output" not in raw:
             raise _item_error(index, "has no 'output' (and no target was given to produce one)")
+        inputs = raw.get("inputs")
+        if "inputs" in raw and (not isinstance(inputs, list | tuple) or not inputs):
+            raise _item_error(index, "'inputs' must be a non-empty list of turns")
+        turns = tuple(inputs) if isinstance(inputs, list | tuple) else None
         items.append(
             EvalItem(
                 index=index,
-                input=raw.get("input"),
+                input=turns[0] if turns is not None else raw.get("input"),
                 output=raw.get("output"),
-                ground_truth=raw.get("ground_truth", raw.get("groundTruth")),
-                request_context=raw.get("request_context", raw.get("requestContext")),
+                ground_truth=_field(raw, "ground_truth", "groundTruth"),
+                request_context=_field(raw, "request_context", "requestContext"),
                 has_output="output" in raw,
                 raw=raw,
                 run_fields={key: raw[key] for key in RUN_FIELD_KEYS if key in raw},
+                expected_trajectory=_field(raw, "expected_trajectory", "expectedTrajectory"),
+                inputs=turns,
             )
         )
     return items
@@ -94,32 +146,70 @@ def validate_items(data: Sequence[Mapping[str, Any]], *, has_target: bool) -> li
 
 def _item_error(index: int, problem: str) -> ScorewatchError:
     return ScorewatchError(
-        f"invalid data item {index}: {problem}",
+        f"Invalid data item at index {index}: {problem}",
         code=INVALID_DATA_ITEM,
-        details={"item": index},
+        details={"itemIndex": index},
     )
 
 
 def describe_item(item: EvalItem) -> str:
-    """A short JSON rendering of the item for error details."""
+    """The item as compact JSON, as the reference names an item in an error's details."""
+    return js_json(item.raw)
+
+
+def _js_truthy(value: Any) -> bool:
+    """JavaScript's truthiness: an empty list or mapping is true, an empty string or 0 false."""
+    if value is None or value is False or value == "":
+        return False
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return bool(value) and value == value  # 0 and NaN are false
+    return True
+
+
+def _takes_thread(target: Target) -> bool:
     try:
-        text = json.dumps(dict(item.raw), default=str)
-    except (TypeError, ValueError):
-        text = repr(item.raw)
-    return text if len(text) <= 500 else text[:497] + "..."
+        parameters = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return False
+    return any(
+        (p.name == "thread_id" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+        or p.kind is p.VAR_KEYWORD
+        for p in parameters
+    )
+
+
+async def _call(target: Target, value: Any, thread_id: str | None) -> Any:
+    produced = target(value) if thread_id is None else target(value, thread_id=thread_id)
+    if inspect.isawaitable(produced):
+        produced = await produced
+    return produced
 
 
 async def produce_output(target: Target | None, item: EvalItem) -> Any:
+    """The item's output: its own `output` without a target, else the target's answer.
+
+    A multi-turn item sends its turns one after another; a target that takes a `thread_id`
+    keyword gets the same fresh id for every turn of the item (its conversation, as the
+    reference's runner gives an agent one memory thread per item). The output is every turn's
+    output in order, a turn's list of messages spread into it.
+    """
     if target is None:
         return item.output
     try:
-        value = target(item.input)
-        if inspect.isawaitable(value):
-            value = await value
+        if item.inputs is None:
+            return await _call(target, item.input, None)
+        thread_id = str(uuid.uuid4()) if _takes_thread(target) else None
+        conversation: list[Any] = []
+        for turn in item.inputs:
+            answer = await _call(target, turn, thread_id)
+            if isinstance(answer, list | tuple):
+                conversation.extend(answer)
+            elif _js_truthy(answer):
+                conversation.append(answer)
+        return conversation
     except Exception as error:
         raise ScorewatchError(
-            f"Failed to run experiment: target failed on item {item.index}: {error}",
+            f"Failed to run experiment: Error generating result from target: {error}",
             code=TARGET_FAILED,
-            details={"item": item.index},
+            details={"item": describe_item(item), "itemIndex": item.index},
         ) from error
-    return value

@@ -20,7 +20,8 @@ from ..core.not_scorable import NotScorableInfo
 from ..core.result import ScorerRun, ScorerRunResult
 from ..core.scorer import Scorer
 from ..core.sync import synchronous
-from .data import EvalItem, Target, produce_output, validate_items
+from ..errors import ScorewatchError
+from .data import EvalItem, Target, is_trajectory_scorer, produce_output, validate_items
 from .entries import EvalScorer, as_entries
 from .pool import for_each_bounded
 from .run import NO_SCORERS, mean
@@ -126,16 +127,15 @@ async def run_experiment(
     from it); an exception it raises is not swallowed.
     """
     entries = as_entries(scorers)
-    if not entries:
-        from ..errors import ScorewatchError
-
-        raise ScorewatchError("Failed to run experiment: No scorers provided", code=NO_SCORERS)
     items = validate_items(data, has_target=target is not None)
+    if not entries:
+        raise ScorewatchError("At least one scorer must be provided", code=NO_SCORERS)
     finished: list[ExperimentItem | None] = [None] * len(items)
 
     async def score_one(scorer: Scorer, item: EvalItem, output: Any) -> ScorerResult:
-        run = item.scorer_run(output)
+        run: ScorerRun | None = None
         try:
+            run = item.scorer_run(output, trajectory=is_trajectory_scorer(scorer))
             result: ScorerRunResult | BaseException = await scorer.run(run)
         except Exception as error:
             result = error
@@ -151,7 +151,10 @@ async def run_experiment(
             called = on_result(outcome)
             if inspect.isawaitable(called):
                 await called
-        return _scorer_result(scorer, result)
+        scored = _scorer_result(scorer, result)
+        if is_trajectory_scorer(scorer):
+            scored.target_scope = "trajectory"
+        return scored
 
     async def evaluate(item: EvalItem) -> None:
         record = ExperimentItem(index=item.index, input=item.input, ground_truth=item.ground_truth)

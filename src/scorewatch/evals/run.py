@@ -14,22 +14,31 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..core.result import ScorerRun, ScorerRunResult
+from ..core.result import ScorerRunResult
 from ..core.scorer import Scorer
 from ..core.sync import synchronous
 from ..errors import ScorewatchError
 from ..judge.wire import WireModel
-from .data import EvalItem, Target, describe_item, produce_output, validate_items
-from .entries import EvalScorer, Threshold, as_entries
+from .data import (
+    EvalItem,
+    Target,
+    describe_item,
+    is_trajectory_scorer,
+    produce_output,
+    validate_items,
+)
+from .entries import EvalScorers, ScorerPlan, plan_scorers
 from .pool import for_each_bounded
 
 __all__ = [
     "NO_SCORERS",
     "SCORER_FAILED",
+    "TRAJECTORY_SCORER_FAILED",
     "EvalResult",
     "EvalSummary",
     "GateResult",
     "ItemComplete",
+    "ScorerResults",
     "ThresholdResult",
     "run_evals",
     "run_evals_sync",
@@ -39,18 +48,24 @@ logger = logging.getLogger("scorewatch.evals")
 
 NO_SCORERS = "NO_SCORERS_PROVIDED"
 SCORER_FAILED = "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT"
+TRAJECTORY_SCORER_FAILED = "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_TRAJECTORY"
 
 Verdict = Literal["passed", "scored", "failed"]
+
+ScorerResults = dict[str, Any]
+"""Each scorer's result by id; with scorers given by kind, one such mapping per kind
+(`{"agent": {...}, "trajectory": {...}}`), as the reference reports them."""
 
 
 @dataclass(frozen=True, slots=True)
 class ItemComplete:
     """What `on_item_complete` receives once per item: the dataset item as given, what the
-    target returned (the item's own `output` without a target), and each scorer's result."""
+    target returned (the item's own `output` without a target; a multi-turn item's whole
+    conversation), and each scorer's result (`ScorerResults`)."""
 
     item: Mapping[str, Any]
     target_result: Any
-    scorer_results: dict[str, ScorerRunResult]
+    scorer_results: ScorerResults
 
 
 ItemCallback = Callable[[ItemComplete], Any]
@@ -74,16 +89,18 @@ class ThresholdResult(WireModel):
     id: str
     passed: bool
     average_score: float
-    threshold: float | dict[str, float]
+    threshold: float | dict[str, Any]
 
 
 class EvalResult(WireModel):
-    """Mean score per scorer id, the item count, and a verdict when gates or thresholds exist.
+    """Mean score per scorer id (nested per kind, `{"agent": {...}, "trajectory": {...}}`, when
+    the scorers were given by kind), the item count, and a verdict when gates or thresholds
+    exist.
 
     `model_dump(mode="json", by_alias=True)` is the reference's `runEvals` result.
     """
 
-    scores: dict[str, float]
+    scores: dict[str, float | dict[str, float]]
     summary: EvalSummary
     gate_results: list[GateResult] | None = None
     threshold_results: list[ThresholdResult] | None = None
@@ -99,73 +116,57 @@ def _average(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class _Runs:
-    """How run_evals runs a scorer on an item (the fields the reference sets on these runs)."""
-
-    target_entity_type: str | None
-
-    async def run(self, scorer: Scorer, item: EvalItem, output: Any) -> ScorerRunResult:
-        return await scorer.run(
-            ScorerRun(
-                output=output,
-                input=item.input,
-                ground_truth=item.ground_truth,
-                request_context=item.request_context,
-                score_source="experiment",
-                target_scope="span",
-                target_entity_type=self.target_entity_type,
-            )
-        )
-
-
 class _Tally:
-    """Scores, gate scores and not-scorable counts gathered across items."""
+    """Scores (per kind, None for a plain list), gate scores and not-scorable counts gathered
+    across items."""
 
-    def __init__(self, entries: list[tuple[Scorer, Threshold | None]], gates: list[Scorer]):
-        self.scores: dict[str, list[float]] = {scorer.id: [] for scorer, _ in entries}
+    def __init__(self, plan: ScorerPlan, gates: list[Scorer]):
+        self.scores: dict[str | None, dict[str, list[float]]] = {
+            kind: {} for kind, _ in plan.groups
+        }
         self.gate_scores: dict[str, list[float]] = {gate.id: [] for gate in gates}
         self.not_scorable: dict[str, int] = {}
 
     def count_not_scorable(self, scorer_id: str) -> None:
         self.not_scorable[scorer_id] = self.not_scorable.get(scorer_id, 0) + 1
 
-    def add(self, bucket: dict[str, list[float]], scorer_id: str, result: ScorerRunResult) -> None:
+    def add_gate(self, gate_id: str, result: ScorerRunResult) -> None:
         if result.not_scorable is not None or result.score is None:
-            self.count_not_scorable(scorer_id)
+            self.count_not_scorable(gate_id)
         else:
-            bucket[scorer_id].append(result.score)
+            self.gate_scores[gate_id].append(result.score)
+
+    def add_item(self, kind: str | None, results: Mapping[str, ScorerRunResult]) -> None:
+        # One result per id and item: of two scorers sharing an id, the last one's counts.
+        bucket = self.scores[kind]
+        for scorer_id, result in results.items():
+            if result.not_scorable is not None or result.score is None:
+                self.count_not_scorable(scorer_id)
+            else:
+                bucket.setdefault(scorer_id, []).append(result.score)
+
+    def flat_scores(self, scorer_id: str) -> list[float]:
+        return self.scores.get(None, {}).get(scorer_id, [])
 
 
-async def _score_gate(
-    runs: _Runs, gate: Scorer, item: EvalItem, output: Any, tally: _Tally
-) -> None:
-    try:
-        result = await runs.run(gate, item, output)
-    except Exception:
-        logger.warning("gate %r failed on item %d; it counts 0", gate.id, item.index, exc_info=True)
-        tally.gate_scores[gate.id].append(0.0)
-        return
-    tally.add(tally.gate_scores, gate.id, result)
-
-
-async def _run_scorer(runs: _Runs, scorer: Scorer, item: EvalItem, output: Any) -> ScorerRunResult:
-    try:
-        return await runs.run(scorer, item, output)
-    except Exception as error:
-        raise ScorewatchError(
-            f"Failed to run experiment: Error running scorer {scorer.id} on item {item.index}: "
-            f"{error}",
-            code=SCORER_FAILED,
-            details={"scorerId": scorer.id, "item": describe_item(item)},
-        ) from error
+def _failure(kind: str | None, scorer: Scorer, item: EvalItem, error: Exception) -> ScorewatchError:
+    code, what = {
+        None: (SCORER_FAILED, "scorer"),
+        "agent": (SCORER_FAILED, "agent scorer"),
+        "trajectory": (TRAJECTORY_SCORER_FAILED, "trajectory scorer"),
+    }[kind]
+    return ScorewatchError(
+        f"Failed to run experiment: Error running {what} {scorer.id}: {error}",
+        code=code,
+        details={"scorerId": scorer.id, "item": describe_item(item), "itemIndex": item.index},
+    )
 
 
 async def run_evals(
     *,
     data: Sequence[Mapping[str, Any]],
     target: Target | None = None,
-    scorers: Sequence[EvalScorer] | None = None,
+    scorers: EvalScorers | None = None,
     gates: Sequence[Scorer] | None = None,
     concurrency: int = 1,
     on_item_complete: ItemCallback | None = None,
@@ -173,34 +174,70 @@ async def run_evals(
 ) -> EvalResult:
     """Run `target` on every item (or use the items' `output`), then the gates and scorers.
 
-    A scorer entry is a `Scorer`, a `ScorerEntry`, or `{"scorer": s, "threshold": 0.8}`.
-    `on_item_complete` (sync or async) gets one `ItemComplete` per item. Scorer runs carry
-    `target_scope="span"` and `target_entity_type` (the reference's "agent" unless told, e.g.
-    "workflow_run").
+    `scorers` is a list (a `Scorer`, a `ScorerEntry`, or `{"scorer": s, "threshold": 0.8}`
+    each), or the scorers by kind, `{"agent": [...], "trajectory": [...]}`, whose means are
+    reported nested by kind. A trajectory scorer (one of the `trajectory` kind, or in a list any
+    scorer of `type="trajectory"`; a gate likewise) gets the output's trajectory and the item's
+    `expected_trajectory` (or `expectedTrajectory`), with `target_scope="trajectory"`; the others
+    get the output with `target_scope="span"`. Every run carries `target_entity_type` (the
+    reference's "agent" unless told, e.g. "workflow_run").
 
-    Raises `ScorewatchError` with the reference codes on empty data, a bad item, no scorers, a bad
-    threshold, a target failure or a scorer failure (naming the scorer and the item). A gate that
-    raises counts 0.
+    An item with `inputs` (a list of turns) is a conversation: the target gets its turns one
+    after another (the same `thread_id` keyword for each, when the target takes one) and the
+    scorers get every turn's output in order, with the first turn as the input.
+
+    `on_item_complete` (sync or async) gets one `ItemComplete` per item.
+
+    Raises `ScorewatchError` with the reference codes, in the reference's order: a bad
+    threshold, empty data, a bad item, no scorers; then, while running, a target failure or a
+    scorer failure (naming the scorer, and the item as compact JSON). A gate that raises counts 0.
     """
-    entries = as_entries(scorers)
+    plan = plan_scorers(scorers)
     gate_list = list(gates or ())
-    if not entries and not gate_list:
-        raise ScorewatchError("Failed to run experiment: No scorers provided", code=NO_SCORERS)
     items = validate_items(data, has_target=target is not None)
-    runs = _Runs(target_entity_type)
-    tally = _Tally(entries, gate_list)
+    if plan.nested and plan.empty:
+        raise ScorewatchError(
+            "At least one agent or trajectory scorer must be provided", code=NO_SCORERS
+        )
+    if plan.empty and not gate_list:
+        raise ScorewatchError("At least one scorer or gate must be provided", code=NO_SCORERS)
+    defaults = {"target_scope": "span", "target_entity_type": target_entity_type}
+    tally = _Tally(plan, gate_list)
     completed = 0
 
     async def evaluate(item: EvalItem) -> None:
         nonlocal completed
         output = await produce_output(target, item)
         for gate in gate_list:
-            await _score_gate(runs, gate, item, output, tally)
-        results: dict[str, ScorerRunResult] = {}
-        for scorer, _ in entries:
-            result = await _run_scorer(runs, scorer, item, output)
-            results[scorer.id] = result
-            tally.add(tally.scores, scorer.id, result)
+            try:
+                run = item.scorer_run(
+                    output, trajectory=is_trajectory_scorer(gate), defaults=defaults
+                )
+                result = await gate.run(run)
+            except Exception:
+                logger.warning(
+                    "gate %r failed on item %d; it counts 0", gate.id, item.index, exc_info=True
+                )
+                tally.gate_scores[gate.id].append(0.0)
+                continue
+            tally.add_gate(gate.id, result)
+        results: ScorerResults = {}
+        for kind, group in plan.groups:
+            found: dict[str, ScorerRunResult] = {}
+            for scorer in group:
+                wants_trajectory = kind == "trajectory" or (
+                    kind is None and is_trajectory_scorer(scorer)
+                )
+                try:
+                    run = item.scorer_run(output, trajectory=wants_trajectory, defaults=defaults)
+                    found[scorer.id] = await scorer.run(run)
+                except Exception as error:
+                    raise _failure(kind, scorer, item, error) from error
+            tally.add_item(kind, found)
+            if kind is None:
+                results.update(found)
+            elif found:
+                results[kind] = found
         if on_item_complete is not None:
             called = on_item_complete(ItemComplete(item.raw, output, results))
             if inspect.isawaitable(called):
@@ -208,21 +245,24 @@ async def run_evals(
         completed += 1
 
     await for_each_bounded(items, concurrency, evaluate)
-    return _summarize(entries, gate_list, tally, completed)
+    return _summarize(plan, gate_list, tally, completed)
+
+
+def _means(values: Mapping[str, list[float]]) -> dict[str, float]:
+    # A scorer whose every run was not scorable has no mean: it is left out, not reported as 0.
+    return {scorer_id: m for scorer_id, found in values.items() if (m := mean(found)) is not None}
 
 
 def _summarize(
-    entries: list[tuple[Scorer, Threshold | None]],
-    gates: list[Scorer],
-    tally: _Tally,
-    total_items: int,
+    plan: ScorerPlan, gates: list[Scorer], tally: _Tally, total_items: int
 ) -> EvalResult:
-    # A scorer whose every run was not scorable has no mean: it is left out, not reported as 0.
-    means = {
-        scorer_id: m
-        for scorer_id, values in tally.scores.items()
-        if (m := mean(values)) is not None
-    }
+    scores: dict[str, float | dict[str, float]] = {}
+    for kind, values in tally.scores.items():
+        means = _means(values)
+        if kind is None:
+            scores.update(means)
+        elif means:
+            scores[kind] = means
     skipped = tally.not_scorable
     gate_results = [
         GateResult(id=gate.id, passed=score >= 1, score=score)
@@ -232,14 +272,14 @@ def _summarize(
     ]
     threshold_results = [
         ThresholdResult(
-            id=scorer.id,
+            id=scorer_id,
             passed=threshold.passes(average),
             average_score=average,
             threshold=threshold.declared(),
         )
-        for scorer, threshold in entries
-        if threshold is not None and (tally.scores[scorer.id] or not skipped.get(scorer.id))
-        for average in [_average(tally.scores[scorer.id])]
+        for scorer_id, threshold in plan.thresholds.items()
+        if tally.flat_scores(scorer_id) or not skipped.get(scorer_id)
+        for average in [_average(tally.flat_scores(scorer_id))]
     ]
     verdict: Verdict | None = None
     if gate_results or threshold_results:
@@ -250,7 +290,7 @@ def _summarize(
         else:
             verdict = "passed"
     return EvalResult(
-        scores=means,
+        scores=scores,
         summary=EvalSummary(total_items=total_items, not_scorable=dict(skipped) or None),
         gate_results=gate_results or None,
         threshold_results=threshold_results or None,

@@ -34,7 +34,7 @@ from pydantic.config import JsonDict
 from ..core import JudgeConfig, PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._card import ScorerCard
-from ._text import ContextExtractor, resolve_context
+from ._text import ContextExtractor, js_lower, js_trim, resolve_context
 from .utils import format_number
 
 __all__ = [
@@ -104,7 +104,7 @@ class JudgeAnswer(BaseModel):
             value = getattr(self, name)
             if not isinstance(listed, list) or not isinstance(value, str):
                 continue
-            if value.strip().lower() not in listed:
+            if js_lower(js_trim(value)) not in listed:
                 raise ValueError(f"{name} must be one of {', '.join(map(str, listed))}")
         return self
 

@@ -14,13 +14,13 @@ space gives the same number in both systems.
 from __future__ import annotations
 
 import inspect
-import json
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from .utils import (
     ToolCalls,
+    ToolName,
     extract_agent_response_messages,
     extract_input_messages,
     extract_tool_calls,
@@ -29,6 +29,7 @@ from .utils import (
     get_text_content_from_message,
     get_user_message_from_run_input,
     is_scorer_run_output_for_agent,
+    js_json,
 )
 
 __all__ = [
@@ -68,7 +69,7 @@ def response_text(run_output: Any) -> str:
     tool-call turn without text before the final answer is skipped); otherwise the assistant
     text of the output. `''` when there is none."""
     if isinstance(run_output, list | tuple):
-        texts = [text for text in extract_agent_response_messages(run_output) if text.strip()]
+        texts = [text for text in extract_agent_response_messages(run_output) if js_trim(text)]
         return texts[-1] if texts else ""
     return get_assistant_message_from_run_output(run_output) or ""
 
@@ -104,7 +105,8 @@ def joined_output_text(run_output: Any) -> str:
 
 def as_text(value: Any) -> str:
     """A reference value (ground truth, reference tone) as text: strings as they are, message
-    shapes through the assistant/user lookups, anything else as compact JSON."""
+    shapes through the assistant/user lookups, anything else as compact JSON, as JavaScript's
+    `JSON.stringify` writes it (`{"n":2}`)."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -112,10 +114,7 @@ def as_text(value: Any) -> str:
     found = get_assistant_message_from_run_output(value) or get_user_message_from_run_input(value)
     if found is not None:
         return found
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(value)
+    return js_json(value)
 
 
 def tool_result_context(run_output: Any) -> list[str]:
@@ -154,7 +153,10 @@ async def resolve_context(
     from_tools: bool = False,
 ) -> list[str]:
     """The context pieces to judge against: the extractor's answer (sync or async) when given,
-    else `context`, else (when `from_tools`) the output's tool results. Blank pieces are dropped.
+    else `context`, else (when `from_tools`) the output's tool results (those with a body).
+
+    A blank piece of a given context is kept, at its place: the judge numbers the pieces and
+    answers by number, as the reference's judge does.
 
     Unlike the reference system, the extractor is called for every run shape, not only for
     agent-shaped runs: with OpenAI-style messages a silent skip would judge against nothing.
@@ -167,7 +169,7 @@ async def resolve_context(
         pieces = tool_result_context(run_output)
     else:
         pieces = []
-    return [piece for piece in pieces if piece.strip()]
+    return pieces
 
 
 def found_tool_calls(run_output: Any) -> ToolCalls:
@@ -184,7 +186,7 @@ def found_tool_calls(run_output: Any) -> ToolCalls:
     return extract_tool_calls(run_output)
 
 
-def tool_calls_of(run_output: Any) -> list[str]:
+def tool_calls_of(run_output: Any) -> list[ToolName]:
     """Names of the tools the output called, in order (see `found_tool_calls`)."""
     return found_tool_calls(run_output).tools
 

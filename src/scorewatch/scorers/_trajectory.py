@@ -22,7 +22,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ._trajectory_checks import COMPARABLE_FIELDS
+from .utils import ToolName, is_tool_name, js_json, shown_name
+
 __all__ = [
+    "BUDGET_KEYS",
     "EXPECTATION_KEYS",
     "MAX_DEPTH",
     "ORDERINGS",
@@ -49,7 +53,9 @@ def _record(value: Any) -> dict[str, Any] | None:
     return {"value": value}
 
 
-def _step(name: str, args: Any, result: Any, has_result: bool, success: bool) -> dict[str, Any]:
+def _step(
+    name: ToolName, args: Any, result: Any, has_result: bool, success: bool
+) -> dict[str, Any]:
     step: dict[str, Any] = {"stepType": "tool_call", "name": name}
     tool_args = _record(args)
     if tool_args is not None:
@@ -107,11 +113,11 @@ def _agent_steps(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     for invocation in _merged_invocations(content):
         name = invocation.get("toolName")
         state = invocation.get("state")
-        if not name or state not in ("result", "call", "output-error"):
+        if not is_tool_name(name) or state not in ("result", "call", "output-error"):
             continue
         steps.append(
             _step(
-                str(name),
+                name,
                 invocation.get("args"),
                 invocation.get("result"),
                 state == "result",
@@ -241,21 +247,6 @@ def expected_steps_of(expected: Any) -> list[dict[str, Any]] | None:
     return [_expected_step(step, "expected_trajectory") for step in steps]
 
 
-def _js_value(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {str(k): _js_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_js_value(v) for v in value]
-    return value
-
-
-def js_json(value: Any) -> str:
-    """Compact JSON as JavaScript's `JSON.stringify` writes it (`1`, not `1.0`)."""
-    return json.dumps(_js_value(value), separators=(",", ":"), ensure_ascii=False, default=str)
-
-
 def _step_details(step: Mapping[str, Any]) -> str:
     kind = step.get("stepType")
     if kind in ("tool_call", "mcp_tool_call"):
@@ -275,7 +266,7 @@ def format_trajectory(steps: list[Any], indent: int = 0) -> str:
     """`1. [tool_call] search (args: {...}, result: {...})` lines, children indented."""
     lines = []
     for number, step in enumerate(steps, 1):
-        line = f"{'  ' * indent}{number}. [{step.get('stepType')}] {step.get('name')}"
+        line = f"{'  ' * indent}{number}. [{step.get('stepType')}] {shown_name(step.get('name'))}"
         line += _step_details(step)
         children = step.get("children")
         if isinstance(children, list) and children:
@@ -291,7 +282,7 @@ def format_expected_steps(steps: list[Any], indent: int = 0) -> str:
         kind = f"[{step['stepType']}] " if step.get("stepType") else ""
         fields = {k: v for k, v in step.items() if k not in ("name", "stepType", "children")}
         data = f" ({js_json(fields)})" if fields else ""
-        line = f"{'  ' * indent}{number}. {kind}{step.get('name')}{data}"
+        line = f"{'  ' * indent}{number}. {kind}{shown_name(step.get('name'))}{data}"
         children = step.get("children")
         nested = children.get("steps") if isinstance(children, Mapping) else None
         if isinstance(nested, list) and nested:
@@ -335,6 +326,9 @@ def expectation_of(value: Any, *, where: str = "expectation") -> dict[str, Any] 
     if unknown:
         known = ", ".join(sorted(EXPECTATION_KEYS))
         raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {known}")
+    for budget in BUDGET_KEYS:
+        if budget in found and found[budget] is None:
+            raise ValueError(f"{where}: {budget} is None; give a number or leave {budget} out")
     if found.get("ordering") is not None and found["ordering"] not in ORDERINGS:
         raise ValueError(f"{where}: ordering must be one of {', '.join(ORDERINGS)}")
     steps = found.get("steps")
@@ -346,8 +340,14 @@ def expectation_of(value: Any, *, where: str = "expectation") -> dict[str, Any] 
 
 
 def _expected_step(step: Any, where: str) -> dict[str, Any]:
-    if not isinstance(step, Mapping) or not isinstance(step.get("name"), str):
+    if not isinstance(step, Mapping) or not is_tool_name(step.get("name")):
         raise ValueError(f"{where}: every expected step is a mapping with a 'name'")
+    for field in COMPARABLE_FIELDS.get(step.get("stepType"), ()):  # type: ignore[arg-type]
+        if field in step and step[field] is None:
+            raise ValueError(
+                f"{where} > {shown_name(step['name'])}: {field} is None, which no step can match; "
+                f"leave {field} out not to compare it"
+            )
     copied = dict(step)
     if copied.get("children") is not None:
         copied["children"] = expectation_of(copied["children"], where=f"{where} > {step['name']}")
@@ -355,3 +355,4 @@ def _expected_step(step: Any, where: str) -> dict[str, Any]:
 
 
 ORDERINGS = ("strict", "relaxed", "unordered")
+BUDGET_KEYS = ("maxSteps", "maxTotalTokens", "maxTotalDurationMs")

@@ -7,15 +7,15 @@ Every score is in 0..1 and rounded half up to two decimals.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .utils import round_to_two_decimals
+from .utils import js_json, round_to_two_decimals
 
 __all__ = [
+    "COMPARABLE_FIELDS",
     "analyze_tool_failures",
     "check_trajectory_blacklist",
     "check_trajectory_efficiency",
@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 # The data fields compared when an expected step of that type sets them.
-_COMPARABLE = {
+COMPARABLE_FIELDS = {
     "tool_call": ("toolArgs", "toolResult", "success"),
     "mcp_tool_call": ("toolArgs", "toolResult", "mcpServer", "success"),
     "model_generation": ("modelId", "promptTokens", "completionTokens", "finishReason"),
@@ -46,11 +46,9 @@ def _clamped(score: float) -> float:
 
 
 def _same(left: Any, right: Any) -> bool:
-    # Values compare by their JSON text, key order included, as the reference system does.
-    try:
-        return json.dumps(left, separators=(",", ":")) == json.dumps(right, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return False
+    # Values compare by their JSON text as JavaScript writes it, key order included, as the
+    # reference system compares them: numbers by value (`2` is `2.0`).
+    return js_json(left) == js_json(right)
 
 
 def step_matches(actual: Mapping[str, Any], expected: Mapping[str, Any]) -> bool:
@@ -63,7 +61,7 @@ def step_matches(actual: Mapping[str, Any], expected: Mapping[str, Any]) -> bool
         return True
     if actual.get("stepType") != kind:
         return False
-    for field in _COMPARABLE.get(kind, ()):
+    for field in COMPARABLE_FIELDS.get(kind, ()):
         if expected.get(field) is None:
             continue
         if actual.get(field) is None or not _same(actual[field], expected[field]):

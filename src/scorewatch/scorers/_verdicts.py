@@ -31,7 +31,7 @@ from ._judging import (
     items_of,
     judged_scorer,
 )
-from ._text import ContextExtractor, resolve_context, response_text
+from ._text import ContextExtractor, js_lower, js_trim, resolve_context, response_text
 from .utils import round_to_two_decimals
 
 __all__ = [
@@ -56,9 +56,10 @@ __all__ = [
 
 
 def label_of(entry: Any, name: str = "verdict") -> str:
-    """A verdict label, trimmed and lower-cased (`" Yes"` counts as `"yes"`)."""
+    """A verdict label, trimmed as JavaScript trims (a byte-order mark included) and lower-cased
+    (`" Yes"` counts as `"yes"`)."""
     value = field_of(entry, name)
-    return value.strip().lower() if isinstance(value, str) else ""
+    return js_lower(js_trim(value)) if isinstance(value, str) else ""
 
 
 def weight_of(entry: Any, name: str, weights: Mapping[str, float]) -> float:

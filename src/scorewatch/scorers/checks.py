@@ -27,6 +27,7 @@ from ..core import Scorer, StepContext
 from ._card import ScorerCard, prebuilt
 from ._measured import measured_scorer
 from ._text import all_response_text, tool_calls_of
+from .utils import ToolName
 
 __all__ = [
     "called_tool",
@@ -166,7 +167,7 @@ def matches(
     )
 
 
-def _tools_of(ctx: StepContext) -> list[str]:
+def _tools_of(ctx: StepContext) -> list[ToolName]:
     return tool_calls_of(ctx.run.output)
 
 

@@ -1,8 +1,9 @@
 """The multi-turn judge: does a whole conversation meet one plain-English criterion?
 
 Unlike the other LLM-judged scorers, which read the final answer, the judge reads every
-assistant turn of the output in order (agent messages, OpenAI chat messages, or a string),
-blank turns (a turn that only called tools) left out. One judge call:
+assistant turn of the output in order (agent messages, OpenAI chat messages, a chat-completion
+object, a string, or a list of strings, one per turn), blank turns (a turn that only called tools)
+left out. The reference reads agent messages and a string only. One judge call:
 
 1. analyze (judge), the reference system's shape: `{"satisfied": bool, "reasoning": str}`;
 2. generate_score (function): `scale` when satisfied, else 0 (binary);
@@ -64,7 +65,15 @@ def assistant_turns(output: Any) -> list[str]:
         output = [c.get("message") for c in output["choices"] if isinstance(c, Mapping)]
     if isinstance(output, str):
         texts = [output]
-    elif isinstance(output, list | tuple | Mapping):
+    elif isinstance(output, list | tuple):
+        # A conversation `run_evals` gathered from a target answering in plain text is a list
+        # of strings: each one is an assistant turn.
+        texts = []
+        for entry in output:
+            texts.extend(
+                [entry] if isinstance(entry, str) else extract_agent_response_messages([entry])
+            )
+    elif isinstance(output, Mapping):
         texts = extract_agent_response_messages(output)
     else:
         texts = []

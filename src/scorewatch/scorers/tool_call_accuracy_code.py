@@ -27,7 +27,7 @@ from ..core import Scorer, StepContext
 from ._card import ScorerCard, prebuilt
 from ._measured import measured_scorer
 from ._text import found_tool_calls
-from .utils import extract_input_messages
+from .utils import ToolName, extract_input_messages
 
 __all__ = [
     "TOOL_CALL_ACCURACY_CODE_SCORER_ID",
@@ -45,7 +45,9 @@ _CARD = ScorerCard(
 )
 
 
-def called_in_order(actual: Sequence[str], expected: Sequence[str], strict: bool = False) -> bool:
+def called_in_order(
+    actual: Sequence[ToolName], expected: Sequence[ToolName], strict: bool = False
+) -> bool:
     """True when `expected` was called in that order (first calls of each tool, as the
     reference system checks), or, with `strict`, when the calls are exactly `expected`."""
     if strict:

@@ -39,7 +39,7 @@ from ._judging import (
     require_scale,
 )
 from ._text import found_tool_calls, request_text, response_text
-from .utils import round_to_two_decimals
+from .utils import is_tool_name, round_to_two_decimals, shown_name
 
 __all__ = [
     "TOOL_CALL_ACCURACY_LLM_SCORER_ID",
@@ -90,9 +90,9 @@ def _tool_entry(tool: Any) -> tuple[str, str]:
 
     name = get("name") or get("id")
     description = get("description")
-    if not isinstance(name, str) or not name:
+    if not is_tool_name(name):
         raise ValueError(f"available tool without a name: {tool!r}")
-    return name, description if isinstance(description, str) else ""
+    return shown_name(name), description if isinstance(description, str) else ""
 
 
 def describe_tools(available_tools: Mapping[str, str] | Sequence[Any]) -> list[str]:
@@ -172,7 +172,7 @@ def create_tool_call_accuracy_llm_scorer(
         }
 
     def called_of(ctx: StepContext) -> list[str]:
-        return [str(t) for t in items_of(ctx.results.preprocess_step_result, "actualTools")]
+        return [shown_name(t) for t in items_of(ctx.results.preprocess_step_result, "actualTools")]
 
     def analyze_prompt(ctx: StepContext) -> str:
         return _analyze_prompt(

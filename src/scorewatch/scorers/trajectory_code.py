@@ -70,6 +70,11 @@ def _weights(given: Mapping[str, float] | None) -> dict[str, float]:
     return weights
 
 
+def _on_unless_off(value: Any) -> bool:
+    """An option that defaults to on: None means the default, as JavaScript's `?? true`."""
+    return True if value is None else bool(value)
+
+
 def _measure(steps: Sequence[Mapping[str, Any]], duration: Any, config: Mapping[str, Any]) -> Any:
     """The four dimensions of one level: (accuracy, efficiency, blacklist, toolFailures)."""
     trajectory = {"steps": steps, "totalDurationMs": duration}
@@ -78,7 +83,7 @@ def _measure(steps: Sequence[Mapping[str, Any]], duration: Any, config: Mapping[
             steps,
             config["steps"],
             ordering=config.get("ordering") or "relaxed",
-            allow_repeated_steps=config.get("allowRepeatedSteps") is not False,
+            allow_repeated_steps=_on_unless_off(config.get("allowRepeatedSteps")),
         )
         if config.get("steps") is not None
         else None
@@ -89,9 +94,11 @@ def _measure(steps: Sequence[Mapping[str, Any]], duration: Any, config: Mapping[
             max_steps=config.get("maxSteps"),
             max_total_tokens=config.get("maxTotalTokens"),
             max_total_duration_ms=config.get("maxTotalDurationMs"),
-            no_redundant_calls=config.get("noRedundantCalls") is not False,
+            no_redundant_calls=_on_unless_off(config.get("noRedundantCalls")),
         )
-        if any(config.get(key) is not None for key in _BUDGETS)
+        # A key given counts, even as None (`noRedundantCalls: None` checks redundancy, as the
+        # reference's `?? true` does; a None budget was refused when the expectation was read).
+        if any(key in config for key in _BUDGETS)
         else None
     )
     blacklist = (

@@ -20,11 +20,12 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = [
     "ToolCallInfo",
     "ToolCalls",
+    "ToolName",
     "ToolResultInfo",
     "extract_agent_response_messages",
     "extract_input_messages",
@@ -41,7 +42,10 @@ __all__ = [
     "is_closer_to",
     "is_scorer_run_input_for_agent",
     "is_scorer_run_output_for_agent",
+    "is_tool_name",
+    "js_json",
     "round_to_two_decimals",
+    "shown_name",
 ]
 
 # "input_text"/"output_text" are the OpenAI Responses API spellings of a text part.
@@ -99,6 +103,44 @@ def format_number(value: float) -> str:
         mantissa = digits if count == 1 else f"{digits[0]}.{digits[1:]}"
         text = f"{mantissa}e{'+' if power >= 0 else '-'}{abs(power)}"
     return sign + text
+
+
+# Beyond this nesting a value is written as its `str()`: hostile input must not exhaust the stack.
+_JSON_MAX_DEPTH = 200
+
+
+def _js_json(value: Any, depth: int) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        if isinstance(value, float) and not math.isfinite(value):
+            return "null"  # JSON.stringify writes NaN and Infinity as null
+        if isinstance(value, int) and abs(value) >= 10**21:
+            return format_number(float(value))
+        return format_number(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if depth < _JSON_MAX_DEPTH:
+        if isinstance(value, Mapping):
+            members = (
+                f"{_js_json(str(k), depth)}:{_js_json(v, depth + 1)}" for k, v in value.items()
+            )
+            return "{" + ",".join(members) + "}"
+        if isinstance(value, list | tuple):
+            return "[" + ",".join(_js_json(item, depth + 1) for item in value) + "]"
+        record = _as_mapping(value)
+        if record is not None:
+            return _js_json(record, depth + 1)
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def js_json(value: Any) -> str:
+    """Compact JSON as JavaScript's `JSON.stringify` writes it: members in their order, numbers as
+    JavaScript prints them (`2` for `2.0`, `1e-7`, `1e+21`), NaN and Infinity as `null`, any
+    other object as its text (a pydantic model as its `model_dump()`)."""
+    return _js_json(value, 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -458,11 +500,30 @@ def get_reasoning_from_run_output(run_output: Any) -> str | None:
 # tools
 
 
+ToolName = str | int | float
+"""A tool's name as an output names it: a string, or a number kept as the number (as the
+reference keeps it; a prompt shows it as JavaScript prints it)."""
+
+
+def shown_name(value: Any) -> str:
+    """A name as a JavaScript template shows it: a number as JavaScript prints it (`7`)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return format_number(value)
+    return str(value)
+
+
+def is_tool_name(value: Any) -> TypeGuard[ToolName]:
+    """A name the reference counts: a non-empty string or a number other than 0 and NaN."""
+    if isinstance(value, str):
+        return bool(value)
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value != 0
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCallInfo:
     """One tool call found in an output; `tool_call_id` falls back to `"<message>-<call>"`."""
 
-    tool_name: str
+    tool_name: ToolName
     tool_call_id: str
     message_index: int
     invocation_index: int
@@ -472,7 +533,7 @@ class ToolCallInfo:
 class ToolCalls:
     """The tools called, in order (`tools` repeats a name called twice)."""
 
-    tools: list[str] = field(default_factory=list)
+    tools: list[ToolName] = field(default_factory=list)
     tool_call_infos: list[ToolCallInfo] = field(default_factory=list)
 
 
@@ -580,7 +641,7 @@ def extract_tool_calls(run_output: Any) -> ToolCalls:
                 for index, (name, call_id, _) in enumerate(_openai_tool_calls(message))
             ]
         for invocation_index, name, call_id in indexed:
-            if not isinstance(name, str) or not name:
+            if not is_tool_name(name):
                 continue
             calls.tools.append(name)
             calls.tool_call_infos.append(
