@@ -107,9 +107,15 @@ class TracesServe:
         return self.post(request.SerializeToString(), "application/x-protobuf", **options)
 
     def rows(self) -> list[dict[str, Any]]:
+        """Every stored row (none before the sink has made its table)."""
         with sqlite3.connect(self.process.config.parent / "scores.db") as db:
             db.row_factory = sqlite3.Row
-            found = db.execute("SELECT * FROM mastra_scorers").fetchall()
+            try:
+                found = db.execute("SELECT * FROM mastra_scorers").fetchall()
+            except sqlite3.OperationalError as error:
+                if "no such table" not in str(error):
+                    raise
+                found = []
         return [dict(row) for row in found]
 
     def rows_for(
