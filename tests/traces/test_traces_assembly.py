@@ -289,8 +289,9 @@ def test_offers_are_kept_whole_or_refused_whole_within_a_clients_share() -> None
     buffer = TraceBuffer(limits=limits, clock=Clock())
 
     def request(first: int, count: int, service: str, size: int = 1000) -> list[SpanRecord]:
+        resource = {"service.name": service}
         return [
-            replace(span(1, trace=f"{first + i:032x}"), size=size, resource={"service.name": service})
+            replace(span(1, trace=f"{first + i:032x}"), size=size, resource=resource)
             for i in range(count)
         ]
 

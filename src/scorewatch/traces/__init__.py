@@ -5,7 +5,7 @@ Layer: a sibling of `live`, built on judge, core, scorers and evals; nothing bel
 
 from __future__ import annotations
 
-from .assembly import BufferCounts, BufferLimits, ReadySpan, TraceBuffer
+from .assembly import BufferCounts, BufferLimits, Offer, ReadySpan, TraceBuffer
 from .collect import Extraction, extract_ready, extract_runs
 from .otlp import (
     INVALID_TRACE_DATA,
@@ -35,6 +35,7 @@ __all__ = [
     "BufferLimits",
     "ExtractedRun",
     "Extraction",
+    "Offer",
     "ReadySpan",
     "ScoredSpan",
     "Skipped",

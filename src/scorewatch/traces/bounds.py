@@ -157,7 +157,7 @@ class Ledger:
                 opened.add(key)
                 cost.traces += 1
         limits = self.limits
-        for owner, cost in costs.items():
+        for cost in costs.values():
             if cost.bytes > limits.client_bytes:
                 return Offer(
                     refused="too_large",
