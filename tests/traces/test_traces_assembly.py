@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from scorewatch.traces import (
     BufferLimits,
+    ExtractedRun,
     SpanRecord,
     SpanSelector,
     TraceBuffer,
@@ -261,3 +262,127 @@ def test_limits_refuse_an_expiry_sooner_than_a_span_may_wait() -> None:
     with pytest.raises(ValidationError, match="max_age_s"):
         BufferLimits(max_age_s=30, quiet_period_s=5, parent_wait_s=25)
     assert BufferLimits(max_age_s=31, quiet_period_s=5, parent_wait_s=25).max_age_s == 31
+
+
+# -- serve's offers: whole requests, per client, within shares ------------------------------------
+
+
+def test_a_resource_is_counted_once_while_any_of_its_spans_is_held() -> None:
+    resource = {"service.name": "svc", "blob": "x" * 5000}
+    spans = [
+        replace(span(i + 1, trace=f"{i + 1:032x}"), resource=resource, resource_size=5000, size=100)
+        for i in range(3)
+    ]
+    clock = Clock()
+    buffer = TraceBuffer(limits=LIMITS, clock=clock)
+    assert buffer.offer(spans[:2], "10.0.0.1").refused is None
+    assert buffer.bytes_held == 5000 + 2 * 100
+    assert buffer.offer(spans[2:], "10.0.0.1").refused is None  # the same mapping: counted once
+    assert buffer.bytes_held == 5000 + 3 * 100
+    clock.now += LIMITS.linger_s
+    buffer.pop_ready()
+    assert buffer.bytes_held == 0 and len(buffer) == 0
+
+
+def test_offers_are_kept_whole_or_refused_whole_within_a_clients_share() -> None:
+    limits = BufferLimits(max_bytes=10_000, max_traces=20, client_share=0.5)
+    buffer = TraceBuffer(limits=limits, clock=Clock())
+
+    def request(first: int, count: int, service: str, size: int = 1000) -> list[SpanRecord]:
+        resource = {"service.name": service}
+        return [
+            replace(span(1, trace=f"{first + i:032x}"), size=size, resource=resource)
+            for i in range(count)
+        ]
+
+    assert buffer.offer(request(1, 4, "a"), "10.0.0.1").refused is None
+    refused = buffer.offer(request(10, 2, "a"), "10.0.0.1")  # 6,000 bytes: past its 5,000
+    assert refused.refused == "client_share" and refused.retry_later
+    assert buffer.bytes_held == 4000 and buffer.spans_held == 4  # nothing of it kept
+    # Another client (another service, or another address) has its own share.
+    assert buffer.offer(request(20, 4, "b"), "10.0.0.1").refused is None
+    full = buffer.offer(request(30, 3, "a"), "10.0.0.2")
+    assert full.refused == "max_bytes" and full.retry_later  # 8,000 held, 3,000 more: past all
+    never = buffer.offer(request(40, 1, "c", size=6000), "10.0.0.3")
+    assert never.refused == "too_large" and not never.retry_later
+    assert "client_share" in never.message
+    many = buffer.offer(request(50, 11, "d", size=10), "10.0.0.4")  # 11 traces, 10 allowed
+    assert many.refused == "too_large" and "max_traces" in many.message
+    assert buffer.counts.requests_refused == Counter(
+        {"client_share": 1, "max_bytes": 1, "too_large": 2}
+    )
+    assert buffer.counts.spans_received == 8  # refused requests are sent again: not counted
+    assert buffer.counts.traces_evicted == Counter()  # nothing is evicted to make room
+
+
+def test_another_clients_spans_never_replace_join_or_nest_a_run() -> None:
+    clock = Clock()
+    buffer = TraceBuffer(limits=LIMITS, clock=clock)
+    forged = [
+        span(  # the victim's span id, sent first, saying something else
+            2,
+            1,
+            gen_ai__operation__name="invoke_agent",
+            gen_ai__output__messages='[{"role": "assistant", "parts": '
+            '[{"type": "text", "content": "forged"}]}]',
+        ),
+        agent(1),  # a selected "root" above the victim's agent
+        tool(9, 2, "transfer_funds", start=9),  # a child under the victim's agent
+    ]
+    assert buffer.offer(forged, "10.6.6.6").refused is None
+    victim = [span(1), agent(2, parent=1), tool(3, 2, "lookup_order", start=3)]
+    offer = buffer.offer(victim, "10.0.0.1")
+    assert offer.refused is None and offer.dropped == 0  # nothing taken as a duplicate
+    assert buffer.offer(victim[1:2], "10.0.0.1").dropped == 1  # its own retry is
+    for index in range(10):  # the other client keeps sending under the victim's agent
+        clock.now += 0.5
+        buffer.offer([tool(100 + index, 2, "noise", start=100)], "10.6.6.6")
+    ready = buffer.pop_ready()  # the victim's agent is quiet all the same
+    (mine,) = [r for r in ready if r.trace[0].name == "work"]  # its trace starts at its root
+    assert mine.span.span_id == f"{2:016x}"
+    run = extract_run(mine.span, mine.trace)
+    assert isinstance(run, ExtractedRun)
+    assert run.tool_calls == ["lookup_order"]
+    assert run.output[0]["content"]["content"] == "done"
+
+
+def _lines_run(work: Any) -> int:
+    """Lines of assembly.py executed by `work()`: a measure of its work that no clock sways."""
+    import sys
+
+    from scorewatch.traces import assembly
+
+    count = 0
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal count
+        if frame.f_code.co_filename != assembly.__file__:
+            return None
+        if event == "line":
+            count += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        work()
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def test_assembly_is_linear_in_the_spans_of_long_chains() -> None:
+    def chain(length: int) -> int:
+        limits = BufferLimits(max_spans_per_trace=10_000, quiet_period_s=0, linger_s=0)
+        buffer = TraceBuffer(limits=limits, clock=Clock())
+        spans = [agent(1)] + [span(i, i - 1) for i in range(2, length + 1)]
+        chats = [span(length + i, length, gen_ai__operation__name="chat") for i in (1, 2, 3)]
+
+        def work() -> None:
+            buffer.offer(spans, "10.0.0.1")
+            buffer.offer(chats, "10.0.0.1")  # nested far below the agent
+            assert len(buffer.pop_ready()) == 1 and buffer.counts.nested_skipped == 3
+
+        return _lines_run(work)
+
+    small, large = chain(500), chain(2000)
+    assert large < 5 * small, (small, large)  # four times the spans: about four times the work

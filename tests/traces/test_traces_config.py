@@ -121,7 +121,8 @@ async def test_shutdown_admits_the_spans_still_held_and_counts_them() -> None:
         },
     )
     own = SpanRecord(trace_id="ab" * 16, span_id="ef" * 8, name="x", scope="scorewatch.telemetry")
-    assert intake.receive([agent, own, agent]) == 1  # the repeat is refused
+    offer = await intake.receive(lambda: [agent, own, agent], "127.0.0.1")
+    assert offer.refused is None and offer.dropped == 1  # the repeat is refused
     assert await intake.release() == 0  # not quiet yet
     assert await intake.shutdown(5) == 0
     (result,) = stored
@@ -132,8 +133,9 @@ async def test_shutdown_admits_the_spans_still_held_and_counts_them() -> None:
     assert counts.spans_dropped == {"duplicate": 1, "own": 1}
     stats = intake.stats()
     assert stats["traces_runs_admitted"] == 1 and stats["scored"] == 1
-    assert intake.receive([agent]) == 1  # closed: refused, counted
-    assert intake.trace_counts().spans_dropped["shutdown"] == 1
+    closed = await intake.receive(lambda: [agent], "127.0.0.1")
+    assert closed.refused == "shutdown" and closed.retry_later  # nothing kept: sent again
+    assert intake.stats()["traces_requests_refused_shutdown"] == 1
     await intake.aclose()
 
 
@@ -238,7 +240,7 @@ async def test_a_failed_assembly_round_is_logged_without_its_message_and_the_nex
 
     monkeypatch.setattr(intake, "release", failing_release)
     with caplog.at_level("ERROR", logger="scorewatch"):
-        assert intake.receive([]) == 0  # starts the assembly task
+        assert (await intake.receive(list, "127.0.0.1")).dropped == 0  # starts the assembly
         for _ in range(200):
             if len(rounds) >= 2:
                 break

@@ -23,6 +23,18 @@ pytestmark = pytest.mark.unit
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 
+# The user's question on the agent span, in each convention's own message attributes: a run
+# with tool calls but no text is `no_content` and never scored, so the question is what makes
+# the agent's run scorable. A new record needs its line here.
+QUESTION: dict[str, dict[str, Any]] = {
+    "gen_ai": {
+        "gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", '
+        '"content": "Where is order 7?"}]}]'
+    },
+    "openinference": {"input.value": "Where is order 7?"},
+    "openllmetry": {"gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "Where is order 7?"},
+}
+
 
 def _span(number: int, parent: int | None, name: str, **attributes: Any) -> SpanRecord:
     return SpanRecord(
@@ -37,9 +49,9 @@ def _span(number: int, parent: int | None, name: str, **attributes: Any) -> Span
     )
 
 
-def _trace(convention: Convention) -> list[SpanRecord]:
-    """An agent calling one tool (and, where the convention has retrievers, retrieving one
-    document), in attributes the record names and nothing else."""
+def _trace(convention: Convention, *, question: bool = True) -> list[SpanRecord]:
+    """An agent asked a question calling one tool (and, where the convention has retrievers,
+    retrieving one document), in attributes the record names and nothing else."""
     tools = convention.tool_spans
     agent = _span(
         1,
@@ -48,6 +60,7 @@ def _trace(convention: Convention) -> list[SpanRecord]:
         **{
             convention.agent.attribute: convention.agent.values[0],
             convention.agent_name[0]: "order-bot",
+            **(QUESTION[convention.name] if question else {}),
         },
     )
     tool = _span(
@@ -109,6 +122,14 @@ def test_a_conventions_agent_is_scored_once_not_again_for_its_tool(convention: C
     buffer.add(_trace(convention))
     ready = buffer.pop_ready(flush=True)
     assert [item.span.span_id for item in ready] == [f"{1:016x}"]
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS, ids=lambda c: c.name)
+def test_a_conventions_agent_with_tools_but_no_text_is_not_scored(convention: Convention) -> None:
+    spans = _trace(convention, question=False)
+    run = extract_run(spans[0], spans)
+    assert not isinstance(run, ExtractedRun)
+    assert run.reason == "no_content"
 
 
 def test_the_conventions_are_tried_in_order_and_named_once() -> None:

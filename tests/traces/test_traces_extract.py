@@ -177,12 +177,15 @@ def test_content_capture_off_is_counted_not_scored(producer: Producer) -> None:
     assert {(s.trace_id, s.span_id) for s in only_chats.skipped_spans} == {_ids(s) for s in chats}
 
 
-def test_an_agent_without_captured_content_keeps_only_its_tool_calls() -> None:
-    # The tool spans (the application's own) still say what was called; the model's text is gone.
-    (run,) = extract_runs(otlp_json(_agent_spans("genai", content=False))).runs
-    assert run.tool_calls == ["lookup_order", "notify_customer"]
-    assert run.input["inputMessages"] == []
-    assert get_assistant_message_from_run_output(run.output) is None
+def test_an_agent_without_captured_content_is_not_scored_for_its_tool_calls() -> None:
+    # The tool spans (the application's own) still say what was called, but no text of the
+    # conversation is there: a run of them would be scored on empty text.
+    spans = _agent_spans("genai", content=False)
+    extraction = extract_runs(otlp_json(spans))
+    assert extraction.runs == []
+    assert extraction.skipped == {"no_content": 1, "nested": 2}
+    (agent,) = [s for s in spans if s.name.startswith("invoke_agent")]
+    assert [(s.trace_id, s.span_id) for s in extraction.skipped_spans] == [_ids(agent)]
 
 
 def _span_json(attributes: dict[str, Any], events: list[dict[str, Any]] | None = None) -> str:

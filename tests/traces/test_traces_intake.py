@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
-import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,137 +18,39 @@ from google.rpc.status_pb2 import Status
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.sdk.trace import ReadableSpan
 
 from otlp_receiver import OtlpReceiver
 from scorewatch.testing.judge_server import LoopbackJudgeServer
 from serve_support import ServeProcess, write_config
+from trace_intake_support import (
+    TOKEN,
+    TracesServe,
+    raw_request,
+    raw_span,
+    start_traces_serve,
+    traces_config,
+)
 from traces_support import (
     chat,
     instrumented,
     otlp_json,
-    protobuf_request,
     pydantic_ai_agent_trace,
     run_agent,
 )
 
 pytestmark = pytest.mark.e2e
 
-TOKEN = "trace-intake-test-token"
-_TRACES_ON = re.compile(r"scorewatch serve: traces on (http://\S+)/v1/traces")
 
-CONFIG = """
-[server]
-auth_token_env = "SW_TRACES_TOKEN"
-
-[[scorers]]
-id = "length"
-factory = "sw_test_scorers:make_length_scorer"
-
-[[scorers]]
-id = "failing"
-factory = "sw_test_scorers:make_failing_scorer"
-
-[[scorers]]
-id = "tools"
-kind = "tool-call-accuracy-code"
-options = {{ expected_tool = "lookup_order" }}
-
-[sinks]
-sqlite = "scores.db"
-
-[telemetry]
-service_name = "scorewatch-traces-test"
-
-[traces]
-listen = "127.0.0.1:0"
-scorers = ["length", "tools"]
-assembly_interval = 0.1
-
-[traces.buffer]
-quiet_period_s = 0.5
-parent_wait_s = 1.0
-max_age_s = {max_age}
-max_bytes = {max_bytes}
-linger_s = 2.0
-"""
-
-
-class TracesServe:
-    def __init__(self, process: ServeProcess) -> None:
-        self.process = process
-        self.url = process.url
-        found = _TRACES_ON.search(process.stderr())
-        assert found, process.stderr()
-        self.traces_url = found.group(1)
-        self.client = httpx.Client(timeout=30, headers={"Authorization": f"Bearer {TOKEN}"})
-
-    def post(self, body: bytes, media: str, *, gzipped: bool = False) -> httpx.Response:
-        headers = {"Content-Type": media}
-        if gzipped:
-            body = gzip.compress(body)
-            headers["Content-Encoding"] = "gzip"
-        return self.client.post(f"{self.traces_url}/v1/traces", content=body, headers=headers)
-
-    def post_spans(self, spans: Sequence[ReadableSpan]) -> httpx.Response:
-        """`spans` as an OTLP protobuf export request, the way the SDK's exporter sends them."""
-        return self.post(protobuf_request(spans).SerializeToString(), "application/x-protobuf")
-
-    def rows(self) -> list[dict[str, Any]]:
-        with sqlite3.connect(self.process.config.parent / "scores.db") as db:
-            db.row_factory = sqlite3.Row
-            found = db.execute("SELECT * FROM mastra_scorers").fetchall()
-        return [dict(row) for row in found]
-
-    def rows_for(
-        self, span_id: str, timeout: float = 20, scorer: str = "length"
-    ) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                found = [
-                    row
-                    for row in self.rows()
-                    if row["spanId"] == span_id and row["scorerId"] == scorer
-                ]
-            except sqlite3.OperationalError:
-                found = []
-            if found:
-                return found
-            time.sleep(0.1)
-        raise AssertionError(f"no row for span {span_id}:\n{self.process.stderr()[-3000:]}")
-
-    def metrics(self) -> str:
-        return httpx.get(f"{self.url}/metrics", timeout=10).text
-
-    def wait_metric(self, line: str, timeout: float = 15) -> str:
-        deadline = time.monotonic() + timeout
-        text = ""
-        while time.monotonic() < deadline:
-            text = self.metrics()
-            if line in text:
-                return text
-            time.sleep(0.1)
-        raise AssertionError(f"{line!r} not in /metrics:\n{text[-4000:]}")
-
-
-def _start(tmp_path: Path, receiver: OtlpReceiver, **limits: Any) -> ServeProcess:
-    body = CONFIG.format(
-        max_age=limits.get("max_age", 60), max_bytes=limits.get("max_bytes", 64 << 20)
-    )
+def _start(tmp_path: Path, receiver: OtlpReceiver, **buffer: Any) -> ServeProcess:
     env = {
-        "SW_TRACES_TOKEN": TOKEN,
         "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.http_endpoint,
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         "OTEL_BSP_SCHEDULE_DELAY": "100",
         "OTEL_BLRP_SCHEDULE_DELAY": "100",
     }
-    process = ServeProcess(write_config(tmp_path, body), env=env)
-    process.wait_listening()
-    return process
+    return start_traces_serve(tmp_path, traces_config(**buffer), env).process
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +80,10 @@ def llm() -> Iterator[LoopbackJudgeServer]:
 
 def _lookup(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"order": arguments["id"], "status": "shipped"}
+
+
+def _protobuf(spans: list[Any]) -> bytes:
+    return raw_request(spans).SerializeToString()
 
 
 def test_an_instrumented_agent_exporting_protobuf_is_scored_in_its_span(
@@ -348,74 +252,49 @@ def test_unreadable_bodies_are_refused_and_lose_nothing_else(
     assert serve.rows_for(span_id)
 
 
-def _span(trace: int, span: int, parent: int | None, size: int, name: str = "step") -> Any:
-    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-    from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
-    attributes = [KeyValue(key="payload", value=AnyValue(string_value="x" * size))]
-    if name.startswith("invoke_agent"):
-        attributes.append(
-            KeyValue(key="gen_ai.operation.name", value=AnyValue(string_value="invoke_agent"))
-        )
-    return Span(
-        trace_id=trace.to_bytes(16, "big"),
-        span_id=span.to_bytes(8, "big"),
-        parent_span_id=b"" if parent is None else parent.to_bytes(8, "big"),
-        name=name,
-        start_time_unix_nano=time.time_ns(),
-        end_time_unix_nano=time.time_ns(),
-        attributes=attributes,
-    )
-
-
-def _request(spans: list[Any]) -> bytes:
-    request = ExportTraceServiceRequest()
-    scope_spans = request.resource_spans.add().scope_spans.add()
-    scope_spans.spans.extend(spans)
-    return request.SerializeToString()
-
-
-def test_a_never_completing_trace_is_evicted_and_a_flood_is_refused_in_part(
+def test_a_never_completing_trace_is_evicted_and_a_flood_is_asked_to_come_back(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
     max_bytes = 200_000
-    process = _start(tmp_path, receiver, max_age=2.5, max_bytes=max_bytes)
+    process = _start(tmp_path, receiver, max_age_s=2.5, max_bytes=max_bytes)
     try:
         serve = TracesServe(process)
         trace = 0xABC
         assert (
             serve.post(
-                _request([_span(trace, 1, None, 10, "invoke_agent busy")]), "application/x-protobuf"
+                _protobuf([raw_span(trace, 1, name="invoke_agent busy", payload=10)]),
+                "application/x-protobuf",
             ).status_code
             == 200
         )
         for index in range(2, 16):  # a child every 0.25 s: never quiet until it expires
-            serve.post(_request([_span(trace, index, 1, 10)]), "application/x-protobuf")
+            serve.post(_protobuf([raw_span(trace, index, 1, payload=10)]), "application/x-protobuf")
             time.sleep(0.25)
         serve.wait_metric('scorewatch_traces_evicted_total{scorewatch_traces_reason="max_age"} 1.0')
         serve.wait_metric('scorewatch_traces_runs_total{scorewatch_traces_outcome="evicted"} 1.0')
 
-        rejected = accepted = 0
+        refused = accepted = 0
         for request_index in range(40):  # ~2 MB of spans at 10 times the buffer's bound
-            spans = [_span(0x1000 + request_index, 1 + i, None, 1000) for i in range(50)]
-            answer = serve.post(_request(spans), "application/x-protobuf")
+            spans = [raw_span(0x1000 + request_index, 1 + i, payload=1000) for i in range(50)]
+            answer = serve.post(_protobuf(spans), "application/x-protobuf")
+            if answer.status_code == 429:  # nothing of it kept: the exporter sends it again
+                assert answer.headers["retry-after"] == "1"
+                assert "client_share" in Status.FromString(answer.content).message
+                refused += 1
+                continue
             assert answer.status_code == 200
-            refused = ExportTraceServiceResponse.FromString(answer.content).partial_success
-            if refused.rejected_spans:
-                assert "traces.buffer" in refused.error_message
-            rejected += refused.rejected_spans
-            accepted += 50 - refused.rejected_spans
-        assert rejected > 1000 and accepted * 1000 <= max_bytes
-        text = serve.metrics()
-        assert (
-            f'scorewatch_traces_spans_dropped_total{{scorewatch_traces_reason="max_bytes"}} '
-            f"{float(rejected)}" in text
-        )
+            kept = ExportTraceServiceResponse.FromString(answer.content)
+            assert not kept.HasField("partial_success")
+            accepted += 1
+        # One client holds at most half the buffer, whole requests of it.
+        assert refused >= 30 and accepted * 50 * 1000 <= max_bytes // 2
         stats = serve.client.get(f"{serve.url}/v1/stats").json()
-        assert stats["traces_spans_dropped_max_bytes"] == rejected
+        assert stats["traces_requests_refused_client_share"] == refused
+        assert "traces_spans_dropped_max_bytes" not in stats
+        assert stats["traces_bytes_held"] <= max_bytes // 2
         assert process.terminate() == 0
         accounting = process.final_accounting()
-        assert accounting["traces_spans_dropped_max_bytes"] == rejected
+        assert accounting["traces_requests_refused_client_share"] == refused
         # The agent's trace, and maybe the partial trace its late children started after it.
         assert accounting["traces_evicted_max_age"] >= 1
         assert accounting["traces_runs_evicted"] == 1
@@ -439,7 +318,7 @@ def test_trace_runs_go_through_the_redis_queue_to_a_worker(
 
     require_service("Redis", REDIS_HOST, REDIS_PORT)
     stream = unique_prefix()
-    body = CONFIG.format(max_age=60, max_bytes=64 << 20) + (
+    body = traces_config() + (
         f'\n[queue]\nstream = "{stream}"\ngroup = "{stream}-workers"\nstats_interval = 0.25\n'
     )
     config = write_config(tmp_path, body)

@@ -149,11 +149,11 @@ class TraceCounts:
     """Cumulative counts of a trace intake (serve's `POST /v1/traces`).
 
     `spans_received`: spans that arrived; `spans_dropped`: spans not kept, by reason
-    (`max_bytes`, `max_spans_per_trace`, `duplicate`, `own`: scorewatch's own telemetry,
-    `shutdown`); `traces_evicted`: traces given up before completing, by reason (`max_traces`,
-    `max_age`); `runs`: what became of each selected span, by outcome (`admitted` for scoring,
-    or `no_content`, `no_output`, `nested`, `evicted`, `queue_full`, `shutdown`,
-    `unavailable`)."""
+    (`max_bytes`, `max_spans_per_trace`, `duplicate`, `own`: scorewatch's own telemetry);
+    `traces_evicted`: traces given up before completing, by reason (`max_traces`, `max_age`);
+    `runs`: what became of each selected span, by outcome (`admitted` for scoring, or
+    `no_content`, `no_output`, `nested`, `evicted`, `invalid_target`, `queue_full`,
+    `shutdown`, `unavailable`)."""
 
     spans_received: int = 0
     spans_dropped: Counter[str] = field(default_factory=Counter)

@@ -242,7 +242,7 @@ ATTR_QUEUE_STREAM: Final = "scorewatch.queue.stream"
 # Why an entry was dead-lettered: failed, max_deliveries, unknown_scorer, malformed.
 ATTR_QUEUE_REASON: Final = "scorewatch.queue.reason"
 # Why the trace intake dropped spans or evicted traces: max_bytes, max_spans_per_trace,
-# duplicate, own, shutdown; max_traces, max_age.
+# duplicate, own; max_traces, max_age.
 ATTR_TRACES_REASON: Final = "scorewatch.traces.reason"
 # What became of a span the trace intake selected: admitted, or why it was not scored.
 ATTR_TRACES_OUTCOME: Final = "scorewatch.traces.outcome"

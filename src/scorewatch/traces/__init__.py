@@ -5,7 +5,7 @@ Layer: a sibling of `live`, built on judge, core, scorers and evals; nothing bel
 
 from __future__ import annotations
 
-from .assembly import BufferCounts, BufferLimits, ReadySpan, TraceBuffer
+from .assembly import BufferCounts, BufferLimits, Offer, ReadySpan, TraceBuffer
 from .collect import Extraction, extract_ready, extract_runs
 from .conventions import DEFAULT_SELECTORS
 from .otlp import (
@@ -36,6 +36,7 @@ __all__ = [
     "BufferLimits",
     "ExtractedRun",
     "Extraction",
+    "Offer",
     "ReadySpan",
     "ScoredSpan",
     "Skipped",

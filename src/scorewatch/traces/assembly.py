@@ -8,12 +8,21 @@ in one trace) does not hold it back. A span that is skipped when nested (a model
 selected agent) also waits, up to `parent_wait_s` more, for its missing ancestors: an agent's
 span is exported only when the agent ends, well after its first model calls.
 
-Memory is bounded: at most `max_traces` traces of at most `max_spans_per_trace` spans and at
-most `max_bytes` of spans (their protobuf size) in all, each trace kept at most `max_age_s`; a
-trace with nothing left to hand out is dropped after `linger_s` without new spans (late spans
-of a parent may still need it). Every span or trace dropped on a bound is counted by reason.
+Spans are held per owner (`bounds.Owner`): serve's intake `offer`s each export request with
+the address it came from, and the spans of one trace from two owners make two partial traces
+that never meet. So a span another client sends never replaces one already received, never
+joins another client's run as its child, and never makes one look nested. The batch reader
+`add`s spans of one owner.
 
-Pure data structure: no I/O, no threads, no event loop; time comes from the injected clock.
+Memory is bounded (see `bounds`): at most `max_traces` traces of at most `max_spans_per_trace`
+spans and at most `max_bytes` in all, each trace kept at most `max_age_s`; a trace with nothing
+left to hand out is dropped after `linger_s` without new spans (late spans of a parent may
+still need it). Every span or trace dropped on a bound is counted by reason.
+
+The work is linear in the spans: a span's arrival is passed up its ancestors only as far as
+one not yet told of this moment, and whether a span is nested is worked out once per span and
+round. Pure data structure: no I/O, no threads, no event loop; time comes from the injected
+clock; one thread at a time uses it.
 """
 
 from __future__ import annotations
@@ -22,57 +31,33 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
+from .bounds import ANYONE, BufferLimits, Ledger, Offer, Owner
 from .conventions import DEFAULT_SELECTORS
 from .select import SpanSelector, matching_selector
 from .spans import SpanRecord
 
-__all__ = ["BufferCounts", "BufferLimits", "ReadySpan", "TraceBuffer"]
+__all__ = ["BufferCounts", "BufferLimits", "Offer", "ReadySpan", "TraceBuffer"]
 
-
-class BufferLimits(BaseModel):
-    """The bounds and timings of the buffer (the `[traces]` table's assembly settings)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_traces: int = Field(default=10_000, ge=1)
-    max_spans_per_trace: int = Field(default=2_000, ge=1)
-    max_bytes: int = Field(
-        default=64 << 20, ge=1024, description="Spans held in all, by their protobuf size."
-    )
-    max_age_s: float = Field(default=600.0, gt=0)
-    quiet_period_s: float = Field(default=5.0, ge=0)
-    linger_s: float = Field(default=30.0, ge=0)
-    parent_wait_s: float = Field(default=60.0, ge=0)
-
-    @model_validator(mode="after")
-    def _completes_before_expiry(self) -> BufferLimits:
-        # A span waits up to quiet_period_s + parent_wait_s before it is handed out; a trace
-        # expiring sooner would lose every span that waits that long.
-        if self.max_age_s <= self.quiet_period_s + self.parent_wait_s:
-            raise ValueError(
-                f"max_age_s ({self.max_age_s:g}) must be greater than quiet_period_s + "
-                f"parent_wait_s ({self.quiet_period_s + self.parent_wait_s:g})"
-            )
-        return self
+Ancestry = Literal["selected", "root", "missing"]
 
 
 @dataclass(slots=True)
 class BufferCounts:
     """What happened to what arrived. Eviction reasons: `max_traces` (the oldest trace made room
-    for a new one), `max_age` (a trace still incomplete after `max_age_s`); span drop reasons:
-    `max_spans_per_trace`, `max_bytes` (the buffer holds `max_bytes` already), `duplicate` (a
-    span id seen before in its trace). `max_age` also
-    ends a trace that never stops receiving spans. `lost_selected`
-    counts the selected spans that evictions took before they were handed out."""
+    for a new one, in batch), `max_age` (a trace still incomplete after `max_age_s`); span drop
+    reasons: `max_spans_per_trace`, `max_bytes` (in batch, the buffer holds `max_bytes`
+    already), `duplicate` (a span id its owner sent before in its trace). `max_age` also ends a
+    trace that never stops receiving spans. `lost_selected` counts the selected spans that
+    evictions took before they were handed out. `requests_refused` counts the requests offered
+    and refused whole, by reason (`bounds.Refusal`); their spans are not counted as received."""
 
     spans_received: int = 0
     spans_dropped: Counter[str] = field(default_factory=Counter)
     traces_evicted: Counter[str] = field(default_factory=Counter)
     lost_selected: Counter[str] = field(default_factory=Counter)
+    requests_refused: Counter[str] = field(default_factory=Counter)
     nested_skipped: int = 0
     ready: int = 0
     traces_completed: int = 0
@@ -80,7 +65,8 @@ class BufferCounts:
 
 @dataclass(frozen=True, slots=True)
 class ReadySpan:
-    """A selected span whose subtree is complete, with the spans of its trace held so far."""
+    """A selected span whose subtree is complete, with the spans of its trace held so far (its
+    owner's, in serve)."""
 
     span: SpanRecord
     trace: tuple[SpanRecord, ...]
@@ -88,15 +74,19 @@ class ReadySpan:
 
 @dataclass(slots=True)
 class _Trace:
+    owner: Owner
     first_seen: float
     last_arrival: float
     spans: dict[str, SpanRecord] = field(default_factory=dict)
-    # selected span id -> [last arrival in its subtree, whether a selected ancestor skips it]
-    pending: dict[str, list[Any]] = field(default_factory=dict)
+    # Per span: the latest arrival in its subtree, as far as the parent links held reach.
+    latest: dict[str, float] = field(default_factory=dict)
+    # Selected span id -> whether it is skipped under a selected ancestor (`nested = false`).
+    pending: dict[str, bool] = field(default_factory=dict)
 
 
 class TraceBuffer:
-    """Partial traces, bounded; `add` spans as they arrive, `pop_ready` the runs to score."""
+    """Partial traces, bounded; `add` or `offer` spans as they arrive, `pop_ready` the runs to
+    score."""
 
     def __init__(
         self,
@@ -109,9 +99,9 @@ class TraceBuffer:
         self.limits = limits or BufferLimits()
         self.counts = BufferCounts()
         self._clock = clock
-        self._traces: OrderedDict[str, _Trace] = OrderedDict()  # oldest first
+        self._traces: OrderedDict[tuple[Owner, str], _Trace] = OrderedDict()  # oldest first
+        self._ledger = Ledger(self.limits)
         self._span_total = 0
-        self._bytes_total = 0
 
     def __len__(self) -> int:
         return len(self._traces)
@@ -122,29 +112,56 @@ class TraceBuffer:
 
     @property
     def bytes_held(self) -> int:
-        return self._bytes_total
+        """Bytes held: the spans', and their resources' once each (see `bounds`)."""
+        return self._ledger.bytes
 
     def add(self, spans: Iterable[SpanRecord]) -> int:
-        """Keep the spans; returns how many of them were dropped (counted by reason)."""
+        """Keep the spans, as one owner's (the batch reader's); returns how many of them were
+        dropped (counted by reason). A new trace past `max_traces` evicts the oldest; a span
+        past `max_bytes` is dropped."""
         now = self._clock()
         dropped = 0
         for span in spans:
-            if not self._add_one(span, now):
+            self.counts.spans_received += 1
+            if self._ledger.bytes + self._ledger.span_cost(span) > self.limits.max_bytes:
+                # New spans are refused rather than old traces evicted: what is held completes
+                # and is scored, and the caller is told what was refused.
+                self.counts.spans_dropped["max_bytes"] += 1
+                dropped += 1
+                continue
+            if (ANYONE, span.trace_id) not in self._traces:
+                while len(self._traces) >= self.limits.max_traces:
+                    self._evict(next(iter(self._traces)), "max_traces")
+            if not self._keep(span, ANYONE, now):
                 dropped += 1
         return dropped
 
-    def _add_one(self, span: SpanRecord, now: float) -> bool:
-        self.counts.spans_received += 1
-        if self._bytes_total + span.size > self.limits.max_bytes:
-            # New spans are refused rather than old traces evicted: what is held completes and
-            # is scored, and the sender is told what was refused.
-            self.counts.spans_dropped["max_bytes"] += 1
-            return False
-        trace = self._traces.get(span.trace_id)
+    def offer(self, spans: Sequence[SpanRecord], source: str) -> Offer:
+        """Keep one export request's spans, sent from `source` (an address), all of them or
+        none: refused whole when a client in it would pass its share or the buffer its bounds
+        (nothing is evicted to make room). Each span's owner is (`source`, its service name)."""
+
+        def owner_of(span: SpanRecord) -> Owner:
+            return (source, span.service_name or "")
+
+        def opens_trace(owner: Owner, trace_id: str) -> bool:
+            return (owner, trace_id) not in self._traces
+
+        refusal = self._ledger.refusal(spans, owner_of, opens_trace)
+        if refusal is not None:
+            self.counts.requests_refused[refusal.refused or ""] += 1
+            return refusal
+        now = self._clock()
+        self.counts.spans_received += len(spans)
+        dropped = sum(not self._keep(span, owner_of(span), now) for span in spans)
+        return Offer(dropped=dropped)
+
+    def _keep(self, span: SpanRecord, owner: Owner, now: float) -> bool:
+        key = (owner, span.trace_id)
+        trace = self._traces.get(key)
         if trace is None:
-            while len(self._traces) >= self.limits.max_traces:
-                self._evict(next(iter(self._traces)), "max_traces")
-            trace = self._traces[span.trace_id] = _Trace(first_seen=now, last_arrival=now)
+            trace = self._traces[key] = _Trace(owner, first_seen=now, last_arrival=now)
+            self._ledger.open_trace(owner)
         if span.span_id in trace.spans:
             self.counts.spans_dropped["duplicate"] += 1
             return False
@@ -154,44 +171,47 @@ class TraceBuffer:
         trace.spans[span.span_id] = span
         trace.last_arrival = now
         self._span_total += 1
-        self._bytes_total += span.size
+        self._ledger.hold(span, owner)
         selector = matching_selector(span, self.selectors)
         if selector is not None:
-            trace.pending[span.span_id] = [now, not selector.nested]
-        if trace.pending:
-            self._touch_ancestors(trace, span, now)
+            trace.pending[span.span_id] = not selector.nested
+        self._arrived(trace, span, now)
         return True
 
     @staticmethod
-    def _touch_ancestors(trace: _Trace, span: SpanRecord, now: float) -> None:
-        """A span arrived under its ancestors: their subtrees are not quiet yet."""
-        seen = {span.span_id}
+    def _arrived(trace: _Trace, span: SpanRecord, now: float) -> None:
+        """A span arrived under its ancestors: their subtrees are not quiet yet.
+
+        The walk up stops at the first ancestor already told of `now` (the clock never goes
+        back): its own ancestors were told with it. So the spans of one request pass each
+        ancestor up once, whatever the depth, and a cycle of parent links ends the walk."""
+        latest = trace.latest
+        latest[span.span_id] = now
         parent_id = span.parent_span_id
-        while parent_id is not None and parent_id not in seen:
-            seen.add(parent_id)
-            waiting = trace.pending.get(parent_id)
-            if waiting is not None:
-                waiting[0] = now
+        while parent_id is not None:
             parent = trace.spans.get(parent_id)
-            if parent is None:
+            if parent is None or latest[parent_id] >= now:
                 return
+            latest[parent_id] = now
             parent_id = parent.parent_span_id
 
-    def _evict(self, trace_id: str, reason: str) -> None:
-        trace = self._traces.pop(trace_id)
+    def _evict(self, key: tuple[Owner, str], reason: str) -> None:
+        trace = self._traces.pop(key)
         self._forget(trace)
         self.counts.traces_evicted[reason] += 1
         if trace.pending:
             self.counts.lost_selected[reason] += len(trace.pending)
 
-    def _retire(self, trace_id: str) -> None:
-        trace = self._traces.pop(trace_id)
+    def _retire(self, key: tuple[Owner, str]) -> None:
+        trace = self._traces.pop(key)
         self._forget(trace)
         self.counts.traces_completed += 1
 
     def _forget(self, trace: _Trace) -> None:
         self._span_total -= len(trace.spans)
-        self._bytes_total -= sum(span.size for span in trace.spans.values())
+        for span in trace.spans.values():
+            self._ledger.release(span, trace.owner)
+        self._ledger.close_trace(trace.owner)
 
     def pop_ready(self, *, flush: bool = False) -> list[ReadySpan]:
         """Selected spans now complete, oldest trace first; with `flush`, every selected span
@@ -199,14 +219,14 @@ class TraceBuffer:
         now = self._clock()
         limits = self.limits
         ready: list[ReadySpan] = []
-        for trace_id in list(self._traces):
-            trace = self._traces[trace_id]
+        for key in list(self._traces):
+            trace = self._traces[key]
             if trace.pending:
                 ready.extend(self._hand_out(trace, now, flush))
             if not flush and now - trace.first_seen >= limits.max_age_s:
-                self._evict(trace_id, "max_age")
+                self._evict(key, "max_age")
             elif not trace.pending and (flush or now - trace.last_arrival >= limits.linger_s):
-                self._retire(trace_id)
+                self._retire(key)
         self.counts.ready += len(ready)
         return ready
 
@@ -214,13 +234,14 @@ class TraceBuffer:
         limits = self.limits
         out = []
         snapshot: tuple[SpanRecord, ...] | None = None
-        for span_id, (last, skip_nested) in list(trace.pending.items()):
-            waited = now - last
+        above: dict[str, Ancestry] = {}  # this round's answers of `_ancestry`, shared
+        for span_id, skip_nested in list(trace.pending.items()):
+            waited = now - trace.latest[span_id]
             if not flush and waited < limits.quiet_period_s:
                 continue
             span = trace.spans[span_id]
             if skip_nested:
-                ancestry = self._ancestry(trace, span)
+                ancestry = self._ancestry(trace, span, above)
                 if ancestry == "selected":
                     del trace.pending[span_id]
                     self.counts.nested_skipped += 1
@@ -237,17 +258,31 @@ class TraceBuffer:
             out.append(ReadySpan(span=span, trace=snapshot))
         return out
 
-    def _ancestry(self, trace: _Trace, span: SpanRecord) -> str:
+    def _ancestry(self, trace: _Trace, span: SpanRecord, above: dict[str, Ancestry]) -> Ancestry:
         """`selected` (an ancestor is selected), `root` (every ancestor is here, none selected)
-        or `missing` (an ancestor has not arrived)."""
+        or `missing` (an ancestor has not arrived).
+
+        `above` maps an unselected span already walked through to what lies above it; each
+        span is walked through once per round, however many pending spans lie under it."""
+        path: list[str] = []
         seen = {span.span_id}
+        found: Ancestry = "root"
         parent_id = span.parent_span_id
         while parent_id is not None and parent_id not in seen:
-            seen.add(parent_id)
+            known = above.get(parent_id)
+            if known is not None:
+                found = known
+                break
             parent = trace.spans.get(parent_id)
             if parent is None:
-                return "missing"
+                found = "missing"
+                break
             if matching_selector(parent, self.selectors) is not None:
-                return "selected"
+                found = "selected"
+                break
+            seen.add(parent_id)
+            path.append(parent_id)
             parent_id = parent.parent_span_id
-        return "root"
+        for walked in path:
+            above[walked] = found
+        return found

@@ -35,8 +35,8 @@ SkipReason = Literal["no_content", "no_output"]
 @dataclass(frozen=True, slots=True)
 class Skipped:
     """A selected span that is not scored, and why (`no_content`: content capture was off, or
-    the span carries no messages in any known convention; `no_output`: an input but nothing
-    came out, e.g. a failed call)."""
+    the span carries no messages in any known convention, whatever tool calls it made;
+    `no_output`: an input but nothing came out, e.g. a failed call)."""
 
     trace_id: str
     span_id: str
@@ -206,8 +206,11 @@ def extract_run(span: SpanRecord, trace: Iterable[SpanRecord]) -> ExtractedRun |
         turn_inputs = (last.input if last is not None and last.input else None) or inputs
         calls = _turn_tool_calls(turn_inputs, outputs)
     answer = next((m.text for m in reversed(outputs) if m.role == "assistant" and m.text), "")
-    if not answer.strip() and not calls:
-        reason: SkipReason = "no_output" if any(not m.empty for m in inputs) else "no_content"
+    asked = any(not m.empty for m in inputs)
+    # Tool calls alone are no run: with content capture off, an agent's tool spans are still
+    # exported, and scorers would grade an empty conversation.
+    if not answer.strip() and not (calls and asked):
+        reason: SkipReason = "no_output" if asked else "no_content"
         return Skipped(trace_id=span.trace_id, span_id=span.span_id, reason=reason)
     created, started = _created(span), _at(span.start_ns or span.end_ns)
     last_user = max((i for i, m in enumerate(inputs) if m.role == "user"), default=-1)

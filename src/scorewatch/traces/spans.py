@@ -1,8 +1,9 @@
 """Spans as the rest of this package reads them: plain values, hex ids, nothing protobuf.
 
 `spans_from_request` flattens an `ExportTraceServiceRequest` (resource → scope → span) into
-`SpanRecord`s, each carrying its resource's attributes, so later stages never walk protobuf
-messages or care which request a span came in.
+`SpanRecord`s, each carrying its resource's attributes (one mapping shared by the spans of a
+resource) and what they all weigh, so later stages never walk protobuf messages or care which
+request a span came in.
 """
 
 from __future__ import annotations
@@ -47,9 +48,12 @@ class SpanRecord:
     resource: Mapping[str, Any] = field(default_factory=dict)
     scope: str = ""
     error: bool = False
-    # Bytes of the span in its protobuf encoding: what the assembly buffer counts against its
-    # memory bound.
+    # Bytes of the span in its protobuf encoding, and of its scope's name: what the assembly
+    # buffer counts against its memory bound for the span itself.
     size: int = 0
+    # Bytes of the resource's attributes in their protobuf encoding. The spans of one resource
+    # share its attributes (`resource` is one mapping): the buffer counts them once.
+    resource_size: int = 0
 
     @property
     def service_name(self) -> str | None:
@@ -87,8 +91,10 @@ def spans_from_request(request: ExportTraceServiceRequest) -> Iterator[SpanRecor
     """Every span of the request, in the order the request lists them."""
     for resource_spans in request.resource_spans:
         resource = attributes_of(resource_spans.resource.attributes)
+        resource_size = resource_spans.resource.ByteSize()
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope.name
+            scope_size = len(scope.encode("utf-8"))
             for span in scope_spans.spans:
                 yield SpanRecord(
                     trace_id=span.trace_id.hex(),
@@ -109,5 +115,6 @@ def spans_from_request(request: ExportTraceServiceRequest) -> Iterator[SpanRecor
                     resource=resource,
                     scope=scope,
                     error=span.status.code == _STATUS_ERROR,
-                    size=span.ByteSize(),
+                    size=span.ByteSize() + scope_size,
+                    resource_size=resource_size,
                 )

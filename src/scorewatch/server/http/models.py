@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...core.not_scorable import NotScorableInfo
+from ..intake.admission import MAX_TARGET_CHARS
 
 __all__ = [
     "AcceptedRun",
@@ -63,7 +64,7 @@ class ScoreRequest(BaseModel):
     )
     target: str = Field(
         min_length=1,
-        max_length=256,
+        max_length=MAX_TARGET_CHARS,
         description="The agent or workflow that produced the output (the score's entity).",
         examples=["support-bot"],
     )

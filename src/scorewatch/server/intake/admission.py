@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 from uuid import uuid4
 
 from ..._throttled_log import ThrottledLog
@@ -25,16 +26,43 @@ from ...sinks.call import ScoredCall
 from .interface import ScoreItem, Skipped
 
 __all__ = [
+    "BAD_ID_MESSAGE",
+    "BAD_ID_TEXT",
+    "MAX_TARGET_CHARS",
     "IntakeCounts",
+    "InvalidTargetError",
     "Plan",
     "plan_digest",
     "plan_items",
     "request_digest",
     "request_run_id",
+    "target_problem",
 ]
 
 logger = logging.getLogger("scorewatch.server")
 _warn = ThrottledLog(logger)
+
+MAX_TARGET_CHARS: Final = 256
+"""The longest target an item may name: it labels metric series and is every row's entity."""
+
+# NUL and unpaired surrogates: no store keeps them as they are, so an id or filter holding one
+# could never match what was stored. (Other control characters are kept, and escaped in logs.)
+BAD_ID_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
+BAD_ID_MESSAGE: Final = "NUL characters and unpaired surrogates are not allowed here"
+
+
+class InvalidTargetError(ValueError):
+    """An item's target is one no request may name (`target_problem`); nothing was admitted."""
+
+
+def target_problem(target: str) -> str | None:
+    """What makes `target` one no item may name, or None. `POST /v1/scores` answers 422 for it;
+    admission refuses any other item holding one (a trace run's agent name)."""
+    if len(target) > MAX_TARGET_CHARS:
+        return f"longer than {MAX_TARGET_CHARS} characters"
+    if BAD_ID_TEXT.search(target):
+        return BAD_ID_MESSAGE
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +76,12 @@ class Plan:
 
 
 def plan_items(entries: Mapping[str, LiveScorerEntry], items: Sequence[ScoreItem]) -> list[Plan]:
-    """Decide every (item, scorer) pair; the scorer ids in the items are known."""
+    """Decide every (item, scorer) pair; the scorer ids in the items are known. Raises
+    `InvalidTargetError` (deciding nothing) when an item's target is not one to keep."""
+    for index, item in enumerate(items):
+        problem = target_problem(item.target)
+        if problem is not None:
+            raise InvalidTargetError(f"items[{index}].target: {problem}")
     plans: list[Plan] = []
     for item in items:
         call = _call_of(item)

@@ -1,13 +1,20 @@
 """`TracesIntake`: serve's intake with OTLP trace assembly in front of it.
 
-`POST /v1/traces` hands decoded spans to `receive`, which only files them in the process's
-`TraceBuffer` (cheap, on the serving loop). A background task on the same loop looks every
-`[traces] assembly_interval` seconds for selected spans whose subtree is complete, extracts
-their runs (in a thread when there are many) and admits them through the wrapped intake's
-`admit`, exactly as `POST /v1/scores` does: the same filters, sampling by trace id, queue (in
-process, or the Redis stream read by `scorewatch worker`), sinks and telemetry. Each item
-carries the evaluated span's trace and span ids and `score_source = "trace"`, so its rows name
-the span and its evaluation events are parented to it.
+All the trace work runs on one thread of its own, never on the loop that answers requests:
+`POST /v1/traces` hands `receive` the decoding of its body, and the thread decodes it and
+offers the spans to the process's `TraceBuffer`, whole (`TraceBuffer.offer`: kept, or refused
+whole for the sender to send again). A background task looks every `[traces]
+assembly_interval` seconds for selected spans whose subtree is complete; the thread extracts
+their runs, and the task admits them on the loop through the wrapped intake's `admit`, exactly
+as `POST /v1/scores` does: the same filters, sampling by trace id, queue (in process, or the
+Redis stream read by `scorewatch worker`), sinks and telemetry. Each item carries the evaluated
+span's trace and span ids and `score_source = "trace"`, so its rows name the span and its
+evaluation events are parented to it. The buffer is only ever touched on that thread, so it
+needs no lock.
+
+A run the queue cannot take now (full, or the Redis queue unreachable) is not dropped: it waits,
+first in line, and export requests are refused unread meanwhile (`busy`), so that exporters
+keep their spans and send them again instead of this service accepting what it would drop.
 
 Everything else of the `Intake` protocol is the wrapped intake's. `shutdown` first stops the
 assembly and admits every selected span still held (its subtree as far as it arrived), so the
@@ -21,28 +28,35 @@ import contextlib
 import logging
 import time
 import traceback
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
 
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json, to_jsonable_python
 
 from ...core.events import TraceCounts, current_observers
 from ...telemetry.names import INSTRUMENTATION_SCOPE
-from ...traces.assembly import ReadySpan, TraceBuffer
+from ...traces.assembly import Offer, TraceBuffer
 from ...traces.collect import Extraction, extract_ready
 from ...traces.run import ExtractedRun
 from ...traces.spans import SpanRecord
 from ..config.file import ConfigError, ServeConfig, is_loopback_host
 from ..config.traces_settings import TracesSettings
+from .admission import InvalidTargetError
 from .interface import Admission, Intake, IntakeClosedError, QueueFullError, ScoreItem
+from .redis_queue import IntakeUnavailableError, OutcomeUnknownError
 
-__all__ = ["TracesIntake", "build_traces_intake"]
+__all__ = ["Busy", "TracesIntake", "build_traces_intake"]
 
 logger = logging.getLogger("scorewatch.server")
 
-# Extracting a run reads every message of its spans (about 0.5 ms for an agent with a tool and
-# two model calls, measured): past this many ready spans at once the work goes to a thread, so
-# the loop keeps answering requests.
-_INLINE_RUNS = 4
+Busy = Literal["queue_full", "unavailable"]
+"""Why export requests are refused unread: the scoring queue cannot take runs now (429), or
+the work queue cannot be reached (503)."""
+
+# Outcomes of admitting a run after which it waits to be admitted again.
+_WAIT: dict[str, Busy] = {"queue_full": "queue_full", "unavailable": "unavailable"}
 
 
 class TracesIntake:
@@ -59,9 +73,13 @@ class TracesIntake:
         self.settings = settings
         self._scorers = tuple(settings.scorers) if settings.scorers is not None else None
         self._buffer = TraceBuffer(settings.select or None, settings.buffer, clock=clock)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scorewatch-traces")
         self._own = 0  # spans of scorewatch's own telemetry, never scored (no feedback loop)
         self._runs: dict[str, int] = {}
-        self._busy = 0  # export requests answered 429: the scoring queue was full
+        self._busy = 0  # export requests refused unread: runs could not be queued
+        # Runs the queue could not take yet, oldest first, and why.
+        self._waiting: deque[ScoreItem] = deque()
+        self._waiting_for: Busy = "queue_full"
         self._task: asyncio.Task[None] | None = None
         self._round: asyncio.Future[int] | None = None
         self._closed = False
@@ -87,11 +105,16 @@ class TracesIntake:
     def stats(self) -> dict[str, int]:
         snapshot = self.inner.stats()
         counts = self.trace_counts()
+        buffer = self._buffer
         snapshot["traces_spans_received"] = counts.spans_received
-        snapshot["traces_spans_held"] = self._buffer.spans_held
-        snapshot["traces_held"] = len(self._buffer)
-        snapshot["traces_requests_refused_busy"] = self._busy
+        snapshot["traces_spans_held"] = buffer.spans_held
+        snapshot["traces_bytes_held"] = buffer.bytes_held
+        snapshot["traces_held"] = len(buffer)
+        snapshot["traces_runs_waiting"] = len(self._waiting)
+        refused = Counter(dict(buffer.counts.requests_refused))
+        refused["busy"] = self._busy
         for prefix, counter in (
+            ("traces_requests_refused_", refused),
             ("traces_spans_dropped_", counts.spans_dropped),
             ("traces_evicted_", counts.traces_evicted),
             ("traces_runs_", counts.runs),
@@ -116,28 +139,43 @@ class TracesIntake:
 
     async def aclose(self) -> None:
         self._unregister()
+        self._thread.shutdown(wait=False, cancel_futures=True)
         await self.inner.aclose()
 
     # -- spans in ------------------------------------------------------------------------------
 
-    def receive(self, spans: Sequence[SpanRecord]) -> int:
-        """File the spans of one export request; returns how many were refused (the OTLP
-        partial success's `rejected_spans`). Must run on the serving loop."""
+    def busy(self) -> Busy | None:
+        """Whether to refuse an export request before reading it, and why (counted): runs wait
+        for the queue already, or the queue is full. Called on the serving loop."""
+        if self._waiting:
+            reason: Busy = self._waiting_for
+        elif self.inner.saturated():
+            reason = "queue_full"
+        else:
+            return None
+        self._busy += 1
+        return reason
+
+    async def receive(self, decode: Callable[[], Sequence[SpanRecord]], source: str) -> Offer:
+        """Decode one export request (`decode`, which may raise) and offer its spans to the
+        buffer as sent from `source` (the client's address), on the trace thread. The offer
+        says what was kept, or why nothing was (OTLP's partial success, or a status to retry)."""
+        loop = asyncio.get_running_loop()
+        if self._task is None and not self._closed:
+            self._task = loop.create_task(self._assemble())
+        return await loop.run_in_executor(self._thread, self._file, decode, source)
+
+    def _file(self, decode: Callable[[], Sequence[SpanRecord]], source: str) -> Offer:
+        spans = decode()
         kept = [span for span in spans if span.scope != INSTRUMENTATION_SCOPE]
-        self._own += len(spans) - len(kept)
         if self._closed:
             # Shutting down (the guard answers 503 before this, but a request may be past it).
-            self._buffer.counts.spans_received += len(kept)
-            self._buffer.counts.spans_dropped["shutdown"] += len(kept)
-            return len(kept)
-        dropped = self._buffer.add(kept)
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._assemble())
-        return dropped
-
-    def refused_busy(self) -> None:
-        """Count an export request refused before decoding: the scoring queue was full."""
-        self._busy += 1
+            self._buffer.counts.requests_refused["shutdown"] += 1
+            return Offer(refused="shutdown", message="the service is shutting down")
+        offer = self._buffer.offer(kept, source)
+        if offer.refused is None:
+            self._own += len(spans) - len(kept)
+        return offer
 
     def trace_counts(self) -> TraceCounts:
         """The counts so far. Read by metric collection, possibly from another thread while
@@ -181,25 +219,32 @@ class TracesIntake:
                 )
 
     async def release(self, *, flush: bool = False) -> int:
-        """Admit the runs of every complete selected span (every one held, with `flush`);
-        returns how many were admitted."""
-        ready = self._buffer.pop_ready(flush=flush)
-        if not ready:
-            return 0
-        extraction = Extraction()
-        if len(ready) > _INLINE_RUNS:
-            await asyncio.to_thread(extract_ready, ready, extraction)
-        else:
-            extract_ready(ready, extraction)
-        for reason, count in extraction.skipped.items():
+        """Admit the runs of every complete selected span (every one held, with `flush`), after
+        the runs already waiting; returns how many were admitted. Without `flush`, a run the
+        queue cannot take waits for the next round, with every run after it."""
+        loop = asyncio.get_running_loop()
+        items, skipped = await loop.run_in_executor(self._thread, self._take_ready, flush)
+        for reason, count in skipped.items():
             self._count(reason, count)
-        sizes = _sizes(ready)
+        self._waiting.extend(items)
         admitted = 0
-        for run in extraction.runs:
-            outcome = await self._admit(_item(run, self._scorers, sizes.get(run.span_id, 0)))
+        while self._waiting:
+            outcome = await self._admit(self._waiting[0])
+            waits = _WAIT.get(outcome)
+            if waits is not None and not flush:
+                self._waiting_for = waits
+                break
+            self._waiting.popleft()
             self._count(outcome)
             admitted += outcome == "admitted"
         return admitted
+
+    def _take_ready(self, flush: bool) -> tuple[list[ScoreItem], Counter[str]]:
+        """On the trace thread: the items of the runs now complete, and the spans skipped."""
+        ready = self._buffer.pop_ready(flush=flush)
+        extraction = Extraction()
+        extract_ready(ready, extraction)
+        return [_item(run, self._scorers) for run in extraction.runs], extraction.skipped
 
     async def _admit(self, item: ScoreItem) -> str:
         # One item per admission: a full queue refuses only what does not fit.
@@ -207,9 +252,14 @@ class TracesIntake:
             await self.inner.admit([item])
         except QueueFullError:
             return "queue_full"
+        except InvalidTargetError:
+            return "invalid_target"
+        except (IntakeUnavailableError, OutcomeUnknownError):
+            # Sent again later, the same item names the same runs: never stored twice.
+            return "unavailable"
         except IntakeClosedError:
             return "shutdown"
-        except Exception as error:  # the Redis queue unreachable, or its append unconfirmed
+        except Exception as error:  # nothing of a run's data in the log, only what failed
             logger.error("a trace run was not admitted (%s)", type(error).__name__)
             return "unavailable"
         return "admitted"
@@ -218,25 +268,23 @@ class TracesIntake:
         self._runs[outcome] = self._runs.get(outcome, 0) + amount
 
 
-def _sizes(ready: Sequence[ReadySpan]) -> dict[str, int]:
-    return {item.span.span_id: item.span.size for item in ready}
-
-
-def _item(run: ExtractedRun, scorers: tuple[str, ...] | None, size: int) -> ScoreItem:
+def _item(run: ExtractedRun, scorers: tuple[str, ...] | None) -> ScoreItem:
     metadata = run.metadata()
     if run.tool_calls:
         metadata["toolCalls"] = list(run.tool_calls)
+    # Plain JSON values (timestamps as ISO text): the Redis queue carries them unchanged, and
+    # in-process and queued scoring see the same run.
+    run_input = to_jsonable_python(run.input)
+    output = to_jsonable_python(run.output)
     return ScoreItem(
-        # Plain JSON values (timestamps as ISO text): the Redis queue carries them unchanged,
-        # and in-process and queued scoring see the same run.
-        input=to_jsonable_python(run.input),
-        output=to_jsonable_python(run.output),
+        input=run_input,
+        output=output,
         target=run.agent or run.service_name or run.span_name,
         scorers=scorers,
         trace_id=run.trace_id,
         span_id=run.span_id,
         run_id=run.span_id,  # the call's own id: the row's metadata.agentRunId
-        size=size,
+        size=len(to_json([run_input, output])),  # what the item holds, as the queue counts it
         metadata=metadata,
         score_source="trace",
     )

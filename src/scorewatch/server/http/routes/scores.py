@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
@@ -16,6 +15,9 @@ from ....sinks.base import ScoreOrder, ScoreQuery
 from ....sinks.record import ScoreRecord
 from ....sinks.storable import non_finite_path, storable
 from ...config.file import key_path
+from ...intake.admission import BAD_ID_MESSAGE as _BAD_ID_MESSAGE
+from ...intake.admission import BAD_ID_TEXT as _BAD_ID_TEXT
+from ...intake.admission import MAX_TARGET_CHARS
 from ...intake.interface import Admission, IntakeClosedError, QueueFullError, ScoreItem
 from ...intake.redis_queue import IntakeUnavailableError, OutcomeUnknownError
 from ..errors import ApiError
@@ -38,10 +40,6 @@ __all__ = ["router"]
 
 _ID_FIELDS: Final = ("target", "trace_id", "span_id", "run_id")
 _CONTENT_FIELDS: Final = ("input", "output", "request_context", "ground_truth", "metadata")
-# NUL and unpaired surrogates: no store keeps them as they are, so an id or filter holding one
-# could never match what was stored. (Other control characters are kept, and escaped in logs.)
-_BAD_ID_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
-_BAD_ID_MESSAGE: Final = "NUL characters and unpaired surrogates are not allowed here"
 
 logger = logging.getLogger("scorewatch.server")
 
@@ -324,7 +322,7 @@ async def submit_batch(body: BatchRequest, request: Request) -> JSONResponse:
 )
 async def list_scores(
     request: Request,
-    target: str | None = Query(None, max_length=256, description="Only this target."),
+    target: str | None = Query(None, max_length=MAX_TARGET_CHARS, description="Only this target."),
     scorer: str | None = Query(None, max_length=64, description="Only this scorer id."),
     since: datetime | None = Query(  # noqa: B008 - FastAPI's way of declaring a parameter
         None, description="Only results created at or after."

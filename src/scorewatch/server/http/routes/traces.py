@@ -2,15 +2,18 @@
 
 Bodies are `ExportTraceServiceRequest`s in `application/x-protobuf` or `application/json`,
 optionally `Content-Encoding: gzip`; the answer is an `ExportTraceServiceResponse` in the
-request's encoding, with `partial_success` when spans were refused (the buffer's bounds). A body
-that cannot be read is answered 400 with a `google.rpc.Status`, and nothing of it is kept. The
-guard in front has already checked the bearer token (before reading), bounded the body in size
-and time, and answers 503 while draining (OTLP clients retry 503 and 429).
+request's encoding, with `partial_success` for spans refused for good (a span sent twice, or
+past `max_spans_per_trace`). A request the trace buffer cannot hold now (the client's share or
+the buffer full), or sent while runs wait for the scoring queue, is refused whole with 429 and
+`Retry-After` (503 while the work queue is unreachable or the service shuts down): the statuses
+OTLP exporters retry, unlike a partial success. One that no client may ever hold is a 413. A
+body that cannot be read is answered 400 with a `google.rpc.Status`, and nothing of it is kept.
+The guard in front has already checked the bearer token (before reading), bounded the body in
+size and time, and answers 503 while draining.
 """
 
 from __future__ import annotations
 
-import asyncio
 import zlib
 from typing import Literal
 
@@ -22,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from ....traces.assembly import Offer
 from ....traces.otlp import TraceDataError, parse_json, parse_protobuf
 from ....traces.spans import SpanRecord, spans_from_request
 from ...config.traces_settings import TRACES_PATH
@@ -34,13 +38,11 @@ __all__ = ["router"]
 Encoding = Literal["protobuf", "json"]
 _MEDIA: dict[str, Encoding] = {"application/x-protobuf": "protobuf", "application/json": "json"}
 _CONTENT_TYPE = {"protobuf": "application/x-protobuf", "json": "application/json"}
-# Decoding costs about 35 us per span of an instrumented model call (measured): past this many
-# bytes (a millisecond or so of decoding), the work goes to a thread.
-_INLINE_BYTES = 16 << 10
 # google.rpc.Code values the answers use.
 _INVALID_ARGUMENT = 3
 _RESOURCE_EXHAUSTED = 8
 _UNIMPLEMENTED = 12
+_UNAVAILABLE = 14
 
 router = APIRouter(tags=["traces"])
 
@@ -87,7 +89,7 @@ def _inflate(body: bytes, limit: int) -> bytes:
 
 
 def _decode(body: bytes, encoding: Encoding, gzipped: bool, limit: int) -> list[SpanRecord]:
-    """The spans of one export request; raises `_Refusal`. Runs on the loop or in a thread."""
+    """The spans of one export request; raises `_Refusal`. Runs on the trace thread."""
     if gzipped:
         body = _inflate(body, limit)
     try:
@@ -116,18 +118,28 @@ def _media(request: Request) -> Encoding | None:
     responses={
         200: {
             "description": "ExportTraceServiceResponse, in the request's encoding; "
-            "`partialSuccess.rejectedSpans` counts spans refused by the buffer's bounds.",
+            "`partialSuccess.rejectedSpans` counts spans refused for good (sent twice, or past "
+            "max_spans_per_trace).",
             "content": {"application/x-protobuf": {}, "application/json": {}},
         },
         400: {"description": "Unreadable body (a google.rpc.Status); nothing of it is kept."},
         401: {"description": "Missing or wrong bearer token."},
-        413: {"description": "Body over server.max_body_bytes, or traces.max_decoded_bytes."},
-        429: {"description": "The scoring queue is full; retry after `Retry-After` seconds."},
+        413: {
+            "description": "Body over server.max_body_bytes, or traces.max_decoded_bytes, or "
+            "more spans of one client than its share of the trace buffer ever holds."
+        },
+        429: {
+            "description": "Nothing kept: the client's share or the trace buffer is full, or "
+            "runs wait for the scoring queue; retry after `Retry-After` seconds."
+        },
         415: {
             "description": "Not application/x-protobuf or application/json, or an unknown "
             "Content-Encoding (gzip is supported)."
         },
-        503: {"description": "Shutting down; retry after `Retry-After`."},
+        503: {
+            "description": "Nothing kept: shutting down, or the work queue is unreachable; "
+            "retry after `Retry-After`."
+        },
     },
     openapi_extra={
         "requestBody": {
@@ -155,30 +167,48 @@ async def export_traces(request: Request) -> Response:
     if content_encoding not in ("", "identity", "gzip"):
         message = f"Content-Encoding {content_encoding[:40]!r} is not supported; use gzip"
         return _answer(415, Status(code=_UNIMPLEMENTED, message=message), encoding)
-    if intake.saturated():
+    retry = service.config.server.retry_after
+    busy = intake.busy()
+    if busy is not None:
         # The runs of these spans could not be queued: the sender keeps them and retries
-        # (OTLP exporters honour 429 and Retry-After) instead of this service dropping them.
-        intake.refused_busy()
-        retry = service.config.server.retry_after
-        message = f"the scoring queue is full; retry after {retry}s"
-        status = Status(code=_RESOURCE_EXHAUSTED, message=message)
-        return _answer(429, status, encoding, {"Retry-After": str(retry)})
+        # (OTLP exporters honour 429 / 503 and Retry-After) instead of this service dropping
+        # them.
+        if busy == "queue_full":
+            message = f"the scoring queue is full; retry after {retry}s"
+            return _retry(429, _RESOURCE_EXHAUSTED, message, encoding, retry)
+        message = f"the work queue cannot be reached; retry after {retry}s"
+        return _retry(503, _UNAVAILABLE, message, encoding, retry)
     body = await request.body()
     limit = intake.settings.max_decoded_bytes
     gzipped = content_encoding == "gzip"
+    source = request.client.host if request.client is not None else ""
     try:
-        if len(body) > _INLINE_BYTES or gzipped:
-            spans = await asyncio.to_thread(_decode, body, encoding, gzipped, limit)
-        else:
-            spans = _decode(body, encoding, gzipped, limit)
+        offer = await intake.receive(lambda: _decode(body, encoding, gzipped, limit), source)
     except _Refusal as refusal:
         return _answer(refusal.status, Status(code=refusal.code, message=refusal.message), encoding)
-    rejected = intake.receive(spans)
+    if offer.refused is not None:
+        return _refused(offer, encoding, retry)
     response = ExportTraceServiceResponse()
-    if rejected:
-        response.partial_success.rejected_spans = rejected
+    if offer.dropped:
+        response.partial_success.rejected_spans = offer.dropped
         response.partial_success.error_message = (
-            f"{rejected} of {len(spans)} spans refused: the trace buffer is at its bounds "
-            "(traces.buffer max_bytes / max_spans_per_trace) or a span was sent twice"
+            f"{offer.dropped} spans refused for good: sent before (same span id from this "
+            "client), or past traces.buffer.max_spans_per_trace"
         )
     return _answer(200, response, encoding)
+
+
+def _retry(status: int, code: int, message: str, encoding: Encoding, retry: int) -> Response:
+    return _answer(
+        status, Status(code=code, message=message), encoding, {"Retry-After": str(retry)}
+    )
+
+
+def _refused(offer: Offer, encoding: Encoding, retry: int) -> Response:
+    """Nothing of the request was kept: a status the exporter retries, unless it never fits."""
+    message = offer.message
+    if offer.refused == "too_large":
+        return _answer(413, Status(code=_INVALID_ARGUMENT, message=message), encoding)
+    if offer.refused == "shutdown":
+        return _retry(503, _UNAVAILABLE, message, encoding, retry)
+    return _retry(429, _RESOURCE_EXHAUSTED, message, encoding, retry)

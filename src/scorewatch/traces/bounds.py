@@ -1,0 +1,239 @@
+"""What the trace buffer may hold, and who holds it.
+
+`BufferLimits` are the bounds. `Ledger` counts every byte the buffer holds against them, in
+all and per client: a span's own protobuf bytes and its scope's name, and its resource's
+attributes once for all the spans that share them, for as long as any of those spans is held.
+
+A client (`Owner`) is where spans came from: the address that sent them and their resource's
+`service.name`. Serve's intake offers each export request whole (`TraceBuffer.offer`): it is
+kept when every client in it stays within its share (`client_share` of `max_bytes` and of
+`max_traces`) and the buffer within its bounds, or else refused whole, so that the sender can
+send it again later and nothing of it is half kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .spans import SpanRecord
+
+__all__ = ["ANYONE", "BufferLimits", "Ledger", "Offer", "Owner", "Refusal"]
+
+Owner = tuple[str, str]
+"""Who sent a span: (the address it came from, its resource's `service.name` or "")."""
+
+ANYONE: Owner = ("", "")
+"""The one owner of every span read in batch (files and data the caller chose)."""
+
+Refusal = Literal["client_share", "max_bytes", "max_traces", "too_large", "shutdown"]
+
+
+class BufferLimits(BaseModel):
+    """The bounds and timings of the buffer (the `[traces]` table's assembly settings)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_traces: int = Field(default=10_000, ge=1)
+    max_spans_per_trace: int = Field(default=2_000, ge=1)
+    max_bytes: int = Field(
+        default=64 << 20,
+        ge=1024,
+        description="Bytes held in all: each span's protobuf size and its scope's name, and "
+        "each resource's attributes once.",
+    )
+    client_share: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="The part of max_bytes and of max_traces one client (address and "
+        "service.name) may hold; the rest stays open to the others.",
+    )
+    max_age_s: float = Field(default=600.0, gt=0)
+    quiet_period_s: float = Field(default=5.0, ge=0)
+    linger_s: float = Field(default=30.0, ge=0)
+    parent_wait_s: float = Field(default=60.0, ge=0)
+
+    @model_validator(mode="after")
+    def _completes_before_expiry(self) -> BufferLimits:
+        # A span waits up to quiet_period_s + parent_wait_s before it is handed out; a trace
+        # expiring sooner would lose every span that waits that long.
+        if self.max_age_s <= self.quiet_period_s + self.parent_wait_s:
+            raise ValueError(
+                f"max_age_s ({self.max_age_s:g}) must be greater than quiet_period_s + "
+                f"parent_wait_s ({self.quiet_period_s + self.parent_wait_s:g})"
+            )
+        return self
+
+    @property
+    def client_bytes(self) -> int:
+        """The most bytes one client may hold."""
+        return max(1, int(self.max_bytes * self.client_share))
+
+    @property
+    def client_traces(self) -> int:
+        """The most traces one client may hold."""
+        return max(1, int(self.max_traces * self.client_share))
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """What became of one export request offered whole to the buffer.
+
+    Kept (`refused` None): `dropped` of its spans were not kept all the same, for good (a span
+    sent twice, or past `max_spans_per_trace`). Refused: nothing of it was kept, for the bound
+    it would pass (`client_share`, `max_bytes`, `max_traces`: not now, it may fit later;
+    `too_large`: it holds more than one client may ever hold; `shutdown`), said in `message`.
+    """
+
+    dropped: int = 0
+    refused: Refusal | None = None
+    message: str = ""
+
+    @property
+    def retry_later(self) -> bool:
+        """Whether the same request may be kept when sent again later."""
+        return self.refused is not None and self.refused != "too_large"
+
+
+@dataclass(slots=True)
+class _Held:
+    bytes: int = 0
+    traces: int = 0
+
+
+@dataclass(slots=True)
+class _Resource:
+    refs: int
+    size: int
+
+
+class Ledger:
+    """The bytes and traces held, in all and per owner, and whether more may be."""
+
+    def __init__(self, limits: BufferLimits) -> None:
+        self.limits = limits
+        self.bytes = 0
+        self.traces = 0
+        self._owners: dict[Owner, _Held] = {}
+        # id() of a resource's attribute mapping, shared by the spans of one resource: the
+        # mapping stays alive while one of them is held, and is counted as long.
+        self._resources: dict[int, _Resource] = {}
+
+    def held_by(self, owner: Owner) -> tuple[int, int]:
+        """(bytes, traces) the owner holds."""
+        held = self._owners.get(owner)
+        return (held.bytes, held.traces) if held is not None else (0, 0)
+
+    def span_cost(self, span: SpanRecord, counted: set[int] | None = None) -> int:
+        """The bytes keeping `span` adds: its own, and its resource's unless already held (or
+        in `counted`, which this adds it to)."""
+        key = id(span.resource)
+        if key in self._resources or (counted is not None and key in counted):
+            return span.size
+        if counted is not None:
+            counted.add(key)
+        return span.size + span.resource_size
+
+    def refusal(
+        self,
+        spans: Iterable[SpanRecord],
+        owner_of: Callable[[SpanRecord], Owner],
+        opens_trace: Callable[[Owner, str], bool],
+    ) -> Offer | None:
+        """Why the spans cannot all be kept now, or None when they can."""
+        costs: dict[Owner, _Held] = {}
+        counted: set[int] = set()
+        opened: set[tuple[Owner, str]] = set()
+        for span in spans:
+            owner = owner_of(span)
+            cost = costs.setdefault(owner, _Held())
+            cost.bytes += self.span_cost(span, counted)
+            key = (owner, span.trace_id)
+            if key not in opened and opens_trace(owner, span.trace_id):
+                opened.add(key)
+                cost.traces += 1
+        limits = self.limits
+        for cost in costs.values():
+            if cost.bytes > limits.client_bytes:
+                return Offer(
+                    refused="too_large",
+                    message=f"the request holds {cost.bytes} bytes of spans of one client; a "
+                    f"client may hold {limits.client_bytes} (traces.buffer.max_bytes × "
+                    "client_share)",
+                )
+            if cost.traces > limits.client_traces:
+                return Offer(
+                    refused="too_large",
+                    message=f"the request opens {cost.traces} traces of one client; a client "
+                    f"may hold {limits.client_traces} (traces.buffer.max_traces × client_share)",
+                )
+        for owner, cost in costs.items():
+            held_bytes, held_traces = self.held_by(owner)
+            if (
+                held_bytes + cost.bytes > limits.client_bytes
+                or held_traces + cost.traces > limits.client_traces
+            ):
+                return Offer(
+                    refused="client_share",
+                    message=f"this client (address and service.name) holds {held_bytes} bytes "
+                    f"in {held_traces} traces not yet complete, near its part of the trace "
+                    "buffer (traces.buffer.client_share); retry once they are scored",
+                )
+        needed_bytes = sum(cost.bytes for cost in costs.values())
+        if self.bytes + needed_bytes > limits.max_bytes:
+            return Offer(
+                refused="max_bytes",
+                message=f"the trace buffer holds {self.bytes} bytes, near traces.buffer."
+                "max_bytes; retry once they are scored",
+            )
+        if self.traces + sum(cost.traces for cost in costs.values()) > limits.max_traces:
+            return Offer(
+                refused="max_traces",
+                message=f"the trace buffer holds {self.traces} traces (traces.buffer."
+                "max_traces); retry once they are scored",
+            )
+        return None
+
+    def open_trace(self, owner: Owner) -> None:
+        self.traces += 1
+        self._owners.setdefault(owner, _Held()).traces += 1
+
+    def close_trace(self, owner: Owner) -> None:
+        self.traces -= 1
+        self._release(owner, 0, 1)
+
+    def hold(self, span: SpanRecord, owner: Owner) -> None:
+        """Count a span kept (and its resource, with the first of its spans)."""
+        added = span.size
+        key = id(span.resource)
+        resource = self._resources.get(key)
+        if resource is None:
+            self._resources[key] = _Resource(1, span.resource_size)
+            added += span.resource_size
+        else:
+            resource.refs += 1
+        self.bytes += added
+        self._owners.setdefault(owner, _Held()).bytes += added
+
+    def release(self, span: SpanRecord, owner: Owner) -> None:
+        """Count a span let go (and its resource, with the last of its spans)."""
+        freed = span.size
+        key = id(span.resource)
+        resource = self._resources[key]
+        resource.refs -= 1
+        if resource.refs == 0:
+            del self._resources[key]
+            freed += resource.size
+        self.bytes -= freed
+        self._release(owner, freed, 0)
+
+    def _release(self, owner: Owner, nbytes: int, traces: int) -> None:
+        held = self._owners[owner]
+        held.bytes -= nbytes
+        held.traces -= traces
+        if held.bytes == 0 and held.traces == 0:
+            del self._owners[owner]
