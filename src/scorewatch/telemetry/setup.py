@@ -120,6 +120,7 @@ def _instrument(
         capture=resolve_capture(capture_content),
         target_guard=CardinalityGuard(cardinality_limit),
         model_guard=CardinalityGuard(cardinality_limit),
+        version_guard=CardinalityGuard(cardinality_limit),
     )
     with _lock:
         uninstrument(observers)
