@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..core.result import ScorerRun, ScorerRunResult
@@ -21,9 +21,11 @@ from ..errors import ScorewatchError
 from ..judge.wire import WireModel
 from .data import EvalItem, Target, describe_item, produce_output, validate_items
 from .entries import EvalScorer, Threshold, as_entries
+from .noise import ScorerNoise, noise_of
 from .pool import for_each_bounded
 
 __all__ = [
+    "INVALID_REPEAT",
     "NO_SCORERS",
     "SCORER_FAILED",
     "EvalResult",
@@ -31,6 +33,8 @@ __all__ = [
     "GateResult",
     "ItemComplete",
     "ThresholdResult",
+    "check_repeat",
+    "repeats_of",
     "run_evals",
     "run_evals_sync",
 ]
@@ -39,6 +43,7 @@ logger = logging.getLogger("scorewatch.evals")
 
 NO_SCORERS = "NO_SCORERS_PROVIDED"
 SCORER_FAILED = "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT"
+INVALID_REPEAT = "SCOREWATCH_INVALID_REPEAT"
 
 Verdict = Literal["passed", "scored", "failed"]
 
@@ -51,6 +56,8 @@ class ItemComplete:
     item: Mapping[str, Any]
     target_result: Any
     scorer_results: dict[str, ScorerRunResult]
+    # With `repeat`: every run of each scorer judged more than once (the first is also above).
+    repeated_results: dict[str, list[ScorerRunResult]] = field(default_factory=dict)
 
 
 ItemCallback = Callable[[ItemComplete], Any]
@@ -80,7 +87,8 @@ class ThresholdResult(WireModel):
 class EvalResult(WireModel):
     """Mean score per scorer id, the item count, and a verdict when gates or thresholds exist.
 
-    `model_dump(mode="json", by_alias=True)` is the reference's `runEvals` result.
+    `model_dump(mode="json", by_alias=True)` is the reference's `runEvals` result; `noise`
+    (scorewatch's own, only with `repeat` above 1) is each judged scorer's `ScorerNoise`.
     """
 
     scores: dict[str, float]
@@ -88,6 +96,20 @@ class EvalResult(WireModel):
     gate_results: list[GateResult] | None = None
     threshold_results: list[ThresholdResult] | None = None
     verdict: Verdict | None = None
+    noise: dict[str, ScorerNoise] | None = None
+
+
+def check_repeat(repeat: int) -> None:
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+        raise ScorewatchError(
+            f"repeat must be a whole number >= 1, got {repeat!r}", code=INVALID_REPEAT
+        )
+
+
+def repeats_of(scorer: Scorer, repeat: int) -> int:
+    """How often `scorer` judges each item: `repeat` times if a judge answers any of its steps,
+    once if it is model-free (it would give the same score again)."""
+    return repeat if scorer.has_judge else 1
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -126,15 +148,25 @@ class _Tally:
         self.scores: dict[str, list[float]] = {scorer.id: [] for scorer, _ in entries}
         self.gate_scores: dict[str, list[float]] = {gate.id: [] for gate in gates}
         self.not_scorable: dict[str, int] = {}
+        # scorer id -> item index -> scores of its runs (for the noise summary of `repeat`)
+        self.by_item: dict[str, dict[int, list[float]]] = {scorer.id: {} for scorer, _ in entries}
 
     def count_not_scorable(self, scorer_id: str) -> None:
         self.not_scorable[scorer_id] = self.not_scorable.get(scorer_id, 0) + 1
 
-    def add(self, bucket: dict[str, list[float]], scorer_id: str, result: ScorerRunResult) -> None:
+    def add(
+        self,
+        bucket: dict[str, list[float]],
+        scorer_id: str,
+        result: ScorerRunResult,
+        item: int | None = None,
+    ) -> None:
         if result.not_scorable is not None or result.score is None:
             self.count_not_scorable(scorer_id)
         else:
             bucket[scorer_id].append(result.score)
+            if item is not None:
+                self.by_item[scorer_id].setdefault(item, []).append(result.score)
 
 
 async def _score_gate(
@@ -170,6 +202,7 @@ async def run_evals(
     concurrency: int = 1,
     on_item_complete: ItemCallback | None = None,
     target_entity_type: str | None = "agent",
+    repeat: int = 1,
 ) -> EvalResult:
     """Run `target` on every item (or use the items' `output`), then the gates and scorers.
 
@@ -178,10 +211,16 @@ async def run_evals(
     `target_scope="span"` and `target_entity_type` (the reference's "agent" unless told, e.g.
     "workflow_run").
 
+    `repeat` (scorewatch's own) judges each item that many times with each LLM-judged scorer
+    (model-free scorers run once: they are deterministic), counts every run in the means, and
+    reports each scorer's judge noise and item spread in `noise` (`evals.noise.ScorerNoise`);
+    `on_item_complete` then also gets every run in `repeated_results`.
+
     Raises `ScorewatchError` with the reference codes on empty data, a bad item, no scorers, a bad
     threshold, a target failure or a scorer failure (naming the scorer and the item). A gate that
     raises counts 0.
     """
+    check_repeat(repeat)
     entries = as_entries(scorers)
     gate_list = list(gates or ())
     if not entries and not gate_list:
@@ -197,18 +236,30 @@ async def run_evals(
         for gate in gate_list:
             await _score_gate(runs, gate, item, output, tally)
         results: dict[str, ScorerRunResult] = {}
+        repeated: dict[str, list[ScorerRunResult]] = {}
         for scorer, _ in entries:
-            result = await _run_scorer(runs, scorer, item, output)
-            results[scorer.id] = result
-            tally.add(tally.scores, scorer.id, result)
+            for _ in range(repeats_of(scorer, repeat)):
+                result = await _run_scorer(runs, scorer, item, output)
+                results.setdefault(scorer.id, result)
+                if repeat > 1:
+                    repeated.setdefault(scorer.id, []).append(result)
+                tally.add(tally.scores, scorer.id, result, item.index if repeat > 1 else None)
         if on_item_complete is not None:
-            called = on_item_complete(ItemComplete(item.raw, output, results))
+            called = on_item_complete(ItemComplete(item.raw, output, results, repeated))
             if inspect.isawaitable(called):
                 await called
         completed += 1
 
     await for_each_bounded(items, concurrency, evaluate)
-    return _summarize(entries, gate_list, tally, completed)
+    summary = _summarize(entries, gate_list, tally, completed)
+    if repeat == 1:
+        return summary
+    noise = {
+        scorer_id: found
+        for scorer_id, by_item in tally.by_item.items()
+        if (found := noise_of(by_item))
+    }
+    return summary.model_copy(update={"noise": noise or None})
 
 
 def _summarize(
