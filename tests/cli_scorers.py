@@ -52,3 +52,12 @@ def fragile_target(text: str) -> str:
     if "boom" in text:
         raise RuntimeError("the agent crashed")
     return text + " answered in enough words"
+
+
+def noisy_scorer() -> sw.Scorer:
+    """A judge of known noise: SCOREWATCH_TEST_NOISE (sd), SCOREWATCH_TEST_NOISE_SEED."""
+    from tests.noise_support import noisy_judge
+    from tests.noise_support import noisy_scorer as build
+
+    sigma = float(os.environ.get("SCOREWATCH_TEST_NOISE", "0.1"))
+    return build(noisy_judge(sigma, int(os.environ.get("SCOREWATCH_TEST_NOISE_SEED", "0"))))
