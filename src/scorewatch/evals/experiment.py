@@ -216,10 +216,11 @@ def _summarize(scorers: list[Scorer], items: list[ExperimentItem], repeat: int) 
     }
     noise = None
     if repeat > 1:
+        repeated = {scorer.id for scorer in scorers if repeats_of(scorer, repeat) > 1}
         noise = {
             scorer_id: found
             for scorer_id, by_item in values.items()
-            if (found := noise_of(by_item))
+            if scorer_id in repeated and (found := noise_of(by_item))
         }
     return ExperimentResult(
         status="failed" if items and failed_items == len(items) else "completed",

@@ -238,10 +238,11 @@ async def run_evals(
         results: dict[str, ScorerRunResult] = {}
         repeated: dict[str, list[ScorerRunResult]] = {}
         for scorer, _ in entries:
-            for _ in range(repeats_of(scorer, repeat)):
+            times = repeats_of(scorer, repeat)
+            for _ in range(times):
                 result = await _run_scorer(runs, scorer, item, output)
                 results.setdefault(scorer.id, result)
-                if repeat > 1:
+                if times > 1:
                     repeated.setdefault(scorer.id, []).append(result)
                 tally.add(tally.scores, scorer.id, result, item.index if repeat > 1 else None)
         if on_item_complete is not None:
@@ -254,10 +255,11 @@ async def run_evals(
     summary = _summarize(entries, gate_list, tally, completed)
     if repeat == 1:
         return summary
+    repeated = {scorer.id for scorer, _ in entries if repeats_of(scorer, repeat) > 1}
     noise = {
         scorer_id: found
         for scorer_id, by_item in tally.by_item.items()
-        if (found := noise_of(by_item))
+        if scorer_id in repeated and (found := noise_of(by_item))
     }
     return summary.model_copy(update={"noise": noise or None})
 
