@@ -7,9 +7,7 @@ under fresh module names, so one test can hold the before and after of an edit.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ import pytest
 
 import scorewatch as sw
 from core_support import wire
+from deploy_support import load_script
 from scorewatch.core import fingerprint as fingerprint_module
 from scorewatch.scorers.registry import build_scorer
 from scorewatch.testing import ScriptedJudge
@@ -66,12 +65,7 @@ def load(tmp_path: Path, source: str) -> Any:
     name = f"fingerprinted_{next(_modules)}"
     path = tmp_path / f"{name}.py"
     path.write_text(textwrap.dedent(source), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(path, name)
 
 
 def fingerprint(
