@@ -277,39 +277,59 @@ def _evaluations_by_target(width: int = 12) -> timeseries.Panel:
 
 def scores_dashboard() -> dash.Dashboard:
     score = f"{SCORER}, {TARGET}"
+    series = "{{gen_ai_evaluation_name}} / {{scorewatch_target}} ({{scorewatch_scorer_version}})"
     mean_vs_baseline = _timeseries(
         "Mean score vs baseline",
-        "Per scorer and target: the mean score over the alert's short window (1h in production), "
-        "its baseline (volume-weighted mean of the 7 days ending 1 day ago) and the alert "
-        "threshold (the lower of baseline - 10% and baseline - 0.05). From the recording rules; "
-        "experiment scores are left out.",
+        "Per scorer, target and scorer version: the mean score over the alert's short window "
+        "(1h in production), its baseline (volume-weighted mean of the same version's scores "
+        "over the 7 days ending 1 day ago), the alert threshold (the lower of baseline - 10% and "
+        "baseline - 0.05) and the noise band (baseline less 3 standard errors of the difference "
+        "of the two means: a mean above it may differ from the baseline by chance). The alert "
+        "needs the mean below both. From the recording rules; experiment scores are left out.",
         [
-            (
-                f"scorewatch:evaluation_score:mean_short{{{score}}}",
-                "{{gen_ai_evaluation_name}} / {{scorewatch_target}} mean",
-            ),
-            (
-                f"scorewatch:evaluation_score:baseline{{{score}}}",
-                "{{gen_ai_evaluation_name}} / {{scorewatch_target}} baseline",
-            ),
+            (f"scorewatch:evaluation_score:mean_short{{{score}}}", f"{series} mean"),
+            (f"scorewatch:evaluation_score:baseline{{{score}}}", f"{series} baseline"),
             (
                 f"scorewatch:evaluation_score:drop_threshold{{{score}}}",
-                "{{gen_ai_evaluation_name}} / {{scorewatch_target}} alert threshold",
+                f"{series} alert threshold",
+            ),
+            (
+                f"scorewatch:evaluation_score:baseline{{{score}}}\n"
+                f"  - scorewatch:evaluation_score:noise_band{{{score}}}",
+                f"{series} noise band",
             ),
         ],
         unit="none",
         steps=SCORE_STEPS,
         width=16,
     ).decimals(3)
-    mean_vs_baseline = mean_vs_baseline.override_by_regexp(
-        ".* baseline$",
-        [DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]})],
-    ).override_by_regexp(
-        ".* alert threshold$",
-        [
-            DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dot", "dash": [0, 10]}),
-            DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": "red"}),
-        ],
+    mean_vs_baseline = (
+        mean_vs_baseline.override_by_regexp(
+            ".* baseline$",
+            [
+                DynamicConfigValue(
+                    id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}
+                )
+            ],
+        )
+        .override_by_regexp(
+            ".* alert threshold$",
+            [
+                DynamicConfigValue(
+                    id_val="custom.lineStyle", value={"fill": "dot", "dash": [0, 10]}
+                ),
+                DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": "red"}),
+            ],
+        )
+        .override_by_regexp(
+            ".* noise band$",
+            [
+                DynamicConfigValue(
+                    id_val="custom.lineStyle", value={"fill": "dash", "dash": [2, 6]}
+                ),
+                DynamicConfigValue(id_val="color", value={"mode": "fixed", "fixedColor": "orange"}),
+            ],
+        )
     )
 
     volume = _stat(
@@ -431,6 +451,34 @@ def scores_dashboard() -> dash.Dashboard:
         thresholds_line=True,
     ).max(1)
 
+    versions = (
+        table.Panel()
+        .title("Scorer versions")
+        .description(
+            "Every scorer version the scorewatch processes have scored with "
+            "(scorewatch_scorer_info): the fingerprint of what decides the scores (instructions, "
+            "judge model and options, prompts, code) and the version its author declared. Scores, "
+            "baselines and the score-drop alert are kept apart per version; a new version is "
+            "marked on the time series by the 'Scorer version' annotation."
+        )
+        .datasource(DATASOURCE)
+        .height(8)
+        .span(24)
+        .thresholds(_thresholds([(None, "green")]))
+        .targets(
+            [
+                _query(
+                    "max by (gen_ai_evaluation_name, scorewatch_scorer_version, "
+                    f"scorewatch_scorer_declared_version) (scorewatch_scorer_info{{{SCORER}}})",
+                    "{{gen_ai_evaluation_name}} {{scorewatch_scorer_version}}",
+                    "A",
+                )
+                .instant()
+                .format(PromQueryFormat.TABLE)
+            ]
+        )
+    )
+
     firing = (
         table.Panel()
         .title("Firing scorewatch alerts")
@@ -468,10 +516,23 @@ def scores_dashboard() -> dash.Dashboard:
         _dashboard(
             "scorewatch-scores",
             "scorewatch / Scores",
-            "Judge scores per scorer and target: mean vs baseline, distribution, pass/fail and "
-            "failed runs, firing alerts.",
+            "Judge scores per scorer, target and scorer version: mean vs baseline and its noise "
+            "band, distribution, pass/fail and failed runs, scorer versions, firing alerts.",
         ),
         [pass_threshold],
+    ).annotation(
+        dash.AnnotationQuery()
+        .name("Scorer version")
+        .datasource(DATASOURCE)
+        .enable(True)
+        .icon_color("purple")
+        # A version that was not there 10 minutes earlier: a scorer changed.
+        .expr(
+            "count by (gen_ai_evaluation_name, scorewatch_scorer_version) "
+            f"(scorewatch_scorer_info{{{SCORER}}})\n"
+            "unless count by (gen_ai_evaluation_name, scorewatch_scorer_version) "
+            f"(scorewatch_scorer_info{{{SCORER}}} offset 10m)"
+        )
     )
     for panel in (
         mean_vs_baseline,
@@ -480,6 +541,7 @@ def scores_dashboard() -> dash.Dashboard:
         distribution,
         pass_fail,
         failed_runs,
+        versions,
         firing,
     ):
         board = board.with_panel(panel)

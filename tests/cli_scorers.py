@@ -82,3 +82,12 @@ def travel_agent(question: str) -> list[dict[str, object]]:
     ]
     messages.append({"role": "assistant", "content": "Done."})
     return messages
+
+
+def noisy_scorer() -> sw.Scorer:
+    """A judge of known noise: SCOREWATCH_TEST_NOISE (sd), SCOREWATCH_TEST_NOISE_SEED."""
+    from tests.noise_support import noisy_judge
+    from tests.noise_support import noisy_scorer as build
+
+    sigma = float(os.environ.get("SCOREWATCH_TEST_NOISE", "0.1"))
+    return build(noisy_judge(sigma, int(os.environ.get("SCOREWATCH_TEST_NOISE_SEED", "0"))))

@@ -7,12 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_case_inputs", "load_reference", "stable_wire"]
+__all__ = ["load_case_inputs", "load_reference", "reference_keys", "stable_wire"]
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reference"
 CASES = Path(__file__).parents[1] / "tools" / "reference"
 
 _VOLATILE = frozenset({"runId", "durationMs"})
+# What scorewatch adds to a result beside the reference's keys: `metadata` (the scorer version).
+_ADDITIONS = frozenset({"metadata"})
 
 
 def load_reference(relative: str) -> Any:
@@ -33,3 +35,8 @@ def stable_wire(value: Any) -> Any:
     if isinstance(value, list):
         return [stable_wire(v) for v in value]
     return value
+
+
+def reference_keys(result_wire: dict[str, Any]) -> dict[str, Any]:
+    """A result's wire form with only the reference's keys: scorewatch's `metadata` dropped."""
+    return {k: v for k, v in result_wire.items() if k not in _ADDITIONS}

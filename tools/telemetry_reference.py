@@ -62,6 +62,8 @@ _SPANS: Final = (
             "ATTR_EVALUATION_NAME",
             "ATTR_SCORER_ID",
             "ATTR_SCORER_NAME",
+            "ATTR_SCORER_VERSION",
+            "ATTR_SCORER_DECLARED_VERSION",
             "ATTR_RUN_ID",
             "ATTR_SCORE_SOURCE",
             "ATTR_TARGET",
@@ -148,6 +150,8 @@ _EVENTS: Final = (
         "EVENT_EVALUATION_RESULT",
         (
             "ATTR_EVALUATION_NAME",
+            "ATTR_SCORER_VERSION",
+            "ATTR_SCORER_DECLARED_VERSION",
             "ATTR_EVALUATION_SCORE_VALUE",
             "ATTR_EVALUATION_SCORE_LABEL",
             "ATTR_EVALUATION_EXPLANATION",
@@ -194,6 +198,10 @@ _ATTRIBUTES: Final[dict[str, str]] = {
     "ATTR_ERROR_TYPE": "the error's stable code (e.g. `JUDGE_RATE_LIMITED`), else its class",
     "ATTR_SCORER_ID": "the scorer id",
     "ATTR_SCORER_NAME": "the scorer's display name",
+    "ATTR_SCORER_VERSION": "the scorer version: `Scorer.version_fingerprint`, a short hash of "
+    "what decides its scores (bounded on metrics)",
+    "ATTR_SCORER_DECLARED_VERSION": "the version the scorer's author declared "
+    "(`create_scorer(version=...)`), when there is one",
     "ATTR_RUN_ID": "the run id",
     "ATTR_SCORE_SOURCE": "`live`, `experiment`, `api`, ... (the run's `score_source`)",
     "ATTR_SCORE": "the run's score",
@@ -279,8 +287,26 @@ _METRICS: Final = (
         "PROM_SCORE",
         "histogram",
         names.UNIT_DIMENSIONLESS,
-        ("ATTR_EVALUATION_NAME", "ATTR_SCORE_SOURCE", "ATTR_TARGET"),
+        ("ATTR_EVALUATION_NAME", "ATTR_SCORE_SOURCE", "ATTR_TARGET", "ATTR_SCORER_VERSION"),
         "Scores of successful runs; buckets 0.05 apart times the scorer's scale.",
+    ),
+    _Metric(
+        "METRIC_SCORE_SQUARES",
+        "PROM_SCORE_SQUARES",
+        "counter",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_EVALUATION_NAME", "ATTR_SCORE_SOURCE", "ATTR_TARGET", "ATTR_SCORER_VERSION"),
+        "The sum of squared scores of the same runs: with the histogram's `_sum` and `_count`, "
+        "the variance of a window's scores and the standard error of its mean.",
+    ),
+    _Metric(
+        "METRIC_SCORER_INFO",
+        "PROM_SCORER_INFO",
+        "gauge",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_EVALUATION_NAME", "ATTR_SCORER_VERSION", "ATTR_SCORER_DECLARED_VERSION"),
+        "1 for every scorer version the process has scored with, for dashboards to mark a "
+        "version change.",
     ),
     _Metric(
         "METRIC_SCORER_RUNS",

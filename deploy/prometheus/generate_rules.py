@@ -42,8 +42,11 @@ if str(DEPLOY.parent / "tools") not in sys.path:
 
 import regenerate  # noqa: E402  (tools/regenerate.py: the command line the generators share)
 
-# The labels a score series is judged by: one alert per scorer and scored target.
-SCORE_KEY = "gen_ai_evaluation_name, scorewatch_target"
+# The labels a score series is judged by: one alert per scorer, scored target and scorer version.
+# The version keeps a scorer's new definition from being judged against its old one's baseline:
+# a new version has no baseline, hence no drop alert, until `baseline_offset` has passed and
+# `min_baseline_evaluations` of its scores are in the baseline window.
+SCORE_KEY = "gen_ai_evaluation_name, scorewatch_target, scorewatch_scorer_version"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +68,11 @@ class RuleSettings:
     relative_margin: float = 0.10
     absolute_margin: float = 0.05
     min_evaluations: int = 50
+    # ... and below the baseline by more than `noise_multiple` standard errors of the difference
+    # of the two means (the short window's scores and the baseline's, from their sums of squared
+    # scores), with at least `min_baseline_evaluations` scores in the baseline.
+    noise_multiple: float = 3.0
+    min_baseline_evaluations: int = 100
     score_drop_for: str = "15m"
 
     judge_error_window: str = "15m"
@@ -106,6 +114,7 @@ SHORT_WINDOWS = RuleSettings(
     baseline_window="30s",
     baseline_offset="30s",
     min_evaluations=5,
+    min_baseline_evaluations=10,
     score_drop_for="3s",
     judge_error_window="30s",
     judge_error_min_executions=5,
@@ -129,30 +138,49 @@ def _number(value: float) -> str:
 def _recording_rules(s: RuleSettings) -> list[dict[str, Any]]:
     score = f"scorewatch_evaluation_score_sum{{{s.score_selector}}}"
     count = f"scorewatch_evaluation_score_count{{{s.score_selector}}}"
+    squares = f"scorewatch_evaluation_score_squares_total{{{s.score_selector}}}"
     factor = _number(1 - s.relative_margin)
     margin = _number(s.absolute_margin)
-    baseline_sum = (
-        "sum_over_time(scorewatch:evaluation_score_sum:increase_short"
-        f"[{s.baseline_window}] offset {s.baseline_offset})"
-    )
-    baseline_count = (
-        "sum_over_time(scorewatch:evaluation_score_count:increase_short"
-        f"[{s.baseline_window}] offset {s.baseline_offset})"
-    )
+
+    def over_baseline(recorded: str) -> str:
+        return f"sum_over_time({recorded}[{s.baseline_window}] offset {s.baseline_offset})"
+
+    short_sum = "scorewatch:evaluation_score_sum:increase_short"
+    short_count = "scorewatch:evaluation_score_count:increase_short"
+    short_squares = "scorewatch:evaluation_score_squares:increase_short"
+    # Summed over the baseline window, every recorded short-window increase counts each score
+    # as many times as there are evaluations in a short window: the ratios (mean, variance) are
+    # right as they are; the number of scores is that sum over the same multiple, counted now.
+    baseline_sum, baseline_count = over_baseline(short_sum), over_baseline(short_count)
+    baseline_squares = over_baseline(short_squares)
+    multiple = f"count_over_time({short_count}[{s.score_short_window}])"
     return [
         {
-            "record": "scorewatch:evaluation_score_sum:increase_short",
+            "record": short_sum,
             "expr": f"sum by ({SCORE_KEY}) (increase({score}[{s.score_short_window}]))",
         },
         {
-            "record": "scorewatch:evaluation_score_count:increase_short",
+            "record": short_count,
             "expr": f"sum by ({SCORE_KEY}) (increase({count}[{s.score_short_window}]))",
         },
         {
+            "record": short_squares,
+            "expr": f"sum by ({SCORE_KEY}) (increase({squares}[{s.score_short_window}]))",
+        },
+        {
             "record": "scorewatch:evaluation_score:mean_short",
+            "expr": f"{short_sum}\n  / ({short_count} > 0)",
+        },
+        # The standard error of the short window's mean: the sample variance of its scores
+        # ((sum of squares - sum^2 / n) / (n - 1)) over n, square-rooted.
+        {
+            "record": "scorewatch:evaluation_score:stderr_short",
             "expr": (
-                "scorewatch:evaluation_score_sum:increase_short\n"
-                "  / (scorewatch:evaluation_score_count:increase_short > 0)"
+                "sqrt(\n"
+                f"  clamp_min(({short_squares} - {short_sum} ^ 2 / {short_count})\n"
+                f"    / ({short_count} - 1 > 0), 0)\n"
+                f"  / {short_count}\n"
+                ")"
             ),
         },
         {
@@ -169,6 +197,20 @@ def _recording_rules(s: RuleSettings) -> list[dict[str, Any]]:
             "record": "scorewatch:evaluation_score:baseline",
             "expr": f"{baseline_sum}\n  / ({baseline_count} > 0)",
         },
+        {
+            "record": "scorewatch:evaluation_score:baseline_count",
+            "expr": f"{baseline_count}\n  / {multiple}",
+        },
+        {
+            "record": "scorewatch:evaluation_score:baseline_stderr",
+            "expr": (
+                "sqrt(\n"
+                f"  clamp_min(({baseline_squares} - {baseline_sum} ^ 2 / {baseline_count})\n"
+                f"    / ({baseline_count} - 1 > 0), 0)\n"
+                "  / scorewatch:evaluation_score:baseline_count\n"
+                ")"
+            ),
+        },
         # The alert needs the score below the baseline by BOTH margins, i.e. below the lower
         # of the two thresholds. Recorded so dashboards can draw it.
         {
@@ -177,6 +219,18 @@ def _recording_rules(s: RuleSettings) -> list[dict[str, Any]]:
                 f"(scorewatch:evaluation_score:baseline * {factor}"
                 f" < scorewatch:evaluation_score:baseline - {margin})\n"
                 f"  or (scorewatch:evaluation_score:baseline - {margin})"
+            ),
+        },
+        # How far below the baseline the short window's mean may fall by chance: a multiple of
+        # the standard error of the difference of the two means. Dashboards draw
+        # baseline - noise_band.
+        {
+            "record": "scorewatch:evaluation_score:noise_band",
+            "expr": (
+                f"{_number(s.noise_multiple)} * sqrt(\n"
+                "  scorewatch:evaluation_score:stderr_short ^ 2\n"
+                "  + on (" + SCORE_KEY + ") scorewatch:evaluation_score:baseline_stderr ^ 2\n"
+                ")"
             ),
         },
         {
@@ -200,8 +254,14 @@ def _score_drop(s: RuleSettings) -> dict[str, Any]:
             f"{on}\n"
             f"  (scorewatch:evaluation_score:mean_long < {threshold})\n"
             f"{on}\n"
+            "  (scorewatch:evaluation_score:baseline - scorewatch:evaluation_score:mean_short\n"
+            "    > scorewatch:evaluation_score:noise_band)\n"
+            f"{on}\n"
             "  (scorewatch:evaluation_score_count:increase_short"
-            f" >= {s.min_evaluations})"
+            f" >= {s.min_evaluations})\n"
+            f"{on}\n"
+            "  (scorewatch:evaluation_score:baseline_count"
+            f" >= {s.min_baseline_evaluations})"
         ),
         "for": s.score_drop_for,
         "labels": {"severity": "critical"},
@@ -211,11 +271,13 @@ def _score_drop(s: RuleSettings) -> dict[str, Any]:
                 "{{ $labels.scorewatch_target }} dropped below their baseline."
             ),
             "description": (
-                "The mean score of scorer {{ $labels.gen_ai_evaluation_name }} on target "
+                "The mean score of scorer {{ $labels.gen_ai_evaluation_name }}"
+                "{{ with $labels.scorewatch_scorer_version }} (version {{ . }}){{ end }} on target "
                 "{{ $labels.scorewatch_target }} over the last "
                 f'{s.score_short_window} is {{{{ $value | printf "%.3f" }}}}, below its '
                 f"{s.baseline_window} baseline (ending {s.baseline_offset} ago) by more than "
-                f"{_number(s.relative_margin * 100)}% and {_number(s.absolute_margin)}, "
+                f"{_number(s.relative_margin * 100)}%, {_number(s.absolute_margin)} and "
+                f"{_number(s.noise_multiple)} standard errors (the judge's noise at this volume), "
                 f"and the {s.score_long_window} mean confirms it."
             ),
             "runbook_url": _runbook(s, "ScorewatchScoreDrop"),

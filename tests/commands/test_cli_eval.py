@@ -14,26 +14,10 @@ from typing import Any
 import pytest
 
 from binary_support import require_binary
+from cli_support import PYTHONPATH, ROOT, scorewatch, write_jsonl
 from scorewatch.testing.judge_server import HttpError, LoopbackJudgeServer, Reply
 
 pytestmark = pytest.mark.e2e
-
-ROOT = Path(__file__).resolve().parents[2]
-# This checkout's sources first (not whichever copy the virtualenv installed), and the repository
-# root so that `tests.cli_scorers:...` imports.
-PYTHONPATH = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
-
-
-def scorewatch(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> Any:
-    full_env = {**os.environ, "PYTHONPATH": PYTHONPATH, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "scorewatch", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-        cwd=ROOT,
-    )
 
 
 def render_in_chromium(page: Path, tmp_path: Path) -> str:
@@ -60,11 +44,6 @@ def render_in_chromium(page: Path, tmp_path: Path) -> str:
     )
     assert "</body>" in dom.stdout, dom.stderr[-2000:]
     return dom.stdout
-
-
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 ROWS = [
@@ -447,18 +426,23 @@ def test_every_help_ends_with_examples(command: str) -> None:
     ), examples
 
 
+LONG = "a long enough answer here"
 BASELINE_ROWS = [
-    {"input": "q1", "output": "a long enough answer here"},
+    {"input": "q1", "output": LONG},
     {"input": "q2", "output": "short"},
     {"input": "q3", "output": "another long enough answer"},
     {"input": "q4", "output": "one more long answer"},
+    *({"input": f"q{i}", "output": LONG} for i in range(5, 25)),
 ]
-# q1 regresses, q2 improves, q3 and q4 stay; the mean drops from 0.75 to 0.5.
+# q1 regresses, q2 improves, q3 and q4 as before, q5-q16 regress, q17-q24 stay: the mean drops
+# from 23/24 to 10/24, and the paired interval of that drop stays clear of 5% of the scale.
 CANDIDATE_ROWS = [
     {"input": "q1", "output": "now short"},
     {"input": "q2", "output": "now a long enough answer"},
     {"input": "q3", "output": "gone"},
     {"input": "q4", "output": "one more long answer"},
+    *({"input": f"q{i}", "output": "too short"} for i in range(5, 17)),
+    *({"input": f"q{i}", "output": LONG} for i in range(17, 25)),
 ]
 
 
@@ -478,17 +462,25 @@ def test_eval_baseline_and_report_compare_gate_and_render(tmp_path: Path) -> Non
     )  # fmt: skip
     assert gated.returncode == 1, gated.stdout + gated.stderr
     lines = gated.stdout.splitlines()
-    assert lines[lines.index("compared with the baseline:") + 2].split() == [
-        "length", "0.750", "0.500", "-0.250", "2", "1", "0"
+    assert lines[lines.index("compared with the baseline:") + 1].split()[4:6] == [
+        "95%", "interval"
     ]  # fmt: skip
-    assert "regressed items (2):" in gated.stdout and "improved items (1):" in gated.stdout
+    assert lines[lines.index("compared with the baseline:") + 2].split() == [
+        "length", "0.958", "0.417", "-0.542", "[-0.750,", "-0.292]", "14", "1", "0"
+    ]  # fmt: skip
+    assert "regressed items (14):" in gated.stdout and "improved items (1):" in gated.stdout
     assert "  length  item 0  1.000 -> 0.000  q1" in gated.stdout
-    assert "regression: length mean 0.750 -> 0.500" in gated.stdout
+    assert (
+        "regression: length mean 0.958 -> 0.417 (54.2% of its scale worse; 95% interval of the "
+        "change [-75.0%, -29.2%], all beyond the allowed -5.0%)"
+    ) in gated.stdout
+    # A drop of 54% whose interval reaches 30%: not a failure at --max-drop 0.3, and said so.
     allowed = scorewatch(
         "eval", str(candidate_data), "--scorer", scorer, "--baseline", str(baseline),
         "--max-drop", "0.3",
     )  # fmt: skip
     assert allowed.returncode == 0, allowed.stdout
+    assert "within the noise: length mean 0.958 -> 0.417" in allowed.stdout
 
     html = tmp_path / "compare.html"
     compared = scorewatch("report", "--compare", str(baseline), str(candidate), "--html", str(html))
@@ -496,14 +488,18 @@ def test_eval_baseline_and_report_compare_gate_and_render(tmp_path: Path) -> Non
     assert "regression: length" in compared.stdout
     as_json = scorewatch(
         "report", "--compare", str(baseline), str(candidate), "--format", "json",
-        "--max-drop", "0.25",
+        "--max-drop", "0.3",
     )  # fmt: skip
     assert as_json.returncode == 0, as_json.stdout
     result = json.loads(as_json.stdout)
-    assert result["scorers"]["length"]["delta"] == -0.25 and result["passed"] is True
-    assert [(c["item"], c["baseline"], c["candidate"]) for c in result["regressed"]] == [
+    length = result["scorers"]["length"]
+    assert length["delta"] == pytest.approx(-13 / 24) and result["passed"] is True
+    assert length["interval"]["method"] == "paired bootstrap" and length["interval"]["items"] == 24
+    assert length["interval"]["low"] < -0.3 < length["interval"]["high"] < 0
+    assert [(c["item"], c["baseline"], c["candidate"]) for c in result["regressed"][:3]] == [
         (0, 1.0, 0.0),
         (2, 1.0, 0.0),
+        (4, 1.0, 0.0),
     ]
 
     for report in (page, html):
@@ -511,12 +507,15 @@ def test_eval_baseline_and_report_compare_gate_and_render(tmp_path: Path) -> Non
         assert 'data-compare-rendered="1"' in rendered
         bar = rendered.split('class="delta-bar')[1].split(">")[0]
         assert bar.startswith(' worse"') and 'data-scorer="length"' in bar
-        assert 'data-value="-0.25"' in bar
+        assert 'data-value="-0.5416666666666667"' in bar
+        whisker = rendered.split('class="interval"')[1].split(">")[0]
+        assert 'data-low="-0.75"' in whisker and 'data-scorer="length"' in whisker
         regressed = rendered.split('id="regressed"')[1].split("</table>")[0]
-        assert regressed.count("<tr") == 3  # the header and two items
+        assert regressed.count("<tr") == 12  # the header, ten items and "... and 4 more"
         improved = rendered.split('id="improved"')[1].split("</table>")[0]
         assert improved.count('class="better"') == 1 and "q2" in improved
-        assert "regression: length mean 0.750 -&gt; 0.500" in rendered
+        assert "regression: length mean 0.958 -&gt; 0.417" in rendered
+        assert "[-0.750, -0.292]" in rendered.split('id="compare"')[1]
 
 
 def test_report_needs_a_results_file_or_compare(tmp_path: Path) -> None:

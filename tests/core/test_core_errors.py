@@ -138,8 +138,9 @@ async def test_first_prompt_step_failing_after_an_attempt() -> None:
     snapshot = error.result
     assert snapshot is not None
     data = wire(snapshot)
-    assert set(data) == {"runId", "input", "output", "judge"}
+    assert set(data) == {"runId", "input", "output", "judge", "metadata"}
     assert data["runId"] == "run-34"
+    assert data["metadata"] == {"scorerVersion": scorer.version_fingerprint}
     record = executions(data, "analyze")
     assert len(record) == 1
     assert record[0]["status"] == "failed"

@@ -270,6 +270,8 @@ async def test_success_result_has_run_fields_and_all_artefact_keys() -> None:
         "targetSpanId": "s" * 16,
         "targetMetadata": {"k": "v"},
         "score": 1.0,
+        # scorewatch's one addition to the reference's keys: the scorer version.
+        "metadata": {"scorerVersion": scorer.version_fingerprint},
     }
     assert round_trip(result) == result
 

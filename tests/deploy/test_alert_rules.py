@@ -11,10 +11,12 @@ import yaml
 from binary_support import require_binary
 from deploy_support import (
     DEPLOY,
+    PROMETHEUS_DIR,
     RULE_TESTS_DIR,
     RULES_FILE,
     RUNBOOKS,
     SHORT_RULES_FILE,
+    load_script,
     load_yaml,
     rules_generator,
     run,
@@ -38,6 +40,12 @@ RULE_TEST_FILES = sorted(RULE_TESTS_DIR.glob("*_test.yml"))
 def test_committed_rule_files_match_the_generator() -> None:
     stale = rules_generator().stale_files()
     assert stale == [], f"run python deploy/prometheus/generate_rules.py: {stale}"
+
+
+def test_committed_noise_tests_match_their_generator() -> None:
+    generator = load_script(PROMETHEUS_DIR / "generate_noise_tests.py", "sw_noise_tests")
+    stale = generator.regenerate.stale_files(generator.generated_files())
+    assert stale == [], f"run python deploy/prometheus/generate_noise_tests.py: {stale}"
 
 
 def test_prometheus_rule_for_kubernetes_holds_the_same_groups() -> None:
@@ -80,7 +88,7 @@ def test_rule_files_pass_promtool_check() -> None:
     promtool = require_binary("promtool")
     result = run([promtool, "check", "rules", str(RULES_FILE), str(SHORT_RULES_FILE)])
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 14 rules found" in result.stdout
+    assert "SUCCESS: 19 rules found" in result.stdout
 
 
 @pytest.mark.parametrize("test_file", RULE_TEST_FILES, ids=lambda p: p.name)
@@ -92,8 +100,10 @@ def test_promtool_rule_unit_tests_pass(test_file: Path) -> None:
     assert "SUCCESS" in result.stdout
 
 
-def _run_score_drop_test_against(settings: object, test_name: str, tmp_path: Path) -> str:
-    """Run one test of score_drop_test.yml against rules generated from other settings."""
+def _run_score_drop_test_against(
+    settings: object, test_name: str, tmp_path: Path, suite_file: str = "score_drop_test.yml"
+) -> str:
+    """Run one test of `suite_file` against rules generated from other settings."""
     generator = rules_generator()
     rules_dir = tmp_path / "rules"
     rules_dir.mkdir()
@@ -101,11 +111,11 @@ def _run_score_drop_test_against(settings: object, test_name: str, tmp_path: Pat
     (rules_dir / "scorewatch.rules.yml").write_text(generator.dump_yaml(document))
     tests_dir = tmp_path / "tests"
     tests_dir.mkdir()
-    suite = load_yaml(RULE_TESTS_DIR / "score_drop_test.yml")
+    suite = load_yaml(RULE_TESTS_DIR / suite_file)
     suite["tests"] = [test for test in suite["tests"] if test["name"] == test_name]
     assert len(suite["tests"]) == 1
-    (tests_dir / "score_drop_test.yml").write_text(yaml.safe_dump(suite))
-    result = run([require_binary("promtool"), "test", "rules", "score_drop_test.yml"], tests_dir)
+    (tests_dir / suite_file).write_text(yaml.safe_dump(suite))
+    result = run([require_binary("promtool"), "test", "rules", suite_file], tests_dir)
     assert result.returncode != 0, "the score-drop tests should catch the weakened rule"
     return result.stdout + result.stderr
 
@@ -133,6 +143,26 @@ def test_score_drop_tests_catch_a_rule_without_the_long_window(tmp_path: Path) -
     weakened = dataclasses.replace(production, score_long_window="1h")
     output = _run_score_drop_test_against(weakened, "quiet on noise and a one-hour dip", tmp_path)
     assert "quiet on noise" in output
+
+
+@pytest.mark.needs_binary
+def test_noise_tests_catch_a_rule_without_the_noise_band(tmp_path: Path) -> None:
+    production = rules_generator().PRODUCTION
+    weakened = dataclasses.replace(production, noise_multiple=0.0)
+    name = "a drop within the judge's noise stays quiet"
+    output = _run_score_drop_test_against(weakened, name, tmp_path, "noise_test.yml")
+    assert "coin-agent" in output
+
+
+@pytest.mark.needs_binary
+def test_noise_tests_catch_a_rule_that_ignores_the_scorer_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    generator = rules_generator()
+    monkeypatch.setattr(generator, "SCORE_KEY", "gen_ai_evaluation_name, scorewatch_target")
+    name = "a scorer version change raises no drop alert"
+    output = _run_score_drop_test_against(generator.PRODUCTION, name, tmp_path, "noise_test.yml")
+    assert "support-agent" in output
 
 
 def test_the_backlog_alert_mirrors_the_shipped_queue_limit() -> None:

@@ -69,6 +69,7 @@ async def test_span_tree_and_attributes_of_a_successful_run() -> None:
         )
 
         run_span = sink.span("evaluation quality")
+        scorer_version = result.metadata["scorerVersion"]  # type: ignore[index]
         assert run_span.parent is None
         assert run_span.kind == SpanKind.INTERNAL
         assert dict(run_span.attributes or {}) == {
@@ -76,6 +77,7 @@ async def test_span_tree_and_attributes_of_a_successful_run() -> None:
             "gen_ai.evaluation.name": "quality",
             "scorewatch.scorer.id": "quality",
             "scorewatch.scorer.name": "quality",
+            "scorewatch.scorer.version": scorer_version,
             "scorewatch.run_id": "run-1",
             "scorewatch.score_source": "direct",
             "scorewatch.target": "support-agent",
@@ -128,6 +130,7 @@ async def test_span_tree_and_attributes_of_a_successful_run() -> None:
             "gen_ai.evaluation.name": "quality",
             "gen_ai.evaluation.score.value": 0.75,
             "scorewatch.run_id": "run-1",
+            "scorewatch.scorer.version": scorer_version,
         }  # no gen_ai.response.id: the judge's own id ("resp-1") belongs on its chat span
         assert record.span_id == run_span.context.span_id
         assert record.trace_id == run_span.context.trace_id
@@ -191,6 +194,7 @@ async def test_failed_run_marks_spans_and_emits_warn_event_without_score() -> No
             "gen_ai.evaluation.name": "quality",
             "scorewatch.run_id": "r-9",
             "error.type": "PROVIDER_ERROR",
+            "scorewatch.scorer.version": run_span.attributes["scorewatch.scorer.version"],  # type: ignore[index]
         }
         assert record.severity_text == "WARN"
         assert "SECRET" not in _all_text(sink)

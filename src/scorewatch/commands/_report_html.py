@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..evals.compare import Comparison, ItemChange
+from ..evals.noise import ScorerNoise
+from ._eval_output import interval_text
 from ._summary import ScorerSummary, summarize_records
 
 __all__ = ["render_report"]
@@ -63,14 +65,27 @@ if(deltas && data.comparison){
   // One bar per scorer from a zero line: up (green) when better, down (red) when worse.
   const w=+deltas.getAttribute('width'), h=+deltas.getAttribute('height'), pad=30, mid=h/2;
   const rows=data.comparison, n=rows.length, bw=(w-pad*2)/Math.max(n,1);
+  // The whisker on each bar is the confidence interval of the change (item sampling and the
+  // judge's noise); the dashed line is the allowed drop.
+  const ends=rows.map(function(r){return r.interval?Math.max(Math.abs(r.interval[0]),
+    Math.abs(r.interval[1])):0;});
   const top=Math.max.apply(null, rows.map(function(r){return Math.abs(r.change||0);})
-    .concat([data.maxDrop*2, 1e-9]));
+    .concat(ends, [data.maxDrop*2, 1e-9]));
+  const y=function(v){return mid-(mid-pad)*v/top;};
+  deltas.appendChild(el('line',{x1:pad,y1:y(-data.maxDrop),x2:w-pad,y2:y(-data.maxDrop),
+    stroke:'#cf222e','stroke-dasharray':'4 3','class':'max-drop'}));
   deltas.appendChild(el('line',{x1:pad,y1:mid,x2:w-pad,y2:mid,stroke:'#8c959f'}));
   rows.forEach(function(r,i){
     const v=r.change||0, bh=(mid-pad)*Math.abs(v)/top;
     deltas.appendChild(el('rect',{x:pad+i*bw+2,y:v>=0?mid-bh:mid,width:Math.max(bw-4,1),
       height:bh,fill:v<0?'#cf222e':'#1a7f37','class':'delta-bar '+(v<0?'worse':'better'),
       'data-scorer':r.id,'data-value':v}));
+    if(r.interval){
+      const x=pad+i*bw+bw/2;
+      deltas.appendChild(el('line',{x1:x,y1:y(r.interval[0]),x2:x,y2:y(r.interval[1]),
+        stroke:'#24292f','stroke-width':2,'class':'interval','data-scorer':r.id,
+        'data-low':r.interval[0],'data-high':r.interval[1]}));
+    }
     deltas.appendChild(el('text',{x:pad+i*bw+bw/2,y:h-6,'font-size':10,'text-anchor':'middle'},
       r.id));
   });
@@ -147,20 +162,54 @@ def _change_rows(changes: Sequence[ItemChange], limit: int) -> str:
     return "".join(rows) or "<tr><td colspan=5 class=muted>none</td></tr>"
 
 
+def _noise_section(noise: Mapping[str, ScorerNoise]) -> str:
+    if not noise:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(scorer_id)}</td><td class=num>{n.items}</td>"
+        f"<td class=num>{n.runs}</td><td class=num>{_fmt(n.mean)}</td>"
+        f"<td class=num>{_fmt(n.within_item_sd)}</td><td class=num>{_fmt(n.between_item_sd)}</td>"
+        "</tr>"
+        for scorer_id, n in noise.items()
+    )
+    repeats = max(n.repeats for n in noise.values())
+    return f"""<h2>Judge noise</h2>
+<p class="muted">Each item was judged {repeats} times by each LLM-judged scorer. The judge's noise
+is the spread of one item's judgements; the item spread is that of the items' means.</p>
+<table id="noise"><thead><tr><th>scorer</th><th>items</th><th>runs</th><th>mean</th>
+<th>judge noise (sd)</th><th>item spread (sd)</th></tr></thead><tbody>{rows}</tbody></table>"""
+
+
 def _comparison_section(comparison: Comparison, limit: int) -> str:
     problems = comparison.problems()
     verdict = (
         f'<p class="verdict better" id="compare-verdict">No regression beyond '
-        f"{comparison.max_drop:.1%} of a scorer's scale.</p>"
+        f"{comparison.max_drop:.1%} of a scorer's scale at {comparison.confidence:.0%} "
+        "confidence.</p>"
         if not problems
         else '<p class="verdict worse" id="compare-verdict">'
         + "<br>".join(html.escape(p) for p in problems)
         + "</p>"
     )
+    notes = [
+        *(
+            f"Scorer changed: {c.describe()} (compared as asked)."
+            for c in comparison.changed_scorers
+        ),
+        *(f"Scorer version unknown for {s}: not checked." for s in comparison.unversioned),
+        *comparison.within_noise(),
+    ]
+    if notes:
+        verdict += (
+            '<p class="muted" id="compare-notes">'
+            + "<br>".join(html.escape(note) for note in notes)
+            + "</p>"
+        )
     rows = "".join(
         f"<tr class={'worse' if (d.change or 0) < 0 else 'better'}>"
         f"<td>{html.escape(d.scorer_id)}</td><td class=num>{_fmt(d.baseline_mean)}</td>"
         f"<td class=num>{_fmt(d.candidate_mean)}</td><td class=num>{_signed(d.delta)}</td>"
+        f"<td class=num>{html.escape(interval_text(d))}</td>"
         f"<td class=num>{d.regressed}</td><td class=num>{d.improved}</td>"
         f"<td class=num>{d.newly_failed}</td></tr>"
         for d in comparison.scorers.values()
@@ -174,7 +223,8 @@ def _comparison_section(comparison: Comparison, limit: int) -> str:
     head = "<tr><th>scorer</th><th>item</th><th>input</th><th>baseline</th><th>now</th></tr>"
     return f"""<h2>Compared with the baseline</h2>{verdict}{unmatched}
 <table id="compare"><thead><tr><th>scorer</th><th>baseline mean</th><th>mean</th><th>delta</th>
-<th>regressed</th><th>improved</th><th>newly failed</th></tr></thead><tbody>{rows}</tbody></table>
+<th>{comparison.confidence:.0%} interval</th><th>regressed</th><th>improved</th>
+<th>newly failed</th></tr></thead><tbody>{rows}</tbody></table>
 <div class="charts"><div class="chart"><h3>Change of the mean (share of the scale)</h3>
 <svg id="deltas" width="360" height="200" role="img"></svg></div></div>
 <h3>Regressed items</h3><table id="regressed"><thead>{head}</thead>
@@ -190,9 +240,10 @@ def render_report(
     scales: dict[str, float] | None = None,
     lowest: int = 10,
     comparison: Comparison | None = None,
+    noise: Mapping[str, ScorerNoise] | None = None,
 ) -> str:
     """The report page for result records (the lines of an eval's `--out` file), with the
-    comparison to a baseline run when given."""
+    comparison to a baseline run and the judge noise of repeated judgements when given."""
     summaries = summarize_records(records)
     scales = {
         **{str(r["scorer_id"]): float(r["scale"]) for r in records if r.get("scale")},
@@ -212,7 +263,8 @@ def render_report(
     compared = ""
     if comparison is not None:
         chart_data["comparison"] = [
-            {"id": d.scorer_id, "change": d.change} for d in comparison.scorers.values()
+            {"id": d.scorer_id, "change": d.change, "interval": d.change_interval}
+            for d in comparison.scorers.values()
         ]
         chart_data["maxDrop"] = comparison.max_drop
         compared = _comparison_section(comparison, lowest)
@@ -244,6 +296,7 @@ def render_report(
 <h1>{html.escape(title)}</h1>
 <p class="muted">{total_items} items, {len(records)} scorer runs, {len(failures)} failed.</p>
 {compared}
+{_noise_section(noise or {})}
 <h2>Scorers</h2>
 <table><thead><tr><th>scorer</th><th>runs</th><th>mean</th><th>p10</th><th>p50</th><th>p90</th>
 <th>failures</th><th>judge calls</th><th>tokens</th><th>estimated cost</th></tr></thead>

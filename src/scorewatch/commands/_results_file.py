@@ -11,10 +11,12 @@ from ..core.records import JudgeResults, judge_cost_usd
 from ..core.result import ScorerRunResult, ScorerRunSnapshot
 from ..errors import ScorewatchError
 from ..evals.experiment import RunOutcome
+from ..evals.noise import ScorerNoise, noise_of
 
 __all__ = [
     "RESULTS_FILE_INVALID",
     "error_code",
+    "noise_of_records",
     "outcome_record",
     "read_results",
 ]
@@ -97,6 +99,11 @@ def outcome_record(outcome: RunOutcome, item: dict[str, Any]) -> dict[str, Any]:
         # is better.
         "scale": outcome.scorer.scale,
         "direction": outcome.scorer.direction,
+        # Which definition scored it: comparisons refuse to mix versions.
+        "scorer_version": outcome.scorer.version_fingerprint,
+        "scorer_declared_version": outcome.scorer.declared_version,
+        # Which judgement of the item this is (`eval --repeat`); 0 without repeats.
+        "repeat": outcome.repeat,
         "run_id": snapshot.run_id if snapshot is not None else None,
         "input": item["input"] if "input" in item else item.get("inputs"),
         "output": snapshot.output if snapshot is not None else item.get("output"),
@@ -127,3 +134,17 @@ def outcome_record(outcome: RunOutcome, item: dict[str, Any]) -> dict[str, Any]:
             record["failed_step"] = error.failed_step
             record["completed_steps"] = list(error.completed_steps)
     return record
+
+
+def noise_of_records(records: list[dict[str, Any]]) -> dict[str, ScorerNoise]:
+    """Each scorer's judge noise and item spread, for the scorers whose items were judged more
+    than once (`eval --repeat`); empty without repeats."""
+    repeated = {str(r["scorer_id"]) for r in records if int(r.get("repeat") or 0) > 0}
+    by_scorer: dict[str, dict[int, list[float]]] = {scorer_id: {} for scorer_id in repeated}
+    for record in records:
+        scorer_id, score = str(record["scorer_id"]), record.get("score")
+        if scorer_id in by_scorer and not record.get("error") and isinstance(score, int | float):
+            by_scorer[scorer_id].setdefault(int(record.get("item") or 0), []).append(float(score))
+    return {
+        scorer_id: found for scorer_id, by_item in by_scorer.items() if (found := noise_of(by_item))
+    }

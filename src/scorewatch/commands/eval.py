@@ -1,9 +1,11 @@
 """`scorewatch eval DATA --scorer NAME ...`: score a dataset and gate CI on the result.
 
 Results are written to `--out` (JSONL, replacing an earlier file) as each (item, scorer) run
-finishes, so an interrupted run keeps what it finished. The exit code is 1 when a threshold or
-gate fails, a run failed (unless `--allow-failures`) or the run regressed against `--baseline`;
-2 on bad usage; 130 when interrupted.
+finishes, so an interrupted run keeps what it finished. `--repeat N` judges each item N times
+with each LLM-judged scorer and reports the judge's noise. The exit code is 1 when a threshold
+or gate fails, a run failed (unless `--allow-failures`) or the run regressed against `--baseline`
+beyond the noise; 2 on bad usage or when a scorer's version differs from the baseline's (unless
+`--allow-scorer-change`, checked before anything is scored); 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -18,12 +20,18 @@ from typing import IO, Any
 from ..core.scorer import Scorer
 from ..errors import ScorewatchError
 from ..evals import run_experiment
-from ..evals.compare import DEFAULT_MAX_DROP, compare_records
+from ..evals.compare import SCORER_CHANGED, compare_records
 from ._dataset_file import load_dataset
-from ._eval_output import failure_reasons, print_comparison, print_failures
+from ._eval_output import (
+    add_comparison_arguments,
+    failure_reasons,
+    print_comparison,
+    print_failures,
+    print_noise,
+)
 from ._eval_scorers import CLI_USAGE, load_scorers
 from ._report_html import render_report
-from ._results_file import read_results
+from ._results_file import noise_of_records, read_results
 from ._scorer_args import import_object
 from ._scoring_run import (
     ScoringSession,
@@ -50,15 +58,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="an earlier run's --out file: show mean deltas and the items that regressed or "
         "improved, and fail on a regression beyond --max-drop",
     )
+    add_comparison_arguments(parser, given="--baseline")
     parser.add_argument(
-        "--max-drop",
-        type=float,
-        default=DEFAULT_MAX_DROP,
-        metavar="SHARE",
-        help="with --baseline: the largest allowed drop of a scorer's mean, as a share of its "
-        f"scale (default {DEFAULT_MAX_DROP})",
+        "--repeat",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="judge each item N times with each LLM-judged scorer (model-free scorers run "
+        "once) and report each scorer's judge noise and item spread",
     )
     parser.add_argument("--html", help="also write a self-contained HTML report here")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,6 +89,8 @@ def _run(args: argparse.Namespace) -> int:
     found, gates = load_scorers(args.scorer, args.scorers, args.gate, args.model, options)
     thresholds = thresholds_of(found, args.threshold)
     baseline = read_results(args.baseline) if args.baseline else None
+    if baseline is not None and not args.allow_scorer_change:
+        _check_versions(baseline, found.by_id)
     if args.out:
         for flag, other in (("--baseline", args.baseline), ("the dataset", args.data)):
             if other and Path(args.out).resolve() == Path(other).resolve():
@@ -83,6 +104,26 @@ def _run(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(Path(args.out).open("w", encoding="utf-8")) if args.out else None
         return _evaluate(args, data, found.by_id, target, thresholds, gates, out, baseline)
+
+
+def _check_versions(baseline: list[dict[str, Any]], scorers: dict[str, Scorer]) -> None:
+    """Refuse, before any judge is called, a baseline scored by another version of a scorer."""
+    for scorer_id, scorer in scorers.items():
+        versions = sorted(
+            {
+                str(version)
+                for record in baseline
+                if record.get("scorer_id") == scorer_id
+                if (version := record.get("scorer_version"))
+            }
+        )
+        if versions and versions != [scorer.version_fingerprint]:
+            raise ScorewatchError(
+                f"scorer {scorer_id!r} changed version: {', '.join(versions)} (baseline) -> "
+                f"{scorer.version_fingerprint}: scores of different scorer versions are not "
+                "comparable (pass --allow-scorer-change to compare them anyway)",
+                code=SCORER_CHANGED,
+            )
 
 
 def _evaluate(
@@ -104,6 +145,7 @@ def _evaluate(
             concurrency=args.concurrency,
             on_item_complete=session.on_item,
             on_result=session.on_result,
+            repeat=args.repeat,
         )
     )
     records = session.records
@@ -111,20 +153,29 @@ def _evaluate(
     reasons = failure_reasons(records, session.target_failures)
     problems = verdict(summaries, thresholds, gates, reasons, args.allow_failures)
     comparison = (
-        compare_records(baseline, records, max_drop=args.max_drop) if baseline is not None else None
+        compare_records(
+            baseline,
+            records,
+            max_drop=args.max_drop,
+            confidence=args.confidence,
+            allow_scorer_change=args.allow_scorer_change,
+        )
+        if baseline is not None
+        else None
     )
     if comparison is not None:
         problems.extend(comparison.problems())
+    noise = noise_of_records(records)
     if args.html:
-        Path(args.html).write_text(render_report(records, comparison=comparison), encoding="utf-8")
+        page = render_report(records, comparison=comparison, noise=noise)
+        Path(args.html).write_text(page, encoding="utf-8")
     if args.format == "json":
-        print(
-            json.dumps(
-                json_summary(summaries, problems, interrupted, reasons, comparison), indent=2
-            )
-        )
+        summary = json_summary(summaries, problems, interrupted, reasons, comparison)
+        summary["noise"] = {key: value.model_dump() for key, value in noise.items()} or None
+        print(json.dumps(summary, indent=2))
     else:
         print_summary_table(summaries, sys.stdout)
+        print_noise(noise, sys.stdout)
         print_failures(reasons, sys.stdout)
         if comparison is not None:
             print_comparison(comparison, sys.stdout)

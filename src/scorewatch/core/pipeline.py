@@ -221,7 +221,7 @@ def _run_fields(run: ScorerRun) -> dict[str, Any]:
     return {name: getattr(run, name) for name in RESULT_RUN_FIELDS}
 
 
-def _result_fields(run: ScorerRun, acc: _Accumulator) -> dict[str, Any]:
+def _result_fields(scorer: Scorer, run: ScorerRun, acc: _Accumulator) -> dict[str, Any]:
     fields = _run_fields(run)
     results = acc.results
     fields["score"] = acc.score
@@ -239,6 +239,7 @@ def _result_fields(run: ScorerRun, acc: _Accumulator) -> dict[str, Any]:
         fields["not_scorable"] = acc.not_scorable
     if acc.prompts:
         fields.update(acc.prompts)
+    fields["metadata"] = scorer.version_metadata.copy()
     return fields
 
 
@@ -375,7 +376,7 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
             break
         acc.record(step.name, value)
 
-    result = build_trusted(ScorerRunResult, _result_fields(run, acc))
+    result = build_trusted(ScorerRunResult, _result_fields(scorer, run, acc))
     if listeners:
         duration = perf_counter() - run_started
         notify(listeners, lambda listener: listener.run_finished(result, duration))
@@ -406,7 +407,7 @@ def _run_error(
             acc.add_execution(step.name, raised.execution)
     snapshot = None
     if acc.has_scorer_fields():
-        values = {**_run_fields(run), **acc.fields()}
+        values = {**_run_fields(run), **acc.fields(), "metadata": scorer.version_metadata.copy()}
         snapshot = build_trusted(
             ScorerRunSnapshot, {key: value for key, value in values.items() if value is not None}
         )

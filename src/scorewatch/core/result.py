@@ -161,6 +161,9 @@ class ScorerRunSnapshot(_JudgeField, RunFields):
     generate_score_prompt: str | None = None
     generate_reason_prompt: str | None = None
     judge: JudgeResults | None = Field(default=None)
+    metadata: dict[str, Any] | None = None
+    """scorewatch's additions, which the reference's result has no key for: `scorerVersion`,
+    the scorer's `version_fingerprint`, and `scorerDeclaredVersion`, its declared `version`."""
 
 
 class ScorerRunResult(ScorerRunSnapshot):

@@ -107,7 +107,10 @@ class Scorer:
     """
 
     __slots__ = (
+        "_fingerprint",
         "_steps",
+        "_version_metadata",
+        "declared_version",
         "description",
         "direction",
         "has_generate_score",
@@ -131,6 +134,7 @@ class Scorer:
         scale: float = 1,
         direction: Direction = "higher_is_better",
         steps: tuple[Step, ...] = (),
+        version: str | None = None,
     ) -> None:
         self.id = id
         self.name = name or id
@@ -142,6 +146,9 @@ class Scorer:
         self.direction: Direction = direction
         self._steps = steps
         self.has_generate_score = any(step.name == "generate_score" for step in steps)
+        self.declared_version = version
+        self._fingerprint: str | None = None
+        self._version_metadata: dict[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"Scorer(id={self.id!r}, steps={[s.name for s in self._steps]})"
@@ -149,6 +156,32 @@ class Scorer:
     @property
     def steps(self) -> tuple[Step, ...]:
         return self._steps
+
+    @property
+    def version_fingerprint(self) -> str:
+        """A short hash of everything that decides this scorer's scores (core/fingerprint.py
+        lists the inputs): the same definition gives the same value in every process, a change
+        to any input a new one. Every result, stored row, evaluation event and score metric
+        carries it as the scorer version. Computed on first use, then kept."""
+        fingerprint = self._fingerprint
+        if fingerprint is None:
+            from .fingerprint import describe_scorer, fingerprint_of
+
+            fingerprint = self._fingerprint = fingerprint_of(describe_scorer(self))
+        return fingerprint
+
+    @property
+    def version_metadata(self) -> dict[str, str]:
+        """What a result's `metadata` says of the scorer version (camelCase, as on the wire):
+        `scorerVersion` (the fingerprint) and `scorerDeclaredVersion` when one was declared.
+        Shared: copy it before changing it."""
+        metadata = self._version_metadata
+        if metadata is None:
+            metadata = {"scorerVersion": self.version_fingerprint}
+            if self.declared_version is not None:
+                metadata["scorerDeclaredVersion"] = self.declared_version
+            self._version_metadata = metadata
+        return metadata
 
     @property
     def has_judge(self) -> bool:
@@ -187,6 +220,7 @@ class Scorer:
             "scale": self.scale,
             "direction": self.direction,
             "steps": self._steps,
+            "version": self.declared_version,
         }
         unknown = set(changes) - set(fields) - {"steps"}
         if unknown or "steps" in changes:
@@ -219,6 +253,7 @@ class Scorer:
             scale=self.scale,
             direction=self.direction,
             steps=(*self._steps, step),
+            version=self.declared_version,
         )
 
     def _build_step(self, name: StepName, definition: Any) -> Step:
@@ -355,12 +390,15 @@ def create_scorer(
     *,
     scale: float = 1,
     direction: Direction = "higher_is_better",
+    version: str | None = None,
 ) -> Scorer:
     """Start a scorer. Chain `.preprocess()`, `.analyze()`, `.generate_score()` (required) and
     `.generate_reason()`; each returns a new scorer.
 
     `scale` is the top of the score range (telemetry buckets scale with it); `direction` says
-    whether a higher score is better, so dashboards and alerts can invert it.
+    whether a higher score is better, so dashboards and alerts can invert it. `version` is a
+    version you declare (`"2025-06-rubric-v3"`): it is one input of the scorer's
+    `version_fingerprint` and is carried beside it, for people to read.
     """
     if not id or not isinstance(id, str):
         raise ScorewatchError(
@@ -372,6 +410,8 @@ def create_scorer(
         raise _definition_error(id, "prepare_run", "prepare_run must be callable")
     if direction not in ("higher_is_better", "lower_is_better"):
         raise _definition_error(id, "direction", f"unknown direction {direction!r}")
+    if version is not None and (not isinstance(version, str) or not version.strip()):
+        raise _definition_error(id, "version", "version must be a non-empty string")
     return Scorer(
         id=id,
         description=description,
@@ -381,4 +421,5 @@ def create_scorer(
         prepare_run=prepare_run,
         scale=scale,
         direction=direction,
+        version=version,
     )

@@ -15,6 +15,7 @@ from .experiment import (
     run_experiment,
     run_experiment_sync,
 )
+from .noise import ScorerNoise
 from .run import (
     EvalResult,
     EvalSummary,
@@ -39,6 +40,7 @@ __all__ = [
     "ItemComplete",
     "RunOutcome",
     "ScorerEntry",
+    "ScorerNoise",
     "ScorerResult",
     "Threshold",
     "ThresholdResult",

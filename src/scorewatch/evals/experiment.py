@@ -23,8 +23,9 @@ from ..core.sync import synchronous
 from ..errors import ScorewatchError
 from .data import EvalItem, Target, is_trajectory_scorer, produce_output, validate_items
 from .entries import EvalScorer, as_entries
+from .noise import ScorerNoise, noise_of
 from .pool import for_each_bounded
-from .run import NO_SCORERS, mean
+from .run import NO_SCORERS, check_repeat, mean, repeats_of
 
 __all__ = [
     "ExperimentItem",
@@ -53,12 +54,16 @@ class ScorerResult(BaseModel):
 
 
 class ExperimentItem(BaseModel):
+    """One item's target output and each scorer's result; with `repeat`, `results` holds each
+    scorer's first run and `repeats` every run of the scorers judged more than once."""
+
     index: int
     input: Any = None
     output: Any = None
     ground_truth: Any = None
     target_error: str | None = None
     results: dict[str, ScorerResult] = {}
+    repeats: dict[str, list[ScorerResult]] = {}
 
 
 class ExperimentSummary(BaseModel):
@@ -69,10 +74,14 @@ class ExperimentSummary(BaseModel):
 
 
 class ExperimentResult(BaseModel):
+    """`scores` is each scorer's mean over items (an item's score: the mean of its runs);
+    `noise`, with `repeat` above 1, each scorer's judge noise and item spread."""
+
     status: Literal["completed", "failed"]
     scores: dict[str, float]
     summary: ExperimentSummary
     items: list[ExperimentItem]
+    noise: dict[str, ScorerNoise] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +94,8 @@ class RunOutcome:
     result: ScorerRunResult | None
     error: BaseException | None
     run: ScorerRun | None = None
+    # Which judgement of the item this is (0, 1, ... with `repeat`; always 0 without).
+    repeat: int = 0
 
 
 OnResult = Callable[[RunOutcome], Awaitable[None] | None]
@@ -120,19 +131,23 @@ async def run_experiment(
     concurrency: int = 1,
     on_item_complete: Callable[[ExperimentItem], Any] | None = None,
     on_result: OnResult | None = None,
+    repeat: int = 1,
 ) -> ExperimentResult:
     """Run every scorer on every item, concurrently per item, isolating failures.
 
     `on_result` is awaited for every (item, scorer) run as it finishes (stream results to sinks
-    from it); an exception it raises is not swallowed.
+    from it); an exception it raises is not swallowed. `repeat` judges each item that many times
+    with each LLM-judged scorer (model-free scorers run once: they are deterministic) and
+    reports each scorer's noise in `noise`.
     """
+    check_repeat(repeat)
     entries = as_entries(scorers)
     items = validate_items(data, has_target=target is not None)
     if not entries:
         raise ScorewatchError("At least one scorer must be provided", code=NO_SCORERS)
     finished: list[ExperimentItem | None] = [None] * len(items)
 
-    async def score_one(scorer: Scorer, item: EvalItem, output: Any) -> ScorerResult:
+    async def score_one(scorer: Scorer, item: EvalItem, output: Any, index: int) -> ScorerResult:
         run: ScorerRun | None = None
         try:
             run = item.scorer_run(output, trajectory=is_trajectory_scorer(scorer))
@@ -147,6 +162,7 @@ async def run_experiment(
                 result=result if ok else None,  # type: ignore[arg-type]
                 error=None if ok else result,  # type: ignore[arg-type]
                 run=run,
+                repeat=index,
             )
             called = on_result(outcome)
             if inspect.isawaitable(called):
@@ -164,8 +180,13 @@ async def run_experiment(
             record.target_error = str(error)
         else:
             record.output = output
-            results = await asyncio.gather(*(score_one(s, item, output) for s, _ in entries))
-            record.results = {result.scorer_id: result for result in results}
+            runs = [(s, k) for s, _ in entries for k in range(repeats_of(s, repeat))]
+            results = await asyncio.gather(*(score_one(s, item, output, k) for s, k in runs))
+            for (scorer, k), result in zip(runs, results, strict=True):
+                if k == 0:
+                    record.results[scorer.id] = result
+                if repeat > 1 and repeats_of(scorer, repeat) > 1:
+                    record.repeats.setdefault(scorer.id, []).append(result)
         finished[item.index] = record
         if on_item_complete is not None:
             called = on_item_complete(record)
@@ -174,25 +195,40 @@ async def run_experiment(
 
     await for_each_bounded(items, concurrency, evaluate)
     done = [record for record in finished if record is not None]
-    return _summarize([scorer for scorer, _ in entries], done)
+    return _summarize([scorer for scorer, _ in entries], done, repeat)
 
 
-def _summarize(scorers: list[Scorer], items: list[ExperimentItem]) -> ExperimentResult:
+def _summarize(scorers: list[Scorer], items: list[ExperimentItem], repeat: int) -> ExperimentResult:
     failures = {scorer.id: 0 for scorer in scorers}
     skipped: dict[str, int] = {}
-    values: dict[str, list[float]] = {scorer.id: [] for scorer in scorers}
+    # scorer id -> item index -> the scores of that item's runs
+    values: dict[str, dict[int, list[float]]] = {scorer.id: {} for scorer in scorers}
     for item in items:
-        for scorer_id, result in item.results.items():
-            if result.error is not None:
-                failures[scorer_id] += 1
-            elif result.not_scorable is not None:
-                skipped[scorer_id] = skipped.get(scorer_id, 0) + 1
-            elif result.score is not None:
-                values[scorer_id].append(result.score)
+        for scorer_id, first in item.results.items():
+            for result in item.repeats.get(scorer_id) or [first]:
+                if result.error is not None:
+                    failures[scorer_id] += 1
+                elif result.not_scorable is not None:
+                    skipped[scorer_id] = skipped.get(scorer_id, 0) + 1
+                elif result.score is not None:
+                    values[scorer_id].setdefault(item.index, []).append(result.score)
     failed_items = sum(1 for item in items if item.target_error is not None)
+    item_means = {
+        scorer_id: [sum(scores) / len(scores) for scores in by_item.values()]
+        for scorer_id, by_item in values.items()
+    }
+    noise = None
+    if repeat > 1:
+        repeated = {scorer.id for scorer in scorers if repeats_of(scorer, repeat) > 1}
+        noise = {
+            scorer_id: found
+            for scorer_id, by_item in values.items()
+            if scorer_id in repeated and (found := noise_of(by_item))
+        }
     return ExperimentResult(
         status="failed" if items and failed_items == len(items) else "completed",
-        scores={k: m for k, v in values.items() if (m := mean(v)) is not None},
+        scores={k: m for k, v in item_means.items() if (m := mean(v)) is not None},
+        noise=noise,
         summary=ExperimentSummary(
             total_items=len(items),
             failed_items=failed_items,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..core.result import ScorerRunResult
@@ -28,9 +28,11 @@ from .data import (
     validate_items,
 )
 from .entries import EvalScorers, ScorerPlan, plan_scorers
+from .noise import ScorerNoise, noise_of
 from .pool import for_each_bounded
 
 __all__ = [
+    "INVALID_REPEAT",
     "NO_SCORERS",
     "SCORER_FAILED",
     "TRAJECTORY_SCORER_FAILED",
@@ -40,6 +42,8 @@ __all__ = [
     "ItemComplete",
     "ScorerResults",
     "ThresholdResult",
+    "check_repeat",
+    "repeats_of",
     "run_evals",
     "run_evals_sync",
 ]
@@ -49,6 +53,7 @@ logger = logging.getLogger("scorewatch.evals")
 NO_SCORERS = "NO_SCORERS_PROVIDED"
 SCORER_FAILED = "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT"
 TRAJECTORY_SCORER_FAILED = "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_TRAJECTORY"
+INVALID_REPEAT = "SCOREWATCH_INVALID_REPEAT"
 
 Verdict = Literal["passed", "scored", "failed"]
 
@@ -61,11 +66,13 @@ ScorerResults = dict[str, Any]
 class ItemComplete:
     """What `on_item_complete` receives once per item: the dataset item as given, what the
     target returned (the item's own `output` without a target; a multi-turn item's whole
-    conversation), and each scorer's result (`ScorerResults`)."""
+    conversation), and each scorer's result (`ScorerResults`; with `repeat`, its first run)."""
 
     item: Mapping[str, Any]
     target_result: Any
     scorer_results: ScorerResults
+    # With `repeat`: every run of each scorer judged more than once (the first is also above).
+    repeated_results: dict[str, list[ScorerRunResult]] = field(default_factory=dict)
 
 
 ItemCallback = Callable[[ItemComplete], Any]
@@ -97,7 +104,8 @@ class EvalResult(WireModel):
     the scorers were given by kind), the item count, and a verdict when gates or thresholds
     exist.
 
-    `model_dump(mode="json", by_alias=True)` is the reference's `runEvals` result.
+    `model_dump(mode="json", by_alias=True)` is the reference's `runEvals` result; `noise`
+    (scorewatch's own, only with `repeat` above 1) is each judged scorer's `ScorerNoise`.
     """
 
     scores: dict[str, float | dict[str, float]]
@@ -105,6 +113,20 @@ class EvalResult(WireModel):
     gate_results: list[GateResult] | None = None
     threshold_results: list[ThresholdResult] | None = None
     verdict: Verdict | None = None
+    noise: dict[str, ScorerNoise] | None = None
+
+
+def check_repeat(repeat: int) -> None:
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+        raise ScorewatchError(
+            f"repeat must be a whole number >= 1, got {repeat!r}", code=INVALID_REPEAT
+        )
+
+
+def repeats_of(scorer: Scorer, repeat: int) -> int:
+    """How often `scorer` judges each item: `repeat` times if a judge answers any of its steps,
+    once if it is model-free (it would give the same score again)."""
+    return repeat if scorer.has_judge else 1
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -126,6 +148,8 @@ class _Tally:
         }
         self.gate_scores: dict[str, list[float]] = {gate.id: [] for gate in gates}
         self.not_scorable: dict[str, int] = {}
+        # scorer id -> item index -> scores of its runs (for the noise summary of `repeat`)
+        self.by_item: dict[str, dict[int, list[float]]] = {}
 
     def count_not_scorable(self, scorer_id: str) -> None:
         self.not_scorable[scorer_id] = self.not_scorable.get(scorer_id, 0) + 1
@@ -136,14 +160,23 @@ class _Tally:
         else:
             self.gate_scores[gate_id].append(result.score)
 
-    def add_item(self, kind: str | None, results: Mapping[str, ScorerRunResult]) -> None:
-        # One result per id and item: of two scorers sharing an id, the last one's counts.
+    def add_item(
+        self,
+        kind: str | None,
+        results: Mapping[str, Sequence[ScorerRunResult]],
+        item: int | None = None,
+    ) -> None:
+        # One scorer's runs per id and item: of two scorers sharing an id, the last one's count.
         bucket = self.scores[kind]
-        for scorer_id, result in results.items():
-            if result.not_scorable is not None or result.score is None:
-                self.count_not_scorable(scorer_id)
-            else:
+        for scorer_id, runs in results.items():
+            for result in runs:
+                if result.not_scorable is not None or result.score is None:
+                    self.count_not_scorable(scorer_id)
+                    continue
                 bucket.setdefault(scorer_id, []).append(result.score)
+                if item is not None:
+                    by_item = self.by_item.setdefault(scorer_id, {})
+                    by_item.setdefault(item, []).append(result.score)
 
     def flat_scores(self, scorer_id: str) -> list[float]:
         return self.scores.get(None, {}).get(scorer_id, [])
@@ -171,6 +204,7 @@ async def run_evals(
     concurrency: int = 1,
     on_item_complete: ItemCallback | None = None,
     target_entity_type: str | None = "agent",
+    repeat: int = 1,
 ) -> EvalResult:
     """Run `target` on every item (or use the items' `output`), then the gates and scorers.
 
@@ -188,10 +222,16 @@ async def run_evals(
 
     `on_item_complete` (sync or async) gets one `ItemComplete` per item.
 
+    `repeat` (scorewatch's own) judges each item that many times with each LLM-judged scorer
+    (model-free scorers run once: they are deterministic), counts every run in the means, and
+    reports each scorer's judge noise and item spread in `noise` (`evals.noise.ScorerNoise`);
+    `on_item_complete` then also gets every run in `repeated_results`.
+
     Raises `ScorewatchError` with the reference codes, in the reference's order: a bad
     threshold, empty data, a bad item, no scorers; then, while running, a target failure or a
     scorer failure (naming the scorer, and the item as compact JSON). A gate that raises counts 0.
     """
+    check_repeat(repeat)
     plan = plan_scorers(scorers)
     gate_list = list(gates or ())
     items = validate_items(data, has_target=target is not None)
@@ -222,30 +262,49 @@ async def run_evals(
                 continue
             tally.add_gate(gate.id, result)
         results: ScorerResults = {}
+        repeated: dict[str, list[ScorerRunResult]] = {}
         for kind, group in plan.groups:
-            found: dict[str, ScorerRunResult] = {}
+            found: dict[str, list[ScorerRunResult]] = {}
             for scorer in group:
                 wants_trajectory = kind == "trajectory" or (
                     kind is None and is_trajectory_scorer(scorer)
                 )
-                try:
-                    run = item.scorer_run(output, trajectory=wants_trajectory, defaults=defaults)
-                    found[scorer.id] = await scorer.run(run)
-                except Exception as error:
-                    raise _failure(kind, scorer, item, error) from error
-            tally.add_item(kind, found)
+                times = repeats_of(scorer, repeat)
+                runs: list[ScorerRunResult] = []
+                for _ in range(times):
+                    try:
+                        run = item.scorer_run(
+                            output, trajectory=wants_trajectory, defaults=defaults
+                        )
+                        runs.append(await scorer.run(run))
+                    except Exception as error:
+                        raise _failure(kind, scorer, item, error) from error
+                found[scorer.id] = runs
+                if times > 1:
+                    repeated[scorer.id] = runs
+            tally.add_item(kind, found, item.index if repeat > 1 else None)
+            firsts = {scorer_id: runs[0] for scorer_id, runs in found.items()}
             if kind is None:
-                results.update(found)
-            elif found:
-                results[kind] = found
+                results.update(firsts)
+            elif firsts:
+                results[kind] = firsts
         if on_item_complete is not None:
-            called = on_item_complete(ItemComplete(item.raw, output, results))
+            called = on_item_complete(ItemComplete(item.raw, output, results, repeated))
             if inspect.isawaitable(called):
                 await called
         completed += 1
 
     await for_each_bounded(items, concurrency, evaluate)
-    return _summarize(plan, gate_list, tally, completed)
+    summary = _summarize(plan, gate_list, tally, completed)
+    if repeat == 1:
+        return summary
+    judged = {s.id for _, group in plan.groups for s in group if repeats_of(s, repeat) > 1}
+    noise = {
+        scorer_id: found
+        for scorer_id, by_item in tally.by_item.items()
+        if scorer_id in judged and (found := noise_of(by_item))
+    }
+    return summary.model_copy(update={"noise": noise or None})
 
 
 def _means(values: Mapping[str, list[float]]) -> dict[str, float]:

@@ -71,9 +71,17 @@ def _create_table(table: str) -> list[str]:
     return create_table_sql(table, _TABLE, _TYPES, text_type="text", json_type="jsonb")
 
 
+def _add_scorer_version(table: str) -> list[str]:
+    # A table migration 1 made today has the column already (it creates every column).
+    return [f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "scorerVersion" text']
+
+
 # (version, description, statements for a qualified table name). Append only; never edit one
 # that has shipped.
-MIGRATIONS: Final = ((1, "score rows (mastra_scorers) and their indexes", _create_table),)
+MIGRATIONS: Final = (
+    (1, "score rows (mastra_scorers) and their indexes", _create_table),
+    (2, "the scorer version of each score row (scorerVersion)", _add_scorer_version),
+)
 
 
 class PostgresSink:

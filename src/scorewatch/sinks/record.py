@@ -3,10 +3,12 @@
 Live scoring, `scorewatch serve`, the queue workers, experiments and scored traces all produce this
 one record; only `source` tells live traffic (`LIVE`) from batch evaluation (`TEST`). `to_row()` is
 the reference system's score row (camelCase; docs/reference-semantics.md, "The score row") plus the
-fields the reference leaves out: the judge records, the run status and, for failed runs, the error,
-the failed step and the completed steps. A failed run carries no score; neither does a run a scorer
-declared not scorable (status `not_scorable`, with `metadata.notScorable = {step, reason}`), which
-the reference does not store at all. Secret-looking keys of the request context and metadata are
+fields the reference leaves out: the judge records, the run status, the scorer version
+(`scorerVersion`, the scorer's `version_fingerprint`; a declared version is in
+`scorer.declaredVersion`) and, for failed runs, the error, the failed step and the completed
+steps. A failed run carries no score; neither does a run a scorer declared not scorable (status
+`not_scorable`, with `metadata.notScorable = {step, reason}`), which the reference does not store
+at all. Secret-looking keys of the request context and metadata are
 redacted (the scorer itself saw them unchanged)."""
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ SCORE_COLUMNS: Final[tuple[str, ...]] = (
     "errorType",
     "failedStep",
     "completedSteps",
+    "scorerVersion",
 )
 JSON_COLUMNS: Final = frozenset(
     {
@@ -152,6 +155,10 @@ class ScoreRecord:
     has_judge: bool
     call: ScoredCall
     status: ScoreStatus
+    # The scorer's `version_fingerprint` and declared `version`: rows of one scorer id made by
+    # different definitions are told apart (None in rows written before scorewatch kept it).
+    scorer_version: str | None = None
+    scorer_declared_version: str | None = None
     result: ScorerRunResult | ScorerRunSnapshot | None = None
     error: str | None = None
     error_code: str | None = None
@@ -224,6 +231,8 @@ class ScoreRecord:
             has_judge=scorer.has_judge,
             call=call,
             status=status,
+            scorer_version=scorer.version_fingerprint,
+            scorer_declared_version=scorer.declared_version,
             result=result,
             error=None if error is None else str(error) or type(error).__name__,
             error_code=error.code if isinstance(error, ScorewatchError) else None,
@@ -252,6 +261,8 @@ class ScoreRecord:
             scorer_description=str(scorer.get("description") or ""),
             has_judge=bool(scorer.get("hasJudge")),
             call=call,
+            scorer_version=row.get("scorerVersion"),
+            scorer_declared_version=scorer.get("declaredVersion"),
             status=status if isinstance(status, str) and status in _STATUSES else "failed",  # type: ignore[arg-type]
             result=ScorerRunSnapshot(
                 run_id=run_id,
@@ -345,12 +356,7 @@ class ScoreRecord:
             "analyzePrompt": result.analyze_prompt if result else None,
             "reason": reason if reason is None or isinstance(reason, str) else _jsonable(reason),
             "reasonPrompt": result.generate_reason_prompt if result else None,
-            "scorer": {
-                "id": self.scorer_id,
-                "name": self.scorer_name,
-                "description": self.scorer_description,
-                "hasJudge": self.has_judge,
-            },
+            "scorer": self._scorer_fields(),
             "metadata": None,
             "source": self.source,
             "entity": entity,
@@ -375,7 +381,20 @@ class ScoreRecord:
             "errorType": self.error_type,
             "failedStep": camel_step(self.failed_step) if self.failed_step else None,
             "completedSteps": [camel_step(step) for step in self.completed_steps],
+            "scorerVersion": self.scorer_version,
         }
+
+    def _scorer_fields(self) -> dict[str, Any]:
+        """The row's `scorer`: the reference's four fields and the declared version, if any."""
+        fields: dict[str, Any] = {
+            "id": self.scorer_id,
+            "name": self.scorer_name,
+            "description": self.scorer_description,
+            "hasJudge": self.has_judge,
+        }
+        if self.scorer_declared_version is not None:
+            fields["declaredVersion"] = self.scorer_declared_version
+        return fields
 
 
 def encode_row(

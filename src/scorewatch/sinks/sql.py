@@ -19,6 +19,7 @@ from .record import JSON_COLUMNS, SCORE_COLUMNS
 
 __all__ = [
     "Condition",
+    "add_columns_sql",
     "create_table_sql",
     "filter_conditions",
     "order_key",
@@ -44,6 +45,16 @@ def quote(name: str) -> str:
     return f'"{name}"'
 
 
+def _column_type(
+    column: str, types: Mapping[str, str], text_type: str, json_type: str | None
+) -> str:
+    """`types[column]`, else `json_type` for a JSON column (default `text_type`), else
+    `text_type`."""
+    if column in types:
+        return types[column]
+    return (json_type or text_type) if column in JSON_COLUMNS else text_type
+
+
 def create_table_sql(
     table_sql: str,
     index_prefix: str,
@@ -54,19 +65,33 @@ def create_table_sql(
 ) -> list[str]:
     """The table and its indexes, if missing. A column's SQL type is `types[column]`, else
     `json_type` for a JSON column (default `text_type`), else `text_type`."""
-
-    def column_type(column: str) -> str:
-        if column in types:
-            return types[column]
-        return (json_type or text_type) if column in JSON_COLUMNS else text_type
-
-    columns = ", ".join(f"{quote(c)} {column_type(c)}" for c in SCORE_COLUMNS)
+    columns = ", ".join(
+        f"{quote(c)} {_column_type(c, types, text_type, json_type)}" for c in SCORE_COLUMNS
+    )
     statements = [f"CREATE TABLE IF NOT EXISTS {table_sql} ({columns})"]
     for suffix, keys in _INDEXES:
         index = quote(f"{index_prefix}_{suffix}_idx")
         key_sql = ", ".join(quote(k) for k in keys)
         statements.append(f"CREATE INDEX IF NOT EXISTS {index} ON {table_sql} ({key_sql})")
     return statements
+
+
+def add_columns_sql(
+    table_sql: str,
+    present: AbstractSet[str],
+    types: Mapping[str, str],
+    *,
+    text_type: str,
+    json_type: str | None = None,
+) -> list[str]:
+    """`ALTER TABLE ... ADD COLUMN` for each of `SCORE_COLUMNS` a table made by an earlier
+    scorewatch lacks (`present` holds its columns); its older rows read None there."""
+    return [
+        f"ALTER TABLE {table_sql} ADD COLUMN {quote(column)} "
+        f"{_column_type(column, types, text_type, json_type)}"
+        for column in SCORE_COLUMNS
+        if column not in present
+    ]
 
 
 def upsert_sql(table_sql: str, mark: str) -> str:

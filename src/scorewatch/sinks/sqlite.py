@@ -33,6 +33,7 @@ from .record import (
     iso_timestamp,
 )
 from .sql import (
+    add_columns_sql,
     create_table_sql,
     filter_conditions,
     quote,
@@ -117,6 +118,14 @@ class SqliteSink(ThreadedSink):
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         for statement in create_table_sql(self._table_sql, self.table, _TYPES, text_type="TEXT"):
             conn.execute(statement)
+        # A table an earlier scorewatch made gets the columns added since (scorerVersion).
+        present = {row[1] for row in conn.execute(f"PRAGMA table_info({self._table_sql})")}
+        for statement in add_columns_sql(self._table_sql, present, _TYPES, text_type="TEXT"):
+            try:
+                conn.execute(statement)
+            except sqlite3.OperationalError as error:
+                if "duplicate column" not in str(error):  # another process added it first
+                    raise
 
     # -- writer thread ---------------------------------------------------------------------------
 

@@ -116,6 +116,18 @@ class Instruments:
         self.scorer_runs: Counter = meter.create_counter(
             names.METRIC_SCORER_RUNS, description="Finished scorer runs, by outcome"
         )
+        self.score_squares: Counter = meter.create_counter(
+            names.METRIC_SCORE_SQUARES,
+            unit=names.UNIT_DIMENSIONLESS,
+            description="The sum of squared scores, beside the score histogram's sum and count",
+        )
+        # (scorer id, version) -> the info gauge's attributes, one series per version scored.
+        self._scorer_versions: dict[tuple[str, str], dict[str, str]] = {}
+        meter.create_observable_gauge(
+            names.METRIC_SCORER_INFO,
+            callbacks=[self._observe_scorer_versions],
+            description="1 for every scorer version this process has scored with",
+        )
         self.live_decisions: Counter = meter.create_counter(
             names.METRIC_LIVE_DECISIONS, description="Live-scoring sampling and queueing decisions"
         )
@@ -134,6 +146,18 @@ class Instruments:
         self.traces = TraceMetrics(meter, lambda: self.source)
         self._scores: dict[float, Histogram] = {}
         self._scores_lock = threading.Lock()
+
+    def scorer_version_seen(self, attributes: dict[str, str]) -> None:
+        """Report `attributes` (scorer id, version, declared version) on the info gauge from now
+        on; the caller bounds how many versions there are."""
+        key = (
+            attributes[names.ATTR_EVALUATION_NAME],
+            attributes[names.ATTR_SCORER_VERSION],
+        )
+        self._scorer_versions.setdefault(key, attributes)
+
+    def _observe_scorer_versions(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(1, attributes) for attributes in list(self._scorer_versions.values())]
 
     def _observe_queue_depth(self, options: CallbackOptions) -> Iterable[Observation]:
         source = self.source

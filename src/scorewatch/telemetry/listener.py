@@ -67,6 +67,9 @@ class TelemetryObserver(Observer):
     # what `flush` flushes, and where `tracer` makes its spans.
     providers: tuple[Any, Any, Any] = (None, None, None)
     profiles: dict[int, ScorerProfile] = field(default_factory=dict)
+    # Scorer versions on metrics: a process that builds scorers on the fly cannot grow series
+    # without end (the spans and events keep the real version).
+    version_guard: CardinalityGuard = field(default_factory=CardinalityGuard)
 
     def run_started(self, start: RunStart) -> RunTelemetry:
         return RunTelemetry(self, start, self.profile(start.scorer))
@@ -80,7 +83,8 @@ class TelemetryObserver(Observer):
         profile = self.profiles.get(id(scorer))
         if profile is not None and profile.scorer is scorer:
             return profile
-        profile = ScorerProfile(scorer)
+        profile = ScorerProfile(scorer, self.version_guard)
+        self.instruments.scorer_version_seen(profile.info_attributes)
         if len(self.profiles) >= _PROFILE_CACHE_SIZE:
             self.profiles.clear()
         self.profiles[id(scorer)] = profile
@@ -120,7 +124,10 @@ class ScorerProfile:
 
     __slots__ = (
         "by_outcome",
+        "declared_version",
         "direction",
+        "info_attributes",
+        "metric_version",
         "models",
         "run_attributes",
         "run_span_name",
@@ -131,11 +138,30 @@ class ScorerProfile:
         "step_metric_attributes",
         "step_span",
         "threshold",
+        "version",
     )
 
-    def __init__(self, scorer: Any) -> None:
+    def __init__(self, scorer: Any, version_guard: CardinalityGuard | None = None) -> None:
         self.scorer = scorer
         scorer_id: str = scorer.id
+        # Duck-typed as the rest: an object with only an id still gets telemetry.
+        version = getattr(scorer, "version_fingerprint", None)
+        self.version: str | None = version if isinstance(version, str) else None
+        declared = getattr(scorer, "declared_version", None)
+        self.declared_version: str | None = declared if isinstance(declared, str) else None
+        self.metric_version: str | None = (
+            None
+            if self.version is None
+            else version_guard(self.version)
+            if version_guard is not None
+            else self.version
+        )
+        self.info_attributes: dict[str, str] = {
+            names.ATTR_EVALUATION_NAME: scorer_id,
+            names.ATTR_SCORER_VERSION: self.metric_version or "",
+        }
+        if self.declared_version is not None and self.metric_version == self.version:
+            self.info_attributes[names.ATTR_SCORER_DECLARED_VERSION] = self.declared_version
         self.scale = float(getattr(scorer, "scale", 1.0) or 1.0)
         self.threshold = getattr(scorer, "threshold", None)
         self.direction = getattr(scorer, "direction", "higher_is_better")
@@ -149,6 +175,10 @@ class ScorerProfile:
         scorer_name = getattr(scorer, "name", None)
         if scorer_name:
             base[names.ATTR_SCORER_NAME] = str(scorer_name)
+        if self.version is not None:
+            base[names.ATTR_SCORER_VERSION] = self.version
+        if self.declared_version is not None:
+            base[names.ATTR_SCORER_DECLARED_VERSION] = self.declared_version
         self.run_attributes = base
         self.step_span: dict[tuple[str, str], tuple[str, Attributes]] = {}
         self.step_metric_attributes: dict[tuple[str, str], Attributes] = {}
@@ -433,7 +463,9 @@ class RunTelemetry(RunListener):
             histogram = profile.score_histogram
             if histogram is None:
                 histogram = profile.score_histogram = ins.score_histogram(self._scale)
-            histogram.record(float(score), self._score_attributes())
+            attributes = self._score_attributes()
+            histogram.record(float(score), attributes)
+            ins.score_squares.add(float(score) ** 2, attributes)
         if self._emit_score:
             reason = result.reason if self._capture.on_events else None
             self._emit_event(score=None if not_scorable else score, reason=reason, error=None)
@@ -454,6 +486,8 @@ class RunTelemetry(RunListener):
                 names.ATTR_EVALUATION_NAME: self._scorer_id,
                 names.ATTR_SCORE_SOURCE: source,
             }
+            if profile.metric_version is not None:
+                attributes[names.ATTR_SCORER_VERSION] = profile.metric_version
             if target is not None:
                 attributes[names.ATTR_TARGET] = target
             profile.score_attributes[key] = attributes
@@ -493,6 +527,11 @@ class RunTelemetry(RunListener):
 
     def _emit_event(self, score: float | None, reason: Any, error: BaseException | None) -> None:
         attributes: Attributes = {names.ATTR_EVALUATION_NAME: self._scorer_id}
+        profile = self._profile
+        if profile.version is not None:
+            attributes[names.ATTR_SCORER_VERSION] = profile.version
+        if profile.declared_version is not None:
+            attributes[names.ATTR_SCORER_DECLARED_VERSION] = profile.declared_version
         if score is not None:
             attributes[names.ATTR_EVALUATION_SCORE_VALUE] = float(score)
             label = self._label(float(score))

@@ -45,8 +45,10 @@ __all__ = [
     "ATTR_RUN_INPUT",
     "ATTR_RUN_OUTPUT",
     "ATTR_SCORE",
+    "ATTR_SCORER_DECLARED_VERSION",
     "ATTR_SCORER_ID",
     "ATTR_SCORER_NAME",
+    "ATTR_SCORER_VERSION",
     "ATTR_SCORE_SOURCE",
     "ATTR_SERVER_ADDRESS",
     "ATTR_SERVER_PORT",
@@ -91,7 +93,9 @@ __all__ = [
     "METRIC_QUEUE_REDELIVERIES",
     "METRIC_RUN_DURATION",
     "METRIC_SCORE",
+    "METRIC_SCORER_INFO",
     "METRIC_SCORER_RUNS",
+    "METRIC_SCORE_SQUARES",
     "METRIC_SINK_ERRORS",
     "METRIC_STEP_DURATION",
     "METRIC_TOKEN_USAGE",
@@ -119,7 +123,9 @@ __all__ = [
     "PROM_QUEUE_REDELIVERIES",
     "PROM_RUN_DURATION",
     "PROM_SCORE",
+    "PROM_SCORER_INFO",
     "PROM_SCORER_RUNS",
+    "PROM_SCORE_SQUARES",
     "PROM_SINK_ERRORS",
     "PROM_STEP_DURATION",
     "PROM_TOKEN_USAGE",
@@ -226,6 +232,10 @@ TOKEN_TYPE_OUTPUT: Final = "output"
 
 ATTR_SCORER_ID: Final = "scorewatch.scorer.id"
 ATTR_SCORER_NAME: Final = "scorewatch.scorer.name"
+# The scorer's version fingerprint (`Scorer.version_fingerprint`) and its declared version: a
+# score series per version, so no comparison mixes the scores of two scorer definitions.
+ATTR_SCORER_VERSION: Final = "scorewatch.scorer.version"
+ATTR_SCORER_DECLARED_VERSION: Final = "scorewatch.scorer.declared_version"
 ATTR_RUN_ID: Final = "scorewatch.run_id"
 ATTR_SCORE_SOURCE: Final = "scorewatch.score_source"
 ATTR_SCORE: Final = "scorewatch.score"
@@ -285,6 +295,11 @@ METRIC_JUDGE_COST: Final = "scorewatch.judge.cost.usd"
 METRIC_JUDGE_EXECUTIONS: Final = "scorewatch.judge.executions"
 METRIC_JUDGE_ATTEMPTS: Final = "scorewatch.judge.attempts"
 METRIC_SCORE: Final = "scorewatch.evaluation.score"
+# The sum of squared scores beside the histogram's sum and count: the variance of a window's
+# scores in PromQL, hence the standard error of its mean (the alerts' noise band).
+METRIC_SCORE_SQUARES: Final = "scorewatch.evaluation.score.squares"
+# 1 for every (scorer, version) this process has scored with: dashboards mark a version change.
+METRIC_SCORER_INFO: Final = "scorewatch.scorer.info"
 METRIC_SCORER_RUNS: Final = "scorewatch.scorer.runs"
 METRIC_RUN_DURATION: Final = "scorewatch.scorer.run.duration"
 METRIC_STEP_DURATION: Final = "scorewatch.scorer.step.duration"
@@ -309,6 +324,8 @@ PROM_JUDGE_COST: Final = "scorewatch_judge_cost_usd_total"
 PROM_JUDGE_EXECUTIONS: Final = "scorewatch_judge_executions_total"
 PROM_JUDGE_ATTEMPTS: Final = "scorewatch_judge_attempts_total"
 PROM_SCORE: Final = "scorewatch_evaluation_score"
+PROM_SCORE_SQUARES: Final = "scorewatch_evaluation_score_squares_total"
+PROM_SCORER_INFO: Final = "scorewatch_scorer_info"
 PROM_SCORER_RUNS: Final = "scorewatch_scorer_runs_total"
 PROM_RUN_DURATION: Final = "scorewatch_scorer_run_duration_seconds"
 PROM_STEP_DURATION: Final = "scorewatch_scorer_step_duration_seconds"

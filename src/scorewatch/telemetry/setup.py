@@ -103,6 +103,7 @@ def instrument(
         capture=resolve_capture(capture_content),
         target_guard=CardinalityGuard(cardinality_limit),
         model_guard=CardinalityGuard(cardinality_limit),
+        version_guard=CardinalityGuard(cardinality_limit),
         providers=(tracer_provider, meter_provider, logger_provider),
     )
     with _lock:
