@@ -20,6 +20,7 @@ from ..core.not_scorable import NotScorableInfo
 from ..core.result import ScorerRun, ScorerRunResult
 from ..core.scorer import Scorer
 from ..core.sync import synchronous
+from ..privacy import PrivacyPolicy, Redaction, redacting
 from .data import EvalItem, Target, produce_output, validate_items
 from .entries import EvalScorer, as_entries
 from .pool import for_each_bounded
@@ -84,6 +85,8 @@ class RunOutcome:
     result: ScorerRunResult | None
     error: BaseException | None
     run: ScorerRun | None = None
+    redaction: Redaction | None = None
+    """The run's redactor when a privacy policy applies: what is kept of the run uses it."""
 
 
 OnResult = Callable[[RunOutcome], Awaitable[None] | None]
@@ -119,12 +122,15 @@ async def run_experiment(
     concurrency: int = 1,
     on_item_complete: Callable[[ExperimentItem], Any] | None = None,
     on_result: OnResult | None = None,
+    privacy: PrivacyPolicy | None = None,
 ) -> ExperimentResult:
     """Run every scorer on every item, concurrently per item, isolating failures.
 
     `on_result` is awaited for every (item, scorer) run as it finishes (stream results to sinks
-    from it); an exception it raises is not swallowed.
+    from it); an exception it raises is not swallowed. With a `privacy` policy each run gets its
+    redactor (`RunOutcome.redaction`, and its telemetry's); the judge reads the items as they are.
     """
+    private = privacy is not None and privacy.enabled
     entries = as_entries(scorers)
     if not entries:
         from ..errors import ScorewatchError
@@ -135,8 +141,10 @@ async def run_experiment(
 
     async def score_one(scorer: Scorer, item: EvalItem, output: Any) -> ScorerResult:
         run = item.scorer_run(output)
+        redaction = privacy.start() if private and privacy is not None else None
         try:
-            result: ScorerRunResult | BaseException = await scorer.run(run)
+            with redacting(redaction):
+                result: ScorerRunResult | BaseException = await scorer.run(run)
         except Exception as error:
             result = error
         if on_result is not None:
@@ -147,6 +155,7 @@ async def run_experiment(
                 result=result if ok else None,  # type: ignore[arg-type]
                 error=None if ok else result,  # type: ignore[arg-type]
                 run=run,
+                redaction=redaction,
             )
             called = on_result(outcome)
             if inspect.isawaitable(called):
