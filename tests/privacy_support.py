@@ -4,6 +4,7 @@ back), and the scan that proves none of it was kept: shared by the privacy tests
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import scorewatch as sw
@@ -59,11 +60,11 @@ def judge_reply(body: dict[str, Any]) -> Reply:
     return Reply(f"Two claims hold: {EMAIL} ({PHONE}) was refunded to {IBAN} by {EMPLOYEE}.")
 
 
-def private_scorer(server: LoopbackJudgeServer, scorer_id: str = "private") -> sw.Scorer:
-    """Analyze (a prompt with every field of the call), score, reason (a prompt)."""
-    judge = LiteLLMJudge(
-        "openai/judge-model", api_base=server.base_url, api_key="sk-test", max_retries=0
-    )
+def private_scorer(server: LoopbackJudgeServer | str, scorer_id: str = "private") -> sw.Scorer:
+    """Analyze (a prompt with every field of the call), score, reason (a prompt); the judge at
+    `server` (a loopback judge or its base URL)."""
+    base = server if isinstance(server, str) else server.base_url
+    judge = LiteLLMJudge("openai/judge-model", api_base=base, api_key="sk-test", max_retries=0)
 
     def analyze_prompt(ctx: Any) -> str:
         run = ctx.run
@@ -86,6 +87,22 @@ def private_scorer(server: LoopbackJudgeServer, scorer_id: str = "private") -> s
             )
         )
     )
+
+
+def cli_private_scorer() -> sw.Scorer:
+    """`private_scorer` for the CLI tests (`tests.privacy_support:cli_private_scorer`), on the
+    loopback judge at SCOREWATCH_TEST_API_BASE."""
+    return private_scorer(os.environ["SCOREWATCH_TEST_API_BASE"])
+
+
+def dataset_line() -> dict[str, Any]:
+    """The corpus as one dataset item of `scorewatch eval`."""
+    return {
+        "input": INPUT,
+        "output": OUTPUT,
+        "ground_truth": GROUND_TRUTH,
+        "request_context": REQUEST_CONTEXT,
+    }
 
 
 def judge_saw_everything(server: LoopbackJudgeServer) -> None:
