@@ -48,7 +48,7 @@ class PrivacyPolicy(BaseModel):
     """Custom patterns: marker label (`EMPLOYEE_ID`) -> regular expression (Python syntax)."""
     phone_region: str | None = "US"
     """The region whose national numbering reads phone numbers written without `+` (ISO 3166
-    alpha-2); None recognises international numbers only."""
+    alpha-2); None (or `""`) recognises international numbers only."""
 
     @field_validator("redact", mode="before")
     @classmethod
@@ -80,7 +80,7 @@ class PrivacyPolicy(BaseModel):
     @field_validator("phone_region")
     @classmethod
     def _region(cls, value: str | None) -> str | None:
-        if value is None:
+        if not value:
             return None
         import phonenumbers
 
@@ -107,10 +107,13 @@ class Redaction:
     """One run's redactor: the same value gets the same marker everywhere in the run. Safe to
     use from several threads (sinks may build a row each)."""
 
-    __slots__ = ("_lock", "_markers", "_numbers", "_scanner")
+    __slots__ = ("_done", "_lock", "_markers", "_numbers", "_scanner")
 
     def __init__(self, scanner: Scanner) -> None:
         self._scanner = scanner
+        # text -> its redacted form: a run's row repeats its texts (the prompt in the judge
+        # record, the reason in the judge's raw output), and each is scanned once.
+        self._done: dict[str, str] = {}
         self._markers: dict[tuple[str, str], str] = {}
         self._numbers: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -134,8 +137,12 @@ class Redaction:
 
     def text(self, value: str) -> str:
         """`value` with every match replaced by its marker."""
+        known = self._done.get(value)
+        if known is not None:
+            return known
         found = self._scanner.matches(value)
         if not found:
+            self._done[value] = value
             return value
         parts: list[str] = []
         done = 0
@@ -144,7 +151,8 @@ class Redaction:
             parts.append(self._marker(label, normal))
             done = end
         parts.append(value[done:])
-        return "".join(parts)
+        redacted = self._done[value] = "".join(parts)
+        return redacted
 
 
 _CURRENT: ContextVar[Redaction | None] = ContextVar("scorewatch_redaction", default=None)

@@ -39,6 +39,13 @@ _MAX_CUTS: Final = 4
 _DIGITS: Final = frozenset("0123456789")
 _EMAIL_WINDOW: Final = (64, 256)  # characters before and after an `@` an address may span
 _IPV6_HINT: Final = re.compile(r":[0-9A-Fa-f]{1,4}:|::")
+# No built-in kind matches fewer characters (`a@b.co`, `1.2.3.4`).
+_SHORTEST: Final = 6
+# Every secret pattern's literal, lower-cased: a text without any skips the secret patterns.
+_SECRET_GATE: Final = re.compile(
+    "sk-|sk_|rk_|gh[pousr]_|github_pat_|akia|asia|xox|aiza|eyj|-----begin|bearer|api|secret"
+    "|passw|access"
+)
 _PRIORITY: Final = {"secret": 0, "email": 1, "iban": 2, "card": 3, "ip": 4, "phone": 5}
 
 
@@ -101,6 +108,8 @@ class Scanner:
 
     def matches(self, text: str) -> list[Match]:
         """Where `text` holds data to redact: non-overlapping, in order."""
+        if len(text) < _SHORTEST and not self._custom:
+            return []
         found: list[tuple[int, int, int, str, str]] = []  # priority, start, end, label, normal
         for index, (label, pattern) in enumerate(self._custom):
             for m in pattern.finditer(text):
@@ -110,11 +119,14 @@ class Scanner:
             self._secrets_in(found, text)
         if self._email is not None and "@" in text:
             self._emails(found, text)
-        if self._iban is not None:
+        # IBANs, cards, phone numbers and IP addresses all hold digits (an IPv6 address may
+        # not: `fe80::` is looked for regardless).
+        digits = any(digit in text for digit in "0123456789")
+        if self._iban is not None and digits:
             self._find(found, "iban", text, 0, len(text), lead=IBAN_LEAD)
-        if self._numbers is not None:
+        if self._numbers is not None and digits:
             self._numbers_in(found, text)
-        if self._ipv6 is not None:
+        if self._ipv6 is not None and ":" in text:
             hint = _IPV6_HINT.search(text)
             if hint is not None:
                 self._find(found, "ip", text, max(0, hint.start() - 40), len(text), self._ipv6)
@@ -159,11 +171,14 @@ class Scanner:
                 at = text.find("@", at + 1)
 
     def _secrets_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
+        # One scan says whether any secret's literal occurs at all; most texts hold none.
+        lowered = text.lower()
+        if _SECRET_GATE.search(lowered) is None:
+            return
         label, priority = "SECRET", _PRIORITY["secret"]
         for pattern in self._secrets:
             for m in pattern.finditer(text):
                 found.append((priority, m.start(), m.end(), label, m.group()))
-        lowered = text.lower()
         flags = re.NOFLAG
         if len(lowered) != len(text):  # lower-casing moved characters: read it case-blind
             lowered, flags = text, re.IGNORECASE
@@ -175,14 +190,20 @@ class Scanner:
     def _numbers_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
         assert self._numbers is not None
         kinds = self._numeric
+        # A run inside a value found already (an IBAN's digits, a secret) is not looked at.
+        taken = [(start, end) for _, start, end, _, _ in found]
         for run in self._numbers.finditer(text):
             start, end = run.span()
+            if any(s <= start and end <= e for s, e in taken):
+                continue
             digits = sum(c in _DIGITS for c in run.group())
+            before = len(found)
             if "card" in kinds and digits >= 13:
                 self._find(found, "card", text, start, end)
             if "ip" in kinds and digits >= 4 and run.group().count(".") >= 3:
                 self._find(found, "ip", text, start, end)
-            if "phone" in kinds and digits >= 7:
+            if "phone" in kinds and digits >= 7 and len(found) == before:
+                # A run that held a card or an address is not also read as a phone number.
                 self._find(found, "phone", text, start, end)
 
 
