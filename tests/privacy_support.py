@@ -68,9 +68,13 @@ def private_scorer(server: LoopbackJudgeServer | str, scorer_id: str = "private"
 
     def analyze_prompt(ctx: Any) -> str:
         run = ctx.run
+
+        def shown(value: Any) -> str:
+            return json.dumps(value, default=str)
+
         return (
-            f"List the claims.\nInput: {json.dumps(run.input)}\nOutput: {json.dumps(run.output)}"
-            f"\nExpected: {run.ground_truth}\nContext: {json.dumps(run.request_context)}"
+            f"List the claims.\nInput: {shown(run.input)}\nOutput: {shown(run.output)}"
+            f"\nExpected: {run.ground_truth}\nContext: {shown(run.request_context)}"
         )
 
     return (
@@ -83,7 +87,8 @@ def private_scorer(server: LoopbackJudgeServer | str, scorer_id: str = "private"
         .generate_score(lambda ctx: len(ctx.results.analyze_step_result["claims"]) / 2)
         .generate_reason(
             sw.PromptStep(
-                "explain", lambda ctx: f"Explain {ctx.score} for {json.dumps(ctx.run.output)}"
+                "explain",
+                lambda ctx: f"Explain {ctx.score} for {json.dumps(ctx.run.output, default=str)}",
             )
         )
     )
