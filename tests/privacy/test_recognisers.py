@@ -31,6 +31,8 @@ def redact(text: str, policy: PrivacyPolicy = EVERYTHING) -> str:
         ("from 192.168.1.20, then", "from <IP_1>, then"),
         ("v6 2001:db8::1 here", "v6 <IP_1> here"),
         ("Authorization: Bearer abcdefghijklmnop123", "Authorization: <SECRET_1>"),
+        ("sent bearer abcdefghijklmnop123 along", "sent <SECRET_1> along"),
+        ("x" * 300 + " sk-proj-abcdefghijklmnopqrstuv", "x" * 300 + " <SECRET_1>"),
         ("key sk-proj-abcdefghijklmnopqrstuv", "key <SECRET_1>"),
         ("token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "token <SECRET_1>"),
         ("aws AKIAIOSFODNN7EXAMPLE", "aws <SECRET_1>"),

@@ -108,11 +108,15 @@ SECRET_PATTERNS: Final = (
     r"AIza(?<![\w-]AIza)[0-9A-Za-z_-]{35}",
     r"eyJ(?<![\w-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    # An HTTP bearer credential, as it is usually capitalised.
+    *(
+        word + rf"(?<![\w-]{word})[ \t]+[A-Za-z0-9._~+/=-]{{8,}}"
+        for word in ("Bearer", "bearer", "BEARER")
+    ),
 )
-# The same, read in the lower-cased text (so any capitalisation): an HTTP bearer credential,
-# and a value assigned to a secret-looking name (`api_key=...`, `"password": "..."`).
+# Read in the lower-cased text (so any capitalisation): a value assigned to a secret-looking
+# name (`api_key=...`, `"password": "..."`).
 SECRET_PATTERNS_ANY_CASE: Final = (
-    r"bearer(?<![\w-]bearer)[ \t]+[a-z0-9._~+/=-]{8,}",
     *(
         name + r"[\"']?[ \t]*[:=][ \t]*[\"']?[^\s\"',;]{6,}"
         for name in ("api[_-]?key", "secret", "password", "passwd", "access[_-]?token")

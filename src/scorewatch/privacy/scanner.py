@@ -2,8 +2,8 @@
 
 Speed matters (every stored text passes through here), so a text is not scanned once per kind:
 - addresses are looked for only around an `@` (`str.find`, not a regular expression);
-- each secret pattern starts with a literal (`sk-`, `ghp_`, `bearer`), which the regular
-  expression engine finds by a substring search;
+- each secret pattern starts with a literal (`sk-`, `ghp_`, `Bearer`), which the regular
+  expression engine finds by a substring search; `name = value` ones need a `:` or `=`;
 - card, phone and IPv4 candidates only inside runs of digits and separators, found by one scan;
 - IBANs by one scan for two capitals and two digits;
 - IPv6 candidates only near a colon-framed hex group (`:db8:`) or a `::`.
@@ -41,11 +41,12 @@ _EMAIL_WINDOW: Final = (64, 256)  # characters before and after an `@` an addres
 _IPV6_HINT: Final = re.compile(r":[0-9A-Fa-f]{1,4}:|::")
 # No built-in kind matches fewer characters (`a@b.co`, `1.2.3.4`).
 _SHORTEST: Final = 6
-# Every secret pattern's literal, lower-cased: a text without any skips the secret patterns.
+# Every secret pattern's literal, lower-cased: a short text without one skips the patterns.
 _SECRET_GATE: Final = re.compile(
     "sk-|sk_|rk_|gh[pousr]_|github_pat_|akia|asia|xox|aiza|eyj|-----begin|bearer|api|secret"
     "|passw|access"
 )
+_LONG_TEXT: Final = 256
 _PRIORITY: Final = {"secret": 0, "email": 1, "iban": 2, "card": 3, "ip": 4, "phone": 5}
 
 
@@ -171,14 +172,21 @@ class Scanner:
                 at = text.find("@", at + 1)
 
     def _secrets_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
-        # One scan says whether any secret's literal occurs at all; most texts hold none.
-        lowered = text.lower()
-        if _SECRET_GATE.search(lowered) is None:
+        # Each pattern starts with a literal, which `re` finds by a substring search. In a long
+        # text that is cheaper than any one scan deciding whether to look at all; in a short one
+        # the calls cost more than the scan, so a short text is looked at only when it holds a
+        # pattern's literal.
+        if len(text) < _LONG_TEXT and _SECRET_GATE.search(text.lower()) is None:
             return
         label, priority = "SECRET", _PRIORITY["secret"]
         for pattern in self._secrets:
             for m in pattern.finditer(text):
                 found.append((priority, m.start(), m.end(), label, m.group()))
+        # The case-blind ones (`name = value`) read the lower-cased text, and only when it can
+        # hold them.
+        if ":" not in text and "=" not in text:
+            return
+        lowered = text.lower()
         flags = re.NOFLAG
         if len(lowered) != len(text):  # lower-casing moved characters: read it case-blind
             lowered, flags = text, re.IGNORECASE
