@@ -1,4 +1,5 @@
-"""The `scorewatch` command: `demo`, `serve`, `worker`, `eval`, `score-traces`, `report`, `scorers`.
+"""The `scorewatch` command: `demo`, `serve`, `worker`, `eval`, `score-traces`, `report`, `scorers`,
+`erase`.
 
 Each subcommand lives in its own module and is imported only when chosen, so `scorewatch --help`
 stays fast and a missing optional dependency only affects its own command.
@@ -28,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "an HTML report of an earlier eval run, or compare two runs (a CI gate)",
     ),
     "scorers": ("scorewatch.commands.scorers", "list the prebuilt scorers"),
+    "erase": (
+        "scorewatch.commands.erase",
+        "delete stored score rows by target, trace id, run id or time range (with an audit line)",
+    ),
 }
 
 

@@ -46,6 +46,10 @@ EXAMPLES: dict[str, str] = {
     "scorers": """\
   scorewatch scorers                                # name, judge (llm/none), description
   scorewatch scorers --format json""",
+    "erase": """\
+  scorewatch erase --store scores.db --trace-id 0af7651916cd43dd8448eb211c80319c
+  scorewatch erase --store postgresql://db/scores --target support-bot --until 2026-01-01
+  scorewatch erase --store scores.jsonl --run-id call-42 --dry-run""",
 }
 
 

@@ -12,6 +12,7 @@ from ..core.result import ScorerRunResult, ScorerRunSnapshot
 from ..errors import ScorewatchError
 from ..evals.experiment import RunOutcome
 from ..evals.noise import ScorerNoise, noise_of
+from ..sinks.storable import storable
 
 __all__ = [
     "RESULTS_FILE_INVALID",
@@ -80,6 +81,10 @@ def _judge_totals(judge: JudgeResults | None) -> tuple[int, int, int]:
     return calls, attempts, tokens
 
 
+# The fields of a results line that may hold content (a privacy policy redacts them).
+_CONTENT = frozenset({"input", "output", "ground_truth", "reason", "not_scorable", "error"})
+
+
 def outcome_record(outcome: RunOutcome, item: dict[str, Any]) -> dict[str, Any]:
     """One line of an eval's results file; its cost is what the run's judge records say."""
     snapshot: ScorerRunSnapshot | None
@@ -133,6 +138,11 @@ def outcome_record(outcome: RunOutcome, item: dict[str, Any]) -> dict[str, Any]:
         if isinstance(error, ScorerRunError):
             record["failed_step"] = error.failed_step
             record["completed_steps"] = list(error.completed_steps)
+    if outcome.redaction is not None:  # a privacy policy: the file keeps no personal data
+        return {
+            key: storable(value, privacy=outcome.redaction) if key in _CONTENT else value
+            for key, value in record.items()
+        }
     return record
 
 

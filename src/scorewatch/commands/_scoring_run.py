@@ -14,9 +14,12 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import IO, Any
 
+from pydantic import ValidationError
+
 from ..errors import ScorewatchError
 from ..evals import ExperimentItem, RunOutcome
 from ..evals.compare import Comparison
+from ..privacy import KINDS, PrivacyPolicy
 from ._eval_scorers import CLI_USAGE, EvalScorers
 from ._progress import Progress
 from ._results_file import outcome_record
@@ -91,12 +94,49 @@ def add_scoring_arguments(parser: argparse.ArgumentParser, *, unit: str = "item"
     )
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument(
+        "--redact",
+        action="append",
+        default=[],
+        choices=(*KINDS, "all"),
+        help="personal data to redact from every stored and exported result (repeatable); the "
+        "judge still reads the content as it is",
+    )
+    parser.add_argument(
+        "--redact-pattern",
+        action="append",
+        default=[],
+        type=key_value,
+        metavar="NAME=REGEX",
+        help="also redact matches of REGEX, as <NAME_1>, <NAME_2>, ...",
+    )
+    parser.add_argument(
+        "--phone-region",
+        default="US",
+        metavar="CC",
+        help="the region whose phone numbers may be written without +country (default US)",
+    )
+    parser.add_argument(
         "--otel",
         action="store_true",
         help="export spans, metrics and evaluation events over OTLP (standard OTEL_* variables); "
         "without it they are exported only when OTEL_EXPORTER_OTLP_*ENDPOINT or "
         "OTEL_*_EXPORTER ask for it",
     )
+
+
+def privacy_policy(args: argparse.Namespace) -> PrivacyPolicy | None:
+    """The policy `--redact`, `--redact-pattern` and `--phone-region` describe (None: none)."""
+    if not args.redact and not args.redact_pattern:
+        return None
+    try:
+        return PrivacyPolicy(
+            redact=args.redact,
+            patterns=dict(args.redact_pattern),
+            phone_region=args.phone_region or None,
+        )
+    except ValidationError as error:
+        problems = "; ".join(e["msg"] for e in error.errors())
+        raise ScorewatchError(f"--redact options: {problems}", code=CLI_USAGE) from None
 
 
 def model_options(pairs: list[tuple[str, str]]) -> dict[str, Any]:

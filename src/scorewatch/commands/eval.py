@@ -39,6 +39,7 @@ from ._scoring_run import (
     json_summary,
     model_options,
     print_summary_table,
+    privacy_policy,
     run_scoring_command,
     thresholds_of,
     verdict,
@@ -137,6 +138,7 @@ def _evaluate(
     baseline: list[dict[str, Any]] | None,
 ) -> int:
     session = ScoringSession(data, sqlite=args.sqlite, out=out)
+    privacy = privacy_policy(args)
     interrupted = session.run(
         lambda: run_experiment(
             data=data,
@@ -146,6 +148,7 @@ def _evaluate(
             on_item_complete=session.on_item,
             on_result=session.on_result,
             repeat=args.repeat,
+            privacy=privacy,
         )
     )
     records = session.records

@@ -48,6 +48,7 @@ from ._scoring_run import (
     key_value,
     model_options,
     print_summary_table,
+    privacy_policy,
     run_scoring_command,
     thresholds_of,
     verdict,
@@ -271,6 +272,7 @@ def _score(
                 concurrency=args.concurrency,
                 on_result=session.on_result,
                 on_item_complete=session.on_item,
+                privacy=privacy_policy(args),
             )
         )
     records = session.records

@@ -21,6 +21,7 @@ from ..core.result import ScorerRun, ScorerRunResult
 from ..core.scorer import Scorer
 from ..core.sync import synchronous
 from ..errors import ScorewatchError
+from ..privacy import PrivacyPolicy, Redaction, redacting
 from .data import EvalItem, Target, is_trajectory_scorer, produce_output, validate_items
 from .entries import EvalScorer, as_entries
 from .noise import ScorerNoise, noise_of
@@ -96,6 +97,8 @@ class RunOutcome:
     run: ScorerRun | None = None
     # Which judgement of the item this is (0, 1, ... with `repeat`; always 0 without).
     repeat: int = 0
+    redaction: Redaction | None = None
+    """The run's redactor when a privacy policy applies: what is kept of the run uses it."""
 
 
 OnResult = Callable[[RunOutcome], Awaitable[None] | None]
@@ -132,15 +135,18 @@ async def run_experiment(
     on_item_complete: Callable[[ExperimentItem], Any] | None = None,
     on_result: OnResult | None = None,
     repeat: int = 1,
+    privacy: PrivacyPolicy | None = None,
 ) -> ExperimentResult:
     """Run every scorer on every item, concurrently per item, isolating failures.
 
     `on_result` is awaited for every (item, scorer) run as it finishes (stream results to sinks
     from it); an exception it raises is not swallowed. `repeat` judges each item that many times
     with each LLM-judged scorer (model-free scorers run once: they are deterministic) and
-    reports each scorer's noise in `noise`.
+    reports each scorer's noise in `noise`. With a `privacy` policy each run gets its redactor
+    (`RunOutcome.redaction`, and its telemetry's); the judge reads the items as they are.
     """
     check_repeat(repeat)
+    private = privacy is not None and privacy.enabled
     entries = as_entries(scorers)
     items = validate_items(data, has_target=target is not None)
     if not entries:
@@ -149,9 +155,11 @@ async def run_experiment(
 
     async def score_one(scorer: Scorer, item: EvalItem, output: Any, index: int) -> ScorerResult:
         run: ScorerRun | None = None
+        redaction = privacy.start() if private and privacy is not None else None
         try:
             run = item.scorer_run(output, trajectory=is_trajectory_scorer(scorer))
-            result: ScorerRunResult | BaseException = await scorer.run(run)
+            with redacting(redaction):
+                result: ScorerRunResult | BaseException = await scorer.run(run)
         except Exception as error:
             result = error
         if on_result is not None:
@@ -163,6 +171,7 @@ async def run_experiment(
                 error=None if ok else result,  # type: ignore[arg-type]
                 run=run,
                 repeat=index,
+                redaction=redaction,
             )
             called = on_result(outcome)
             if inspect.isawaitable(called):

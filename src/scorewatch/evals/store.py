@@ -84,10 +84,14 @@ class ExperimentSinkWriter:
         row_id = f"experiment-{self.experiment_id}-{outcome.scorer.id}-{outcome.item_index}"
         call = self._call(outcome)
         if outcome.result is not None:
-            stored = ScoreRecord.success(row_id, outcome.scorer, call, outcome.result, "TEST")
+            stored = ScoreRecord.success(
+                row_id, outcome.scorer, call, outcome.result, "TEST", outcome.redaction
+            )
         else:
             error = outcome.error or RuntimeError("scorer run failed")
-            stored = ScoreRecord.failure(row_id, outcome.scorer, call, error, "TEST")
+            stored = ScoreRecord.failure(
+                row_id, outcome.scorer, call, error, "TEST", outcome.redaction
+            )
         for sink in self.sinks:
             try:
                 await sink.write([stored])

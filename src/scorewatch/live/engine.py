@@ -44,6 +44,7 @@ from .._throttled_log import ThrottledLog
 from ..core.events import LIVE_COUNTS, LiveDecision, Observers, current_observers, observed_by
 from ..core.offload import offload_function_steps, shared_step_pool
 from ..core.scorer import Scorer
+from ..privacy import PrivacyPolicy, redacting
 from ..sinks.base import ScoreSink
 from ..sinks.call import ScoredCall
 from ..sinks.delivery import SinkRetry, Storage
@@ -177,13 +178,21 @@ def call_is_heavy(call: ScoredCall, limit: int = OFFLOAD_CHARS) -> bool:
     return False
 
 
-async def score_call(scorer: Scorer, call: ScoredCall, run_id: str) -> ScoreRecord:
-    """Run `scorer` on `call` under `run_id`; a raised `Exception` becomes a failed result."""
+async def score_call(
+    scorer: Scorer, call: ScoredCall, run_id: str, privacy: PrivacyPolicy | None = None
+) -> ScoreRecord:
+    """Run `scorer` on `call` under `run_id`; a raised `Exception` becomes a failed result.
+    With a `privacy` policy, the judge reads the call as it is, and the record, spans and events
+    of the run are redacted with one redactor."""
     # A small call leaves the step executor as the context has it (none, unless the caller
     # installed one), instead of paying a context manager per call to set it to None.
     heavy = call_is_heavy(call)
+    redaction = privacy.start() if privacy is not None and privacy.enabled else None
     try:
-        with offload_function_steps(shared_step_pool()) if heavy else nullcontext():
+        with (
+            offload_function_steps(shared_step_pool()) if heavy else nullcontext(),
+            redacting(redaction) if redaction is not None else nullcontext(),
+        ):
             result = await scorer.run(
                 input=call.input,
                 output=call.output,
@@ -197,8 +206,8 @@ async def score_call(scorer: Scorer, call: ScoredCall, run_id: str) -> ScoreReco
                 target_metadata=call.metadata,
             )
     except Exception as error:
-        return ScoreRecord.failure(run_id, scorer, call, error)
-    return ScoreRecord.success(run_id, scorer, call, result)
+        return ScoreRecord.failure(run_id, scorer, call, error, redaction=redaction)
+    return ScoreRecord.success(run_id, scorer, call, result, redaction=redaction)
 
 
 # -- the engine --------------------------------------------------------------------------------
@@ -213,7 +222,8 @@ class ScoringEngine:
     `quote_errors` puts error texts and tracebacks in the logs (a library user's own process);
     a service logs error types only, as the texts may quote its clients' content. `observers`
     is the event bus the engine, its runs and sink writes report to (default: that of `counts`,
-    else the bus current at construction).
+    else the bus current at construction). `privacy`: what the engine's records, spans, events
+    and logs redact (the judge reads the calls as they are).
     """
 
     def __init__(
@@ -229,8 +239,10 @@ class ScoringEngine:
         on_stored: Callable[[float], None] | None = None,
         on_finished: Callable[[Run, JobOutcome], None] | None = None,
         observers: Observers | None = None,
+        privacy: PrivacyPolicy | None = None,
     ) -> None:
         self.entries: dict[str, LiveScorerEntry] = dict(entries)
+        self.privacy = privacy
         self.counts = counts if counts is not None else Counts(observers=observers)
         # The bus telemetry hears this engine on; its runs and sink writes report there too.
         self.observers = self.counts.observers
@@ -356,7 +368,7 @@ class ScoringEngine:
                 await asyncio.wrap_future(warm_up)
             self._warm_up = None
         with observed_by(self.observers):  # a job's task starts from an empty context
-            result = await score_call(run.scorer, run.call, run.run_id)
+            result = await score_call(run.scorer, run.call, run.run_id, self.privacy)
         if result.status == "failed":
             self._run_failed(run, result)
         if not self.queue.begin_commit(job):
@@ -377,7 +389,7 @@ class ScoringEngine:
                 "live scorer %r failed on run %s: %s",
                 run.scorer.id,
                 run.run_id,
-                result.error,
+                result.kept(result.error),
             )
         else:  # the error text may quote content: the log names only the run and the type
             logger.debug(

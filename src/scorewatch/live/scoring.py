@@ -25,6 +25,7 @@ from opentelemetry.context import get_current
 
 from ..core.events import LiveDecision, Observers
 from ..core.scorer import Scorer
+from ..privacy import PrivacyPolicy
 from ..sinks.base import ScoreSink
 from .engine import ScoringEngine
 from .entry import LiveScorerEntry
@@ -56,7 +57,9 @@ class LiveScoring:
     interpreter exit; `handle_sigterm=True` also drains on SIGTERM, then hands the signal on
     to the handler that was installed before (or the default, which ends the process).
     `observers` is the event bus it reports to, and its runs and sinks with it (default: the
-    bus current at construction, normally `core.events.OBSERVERS`).
+    bus current at construction, normally `core.events.OBSERVERS`). `privacy` (a
+    `PrivacyPolicy` or its options, `{"redact": ["all"]}`) redacts personal data from the stored
+    rows, spans, events and logs of its runs; the judge reads the calls as they are.
     """
 
     def __init__(
@@ -70,6 +73,7 @@ class LiveScoring:
         handle_sigterm: bool = False,
         shutdown_timeout: float = 30.0,
         observers: Observers | None = None,
+        privacy: PrivacyPolicy | Mapping[str, Any] | None = None,
     ) -> None:
         entries = {key: LiveScorerEntry.coerce(value) for key, value in scorers.items()}
         seen: dict[str, str] = {}
@@ -87,6 +91,7 @@ class LiveScoring:
             max_queue=max_queue,
             quote_errors=True,
             observers=observers,
+            privacy=None if privacy is None else PrivacyPolicy.model_validate(privacy),
         )
         self.shutdown_timeout = shutdown_timeout
         self._shut = False

@@ -9,7 +9,10 @@ fields the reference leaves out: the judge records, the run status, the scorer v
 steps. A failed run carries no score; neither does a run a scorer declared not scorable (status
 `not_scorable`, with `metadata.notScorable = {step, reason}`), which the reference does not store
 at all. Secret-looking keys of the request context and metadata are
-redacted (the scorer itself saw them unchanged)."""
+redacted (the scorer itself saw them unchanged). A record made with the run's `Redaction` (a
+privacy policy's) has personal data in every content column replaced by the run's markers:
+input, output, context, ground truth, metadata, step results, prompts, reason, judge records and
+error; `kept()` does the same for a value shown elsewhere (serve's answers)."""
 
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from ..core.scorer import Scorer
 from ..core.steps import camel_step
 from ..errors import ScorewatchError
 from ..judge.errors import JudgeError
+from ..privacy import Redaction
 from .call import ScoredCall
 from .storable import storable
 
@@ -112,6 +116,27 @@ JSON_COLUMNS: Final = frozenset(
     }
 )
 TIME_COLUMNS: Final = frozenset({"createdAt", "updatedAt"})
+# The columns that may hold content (what the agent and the judge said), which a privacy policy
+# redacts; the others are ids, names, times, numbers and codes scorewatch made.
+_CONTENT_COLUMNS: Final = frozenset(
+    {
+        "input",
+        "output",
+        "additionalContext",
+        "extractStepResult",
+        "extractPrompt",
+        "analyzeStepResult",
+        "analyzePrompt",
+        "reason",
+        "reasonPrompt",
+        "preprocessStepResult",
+        "preprocessPrompt",
+        "generateScorePrompt",
+        "generateReasonPrompt",
+        "judge",
+        "error",
+    }
+)
 
 
 def iso_timestamp(moment: datetime) -> str:
@@ -170,6 +195,8 @@ class ScoreRecord:
     # False when running it again cannot help: the judge refused the call for good (401, 400,
     # a prompt over the context window, ...). Other failures may be transient.
     retryable: bool = True
+    # The run's redactor when a privacy policy applies: what the record keeps is redacted.
+    redaction: Redaction | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def success(
@@ -179,10 +206,11 @@ class ScoreRecord:
         call: ScoredCall,
         result: ScorerRunResult,
         source: RowSource = "LIVE",
+        redaction: Redaction | None = None,
     ) -> ScoreRecord:
         """A finished run: `not_scorable` when a step declared it so, else `success`."""
         status: ScoreStatus = "success" if result.not_scorable is None else "not_scorable"
-        return cls._of(run_id, scorer, call, source, status, result)
+        return cls._of(run_id, scorer, call, source, status, result, redaction=redaction)
 
     @classmethod
     def failure(
@@ -192,10 +220,13 @@ class ScoreRecord:
         call: ScoredCall,
         error: BaseException,
         source: RowSource = "LIVE",
+        redaction: Redaction | None = None,
     ) -> ScoreRecord:
         """A failed run: stored with its error and snapshot, never as a score."""
         if not isinstance(error, ScorerRunError):
-            return cls._of(run_id, scorer, call, source, "failed", None, error, error)
+            return cls._of(
+                run_id, scorer, call, source, "failed", None, error, error, redaction=redaction
+            )
         return cls._of(
             run_id,
             scorer,
@@ -207,6 +238,7 @@ class ScoreRecord:
             error.__cause__ or error,
             error.failed_step,
             tuple(error.completed_steps),
+            redaction=redaction,
         )
 
     @classmethod
@@ -222,6 +254,8 @@ class ScoreRecord:
         cause: BaseException | None = None,
         failed_step: str | None = None,
         completed_steps: tuple[str, ...] = (),
+        *,
+        redaction: Redaction | None = None,
     ) -> ScoreRecord:
         return cls(
             id=run_id,
@@ -241,6 +275,7 @@ class ScoreRecord:
             completed_steps=completed_steps,
             source=source,
             retryable=not (isinstance(cause, JudgeError) and not cause.retryable),
+            redaction=redaction,
         )
 
     @classmethod
@@ -313,25 +348,45 @@ class ScoreRecord:
         metadata redacted. Each value is walked once: the metadata and the request context on
         their own (redacted where it applies), the rest of the row together."""
         call = self.call
+        private = self.redaction
         metadata: dict[str, Any] = {"structuredOutput": False}
         if call.run_id:
             metadata["agentRunId"] = storable(call.run_id)
         if call.ground_truth is not None:
-            metadata["groundTruth"] = storable(_jsonable(call.ground_truth))
+            metadata["groundTruth"] = storable(_jsonable(call.ground_truth), privacy=private)
         if call.metadata:
-            metadata.update(storable(_jsonable(call.metadata), redact=True))
+            metadata.update(storable(_jsonable(call.metadata), redact=True, privacy=private))
         if call.score_source != "live":
             # The reference row's `source` is LIVE or TEST; where the call came from is kept here.
             metadata["scoreSource"] = storable(call.score_source)
         skipped = self.not_scorable
         if skipped is not None:
             # The reference's score row has no column for this; metadata keeps the table as is.
-            metadata["notScorable"] = storable(skipped.model_dump(mode="json", by_alias=True))
-        row: dict[str, Any] = storable(self._row())
+            metadata["notScorable"] = storable(
+                skipped.model_dump(mode="json", by_alias=True), privacy=private
+            )
+        row: dict[str, Any] = self._row()
+        if private is None:
+            row = storable(row)
+        else:  # each value is still walked once: the content columns with the redactor
+            content = storable(
+                {k: v for k, v in row.items() if k in _CONTENT_COLUMNS}, privacy=private
+            )
+            kept = storable({k: v for k, v in row.items() if k not in _CONTENT_COLUMNS})
+            row = {k: content[k] if k in _CONTENT_COLUMNS else kept[k] for k in row}
         if call.request_context is not None:
-            row["requestContext"] = storable(_jsonable(call.request_context), redact=True)
+            row["requestContext"] = storable(
+                _jsonable(call.request_context), redact=True, privacy=private
+            )
         row["metadata"] = metadata
         return row
+
+    def kept(self, value: Any) -> Any:
+        """`value` (a reason, an error, ...) as this record keeps it: storable, and redacted
+        by the run's redactor when a privacy policy applies."""
+        if value is None:
+            return None
+        return storable(_jsonable(value), privacy=self.redaction)
 
     def _row(self) -> dict[str, Any]:
         """The row but for `requestContext` and `metadata` (filled in by `to_row`)."""

@@ -7,7 +7,9 @@ Two rules, applied in one walk by `storable`:
   "Infinity", "-Infinity";
 - with `redact=True`, values under secret-looking keys are replaced, at any depth up to
   `_MAX_DEPTH`: agents often carry an `Authorization` header or an API key in their request
-  context, and a score row has no use for it.
+  context, and a score row has no use for it;
+- with `privacy` (a run's `privacy.Redaction`), personal data in every text, keys included, is
+  replaced by the run's markers (`<EMAIL_1>`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from ..privacy import Redaction
 
 __all__ = [
     "REDACTED",
@@ -64,10 +69,11 @@ def _number(value: float) -> float | str:
     return "NaN" if math.isnan(value) else _NON_FINITE[value]
 
 
-def storable(value: Any, *, redact: bool = False) -> Any:
+def storable(value: Any, *, redact: bool = False, privacy: Redaction | None = None) -> Any:
     """`value` (JSON-like data, as `ScoreRecord.to_row()` builds it) in a form every sink
-    stores (keys cleaned too); with `redact`, secret-looking keys' values are `REDACTED`."""
-    return _walk(value, redact, 0)
+    stores (keys cleaned too); with `redact`, secret-looking keys' values are `REDACTED`; with
+    `privacy`, personal data in its texts is replaced by the run's markers."""
+    return _walk(value, redact, 0, None if privacy is None else privacy.text)
 
 
 # Leaves that are stored as they are; text is cleaned in place; anything else goes to `_walk`.
@@ -75,11 +81,11 @@ _AS_IS: Final = frozenset({int, bool, type(None)})
 _find_unstorable: Final = _UNSTORABLE_TEXT.search
 
 
-def _walk(value: Any, redact: bool, depth: int) -> Any:
+def _walk(value: Any, redact: bool, depth: int, scrub: Callable[[str], str] | None) -> Any:
     # The common leaves (text, integers, None) are handled in the loops, so a row costs about
     # one call per container rather than one per value.
     if isinstance(value, str):
-        return storable_text(value)
+        return storable_text(value if scrub is None else scrub(value))
     if isinstance(value, float):
         return value if math.isfinite(value) else _number(value)
     if isinstance(value, Mapping):
@@ -89,21 +95,30 @@ def _walk(value: Any, redact: bool, depth: int) -> Any:
             if isinstance(key, str):
                 if hide and is_secret_key(key):
                     item = REDACTED
+                if scrub is not None:
+                    key = scrub(key)
                 if _find_unstorable(key) is not None:
                     key = _UNSTORABLE_TEXT.sub(REPLACEMENT, key)
             kind = type(item)
             if kind is str:
+                if scrub is not None:
+                    item = scrub(item)
                 if _find_unstorable(item) is not None:
                     item = _UNSTORABLE_TEXT.sub(REPLACEMENT, item)
             elif kind not in _AS_IS:
-                item = _walk(item, redact, depth + 1)
+                item = _walk(item, redact, depth + 1, scrub)
             cleaned[key] = item
         return cleaned
     if isinstance(value, list | tuple):
+        if scrub is not None:
+            return [
+                item if type(item) in _AS_IS else _walk(item, redact, depth + 1, scrub)
+                for item in value
+            ]
         return [
             item
             if (kind := type(item)) in _AS_IS or (kind is str and _find_unstorable(item) is None)
-            else _walk(item, redact, depth + 1)
+            else _walk(item, redact, depth + 1, None)
             for item in value
         ]
     return value

@@ -4,6 +4,8 @@ OpenTelemetry API only, no SDK here)."""
 from __future__ import annotations
 
 import json
+import traceback
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.trace import Span, Status, StatusCode
@@ -136,11 +138,24 @@ def usage_attributes(usage: JudgeUsage) -> dict[str, int]:
     }
 
 
-def mark_failed(span: Span, error: BaseException, capture: bool) -> None:
-    """Mark `span` (a chat span, a step's or the run's) as ended by `error`."""
+def mark_failed(
+    span: Span, error: BaseException, capture: bool, redact: Callable[[str], str] | None = None
+) -> None:
+    """Mark `span` (a chat span, a step's or the run's) as ended by `error`; with content
+    capture and a privacy policy's `redact`, its message and traceback are redacted."""
     kind = error_type(error)
     span.set_attribute(names.ATTR_ERROR_TYPE, kind)
     span.set_status(Status(StatusCode.ERROR, kind))
+    if capture and redact is not None:
+        span.add_event(
+            "exception",
+            {
+                "exception.type": _qualified_name(type(error)),
+                "exception.message": redact(str(error)),
+                "exception.stacktrace": redact("".join(traceback.format_exception(error))),
+            },
+        )
+        return
     if capture:
         span.record_exception(error)
         return

@@ -29,11 +29,13 @@ def open_chat_span(
     request: JudgeRequest,
     known_model: tuple[str, str | None] | None,
     capture: bool,
+    redact: Callable[[str], str] | None = None,
 ) -> tuple[Span, object, str | None]:
     """Start the `chat` span of one attempt under `parent` and make it current, so the HTTP
     client's or litellm's own spans nest under it. `known_model` is the step judge's (litellm
     route, provider) when the scorer exposes it. Returns the span, its context token and the
-    model name it was given."""
+    model name it was given. With content capture, `redact` (a privacy policy's) redacts the
+    messages."""
     route, provider = known_model or (None, None)
     model = describe.provider_model(route, provider) if route else None
     attributes: Attributes = {
@@ -46,8 +48,12 @@ def open_chat_span(
         attributes[names.ATTR_REQUEST_MODEL] = model
         attributes[names.ATTR_JUDGE_MODEL_ROUTE] = route
     if capture:
-        attributes[names.ATTR_SYSTEM_INSTRUCTIONS] = describe.system_instructions(request)
-        attributes[names.ATTR_INPUT_MESSAGES] = describe.input_messages(request)
+        instructions = describe.system_instructions(request)
+        messages = describe.input_messages(request)
+        if redact is not None:
+            instructions, messages = redact(instructions), redact(messages)
+        attributes[names.ATTR_SYSTEM_INSTRUCTIONS] = instructions
+        attributes[names.ATTR_INPUT_MESSAGES] = messages
     span = tracer.start_span(
         names.chat_span_name(model) if model else names.OPERATION_CHAT,
         context=trace.set_span_in_context(parent),
@@ -58,7 +64,13 @@ def open_chat_span(
     return span, token, model
 
 
-def finish_chat_span(span: Span, named: str | None, attempt: JudgeAttempt, capture: bool) -> None:
+def finish_chat_span(
+    span: Span,
+    named: str | None,
+    attempt: JudgeAttempt,
+    capture: bool,
+    redact: Callable[[str], str] | None = None,
+) -> None:
     """End the attempt's span with the model that answered, usage, the reply's facts and cost;
     renamed when the model that answered is not the one it was `named` after."""
     reply = attempt.reply
@@ -83,10 +95,11 @@ def finish_chat_span(span: Span, named: str | None, attempt: JudgeAttempt, captu
             attributes[names.ATTR_JUDGE_COST_CURRENCY] = currency
             attributes[names.ATTR_JUDGE_COST_SOURCE] = source
         if capture:
-            attributes[names.ATTR_OUTPUT_MESSAGES] = describe.output_messages(reply)
+            replied = describe.output_messages(reply)
+            attributes[names.ATTR_OUTPUT_MESSAGES] = replied if redact is None else redact(replied)
     span.set_attributes(attributes)
     if attempt.error is not None:
-        describe.mark_failed(span, attempt.error, capture)
+        describe.mark_failed(span, attempt.error, capture, redact)
     span.end()
 
 

@@ -38,6 +38,7 @@ from ..core.events import JudgeAttempt, LiveDecision, Observer, RunListener, Run
 from ..core.result import ScorerRunResult
 from ..core.steps import StepName, StepType
 from ..judge.protocol import JudgeRequest
+from ..privacy import current_redaction
 from . import describe, judge_calls, names
 from .cardinality import CardinalityGuard
 from .content import ContentCapture
@@ -264,6 +265,10 @@ class RunTelemetry(RunListener):
         self._observer = observer
         self._instruments = observer.instruments
         self._capture = observer.capture
+        # The run's redactor (a privacy policy's), shared with its row: content this exports
+        # carries the same markers.
+        redaction = current_redaction()
+        self._redact = None if redaction is None else redaction.text
         scorer, run = start.scorer, start.run
         self._profile = profile
         self._scorer_id: str = scorer.id
@@ -295,8 +300,8 @@ class RunTelemetry(RunListener):
         if run.target:
             attributes[names.ATTR_TARGET] = run.target
         if self._capture.on_spans:
-            attributes[names.ATTR_RUN_INPUT] = describe.to_json(run.input)
-            attributes[names.ATTR_RUN_OUTPUT] = describe.to_json(run.output)
+            attributes[names.ATTR_RUN_INPUT] = self._content(run.input)
+            attributes[names.ATTR_RUN_OUTPUT] = self._content(run.output)
 
         # Live traffic is scored after the fact: the run starts its own trace and links to the
         # evaluated span, so the agent's trace never waits on (or contains) the judge.
@@ -325,6 +330,11 @@ class RunTelemetry(RunListener):
             format(span_context.trace_id, "032x") if span_context.is_valid else None
         )
 
+    def _content(self, value: Any) -> str:
+        """`value` as a content attribute: JSON text, redacted under a privacy policy."""
+        text = describe.to_json(value)
+        return text if self._redact is None else self._redact(text)
+
     # -- context bookkeeping -----------------------------------------------------------------
 
     @staticmethod
@@ -342,7 +352,7 @@ class RunTelemetry(RunListener):
             open_attempt = self._attempts.pop()
             self._detach(open_attempt.token)
             if error is not None:
-                describe.mark_failed(open_attempt.span, error, self._capture.on_spans)
+                describe.mark_failed(open_attempt.span, error, self._capture.on_spans, self._redact)
             open_attempt.span.end()
 
     def _close_steps(self, error: BaseException | None = None) -> None:
@@ -351,7 +361,7 @@ class RunTelemetry(RunListener):
             open_step = self._steps.pop()
             self._detach(open_step.token)
             if error is not None:
-                describe.mark_failed(open_step.span, error, self._capture.on_spans)
+                describe.mark_failed(open_step.span, error, self._capture.on_spans, self._redact)
             open_step.span.end()
 
     # -- steps -------------------------------------------------------------------------------
@@ -380,7 +390,9 @@ class RunTelemetry(RunListener):
         if open_step is not None:
             self._detach(open_step.token)
             if outcome.error is not None:
-                describe.mark_failed(open_step.span, outcome.error, self._capture.on_spans)
+                describe.mark_failed(
+                    open_step.span, outcome.error, self._capture.on_spans, self._redact
+                )
             open_step.span.end()
         if self._steps:
             self._close_steps()
@@ -426,6 +438,7 @@ class RunTelemetry(RunListener):
             request,
             self._models.get(step),
             self._capture.on_spans,
+            self._redact,
         )
         self._attempts.append(_OpenSpan(span, token, model))
 
@@ -434,7 +447,11 @@ class RunTelemetry(RunListener):
         if open_attempt is not None:
             self._detach(open_attempt.token)
             judge_calls.finish_chat_span(
-                open_attempt.span, open_attempt.model, attempt, self._capture.on_spans
+                open_attempt.span,
+                open_attempt.model,
+                attempt,
+                self._capture.on_spans,
+                self._redact,
             )
         self._providers[attempt.model_id] = attempt.provider
         judge_calls.record_attempt(
@@ -453,7 +470,7 @@ class RunTelemetry(RunListener):
         if score is not None and not not_scorable:
             span.set_attribute(names.ATTR_SCORE, float(score))
         if self._capture.on_spans and result.reason is not None:
-            span.set_attribute(names.ATTR_REASON, describe.to_json(result.reason))
+            span.set_attribute(names.ATTR_REASON, self._content(result.reason))
         ins = self._instruments
         outcome_attributes = self._profile.outcome_attributes(outcome)
         ins.scorer_runs.add(1, outcome_attributes)
@@ -498,7 +515,7 @@ class RunTelemetry(RunListener):
             # Cancelled or interrupted: the run did not finish, so it is neither a score nor a
             # failure to count; its spans end marked with the interruption, and nothing else.
             self._close_steps(error)
-            describe.mark_failed(self._run_span, error, self._capture.on_spans)
+            describe.mark_failed(self._run_span, error, self._capture.on_spans, self._redact)
             self._end_run()
             return
         self._close_steps()
@@ -506,7 +523,7 @@ class RunTelemetry(RunListener):
         span = self._run_span
         if failed_step:
             span.set_attribute(names.ATTR_FAILED_STEP, str(failed_step))
-        describe.mark_failed(span, error, self._capture.on_spans)
+        describe.mark_failed(span, error, self._capture.on_spans, self._redact)
         run_attributes: Attributes = {
             names.ATTR_EVALUATION_NAME: self._scorer_id,
             names.ATTR_OUTCOME: names.OUTCOME_FAILED,
@@ -538,7 +555,7 @@ class RunTelemetry(RunListener):
             if label is not None:
                 attributes[names.ATTR_EVALUATION_SCORE_LABEL] = label
         if reason is not None:
-            attributes[names.ATTR_EVALUATION_EXPLANATION] = describe.to_json(reason)
+            attributes[names.ATTR_EVALUATION_EXPLANATION] = self._content(reason)
         if self._evaluated_response_id:
             attributes[names.ATTR_RESPONSE_ID] = self._evaluated_response_id
         if self._run_id:

@@ -20,6 +20,7 @@ from ..evals.experiment import (
     ScorerResult,
     run_experiment,
 )
+from ..privacy import PrivacyPolicy
 from .assembly import BufferLimits
 from .collect import Extraction, extract_runs
 from .otlp import TraceData
@@ -84,6 +85,7 @@ async def score_extraction(
     concurrency: int = 1,
     on_result: OnResult | None = None,
     on_item_complete: Callable[[ExperimentItem], Any] | None = None,
+    privacy: PrivacyPolicy | None = None,
 ) -> TraceScores:
     """Score the runs of an `extract_runs` result: the second half of `score_traces`, for
     callers that look at what was read before scoring it (`scorewatch score-traces` sizes its
@@ -118,6 +120,7 @@ async def score_extraction(
         scorers=scorers,
         concurrency=concurrency,
         on_result=on_result,
+        privacy=privacy,
         on_item_complete=on_item_complete,
     )
     for span, item in zip(spans, experiment.items, strict=True):

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ...errors import ScorewatchError
+from ...privacy import PrivacyPolicy
 from ...sinks.storable import is_secret_key
 from .queue_settings import QueueSettings
 from .traces_settings import TracesSettings
@@ -362,6 +363,10 @@ class ServeConfig(_Table):
     queue: QueueSettings = Field(default_factory=QueueSettings)
     traces: TracesSettings | None = Field(
         None, description="OTLP/HTTP trace intake (POST /v1/traces); absent: off."
+    )
+    privacy: PrivacyPolicy = Field(
+        default_factory=PrivacyPolicy,
+        description="Personal data redacted from stored rows, spans, events, logs and answers.",
     )
     base_dir: Path = Field(
         default_factory=Path.cwd, exclude=True, description="Relative paths resolve against it."

@@ -29,6 +29,7 @@ def build_intake(
             max_queue_delay=config.live.max_queue_delay,
             # The HTTP loop only parses, admits and answers.
             scoring=ScoringLoop(),
+            privacy=config.privacy,
         )
     from ...sinks.postgres import PostgresSink
     from ..queue.stream import StreamNames, connect

@@ -34,6 +34,7 @@ from ...core.events import LiveDecision
 from ...live.engine import Run, ScoringEngine
 from ...live.entry import LiveScorerEntry
 from ...live.work_queue import JobOutcome
+from ...privacy import PrivacyPolicy
 from ...sinks.base import ScoreSink
 from ...sinks.delivery import SinkRetry
 from ...sinks.record import ScoreRecord
@@ -91,6 +92,7 @@ class InProcessIntake:
         sink_retry_timeout: float = 120.0,
         max_queue_delay: float | None = None,
         scoring: ScoringLoop | None = None,
+        privacy: PrivacyPolicy | None = None,
     ) -> None:
         self._max_queue = max_queue
         self._max_bytes = max_queue_bytes
@@ -112,6 +114,7 @@ class InProcessIntake:
             quote_errors=False,
             counts=self._counts,
             on_stored=self._throughput.finished,
+            privacy=privacy,
             on_finished=self._finished,
         )
         self._queue = self._engine.queue

@@ -45,6 +45,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 from ...core.events import TraceLink, current_observers, linked_runs
 from ...core.scorer import Scorer
 from ...live.engine import score_call
+from ...privacy import PrivacyPolicy
 from ...sinks.base import ScoreSink
 from ...sinks.delivery import SinkRetry, Storage
 from ...telemetry import names as telemetry_names
@@ -113,10 +114,12 @@ class StreamWorker:
         stats_interval: float = 5.0,
         consumer: str | None = None,
         block_ms: int = 1000,
+        privacy: PrivacyPolicy | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._scorers = dict(scorers)
+        self._privacy = privacy
         self._client = client
         self._names = names
         # A sink outage must not burn deliveries: the entry stays claimed (the heartbeat keeps
@@ -357,7 +360,7 @@ class StreamWorker:
         try:
             link = TraceLink.of(enqueued.trace_id, enqueued.span_id) if enqueued.is_valid else None
             with linked_runs(link):
-                result = await score_call(scorer, entry.call, entry.run_id)
+                result = await score_call(scorer, entry.call, entry.run_id, self._privacy)
         finally:
             current_observers().in_flight(-1)
         # A judge that refused the call for good (401, 400, ...) refuses it again: store the

@@ -100,6 +100,7 @@ async def _work(
         claim_interval=settings.claim_interval,
         stats_interval=settings.stats_interval,
         consumer=consumer,
+        privacy=config.privacy,
     )
     loop = asyncio.get_running_loop()
     signals = 0

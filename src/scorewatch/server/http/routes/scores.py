@@ -211,14 +211,18 @@ def _outcome(scorer: str, run_id: str, future: asyncio.Future[ScoreRecord]) -> R
     if future.cancelled():
         return RunReport(scorer=scorer, run_id=run_id, status="dropped")
     result = future.result()
+    # `kept`: the answer shows the run as it is stored (redacted under a privacy policy).
+    skipped = result.not_scorable
     return RunReport(
         scorer=scorer,
         run_id=run_id,
         status=result.status,
         score=result.score,
-        not_scorable=result.not_scorable,
-        reason=result.reason if result.status == "success" else None,
-        error=result.error,
+        not_scorable=None
+        if skipped is None
+        else type(skipped).model_validate(result.kept(skipped)),
+        reason=result.kept(result.reason) if result.status == "success" else None,
+        error=result.kept(result.error),
         error_code=result.error_code,
         failed_step=result.failed_step,
     )

@@ -1,0 +1,129 @@
+"""`scorewatch erase`: delete a person's stored score rows, say which, and leave an audit line.
+
+    scorewatch erase --store scores.db --trace-id 0af7651916cd43dd8448eb211c80319c
+    scorewatch erase --store postgresql://db/scores --target support-bot --until 2026-01-01
+    scorewatch erase --store scores.jsonl --run-id call-42 --dry-run
+
+The store is a SQLite file, a PostgreSQL DSN (`postgresql://...`, `--schema` names the schema)
+or a JSONL file (rewritten without the rows: stop the process appending to it first). Every
+given condition must hold. What was deleted is printed by id, scorer, target, trace and time,
+never content; the audit line (stderr, and appended to `--audit-log`) says who asked for what
+and how many rows went, with the DSN's password left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import ScorewatchError
+from ._eval_scorers import CLI_USAGE
+
+__all__ = ["add_arguments", "run"]
+
+
+def _moment(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an ISO 8601 time, got {text!r}") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        required=True,
+        metavar="DSN",
+        help="a SQLite file, a PostgreSQL DSN (postgresql://... or host=... dbname=...), or a "
+        ".jsonl file",
+    )
+    parser.add_argument("--schema", default="public", help="PostgreSQL schema (default public)")
+    parser.add_argument("--target", help="rows of this target (the agent: the rows' entityId)")
+    parser.add_argument("--trace-id", help="rows of this evaluated trace (hex)")
+    parser.add_argument("--run-id", help="rows of this scorer run or agent run id")
+    parser.add_argument(
+        "--since", type=_moment, help="rows created at or after (ISO 8601; no zone: UTC)"
+    )
+    parser.add_argument("--until", type=_moment, help="rows created before (ISO 8601)")
+    parser.add_argument("--dry-run", action="store_true", help="list the rows, delete none")
+    parser.add_argument("--audit-log", metavar="FILE", help="also append the audit line here")
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+
+
+def _shown_store(store: str) -> str:
+    """The store as the audit line names it: a DSN without its password."""
+    parts = urlsplit(store)
+    if parts.scheme and parts.password:
+        host = parts.hostname or ""
+        netloc = f"{parts.username}@{host}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return store
+
+
+def _erase(args: argparse.Namespace, erasure: Any) -> tuple[str, list[dict[str, Any]]]:
+    from ..sinks.erase import erase_jsonl, erase_postgres, erase_sqlite
+
+    store: str = args.store
+    if store.startswith(("postgresql://", "postgres://")) or "dbname=" in store:
+        return "postgresql", erase_postgres(
+            store, erasure, schema=args.schema, dry_run=args.dry_run
+        )
+    path = store.removeprefix("sqlite:///") if store.startswith("sqlite:///") else store
+    if not Path(path).is_file():
+        raise ScorewatchError(f"--store: no file at {path}", code=CLI_USAGE)
+    if path.endswith((".jsonl", ".ndjson")):
+        return "jsonl", erase_jsonl(path, erasure, dry_run=args.dry_run)
+    return "sqlite", erase_sqlite(path, erasure, dry_run=args.dry_run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..sinks.erase import Erasure
+
+    try:
+        erasure = Erasure(
+            target=args.target,
+            trace_id=args.trace_id,
+            run_id=args.run_id,
+            since=args.since,
+            until=args.until,
+        )
+        kind, rows = _erase(args, erasure)
+    except ValueError as error:
+        print(f"scorewatch erase: {error}", file=sys.stderr)
+        return 2
+    except ScorewatchError as error:
+        print(f"scorewatch erase: {error.message}", file=sys.stderr)
+        return 2
+    audit = {
+        "event": "scorewatch.erase",
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "by": getpass.getuser(),
+        "store": _shown_store(args.store),
+        "kind": kind,
+        "conditions": erasure.describe(),
+        "dry_run": args.dry_run,
+        "rows": len(rows),
+    }
+    if args.format == "json":
+        print(json.dumps({"deleted" if not args.dry_run else "would_delete": rows}, indent=2))
+    else:
+        verb = "would delete" if args.dry_run else "deleted"
+        print(f"{verb} {len(rows)} row(s) from {audit['store']}")
+        for row in rows:
+            print(
+                f"  {row['createdAt']}  {row['id']}  scorer={row['scorerId']}  "
+                f"target={row['entityId']}  trace={row['traceId']}"
+            )
+    line = json.dumps(audit, sort_keys=True)
+    print(f"scorewatch erase: audit {line}", file=sys.stderr)
+    if args.audit_log:
+        with Path(args.audit_log).open("a", encoding="utf-8") as log:
+            log.write(line + "\n")
+    return 0

@@ -1,0 +1,174 @@
+"""`PrivacyPolicy`: which personal data scorewatch redacts from what it keeps and exports, and
+`Redaction`, one run's redactor.
+
+The judge reads a run's content as it is; only what scorewatch keeps (score rows, span
+attributes, evaluation events, answers, reports) passes through the run's `Redaction`, which
+replaces every match with a typed marker, `<EMAIL_1>`, `<PHONE_2>`, `<CARD_1>`. A marker stands
+for one value throughout its run: the row, the spans and the event of a run share one
+`Redaction`, so `<EMAIL_1>` in the stored input and in the judge's reason is the same address.
+Another run numbers afresh, so markers never link two runs' data.
+
+>>> policy = PrivacyPolicy(redact=["email", "phone"])
+>>> run = policy.start()
+>>> run.text("Write to ada@example.com or call +44 20 7946 0958.")
+'Write to <EMAIL_1> or call <PHONE_1>.'
+>>> run.text("ADA@example.com asked twice")
+'<EMAIL_1> asked twice'
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import cached_property
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .recognisers import KINDS, Kind, builtin_recognisers
+from .scanner import Scanner
+
+__all__ = ["PrivacyPolicy", "Redaction", "current_redaction", "redacting"]
+
+_NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,39}")
+
+
+class PrivacyPolicy(BaseModel):
+    """What to redact: built-in kinds (`email`, `phone`, `card`, `iban`, `ip`, `secret`, or
+    `all`) and custom patterns, named by their marker label."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    redact: tuple[Kind, ...] = ()
+    """Built-in kinds to redact; `["all"]` names every one."""
+    patterns: dict[str, str] = Field(default_factory=dict)
+    """Custom patterns: marker label (`EMPLOYEE_ID`) -> regular expression (Python syntax)."""
+    phone_region: str | None = "US"
+    """The region whose national numbering reads phone numbers written without `+` (ISO 3166
+    alpha-2); None (or `""`) recognises international numbers only."""
+
+    @field_validator("redact", mode="before")
+    @classmethod
+    def _all(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list | tuple) and "all" in value:
+            return KINDS
+        return value
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, pattern in value.items():
+            if _NAME.fullmatch(name) is None:
+                raise ValueError(
+                    f"privacy pattern name {name!r}: a letter, then letters, digits or '_'"
+                )
+            if name.upper() in {r.label for r in builtin_recognisers(None).values()}:
+                raise ValueError(f"privacy pattern name {name!r} is a built-in kind's marker")
+            try:
+                compiled = re.compile(pattern)
+            except re.error as error:
+                raise ValueError(f"privacy pattern {name!r} does not compile: {error}") from None
+            if compiled.match(""):
+                raise ValueError(f"privacy pattern {name!r} matches empty text")
+        return value
+
+    @field_validator("phone_region")
+    @classmethod
+    def _region(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        import phonenumbers
+
+        region = value.upper()
+        if region not in phonenumbers.SUPPORTED_REGIONS:
+            raise ValueError(f"phone_region {value!r} is not a region phonenumbers knows")
+        return region
+
+    @property
+    def enabled(self) -> bool:
+        """Whether anything is redacted at all."""
+        return bool(self.redact or self.patterns)
+
+    def start(self) -> Redaction:
+        """A new run's redactor: markers numbered from 1."""
+        return Redaction(self._scanner)
+
+    @cached_property
+    def _scanner(self) -> Scanner:
+        return Scanner(self.redact, self.patterns, self.phone_region)
+
+
+class Redaction:
+    """One run's redactor: the same value gets the same marker everywhere in the run. Safe to
+    use from several threads (sinks may build a row each)."""
+
+    __slots__ = ("_done", "_lock", "_markers", "_numbers", "_scanner")
+
+    def __init__(self, scanner: Scanner) -> None:
+        self._scanner = scanner
+        # text -> its redacted form: a run's row repeats its texts (the prompt in the judge
+        # record, the reason in the judge's raw output), and each is scanned once.
+        self._done: dict[str, str] = {}
+        self._markers: dict[tuple[str, str], str] = {}
+        self._numbers: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def markers(self) -> Mapping[tuple[str, str], str]:
+        """(label, normal form) -> marker, for the values replaced so far."""
+        return dict(self._markers)
+
+    def _marker(self, label: str, normal: str) -> str:
+        key = (label, normal)
+        marker = self._markers.get(key)
+        if marker is None:
+            with self._lock:
+                marker = self._markers.get(key)
+                if marker is None:
+                    number = self._numbers.get(label, 0) + 1
+                    self._numbers[label] = number
+                    marker = self._markers[key] = f"<{label}_{number}>"
+        return marker
+
+    def text(self, value: str) -> str:
+        """`value` with every match replaced by its marker."""
+        known = self._done.get(value)
+        if known is not None:
+            return known
+        found = self._scanner.matches(value)
+        if not found:
+            self._done[value] = value
+            return value
+        parts: list[str] = []
+        done = 0
+        for start, end, label, normal in found:
+            parts.append(value[done:start])
+            parts.append(self._marker(label, normal))
+            done = end
+        parts.append(value[done:])
+        redacted = self._done[value] = "".join(parts)
+        return redacted
+
+
+_CURRENT: ContextVar[Redaction | None] = ContextVar("scorewatch_redaction", default=None)
+
+
+def current_redaction() -> Redaction | None:
+    """The redactor of the run executing in this context (None: nothing is redacted)."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def redacting(redaction: Redaction | None) -> Iterator[Redaction | None]:
+    """Make `redaction` the current run's redactor while the block runs: the telemetry of a run
+    started inside it redacts what it exports with the same markers as the run's row."""
+    token = _CURRENT.set(redaction)
+    try:
+        yield redaction
+    finally:
+        _CURRENT.reset(token)

@@ -1,0 +1,154 @@
+"""The built-in recognisers: what each kind of personal data looks like, and how a candidate is
+confirmed before it is replaced.
+
+One regular expression finds the candidates of every enabled kind in a single pass over a text;
+a candidate is then confirmed by the kind's validator, from a maintained library where a
+checksum or a numbering plan decides:
+
+- `email`: `local@domain.tld`; the pattern itself decides;
+- `secret`: `Bearer ...`, `sk-...`, `sk_live_...`, `ghp_...`, `AKIA...`, `xox?-...`, `AIza...`,
+  JSON Web Tokens, PEM private keys, `api_key=...` / `"password": "..."`; the pattern decides;
+- `iban`: two capitals, two check digits, 11 to 30 more; `stdnum.iban` (mod-97 checksum);
+- `card`: 13 to 19 digits, spaces or dashes between; `stdnum.luhn` (Luhn checksum);
+- `ip`: dotted quads, colon-separated hex groups; `ipaddress.ip_address`;
+- `phone`: 7 to 20 digits and separators, `+` or `(` first; `phonenumbers` (a valid number of its
+  region, or of the policy's `phone_region` when written without a country code).
+
+A candidate that fails its check is cut back at its last separator and tried again (a phone
+number followed by another figure, an IBAN followed by a capitalised word), a few times at most.
+The libraries are imported on first use, so `import scorewatch` pays nothing for them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, Literal, get_args
+
+__all__ = ["KINDS", "Kind", "Recogniser", "builtin_recognisers"]
+
+Kind = Literal["email", "phone", "card", "iban", "ip", "secret"]
+KINDS: Final[tuple[Kind, ...]] = get_args(Kind)
+
+# A validator returns the value's normal form (so one address written two ways gets one marker),
+# or None when the candidate is not one.
+Validator = Callable[[str], str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Recogniser:
+    """One kind of data: its marker's label, its candidate pattern, and its check."""
+
+    kind: str
+    label: str
+    pattern: str
+    validate: Validator | None = None
+
+
+def _email(text: str) -> str | None:
+    return text.lower()
+
+
+def _secret(text: str) -> str | None:
+    return text
+
+
+def _iban(text: str) -> str | None:
+    from stdnum import iban
+
+    compact: str = iban.compact(text)
+    return compact if iban.is_valid(compact) else None
+
+
+def _card(text: str) -> str | None:
+    from stdnum import luhn
+
+    digits = re.sub(r"[ -]", "", text)
+    if not 13 <= len(digits) <= 19 or len(set(digits)) == 1:
+        return None
+    return digits if luhn.is_valid(digits) else None
+
+
+def _ip(text: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
+
+
+def _phone(region: str | None) -> Validator:
+    def validate(text: str) -> str | None:
+        import phonenumbers
+
+        try:
+            number = phonenumbers.parse(text, region)
+        except phonenumbers.NumberParseException:
+            return None
+        if not phonenumbers.is_valid_number(number):
+            return None
+        return str(phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164))
+
+    return validate
+
+
+# Secrets by their documented shapes: OpenAI and Anthropic keys (`sk-`, `sk-ant-`); Stripe secret
+# and restricted keys; GitHub tokens; AWS access key ids; Slack tokens; Google API keys; JSON Web
+# Tokens; PEM private keys. Each starts with its literal, so finding it is a fast substring search,
+# and a look-behind after the literal keeps `task-...` from reading as `sk-...`.
+SECRET_PATTERNS: Final = (
+    r"sk-(?<![\w-]sk-)(?:ant-)?[A-Za-z0-9_-]{16,}",
+    r"sk_(?<![\w-]sk_)(?:live|test)_[A-Za-z0-9]{16,}",
+    r"rk_(?<![\w-]rk_)(?:live|test)_[A-Za-z0-9]{16,}",
+    r"gh(?<![\w-]gh)[pousr]_[A-Za-z0-9]{30,}",
+    r"github_pat_(?<![\w-]github_pat_)[A-Za-z0-9_]{20,}",
+    r"A(?<![\w-]A)(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])",
+    r"xox(?<![\w-]xox)[abprs]-[A-Za-z0-9-]{10,}",
+    r"AIza(?<![\w-]AIza)[0-9A-Za-z_-]{35}",
+    r"eyJ(?<![\w-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    # An HTTP bearer credential, as it is usually capitalised.
+    *(
+        word + rf"(?<![\w-]{word})[ \t]+[A-Za-z0-9._~+/=-]{{8,}}"
+        for word in ("Bearer", "bearer", "BEARER")
+    ),
+)
+# Read in the lower-cased text (so any capitalisation): a value assigned to a secret-looking
+# name (`api_key=...`, `"password": "..."`).
+SECRET_PATTERNS_ANY_CASE: Final = (
+    *(
+        name + r"[\"']?[ \t]*[:=][ \t]*[\"']?[^\s\"',;]{6,}"
+        for name in ("api[_-]?key", "secret", "password", "passwd", "access[_-]?token")
+    ),
+)
+EMAIL_PATTERN: Final = (
+    r"(?<![\w.%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
+)
+# A run of digits and the separators numbers are written with (7 characters at least): card,
+# phone and IPv4 candidates are looked for inside such runs only: one scan for all three.
+NUMBER_RUN: Final = r"[+(0-9][0-9 \t().+:/-]{6,}"
+CARD_PATTERN: Final = r"(?<![\w.])\d(?:[ -]?\d){12,18}(?!\w)"
+PHONE_PATTERN: Final = r"(?<![\w+])(?:\+|\(?)\d[\d \t().-]{5,18}\d(?![\w])"
+IPV4_PATTERN: Final = r"(?<![\w.:])(?:\d{1,3}\.){3}\d{1,3}(?![\w:]|\.\d)"
+IPV6_PATTERN: Final = r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])"
+# An IBAN is found by its check digits (a digit is rarer than a capital, so the scan is faster),
+# and its match starts two characters later than the IBAN: `IBAN_LEAD`.
+IBAN_PATTERN: Final = (
+    r"[0-9](?<=[A-Z]{2}[0-9])(?<![0-9A-Za-z_][A-Z]{2}[0-9])[0-9](?:[ ]?[A-Z0-9]){11,30}"
+    r"(?![0-9A-Za-z_])"
+)
+IBAN_LEAD: Final = 2
+
+
+def builtin_recognisers(phone_region: str | None) -> dict[str, Recogniser]:
+    """The built-in kinds, most specific first: where two overlap, the earlier one wins (a
+    secret may hold an address, a card number looks like a phone number)."""
+    return {
+        "secret": Recogniser("secret", "SECRET", "|".join(SECRET_PATTERNS), _secret),
+        "email": Recogniser("email", "EMAIL", EMAIL_PATTERN, _email),
+        "iban": Recogniser("iban", "IBAN", IBAN_PATTERN, _iban),
+        "card": Recogniser("card", "CARD", CARD_PATTERN, _card),
+        "ip": Recogniser("ip", "IP", IPV4_PATTERN, _ip),
+        "phone": Recogniser("phone", "PHONE", PHONE_PATTERN, _phone(phone_region)),
+    }

@@ -1,0 +1,225 @@
+"""`Scanner`: where a policy's recognisers match in one text.
+
+Speed matters (every stored text passes through here), so a text is not scanned once per kind:
+- addresses are looked for only around an `@` (`str.find`, not a regular expression);
+- each secret pattern starts with a literal (`sk-`, `ghp_`, `Bearer`), which the regular
+  expression engine finds by a substring search; `name = value` ones need a `:` or `=`;
+- card, phone and IPv4 candidates only inside runs of digits and separators, found by one scan;
+- IBANs by one scan for two capitals and two digits;
+- IPv6 candidates only near a colon-framed hex group (`:db8:`) or a `::`.
+Where matches overlap, the most specific kind wins (custom patterns first, then secret, email,
+IBAN, card, IP, phone), and a text's matches come back in order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final
+
+from .recognisers import (
+    EMAIL_PATTERN,
+    IBAN_LEAD,
+    IPV6_PATTERN,
+    NUMBER_RUN,
+    SECRET_PATTERNS,
+    SECRET_PATTERNS_ANY_CASE,
+    Recogniser,
+    builtin_recognisers,
+)
+
+__all__ = ["Match", "Scanner"]
+
+Match = tuple[int, int, str, str]
+"""(start, end, marker label, the value's normal form)."""
+
+_UNSEEN: Final[str] = "\x00unseen"
+_CUT: Final = re.compile(r"[ \t.\-()]+[^ \t.\-()]*$")
+_MAX_CUTS: Final = 4
+_DIGITS: Final = frozenset("0123456789")
+_EMAIL_WINDOW: Final = (64, 256)  # characters before and after an `@` an address may span
+_IPV6_HINT: Final = re.compile(r":[0-9A-Fa-f]{1,4}:|::")
+# No built-in kind matches fewer characters (`a@b.co`, `1.2.3.4`).
+_SHORTEST: Final = 6
+# Every secret pattern's literal, lower-cased: a short text without one skips the patterns.
+_SECRET_GATE: Final = re.compile(
+    "sk-|sk_|rk_|gh[pousr]_|github_pat_|akia|asia|xox|aiza|eyj|-----begin|bearer|api|secret"
+    "|passw|access"
+)
+_LONG_TEXT: Final = 256
+_PRIORITY: Final = {"secret": 0, "email": 1, "iban": 2, "card": 3, "ip": 4, "phone": 5}
+
+
+_CACHE_SIZE: Final = 4096
+
+
+def _confirm(
+    validate: Callable[[str], str | None], candidate: str, cache: dict[str, str | None]
+) -> tuple[str, str] | None:
+    """(the text that passed, its normal form), cutting the candidate back at its separators
+    while it fails. Checks are remembered in `cache` (a run's content repeats: the input is in
+    the prompts too, the judge's reason quotes it, and parsing a phone number costs ~50 us)."""
+    for _ in range(_MAX_CUTS + 1):
+        normal = cache.get(candidate, _UNSEEN)
+        if normal is _UNSEEN:
+            if len(cache) >= _CACHE_SIZE:
+                cache.clear()
+            normal = cache[candidate] = validate(candidate)
+        if normal is not None:
+            return candidate, normal
+        shorter = _CUT.sub("", candidate)
+        if not shorter or shorter == candidate:
+            return None
+        candidate = shorter
+    return None
+
+
+class Scanner:
+    """The recognisers of one policy, compiled once."""
+
+    __slots__ = (
+        "_any_case",
+        "_builtin",
+        "_custom",
+        "_email",
+        "_iban",
+        "_ipv6",
+        "_numbers",
+        "_numeric",
+        "_secrets",
+        "_validated",
+    )
+
+    def __init__(self, kinds: tuple[str, ...], custom: dict[str, str], region: str | None):
+        builtin = builtin_recognisers(region)
+        self._builtin: dict[str, tuple[re.Pattern[str], Recogniser]] = {
+            kind: (re.compile(r.pattern), r) for kind, r in builtin.items() if kind in kinds
+        }
+        self._custom = tuple((name.upper(), re.compile(p)) for name, p in custom.items())
+        # Per kind: candidate text -> its normal form, or None (not one).
+        self._validated: dict[str, dict[str, str | None]] = {kind: {} for kind in self._builtin}
+        secret = "secret" in kinds
+        self._secrets = tuple(re.compile(p) for p in SECRET_PATTERNS) if secret else ()
+        self._any_case = tuple(re.compile(p) for p in SECRET_PATTERNS_ANY_CASE) if secret else ()
+        self._iban = self._builtin.get("iban")
+        self._email = re.compile(EMAIL_PATTERN) if "email" in kinds else None
+        self._ipv6 = re.compile(IPV6_PATTERN) if "ip" in kinds else None
+        self._numeric = tuple(k for k in ("card", "ip", "phone") if k in kinds)
+        self._numbers = re.compile(NUMBER_RUN) if self._numeric else None
+
+    def matches(self, text: str) -> list[Match]:
+        """Where `text` holds data to redact: non-overlapping, in order."""
+        if len(text) < _SHORTEST and not self._custom:
+            return []
+        found: list[tuple[int, int, int, str, str]] = []  # priority, start, end, label, normal
+        for index, (label, pattern) in enumerate(self._custom):
+            for m in pattern.finditer(text):
+                if m.end() > m.start():
+                    found.append((index - 100, m.start(), m.end(), label, m.group()))
+        if self._secrets:
+            self._secrets_in(found, text)
+        if self._email is not None and "@" in text:
+            self._emails(found, text)
+        # IBANs, cards, phone numbers and IP addresses all hold digits (an IPv6 address may
+        # not: `fe80::` is looked for regardless).
+        digits = any(digit in text for digit in "0123456789")
+        if self._iban is not None and digits:
+            self._find(found, "iban", text, 0, len(text), lead=IBAN_LEAD)
+        if self._numbers is not None and digits:
+            self._numbers_in(found, text)
+        if self._ipv6 is not None and ":" in text:
+            hint = _IPV6_HINT.search(text)
+            if hint is not None:
+                self._find(found, "ip", text, max(0, hint.start() - 40), len(text), self._ipv6)
+        if not found:
+            return []
+        return _without_overlaps(found)
+
+    def _find(
+        self,
+        found: list[tuple[int, int, int, str, str]],
+        kind: str,
+        text: str,
+        start: int,
+        end: int,
+        pattern: re.Pattern[str] | None = None,
+        lead: int = 0,
+    ) -> None:
+        # `lead`: how many characters of the value come before where its pattern matches.
+        compiled, recogniser = self._builtin[kind]
+        validate = recogniser.validate
+        for m in (pattern or compiled).finditer(text, start, end):
+            if validate is None:
+                continue
+            at = m.start() - lead
+            confirmed = _confirm(validate, text[at : m.end()], self._validated[kind])
+            if confirmed is not None:
+                matched, normal = confirmed
+                found.append((_PRIORITY[kind], at, at + len(matched), recogniser.label, normal))
+
+    def _emails(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
+        assert self._email is not None
+        before, after = _EMAIL_WINDOW
+        done = 0  # where the last address ended: the next one starts after it
+        at = text.find("@")
+        while at != -1:
+            m = self._email.search(text, max(done, at - before), at + after)
+            if m is not None and m.start() <= at < m.end():
+                found.append((_PRIORITY["email"], m.start(), m.end(), "EMAIL", m.group().lower()))
+                done = m.end()
+                at = text.find("@", done)
+            else:
+                at = text.find("@", at + 1)
+
+    def _secrets_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
+        # Each pattern starts with a literal, which `re` finds by a substring search. In a long
+        # text that is cheaper than any one scan deciding whether to look at all; in a short one
+        # the calls cost more than the scan, so a short text is looked at only when it holds a
+        # pattern's literal.
+        if len(text) < _LONG_TEXT and _SECRET_GATE.search(text.lower()) is None:
+            return
+        label, priority = "SECRET", _PRIORITY["secret"]
+        for pattern in self._secrets:
+            for m in pattern.finditer(text):
+                found.append((priority, m.start(), m.end(), label, m.group()))
+        # The case-blind ones (`name = value`) read the lower-cased text, and only when it can
+        # hold them.
+        if ":" not in text and "=" not in text:
+            return
+        lowered = text.lower()
+        flags = re.NOFLAG
+        if len(lowered) != len(text):  # lower-casing moved characters: read it case-blind
+            lowered, flags = text, re.IGNORECASE
+        for pattern in self._any_case:
+            for m in (re.compile(pattern.pattern, flags) if flags else pattern).finditer(lowered):
+                start, end = m.span()
+                found.append((priority, start, end, label, text[start:end]))
+
+    def _numbers_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
+        assert self._numbers is not None
+        kinds = self._numeric
+        # A run inside a value found already (an IBAN's digits, a secret) is not looked at.
+        taken = [(start, end) for _, start, end, _, _ in found]
+        for run in self._numbers.finditer(text):
+            start, end = run.span()
+            if any(s <= start and end <= e for s, e in taken):
+                continue
+            digits = sum(c in _DIGITS for c in run.group())
+            before = len(found)
+            if "card" in kinds and digits >= 13:
+                self._find(found, "card", text, start, end)
+            if "ip" in kinds and digits >= 4 and run.group().count(".") >= 3:
+                self._find(found, "ip", text, start, end)
+            if "phone" in kinds and digits >= 7 and len(found) == before:
+                # A run that held a card or an address is not also read as a phone number.
+                self._find(found, "phone", text, start, end)
+
+
+def _without_overlaps(found: list[tuple[int, int, int, str, str]]) -> list[Match]:
+    found.sort()
+    taken: list[Match] = []
+    for _, start, end, label, normal in found:
+        if all(end <= s or start >= e for s, e, _, _ in taken):
+            taken.append((start, end, label, normal))
+    taken.sort()
+    return taken

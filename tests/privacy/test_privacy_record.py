@@ -1,0 +1,106 @@
+"""The one redaction walk: `storable(privacy=...)`, the record's content columns and `kept()`,
+the `[privacy]` table of scorewatch.toml and `LiveScoring(privacy=...)`."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+import scorewatch as sw
+from scorewatch.live import LiveScoring
+from scorewatch.privacy import PrivacyPolicy
+from scorewatch.server.config.file import ConfigError, load_config
+from scorewatch.sinks.call import ScoredCall
+from scorewatch.sinks.record import ScoreRecord
+from scorewatch.sinks.storable import REDACTED, storable
+
+pytestmark = pytest.mark.unit
+
+POLICY = PrivacyPolicy(redact=["all"])
+
+
+def test_the_walk_redacts_texts_and_keys_and_still_cleans() -> None:
+    run = POLICY.start()
+    value = {
+        "ada@example.com": ["call +44 20 7946 0958", 1, None, math.nan],
+        "api_key": "sk-proj-abcdefghijklmnopqrstuv",
+        "nested": {"deep": ("ada@example.com\x00",)},
+    }
+    assert storable(value, redact=True, privacy=run) == {
+        "<EMAIL_1>": ["call <PHONE_1>", 1, None, "NaN"],
+        "api_key": REDACTED,
+        "nested": {"deep": ["<EMAIL_1>\ufffd"]},
+    }
+    # Without a redactor the walk is what it was.
+    assert storable(value)["ada@example.com"][0] == "call +44 20 7946 0958"
+
+
+def _record(redaction: object) -> ScoreRecord:
+    scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 1.0)
+    call = ScoredCall(
+        input="from ada@example.com",
+        output="sent to 203.0.113.42",
+        target="bot",
+        trace_id="0af7651916cd43dd8448eb211c80319c",
+        span_id="b7ad6b7169203331",
+        run_id="4155550132",
+        ground_truth="ada@example.com",
+        metadata={"note": "ada@example.com"},
+    )
+    return ScoreRecord.failure(
+        "4155550132-run",
+        scorer,
+        call,
+        ValueError("judge quoted ada@example.com"),
+        redaction=redaction,  # type: ignore[arg-type]
+    )
+
+
+def test_a_record_redacts_its_content_columns_only() -> None:
+    row = _record(POLICY.start()).to_row()
+    assert row["input"] == "from <EMAIL_1>" and row["output"] == "sent to <IP_1>"
+    assert row["error"] == "judge quoted <EMAIL_1>"
+    assert row["metadata"]["groundTruth"] == "<EMAIL_1>"
+    assert row["metadata"]["note"] == "<EMAIL_1>"
+    # Ids, the target and the trace are not content: a digit run shaped like a phone number
+    # in an id stays.
+    assert row["id"] == row["runId"] == "4155550132-run"
+    assert row["metadata"]["agentRunId"] == "4155550132"
+    assert row["traceId"] == "0af7651916cd43dd8448eb211c80319c" and row["entityId"] == "bot"
+    assert list(row) == list(_record(None).to_row())  # the same columns, in the same order
+
+
+def test_kept_shows_a_value_as_the_record_keeps_it() -> None:
+    assert _record(POLICY.start()).kept("mail ada@example.com") == "mail <EMAIL_1>"
+    assert _record(None).kept("mail ada@example.com") == "mail ada@example.com"
+    assert _record(None).kept(None) is None
+
+
+def test_live_scoring_takes_a_policy_or_its_options() -> None:
+    scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 1.0)
+    live = LiveScoring({"s": scorer}, drain_on_exit=False, privacy={"redact": ["email"]})
+    live.close()
+    with pytest.raises(ValidationError, match="redact"):
+        LiveScoring({"s": scorer}, drain_on_exit=False, privacy={"redact": ["emails"]})
+
+
+def test_the_privacy_table_of_scorewatch_toml(tmp_path: Path) -> None:
+    base = '[[scorers]]\nid = "c"\nkind = "completeness"\n\n'
+    path = tmp_path / "scorewatch.toml"
+    path.write_text(
+        base + "[privacy]\nredact = [\"all\"]\npatterns = { TICKET = 'T-\\d+' }\n", "utf-8"
+    )
+    config = load_config(path)
+    assert config.privacy.enabled and "card" in config.privacy.redact
+    assert not load_config(_write(path, base)).privacy.enabled
+    with pytest.raises(ConfigError) as raised:
+        load_config(_write(path, base + '[privacy]\nredact = ["names"]\n'))
+    assert any("privacy" in problem for problem in raised.value.problems), raised.value.problems
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
