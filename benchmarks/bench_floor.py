@@ -1,0 +1,229 @@
+"""serve against its floor: each path's cost as a ratio to the same stack doing the least.
+
+    .venv/bin/python benchmarks/bench_floor.py [--repeats 3] [--duration 5]
+        [--cases unsampled,unsampled-h11,unsampled-2w,scored] [-o result.json]
+
+For every case, in one run and back to back (floor, then serve, then again, `--repeats`
+times): the floor app (`floor_apps.py`, same HTTP parser and loop, same worker count) and a
+real `python -m scorewatch serve`, each offered the same open-loop load (`openloop.py`), and
+the CPU of the server's whole process tree counted per 2xx answer. Two rates per case: a
+moderate one (`--rate`, under every server's capacity: CPU per request) and an overload
+(`--overload`: accepted per second, the capacity). Medians over the repeats; the ratios are of
+medians taken in the same run, so a busier machine moves both sides.
+
+Cases:
+- `unsampled`: `POST /v1/scores`, nothing sampled (one scorer, sampling 0), httptools + uvloop,
+  one worker;
+- `unsampled-h11`: the same on h11 + asyncio (the plain stack, and the floor on it);
+- `unsampled-2w`: the same with `--workers 2` (the floor forks 2 processes on its socket);
+- `scored`: one model-free scorer (content similarity) on every request, SQLite sink, one
+  worker; serve's CPU includes scoring the queue empty after the load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import _common
+from openloop import process_tree_cpu, run_open_loop
+
+BENCH = Path(__file__).resolve().parent
+
+CONFIG = """\
+[server]
+log_level = "warning"
+http = "{http}"
+shutdown_timeout = 120
+
+[[scorers]]
+id = "similarity"
+kind = "content-similarity"
+sampling = {sampling}
+
+[live]
+max_queue = 100000
+
+[sinks]
+sqlite = "scores.db"
+"""
+
+CASES: dict[str, dict[str, Any]] = {
+    "unsampled": {"http": "httptools", "workers": 1, "sampling": 0.0},
+    "unsampled-h11": {"http": "h11", "workers": 1, "sampling": 0.0},
+    "unsampled-2w": {"http": "httptools", "workers": 2, "sampling": 0.0},
+    "scored": {"http": "httptools", "workers": 1, "sampling": 1.0},
+}
+
+BODY = json.dumps(
+    {
+        "input": "What is our refund policy for items bought in a sale?",
+        "output": "Sale items can be refunded within 30 days with the receipt.",
+        "target": "support-bot",
+    }
+).encode()
+
+
+def _wait_url(stderr: Path, process: subprocess.Popen[bytes], marker: str) -> str:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        text = stderr.read_text(errors="replace")
+        for line in text.splitlines():
+            if marker in line:
+                return "http://" + line.split("http://", 1)[1].split()[0]
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited:\n{text}")
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError(f"server did not start:\n{stderr.read_text(errors='replace')}")
+
+
+def _start(kind: str, case: dict[str, Any], directory: Path) -> tuple[subprocess.Popen[bytes], str]:
+    stderr = directory / f"{kind}.stderr"
+    if kind == "floor":
+        loop = "uvloop" if case["http"] == "httptools" else "asyncio"
+        command = [
+            sys.executable, str(BENCH / "floor_apps.py"), "scores", "--http", case["http"],
+            "--loop", loop, "--workers", str(case["workers"]),
+        ]  # fmt: skip
+        marker = "floor: listening on"
+    else:
+        (directory / "scorewatch.toml").write_text(
+            CONFIG.format(http=case["http"], sampling=case["sampling"])
+        )
+        command = [
+            sys.executable, "-m", "scorewatch", "serve", "--config", "scorewatch.toml",
+            "--listen", "127.0.0.1:0", "--workers", str(case["workers"]),
+        ]  # fmt: skip
+        marker = "scorewatch serve: listening on"
+    with stderr.open("wb") as sink:
+        process = subprocess.Popen(
+            command, cwd=directory, stdout=subprocess.DEVNULL, stderr=sink, env=os.environ
+        )
+    return process, _wait_url(stderr, process, marker)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
+def _idle(url: str, pid: int) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        stats = httpx.get(f"{url}/v1/stats", timeout=30).json()
+        if stats["queued"] == 0 and stats["in_flight"] == 0:
+            return
+        time.sleep(0.2)
+    raise RuntimeError("serve did not drain")
+
+
+def _measure(kind: str, case: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix=f"bench-floor-{kind}-") as folder:
+        process, url = _start(kind, case, Path(folder))
+        try:
+            time.sleep(1.0)  # let start-up work (imports, first connections) settle
+            target = f"{url}/v1/scores"
+            cpu_before = process_tree_cpu(process.pid)
+            moderate = run_open_loop(
+                target, BODY, rate=args.rate, duration=args.duration, pid=process.pid
+            )
+            if kind == "serve" and case["sampling"] > 0:
+                _idle(url, process.pid)
+                cpu = process_tree_cpu(process.pid) - cpu_before
+                moderate["server_cpu_us_per_2xx"] = round(
+                    cpu / max(1, moderate["accepted_2xx"]) * 1e6, 1
+                )
+                moderate["includes_scoring"] = True
+            overload = None
+            if case["sampling"] == 0:
+                overload = run_open_loop(
+                    target,
+                    BODY,
+                    rate=args.overload * case["workers"],
+                    duration=args.duration,
+                    pid=process.pid,
+                )
+        finally:
+            _stop(process)
+    return {"moderate": moderate, "overload": overload}
+
+
+def _median(runs: list[dict[str, Any]], phase: str, key: str) -> float | None:
+    values = [r[phase][key] for r in runs if r[phase] is not None and key in r[phase]]
+    return round(statistics.median(values), 1) if values else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--rate", type=float, default=500.0, help="moderate offered rate, /s")
+    parser.add_argument(
+        "--overload", type=float, default=6000.0, help="overload offered rate per worker, /s"
+    )
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("-o", "--output", default=None)
+    args = parser.parse_args()
+
+    report: dict[str, Any] = {
+        "benchmark": "floor",
+        "machine": _common.machine(),
+        "parameters": vars(args) | {"output": None},
+        "cases": {},
+    }
+    for name in args.cases.split(","):
+        case = CASES[name]
+        runs: dict[str, list[dict[str, Any]]] = {"floor": [], "serve": []}
+        for _ in range(args.repeats):
+            for kind in ("floor", "serve"):
+                runs[kind].append(_measure(kind, case, args))
+        summary: dict[str, Any] = {"case": case}
+        for kind in ("floor", "serve"):
+            summary[kind] = {
+                "cpu_us_per_2xx": _median(runs[kind], "moderate", "server_cpu_us_per_2xx"),
+                "cpu_us_per_2xx_overload": _median(runs[kind], "overload", "server_cpu_us_per_2xx"),
+                "p99_ms_moderate": statistics.median(
+                    r["moderate"]["latency_ms"]["p99"] or 0 for r in runs[kind]
+                ),
+                "accepted_per_s_overload": _median(runs[kind], "overload", "accepted_per_s"),
+                "cores_busy_overload": _median(runs[kind], "overload", "server_cores_busy"),
+            }
+        for key in ("cpu_us_per_2xx", "cpu_us_per_2xx_overload"):
+            floor_cpu, serve_cpu = summary["floor"][key], summary["serve"][key]
+            if floor_cpu and serve_cpu:
+                summary[key.replace("cpu_us_per_2xx", "cpu_ratio")] = round(
+                    serve_cpu / floor_cpu, 2
+                )
+        floor_cap = summary["floor"]["accepted_per_s_overload"]
+        serve_cap = summary["serve"]["accepted_per_s_overload"]
+        if floor_cap and serve_cap:
+            summary["capacity_ratio"] = round(serve_cap / floor_cap, 2)
+        summary["runs"] = runs
+        report["cases"][name] = summary
+        print(
+            json.dumps({name: {k: v for k, v in summary.items() if k != "runs"}}),
+            file=sys.stderr,
+            flush=True,
+        )
+    report["load_after"] = os.getloadavg()
+    _common.emit(report, args.output)
+
+
+if __name__ == "__main__":
+    main()
