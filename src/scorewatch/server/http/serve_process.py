@@ -155,7 +155,7 @@ def _supervise(config: ServeConfig, count: int) -> int:
         return 1
     try:
         urls = [_url(str(s.getsockname()[0]), int(s.getsockname()[1])) for s in sockets]
-        return supervise(config, count, sockets, urls)
+        return supervise(config, count, sockets, urls, choose_stack(config.server.http).name)
     finally:
         for each in sockets:
             each.close()

@@ -241,7 +241,7 @@ def _sum(parts: list[dict[str, int]]) -> dict[str, int]:
 
 
 def supervise(
-    config: ServeConfig, count: int, sockets: list[socket.socket], urls: list[str]
+    config: ServeConfig, count: int, sockets: list[socket.socket], urls: list[str], stack: str
 ) -> int:
     """Run `count` workers on `sockets` (their URLs: the service's, then the traces listener's)
     until they stop; returns the exit code."""
@@ -262,7 +262,9 @@ def supervise(
                 break
             supervisor.pump(selector, 0.1)
         else:
-            print(f"scorewatch serve: listening on {urls[0]}", file=sys.stderr, flush=True)
+            print(
+                f"scorewatch serve: listening on {urls[0]} ({stack})", file=sys.stderr, flush=True
+            )
             if len(urls) > 1:
                 print(f"scorewatch serve: traces on {urls[1]}/v1/traces", file=sys.stderr)
             print(
