@@ -17,7 +17,10 @@ Cases:
 - `unsampled-h11`: the same on h11 + asyncio (the plain stack, and the floor on it);
 - `unsampled-2w`: the same with `--workers 2` (the floor forks 2 processes on its socket);
 - `scored`: one model-free scorer (content similarity) on every request, SQLite sink, one
-  worker; serve's CPU includes scoring the queue empty after the load.
+  worker; serve's CPU includes scoring the queue empty after the load;
+- `traces`: `POST /v1/traces`, OTLP protobuf batches of 512 spans (whole runs of an agent
+  instrumented by the official GenAI instrumentation, 64 variants with distinct trace ids),
+  nothing scored; the floor decodes the protobuf. Reported per span as well.
 """
 
 from __future__ import annotations
@@ -55,14 +58,22 @@ max_queue = 100000
 
 [sinks]
 sqlite = "scores.db"
-"""
+{extra}"""
 
 CASES: dict[str, dict[str, Any]] = {
     "unsampled": {"http": "httptools", "workers": 1, "sampling": 0.0},
     "unsampled-h11": {"http": "h11", "workers": 1, "sampling": 0.0},
     "unsampled-2w": {"http": "httptools", "workers": 2, "sampling": 0.0},
     "scored": {"http": "httptools", "workers": 1, "sampling": 1.0},
+    "traces": {
+        "http": "httptools",
+        "workers": 1,
+        "sampling": 0.0,
+        "app": "traces",
+        "rates": (4.0, 60.0),  # batches of 512 spans per second: moderate, overload
+    },
 }
+SPANS_PER_BATCH = 512
 
 BODY = json.dumps(
     {
@@ -71,6 +82,26 @@ BODY = json.dumps(
         "target": "support-bot",
     }
 ).encode()
+
+
+def _traces_bodies(variants: int = 64) -> tuple[list[bytes], int]:
+    """Protobuf batches of whole agent runs, about SPANS_PER_BATCH spans each; the variants
+    differ in their trace ids only."""
+    sys.path.insert(0, str(BENCH.parent / "tests"))
+    from traces_support import order_agent_spans, protobuf_request
+
+    spans = order_agent_spans(1)
+    runs = -(-SPANS_PER_BATCH // len(spans))
+    request = protobuf_request(order_agent_spans(runs))
+    count = sum(len(s.spans) for rs in request.resource_spans for s in rs.scope_spans)
+    bodies = []
+    for variant in range(variants):
+        for resource_spans in request.resource_spans:
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    span.trace_id = variant.to_bytes(2, "big") + span.trace_id[2:]
+        bodies.append(request.SerializeToString())
+    return bodies, count
 
 
 def _wait_url(stderr: Path, process: subprocess.Popen[bytes], marker: str) -> str:
@@ -92,13 +123,15 @@ def _start(kind: str, case: dict[str, Any], directory: Path) -> tuple[subprocess
     if kind == "floor":
         loop = "uvloop" if case["http"] == "httptools" else "asyncio"
         command = [
-            sys.executable, str(BENCH / "floor_apps.py"), "scores", "--http", case["http"],
+            sys.executable, str(BENCH / "floor_apps.py"), case.get("app", "scores"),
+            "--http", case["http"],
             "--loop", loop, "--workers", str(case["workers"]),
         ]  # fmt: skip
         marker = "floor: listening on"
     else:
+        extra = "\n[traces]\n" if case.get("app") == "traces" else ""
         (directory / "scorewatch.toml").write_text(
-            CONFIG.format(http=case["http"], sampling=case["sampling"])
+            CONFIG.format(http=case["http"], sampling=case["sampling"], extra=extra)
         )
         command = [
             sys.executable, "-m", "scorewatch", "serve", "--config", "scorewatch.toml",
@@ -133,15 +166,25 @@ def _idle(url: str, pid: int) -> None:
     raise RuntimeError("serve did not drain")
 
 
-def _measure(kind: str, case: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def _measure(
+    kind: str, case: dict[str, Any], args: argparse.Namespace, bodies: list[bytes]
+) -> dict[str, Any]:
+    traces = case.get("app") == "traces"
+    rate, overload_rate = case.get("rates", (args.rate, args.overload))
+    content_type = "application/x-protobuf" if traces else "application/json"
     with tempfile.TemporaryDirectory(prefix=f"bench-floor-{kind}-") as folder:
         process, url = _start(kind, case, Path(folder))
         try:
             time.sleep(1.0)  # let start-up work (imports, first connections) settle
-            target = f"{url}/v1/scores"
+            target = f"{url}/v1/traces" if traces else f"{url}/v1/scores"
             cpu_before = process_tree_cpu(process.pid)
             moderate = run_open_loop(
-                target, BODY, rate=args.rate, duration=args.duration, pid=process.pid
+                target,
+                bodies,
+                rate=rate,
+                duration=args.duration,
+                pid=process.pid,
+                content_type=content_type,
             )
             if kind == "serve" and case["sampling"] > 0:
                 _idle(url, process.pid)
@@ -154,10 +197,11 @@ def _measure(kind: str, case: dict[str, Any], args: argparse.Namespace) -> dict[
             if case["sampling"] == 0:
                 overload = run_open_loop(
                     target,
-                    BODY,
-                    rate=args.overload * case["workers"],
+                    bodies,
+                    rate=overload_rate * case["workers"],
                     duration=args.duration,
                     pid=process.pid,
+                    content_type=content_type,
                 )
         finally:
             _stop(process)
@@ -189,11 +233,17 @@ def main() -> None:
     }
     for name in args.cases.split(","):
         case = CASES[name]
+        spans = 1
+        bodies = [BODY]
+        if case.get("app") == "traces":
+            bodies, spans = _traces_bodies()
         runs: dict[str, list[dict[str, Any]]] = {"floor": [], "serve": []}
         for _ in range(args.repeats):
             for kind in ("floor", "serve"):
-                runs[kind].append(_measure(kind, case, args))
+                runs[kind].append(_measure(kind, case, args, bodies))
         summary: dict[str, Any] = {"case": case}
+        if spans > 1:
+            summary["spans_per_request"] = spans
         for kind in ("floor", "serve"):
             summary[kind] = {
                 "cpu_us_per_2xx": _median(runs[kind], "moderate", "server_cpu_us_per_2xx"),
@@ -214,6 +264,14 @@ def main() -> None:
         serve_cap = summary["serve"]["accepted_per_s_overload"]
         if floor_cap and serve_cap:
             summary["capacity_ratio"] = round(serve_cap / floor_cap, 2)
+        if spans > 1:
+            for kind in ("floor", "serve"):
+                cpu = summary[kind]["cpu_us_per_2xx"]
+                summary[kind]["cpu_us_per_span"] = round(cpu / spans, 2) if cpu else None
+                capacity = summary[kind]["accepted_per_s_overload"]
+                summary[kind]["spans_per_s_overload"] = (
+                    round(capacity * spans) if capacity else None
+                )
         summary["runs"] = runs
         report["cases"][name] = summary
         print(

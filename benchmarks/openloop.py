@@ -55,6 +55,7 @@ def process_tree_cpu(pid: int) -> float:
 
 
 def _request(url: str, body: bytes, content_type: str) -> tuple[str, int, bytes]:
+    """Host, port and the raw request."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     path = parts.path or "/"
@@ -68,9 +69,16 @@ def _request(url: str, body: bytes, content_type: str) -> tuple[str, int, bytes]
 
 
 async def _open_loop(
-    url: str, body: bytes, content_type: str, rate: float, duration: float, connections: int
+    url: str,
+    bodies: list[bytes],
+    content_type: str,
+    rate: float,
+    duration: float,
+    connections: int,
 ) -> dict[str, Any]:
-    host, port, raw = _request(url, body, content_type)
+    requests = [_request(url, body, content_type) for body in bodies]
+    host, port = requests[0][0], requests[0][1]
+    raws = [raw for _host, _port, raw in requests]
     loop = asyncio.get_running_loop()
     idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
     statuses: dict[int, int] = {}
@@ -94,7 +102,7 @@ async def _open_loop(
             await free.wait_for(lambda: bool(idle))
             return idle.pop()
 
-    async def one(due: float) -> None:
+    async def one(due: float, raw: bytes) -> None:
         nonlocal opened
         counts["in_flight"] += 1
         try:
@@ -136,7 +144,7 @@ async def _open_loop(
             if counts["in_flight"] >= connections * 4:
                 counts["not_sent"] += 1
                 continue
-            task = loop.create_task(one(due))
+            task = loop.create_task(one(due, raws[sent % len(raws)]))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         await asyncio.sleep(0.001)
@@ -184,7 +192,12 @@ def _summary(
 
 
 def _one_process(
-    url: str, body: bytes, content_type: str, rate: float, duration: float, connections: int
+    url: str,
+    bodies: list[bytes],
+    content_type: str,
+    rate: float,
+    duration: float,
+    connections: int,
 ) -> dict[str, Any]:
     try:
         import uvloop
@@ -193,14 +206,14 @@ def _one_process(
     except ImportError:
         runner = asyncio.run
     result: dict[str, Any] = runner(
-        _open_loop(url, body, content_type, rate, duration, connections)
+        _open_loop(url, bodies, content_type, rate, duration, connections)
     )
     return result
 
 
 def run_open_loop(
     url: str,
-    body: bytes,
+    body: bytes | list[bytes],
     *,
     rate: float,
     duration: float,
@@ -210,13 +223,15 @@ def run_open_loop(
     processes: int = 2,
 ) -> dict[str, Any]:
     """Offer `rate` requests/s for `duration` s from `processes` generator processes (each
-    offering its share); with `pid`, the server's CPU per answer."""
+    offering its share); with `pid`, the server's CPU per answer. A list of bodies is sent in
+    turn."""
+    bodies = body if isinstance(body, list) else [body]
     cpu_before = process_tree_cpu(pid) if pid is not None else 0.0
     wall = time.perf_counter()
     if processes == 1:
-        result = _one_process(url, body, content_type, rate, duration, connections)
+        result = _one_process(url, bodies, content_type, rate, duration, connections)
     else:
-        share = (url, body, content_type, rate / processes, duration, connections // processes)
+        share = (url, bodies, content_type, rate / processes, duration, connections // processes)
         with ProcessPoolExecutor(processes) as pool:
             parts = list(pool.map(_one_process, *zip(*[share] * processes, strict=True)))
         statuses: dict[int, int] = {}

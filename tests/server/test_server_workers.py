@@ -16,7 +16,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from serve_support import ServeProcess, sqlite_rows, write_config
+from serve_support import ServeProcess, run_serve, sqlite_rows, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -190,3 +190,11 @@ def test_the_plain_stack_serves_the_same(tmp_path: Path) -> None:
         assert answer.status_code == 202
         assert process.terminate() == 0
     assert process.final_accounting()["scored"] == 1
+
+
+def test_a_configuration_error_found_by_the_workers_exits_2(tmp_path: Path) -> None:
+    body = CONFIG.replace("[server]\n", '[server]\nauth_token_env = "SW_TEST_NEVER_SET"\n')
+    code, stderr = run_serve(write_config(tmp_path, body), "--workers", "2")
+    assert code == 2, stderr
+    assert "SW_TEST_NEVER_SET" in stderr
+    assert "listening on" not in stderr and "Traceback" not in stderr
