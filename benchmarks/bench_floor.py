@@ -176,8 +176,14 @@ def _measure(
         process, url = _start(kind, case, Path(folder))
         try:
             time.sleep(1.0)  # let start-up work (imports, first connections) settle
+            # What the server burns doing nothing (timers, periodic readers), per second.
+            idle_before, idle_started = process_tree_cpu(process.pid), time.perf_counter()
+            time.sleep(args.idle)
+            idle = (process_tree_cpu(process.pid) - idle_before) / (
+                time.perf_counter() - idle_started
+            )
             target = f"{url}/v1/traces" if traces else f"{url}/v1/scores"
-            cpu_before = process_tree_cpu(process.pid)
+            cpu_before, started = process_tree_cpu(process.pid), time.perf_counter()
             moderate = run_open_loop(
                 target,
                 bodies,
@@ -192,6 +198,8 @@ def _measure(
                 moderate["server_cpu_us_per_2xx"] = round(
                     cpu / max(1, moderate["accepted_2xx"]) * 1e6, 1
                 )
+                moderate["server_cpu_s"] = round(cpu, 3)
+                moderate["wall_s"] = round(time.perf_counter() - started, 2)
                 moderate["includes_scoring"] = True
             overload = None
             if case["sampling"] == 0:
@@ -205,6 +213,11 @@ def _measure(
                 )
         finally:
             _stop(process)
+    moderate["idle_cores"] = round(idle, 4)
+    if moderate["accepted_2xx"]:
+        # The same less the idle burn over the run: the cost of the requests themselves.
+        net = moderate["server_cpu_s"] - idle * moderate["wall_s"]
+        moderate["server_net_cpu_us_per_2xx"] = round(net / moderate["accepted_2xx"] * 1e6, 1)
     return {"moderate": moderate, "overload": overload}
 
 
@@ -222,6 +235,7 @@ def main() -> None:
         "--overload", type=float, default=6000.0, help="overload offered rate per worker, /s"
     )
     parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--idle", type=float, default=2.0, help="idle seconds measured first")
     parser.add_argument("-o", "--output", default=None)
     args = parser.parse_args()
 
@@ -247,19 +261,22 @@ def main() -> None:
         for kind in ("floor", "serve"):
             summary[kind] = {
                 "cpu_us_per_2xx": _median(runs[kind], "moderate", "server_cpu_us_per_2xx"),
-                "cpu_us_per_2xx_overload": _median(runs[kind], "overload", "server_cpu_us_per_2xx"),
+                "net_cpu_us_per_2xx": _median(runs[kind], "moderate", "server_net_cpu_us_per_2xx"),
+                "idle_cores": _median(runs[kind], "moderate", "idle_cores"),
+                "cpu_us_per_answer_overload": _median(
+                    runs[kind], "overload", "server_cpu_us_per_answer"
+                ),
+                "answered_per_s_overload": _median(runs[kind], "overload", "answered_per_s"),
                 "p99_ms_moderate": statistics.median(
                     r["moderate"]["latency_ms"]["p99"] or 0 for r in runs[kind]
                 ),
                 "accepted_per_s_overload": _median(runs[kind], "overload", "accepted_per_s"),
                 "cores_busy_overload": _median(runs[kind], "overload", "server_cores_busy"),
             }
-        for key in ("cpu_us_per_2xx", "cpu_us_per_2xx_overload"):
+        for key in ("cpu_us_per_2xx", "net_cpu_us_per_2xx", "cpu_us_per_answer_overload"):
             floor_cpu, serve_cpu = summary["floor"][key], summary["serve"][key]
             if floor_cpu and serve_cpu:
-                summary[key.replace("cpu_us_per_2xx", "cpu_ratio")] = round(
-                    serve_cpu / floor_cpu, 2
-                )
+                summary[f"ratio_{key}"] = round(serve_cpu / floor_cpu, 2)
         floor_cap = summary["floor"]["accepted_per_s_overload"]
         serve_cap = summary["serve"]["accepted_per_s_overload"]
         if floor_cap and serve_cap:

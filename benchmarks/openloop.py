@@ -254,6 +254,9 @@ def run_open_loop(
         result["server_cores_busy"] = round(cpu / (time.perf_counter() - wall), 2)
         if result["accepted_2xx"]:
             result["server_cpu_us_per_2xx"] = round(cpu / result["accepted_2xx"] * 1e6, 1)
+        if result["answered"]:
+            # Under overload serve answers some requests 429 unread: CPU per answer of any kind.
+            result["server_cpu_us_per_answer"] = round(cpu / result["answered"] * 1e6, 1)
     return result
 
 
