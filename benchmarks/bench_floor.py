@@ -226,6 +226,79 @@ def _median(runs: list[dict[str, Any]], phase: str, key: str) -> float | None:
     return round(statistics.median(values), 1) if values else None
 
 
+def _summarize(
+    case: dict[str, Any], runs: dict[str, list[dict[str, Any]]], spans: int
+) -> dict[str, Any]:
+    """Medians per side and their ratios (also recomputed from a saved report's runs)."""
+    for phase in ("moderate", "overload"):
+        for run in runs["floor"] + runs["serve"]:
+            result = run[phase]
+            if result is not None and "answered_per_s" not in result and result["wall_s"]:
+                result["answered_per_s"] = round(result["answered"] / result["wall_s"], 1)
+    summary: dict[str, Any] = {"case": case}
+    if spans > 1:
+        summary["spans_per_request"] = spans
+    for kind in ("floor", "serve"):
+        summary[kind] = {
+            "cpu_us_per_2xx": _median(runs[kind], "moderate", "server_cpu_us_per_2xx"),
+            "net_cpu_us_per_2xx": _median(runs[kind], "moderate", "server_net_cpu_us_per_2xx"),
+            "idle_cores": _median(runs[kind], "moderate", "idle_cores"),
+            "cpu_us_per_answer_overload": _median(
+                runs[kind], "overload", "server_cpu_us_per_answer"
+            ),
+            "answered_per_s_overload": _median(runs[kind], "overload", "answered_per_s"),
+            "p99_ms_moderate": statistics.median(
+                r["moderate"]["latency_ms"]["p99"] or 0 for r in runs[kind]
+            ),
+            "accepted_per_s_overload": _median(runs[kind], "overload", "accepted_per_s"),
+            "cores_busy_overload": _median(runs[kind], "overload", "server_cores_busy"),
+        }
+    for key in ("cpu_us_per_2xx", "net_cpu_us_per_2xx", "cpu_us_per_answer_overload"):
+        floor_cpu, serve_cpu = summary["floor"][key], summary["serve"][key]
+        if floor_cpu and serve_cpu:
+            summary[f"ratio_{key}"] = round(serve_cpu / floor_cpu, 2)
+    floor_cap = summary["floor"]["accepted_per_s_overload"]
+    serve_cap = summary["serve"]["accepted_per_s_overload"]
+    if floor_cap and serve_cap:
+        summary["capacity_ratio"] = round(serve_cap / floor_cap, 2)
+    if spans > 1:
+        for kind in ("floor", "serve"):
+            cpu = summary[kind]["cpu_us_per_2xx"]
+            summary[kind]["cpu_us_per_span"] = round(cpu / spans, 2) if cpu else None
+            capacity = summary[kind]["accepted_per_s_overload"]
+            summary[kind]["spans_per_s_overload"] = round(capacity * spans) if capacity else None
+    return summary
+
+
+def _cell(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}{unit}" if value >= 100 else f"{value:,.1f}{unit}"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The BENCHMARKS.md table of a report: medians per side, ratios of the same run."""
+    lines = [
+        "| case | floor µs/req (net) | serve µs/req (net) | ratio (net) "
+        "| overload µs/answer floor / serve | ratio | answered/s floor / serve |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, case in report["cases"].items():
+        floor, serve = case["floor"], case["serve"]
+        lines.append(
+            f"| {name} | {_cell(floor['cpu_us_per_2xx'])} ({_cell(floor['net_cpu_us_per_2xx'])}) "
+            f"| {_cell(serve['cpu_us_per_2xx'])} ({_cell(serve['net_cpu_us_per_2xx'])}) "
+            f"| {case.get('ratio_cpu_us_per_2xx', '-')}× "
+            f"({case.get('ratio_net_cpu_us_per_2xx', '-')}×) "
+            f"| {_cell(floor['cpu_us_per_answer_overload'])} / "
+            f"{_cell(serve['cpu_us_per_answer_overload'])} "
+            f"| {case.get('ratio_cpu_us_per_answer_overload', '-')}× "
+            f"| {_cell(floor['answered_per_s_overload'])} / "
+            f"{_cell(serve['answered_per_s_overload'])} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
@@ -237,7 +310,15 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--idle", type=float, default=2.0, help="idle seconds measured first")
     parser.add_argument("-o", "--output", default=None)
+    parser.add_argument("--markdown", default=None, help="print the table of this result file")
     args = parser.parse_args()
+    if args.markdown:
+        saved = json.loads(Path(args.markdown).read_text())
+        for case in saved["cases"].values():
+            runs = case["runs"]
+            case.update(_summarize(case["case"], runs, case.get("spans_per_request", 1)))
+        print(markdown(saved))
+        return
 
     report: dict[str, Any] = {
         "benchmark": "floor",
@@ -255,40 +336,7 @@ def main() -> None:
         for _ in range(args.repeats):
             for kind in ("floor", "serve"):
                 runs[kind].append(_measure(kind, case, args, bodies))
-        summary: dict[str, Any] = {"case": case}
-        if spans > 1:
-            summary["spans_per_request"] = spans
-        for kind in ("floor", "serve"):
-            summary[kind] = {
-                "cpu_us_per_2xx": _median(runs[kind], "moderate", "server_cpu_us_per_2xx"),
-                "net_cpu_us_per_2xx": _median(runs[kind], "moderate", "server_net_cpu_us_per_2xx"),
-                "idle_cores": _median(runs[kind], "moderate", "idle_cores"),
-                "cpu_us_per_answer_overload": _median(
-                    runs[kind], "overload", "server_cpu_us_per_answer"
-                ),
-                "answered_per_s_overload": _median(runs[kind], "overload", "answered_per_s"),
-                "p99_ms_moderate": statistics.median(
-                    r["moderate"]["latency_ms"]["p99"] or 0 for r in runs[kind]
-                ),
-                "accepted_per_s_overload": _median(runs[kind], "overload", "accepted_per_s"),
-                "cores_busy_overload": _median(runs[kind], "overload", "server_cores_busy"),
-            }
-        for key in ("cpu_us_per_2xx", "net_cpu_us_per_2xx", "cpu_us_per_answer_overload"):
-            floor_cpu, serve_cpu = summary["floor"][key], summary["serve"][key]
-            if floor_cpu and serve_cpu:
-                summary[f"ratio_{key}"] = round(serve_cpu / floor_cpu, 2)
-        floor_cap = summary["floor"]["accepted_per_s_overload"]
-        serve_cap = summary["serve"]["accepted_per_s_overload"]
-        if floor_cap and serve_cap:
-            summary["capacity_ratio"] = round(serve_cap / floor_cap, 2)
-        if spans > 1:
-            for kind in ("floor", "serve"):
-                cpu = summary[kind]["cpu_us_per_2xx"]
-                summary[kind]["cpu_us_per_span"] = round(cpu / spans, 2) if cpu else None
-                capacity = summary[kind]["accepted_per_s_overload"]
-                summary[kind]["spans_per_s_overload"] = (
-                    round(capacity * spans) if capacity else None
-                )
+        summary = _summarize(case, runs, spans)
         summary["runs"] = runs
         report["cases"][name] = summary
         print(

@@ -182,6 +182,7 @@ def _summary(
         "answered": len(latencies),
         "accepted_2xx": accepted,
         "accepted_per_s": round(accepted / wall, 1),
+        "answered_per_s": round(len(latencies) / wall, 1),
         "statuses": {str(k): v for k, v in sorted(statuses.items())},
         "_latencies": latencies,
         "not_sent": counts["not_sent"],
