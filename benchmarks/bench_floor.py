@@ -304,22 +304,23 @@ def _cell(value: Any, unit: str = "") -> str:
 def markdown(report: dict[str, Any]) -> str:
     """The BENCHMARKS.md table of a report: medians per side, ratios of the same run."""
     lines = [
-        "| case | floor µs/req (net) | serve µs/req (net) | ratio (net) "
-        "| overload µs/answer floor / serve | ratio | answered/s floor / serve |",
-        "|---|---|---|---|---|---|---|",
+        "| case | moderate rate: floor / serve CPU µs per 2xx | ratio "
+        "| overload: floor / serve CPU µs per answer | ratio "
+        "| overload: floor / serve answered/s (2xx/s) |",
+        "|---|---|---|---|---|---|",
     ]
     for name, case in report["cases"].items():
         floor, serve = case["floor"], case["serve"]
         lines.append(
-            f"| {name} | {_cell(floor['cpu_us_per_2xx'])} ({_cell(floor['net_cpu_us_per_2xx'])}) "
-            f"| {_cell(serve['cpu_us_per_2xx'])} ({_cell(serve['net_cpu_us_per_2xx'])}) "
+            f"| {name} | {_cell(floor['cpu_us_per_2xx'])} / {_cell(serve['cpu_us_per_2xx'])} "
             f"| {case.get('ratio_cpu_us_per_2xx', '-')}× "
-            f"({case.get('ratio_net_cpu_us_per_2xx', '-')}×) "
             f"| {_cell(floor['cpu_us_per_answer_overload'])} / "
             f"{_cell(serve['cpu_us_per_answer_overload'])} "
             f"| {case.get('ratio_cpu_us_per_answer_overload', '-')}× "
-            f"| {_cell(floor['answered_per_s_overload'])} / "
-            f"{_cell(serve['answered_per_s_overload'])} |"
+            f"| {_cell(floor['answered_per_s_overload'])} "
+            f"({_cell(floor['accepted_per_s_overload'])}) / "
+            f"{_cell(serve['answered_per_s_overload'])} "
+            f"({_cell(serve['accepted_per_s_overload'])}) |"
         )
     return "\n".join(lines)
 
