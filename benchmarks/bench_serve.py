@@ -78,7 +78,7 @@ def _start_serve(
     under = [] if profile is None else ["-m", "pyinstrument", "-r", "text", "-o", profile]
     process = subprocess.Popen(
         [sys.executable, *under, "-m", "scorewatch", "serve", "--config", "scorewatch.toml",
-         "--listen", "127.0.0.1:0"],
+         "--listen", "127.0.0.1:0", "--workers", "1"],
         cwd=directory,
         stdout=subprocess.DEVNULL,
         stderr=stderr,

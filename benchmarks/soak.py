@@ -109,7 +109,7 @@ class Service:
         env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", SW_SOAK_JUDGE_BASE=judge_base)
         command = [sys.executable, "-m", "scorewatch", "serve", "--config", str(config)]
         self.process = subprocess.Popen(
-            [*command, "--listen", "127.0.0.1:0"],
+            [*command, "--listen", "127.0.0.1:0", "--workers", "1"],
             cwd=directory,
             env=env,
             stdout=subprocess.DEVNULL,

@@ -106,6 +106,12 @@ def judge_table(base_url: str, **extra: Any) -> str:
     )
 
 
+# serve's default is one worker process per core; the tests of one process's behaviour (its
+# queue bound, its accounting) ask for one unless they name a count (tests/server/
+# test_server_workers.py).
+ONE_WORKER = ("--workers", "1")
+
+
 class ServeProcess:
     """`python -m scorewatch serve --config PATH --listen 127.0.0.1:0`, output in files."""
 
@@ -128,6 +134,8 @@ class ServeProcess:
         if listen is not None:
             args += ["--listen", listen]
         args += list(extra_args)
+        if "--workers" not in extra_args:
+            args += list(ONE_WORKER)
         self._stderr = self.stderr_path.open("wb")
         self.process = subprocess.Popen(
             args,
@@ -207,7 +215,10 @@ def run_serve(config: Path, *args: str, env: Mapping[str, str] | None = None) ->
     environment[JUDGE_KEY_ENV] = JUDGE_KEY
     environment.update(env or {})
     done = subprocess.run(
-        [sys.executable, "-m", "scorewatch", "serve", "--config", str(config), *args],
+        [
+            *(sys.executable, "-m", "scorewatch", "serve", "--config", str(config), *args),
+            *(() if "--workers" in args else ONE_WORKER),
+        ],
         cwd=config.parent,
         env=environment,
         capture_output=True,

@@ -20,7 +20,8 @@ EXAMPLES: dict[str, str] = {
   scorewatch demo --model openai/gpt-4o-mini        # a real judge (OPENAI_API_KEY set)""",
     "serve": """\
   scorewatch serve --config scorewatch.toml --check # validate and build the scorers, then exit
-  scorewatch serve --config scorewatch.toml
+  scorewatch serve --config scorewatch.toml         # one worker process per core
+  scorewatch serve --config scorewatch.toml --workers 1
   scorewatch serve --config scorewatch.toml --queue redis://127.0.0.1:6379/0""",
     "worker": """\
   scorewatch worker --config scorewatch.toml        # the [queue] of the file

@@ -26,6 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--listen", default=None, help="HOST:PORT, overriding [server] listen (port 0: any free)"
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes serving the port, overriding [server] workers (default: one per core)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="validate the configuration, build the scorers and reach the configured Redis "
@@ -41,6 +48,11 @@ def run(args: argparse.Namespace) -> int:
         if args.listen is not None:
             check_listen("--listen", args.listen)
             server = config.server.model_copy(update={"listen": args.listen})
+            config = config.model_copy(update={"server": server})
+        if args.workers is not None:
+            if args.workers < 1:
+                raise ConfigError(f"--workers: expected a count of at least 1, got {args.workers}")
+            server = config.server.model_copy(update={"workers": args.workers})
             config = config.model_copy(update={"server": server})
         if args.check:
             from ..server.config.scorer_entries import build_scorers

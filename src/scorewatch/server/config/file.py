@@ -152,6 +152,16 @@ class ServerSettings(_Table):
     access_log: bool = False
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
     docs: bool = Field(True, description="Serve the OpenAPI document and /docs.")
+    workers: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description="Processes serving the port (none: one per core); each has its own "
+        "in-process queue.",
+    )
+    http: Literal["auto", "httptools", "h11"] = Field(
+        "auto", description="HTTP/1.1 parser: httptools + uvloop when installed (auto), or h11."
+    )
 
     @field_validator("listen")
     @classmethod

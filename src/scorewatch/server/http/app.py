@@ -132,7 +132,13 @@ def create_app(service: ServiceState) -> FastAPI:
     if service.config.telemetry.prometheus:
         from ...telemetry import prometheus_asgi_app
 
-        endpoint: Any = probes.MetricsEndpoint(prometheus_asgi_app(), service)
+        registry: Any = None  # the configured one, looked up at each scrape
+        if service.peers is not None:  # `serve --workers N`: every worker's, summed
+            from ...telemetry.merged import MergedRegistry
+            from ...telemetry.prometheus import default_registry
+
+            registry = MergedRegistry(default_registry, service.peers.metrics_texts)
+        endpoint: Any = probes.MetricsEndpoint(prometheus_asgi_app(registry), service)
         app.router.routes.append(Route("/metrics", endpoint, methods=["GET"]))
     app.add_middleware(ServiceGuard, state=service)
     return app

@@ -15,15 +15,19 @@ import signal
 import socket
 import sys
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
 from ..config.file import ServeConfig
 from ..config.process_logging import configure_process_logging
 from .app import build_service, create_app, shutdown_service
+from .stack import choose_stack
 from .state import ServiceState
 from .traces_listener import TracesOnly
+
+if TYPE_CHECKING:
+    from .workers import WorkerLink
 
 __all__ = ["ScorewatchServer", "bind_socket", "serve"]
 
@@ -46,6 +50,12 @@ class ScorewatchServer(uvicorn.Server):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._drain_task: asyncio.Task[None] | None = None
         self.signalled = False
+        self.worker: WorkerLink | None = None
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.worker is not None and self.started:
+            self.worker.report("listening")
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
@@ -117,10 +127,53 @@ def _url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def serve(config: ServeConfig) -> int:
-    """Run until SIGTERM/SIGINT; returns the process exit code. `ConfigError` propagates."""
+def _bind_all(config: ServeConfig) -> list[socket.socket] | None:
+    """The service's socket, then the `[traces] listen` one; None (and said) when one fails."""
+    try:
+        sockets = [bind_socket(config.server.host, config.server.port)]
+    except OSError as error:
+        print(
+            f"scorewatch serve: cannot listen on {config.server.listen}: {error}", file=sys.stderr
+        )
+        return None
+    traces = config.traces
+    if traces is not None and traces.host is not None and traces.port is not None:
+        try:
+            sockets.append(bind_socket(traces.host, traces.port))
+        except OSError as error:
+            sockets[0].close()
+            print(f"scorewatch serve: cannot listen on {traces.listen}: {error}", file=sys.stderr)
+            return None
+    return sockets
+
+
+def _supervise(config: ServeConfig, count: int) -> int:
+    from .workers import supervise
+
+    sockets = _bind_all(config)
+    if sockets is None:
+        return 1
+    try:
+        urls = [_url(str(s.getsockname()[0]), int(s.getsockname()[1])) for s in sockets]
+        return supervise(config, count, sockets, urls, choose_stack(config.server.http).name)
+    finally:
+        for each in sockets:
+            each.close()
+
+
+def serve(config: ServeConfig, *, worker: WorkerLink | None = None) -> int:
+    """Run until SIGTERM/SIGINT; returns the process exit code. `ConfigError` propagates.
+
+    With more than one worker (`[server] workers`, `--workers`) this process supervises
+    worker processes (`workers.py`); `worker` is given in each of them."""
     configure_process_logging(config)
-    host, port = config.server.host, config.server.port
+    stack = choose_stack(config.server.http)
+    if worker is None:
+        from .workers import worker_count
+
+        count = worker_count(config)
+        if count > 1:
+            return _supervise(config, count)
     handle = _configure_telemetry(config)
     try:
         service = build_service(config)
@@ -134,31 +187,29 @@ def serve(config: ServeConfig) -> int:
             await asyncio.to_thread(handle.shutdown)
 
         service.on_close.append(flush_telemetry)
-    try:
-        sock = bind_socket(host, port)
-    except OSError as error:
-        print(
-            f"scorewatch serve: cannot listen on {config.server.listen}: {error}", file=sys.stderr
-        )
+    found = worker.sockets() if worker is not None else _bind_all(config)
+    if found is None:
         asyncio.run(shutdown_service(service))
         return 1
-    sockets = [sock]
-    traces = config.traces
-    if traces is not None and traces.host is not None and traces.port is not None:
-        try:
-            sockets.append(bind_socket(traces.host, traces.port))
-        except OSError as error:
-            sock.close()
-            print(f"scorewatch serve: cannot listen on {traces.listen}: {error}", file=sys.stderr)
-            asyncio.run(shutdown_service(service))
-            return 1
+    sockets = found
+    sock = sockets[0]
+    host = sock.getsockname()[0]
     warm_up_judges(service)
     bound_port = int(sock.getsockname()[1])
+    if worker is not None:
+        from .peers import PeerClient, PeerEndpoint
+
+        service.peers = PeerClient(worker.sibling_paths())
     app: Any = create_app(service)
     if len(sockets) > 1:
         app = TracesOnly(app, sockets[1])
+    if worker is not None:
+        app = PeerEndpoint(app, service, worker.peer_path(worker.index))
+        sockets.append(worker.bind_peer_socket())
     uv_config = uvicorn.Config(
         app,
+        http=stack.http,
+        loop=stack.loop,
         log_level=config.server.log_level,
         access_log=config.server.access_log,
         timeout_graceful_shutdown=int(_GRACEFUL_REQUESTS_S),
@@ -167,9 +218,17 @@ def serve(config: ServeConfig) -> int:
         proxy_headers=False,
     )
     server = ScorewatchServer(uv_config, service)
+    server.worker = worker
     sys.setswitchinterval(_SWITCH_INTERVAL_S)  # the process is serve's own
-    print(f"scorewatch serve: listening on {_url(host, bound_port)}", file=sys.stderr, flush=True)
-    if len(sockets) > 1:
+    if worker is None:
+        print(
+            f"scorewatch serve: listening on {_url(host, bound_port)} ({stack.name})",
+            file=sys.stderr,
+            flush=True,
+        )
+    else:
+        print(f"scorewatch serve: {worker.label} serving", file=sys.stderr, flush=True)
+    if len(sockets) > 1 and worker is None:
         traces_url = _url(sockets[1].getsockname()[0], int(sockets[1].getsockname()[1]))
         print(f"scorewatch serve: traces on {traces_url}/v1/traces", file=sys.stderr, flush=True)
     try:
@@ -178,9 +237,12 @@ def serve(config: ServeConfig) -> int:
         for each in sockets:
             each.close()
     stats = service.stats()
+    who = "" if worker is None else f" {worker.label}"
     print(
-        f"scorewatch serve: stopped; accounting {json.dumps(stats, sort_keys=True)}",
+        f"scorewatch serve:{who} stopped; accounting {json.dumps(stats, sort_keys=True)}",
         file=sys.stderr,
         flush=True,
     )
+    if worker is not None:
+        worker.report("stopped", stats=stats)
     return 0

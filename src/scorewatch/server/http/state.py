@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 
@@ -12,6 +12,9 @@ from ..config.file import ServeConfig
 from ..config.scorer_entries import ConfiguredScorer
 from ..config.stores import ResultReader, SinkProbe
 from ..intake.interface import Intake
+
+if TYPE_CHECKING:
+    from .peers import PeerClient
 
 __all__ = ["ServiceState", "service_of"]
 
@@ -31,6 +34,8 @@ class ServiceState:
     rejected_draining: int = 0
     # Called once the HTTP server stops; flushes telemetry exporters.
     on_close: list[Callable[[], Any]] = field(default_factory=list)
+    # The other worker processes of `serve --workers N` (None: this process is the service).
+    peers: PeerClient | None = None
 
     @property
     def known_scorers(self) -> list[str]:

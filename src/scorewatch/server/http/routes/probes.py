@@ -13,7 +13,7 @@ from ..errors import error_response
 from ..models import Health, Readiness
 from ..state import ServiceState, service_of
 
-__all__ = ["MetricsEndpoint", "router"]
+__all__ = ["MetricsEndpoint", "readiness_checks", "router"]
 
 router = APIRouter(tags=["probes"])
 
@@ -32,6 +32,16 @@ async def healthz() -> Health:
 )
 async def readyz(request: Request) -> JSONResponse:
     service = service_of(request)
+    checks = await readiness_checks(service)
+    if service.peers is not None:  # `serve --workers N`: every worker, as `worker:<n>`
+        checks.update(await service.peers.readiness())
+    ready = all(checks.values())
+    body = Readiness(status="ready" if ready else "not_ready", checks=checks)
+    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
+
+
+async def readiness_checks(service: ServiceState) -> dict[str, bool]:
+    """This process's readiness checks, by name."""
     checks: dict[str, bool] = {
         "accepting": not service.draining,
         "queue": not service.intake.saturated(),
@@ -41,9 +51,7 @@ async def readyz(request: Request) -> JSONResponse:
     named += [(f"sink:{p.name}", p) for p in service.probes]
     answers = await asyncio.gather(*(probe.writable() for _name, probe in named))
     checks.update({name: answer for (name, _probe), answer in zip(named, answers, strict=True)})
-    ready = all(checks.values())
-    body = Readiness(status="ready" if ready else "not_ready", checks=checks)
-    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
+    return checks
 
 
 class MetricsEndpoint:
