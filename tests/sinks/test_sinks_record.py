@@ -11,8 +11,9 @@ import pytest
 
 import scorewatch as sw
 import scorewatch.live
+from scorewatch.core.call import AgentCall
 from scorewatch.evals import ExperimentSinkWriter
-from scorewatch.sinks import SCORE_COLUMNS, CallbackSink, ScoredCall, ScoreRecord
+from scorewatch.sinks import SCORE_COLUMNS, CallbackSink, ScoreRecord
 from scorewatch.sinks.record import ScoreRecord as RecordFromModule
 
 pytestmark = pytest.mark.unit
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.unit
     ("old", "new"),
     [
         ("LiveResult", ScoreRecord),
-        ("LiveCall", ScoredCall),
+        ("LiveCall", AgentCall),
         ("ScorerEntry", scorewatch.live.LiveScorerEntry),
     ],
 )
@@ -55,7 +56,7 @@ def test_an_experiment_and_a_live_call_give_rows_of_one_shape() -> None:
     writer = ExperimentSinkWriter([CallbackSink(stored.append)], data, target="bot")
     asyncio.run(sw.run_experiment(data=data, scorers=[_scorer()], on_result=writer))
     (experiment,) = stored
-    call = ScoredCall(
+    call = AgentCall(
         input="q", output="a short answer", target="bot", trace_id=None, span_id=None, run_id="r"
     )
     live = ScoreRecord.success("run-1", _scorer(), call, _scorer().run_sync(output=call.output))

@@ -5,20 +5,20 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from ..core.result import ScorerRun
+from ..core.call import CALL_FIELDS, AgentCall
 from ..errors import ScorewatchError
 
 __all__ = [
     "INVALID_DATA_ITEM",
     "NO_DATA",
-    "RUN_FIELD_KEYS",
     "TARGET_FAILED",
     "EvalItem",
     "Target",
     "describe_item",
+    "item_call",
     "produce_output",
     "validate_items",
 ]
@@ -29,18 +29,21 @@ TARGET_FAILED = "RUN_EXPERIMENT_TARGET_FAILED_TO_GENERATE_RESULT"
 
 Target = Callable[[Any], Any]
 
-# Run fields an item may carry besides input/output: where the item came from (a trace's span,
-# when the items are runs built from traces).
-RUN_FIELD_KEYS = (
-    "score_source",
-    "target",
-    "target_scope",
-    "target_entity_type",
-    "target_trace_id",
-    "target_span_id",
-    "target_correlation_context",
-    "target_metadata",
-)
+# The reference's camelCase names of an item's fields, accepted beside the snake_case ones.
+_CAMEL_KEYS = {"groundTruth": "ground_truth", "requestContext": "request_context"}
+
+
+def item_call(raw: Mapping[str, Any], output: Any) -> AgentCall:
+    """The agent call a dataset item describes, answered with `output`: every `AgentCall` field
+    the item names (`groundTruth` and `requestContext` too; the snake_case name wins), an
+    `experiment` call unless the item says where it came from (a trace's runs say `trace`)."""
+    fields: dict[str, Any] = {"score_source": "experiment"}
+    for key, name in _CAMEL_KEYS.items():
+        if key in raw:
+            fields[name] = raw[key]
+    fields.update((name, raw[name]) for name in CALL_FIELDS if name in raw)
+    fields["output"] = output
+    return AgentCall(**fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,18 +55,10 @@ class EvalItem:
     request_context: Any
     has_output: bool
     raw: Mapping[str, Any]
-    run_fields: Mapping[str, Any] = field(default_factory=dict)
 
-    def scorer_run(self, output: Any) -> ScorerRun:
-        """The run a scorer gets for this item: an experiment run unless the item says otherwise."""
-        fields: dict[str, Any] = {"score_source": "experiment", **self.run_fields}
-        return ScorerRun(
-            input=self.input,
-            output=output,
-            ground_truth=self.ground_truth,
-            request_context=self.request_context,
-            **fields,
-        )
+    def call(self, output: Any) -> AgentCall:
+        """The call this item describes, answered with `output` (`item_call`)."""
+        return item_call(self.raw, output)
 
 
 def validate_items(data: Sequence[Mapping[str, Any]], *, has_target: bool) -> list[EvalItem]:
@@ -86,7 +81,6 @@ def validate_items(data: Sequence[Mapping[str, Any]], *, has_target: bool) -> li
                 request_context=raw.get("request_context", raw.get("requestContext")),
                 has_output="output" in raw,
                 raw=raw,
-                run_fields={key: raw[key] for key in RUN_FIELD_KEYS if key in raw},
             )
         )
     return items

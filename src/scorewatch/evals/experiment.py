@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..core.call import AgentCall
 from ..core.errors import ScorerRunError
 from ..core.not_scorable import NotScorableInfo
 from ..core.result import ScorerRun, ScorerRunResult
@@ -76,14 +77,16 @@ class ExperimentResult(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class RunOutcome:
-    """One finished (item, scorer) run, as the `on_result` hook receives it: `run` is what the
-    scorer was given (the item's fields and the produced output), whether or not it finished."""
+    """One finished (item, scorer) run, as the `on_result` hook receives it: `call` is the
+    item's call with the produced output, `run` what the scorer was given for it, whether or
+    not it finished."""
 
     item_index: int
     scorer: Scorer
     result: ScorerRunResult | None
     error: BaseException | None
     run: ScorerRun | None = None
+    call: AgentCall | None = None
 
 
 OnResult = Callable[[RunOutcome], Awaitable[None] | None]
@@ -134,7 +137,8 @@ async def run_experiment(
     finished: list[ExperimentItem | None] = [None] * len(items)
 
     async def score_one(scorer: Scorer, item: EvalItem, output: Any) -> ScorerResult:
-        run = item.scorer_run(output)
+        call = item.call(output)
+        run = ScorerRun.of_call(call)
         try:
             result: ScorerRunResult | BaseException = await scorer.run(run)
         except Exception as error:
@@ -147,6 +151,7 @@ async def run_experiment(
                 result=result if ok else None,  # type: ignore[arg-type]
                 error=None if ok else result,  # type: ignore[arg-type]
                 run=run,
+                call=call,
             )
             called = on_result(outcome)
             if inspect.isawaitable(called):

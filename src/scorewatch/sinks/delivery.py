@@ -71,17 +71,9 @@ class Delivery:
 
 def unstorable(result: ScoreRecord, sink: str, error: BaseException) -> ScoreRecord:
     """`result` as a failed run without its content: what a sink that refused it stores."""
-    call = dataclasses.replace(
-        result.call,
-        input=None,
-        output=None,
-        request_context=None,
-        ground_truth=None,
-        metadata=None,
-    )
     return dataclasses.replace(
         result,
-        call=call,
+        call=result.call.without_content(),
         status="failed",
         result=None,
         error=f"the {sink} sink refused this run's row ({type(error).__name__}); "

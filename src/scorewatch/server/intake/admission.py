@@ -13,15 +13,15 @@ import hashlib
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from uuid import uuid4
 
 from ..._throttled_log import ThrottledLog
+from ...core.call import AgentCall
 from ...core.events import LiveDecision
 from ...live.engine import Counts, live_run_id
 from ...live.entry import LiveScorerEntry
-from ...sinks.call import ScoredCall
 from .interface import ScoreItem, Skipped
 
 __all__ = [
@@ -39,10 +39,11 @@ _warn = ThrottledLog(logger)
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """One item of a request, decided: the scorers that sampled it and the ones that did not."""
+    """One item of a request, decided: the scorers that sampled it and the ones that did not.
+    `call` is the item's call with a run id (made up when the client sent none)."""
 
     item: ScoreItem
-    call: ScoredCall
+    call: AgentCall
     sampled: list[str]
     skipped: list[Skipped]
 
@@ -51,8 +52,9 @@ def plan_items(entries: Mapping[str, LiveScorerEntry], items: Sequence[ScoreItem
     """Decide every (item, scorer) pair; the scorer ids in the items are known."""
     plans: list[Plan] = []
     for item in items:
-        call = _call_of(item)
-        sample_key = call.trace_id or call.run_id
+        run_id = item.call.run_id or uuid4().hex
+        call = item.call if item.call.run_id else replace(item.call, run_id=run_id)
+        sample_key = call.trace_id or run_id
         chosen = item.scorers if item.scorers is not None else tuple(entries)
         sampled: list[str] = []
         skipped: list[Skipped] = []
@@ -92,34 +94,9 @@ class IntakeCounts(Counts):
 
 def plan_digest(plan: Plan) -> str:
     """What tells this item's request apart from any other (`request_run_id`): every field
-    the client sent, none that the service made up (like a missing run id's uuid)."""
-    item = plan.item
-    return request_digest(
-        item.target,
-        item.trace_id,
-        item.span_id,
-        item.run_id,
-        item.input,
-        item.output,
-        item.ground_truth,
-        item.request_context,
-        dict(item.metadata) if item.metadata else None,
-    )
-
-
-def _call_of(item: ScoreItem) -> ScoredCall:
-    return ScoredCall(
-        input=item.input,
-        output=item.output,
-        target=item.target,
-        trace_id=item.trace_id,
-        span_id=item.span_id,
-        run_id=item.run_id or uuid4().hex,
-        request_context=item.request_context,
-        ground_truth=item.ground_truth,
-        metadata=dict(item.metadata) if item.metadata else None,
-        score_source=item.score_source,
-    )
+    of the call the client sent, none that the service made up (like a missing run id's
+    uuid)."""
+    return request_digest(plan.item.call.to_dict())
 
 
 def request_digest(*parts: Any) -> str:
@@ -129,16 +106,10 @@ def request_digest(*parts: Any) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
 
-def request_run_id(
-    scorer_id: str,
-    trace_id: str | None,
-    run_id: str | None,
-    span_id: str | None,
-    entity_id: str | None,
-    digest: str,
-) -> str:
-    """A service's run id: `live_run_id`'s, then `-<digest>` of the whole request. Sending
-    the same request again (a retry) names the same run, so it is stored once; a different
-    request for the same trace and span names another run, so it never overwrites one. No
-    memory is involved: replicas and restarts agree."""
-    return f"{live_run_id(scorer_id, trace_id, run_id, span_id, entity_id)}-{digest}"
+def request_run_id(scorer_id: str, call: AgentCall, digest: str) -> str:
+    """A service's run id: `live_run_id`'s of the call as the client sent it (`ScoreItem.call`),
+    then `-<digest>` of the whole request. Sending the same request again (a retry) names the
+    same run, so it is stored once; a different request for the same trace and span names
+    another run, so it never overwrites one. No memory is involved: replicas and restarts
+    agree."""
+    return f"{live_run_id(scorer_id, call)}-{digest}"

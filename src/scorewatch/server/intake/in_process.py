@@ -217,9 +217,7 @@ class InProcessIntake:
             digest = plan_digest(plan) if plan.sampled else ""
             for scorer_id in plan.sampled:
                 scorer = entries[scorer_id].scorer
-                run_id = request_run_id(
-                    scorer_id, item.trace_id, item.run_id, item.span_id, item.target, digest
-                )
+                run_id = request_run_id(scorer_id, item.call, digest)
                 done: asyncio.Future[ScoreRecord] | None = None
                 if admission.results is not None:
                     done = loop.create_future()

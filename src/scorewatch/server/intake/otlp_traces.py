@@ -22,6 +22,7 @@ import logging
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from pydantic_core import to_jsonable_python
 
@@ -223,23 +224,19 @@ def _sizes(ready: Sequence[ReadySpan]) -> dict[str, int]:
 
 
 def _item(run: ExtractedRun, scorers: tuple[str, ...] | None, size: int) -> ScoreItem:
-    metadata = run.metadata()
-    if run.tool_calls:
+    call = run.to_call()
+    metadata = dict(call.metadata or {})
+    if run.tool_calls:  # a served row has no other place for them (score_traces reports them)
         metadata["toolCalls"] = list(run.tool_calls)
-    return ScoreItem(
-        # Plain JSON values (timestamps as ISO text): the Redis queue carries them unchanged,
-        # and in-process and queued scoring see the same run.
-        input=to_jsonable_python(run.input),
-        output=to_jsonable_python(run.output),
-        target=run.agent or run.service_name or run.span_name,
-        scorers=scorers,
-        trace_id=run.trace_id,
-        span_id=run.span_id,
-        run_id=run.span_id,  # the call's own id: the row's metadata.agentRunId
-        size=size,
+    # Plain JSON values (timestamps as ISO text): the Redis queue carries them unchanged, and
+    # in-process and queued scoring see the same run.
+    plain = replace(
+        call,
+        input=to_jsonable_python(call.input),
+        output=to_jsonable_python(call.output),
         metadata=metadata,
-        score_source="trace",
     )
+    return ScoreItem(plain, scorers, size)
 
 
 def build_traces_intake(config: ServeConfig, inner: Intake, token: str | None) -> Intake:
