@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.call import CALL_FIELDS, AgentCall
@@ -33,32 +33,34 @@ Target = Callable[[Any], Any]
 _CAMEL_KEYS = {"groundTruth": "ground_truth", "requestContext": "request_context"}
 
 
-def item_call(raw: Mapping[str, Any], output: Any) -> AgentCall:
-    """The agent call a dataset item describes, answered with `output`: every `AgentCall` field
-    the item names (`groundTruth` and `requestContext` too; the snake_case name wins), an
-    `experiment` call unless the item says where it came from (a trace's runs say `trace`)."""
+def item_call(raw: Mapping[str, Any], output: Any = None) -> AgentCall:
+    """The agent call a dataset item describes, answered with `output` (default: the item's
+    own): every `AgentCall` field the item names (`groundTruth` and `requestContext` too; the
+    snake_case name wins), an `experiment` call unless the item says where it came from (a
+    trace's runs say `trace`)."""
     fields: dict[str, Any] = {"score_source": "experiment"}
     for key, name in _CAMEL_KEYS.items():
         if key in raw:
             fields[name] = raw[key]
     fields.update((name, raw[name]) for name in CALL_FIELDS if name in raw)
-    fields["output"] = output
+    if output is not None:
+        fields["output"] = output
     return AgentCall(**fields)
 
 
 @dataclass(frozen=True, slots=True)
 class EvalItem:
+    """One dataset item: its place, the call it describes (`item_call`), whether it gave an
+    output, and the item as given."""
+
     index: int
-    input: Any
-    output: Any
-    ground_truth: Any
-    request_context: Any
+    call: AgentCall
     has_output: bool
     raw: Mapping[str, Any]
 
-    def call(self, output: Any) -> AgentCall:
-        """The call this item describes, answered with `output` (`item_call`)."""
-        return item_call(self.raw, output)
+    def answered(self, output: Any) -> AgentCall:
+        """The item's call with `output` (the produced one, or the item's own)."""
+        return self.call if output is self.call.output else replace(self.call, output=output)
 
 
 def validate_items(data: Sequence[Mapping[str, Any]], *, has_target: bool) -> list[EvalItem]:
@@ -73,15 +75,7 @@ def validate_items(data: Sequence[Mapping[str, Any]], *, has_target: bool) -> li
         if not has_target and "output" not in raw:
             raise _item_error(index, "has no 'output' (and no target was given to produce one)")
         items.append(
-            EvalItem(
-                index=index,
-                input=raw.get("input"),
-                output=raw.get("output"),
-                ground_truth=raw.get("ground_truth", raw.get("groundTruth")),
-                request_context=raw.get("request_context", raw.get("requestContext")),
-                has_output="output" in raw,
-                raw=raw,
-            )
+            EvalItem(index=index, call=item_call(raw), has_output="output" in raw, raw=raw)
         )
     return items
 
@@ -105,9 +99,9 @@ def describe_item(item: EvalItem) -> str:
 
 async def produce_output(target: Target | None, item: EvalItem) -> Any:
     if target is None:
-        return item.output
+        return item.call.output
     try:
-        value = target(item.input)
+        value = target(item.call.input)
         if inspect.isawaitable(value):
             value = await value
     except Exception as error:

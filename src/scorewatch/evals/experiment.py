@@ -137,7 +137,7 @@ async def run_experiment(
     finished: list[ExperimentItem | None] = [None] * len(items)
 
     async def score_one(scorer: Scorer, item: EvalItem, output: Any) -> ScorerResult:
-        call = item.call(output)
+        call = item.answered(output)
         run = ScorerRun.of_call(call)
         try:
             result: ScorerRunResult | BaseException = await scorer.run(run)
@@ -159,7 +159,8 @@ async def run_experiment(
         return _scorer_result(scorer, result)
 
     async def evaluate(item: EvalItem) -> None:
-        record = ExperimentItem(index=item.index, input=item.input, ground_truth=item.ground_truth)
+        call = item.call
+        record = ExperimentItem(index=item.index, input=call.input, ground_truth=call.ground_truth)
         try:
             output = await produce_output(target, item)
         except Exception as error:

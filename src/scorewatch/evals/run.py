@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..core.result import ScorerRun, ScorerRunResult
@@ -106,17 +106,10 @@ class _Runs:
     target_entity_type: str | None
 
     async def run(self, scorer: Scorer, item: EvalItem, output: Any) -> ScorerRunResult:
-        return await scorer.run(
-            ScorerRun(
-                output=output,
-                input=item.input,
-                ground_truth=item.ground_truth,
-                request_context=item.request_context,
-                score_source="experiment",
-                target_scope="span",
-                target_entity_type=self.target_entity_type,
-            )
-        )
+        call = replace(item.answered(output), entity_type=self.target_entity_type)
+        run = ScorerRun.of_call(call)
+        run.target_scope = "span"  # the reference's runEvals scopes every run to a span
+        return await scorer.run(run)
 
 
 class _Tally:
