@@ -21,7 +21,8 @@ Threads: a run executes on the loop named when it is enqueued (a dedicated scori
 else on the loop of the code that enqueues it, else on scorewatch's background loop. Enqueueing,
 counting and stats are thread-safe; a run's `done` future is resolved on its own loop, whichever
 loop scored the run. Telemetry hears decisions, in-flight changes, queue depth and sink errors
-as events on the engine's bus (`core.events`; live never imports telemetry).
+as events on the engine's bus (`live.events`, `sinks.delivery.SinkFailed`; live never imports
+telemetry).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from uuid import uuid4
 
 from .._throttled_log import ThrottledLog
 from ..core.call import AgentCall
-from ..core.events import LIVE_COUNTS, LiveDecision, Observers, current_observers, observed_by
+from ..core.events import Observers, current_observers, observed_by
 from ..core.offload import offload_function_steps, shared_step_pool
 from ..core.pipeline import run_scorer
 from ..core.result import ScorerRun
@@ -51,6 +52,7 @@ from ..sinks.base import ScoreSink
 from ..sinks.delivery import SinkRetry, Storage
 from ..sinks.record import ScoreRecord
 from .entry import Decision, LiveScorerEntry
+from .events import LIVE_COUNTS, Decided, InFlight, LiveDecision, QueueDepth
 from .work_queue import Job, JobOutcome, WorkQueue
 
 __all__ = [
@@ -109,7 +111,9 @@ class Counts:
 
     def decided(self, scorer_id: str, decision: LiveDecision) -> None:
         self.add(decision)
-        self.observers.decision(scorer_id, decision)
+        observers = self.observers
+        if observers.hears(Decided):
+            observers.emit(Decided(scorer_id, decision))
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:
@@ -245,10 +249,12 @@ class ScoringEngine:
             self._execute,
             max_queue=max_queue,
             max_concurrency=max_concurrency,
-            on_in_flight=self.observers.in_flight,
+            on_in_flight=self._in_flight,
             on_finished=self._finished,
         )
-        self._unregister_depth = self.observers.register_queue_depth(lambda: self.queue.queued)
+        self._unregister_depth = self.observers.register_source(
+            QueueDepth, lambda: QueueDepth(self.queue.queued)
+        )
         # For the unkeyed fast path of `offer`: without filters, and when every scorer samples
         # at a rate, a call whose draw is at or above the highest rate is taken by none of them
         # (the ceiling is 2 when some scorer takes every call: no draw reaches it).
@@ -329,9 +335,9 @@ class ScoringEngine:
 
     def _not_sampled_by_all(self) -> dict[str, LiveDecision]:
         self.counts.add("not_sampled", len(self.entries))
-        if self.observers.subscribers:
+        if self.observers.hears(Decided):
             for entry in self.entries.values():
-                self.observers.decision(entry.scorer.id, "not_sampled")
+                self.observers.emit(Decided(entry.scorer.id, "not_sampled"))
         return self._none_sampled
 
     def enqueue(self, run: Run, loop: asyncio.AbstractEventLoop | None = None) -> LiveDecision:
@@ -379,11 +385,15 @@ class ScoringEngine:
                 "scorer %r failed on run %s (%s)", run.scorer.id, run.run_id, result.error_type
             )
 
+    def _in_flight(self, delta: int) -> None:
+        if self.observers.hears(InFlight):
+            self.observers.emit(InFlight(delta))
+
     def _finished(self, job: Job[Run], outcome: JobOutcome) -> None:
         run = job.payload
         self.counts.add(outcome)
         if outcome == "dropped_shutdown":
-            self.observers.decision(run.scorer.id, "dropped_shutdown")
+            self.observers.emit(Decided(run.scorer.id, "dropped_shutdown"))
             if run.done is not None:
                 _settle(run.done, None)
         if self._on_finished is not None:

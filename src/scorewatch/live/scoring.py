@@ -24,11 +24,12 @@ from opentelemetry import trace
 from opentelemetry.context import get_current
 
 from ..core.call import AgentCall, CallFields
-from ..core.events import LiveDecision, Observers
+from ..core.events import Observers
 from ..core.scorer import Scorer
 from ..sinks.base import ScoreSink
 from .engine import ScoringEngine
 from .entry import LiveScorerEntry
+from .events import LiveDecision
 from .litellm_callback import make_litellm_callback
 from .process import SigtermHandler, close_at_exit
 

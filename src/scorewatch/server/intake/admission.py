@@ -19,9 +19,9 @@ from uuid import uuid4
 
 from ..._throttled_log import ThrottledLog
 from ...core.call import AgentCall
-from ...core.events import LiveDecision
 from ...live.engine import Counts, live_run_id
 from ...live.entry import LiveScorerEntry
+from ...live.events import Decided, LiveDecision
 from .interface import ScoreItem, Skipped
 
 __all__ = [
@@ -86,7 +86,7 @@ class IntakeCounts(Counts):
         refused = 0
         for plan in plans:
             for scorer_id in plan.sampled:
-                self.observers.decision(scorer_id, decision)
+                self.observers.emit(Decided(scorer_id, decision))
                 refused += 1
         self.add(decision, refused)
         self.add("rejected_requests")

@@ -30,9 +30,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ...core.events import LiveDecision
 from ...live.engine import Run, ScoringEngine
 from ...live.entry import LiveScorerEntry
+from ...live.events import LiveDecision
 from ...live.work_queue import JobOutcome
 from ...sinks.base import ScoreSink
 from ...sinks.delivery import SinkRetry

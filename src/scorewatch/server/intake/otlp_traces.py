@@ -26,10 +26,11 @@ from dataclasses import replace
 
 from pydantic_core import to_jsonable_python
 
-from ...core.events import TraceCounts, current_observers
+from ...core.events import current_observers
 from ...telemetry.names import INSTRUMENTATION_SCOPE
 from ...traces.assembly import ReadySpan, TraceBuffer
 from ...traces.collect import Extraction, extract_ready
+from ...traces.counts import TraceCounts
 from ...traces.run import ExtractedRun
 from ...traces.spans import SpanRecord
 from ..config.file import ConfigError, ServeConfig, is_loopback_host
@@ -66,7 +67,7 @@ class TracesIntake:
         self._task: asyncio.Task[None] | None = None
         self._round: asyncio.Future[int] | None = None
         self._closed = False
-        self._unregister = current_observers().register_trace_counts(self.trace_counts)
+        self._unregister = current_observers().register_source(TraceCounts, self.trace_counts)
 
     # -- the intake protocol: the wrapped intake's ------------------------------------------------
 

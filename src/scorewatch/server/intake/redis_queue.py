@@ -23,6 +23,7 @@ from opentelemetry.trace import SpanKind
 from ...core.call import AgentCall
 from ...core.events import current_observers
 from ...live.entry import LiveScorerEntry
+from ...live.events import QueueGauges
 from ...sinks.base import ScoreSink
 from ...sinks.delivery import close_sinks
 from ...sinks.postgres import RunQuery
@@ -104,7 +105,9 @@ class RedisIntake:
         self._group_ready = False
         self._poller = GaugePoller(client, names, stats_interval)
         self._appender = EntryAppender(client, names.stream, max_backlog)
-        self._unregister = current_observers().register_queue_gauges(lambda: self._poller.latest)
+        self._unregister = current_observers().register_source(
+            QueueGauges, lambda: self._poller.latest
+        )
         self._waiters: set[asyncio.Task[None]] = set()
         self._tracer = trace.get_tracer(telemetry_names.INSTRUMENTATION_SCOPE)
 

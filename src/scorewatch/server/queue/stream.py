@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ...core.call import AgentCall
-from ...core.events import QueueGauges
+from ...live.events import QueueGauges
 from ..config.queue_settings import QueueSettings, redact_url
 
 if TYPE_CHECKING:
