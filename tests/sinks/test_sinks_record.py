@@ -33,6 +33,15 @@ def test_the_old_live_names_warn_and_resolve_to_the_one_type(old: str, new: obje
     assert old not in scorewatch.live.__all__
 
 
+def test_the_sinks_old_call_name_warns_and_resolves_to_the_one_call_type() -> None:
+    import scorewatch.sinks
+
+    with pytest.warns(DeprecationWarning, match="scorewatch.sinks.ScoredCall is now"):
+        assert scorewatch.sinks.ScoredCall is AgentCall  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        _ = scorewatch.sinks.NoSuchThing  # type: ignore[attr-defined]
+
+
 def test_an_unknown_live_name_is_still_an_attribute_error() -> None:
     with pytest.raises(AttributeError):
         _ = scorewatch.live.NoSuchThing  # type: ignore[attr-defined]

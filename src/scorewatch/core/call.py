@@ -36,7 +36,9 @@ ScoreSource = Literal["live", "experiment", "trace", "direct"]
 class AgentCall:
     """One call of an agent: what it was given and answered, who it was and where it ran.
 
-    Every field is optional, so a producer names what it knows and nothing else.
+    Every field is optional, so a producer names what it knows and nothing else. The first six
+    (`input` to `run_id`) may be given by position, as the watch path does; a new field goes
+    last.
     """
 
     input: Any = None

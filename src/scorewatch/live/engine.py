@@ -299,14 +299,9 @@ class ScoringEngine:
         draw = self._unkeyed_draw() if not trace_id else None
         if draw is not None and draw >= self._ceiling:
             return self._not_sampled_by_all()
-        call = AgentCall(
-            input=input,
-            output=output,
-            target=target,
-            trace_id=trace_id,
-            span_id=span_id,
-            run_id=_agent_run_id(),
-        )
+        # The call's first six fields, in their order: input, output, target, trace_id,
+        # span_id, run_id.
+        call = AgentCall(input, output, target, trace_id, span_id, _agent_run_id())
         return self._decide(call, draw)
 
     def _unkeyed_draw(self) -> float | None:
