@@ -53,8 +53,8 @@ def _text(seed: str, size: int) -> str:
 
 def _record(pii: bool) -> Any:
     import scorewatch as sw
+    from scorewatch.core.call import AgentCall
     from scorewatch.live.engine import score_call
-    from scorewatch.sinks.call import ScoredCall
     from scorewatch.testing import ScriptedJudge
 
     head = _PII_INPUT if pii else ""
@@ -80,7 +80,7 @@ def _record(pii: bool) -> Any:
         .generate_score(lambda ctx: 1.0)
         .generate_reason(sw.PromptStep("explain", lambda ctx: f"Explain {ctx.score}"))
     )
-    call = ScoredCall(
+    call = AgentCall(
         input=user,
         output=answer,
         target="support-bot",

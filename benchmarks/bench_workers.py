@@ -32,6 +32,7 @@ import psycopg
 import redis
 
 import scorewatch as sw
+from scorewatch.core.call import AgentCall
 from scorewatch.live import LiveScorerEntry, Sampling
 from scorewatch.server.intake.interface import ScoreItem
 from scorewatch.server.intake.redis_queue import RedisIntake
@@ -90,7 +91,10 @@ async def _enqueue(stream: str, count: int, label: str) -> None:
     )
     try:
         await intake.admit(
-            [ScoreItem(input="q", output=f"{label} {i}", target="bench") for i in range(count)]
+            [
+                ScoreItem(AgentCall(input="q", output=f"{label} {i}", target="bench"))
+                for i in range(count)
+            ]
         )
     finally:
         await intake.aclose()

@@ -30,6 +30,7 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 import scorewatch as sw
 from scorewatch import telemetry
+from scorewatch.core.call import AgentCall
 from scorewatch.judge import JudgeProviderError, JudgeReply, JudgeRequest
 from scorewatch.live import (
     CallbackSink,
@@ -170,7 +171,9 @@ class WorkQueue:
         self._running: asyncio.Task[dict[str, int]] | None = None
 
     async def submit(self, tick: int) -> None:
-        item = ScoreItem(input=f"queued {tick}", output=f"answer {tick}", target="support-agent")
+        item = ScoreItem(
+            AgentCall(input=f"queued {tick}", output=f"answer {tick}", target="support-agent")
+        )
         await self.intake.admit([item])
 
     async def start(self) -> None:

@@ -17,7 +17,15 @@ Reported:
 provider), as in production with OpenTelemetry: the call then carries a trace id, so sampling
 hashes it instead of drawing once.
 
-Run from the repository root:  PYTHONPATH=src python tools/measure_live_path.py [--traced] [--list]
+`--judged` scores the call with a judged scorer instead: one prompt step (generate_score) whose
+judge is a litellm model id, answered over real HTTP by `scorewatch.testing.LoopbackJudgeServer`
+on 127.0.0.1. That is production's path (litellm's HTTP call, usage and cost, the judge record,
+the chat span and judge metrics) minus the network; `ScriptedJudge` would answer in process and
+skip the litellm judge entirely. The server runs on its own thread, started before profiling, so
+only the client's side is counted; litellm's own code is not scorewatch's and is not counted.
+
+Run from the repository root:
+    PYTHONPATH=src python tools/measure_live_path.py [--traced] [--judged] [--list]
 """
 
 from __future__ import annotations
@@ -43,8 +51,10 @@ from opentelemetry.trace import Tracer
 
 import scorewatch
 from scorewatch import telemetry
+from scorewatch.core import JudgeConfig, PromptStep, Scorer, create_scorer
 from scorewatch.live import LiveScorerEntry, LiveScoring, SqliteSink
 from scorewatch.scorers.keyword_coverage import create_keyword_coverage_scorer
+from scorewatch.testing import LoopbackJudgeServer, Reply
 
 PACKAGE = Path(scorewatch.__file__).resolve().parent
 
@@ -101,7 +111,19 @@ async def scored_call(
         raise SystemExit("the live run did not finish within 30 s")
 
 
-async def measure(folder: Path, traced: bool = False) -> PathRecorder:
+def judged_scorer(base_url: str) -> Scorer:
+    """One prompt step, answered by the litellm judge over HTTP."""
+    judge = JudgeConfig(
+        model="openai/loopback-judge",
+        instructions="You grade support answers.",
+        model_options={"api_base": base_url, "api_key": "sk-loopback"},
+    )
+    return create_scorer(id="helpfulness", description="d", judge=judge).generate_score(
+        PromptStep("rate the answer", lambda ctx: f"Rate from 0 to 1: {ctx.run.output}")
+    )
+
+
+async def measure(folder: Path, traced: bool = False, judged: bool = False) -> PathRecorder:
     spans = InMemorySpanExporter()
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
@@ -113,24 +135,34 @@ async def measure(folder: Path, traced: bool = False) -> PathRecorder:
     telemetry.instrument(tracer_provider, meter_provider, logger_provider)
     agent_tracer = TracerProvider().get_tracer("agent") if traced else None
 
+    # Started before profiling: its thread serves the judge and is not part of the path.
+    judge_server = LoopbackJudgeServer(default=Reply('{"score": 0.8}')).start() if judged else None
     recorder = PathRecorder()
     sys.setprofile(recorder)
     threading.setprofile(recorder)  # threads started from here on (the SQLite writer)
     sink = SqliteSink(folder / "scores.db")
-    scorer = create_keyword_coverage_scorer(keywords=["refund", "thirty days", "receipt"])
+    scorer = (
+        create_keyword_coverage_scorer(keywords=["refund", "thirty days", "receipt"])
+        if judge_server is None
+        else judged_scorer(judge_server.base_url)
+    )
     live = LiveScoring(
         scorers={"coverage": LiveScorerEntry(scorer)}, sinks=[sink], drain_on_exit=False
     )
     try:
-        await scored_call(live, None, agent_tracer)  # warm-up: imports, thread, instruments
+        await scored_call(live, None, agent_tracer)  # warm-up: imports, threads, instruments
         await scored_call(live, recorder, agent_tracer)
     finally:
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
         await live.aclose()
         telemetry.uninstrument()
+        if judge_server is not None:
+            judge_server.stop()
     if live.stats()["scored"] != 2 or not spans.get_finished_spans():
         raise SystemExit(f"the calls were not scored and traced: {live.stats()}")
+    if judge_server is not None and judge_server.request_count != 2:
+        raise SystemExit(f"the judge answered {judge_server.request_count} calls, not 2")
     return recorder
 
 
@@ -138,9 +170,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="also list files and edges")
     parser.add_argument("--traced", action="store_true", help="call inside an agent's span")
+    parser.add_argument("--judged", action="store_true", help="a prompt step over litellm")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        recorder = asyncio.run(measure(Path(folder), traced=args.traced))
+        recorder = asyncio.run(measure(Path(folder), traced=args.traced, judged=args.judged))
     hops = sum(recorder.edges.values())
     print(f"files={len(recorder.files)} hops={hops} edges={len(recorder.edges)}")
     if args.list:

@@ -15,10 +15,9 @@ from core_support import RecordingObserver, observing
 from scorewatch import telemetry
 from scorewatch.core.events import (
     OBSERVERS,
-    LiveDecision,
+    Handler,
     Observer,
     Observers,
-    QueueGauges,
     RunListener,
     RunStart,
     TraceLink,
@@ -27,6 +26,15 @@ from scorewatch.core.events import (
     observed_by,
 )
 from scorewatch.live import CallbackSink, LiveScoring
+from scorewatch.live.events import (
+    DeadLettered,
+    Decided,
+    InFlight,
+    QueueDepth,
+    QueueGauges,
+    Redelivered,
+)
+from scorewatch.sinks.delivery import SinkFailed
 from scorewatch.telemetry import names
 from telemetry_helpers import InMemoryTelemetry
 
@@ -47,14 +55,17 @@ class _Events(Observer):
         self.events.append(("run", start.run.score_source))
         return None
 
-    def decision(self, scorer_id: str, decision: LiveDecision) -> None:
-        self.events.append(("decision", (scorer_id, decision)))
+    def handlers(self) -> dict[type, Handler]:
+        return {Decided: self.decision, InFlight: self.in_flight, SinkFailed: self.sink_error}
 
-    def in_flight(self, delta: int) -> None:
-        self.events.append(("in_flight", delta))
+    def decision(self, event: Decided) -> None:
+        self.events.append(("decision", (event.scorer_id, event.decision)))
 
-    def sink_error(self, sink: str) -> None:
-        self.events.append(("sink_error", sink))
+    def in_flight(self, event: InFlight) -> None:
+        self.events.append(("in_flight", event.delta))
+
+    def sink_error(self, event: SinkFailed) -> None:
+        self.events.append(("sink_error", event.sink))
 
     def named(self, name: str) -> list[Any]:
         return [payload for event, payload in self.events if event == name]
@@ -83,11 +94,11 @@ async def test_the_bases_are_no_ops_and_adding_twice_subscribes_once(
     assert bus.subscribers == (quiet,)
     with caplog.at_level(logging.DEBUG, logger="scorewatch.events"), observed_by(bus):
         result = await _scorer().run(output="o")
-        bus.decision("s", "sampled")
-        bus.in_flight(1)
-        bus.sink_error("sqlite")
-        bus.redelivered("stream", 2)
-        bus.dead_lettered("stream", "failed")
+        bus.emit(Decided("s", "sampled"))
+        bus.emit(InFlight(1))
+        bus.emit(SinkFailed("sqlite"))
+        bus.emit(Redelivered("stream", 2))
+        bus.emit(DeadLettered("stream", "failed"))
     assert result.score == 0.5
     assert result.score_trace_id is None  # no listener, so no trace id
     assert caplog.records == []
@@ -102,14 +113,17 @@ def test_an_observer_that_raises_is_logged_and_the_others_still_hear(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     class Broken(Observer):
-        def decision(self, scorer_id: str, decision: LiveDecision) -> None:
+        def handlers(self) -> dict[type, Handler]:
+            return {Decided: self.decision}
+
+        def decision(self, event: Decided) -> None:
             raise RuntimeError("broken observer")
 
     bus, heard = Observers(), _Events()
     bus.add(Broken())
     bus.add(heard)
     with caplog.at_level(logging.WARNING, logger="scorewatch.events"):
-        bus.decision("s", "filtered")
+        bus.emit(Decided("s", "filtered"))
     assert heard.named("decision") == [("s", "filtered")]
     assert any("failed; ignored" in record.getMessage() for record in caplog.records)
 
@@ -119,29 +133,29 @@ def test_pulled_sources_skip_a_failing_one_and_unregister(
 ) -> None:
     bus = Observers()
 
-    def broken() -> int:
+    def broken() -> QueueDepth:
         raise RuntimeError("no depth")
 
     depth = {"value": 3}
-    unregister = bus.register_queue_depth(lambda: depth["value"])
-    unregister_broken = bus.register_queue_depth(broken)
-    bus.register_queue_depth(lambda: 4)
+    unregister = bus.register_source(QueueDepth, lambda: QueueDepth(depth["value"]))
+    unregister_broken = bus.register_source(QueueDepth, broken)
+    bus.register_source(QueueDepth, lambda: QueueDepth(4))
     with caplog.at_level(logging.WARNING, logger="scorewatch.events"):
-        assert bus.queue_depth() == 7
+        assert QueueDepth.total(bus) == 7
     assert any("source" in record.getMessage() for record in caplog.records)
     depth["value"] = 10
-    assert bus.queue_depth() == 14
+    assert QueueDepth.total(bus) == 14
     unregister()
     unregister()  # twice is harmless
     unregister_broken()
-    assert bus.queue_depth() == 4
-    assert OBSERVERS.queue_depth() == 0  # the default bus never saw these
+    assert QueueDepth.total(bus) == 4
+    assert QueueDepth.total(OBSERVERS) == 0  # the default bus never saw these
 
     reading = QueueGauges("work", backlog=5, pending=2, lag=3, dead_letters=1)
-    bus.register_queue_gauges(lambda: None)  # no reading yet
-    bus.register_queue_gauges(lambda: reading)
-    bus.register_queue_gauges(lambda: reading)  # serve and a worker on one stream
-    assert bus.queue_gauges() == [reading]
+    bus.register_source(QueueGauges, lambda: None)  # no reading yet
+    bus.register_source(QueueGauges, lambda: reading)
+    bus.register_source(QueueGauges, lambda: reading)  # serve and a worker on one stream
+    assert QueueGauges.latest(bus) == [reading]
 
 
 async def test_linked_runs_ride_on_the_run_start() -> None:
@@ -171,7 +185,7 @@ async def test_live_scoring_reports_to_the_bus_it_was_given() -> None:
             observers=own,
         )
         try:
-            assert own.queue_depth() == 0
+            assert QueueDepth.total(own) == 0
             assert live.submit(input="i", output="o") == {"s": "sampled"}
             assert await live.drain(10)
         finally:
@@ -190,13 +204,13 @@ async def test_instrument_listens_to_the_bus_it_is_given() -> None:
     telemetry.instrument(
         sink.tracer_provider, sink.meter_provider, sink.logger_provider, observers=own
     )
-    unregister = own.register_queue_depth(lambda: 6)
+    unregister = own.register_source(QueueDepth, lambda: QueueDepth(6))
     try:
         assert telemetry.is_instrumented(own)
         with observed_by(own):
             result = await _scorer("mine").run(output="o")
         await _scorer("theirs").run(output="o")  # the default bus: not instrumented here
-        own.decision("mine", "sampled")
+        own.emit(Decided("mine", "sampled"))
         assert result.score_trace_id is not None
         assert [span.name for span in sink.spans()] == [
             "evaluation.step generate_score",
@@ -215,3 +229,35 @@ async def test_instrument_listens_to_the_bus_it_is_given() -> None:
         sink.meter_provider.shutdown()
     assert not telemetry.is_instrumented(own)
     assert own.subscribers == ()
+
+
+def test_the_bus_names_no_producers_vocabulary() -> None:
+    """Producers define their events above core (live scoring, the sinks, the trace intake);
+    the bus in core knows none of them."""
+    import re
+    from pathlib import Path
+
+    from scorewatch.core import events
+
+    words = set(re.findall(r"\w+", Path(events.__file__).read_text(encoding="utf-8")))
+    producers = {
+        "LiveDecision",
+        "LIVE_COUNTS",
+        "Decided",
+        "InFlight",
+        "QueueDepth",
+        "QueueGauges",
+        "Redelivered",
+        "DeadLettered",
+        "SinkFailed",
+        "TraceCounts",
+        "decision",
+        "in_flight",
+        "sink_error",
+        "redelivered",
+        "dead_lettered",
+        "queue_depth",
+        "queue_gauges",
+        "trace_counts",
+    }
+    assert words & producers == set()

@@ -23,9 +23,9 @@ import pytest
 import scorewatch as sw
 from deploy_support import GRAFANA, load_script, load_yaml
 from scale_support import PG_DSN, PG_HOST, PG_PORT, require_service, unique_prefix
+from scorewatch.core.call import AgentCall
 from scorewatch.live import PostgresSink
 from scorewatch.live.engine import score_call
-from scorewatch.sinks.call import ScoredCall
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 
 pytestmark = pytest.mark.integration
@@ -181,7 +181,7 @@ def filled() -> Iterator[tuple[str, datetime]]:
             results = [
                 await score_call(scorer, call, f"run-{index}-{scorer.id}")
                 for index, (output, target, trace_id) in enumerate(CALLS)
-                for call in [ScoredCall("q", output, target, trace_id, None, f"agent-{index}")]
+                for call in [AgentCall("q", output, target, trace_id, None, f"agent-{index}")]
                 for scorer in _scorers(base_url)
             ]
             await sink.write(results)

@@ -23,11 +23,11 @@ import pytest
 import scorewatch as sw
 from live_support import word_text as _text
 from scorewatch.core import offload_function_steps
+from scorewatch.core.call import AgentCall
 from scorewatch.live import LiveScoring
 from scorewatch.live.engine import OFFLOAD_CHARS, call_is_heavy
 from scorewatch.scorers.completeness import create_completeness_scorer
 from scorewatch.scorers.content_similarity import create_content_similarity_scorer
-from scorewatch.sinks.call import ScoredCall
 from scorewatch.testing import LoopbackJudgeServer, Reply
 
 pytestmark = pytest.mark.integration
@@ -71,9 +71,9 @@ def test_sync_function_steps_run_in_the_installed_executor_with_the_context() ->
 
 
 def test_a_call_is_heavy_by_its_text_not_its_shape() -> None:
-    def call(**fields: object) -> ScoredCall:
+    def call(**fields: object) -> AgentCall:
         base: dict[str, object] = {"target": "t", "trace_id": None, "span_id": None, "run_id": "r"}
-        return ScoredCall(**{**base, **fields})  # type: ignore[arg-type]
+        return AgentCall(**{**base, **fields})  # type: ignore[arg-type]
 
     small = call(input="q" * 100, output=[{"role": "assistant", "content": "a" * 100}])
     big = call(input="q", output=[{"role": "assistant", "content": "a" * (OFFLOAD_CHARS + 1)}])

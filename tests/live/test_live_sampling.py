@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from live_support import Collected, constant_scorer
-from scorewatch.live import LiveScorerEntry, LiveScoring, Sampling, ScoredCall
+from scorewatch.live import AgentCall, LiveScorerEntry, LiveScoring, Sampling
 
 pytestmark = pytest.mark.unit
 
@@ -122,9 +122,9 @@ def test_run_ids_are_deterministic_and_repeated_calls_in_one_span_stay_distinct(
 
 
 def test_the_filter_runs_before_sampling_and_sees_the_call() -> None:
-    seen: list[ScoredCall] = []
+    seen: list[AgentCall] = []
 
-    def only_premium(call: ScoredCall) -> bool:
+    def only_premium(call: AgentCall) -> bool:
         seen.append(call)
         return bool(call.request_context and call.request_context.get("tier") == "premium")
 
@@ -151,10 +151,10 @@ def test_the_filter_runs_before_sampling_and_sees_the_call() -> None:
 
 
 def test_a_raising_or_async_filter_skips_and_is_counted(caplog: Any) -> None:
-    async def async_filter(call: ScoredCall) -> bool:
+    async def async_filter(call: AgentCall) -> bool:
         return True
 
-    def raising_filter(call: ScoredCall) -> bool:
+    def raising_filter(call: AgentCall) -> bool:
         raise ValueError("bad filter")
 
     live = LiveScoring(

@@ -10,10 +10,10 @@ import pytest
 from pydantic import ValidationError
 
 import scorewatch as sw
+from scorewatch.core.call import AgentCall
 from scorewatch.live import LiveScoring
 from scorewatch.privacy import PrivacyPolicy
 from scorewatch.server.config.file import ConfigError, load_config
-from scorewatch.sinks.call import ScoredCall
 from scorewatch.sinks.record import ScoreRecord
 from scorewatch.sinks.storable import REDACTED, storable
 
@@ -40,7 +40,7 @@ def test_the_walk_redacts_texts_and_keys_and_still_cleans() -> None:
 
 def _record(redaction: object) -> ScoreRecord:
     scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 1.0)
-    call = ScoredCall(
+    call = AgentCall(
         input="from ada@example.com",
         output="sent to 203.0.113.42",
         target="bot",

@@ -33,6 +33,7 @@ from scale_support import (
     scale_config,
     unique_prefix,
 )
+from scorewatch.core.call import AgentCall
 from scorewatch.live import LiveScorerEntry, Sampling
 from scorewatch.server.intake.interface import ScoreItem
 from scorewatch.server.intake.redis_queue import RedisIntake
@@ -143,7 +144,10 @@ async def _enqueue(stream: str, scorer_id: str, count: int) -> list[str]:
         max_backlog=10_000,
     )
     try:
-        items = [ScoreItem(input="q", output=f"answer {i}", target="bot") for i in range(count)]
+        items = [
+            ScoreItem(AgentCall(input="q", output=f"answer {i}", target="bot"))
+            for i in range(count)
+        ]
         admissions = await intake.admit(items)
         return [a.accepted[0].run_id for a in admissions]
     finally:

@@ -21,6 +21,7 @@ from scale_support import (
     require_service,
     unique_prefix,
 )
+from scorewatch.core.call import AgentCall
 from scorewatch.live import CallbackSink, LiveScorerEntry, Sampling
 from scorewatch.server.config.file import ServeConfig
 from scorewatch.server.config.stores import Stores
@@ -30,7 +31,6 @@ from scorewatch.server.intake.interface import QueueFullError, ScoreItem
 from scorewatch.server.intake.redis_queue import IntakeUnavailableError, RedisIntake
 from scorewatch.server.queue.stream import StreamNames, connect, read_gauges
 from scorewatch.server.queue.worker import StreamWorker
-from scorewatch.sinks.call import ScoredCall
 from scorewatch.sinks.postgres import MIGRATIONS, PostgresSink
 from scorewatch.sinks.record import ScoreRecord
 from scorewatch.sinks.sqlite import SCORE_COLUMNS
@@ -99,7 +99,7 @@ async def _until(predicate: Any, limit_s: float = 30.0) -> None:
 
 
 def _result(run_id: str, output: str, score: float) -> ScoreRecord:
-    call = ScoredCall(
+    call = AgentCall(
         input="q", output=output, target="bot", trace_id=None, span_id=None, run_id="r"
     )
     snapshot = sw.ScorerRunResult(run_id=run_id, input="q", output=output, score=score)
@@ -165,7 +165,7 @@ async def test_accepted_work_is_in_the_stream_before_admit_returns(
 ) -> None:
     client, stream = redis
     intake = _intake(client, stream, {"length": _length_scorer()}, max_backlog=100)
-    items = [ScoreItem(input="q", output=f"answer {i}", target="bot") for i in range(5)]
+    items = [ScoreItem(AgentCall(input="q", output=f"answer {i}", target="bot")) for i in range(5)]
     admissions = await intake.admit(items)
     assert sum(len(a.accepted) for a in admissions) == 5
     entries = await client.xrange(stream.stream)
@@ -181,12 +181,16 @@ async def test_backlog_limit_refuses_whole_requests_and_never_trims(
 ) -> None:
     client, stream = redis
     intake = _intake(client, stream, {"length": _length_scorer()}, max_backlog=4)
-    await intake.admit([ScoreItem(input="q", output=str(i), target="bot") for i in range(3)])
+    await intake.admit(
+        [ScoreItem(AgentCall(input="q", output=str(i), target="bot")) for i in range(3)]
+    )
     with pytest.raises(QueueFullError) as refused:
-        await intake.admit([ScoreItem(input="q", output=str(i), target="bot") for i in range(2)])
+        await intake.admit(
+            [ScoreItem(AgentCall(input="q", output=str(i), target="bot")) for i in range(2)]
+        )
     assert (refused.value.needed, refused.value.free) == (2, 1)
     assert await client.xlen(stream.stream) == 3  # nothing of the refused request, nothing lost
-    await intake.admit([ScoreItem(input="q", output="fits", target="bot")])
+    await intake.admit([ScoreItem(AgentCall(input="q", output="fits", target="bot"))])
     assert await client.xlen(stream.stream) == 4
     stats = intake.stats()
     assert stats["dropped_queue_full"] == 2 and stats["rejected_requests"] == 1
@@ -215,8 +219,10 @@ async def test_poison_item_is_dead_lettered_after_n_deliveries_without_blocking_
     with in_memory_telemetry() as otel:
         try:
             intake = _intake(client, stream, scorers, max_backlog=100)
-            items = [ScoreItem(input="q", output="poison", target="bot", run_id="bad")]
-            items += [ScoreItem(input="q", output=f"fine {i}", target="bot") for i in range(6)]
+            items = [ScoreItem(AgentCall(input="q", output="poison", target="bot", run_id="bad"))]
+            items += [
+                ScoreItem(AgentCall(input="q", output=f"fine {i}", target="bot")) for i in range(6)
+            ]
             admissions = await intake.admit(items)
             poison_run = admissions[0].accepted[0].run_id
             # A visibility timeout well above any stall of a loaded machine: only the poison item
@@ -259,8 +265,12 @@ async def test_redelivered_run_is_stored_once_and_unknown_scorers_are_dead_lette
     sink = PostgresSink(PG_DSN, schema=schema)
     scorers = {"length": _length_scorer()}
     intake = _intake(client, stream, {**scorers, "gone": _picky_scorer()}, max_backlog=100)
-    await intake.admit([ScoreItem(input="q", output="once", target="bot", scorers=("length",))])
-    await intake.admit([ScoreItem(input="q", output="x", target="bot", scorers=("gone",))])
+    await intake.admit(
+        [ScoreItem(AgentCall(input="q", output="once", target="bot"), scorers=("length",))]
+    )
+    await intake.admit(
+        [ScoreItem(AgentCall(input="q", output="x", target="bot"), scorers=("gone",))]
+    )
     # A consumer that read the entries and died without acknowledging them.
     await client.xreadgroup(stream.group, "dead-consumer", {stream.stream: ">"}, count=10)
     worker = _worker(scorers, stream, [sink])
@@ -292,7 +302,7 @@ async def test_run_span_links_to_the_request_that_enqueued_it(
         intake = _intake(client, stream, scorers, max_backlog=100)
         tracer = provider.get_tracer("agent")
         with tracer.start_as_current_span("POST /v1/scores") as request_span:
-            await intake.admit([ScoreItem(input="q", output="hello", target="bot")])
+            await intake.admit([ScoreItem(AgentCall(input="q", output="hello", target="bot"))])
         worker = _worker(scorers, stream, [CallbackSink(stored.append)])
         running = asyncio.create_task(worker.run(drain_timeout=5))
 
@@ -321,7 +331,7 @@ async def test_unreachable_redis_accepts_nothing_and_is_not_ready() -> None:
     client = connect("redis://127.0.0.1:1/0")  # nothing listens on port 1
     intake = _intake(client, stream, {"length": _length_scorer()}, max_backlog=100)
     with pytest.raises(IntakeUnavailableError):
-        await intake.admit([ScoreItem(input="q", output="lost?", target="bot")])
+        await intake.admit([ScoreItem(AgentCall(input="q", output="lost?", target="bot"))])
     stats = intake.stats()
     assert stats["sampled"] == 0 and stats["queue_errors"] == 1
     intake.saturated()  # starts the gauge poller
@@ -337,7 +347,7 @@ async def test_a_sink_outage_keeps_the_entry_and_burns_no_delivery(
     client, stream = redis
     scorers = {"length": _length_scorer()}
     intake = _intake(client, stream, scorers, max_backlog=100)
-    await intake.admit([ScoreItem(input="q", output="kept", target="bot")])
+    await intake.admit([ScoreItem(AgentCall(input="q", output="kept", target="bot"))])
     attempts: list[str] = []
 
     def flaky(result: ScoreRecord) -> None:
@@ -373,7 +383,7 @@ async def test_waiting_for_results_reads_them_back_from_postgres(
     running = asyncio.create_task(worker.run(drain_timeout=5))
     try:
         (admission,) = await intake.admit(
-            [ScoreItem(input="q", output="x" * 40, target="bot")], want_results=True
+            [ScoreItem(AgentCall(input="q", output="x" * 40, target="bot"))], want_results=True
         )
         assert admission.results is not None
         (future,) = admission.results.values()
@@ -399,7 +409,7 @@ async def test_unreadable_entries_and_entries_that_kill_workers_are_dead_lettere
 
     scorers = {"length": sw.create_scorer(id="length", description="d").generate_score(counting)}
     intake = _intake(client, stream, scorers, max_backlog=100)
-    await intake.admit([ScoreItem(input="q", output="crashes workers", target="bot")])
+    await intake.admit([ScoreItem(AgentCall(input="q", output="crashes workers", target="bot"))])
     await client.xadd(stream.stream, {"v": "1", "scorer": "length", "call": "{not json"})
     # The first entry was taken by workers that died while scoring it, three times already.
     await client.xreadgroup(stream.group, "crashed-1", {stream.stream: ">"}, count=1)
@@ -427,7 +437,7 @@ async def test_only_silent_consumers_holding_nothing_are_forgotten(
 ) -> None:
     client, stream = redis
     intake = _intake(client, stream, {"length": _length_scorer()}, max_backlog=100)
-    await intake.admit([ScoreItem(input="q", output="held", target="bot")])
+    await intake.admit([ScoreItem(AgentCall(input="q", output="held", target="bot"))])
     await client.xreadgroup(stream.group, "holds-one", {stream.stream: ">"}, count=1)
     await client.xgroup_createconsumer(stream.stream, stream.group, "holds-none")
     await asyncio.sleep(0.05)

@@ -224,12 +224,12 @@ def test_filters_and_targets_come_from_the_config(tmp_path: Path) -> None:
         targets = ["a", "b"]
         """,
     )
-    from scorewatch.live import ScoredCall
+    from scorewatch.live import AgentCall
 
     built = {s.id: s for s in build_scorers(load_config(path))}
 
-    def call(target: str) -> ScoredCall:
-        return ScoredCall(
+    def call(target: str) -> AgentCall:
+        return AgentCall(
             input="", output="", target=target, trace_id=None, span_id=None, run_id="r"
         )
 

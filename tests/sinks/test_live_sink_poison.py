@@ -18,7 +18,7 @@ import pytest
 
 import scorewatch as sw
 from scale_support import PG_DSN
-from scorewatch.live import CallbackSink, JsonlSink, ScoredCall, ScoreRecord, SqliteSink
+from scorewatch.live import AgentCall, CallbackSink, JsonlSink, ScoreRecord, SqliteSink
 from scorewatch.sinks.base import RowsRefusedError
 from scorewatch.sinks.delivery import deliver
 from scorewatch.sinks.postgres import PostgresSink
@@ -31,7 +31,7 @@ CLEAN = f"a{FFFD}b{FFFD}c{FFFD}d"
 
 
 def result(run_id: str, output: Any, *, metadata: dict[str, Any] | None = None) -> ScoreRecord:
-    call = ScoredCall(
+    call = AgentCall(
         input=NASTY,
         output=output,
         target="bot",

@@ -19,10 +19,10 @@ import scorewatch as sw
 from live_support import Collected, answering_judge, judged_scorer
 from scorewatch.core import ScorerRunResult
 from scorewatch.live import (
+    AgentCall,
     CallbackSink,
     JsonlSink,
     LiveScoring,
-    ScoredCall,
     ScoreRecord,
     ScoreSink,
     SqliteSink,
@@ -147,7 +147,7 @@ def make_result(run_id: str, *, target: str = "bot", scorer_id: str = "quality",
         scorer_name=scorer_id,
         scorer_description="",
         has_judge=False,
-        call=ScoredCall(
+        call=AgentCall(
             input="i", output="o", target=target, trace_id=None, span_id=None, run_id=run_id
         ),
         status="success",

@@ -11,8 +11,9 @@ import pytest
 
 import scorewatch as sw
 import scorewatch.live
+from scorewatch.core.call import AgentCall
 from scorewatch.evals import ExperimentSinkWriter
-from scorewatch.sinks import SCORE_COLUMNS, CallbackSink, ScoredCall, ScoreRecord
+from scorewatch.sinks import SCORE_COLUMNS, CallbackSink, ScoreRecord
 from scorewatch.sinks.record import ScoreRecord as RecordFromModule
 
 pytestmark = pytest.mark.unit
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.unit
     ("old", "new"),
     [
         ("LiveResult", ScoreRecord),
-        ("LiveCall", ScoredCall),
+        ("LiveCall", AgentCall),
         ("ScorerEntry", scorewatch.live.LiveScorerEntry),
     ],
 )
@@ -30,6 +31,15 @@ def test_the_old_live_names_warn_and_resolve_to_the_one_type(old: str, new: obje
     with pytest.warns(DeprecationWarning, match=f"scorewatch.live.{old} is now"):
         assert getattr(scorewatch.live, old) is new
     assert old not in scorewatch.live.__all__
+
+
+def test_the_sinks_old_call_name_warns_and_resolves_to_the_one_call_type() -> None:
+    import scorewatch.sinks
+
+    with pytest.warns(DeprecationWarning, match="scorewatch.sinks.ScoredCall is now"):
+        assert scorewatch.sinks.ScoredCall is AgentCall  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        _ = scorewatch.sinks.NoSuchThing  # type: ignore[attr-defined]
 
 
 def test_an_unknown_live_name_is_still_an_attribute_error() -> None:
@@ -55,7 +65,7 @@ def test_an_experiment_and_a_live_call_give_rows_of_one_shape() -> None:
     writer = ExperimentSinkWriter([CallbackSink(stored.append)], data, target="bot")
     asyncio.run(sw.run_experiment(data=data, scorers=[_scorer()], on_result=writer))
     (experiment,) = stored
-    call = ScoredCall(
+    call = AgentCall(
         input="q", output="a short answer", target="bot", trace_id=None, span_id=None, run_id="r"
     )
     live = ScoreRecord.success("run-1", _scorer(), call, _scorer().run_sync(output=call.output))

@@ -13,7 +13,8 @@ import pytest
 
 import scorewatch as sw
 from scale_support import PG_DSN
-from scorewatch.sinks import SCORE_COLUMNS, JsonlSink, ScoredCall, ScoreRecord, SqliteSink
+from scorewatch.core.call import AgentCall
+from scorewatch.sinks import SCORE_COLUMNS, JsonlSink, ScoreRecord, SqliteSink
 from scorewatch.sinks.postgres import PostgresSink
 
 pytestmark = pytest.mark.integration
@@ -32,7 +33,7 @@ def _length(ctx: sw.StepContext) -> float:
 
 
 def _record(run_id: str, scorer: sw.Scorer) -> ScoreRecord:
-    call = ScoredCall(
+    call = AgentCall(
         input="q", output="an answer", target="bot", trace_id=None, span_id=None, run_id="r"
     )
     return ScoreRecord.success(run_id, scorer, call, scorer.run_sync(output=call.output))

@@ -40,6 +40,7 @@ SCENARIO = textwrap.dedent(
     import scorewatch as sw
     from scorewatch import telemetry
     from scorewatch.live import CallbackSink, LiveScorerEntry, Sampling
+    from scorewatch.core.call import AgentCall
     from scorewatch.server.intake.interface import ScoreItem
     from scorewatch.server.intake.redis_queue import RedisIntake
     from scorewatch.server.queue.stream import StreamNames, connect
@@ -98,7 +99,7 @@ SCENARIO = textwrap.dedent(
             stats_interval=0.1,
         )
         with trace.get_tracer("app").start_as_current_span("POST /v1/scores"):
-            await intake.admit([ScoreItem(input="q", output="hello", target="bot")])
+            await intake.admit([ScoreItem(AgentCall(input="q", output="hello", target="bot"))])
         worker = StreamWorker(
             {"length": scorer},
             client=connect(url),

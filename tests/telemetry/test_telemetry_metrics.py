@@ -9,6 +9,8 @@ import pytest
 import scorewatch as sw
 from scorewatch.core.events import OBSERVERS
 from scorewatch.judge import JudgeCost, JudgeProviderError, JudgeReply, RetryPolicy
+from scorewatch.live.events import Decided, InFlight, QueueDepth
+from scorewatch.sinks.delivery import SinkFailed
 from scorewatch.telemetry import names
 from scorewatch.telemetry.cardinality import CardinalityGuard
 from scorewatch.testing import ScriptedJudge
@@ -202,16 +204,16 @@ def test_cardinality_guard_keeps_admitted_values() -> None:
 
 async def test_live_observer_metrics() -> None:
     with in_memory_telemetry() as sink:
-        OBSERVERS.decision("quality", "sampled")
-        OBSERVERS.decision("quality", "sampled")
-        OBSERVERS.decision("quality", "dropped_queue_full")
-        OBSERVERS.in_flight(1)
-        OBSERVERS.in_flight(1)
-        OBSERVERS.in_flight(-1)
-        OBSERVERS.sink_error("sqlite")
+        OBSERVERS.emit(Decided("quality", "sampled"))
+        OBSERVERS.emit(Decided("quality", "sampled"))
+        OBSERVERS.emit(Decided("quality", "dropped_queue_full"))
+        OBSERVERS.emit(InFlight(1))
+        OBSERVERS.emit(InFlight(1))
+        OBSERVERS.emit(InFlight(-1))
+        OBSERVERS.emit(SinkFailed("sqlite"))
         depth = {"value": 7}
-        unregister = OBSERVERS.register_queue_depth(lambda: depth["value"])
-        unregister_other = OBSERVERS.register_queue_depth(lambda: 5)
+        unregister = OBSERVERS.register_source(QueueDepth, lambda: QueueDepth(depth["value"]))
+        unregister_other = OBSERVERS.register_source(QueueDepth, lambda: QueueDepth(5))
         try:
             assert (
                 sink.point(names.METRIC_LIVE_DECISIONS, scorewatch__decision="sampled").value == 2
@@ -232,7 +234,7 @@ async def test_live_observer_metrics() -> None:
             unregister()
             unregister_other()
     # Not instrumented: the live hooks are no-ops.
-    OBSERVERS.decision("quality", "sampled")
+    OBSERVERS.emit(Decided("quality", "sampled"))
     assert OBSERVERS.subscribers == ()
 
 
@@ -270,7 +272,7 @@ async def test_instrumenting_twice_on_one_provider_keeps_every_instrument_report
 
     with in_memory_telemetry() as sink:
         telemetry.instrument(sink.tracer_provider, sink.meter_provider, sink.logger_provider)
-        unregister = OBSERVERS.register_queue_depth(lambda: 4)
+        unregister = OBSERVERS.register_source(QueueDepth, lambda: QueueDepth(4))
         try:
             await prompt_scorer(ScriptedJudge([verdicts(2), "ok"])).run(output="x")
             assert sink.point(names.METRIC_LIVE_QUEUE_DEPTH).value == 4

@@ -170,6 +170,7 @@ async def test_a_full_scoring_queue_answers_429_so_the_exporter_retries(tmp_path
         ExportTraceServiceResponse,
     )
 
+    from scorewatch.core.call import AgentCall
     from scorewatch.server.http.app import build_service, create_app, shutdown_service
     from scorewatch.server.intake.interface import ScoreItem
 
@@ -188,7 +189,10 @@ async def test_a_full_scoring_queue_answers_429_so_the_exporter_retries(tmp_path
     headers = {"Content-Type": "application/x-protobuf"}
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://sw") as client:
-            items = [ScoreItem(input="q", output="a", target="t", run_id=str(i)) for i in (1, 2)]
+            items = [
+                ScoreItem(AgentCall(input="q", output="a", target="t", run_id=str(i)))
+                for i in (1, 2)
+            ]
             await service.intake.admit(items[:1])
             for _ in range(200):
                 if service.stats()["in_flight"] == 1:

@@ -12,6 +12,7 @@ tools/reference/record_trace_runs.mjs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime
 from pathlib import Path
@@ -26,7 +27,7 @@ from scorewatch.scorers.utils import (
     get_combined_system_prompt,
     get_user_message_from_run_input,
 )
-from scorewatch.sinks import ScoredCall, ScoreRecord
+from scorewatch.sinks import ScoreRecord
 from scorewatch.traces import ExtractedRun, SpanRecord, extract_run
 
 pytestmark = pytest.mark.unit
@@ -173,13 +174,14 @@ def test_a_traced_run_carries_the_reference_trace_fields(case: dict[str, Any]) -
 async def test_a_traced_score_row_names_the_span_as_the_reference_does(
     case: dict[str, Any],
 ) -> None:
-    """The row `score_traces` stores (an experiment row, through `ScoredCall.of_run`) against
-    the score the reference saves for the same trace."""
+    """The row `score_traces` stores (an experiment row about the span's call) against the
+    score the reference saves for the same trace."""
     saved = RECORDED[case["name"]]["saved"]
-    run = _extracted(case).scorer_run()
+    extracted = _extracted(case)
+    run = extracted.scorer_run()
     scorer = create_scorer(id=saved["scorerId"], description="d").generate_score(lambda _ctx: 1)
     result = await scorer.run(run)
-    call = ScoredCall.of_run(run, "experiment-1")
+    call = dataclasses.replace(extracted.to_call(), run_id="experiment-1")
     row = ScoreRecord.success(result.run_id or "", scorer, call, result, "TEST").to_row()
     for column in ("traceId", "spanId", "entityType", "entity", "source", "scorerId", "score"):
         assert row[column] == saved[column], column

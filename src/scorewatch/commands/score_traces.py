@@ -240,10 +240,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _span_fields(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The span an item (a run's call, `run_items`) was read from."""
     return {
-        "trace_id": item.get("target_trace_id"),
-        "span_id": item.get("target_span_id"),
-        "span_name": (item.get("target_metadata") or {}).get("spanName"),
+        "trace_id": item.get("trace_id"),
+        "span_id": item.get("span_id"),
+        "span_name": (item.get("metadata") or {}).get("spanName"),
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .call import AgentCall
 from .definition import JudgeConfig, PromptStep
 from .errors import ScorerRunError
 from .events import (
@@ -31,6 +32,7 @@ from .sync import run_coroutine_sync
 __all__ = [
     "OBSERVERS",
     "STEP_ORDER",
+    "AgentCall",
     "JudgeAttempt",
     "JudgeConfig",
     "JudgeErrorSummary",

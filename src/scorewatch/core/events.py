@@ -1,10 +1,10 @@
 """The event bus: how add-ons (telemetry, cost collectors, the demo) observe scorewatch.
 
-Producers at every layer emit events to an `Observers` object and never learn who listens; an
-`Observer` subscribes with `Observers.add` and overrides the methods of the events it wants (the
-others are no-ops). The bus sits in `core`, the lowest layer that emits, so run lifecycle (core),
-sampling decisions, in-flight runs and sink errors (live) and queue events (server) all reach one
-place, and nothing below telemetry ever imports it.
+The bus is the mechanism only, as prometheus' `CollectorRegistry` is: producers emit to an
+`Observers` object and never learn who listens, and each producer defines the events it emits in
+its own module, in whatever layer it sits (docs/architecture.md lists them). An `Observer`
+subscribes with `Observers.add`. The bus names no event but the runs' own, defined here beside
+the scorer that emits them.
 
 Runs. At the start of every run each observer is asked for a `RunListener` of that run (or
 None). The listener then hears the run's steps and judge attempts, in order, on the task running
@@ -12,27 +12,31 @@ the scorer, so it may make its own context current between a `*_started` call an
 `*_finished` call. The run start carries the trace links the run was started under
 (`linked_runs`), so a listener can link the run's span without asking anyone else.
 
-Gauges are pulled, not pushed: a queue registers a zero-argument source (its depth, its latest
-stream reading) and keeps the function that unregisters it; a gauge reads every source when it is
-collected.
+Producers' events. `Observers.emit(event)` hands an event to the functions observers subscribed
+to its type (`Observer.handlers`); a producer whose event is frequent asks `hears(its type)`
+first, so that nobody listening costs one lookup and no event object.
+
+Pulled values. A producer registers a zero-argument source under a type of its own
+(`register_source(Reading, ...)`) and keeps the function that unregisters it; a reader (a gauge,
+when it is collected) reads every source of that type (`read(Reading)`).
 
 `OBSERVERS` is the process's default bus (as `prometheus_client.REGISTRY` is the default
 registry). A test or an embedding application makes its own `Observers` current for the runs it
-starts with `observed_by`, and hands it to the components that take one (`LiveScoring`,
-`telemetry.instrument`). With nobody subscribed an event costs one tuple check; an observer or
-listener that raises is logged and ignored: it never breaks a run.
+starts with `observed_by`, and hands it to the components that take one. With nobody subscribed
+an event costs one tuple check; an observer, handler or listener that raises is logged and
+ignored: it never breaks a run.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..judge.protocol import JudgeReply, JudgeRequest
 from ..judge.usage import JudgeUsage
@@ -44,17 +48,14 @@ if TYPE_CHECKING:
     from .scorer import Scorer
 
 __all__ = [
-    "LIVE_COUNTS",
     "OBSERVERS",
+    "Handler",
     "JudgeAttempt",
-    "LiveDecision",
     "Observer",
     "Observers",
-    "QueueGauges",
     "RunListener",
     "RunStart",
     "StepOutcome",
-    "TraceCounts",
     "TraceLink",
     "current_observers",
     "linked_runs",
@@ -66,13 +67,10 @@ logger = logging.getLogger("scorewatch.events")
 
 T = TypeVar("T")
 
-# -- event payloads --------------------------------------------------------------------------------
+Handler = Callable[[Any], object]
+"""A function an observer subscribes to one type of producer event; it receives the event."""
 
-LiveDecision = Literal[
-    "sampled", "not_sampled", "filtered", "dropped_queue_full", "dropped_shutdown"
-]
-LIVE_COUNTS: tuple[str, ...] = (*get_args(LiveDecision), "scored", "not_scorable", "failed")
-"""What a live queue counts: every decision, then how accepted runs ended."""
+# -- the runs' events ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,42 +129,6 @@ class StepOutcome:
     result: Any = None
 
 
-@dataclass(frozen=True, slots=True)
-class QueueGauges:
-    """One reading of a stream: `backlog` accepted entries not yet acknowledged, `pending`
-    delivered to a worker and not yet acknowledged, `lag` not yet delivered to any worker,
-    `dead_letters` entries in the dead-letter stream."""
-
-    stream: str
-    backlog: int
-    pending: int
-    lag: int
-    dead_letters: int
-
-
-@dataclass(slots=True)
-class TraceCounts:
-    """Cumulative counts of a trace intake (serve's `POST /v1/traces`).
-
-    `spans_received`: spans that arrived; `spans_dropped`: spans not kept, by reason
-    (`max_bytes`, `max_spans_per_trace`, `duplicate`, `own`: scorewatch's own telemetry);
-    `traces_evicted`: traces given up before completing, by reason (`max_traces`, `max_age`);
-    `runs`: what became of each selected span, by outcome (`admitted` for scoring, or
-    `no_content`, `no_output`, `nested`, `evicted`, `invalid_target`, `queue_full`,
-    `shutdown`, `unavailable`)."""
-
-    spans_received: int = 0
-    spans_dropped: Counter[str] = field(default_factory=Counter)
-    traces_evicted: Counter[str] = field(default_factory=Counter)
-    runs: Counter[str] = field(default_factory=Counter)
-
-    def add(self, other: TraceCounts) -> None:
-        self.spans_received += other.spans_received
-        self.spans_dropped.update(other.spans_dropped)
-        self.traces_evicted.update(other.traces_evicted)
-        self.runs.update(other.runs)
-
-
 # -- listeners -------------------------------------------------------------------------------------
 
 
@@ -207,23 +169,13 @@ class Observer:
         """A listener for this run's steps and judge attempts, or None to skip it."""
         return None
 
-    def decision(self, scorer_id: str, decision: LiveDecision) -> None:
-        """One sampling/queueing decision for one scorer on one piece of live traffic."""
-
-    def in_flight(self, delta: int) -> None:
-        """+1 when a live evaluation starts running, -1 when it ends (success or failure)."""
-
-    def sink_error(self, sink: str) -> None:
-        """A sink (by its low-cardinality name, e.g. `sqlite`) failed to write a result."""
-
-    def redelivered(self, stream: str, count: int) -> None:
-        """`count` entries of `stream` were claimed from a consumer that held them too long."""
-
-    def dead_lettered(self, stream: str, reason: str) -> None:
-        """One entry of `stream` moved to the dead-letter stream; `reason` is a fixed label."""
+    def handlers(self) -> Mapping[type, Handler]:
+        """The producers' events this observer hears: a function per event type (asked once,
+        when it is added to a bus)."""
+        return {}
 
     def flush(self, timeout: float | None) -> None:
-        """Live scoring has closed and the process may be about to exit: flush what is buffered
+        """A producer has closed and the process may be about to exit: flush what is buffered
         within `timeout` seconds. Blocking; never called on an event loop."""
 
 
@@ -236,67 +188,47 @@ def notify(listeners: Iterable[T], call: Callable[[T], object], what: str = "lis
             logger.exception("%s %r failed; ignored", what, listener)
 
 
-class _Pulled(Generic[T]):
-    """Registered zero-argument sources; one that raises is logged and skipped, so one broken
-    queue never hides the others."""
-
-    __slots__ = ("_lock", "_sources", "_what")
-
-    def __init__(self, what: str) -> None:
-        self._what = what
-        self._sources: dict[int, Callable[[], T]] = {}
-        self._lock = threading.Lock()
-
-    def register(self, source: Callable[[], T]) -> Callable[[], None]:
-        key = id(source)
-        with self._lock:
-            self._sources[key] = source
-
-        def unregister() -> None:
-            with self._lock:
-                if self._sources.get(key) is source:
-                    del self._sources[key]
-
-        return unregister
-
-    def read(self) -> list[T]:
-        """Every registered source's current value, in registration order."""
-        with self._lock:
-            sources = list(self._sources.values())
-        values: list[T] = []
-        for source in sources:
-            try:
-                values.append(source())
-            except Exception:
-                logger.exception("%s source %r failed; ignored", self._what, source)
-        return values
-
-
 class Observers:
-    """One event bus: subscribed observers, and the gauge sources they pull from."""
+    """One event bus: subscribed observers, the handlers they subscribed by event type, and the
+    sources of pulled values by the type they report."""
 
-    __slots__ = ("_depths", "_gauges", "_lock", "_traces", "subscribers")
+    __slots__ = ("_lock", "_sources", "_tokens", "handlers", "subscribers")
 
     def __init__(self) -> None:
-        # Read without the lock on every event: replaced whole, never mutated.
+        # Both read without the lock on every event: replaced whole, never mutated.
         self.subscribers: tuple[Observer, ...] = ()
+        self.handlers: Mapping[type, tuple[Handler, ...]] = {}
         self._lock = threading.Lock()
-        self._depths: _Pulled[int] = _Pulled("live queue depth")
-        self._gauges: _Pulled[QueueGauges | None] = _Pulled("queue gauge")
-        self._traces: _Pulled[TraceCounts] = _Pulled("trace intake counts")
+        self._sources: dict[type, dict[int, Callable[[], Any]]] = {}
+        self._tokens = itertools.count()
 
     def __repr__(self) -> str:
         name = "OBSERVERS" if self is OBSERVERS else f"Observers at {id(self):#x}"
         return f"<{name}: {len(self.subscribers)} subscribed>"
 
     def add(self, observer: Observer) -> None:
+        """Subscribe `observer` to the runs and to the events of its `handlers()`."""
         with self._lock:
             if not any(o is observer for o in self.subscribers):
                 self.subscribers = (*self.subscribers, observer)
+                self._index()
 
     def remove(self, observer: Observer) -> None:
         with self._lock:
             self.subscribers = tuple(o for o in self.subscribers if o is not observer)
+            self._index()
+
+    def _index(self) -> None:
+        table: dict[type, tuple[Handler, ...]] = {}
+        for observer in self.subscribers:
+            try:
+                handlers = observer.handlers()
+            except Exception:
+                logger.exception("observer %r failed to name its handlers; ignored", observer)
+                continue
+            for kind, handler in handlers.items():
+                table[kind] = (*table.get(kind, ()), handler)
+        self.handlers = table
 
     # -- runs ------------------------------------------------------------------------------------
 
@@ -317,67 +249,55 @@ class Observers:
                 listeners.append(listener)
         return tuple(listeners)
 
-    # -- live and queue events -------------------------------------------------------------------
-
-    def decision(self, scorer_id: str, decision: LiveDecision) -> None:
-        if self.subscribers:
-            notify(self.subscribers, lambda o: o.decision(scorer_id, decision), "observer")
-
-    def in_flight(self, delta: int) -> None:
-        if self.subscribers:
-            notify(self.subscribers, lambda o: o.in_flight(delta), "observer")
-
-    def sink_error(self, sink: str) -> None:
-        if self.subscribers:
-            notify(self.subscribers, lambda o: o.sink_error(sink), "observer")
-
-    def redelivered(self, stream: str, count: int) -> None:
-        if self.subscribers and count > 0:
-            notify(self.subscribers, lambda o: o.redelivered(stream, count), "observer")
-
-    def dead_lettered(self, stream: str, reason: str) -> None:
-        if self.subscribers:
-            notify(self.subscribers, lambda o: o.dead_lettered(stream, reason), "observer")
-
     def flush(self, timeout: float | None) -> None:
         if self.subscribers:
             notify(self.subscribers, lambda o: o.flush(timeout), "observer")
 
-    # -- pulled gauges ---------------------------------------------------------------------------
+    # -- producers' events -----------------------------------------------------------------------
 
-    def register_queue_depth(self, source: Callable[[], int]) -> Callable[[], None]:
-        """Make `source()` count in the live queue depth; returns the function that
-        unregisters it."""
-        return self._depths.register(source)
+    def hears(self, kind: type) -> bool:
+        """Whether some observer subscribed to events of type `kind`: a producer asks before
+        building a frequent event."""
+        return kind in self.handlers
 
-    def queue_depth(self) -> int:
-        return sum(self._depths.read())
+    def emit(self, event: object) -> None:
+        """Hand `event` to every handler subscribed to its type; one that raises is logged and
+        ignored."""
+        handlers = self.handlers.get(type(event))
+        if handlers:
+            notify(handlers, lambda handler: handler(event), "handler")
 
-    def register_queue_gauges(self, source: Callable[[], QueueGauges | None]) -> Callable[[], None]:
-        """Report `source()` (a stream's latest reading, None before the first) in the queue
-        gauges; returns the function that unregisters it."""
-        return self._gauges.register(source)
+    # -- pulled values ---------------------------------------------------------------------------
 
-    def queue_gauges(self) -> list[QueueGauges]:
-        """The latest reading of every registered queue, one per stream (a process that both
-        serves and works one stream reports it once)."""
-        readings: dict[str, QueueGauges] = {}
-        for reading in self._gauges.read():
-            if reading is not None:
-                readings[reading.stream] = reading
-        return list(readings.values())
+    def register_source(self, kind: type[T], source: Callable[[], T | None]) -> Callable[[], None]:
+        """Report `source()` (a `kind`, or None while it has nothing to report) to readers of
+        `kind`; returns the function that unregisters it."""
+        token = next(self._tokens)
+        with self._lock:
+            self._sources.setdefault(kind, {})[token] = source
 
-    def register_trace_counts(self, source: Callable[[], TraceCounts]) -> Callable[[], None]:
-        """Report `source()` (a trace intake's cumulative counts) in the trace counters;
-        returns the function that unregisters it."""
-        return self._traces.register(source)
+        def unregister() -> None:
+            with self._lock:
+                self._sources.get(kind, {}).pop(token, None)
 
-    def trace_counts(self) -> TraceCounts:
-        """The sum over every registered trace intake."""
-        total = TraceCounts()
-        for counts in self._traces.read():
-            total.add(counts)
-        return total
+        return unregister
+
+    def read(self, kind: type[T]) -> list[T]:
+        """The current value of every source of `kind`, in registration order; a source that
+        has nothing (None) or raises (logged) is skipped, so one broken source never hides the
+        others."""
+        with self._lock:
+            sources = list(self._sources.get(kind, {}).values())
+        values: list[T] = []
+        for source in sources:
+            try:
+                value = source()
+            except Exception:
+                logger.exception("%s source %r failed; ignored", kind.__name__, source)
+                continue
+            if value is not None:
+                values.append(value)
+        return values
 
 
 OBSERVERS = Observers()

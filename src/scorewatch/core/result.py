@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from pydantic.alias_generators import to_snake
 
+from .call import AgentCall, ScoreSource
 from .not_scorable import NotScorableInfo
 from .records import JudgeResults, _JudgeField
 
@@ -26,7 +27,6 @@ __all__ = [
     "coerce_run",
 ]
 
-ScoreSource = Literal["live", "experiment", "trace", "direct"]
 Score = int | float
 """A score keeps the type its step returned: an int step result stays an int."""
 
@@ -68,6 +68,31 @@ class ScorerRun(RunFields):
 
     score_source: ScoreSource | None = None
     request_context_keys: list[str] | None = None
+
+    @classmethod
+    def of_call(cls, call: AgentCall, run_id: str | None = None) -> ScorerRun:
+        """The run a scorer is given for `call`, under the scorer run id `run_id` (a new one
+        when None). The one place a call's fields become the run's: its span and metadata are
+        the run's `target_*`, and a call read from a trace is scoped to its span, as the
+        reference's trace runs are (`target_scope`, `target_correlation_context`)."""
+        span = call.score_source == "trace"
+        return cls(
+            output=call.output,
+            input=call.input,
+            run_id=run_id,
+            ground_truth=call.ground_truth,
+            request_context=call.request_context,
+            score_source=call.score_source,
+            target=call.target,
+            target_scope="span" if span else None,
+            target_entity_type=call.entity_type,
+            target_trace_id=call.trace_id,
+            target_span_id=call.span_id,
+            target_correlation_context={"traceId": call.trace_id, "spanId": call.span_id}
+            if span
+            else None,
+            target_metadata=call.metadata,
+        )
 
 
 _RUN_FIELD_NAMES = frozenset(f.name for f in fields(ScorerRun))

@@ -106,19 +106,21 @@ class Scorer:
     this; a Python port checks it when the scorer is built).
     """
 
+    # Read on every run, so plain attributes set once (the scorer never changes), not properties.
     __slots__ = (
         "_fingerprint",
-        "_steps",
         "_version_metadata",
         "declared_version",
         "description",
         "direction",
         "has_generate_score",
+        "has_judge",
         "id",
         "judge",
         "name",
         "prepare_run",
         "scale",
+        "steps",
         "type",
     )
 
@@ -144,18 +146,15 @@ class Scorer:
         self.prepare_run = prepare_run
         self.scale = scale
         self.direction: Direction = direction
-        self._steps = steps
+        self.steps = steps
         self.has_generate_score = any(step.name == "generate_score" for step in steps)
+        self.has_judge = judge is not None or any(step.type == "prompt" for step in steps)
         self.declared_version = version
         self._fingerprint: str | None = None
         self._version_metadata: dict[str, str] | None = None
 
     def __repr__(self) -> str:
-        return f"Scorer(id={self.id!r}, steps={[s.name for s in self._steps]})"
-
-    @property
-    def steps(self) -> tuple[Step, ...]:
-        return self._steps
+        return f"Scorer(id={self.id!r}, steps={[s.name for s in self.steps]})"
 
     @property
     def version_fingerprint(self) -> str:
@@ -183,13 +182,9 @@ class Scorer:
             self._version_metadata = metadata
         return metadata
 
-    @property
-    def has_judge(self) -> bool:
-        return self.judge is not None or any(s.type == "prompt" for s in self._steps)
-
     def get_steps(self) -> list[dict[str, str]]:
         listed: list[dict[str, str]] = []
-        for step in self._steps:
+        for step in self.steps:
             entry: dict[str, str] = {"name": step.name, "type": step.type}
             if step.prompt is not None:
                 entry["description"] = step.prompt.description
@@ -219,7 +214,7 @@ class Scorer:
             "prepare_run": self.prepare_run,
             "scale": self.scale,
             "direction": self.direction,
-            "steps": self._steps,
+            "steps": self.steps,
             "version": self.declared_version,
         }
         unknown = set(changes) - set(fields) - {"steps"}
@@ -228,13 +223,13 @@ class Scorer:
                 f"Scorer.copy() cannot change {sorted(unknown | {'steps'} & set(changes))}"
             )
         fields.update(changes)
-        if "judge" in changes and self._steps:
+        if "judge" in changes and self.steps:
             raise TypeError("Scorer.copy() cannot change the judge of a scorer that has steps")
         return Scorer(**fields)
 
     def _with_step(self, name: StepName, definition: Any) -> Scorer:
-        if self._steps:
-            last = self._steps[-1].name
+        if self.steps:
+            last = self.steps[-1].name
             if STEP_ORDER.index(name) <= STEP_ORDER.index(last):
                 raise _definition_error(
                     self.id,
@@ -252,7 +247,7 @@ class Scorer:
             prepare_run=self.prepare_run,
             scale=self.scale,
             direction=self.direction,
-            steps=(*self._steps, step),
+            steps=(*self.steps, step),
             version=self.declared_version,
         )
 

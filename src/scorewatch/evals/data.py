@@ -6,9 +6,10 @@ from __future__ import annotations
 import inspect
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ..core.call import CALL_FIELDS, AgentCall
 from ..core.result import ScorerRun
 from ..core.scorer import Scorer
 from ..errors import ScorewatchError
@@ -18,12 +19,12 @@ from ..scorers.utils import js_json
 __all__ = [
     "INVALID_DATA_ITEM",
     "NO_DATA",
-    "RUN_FIELD_KEYS",
     "TARGET_FAILED",
     "EvalItem",
     "Target",
     "describe_item",
     "is_trajectory_scorer",
+    "item_call",
     "produce_output",
     "validate_items",
 ]
@@ -34,18 +35,26 @@ TARGET_FAILED = "RUN_EXPERIMENT_TARGET_FAILED_TO_GENERATE_RESULT"
 
 Target = Callable[..., Any]
 
-# Run fields an item may carry besides input/output: where the item came from (a trace's span,
-# when the items are runs built from traces).
-RUN_FIELD_KEYS = (
-    "score_source",
-    "target",
-    "target_scope",
-    "target_entity_type",
-    "target_trace_id",
-    "target_span_id",
-    "target_correlation_context",
-    "target_metadata",
-)
+# The reference's camelCase names of an item's fields, accepted beside the snake_case ones.
+_CAMEL_KEYS = {"groundTruth": "ground_truth", "requestContext": "request_context"}
+
+
+def item_call(raw: Mapping[str, Any], output: Any = None) -> AgentCall:
+    """The agent call a dataset item describes, answered with `output` (default: the item's
+    own): every `AgentCall` field the item names (`groundTruth` and `requestContext` too; the
+    snake_case name wins), an `experiment` call unless the item says where it came from (a
+    trace's runs say `trace`). A multi-turn item's input is its first turn."""
+    fields: dict[str, Any] = {"score_source": "experiment"}
+    for key, name in _CAMEL_KEYS.items():
+        if key in raw:
+            fields[name] = raw[key]
+    fields.update((name, raw[name]) for name in CALL_FIELDS if name in raw)
+    turns = raw.get("inputs")
+    if "input" not in raw and isinstance(turns, list | tuple) and turns:
+        fields["input"] = turns[0]
+    if output is not None:
+        fields["output"] = output
+    return AgentCall(**fields)
 
 
 def _field(raw: Mapping[str, Any], snake: str, camel: str) -> Any:
@@ -69,41 +78,46 @@ def trajectory_output(output: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class EvalItem:
-    """One dataset item as the runners read it. `inputs` holds the turns of a multi-turn item
-    (its `input` is then the first turn, as the reference's scorers see it)."""
+    """One dataset item: its place, the call it describes (`item_call`; a multi-turn item's input
+    is its first turn, as the reference's scorers see it), whether it gave an output, the item as
+    given, its expected trajectory, and its turns (`inputs`) when it is a conversation."""
 
     index: int
-    input: Any
-    output: Any
-    ground_truth: Any
-    request_context: Any
+    call: AgentCall
     has_output: bool
     raw: Mapping[str, Any]
-    run_fields: Mapping[str, Any] = field(default_factory=dict)
     expected_trajectory: Any = None
     inputs: tuple[Any, ...] | None = None
 
+    def answered(self, output: Any) -> AgentCall:
+        """The item's call with `output` (the produced one, or the item's own)."""
+        return self.call if output is self.call.output else replace(self.call, output=output)
+
     def scorer_run(
-        self, output: Any, *, trajectory: bool = False, defaults: Mapping[str, Any] | None = None
+        self,
+        output: Any,
+        *,
+        trajectory: bool = False,
+        entity_type: str | None = None,
+        scope: str | None = None,
     ) -> ScorerRun:
-        """The run a scorer gets for this item: an experiment run unless the item says otherwise.
+        """The run a scorer gets for this item (`ScorerRun.of_call` of its answered call).
 
         A trajectory scorer (`trajectory=True`) gets the output's trajectory, the item's expected
         trajectory and `target_scope="trajectory"`; any other scorer the output as it is.
+        `entity_type` names the target's kind when the item does not (run_evals' "agent"), and
+        `scope` the other runs' `target_scope` when the call does not set one (run_evals' "span").
         """
-        fields: dict[str, Any] = {"score_source": "experiment", **(defaults or {})}
+        call = self.answered(trajectory_output(output) if trajectory else output)
+        if entity_type is not None and call.entity_type is None:
+            call = replace(call, entity_type=entity_type)
+        run = ScorerRun.of_call(call)
         if trajectory:
-            fields["target_scope"] = "trajectory"
-            fields["expected_trajectory"] = self.expected_trajectory
-            output = trajectory_output(output)
-        fields.update(self.run_fields)
-        return ScorerRun(
-            input=self.input,
-            output=output,
-            ground_truth=self.ground_truth,
-            request_context=self.request_context,
-            **fields,
-        )
+            run.target_scope = "trajectory"
+            run.expected_trajectory = self.expected_trajectory
+        elif run.target_scope is None:
+            run.target_scope = scope
+        return run
 
 
 def validate_items(data: Sequence[Mapping[str, Any]], *, has_target: bool) -> list[EvalItem]:
@@ -130,13 +144,9 @@ def validate_items(data: Sequence[Mapping[str, Any]], *, has_target: bool) -> li
         items.append(
             EvalItem(
                 index=index,
-                input=turns[0] if turns is not None else raw.get("input"),
-                output=raw.get("output"),
-                ground_truth=_field(raw, "ground_truth", "groundTruth"),
-                request_context=_field(raw, "request_context", "requestContext"),
+                call=item_call(raw),
                 has_output="output" in raw,
                 raw=raw,
-                run_fields={key: raw[key] for key in RUN_FIELD_KEYS if key in raw},
                 expected_trajectory=_field(raw, "expected_trajectory", "expectedTrajectory"),
                 inputs=turns,
             )
@@ -194,10 +204,10 @@ async def produce_output(target: Target | None, item: EvalItem) -> Any:
     output in order, a turn's list of messages spread into it.
     """
     if target is None:
-        return item.output
+        return item.call.output
     try:
         if item.inputs is None:
-            return await _call(target, item.input, None)
+            return await _call(target, item.call.input, None)
         thread_id = str(uuid.uuid4()) if _takes_thread(target) else None
         conversation: list[Any] = []
         for turn in item.inputs:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..core.call import AgentCall
 from ..core.errors import ScorerRunError
 from ..core.not_scorable import NotScorableInfo
 from ..core.result import ScorerRun, ScorerRunResult
@@ -87,8 +88,9 @@ class ExperimentResult(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class RunOutcome:
-    """One finished (item, scorer) run, as the `on_result` hook receives it: `run` is what the
-    scorer was given (the item's fields and the produced output), whether or not it finished."""
+    """One finished (item, scorer) run, as the `on_result` hook receives it: `call` is the
+    item's call with the produced output, `run` what the scorer was given for it, whether or
+    not it finished."""
 
     item_index: int
     scorer: Scorer
@@ -99,6 +101,7 @@ class RunOutcome:
     repeat: int = 0
     redaction: Redaction | None = None
     """The run's redactor when a privacy policy applies: what is kept of the run uses it."""
+    call: AgentCall | None = None
 
 
 OnResult = Callable[[RunOutcome], Awaitable[None] | None]
@@ -154,6 +157,7 @@ async def run_experiment(
     finished: list[ExperimentItem | None] = [None] * len(items)
 
     async def score_one(scorer: Scorer, item: EvalItem, output: Any, index: int) -> ScorerResult:
+        call = item.answered(output)
         run: ScorerRun | None = None
         redaction = privacy.start() if private and privacy is not None else None
         try:
@@ -172,6 +176,7 @@ async def run_experiment(
                 run=run,
                 repeat=index,
                 redaction=redaction,
+                call=call,
             )
             called = on_result(outcome)
             if inspect.isawaitable(called):
@@ -182,7 +187,8 @@ async def run_experiment(
         return scored
 
     async def evaluate(item: EvalItem) -> None:
-        record = ExperimentItem(index=item.index, input=item.input, ground_truth=item.ground_truth)
+        call = item.call
+        record = ExperimentItem(index=item.index, input=call.input, ground_truth=call.ground_truth)
         try:
             output = await produce_output(target, item)
         except Exception as error:

@@ -241,7 +241,6 @@ async def run_evals(
         )
     if plan.empty and not gate_list:
         raise ScorewatchError("At least one scorer or gate must be provided", code=NO_SCORERS)
-    defaults = {"target_scope": "span", "target_entity_type": target_entity_type}
     tally = _Tally(plan, gate_list)
     completed = 0
 
@@ -251,7 +250,10 @@ async def run_evals(
         for gate in gate_list:
             try:
                 run = item.scorer_run(
-                    output, trajectory=is_trajectory_scorer(gate), defaults=defaults
+                    output,
+                    trajectory=is_trajectory_scorer(gate),
+                    entity_type=target_entity_type,
+                    scope="span",
                 )
                 result = await gate.run(run)
             except Exception:
@@ -274,7 +276,10 @@ async def run_evals(
                 for _ in range(times):
                     try:
                         run = item.scorer_run(
-                            output, trajectory=wants_trajectory, defaults=defaults
+                            output,
+                            trajectory=wants_trajectory,
+                            entity_type=target_entity_type,
+                            scope="span",
                         )
                         runs.append(await scorer.run(run))
                     except Exception as error:

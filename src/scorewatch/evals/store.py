@@ -7,7 +7,7 @@ await run_experiment(data=data, scorers=[...], on_result=writer)
 await writer.aclose()
 ```
 
-The stored call is told by each outcome's scorer run, so `score_traces(..., on_result=writer)`
+The stored call is each outcome's own (`RunOutcome.call`), so `score_traces(..., on_result=writer)`
 stores trace scores the same way, each row naming its span (`traceId`, `spanId`) and agent.
 """
 
@@ -19,10 +19,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.result import ScorerRun
+from ..core.call import AgentCall
 from ..sinks.base import ScoreSink
-from ..sinks.call import ScoredCall
 from ..sinks.record import ScoreRecord
+from .data import item_call
 from .experiment import RunOutcome
 
 __all__ = ["ExperimentSinkWriter"]
@@ -54,24 +54,22 @@ class ExperimentSinkWriter:
         self.errors: dict[str, int] = {}
         self.written = 0
 
-    def _run(self, outcome: RunOutcome) -> ScorerRun:
-        if outcome.run is not None:
-            return outcome.run
-        # An outcome made by hand, without its run: the item as the dataset holds it.
+    def _item_call(self, outcome: RunOutcome) -> AgentCall:
+        if outcome.call is not None:
+            return outcome.call
+        # An outcome made by hand, without its call: the item as the dataset holds it.
         if self.data is None:
-            raise ValueError("this outcome has no run: give the writer the experiment's data")
+            raise ValueError("this outcome has no call: give the writer the experiment's data")
         item = self.data[outcome.item_index]
-        return ScorerRun(
-            input=item.get("input"),
-            output=outcome.result.output if outcome.result is not None else item.get("output"),
-            ground_truth=item.get("ground_truth"),
-            request_context=item.get("request_context"),
-        )
+        output = outcome.result.output if outcome.result is not None else item.get("output")
+        return item_call(item, output)
 
-    def _call(self, outcome: RunOutcome) -> ScoredCall:
-        call = ScoredCall.of_run(self._run(outcome), self.experiment_id)
+    def _call(self, outcome: RunOutcome) -> AgentCall:
+        """The item's call as its rows store it: run by the experiment, named by the writer."""
+        call = self._item_call(outcome)
         return dataclasses.replace(
             call,
+            run_id=self.experiment_id,
             target=self.target if self.target is not None else call.target,
             metadata={
                 **(call.metadata or {}),

@@ -13,8 +13,9 @@ live = LiveScoring(
 async def answer(question: str) -> str: ...
 ```
 
-The sinks and the record they store (`ScoreRecord`, `ScoredCall`) belong to `scorewatch.sinks`,
-shared with batch evaluation; they are re-exported here for live users.
+The sinks and the record they store (`ScoreRecord`) belong to `scorewatch.sinks`, shared with
+batch evaluation, and the call a filter is handed (`AgentCall`) to `scorewatch.core`; they are
+re-exported here for live users.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ..core.call import AgentCall
 from ..sinks import CallbackSink, JsonlSink, PostgresSink, ScoreSink, SqliteSink
-from ..sinks.call import ScoredCall
 from ..sinks.record import ScoreRecord
 from .entry import LiveFilter, LiveScorerEntry, Sampling
 from .scoring import LiveDecision, LiveScoring, LiveStats
 
 __all__ = [
+    "AgentCall",
     "CallbackSink",
     "JsonlSink",
     "LiveDecision",
@@ -40,7 +42,6 @@ __all__ = [
     "Sampling",
     "ScoreRecord",
     "ScoreSink",
-    "ScoredCall",
     "SqliteSink",
 ]
 
@@ -49,7 +50,7 @@ __all__ = [
 _RENAMED = {
     "ScorerEntry": ("scorewatch.live.LiveScorerEntry", "LiveScorerEntry"),
     "LiveResult": ("scorewatch.sinks.ScoreRecord", "ScoreRecord"),
-    "LiveCall": ("scorewatch.sinks.ScoredCall", "ScoredCall"),
+    "LiveCall": ("scorewatch.core.AgentCall", "AgentCall"),
 }
 
 

@@ -21,7 +21,8 @@ Threads: a run executes on the loop named when it is enqueued (a dedicated scori
 else on the loop of the code that enqueues it, else on scorewatch's background loop. Enqueueing,
 counting and stats are thread-safe; a run's `done` future is resolved on its own loop, whichever
 loop scored the run. Telemetry hears decisions, in-flight changes, queue depth and sink errors
-as events on the engine's bus (`core.events`; live never imports telemetry).
+as events on the engine's bus (`live.events`, `sinks.delivery.SinkFailed`; live never imports
+telemetry).
 """
 
 from __future__ import annotations
@@ -35,21 +36,24 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from random import getrandbits, random
 from typing import Any
 from uuid import uuid4
 
 from .._throttled_log import ThrottledLog
-from ..core.events import LIVE_COUNTS, LiveDecision, Observers, current_observers, observed_by
+from ..core.call import AgentCall
+from ..core.events import Observers, current_observers, observed_by
 from ..core.offload import offload_function_steps, shared_step_pool
+from ..core.pipeline import run_scorer
+from ..core.result import ScorerRun
 from ..core.scorer import Scorer
 from ..privacy import PrivacyPolicy, redacting
 from ..sinks.base import ScoreSink
-from ..sinks.call import ScoredCall
 from ..sinks.delivery import SinkRetry, Storage
 from ..sinks.record import ScoreRecord
 from .entry import Decision, LiveScorerEntry
+from .events import LIVE_COUNTS, Decided, InFlight, LiveDecision, QueueDepth
 from .work_queue import Job, JobOutcome, WorkQueue
 
 __all__ = [
@@ -87,7 +91,7 @@ class Run:
 
     scorer: Scorer
     run_id: str
-    call: ScoredCall
+    call: AgentCall
     done: asyncio.Future[ScoreRecord] | None = None
     tag: Any = None
 
@@ -108,7 +112,9 @@ class Counts:
 
     def decided(self, scorer_id: str, decision: LiveDecision) -> None:
         self.add(decision)
-        self.observers.decision(scorer_id, decision)
+        observers = self.observers
+        if observers.hears(Decided):
+            observers.emit(Decided(scorer_id, decision))
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:
@@ -118,16 +124,11 @@ class Counts:
 # -- one run: its id, and scoring it ------------------------------------------------------------
 
 
-def live_run_id(
-    scorer_id: str,
-    trace_id: str | None,
-    run_id: str | None,
-    span_id: str | None,
-    entity_id: str | None,
-) -> str:
-    """`scoring-<scorerId>-<traceId|runId>-<spanId|entityId>`; a random uuid if both are missing."""
-    first = trace_id or run_id
-    second = span_id or entity_id
+def live_run_id(scorer_id: str, call: AgentCall) -> str:
+    """`scoring-<scorerId>-<traceId|runId>-<spanId|entityId>` of the call (its entity is its
+    target); a random uuid if both are missing."""
+    first = call.trace_id or call.run_id
+    second = call.span_id or call.target
     if not first and not second:
         return str(uuid4())
     return f"scoring-{scorer_id}-{first or ''}-{second or ''}"
@@ -155,7 +156,12 @@ class RunIdIssuer:
         return base if count == 1 else f"{base}-{count}"
 
 
-def call_is_heavy(call: ScoredCall, limit: int = OFFLOAD_CHARS) -> bool:
+def _agent_run_id() -> str:
+    """The run id of a call whose agent gave none: random, 32 hex digits."""
+    return f"{getrandbits(128):032x}"
+
+
+def call_is_heavy(call: AgentCall, limit: int = OFFLOAD_CHARS) -> bool:
     """Whether the texts a scorer reads (input, output, ground truth) hold more than `limit`
     characters. Stops counting once over the limit, so a huge call costs no more than a
     small one."""
@@ -179,7 +185,7 @@ def call_is_heavy(call: ScoredCall, limit: int = OFFLOAD_CHARS) -> bool:
 
 
 async def score_call(
-    scorer: Scorer, call: ScoredCall, run_id: str, privacy: PrivacyPolicy | None = None
+    scorer: Scorer, call: AgentCall, run_id: str, privacy: PrivacyPolicy | None = None
 ) -> ScoreRecord:
     """Run `scorer` on `call` under `run_id`; a raised `Exception` becomes a failed result.
     With a `privacy` policy, the judge reads the call as it is, and the record, spans and events
@@ -193,18 +199,8 @@ async def score_call(
             offload_function_steps(shared_step_pool()) if heavy else nullcontext(),
             redacting(redaction) if redaction is not None else nullcontext(),
         ):
-            result = await scorer.run(
-                input=call.input,
-                output=call.output,
-                run_id=run_id,
-                ground_truth=call.ground_truth,
-                request_context=call.request_context,
-                score_source=call.score_source,
-                target=call.target,
-                target_trace_id=call.trace_id,
-                target_span_id=call.span_id,
-                target_metadata=call.metadata,
-            )
+            # The run is made here, once: `Scorer.run` would copy a run object it is handed.
+            result = await run_scorer(scorer, ScorerRun.of_call(call, run_id), True)
     except Exception as error:
         return ScoreRecord.failure(run_id, scorer, call, error, redaction=redaction)
     return ScoreRecord.success(run_id, scorer, call, result, redaction=redaction)
@@ -265,17 +261,20 @@ class ScoringEngine:
             self._execute,
             max_queue=max_queue,
             max_concurrency=max_concurrency,
-            on_in_flight=self.observers.in_flight,
+            on_in_flight=self._in_flight,
             on_finished=self._finished,
         )
-        self._unregister_depth = self.observers.register_queue_depth(lambda: self.queue.queued)
+        self._unregister_depth = self.observers.register_source(
+            QueueDepth, lambda: QueueDepth(self.queue.queued)
+        )
         # For the unkeyed fast path of `offer`: without filters, and when every scorer samples
-        # at a rate, a call whose draw is at or above the highest rate is taken by none of them.
+        # at a rate, a call whose draw is at or above the highest rate is taken by none of them
+        # (the ceiling is 2 when some scorer takes every call: no draw reaches it).
         rates = [entry.sampling.rate for entry in self.entries.values()]
         self._unfiltered = all(entry.filter is None for entry in self.entries.values())
-        self._highest_rate: float | None = (
-            max(rates) if rates and all(rate is not None for rate in rates) else None  # type: ignore[type-var]
-        )
+        self._ceiling = 2.0
+        if rates and None not in rates:
+            self._ceiling = max(rate for rate in rates if rate is not None)
         self._none_sampled: dict[str, LiveDecision] = dict.fromkeys(self.entries, "not_sampled")
 
     # -- state -----------------------------------------------------------------------------------
@@ -293,41 +292,38 @@ class ScoringEngine:
 
     # -- deciding and admitting ------------------------------------------------------------------
 
-    def offer(
-        self,
-        input: Any,
-        output: Any,
-        target: str | None,
-        trace_id: str | None = None,
-        span_id: str | None = None,
-        request_context: Any = None,
-        ground_truth: Any = None,
-        run_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+    def offer(self, call: AgentCall) -> dict[str, LiveDecision]:
+        """Offer one call to every scorer; the decision per entry name. Never waits. A call
+        without a run id is given one when some scorer may take it. The all-not-sampled answer
+        is shared between calls: copy it before handing it out."""
+        if call.run_id:
+            return self._decide(call, None)
+        draw = self._unkeyed_draw() if not call.trace_id else None
+        if draw is not None and draw >= self._ceiling:
+            return self._not_sampled_by_all()
+        return self._decide(replace(call, run_id=_agent_run_id()), draw)
+
+    def offer_watched(
+        self, input: Any, output: Any, target: str, trace_id: str | None, span_id: str | None
     ) -> dict[str, LiveDecision]:
-        """Offer one call to every scorer; the decision per entry name. Never waits. The
-        all-not-sampled answer is shared between calls: copy it before handing it out."""
-        draw: float | None = None
-        if not trace_id and not run_id and self._unfiltered:
-            # Nothing to hash: the key would be a fresh random run id, whose hash is a uniform
-            # draw. Draw once per call (so nested rates stay nested, as with a hash) and build
-            # the call only when some scorer takes it.
-            draw = random()
-            highest = self._highest_rate
-            if highest is not None and draw >= highest:
-                return self._not_sampled_by_all()
-        call = ScoredCall(
-            input=input,
-            output=output,
-            target=target,
-            trace_id=trace_id,
-            span_id=span_id,
-            run_id=run_id or f"{getrandbits(128):032x}",
-            request_context=request_context,
-            ground_truth=ground_truth,
-            metadata=dict(metadata) if metadata else None,
-        )
-        sample_key = call.trace_id or call.run_id
+        """`offer` for a watched call, which is known by these alone: the call is built only
+        when some scorer may take it, so a call no scorer samples costs no object."""
+        draw = self._unkeyed_draw() if not trace_id else None
+        if draw is not None and draw >= self._ceiling:
+            return self._not_sampled_by_all()
+        # The call's first six fields, in their order: input, output, target, trace_id,
+        # span_id, run_id.
+        call = AgentCall(input, output, target, trace_id, span_id, _agent_run_id())
+        return self._decide(call, draw)
+
+    def _unkeyed_draw(self) -> float | None:
+        """For a call with neither a trace id nor a run id: nothing to hash, as the key would
+        be a fresh random run id, whose hash is a uniform draw. So draw once per call (nested
+        rates stay nested, as with a hash), unless a filter needs the call first (None)."""
+        return random() if self._unfiltered else None
+
+    def _decide(self, call: AgentCall, draw: float | None) -> dict[str, LiveDecision]:
+        sample_key = call.trace_id or call.run_id or ""  # a run id is set by now
         decisions: dict[str, LiveDecision] = {}
         for key, entry in self.entries.items():
             if draw is not None:
@@ -338,17 +334,17 @@ class ScoringEngine:
             scorer = entry.scorer
             decision: LiveDecision = decided
             if decided == "sampled":
-                base = live_run_id(scorer.id, call.trace_id, call.run_id, call.span_id, target)
-                decision = self.enqueue(Run(scorer, self._ids.issue(base), call))
+                run_id = self._ids.issue(live_run_id(scorer.id, call))
+                decision = self.enqueue(Run(scorer, run_id, call))
             self.counts.decided(scorer.id, decision)
             decisions[key] = decision
         return decisions
 
     def _not_sampled_by_all(self) -> dict[str, LiveDecision]:
         self.counts.add("not_sampled", len(self.entries))
-        if self.observers.subscribers:
+        if self.observers.hears(Decided):
             for entry in self.entries.values():
-                self.observers.decision(entry.scorer.id, "not_sampled")
+                self.observers.emit(Decided(entry.scorer.id, "not_sampled"))
         return self._none_sampled
 
     def enqueue(self, run: Run, loop: asyncio.AbstractEventLoop | None = None) -> LiveDecision:
@@ -396,11 +392,15 @@ class ScoringEngine:
                 "scorer %r failed on run %s (%s)", run.scorer.id, run.run_id, result.error_type
             )
 
+    def _in_flight(self, delta: int) -> None:
+        if self.observers.hears(InFlight):
+            self.observers.emit(InFlight(delta))
+
     def _finished(self, job: Job[Run], outcome: JobOutcome) -> None:
         run = job.payload
         self.counts.add(outcome)
         if outcome == "dropped_shutdown":
-            self.observers.decision(run.scorer.id, "dropped_shutdown")
+            self.observers.emit(Decided(run.scorer.id, "dropped_shutdown"))
             if run.done is not None:
                 _settle(run.done, None)
         if self._on_finished is not None:

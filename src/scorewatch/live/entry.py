@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._throttled_log import ThrottledLog
+from ..core.call import AgentCall
 from ..core.scorer import Scorer
-from ..sinks.call import ScoredCall
 
 __all__ = ["Decision", "LiveFilter", "LiveScorerEntry", "Sampling", "fraction_of"]
 
@@ -90,7 +90,7 @@ def fraction_of(key: str) -> float:
 Decision = Literal["sampled", "filtered", "not_sampled"]
 """What the filter and sampling make of one call for one scorer."""
 
-LiveFilter = Callable[[ScoredCall], bool]
+LiveFilter = Callable[[AgentCall], bool]
 """A synchronous predicate over the call; runs before sampling. Falsy or raising skips the call."""
 
 
@@ -111,7 +111,7 @@ class LiveScorerEntry:
         if self.filter is not None and not callable(self.filter):
             raise TypeError("LiveScorerEntry.filter must be callable")
 
-    def decide(self, call: ScoredCall, sample_key: str, warn: ThrottledLog) -> Decision:
+    def decide(self, call: AgentCall, sample_key: str, warn: ThrottledLog) -> Decision:
         """`sampled`, `filtered` or `not_sampled` for one scorer on one call (filter, then
         sampling). A raising or asynchronous filter skips the call; `warn` logs it, by error type
         only, as its text may quote the call's content."""

@@ -18,17 +18,19 @@ import functools
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, Unpack, overload
 
 from opentelemetry import trace
 from opentelemetry.context import get_current
 
-from ..core.events import LiveDecision, Observers
+from ..core.call import AgentCall, CallFields
+from ..core.events import Observers
 from ..core.scorer import Scorer
 from ..privacy import PrivacyPolicy
 from ..sinks.base import ScoreSink
 from .engine import ScoringEngine
 from .entry import LiveScorerEntry
+from .events import LiveDecision
 from .litellm_callback import make_litellm_callback
 from .process import SigtermHandler, close_at_exit
 
@@ -121,45 +123,26 @@ class LiveScoring:
 
     # -- submitting ------------------------------------------------------------------------------
 
-    def submit(
-        self,
-        *,
-        input: Any = None,
-        output: Any = None,
-        target: str | None = None,
-        trace_id: str | None = None,
-        span_id: str | None = None,
-        request_context: Any = None,
-        ground_truth: Any = None,
-        run_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> dict[str, LiveDecision]:
-        """Offer one call to every scorer; returns the decision per scorer name. Never waits.
+    def submit(self, **fields: Unpack[CallFields]) -> dict[str, LiveDecision]:
+        """Offer one call, given by its `AgentCall` fields, to every scorer; returns the
+        decision per scorer name. Never waits.
 
         Without `trace_id`/`span_id` the current OpenTelemetry span (if any) locates the call.
         `run_id` is the agent's own id for the call (a fresh one when not given); it keys
         sampling when no trace id is known.
         """
-        if trace_id is None and span_id is None:
-            trace_id, span_id = current_trace_ids()
-        decisions = self._engine.offer(
-            input,
-            output,
-            target,
-            trace_id,
-            span_id,
-            request_context,
-            ground_truth,
-            run_id,
-            metadata,
-        )
+        if fields.get("trace_id") is None and fields.get("span_id") is None:
+            fields["trace_id"], fields["span_id"] = current_trace_ids()
+        metadata = fields.get("metadata")
+        if metadata:  # the caller's mapping may change after the call: the call keeps its own
+            fields["metadata"] = dict(metadata)
         # The all-not-sampled answer is shared between calls: the caller gets its own copy.
-        return dict(decisions)
+        return dict(self._engine.offer(AgentCall(**fields)))
 
-    def _offer(self, input: Any, output: Any, target: str | None) -> dict[str, LiveDecision]:
+    def _offer(self, input: Any, output: Any, target: str) -> dict[str, LiveDecision]:
         """A watched call: located by the current span, the decisions not copied."""
         trace_id, span_id = current_trace_ids()
-        return self._engine.offer(input, output, target, trace_id, span_id)
+        return self._engine.offer_watched(input, output, target, trace_id, span_id)
 
     @overload
     def watch(self, fn: F, /) -> F: ...
@@ -195,11 +178,7 @@ class LiveScoring:
     def litellm_callback(self, *, target: str) -> Any:
         """A litellm `CustomLogger` that submits every successful completion (input = the
         messages, output = the response text). Add it to `litellm.callbacks`."""
-
-        def submit(**fields: Any) -> object:
-            return self.submit(**fields)
-
-        return make_litellm_callback(submit, target)
+        return make_litellm_callback(self.submit, target)
 
     # -- draining and shutdown -------------------------------------------------------------------
 

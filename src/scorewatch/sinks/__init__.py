@@ -1,5 +1,5 @@
-"""Where scores go: the one record every scorer run ends as (`ScoreRecord`, about a
-`ScoredCall`), the `ScoreSink` protocol and the JSONL, SQLite, PostgreSQL and callback sinks.
+"""Where scores go: the one record every scorer run ends as (`ScoreRecord`, about an
+`AgentCall`), the `ScoreSink` protocol and the JSONL, SQLite, PostgreSQL and callback sinks.
 
 Live scoring, `scorewatch serve`, the queue workers, experiments and scored traces all write
 here; the package sits below all of them (see `layers.toml`).
@@ -7,8 +7,11 @@ here; the package sits below all of them (see `layers.toml`).
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
+from ..core.call import AgentCall
 from .base import ScoreSink
-from .call import ScoredCall
 from .callback import CallbackSink
 from .jsonl import JsonlSink
 from .postgres import PostgresSink
@@ -23,6 +26,15 @@ __all__ = [
     "ScoreRecord",
     "ScoreSink",
     "ScoreStatus",
-    "ScoredCall",
     "SqliteSink",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The call a record is about was `ScoredCall` here before it became core's one call type.
+    if name != "ScoredCall":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        "scorewatch.sinks.ScoredCall is now scorewatch.core.AgentCall", DeprecationWarning, 2
+    )
+    return AgentCall

@@ -34,6 +34,7 @@ from .record import ScoreRecord
 __all__ = [
     "UNSTORABLE",
     "Delivery",
+    "SinkFailed",
     "SinkRetry",
     "Storage",
     "close_sinks",
@@ -50,6 +51,14 @@ _Again = Callable[[str, int, Exception], Awaitable[bool]]
 """(sink name, failed attempts so far, last error) -> write again? May sleep first."""
 
 _Outcome = Literal["stored", "refused", "dropped"]
+
+
+@dataclass(frozen=True, slots=True)
+class SinkFailed:
+    """The event a failed write tells the bus (`core.events.Observers`): `sink` is the sink's
+    low-cardinality name (e.g. `sqlite`)."""
+
+    sink: str
 
 
 @dataclass(slots=True)
@@ -71,17 +80,9 @@ class Delivery:
 
 def unstorable(result: ScoreRecord, sink: str, error: BaseException) -> ScoreRecord:
     """`result` as a failed run without its content: what a sink that refused it stores."""
-    call = dataclasses.replace(
-        result.call,
-        input=None,
-        output=None,
-        request_context=None,
-        ground_truth=None,
-        metadata=None,
-    )
     return dataclasses.replace(
         result,
-        call=call,
+        call=result.call.without_content(),
         status="failed",
         result=None,
         error=f"the {sink} sink refused this run's row ({type(error).__name__}); "
@@ -100,7 +101,7 @@ async def deliver(
     retry: _Again | None = None,
 ) -> Delivery:
     """Write `result` to every sink (see the module's doc). Each failed attempt is counted in
-    telemetry (the `sink_error` event) and reported to `on_error(sink name, error)` from inside the
+    telemetry (the `SinkFailed` event) and reported to `on_error(sink name, error)` from inside the
     `except`; without `retry`, a failing sink gets one attempt."""
     delivery = Delivery(result)
     holding: list[ScoreSink] = []
@@ -151,13 +152,13 @@ async def _write(
             await sink.write([result])
             return "stored", None
         except RowsRefusedError as refused:
-            current_observers().sink_error(name)
+            current_observers().emit(SinkFailed(name))
             on_error(name, refused)
             cause = refused.refused[0][1] if refused.refused else refused
             return "refused", cause if isinstance(cause, Exception) else refused
         except Exception as error:
             attempts += 1
-            current_observers().sink_error(name)
+            current_observers().emit(SinkFailed(name))
             on_error(name, error)
             if retry is None or not await retry(name, attempts, error):
                 return "dropped", error

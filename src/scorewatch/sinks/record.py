@@ -23,6 +23,7 @@ from typing import Any, Final, Literal, get_args
 
 from pydantic_core import to_jsonable_python
 
+from ..core.call import AgentCall
 from ..core.errors import ScorerRunError
 from ..core.not_scorable import NotScorableInfo
 from ..core.result import ScorerRunResult, ScorerRunSnapshot
@@ -31,7 +32,6 @@ from ..core.steps import camel_step
 from ..errors import ScorewatchError
 from ..judge.errors import JudgeError
 from ..privacy import Redaction
-from .call import ScoredCall
 from .storable import storable
 
 __all__ = [
@@ -146,7 +146,7 @@ def iso_timestamp(moment: datetime) -> str:
     )
 
 
-def _entity(call: ScoredCall) -> tuple[str, dict[str, Any], str]:
+def _entity(call: AgentCall) -> tuple[str, dict[str, Any], str]:
     """The row's `entityId`, `entity` and `entityType`: the agent for a call, as the reference
     stores live scores; the evaluated span and its type for a call read from a trace, as the
     reference stores trace scores (`unknown` when the span names no agent)."""
@@ -178,7 +178,7 @@ class ScoreRecord:
     scorer_name: str
     scorer_description: str
     has_judge: bool
-    call: ScoredCall
+    call: AgentCall
     status: ScoreStatus
     # The scorer's `version_fingerprint` and declared `version`: rows of one scorer id made by
     # different definitions are told apart (None in rows written before scorewatch kept it).
@@ -203,7 +203,7 @@ class ScoreRecord:
         cls,
         run_id: str,
         scorer: Scorer,
-        call: ScoredCall,
+        call: AgentCall,
         result: ScorerRunResult,
         source: RowSource = "LIVE",
         redaction: Redaction | None = None,
@@ -217,7 +217,7 @@ class ScoreRecord:
         cls,
         run_id: str,
         scorer: Scorer,
-        call: ScoredCall,
+        call: AgentCall,
         error: BaseException,
         source: RowSource = "LIVE",
         redaction: Redaction | None = None,
@@ -246,7 +246,7 @@ class ScoreRecord:
         cls,
         run_id: str,
         scorer: Scorer,
-        call: ScoredCall,
+        call: AgentCall,
         source: RowSource,
         status: ScoreStatus,
         result: ScorerRunResult | ScorerRunSnapshot | None,
@@ -279,7 +279,7 @@ class ScoreRecord:
         )
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any], call: ScoredCall) -> ScoreRecord:
+    def from_row(cls, row: Mapping[str, Any], call: AgentCall) -> ScoreRecord:
         """A result read back from its stored row (`to_row`'s output, as a sink returns it):
         status, score, reason and failure fields; the step results stay in the row."""
         run_id = str(row["id"])
@@ -356,8 +356,8 @@ class ScoreRecord:
             metadata["groundTruth"] = storable(_jsonable(call.ground_truth), privacy=private)
         if call.metadata:
             metadata.update(storable(_jsonable(call.metadata), redact=True, privacy=private))
-        if call.score_source != "live":
-            # The reference row's `source` is LIVE or TEST; where the call came from is kept here.
+        if call.score_source == "trace":
+            # The reference row's `source` is LIVE or TEST; a call read from spans says so here.
             metadata["scoreSource"] = storable(call.score_source)
         skipped = self.not_scorable
         if skipped is not None:

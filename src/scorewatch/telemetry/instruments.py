@@ -25,6 +25,7 @@ from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, V
 
 from .._version import __version__
 from ..core.events import Observers
+from ..live.events import QueueDepth
 from . import names
 from .queue_metrics import QueueMetrics
 from .trace_metrics import TraceMetrics
@@ -163,7 +164,7 @@ class Instruments:
         source = self.source
         if source is None:
             return []
-        return [Observation(source.queue_depth())]
+        return [Observation(QueueDepth.total(source))]
 
     def score_histogram(self, scale: float) -> Histogram:
         histogram = self._scores.get(scale)

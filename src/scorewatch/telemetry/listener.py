@@ -2,9 +2,10 @@
 subscriber `instrument()` adds, and `RunTelemetry`, the listener it hands each run for that run's
 spans, metrics and evaluation event.
 
-The live and queue events (decisions, in-flight runs, sink errors, redeliveries, dead letters)
-become counters directly; the gauges (live queue depth, work-queue readings) are pulled from the
-bus by the instruments when they are collected. What every run of one scorer shares (names,
+The producers' events it subscribes to (`handlers`: live decisions and runs in flight, failed
+sink writes, the Redis stream's redeliveries and dead letters, each defined by its producer)
+become counters directly; the gauges (live queue depth, stream readings) are pulled from the bus
+by the instruments when they are collected. What every run of one scorer shares (names,
 attribute dicts) is computed once, in its `ScorerProfile`.
 
 A run's telemetry is derived from what the core reports (`core.events.RunListener`):
@@ -34,11 +35,13 @@ from opentelemetry.trace import (
     Tracer,
 )
 
-from ..core.events import JudgeAttempt, LiveDecision, Observer, RunListener, RunStart, StepOutcome
+from ..core.events import Handler, JudgeAttempt, Observer, RunListener, RunStart, StepOutcome
 from ..core.result import ScorerRunResult
 from ..core.steps import StepName, StepType
 from ..judge.protocol import JudgeRequest
+from ..live.events import DeadLettered, Decided, InFlight, Redelivered
 from ..privacy import current_redaction
+from ..sinks.delivery import SinkFailed
 from . import describe, judge_calls, names
 from .cardinality import CardinalityGuard
 from .content import ContentCapture
@@ -91,24 +94,28 @@ class TelemetryObserver(Observer):
         self.profiles[id(scorer)] = profile
         return profile
 
-    # -- live scoring and the work queue -----------------------------------------------------
+    # -- the producers' events ----------------------------------------------------------------
 
-    def decision(self, scorer_id: str, decision: LiveDecision) -> None:
+    def handlers(self) -> dict[type, Handler]:
+        queue = self.instruments.queue
+        return {
+            Decided: self.decided,
+            InFlight: self.in_flight,
+            SinkFailed: self.sink_failed,
+            Redelivered: queue.redelivered,
+            DeadLettered: queue.dead_lettered,
+        }
+
+    def decided(self, event: Decided) -> None:
         self.instruments.live_decisions.add(
-            1, {names.ATTR_EVALUATION_NAME: scorer_id, names.ATTR_DECISION: decision}
+            1, {names.ATTR_EVALUATION_NAME: event.scorer_id, names.ATTR_DECISION: event.decision}
         )
 
-    def in_flight(self, delta: int) -> None:
-        self.instruments.live_in_flight.add(delta)
+    def in_flight(self, event: InFlight) -> None:
+        self.instruments.live_in_flight.add(event.delta)
 
-    def sink_error(self, sink: str) -> None:
-        self.instruments.sink_errors.add(1, {names.ATTR_SINK: sink})
-
-    def redelivered(self, stream: str, count: int) -> None:
-        self.instruments.queue.redelivered(stream, count)
-
-    def dead_lettered(self, stream: str, reason: str) -> None:
-        self.instruments.queue.dead_lettered(stream, reason)
+    def sink_failed(self, event: SinkFailed) -> None:
+        self.instruments.sink_errors.add(1, {names.ATTR_SINK: event.sink})
 
     def flush(self, timeout: float | None) -> None:
         """Live scoring closed, perhaps just before the process exits: flush the providers

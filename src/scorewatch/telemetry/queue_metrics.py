@@ -1,4 +1,5 @@
-"""Work-queue metrics: the telemetry side of the bus's queue events and queue gauges.
+"""Work-queue metrics: the telemetry side of the Redis stream's events and readings
+(`live.events`: `Redelivered`, `DeadLettered`, `QueueGauges`).
 
 Gauges (backlog, pending, lag, dead letters) are observed from the latest readings the queue
 processes registered on the bus; every process attached to a stream reports the same
@@ -12,7 +13,8 @@ from collections.abc import Callable, Iterable
 
 from opentelemetry.metrics import Counter, Meter, Observation
 
-from ..core.events import Observers, QueueGauges
+from ..core.events import Observers
+from ..live.events import DeadLettered, QueueGauges, Redelivered
 from . import names
 from .pulled import Source, pulled
 
@@ -43,12 +45,12 @@ class QueueMetrics:
                 name, callbacks=[pulled(source, _gauge(read))], description=description
             )
 
-    def redelivered(self, stream: str, count: int) -> None:
-        self._redeliveries.add(count, {names.ATTR_QUEUE_STREAM: stream})
+    def redelivered(self, event: Redelivered) -> None:
+        self._redeliveries.add(event.count, {names.ATTR_QUEUE_STREAM: event.stream})
 
-    def dead_lettered(self, stream: str, reason: str) -> None:
+    def dead_lettered(self, event: DeadLettered) -> None:
         self._dead_lettered.add(
-            1, {names.ATTR_QUEUE_STREAM: stream, names.ATTR_QUEUE_REASON: reason}
+            1, {names.ATTR_QUEUE_STREAM: event.stream, names.ATTR_QUEUE_REASON: event.reason}
         )
 
 
@@ -56,7 +58,7 @@ def _gauge(read: Callable[[QueueGauges], int]) -> Callable[[Observers], Iterable
     def observe(bus: Observers) -> Iterable[Observation]:
         return [
             Observation(read(reading), {names.ATTR_QUEUE_STREAM: reading.stream})
-            for reading in bus.queue_gauges()
+            for reading in QueueGauges.latest(bus)
         ]
 
     return observe

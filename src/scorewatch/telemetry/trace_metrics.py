@@ -1,4 +1,5 @@
-"""Trace-intake metrics: the telemetry side of the bus's pulled trace counts.
+"""Trace-intake metrics: the telemetry side of the trace counts intakes register on the bus
+(`traces.counts.TraceCounts`).
 
 Observable counters read the cumulative counts every trace intake registered on the bus when
 they are collected, so the intake pays nothing per span for them.
@@ -11,7 +12,8 @@ from collections.abc import Callable, Iterable
 
 from opentelemetry.metrics import Meter, Observation
 
-from ..core.events import Observers, TraceCounts
+from ..core.events import Observers
+from ..traces.counts import TraceCounts
 from . import names
 from .pulled import Source, pulled
 
@@ -42,7 +44,7 @@ class TraceMetrics:
 
 
 def _received(bus: Observers) -> Iterable[Observation]:
-    return [Observation(bus.trace_counts().spans_received)]
+    return [Observation(TraceCounts.total(bus).spans_received)]
 
 
 def _by(
@@ -51,7 +53,7 @@ def _by(
     def observe(bus: Observers) -> Iterable[Observation]:
         return [
             Observation(count, {attribute: reason})
-            for reason, count in sorted(read(bus.trace_counts()).items())
+            for reason, count in sorted(read(TraceCounts.total(bus)).items())
         ]
 
     return observe

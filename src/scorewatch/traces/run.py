@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from ..core.result import ScorerRun
+from ..core.call import AgentCall
+from ..core.result import RESULT_RUN_FIELDS, ScorerRun
 from .conventions import (
     agent_name,
     is_agent_span,
@@ -58,9 +59,24 @@ class ExtractedRun:
     entity_type: str | None = None
     service_name: str | None = None
 
+    def to_call(self) -> AgentCall:
+        """The agent call this span records: a `trace` call named after its agent (else its
+        service), its own span id as the call's run id (the row's `metadata.agentRunId`)."""
+        return AgentCall(
+            input=self.input,
+            output=self.output,
+            target=self.agent or self.service_name,
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            run_id=self.span_id,
+            metadata=self.metadata(),
+            score_source="trace",
+            entity_type=self.entity_type,
+        )
+
     def scorer_run(self) -> ScorerRun:
         """The run for `Scorer.run`, with the reference's trace fields set."""
-        return ScorerRun(output=self.output, **self.run_fields())
+        return ScorerRun.of_call(self.to_call())
 
     def metadata(self) -> dict[str, Any]:
         """Where the run came from, as its rows' metadata keep it: the span's name, the
@@ -77,18 +93,9 @@ class ExtractedRun:
         return metadata
 
     def run_fields(self) -> dict[str, Any]:
-        """Every run field but `output`."""
-        return {
-            "input": self.input,
-            "score_source": "trace",
-            "target": self.agent or self.service_name,
-            "target_scope": "span",
-            "target_entity_type": self.entity_type,
-            "target_trace_id": self.trace_id,
-            "target_span_id": self.span_id,
-            "target_correlation_context": {"traceId": self.trace_id, "spanId": self.span_id},
-            "target_metadata": self.metadata(),
-        }
+        """Every field of its scorer run but `output`."""
+        run = self.scorer_run()
+        return {name: getattr(run, name) for name in RESULT_RUN_FIELDS if name != "output"}
 
 
 class _Tree:

@@ -135,9 +135,9 @@ async def score_extraction(
 
 
 def run_items(extraction: Extraction) -> list[dict[str, Any]]:
-    """The experiment items of the runs, in order: the output and the run's trace fields
-    (`input`, `target_trace_id`, `target_span_id`, ...)."""
-    return [{"output": run.output, **run.run_fields()} for run in extraction.runs]
+    """The experiment items of the runs, in order: each run's call by its fields (`input`,
+    `output`, `trace_id`, `span_id`, `score_source`, ...), as `run_experiment` reads an item."""
+    return [run.to_call().to_dict() for run in extraction.runs]
 
 
 score_traces_sync = synchronous(score_traces)

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...core.call import AgentCall
 from ...core.scorer import Scorer
 from ...errors import ScorewatchError
 from ...judge.protocol import JudgeModel
 from ...live.entry import LiveFilter, LiveScorerEntry, Sampling
-from ...sinks.call import ScoredCall
 from .file import ConfigError, JudgeDefaults, ScorerSettings, ServeConfig
 
 __all__ = ["ConfiguredScorer", "build_scorers", "import_object"]
@@ -156,7 +156,7 @@ def _build_custom(index: int, spec: ScorerSettings, base_dir: Path) -> Scorer:
 
 
 def _filter_for(index: int, spec: ScorerSettings, base_dir: Path) -> LiveFilter | None:
-    predicate: Callable[[ScoredCall], Any] | None = None
+    predicate: Callable[[AgentCall], Any] | None = None
     if spec.filter is not None:
         try:
             found = import_object(spec.filter, search=base_dir)

@@ -6,10 +6,11 @@ instead of being ignored.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...core.call import CALL_FIELDS, AgentCall
 from ...core.not_scorable import NotScorableInfo
 from ..intake.admission import MAX_TARGET_CHARS
 
@@ -43,9 +44,21 @@ _EXAMPLE_REQUEST: dict[str, Any] = {
 
 
 class ScoreRequest(BaseModel):
-    """One input/output pair of an agent, to be scored in the background."""
+    """One input/output pair of an agent, to be scored in the background: the scorers to run,
+    and the fields of an `AgentCall` a client may send (`to_call`)."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [_EXAMPLE_REQUEST]})
+
+    # What the route checks beyond the types: identifiers hold no NUL or unpaired surrogate,
+    # content holds no NaN or Infinity.
+    ID_FIELDS: ClassVar[tuple[str, ...]] = ("target", "trace_id", "span_id", "run_id")
+    CONTENT_FIELDS: ClassVar[tuple[str, ...]] = (
+        "input",
+        "output",
+        "request_context",
+        "ground_truth",
+        "metadata",
+    )
 
     scorers: list[str] | None = Field(
         None,
@@ -92,6 +105,14 @@ class ScoreRequest(BaseModel):
     metadata: dict[str, Any] | None = Field(
         None, description="Stored with the result's metadata; not used for scoring."
     )
+
+    def to_call(self) -> AgentCall:
+        """The call this request describes: every field it shares with `AgentCall`, by name
+        (a call's `score_source` is not the client's to choose: `live`)."""
+        return AgentCall(**{name: getattr(self, name) for name in _CALL_FIELDS})
+
+
+_CALL_FIELDS = tuple(name for name in CALL_FIELDS if name in ScoreRequest.model_fields)
 
 
 class BatchRequest(BaseModel):

@@ -14,15 +14,15 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 from uuid import uuid4
 
 from ..._throttled_log import ThrottledLog
-from ...core.events import LiveDecision
+from ...core.call import AgentCall
 from ...live.engine import Counts, live_run_id
 from ...live.entry import LiveScorerEntry
-from ...sinks.call import ScoredCall
+from ...live.events import Decided, LiveDecision
 from .interface import ScoreItem, Skipped
 
 __all__ = [
@@ -55,9 +55,11 @@ class InvalidTargetError(ValueError):
     """An item's target is one no request may name (`target_problem`); nothing was admitted."""
 
 
-def target_problem(target: str) -> str | None:
+def target_problem(target: str | None) -> str | None:
     """What makes `target` one no item may name, or None. `POST /v1/scores` answers 422 for it;
     admission refuses any other item holding one (a trace run's agent name)."""
+    if target is None:
+        return None
     if len(target) > MAX_TARGET_CHARS:
         return f"longer than {MAX_TARGET_CHARS} characters"
     if BAD_ID_TEXT.search(target):
@@ -67,10 +69,11 @@ def target_problem(target: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """One item of a request, decided: the scorers that sampled it and the ones that did not."""
+    """One item of a request, decided: the scorers that sampled it and the ones that did not.
+    `call` is the item's call with a run id (made up when the client sent none)."""
 
     item: ScoreItem
-    call: ScoredCall
+    call: AgentCall
     sampled: list[str]
     skipped: list[Skipped]
 
@@ -79,13 +82,14 @@ def plan_items(entries: Mapping[str, LiveScorerEntry], items: Sequence[ScoreItem
     """Decide every (item, scorer) pair; the scorer ids in the items are known. Raises
     `InvalidTargetError` (deciding nothing) when an item's target is not one to keep."""
     for index, item in enumerate(items):
-        problem = target_problem(item.target)
+        problem = target_problem(item.call.target)
         if problem is not None:
             raise InvalidTargetError(f"items[{index}].target: {problem}")
     plans: list[Plan] = []
     for item in items:
-        call = _call_of(item)
-        sample_key = call.trace_id or call.run_id
+        run_id = item.call.run_id or uuid4().hex
+        call = item.call if item.call.run_id else replace(item.call, run_id=run_id)
+        sample_key = call.trace_id or run_id
         chosen = item.scorers if item.scorers is not None else tuple(entries)
         sampled: list[str] = []
         skipped: list[Skipped] = []
@@ -117,7 +121,7 @@ class IntakeCounts(Counts):
         refused = 0
         for plan in plans:
             for scorer_id in plan.sampled:
-                self.observers.decision(scorer_id, decision)
+                self.observers.emit(Decided(scorer_id, decision))
                 refused += 1
         self.add(decision, refused)
         self.add("rejected_requests")
@@ -125,34 +129,9 @@ class IntakeCounts(Counts):
 
 def plan_digest(plan: Plan) -> str:
     """What tells this item's request apart from any other (`request_run_id`): every field
-    the client sent, none that the service made up (like a missing run id's uuid)."""
-    item = plan.item
-    return request_digest(
-        item.target,
-        item.trace_id,
-        item.span_id,
-        item.run_id,
-        item.input,
-        item.output,
-        item.ground_truth,
-        item.request_context,
-        dict(item.metadata) if item.metadata else None,
-    )
-
-
-def _call_of(item: ScoreItem) -> ScoredCall:
-    return ScoredCall(
-        input=item.input,
-        output=item.output,
-        target=item.target,
-        trace_id=item.trace_id,
-        span_id=item.span_id,
-        run_id=item.run_id or uuid4().hex,
-        request_context=item.request_context,
-        ground_truth=item.ground_truth,
-        metadata=dict(item.metadata) if item.metadata else None,
-        score_source=item.score_source,
-    )
+    of the call the client sent, none that the service made up (like a missing run id's
+    uuid)."""
+    return request_digest(plan.item.call.to_dict())
 
 
 def request_digest(*parts: Any) -> str:
@@ -162,16 +141,10 @@ def request_digest(*parts: Any) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
 
-def request_run_id(
-    scorer_id: str,
-    trace_id: str | None,
-    run_id: str | None,
-    span_id: str | None,
-    entity_id: str | None,
-    digest: str,
-) -> str:
-    """A service's run id: `live_run_id`'s, then `-<digest>` of the whole request. Sending
-    the same request again (a retry) names the same run, so it is stored once; a different
-    request for the same trace and span names another run, so it never overwrites one. No
-    memory is involved: replicas and restarts agree."""
-    return f"{live_run_id(scorer_id, trace_id, run_id, span_id, entity_id)}-{digest}"
+def request_run_id(scorer_id: str, call: AgentCall, digest: str) -> str:
+    """A service's run id: `live_run_id`'s of the call as the client sent it (`ScoreItem.call`),
+    then `-<digest>` of the whole request. Sending the same request again (a retry) names the
+    same run, so it is stored once; a different request for the same trace and span names
+    another run, so it never overwrites one. No memory is involved: replicas and restarts
+    agree."""
+    return f"{live_run_id(scorer_id, call)}-{digest}"

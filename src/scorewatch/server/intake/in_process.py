@@ -30,9 +30,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ...core.events import LiveDecision
 from ...live.engine import Run, ScoringEngine
 from ...live.entry import LiveScorerEntry
+from ...live.events import LiveDecision
 from ...live.work_queue import JobOutcome
 from ...privacy import PrivacyPolicy
 from ...sinks.base import ScoreSink
@@ -220,9 +220,7 @@ class InProcessIntake:
             digest = plan_digest(plan) if plan.sampled else ""
             for scorer_id in plan.sampled:
                 scorer = entries[scorer_id].scorer
-                run_id = request_run_id(
-                    scorer_id, item.trace_id, item.run_id, item.span_id, item.target, digest
-                )
+                run_id = request_run_id(scorer_id, item.call, digest)
                 done: asyncio.Future[ScoreRecord] | None = None
                 if admission.results is not None:
                     done = loop.create_future()

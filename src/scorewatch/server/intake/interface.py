@@ -13,11 +13,11 @@ request never duplicates work.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
-from ...core.result import ScoreSource
+from ...core.call import AgentCall
 from ...sinks.record import ScoreRecord
 
 __all__ = [
@@ -36,20 +36,13 @@ SkipDecision = Literal["not_sampled", "filtered"]
 
 @dataclass(frozen=True, slots=True)
 class ScoreItem:
-    """One piece of traffic to score, as validated from a request."""
+    """One call to score, as validated from a request: `scorers` names the scorers to run (None:
+    every configured one), `size` the bytes the item took in the request body (an estimate of
+    what it holds while it waits)."""
 
-    input: Any
-    output: Any
-    target: str
+    call: AgentCall
     scorers: tuple[str, ...] | None = None
-    trace_id: str | None = None
-    size: int = 0  # bytes the item takes in the request body (an estimate of what it holds)
-    span_id: str | None = None
-    run_id: str | None = None
-    request_context: Any = None
-    ground_truth: Any = None
-    metadata: Mapping[str, Any] | None = None
-    score_source: ScoreSource = "live"
+    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)

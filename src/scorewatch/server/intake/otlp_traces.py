@@ -31,14 +31,16 @@ import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Literal
 
 from pydantic_core import to_json, to_jsonable_python
 
-from ...core.events import TraceCounts, current_observers
+from ...core.events import current_observers
 from ...telemetry.names import INSTRUMENTATION_SCOPE
 from ...traces.assembly import Offer, TraceBuffer
 from ...traces.collect import Extraction, extract_ready
+from ...traces.counts import TraceCounts
 from ...traces.run import ExtractedRun
 from ...traces.spans import SpanRecord
 from ..config.file import ConfigError, ServeConfig, is_loopback_host
@@ -83,7 +85,7 @@ class TracesIntake:
         self._task: asyncio.Task[None] | None = None
         self._round: asyncio.Future[int] | None = None
         self._closed = False
-        self._unregister = current_observers().register_trace_counts(self.trace_counts)
+        self._unregister = current_observers().register_source(TraceCounts, self.trace_counts)
 
     # -- the intake protocol: the wrapped intake's ------------------------------------------------
 
@@ -269,25 +271,20 @@ class TracesIntake:
 
 
 def _item(run: ExtractedRun, scorers: tuple[str, ...] | None) -> ScoreItem:
-    metadata = run.metadata()
-    if run.tool_calls:
+    call = run.to_call()
+    metadata = dict(call.metadata or {})
+    if run.tool_calls:  # a served row has no other place for them (score_traces reports them)
         metadata["toolCalls"] = list(run.tool_calls)
     # Plain JSON values (timestamps as ISO text): the Redis queue carries them unchanged, and
     # in-process and queued scoring see the same run.
-    run_input = to_jsonable_python(run.input)
-    output = to_jsonable_python(run.output)
-    return ScoreItem(
-        input=run_input,
-        output=output,
-        target=run.agent or run.service_name or run.span_name,
-        scorers=scorers,
-        trace_id=run.trace_id,
-        span_id=run.span_id,
-        run_id=run.span_id,  # the call's own id: the row's metadata.agentRunId
-        size=len(to_json([run_input, output])),  # what the item holds, as the queue counts it
+    plain = replace(
+        call,
+        input=to_jsonable_python(call.input),
+        output=to_jsonable_python(call.output),
         metadata=metadata,
-        score_source="trace",
     )
+    # What the item holds, as the queue counts it.
+    return ScoreItem(plain, scorers, len(to_json([plain.input, plain.output])))
 
 
 def build_traces_intake(config: ServeConfig, inner: Intake, token: str | None) -> Intake:

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any, Protocol, Unpack
 from opentelemetry import propagate
 from opentelemetry.trace import SpanKind
 
+from ...core.call import AgentCall
 from ...core.events import current_observers
 from ...live.entry import LiveScorerEntry
+from ...live.events import QueueGauges
 from ...sinks.base import ScoreSink
-from ...sinks.call import ScoredCall
 from ...sinks.delivery import close_sinks
 from ...sinks.postgres import RunQuery
 from ...sinks.record import ScoreRecord
@@ -105,7 +106,9 @@ class RedisIntake:
         self._group_ready = False
         self._poller = GaugePoller(client, names, stats_interval)
         self._appender = EntryAppender(client, names.stream, max_backlog)
-        self._unregister = current_observers().register_queue_gauges(lambda: self._poller.latest)
+        self._unregister = current_observers().register_source(
+            QueueGauges, lambda: self._poller.latest
+        )
         self._waiters: set[asyncio.Task[None]] = set()
 
     # -- introspection -----------------------------------------------------------------------
@@ -175,10 +178,7 @@ class RedisIntake:
             for index, plan in enumerate(plans):
                 digest = plan_digest(plan) if plan.sampled else ""
                 for scorer_id in plan.sampled:
-                    item = plan.item
-                    run_id = request_run_id(
-                        scorer_id, item.trace_id, item.run_id, item.span_id, item.target, digest
-                    )
+                    run_id = request_run_id(scorer_id, plan.item.call, digest)
                     runs.append((index, scorer_id, run_id))
                     encoded.append(encode_entry(scorer_id, run_id, plan.call, carrier))
             span.set_attribute(telemetry_names.ATTR_MESSAGING_BATCH_COUNT, len(encoded))
@@ -230,7 +230,7 @@ class RedisIntake:
     def _watch(
         self,
         waiting: dict[str, asyncio.Future[ScoreRecord]],
-        calls: Mapping[str, ScoredCall],
+        calls: Mapping[str, AgentCall],
     ) -> None:
         if self._lookup is None:
             return  # nothing to read results from: the caller sees them as pending
@@ -241,7 +241,7 @@ class RedisIntake:
     async def _poll(
         self,
         waiting: dict[str, asyncio.Future[ScoreRecord]],
-        calls: Mapping[str, ScoredCall],
+        calls: Mapping[str, AgentCall],
     ) -> None:
         assert self._lookup is not None
         loop = asyncio.get_running_loop()

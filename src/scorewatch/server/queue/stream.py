@@ -2,8 +2,9 @@
 
 One entry per accepted (item, scorer) evaluation. Fields (all UTF-8): `v` (format version),
 `scorer` (the configured scorer id), `run_id` (the deterministic run id decided by serve),
-`call` (the traffic as JSON) and `trace` (the W3C trace context of the request that enqueued
-it, as an OpenTelemetry propagator carrier).
+`call` (the `AgentCall`, every field by name, as JSON: `AgentCall.to_dict` and `from_dict`, so
+a new field of the call travels without a change here) and `trace` (the W3C trace context of the
+request that enqueued it, as an OpenTelemetry propagator carrier).
 
 Invariant that keeps the numbers cheap and exact: a worker deletes an entry (`XDEL`) in the same
 transaction that acknowledges it (`XACK`), so the stream only ever holds unacknowledged work.
@@ -23,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from ...core.events import QueueGauges
-from ...sinks.call import ScoredCall
+from ...core.call import AgentCall
+from ...live.events import QueueGauges
 from ..config.queue_settings import QueueSettings, redact_url
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class QueueEntry:
 
     scorer_id: str
     run_id: str
-    call: ScoredCall
+    call: AgentCall
     trace_carrier: dict[str, str]
 
 
@@ -153,21 +154,9 @@ def _json(value: Any) -> str:
 
 
 def encode_entry(
-    scorer_id: str, run_id: str, call: ScoredCall, trace_carrier: Mapping[str, str]
+    scorer_id: str, run_id: str, call: AgentCall, trace_carrier: Mapping[str, str]
 ) -> list[str]:
     """The entry's field/value list, in XADD order."""
-    document = {
-        "input": call.input,
-        "output": call.output,
-        "target": call.target,
-        "trace_id": call.trace_id,
-        "span_id": call.span_id,
-        "run_id": call.run_id,
-        "request_context": call.request_context,
-        "ground_truth": call.ground_truth,
-        "metadata": call.metadata,
-        "score_source": call.score_source,
-    }
     return [
         "v",
         ENTRY_VERSION,
@@ -176,7 +165,7 @@ def encode_entry(
         "run_id",
         run_id,
         "call",
-        _json(document),
+        _json(call.to_dict()),
         "trace",
         _json(dict(trace_carrier)),
     ]
@@ -197,19 +186,9 @@ def decode_entry(fields: Mapping[bytes, bytes]) -> QueueEntry:
         raise ValueError(f"malformed entry ({type(error).__name__})") from None
     if not isinstance(document, dict) or not isinstance(carrier, dict):
         raise ValueError("malformed entry (call or trace is not an object)")
-    metadata = document.get("metadata")
-    call = ScoredCall(
-        input=document.get("input"),
-        output=document.get("output"),
-        target=document.get("target"),
-        trace_id=document.get("trace_id"),
-        span_id=document.get("span_id"),
-        run_id=str(document.get("run_id") or run_id),
-        request_context=document.get("request_context"),
-        ground_truth=document.get("ground_truth"),
-        metadata=metadata if isinstance(metadata, dict) else None,
-        score_source="trace" if document.get("score_source") == "trace" else "live",
-    )
+    if not document.get("run_id"):  # the agent's run id, made up by serve when none was sent
+        document["run_id"] = run_id
+    call = AgentCall.from_dict(document)  # a ValueError naming the field, never its value
     return QueueEntry(
         scorer_id=scorer_id,
         run_id=run_id,

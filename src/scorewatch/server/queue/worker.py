@@ -45,6 +45,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 from ...core.events import TraceLink, current_observers, linked_runs
 from ...core.scorer import Scorer
 from ...live.engine import score_call
+from ...live.events import DeadLettered, InFlight, QueueGauges, Redelivered
 from ...privacy import PrivacyPolicy
 from ...sinks.base import ScoreSink
 from ...sinks.delivery import SinkRetry, Storage
@@ -137,7 +138,9 @@ class StreamWorker:
         self._stopping = asyncio.Event()
         self._drained = asyncio.Event()
         self._poller = GaugePoller(client, names, stats_interval)
-        self._unregister = current_observers().register_queue_gauges(lambda: self._poller.latest)
+        self._unregister = current_observers().register_source(
+            QueueGauges, lambda: self._poller.latest
+        )
 
     # -- accounting ----------------------------------------------------------------------------
 
@@ -245,7 +248,7 @@ class StreamWorker:
                 )
             details = await pipe.execute()
         self._count("redelivered", len(claimed))
-        current_observers().redelivered(self._names.stream, len(claimed))
+        current_observers().emit(Redelivered(self._names.stream, len(claimed)))
         for (entry_id, fields), detail in zip(claimed, details, strict=True):
             if not detail:
                 continue  # acknowledged meanwhile by the consumer it was taken from
@@ -356,13 +359,13 @@ class StreamWorker:
         if delivery.deliveries > self._max_deliveries:
             await self._dead_letter(delivery, "max_deliveries")
             return "max_deliveries"
-        current_observers().in_flight(1)
+        current_observers().emit(InFlight(1))
         try:
             link = TraceLink.of(enqueued.trace_id, enqueued.span_id) if enqueued.is_valid else None
             with linked_runs(link):
                 result = await score_call(scorer, entry.call, entry.run_id, self._privacy)
         finally:
-            current_observers().in_flight(-1)
+            current_observers().emit(InFlight(-1))
         # A judge that refused the call for good (401, 400, ...) refuses it again: store the
         # failure and dead-letter the entry now instead of burning every delivery on it.
         last_chance = delivery.deliveries >= self._max_deliveries or not result.retryable
@@ -417,7 +420,7 @@ class StreamWorker:
             pipe.xdel(self._names.stream, delivery.entry_id)
             await pipe.execute()
         self._count("dead_lettered")
-        current_observers().dead_lettered(self._names.stream, reason)
+        current_observers().emit(DeadLettered(self._names.stream, reason))
         logger.warning(
             "queue entry %s dead-lettered after %d delivery(ies) (%s)",
             delivery.entry_id,

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -38,8 +38,6 @@ from ..state import ServiceState, service_of
 
 __all__ = ["router"]
 
-_ID_FIELDS: Final = ("target", "trace_id", "span_id", "run_id")
-_CONTENT_FIELDS: Final = ("input", "output", "request_context", "ground_truth", "metadata")
 
 logger = logging.getLogger("scorewatch.server")
 
@@ -66,19 +64,8 @@ def _body_bytes(request: Request) -> int:
 
 
 def _item_of(request: ScoreRequest, size: int = 0) -> ScoreItem:
-    return ScoreItem(
-        input=request.input,
-        output=request.output,
-        target=request.target,
-        scorers=tuple(request.scorers) if request.scorers is not None else None,
-        trace_id=request.trace_id,
-        span_id=request.span_id,
-        run_id=request.run_id,
-        request_context=request.request_context,
-        ground_truth=request.ground_truth,
-        metadata=request.metadata,
-        size=size,
-    )
+    scorers = tuple(request.scorers) if request.scorers is not None else None
+    return ScoreItem(request.to_call(), scorers, size)
 
 
 def _check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "") -> None:
@@ -90,7 +77,7 @@ def _check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = ""
     problems: list[dict[str, str]] = []
     for index, request in enumerate(requests):
         item = f"items[{index}]." if prefix else ""
-        for name in _ID_FIELDS:
+        for name in request.ID_FIELDS:
             value = getattr(request, name)
             if isinstance(value, str) and _BAD_ID_TEXT.search(value):
                 problems.append({"field": f"{item}{name}", "message": _BAD_ID_MESSAGE})
@@ -98,7 +85,7 @@ def _check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = ""
             if _BAD_ID_TEXT.search(scorer_id):
                 field = f"{item}scorers[{position}]"
                 problems.append({"field": field, "message": _BAD_ID_MESSAGE})
-        for name in _CONTENT_FIELDS if maybe_non_finite else ():
+        for name in request.CONTENT_FIELDS if maybe_non_finite else ():
             where = non_finite_path(getattr(request, name))
             if where is not None:
                 problems.append(

@@ -1,0 +1,143 @@
+"""`AgentCall`: what an agent did, the one shape of a call on its way to a scorer.
+
+Live traffic (`LiveScoring.watch`, `submit`, the litellm callback), `scorewatch serve`'s requests,
+its trace intake, the Redis work queue, experiments and scored traces all describe the call they
+score with it; a live filter is handed one, every `ScoreRecord` keeps the one it scored, and
+`ScorerRun.of_call` is the one place that turns it into what a scorer is given.
+
+A new field is declared here (with its docstring and its keyword in `CallFields`), in serve's
+request model when clients may send it, and where it is used: the queue carries it, the request
+digest covers it and `submit` accepts it without another edit (docs/architecture.md, "The call").
+
+>>> call = AgentCall(input="What is our refund policy?", output="30 days.", target="support-bot")
+>>> call.score_source, call.run_id is None
+('live', True)
+>>> AgentCall.from_dict(call.to_dict()) == call
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+__all__ = ["CALL_FIELDS", "AgentCall", "CallFields", "ScoreSource"]
+
+ScoreSource = Literal["live", "experiment", "trace", "direct"]
+"""Where a run's call came from: live traffic (the watch decorator, `submit`, serve's
+`POST /v1/scores`), an experiment's dataset, exported spans, or a direct `Scorer.run`."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCall:
+    """One call of an agent: what it was given and answered, who it was and where it ran.
+
+    Every field is optional, so a producer names what it knows and nothing else. The first six
+    (`input` to `run_id`) may be given by position, as the watch path does; a new field goes
+    last.
+    """
+
+    input: Any = None
+    """What the agent was given: a string, chat messages, or any JSON value."""
+
+    output: Any = None
+    """What the agent answered."""
+
+    target: str | None = None
+    """The agent or workflow that answered, by name: the `entityId` of its score rows and the
+    `target` metric label."""
+
+    trace_id: str | None = None
+    """The trace of the agent's span (32 hex digits), when known. Keys live sampling, so one
+    trace is scored by every scorer sampled at the same rate, or by none."""
+
+    span_id: str | None = None
+    """The agent's span (16 hex digits), when known."""
+
+    run_id: str | None = None
+    """The agent's own id for the call (the row's `metadata.agentRunId`), not the scorer run's.
+    Keys sampling when there is no trace id; live scoring makes one up when the caller gave
+    none."""
+
+    request_context: Any = None
+    """The request context the agent ran with (user, tenant, ...), handed to the scorers.
+    Secret-looking keys are redacted in stored rows."""
+
+    ground_truth: Any = None
+    """The expected answer, for scorers that compare with one."""
+
+    metadata: dict[str, Any] | None = None
+    """Free-form facts about the call, kept in the row's metadata (secret-looking keys redacted)
+    and handed to the scorer as the run's `target_metadata`."""
+
+    score_source: ScoreSource = "live"
+    """Where the call came from; `trace` for a call read from exported spans (serve's
+    `POST /v1/traces`, `score_traces`), whose rows then name the span."""
+
+    entity_type: str | None = None
+    """What kind of entity `target` is, when the source says so (`agent` for an agent's span):
+    the reference's `targetEntityType` of the run."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field by name (values shared, not copied): the form the work queue carries and
+        a request digest covers."""
+        return {name: getattr(self, name) for name in CALL_FIELDS}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> AgentCall:
+        """The call `to_dict` gave, read back from JSON-like `values`: unknown keys are ignored
+        (a newer writer's fields), missing ones take their defaults, and a value of the wrong
+        type raises `ValueError` naming the field but not the value (it may quote content)."""
+        from pydantic import ValidationError
+
+        known = {name: values[name] for name in CALL_FIELDS if name in values}
+        try:
+            return _adapter().validate_python(known)
+        except ValidationError as error:
+            where = sorted({str(problem["loc"][0]) for problem in error.errors() if problem["loc"]})
+            raise ValueError(f"not an agent call: wrong type for {', '.join(where)}") from None
+
+    def without_content(self) -> AgentCall:
+        """This call without what the agent was given and answered (input, output, request
+        context, ground truth, metadata): what is kept of a call whose row a sink refused."""
+        return replace(
+            self, input=None, output=None, request_context=None, ground_truth=None, metadata=None
+        )
+
+
+CALL_FIELDS: Final[tuple[str, ...]] = tuple(field.name for field in fields(AgentCall))
+"""The call's field names, in declaration order."""
+
+
+class CallFields(TypedDict, total=False):
+    """`AgentCall`'s fields as keywords (`LiveScoring.submit(**fields)`); kept equal to the
+    dataclass by tests/project/test_call_fields.py."""
+
+    input: Any
+    output: Any
+    target: str | None
+    trace_id: str | None
+    span_id: str | None
+    run_id: str | None
+    request_context: Any
+    ground_truth: Any
+    metadata: dict[str, Any] | None
+    score_source: ScoreSource
+    entity_type: str | None
+
+
+_ADAPTER: TypeAdapter[AgentCall] | None = None
+
+
+def _adapter() -> TypeAdapter[AgentCall]:
+    # Built on first use: only the queue's readers decode calls.
+    global _ADAPTER
+    if _ADAPTER is None:
+        from pydantic import TypeAdapter
+
+        _ADAPTER = TypeAdapter(AgentCall)
+    return _ADAPTER

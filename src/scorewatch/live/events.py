@@ -1,0 +1,103 @@
+"""What live scoring tells the event bus (`core.events.Observers`), defined by live scoring.
+
+Its decisions and runs in flight, the depth of its work queue, and the events and readings of
+the Redis stream that carries the same work between processes (`scorewatch serve` appends,
+`scorewatch worker` scores: server/queue/). The stream's types are defined here, with the queue
+they extend, rather than in server/, so that telemetry, a layer below server, can subscribe to
+them; serve and the workers emit them.
+
+>>> from scorewatch.core.events import Observers
+>>> bus = Observers()
+>>> unregister = bus.register_source(QueueDepth, lambda: QueueDepth(3))
+>>> QueueDepth.total(bus)
+3
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from ..core.events import Observers
+
+__all__ = [
+    "LIVE_COUNTS",
+    "DeadLettered",
+    "Decided",
+    "InFlight",
+    "LiveDecision",
+    "QueueDepth",
+    "QueueGauges",
+    "Redelivered",
+]
+
+LiveDecision = Literal[
+    "sampled", "not_sampled", "filtered", "dropped_queue_full", "dropped_shutdown"
+]
+LIVE_COUNTS: tuple[str, ...] = (*get_args(LiveDecision), "scored", "not_scorable", "failed")
+"""What a live queue counts: every decision, then how accepted runs ended."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """One sampling or queueing decision for one scorer on one call of live traffic."""
+
+    scorer_id: str
+    decision: LiveDecision
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """A live run started (`delta` +1) or ended, whatever its outcome (-1)."""
+
+    delta: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDepth:
+    """A pulled reading: the runs waiting in one engine's work queue."""
+
+    queued: int
+
+    @classmethod
+    def total(cls, bus: Observers) -> int:
+        """The runs waiting in every queue registered on `bus`."""
+        return sum(reading.queued for reading in bus.read(cls))
+
+
+# -- the Redis stream ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Redelivered:
+    """`count` entries of `stream` were claimed from a consumer that held them too long."""
+
+    stream: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLettered:
+    """One entry of `stream` moved to the dead-letter stream; `reason` is a fixed label."""
+
+    stream: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueGauges:
+    """A pulled reading of a stream: `backlog` accepted entries not yet acknowledged, `pending`
+    delivered to a worker and not yet acknowledged, `lag` not yet delivered to any worker,
+    `dead_letters` entries in the dead-letter stream."""
+
+    stream: str
+    backlog: int
+    pending: int
+    lag: int
+    dead_letters: int
+
+    @classmethod
+    def latest(cls, bus: Observers) -> list[QueueGauges]:
+        """The latest reading of every stream registered on `bus`, one per stream (a process
+        that both serves and works one stream reports it once)."""
+        return list({reading.stream: reading for reading in bus.read(cls)}.values())
