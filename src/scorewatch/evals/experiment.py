@@ -20,7 +20,9 @@ from ..core.not_scorable import NotScorableInfo
 from ..core.result import ScorerRun, ScorerRunResult
 from ..core.scorer import Scorer
 from ..core.sync import synchronous
+from ..core.verdict_cache import VerdictCache
 from ..errors import ScorewatchError
+from .caching import evaluation_caching
 from .data import EvalItem, Target, is_trajectory_scorer, produce_output, validate_items
 from .entries import EvalScorer, as_entries
 from .noise import ScorerNoise, noise_of
@@ -132,6 +134,7 @@ async def run_experiment(
     on_item_complete: Callable[[ExperimentItem], Any] | None = None,
     on_result: OnResult | None = None,
     repeat: int = 1,
+    cache: VerdictCache | None = None,
 ) -> ExperimentResult:
     """Run every scorer on every item, concurrently per item, isolating failures.
 
@@ -139,6 +142,7 @@ async def run_experiment(
     from it); an exception it raises is not swallowed. `repeat` judges each item that many times
     with each LLM-judged scorer (model-free scorers run once: they are deterministic) and
     reports each scorer's noise in `noise`.
+    `cache` reuses judge answers as `run_evals(cache=...)` does, never with `repeat` above 1.
     """
     check_repeat(repeat)
     entries = as_entries(scorers)
@@ -193,7 +197,8 @@ async def run_experiment(
             if inspect.isawaitable(called):
                 await called
 
-    await for_each_bounded(items, concurrency, evaluate)
+    with evaluation_caching(cache, repeat):
+        await for_each_bounded(items, concurrency, evaluate)
     done = [record for record in finished if record is not None]
     return _summarize([scorer for scorer, _ in entries], done, repeat)
 
