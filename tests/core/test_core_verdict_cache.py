@@ -18,7 +18,7 @@ from scorewatch.core import (
     not_caching_verdicts,
 )
 from scorewatch.core.records import judge_cost_usd
-from scorewatch.core.verdict_cache import verdict_key
+from scorewatch.core.verdict_cache import VerdictCaching, install_verdict_caching, verdict_key
 from scorewatch.judge import JudgeProviderError, JudgeReply, JudgeRequest, JudgeUsage
 from scorewatch.testing import ScriptedJudge
 
@@ -228,3 +228,19 @@ def test_a_bound_must_be_positive() -> None:
 def test_a_cached_verdict_round_trips_its_json() -> None:
     verdict = CachedVerdict('{"score": 1}', "stop", 0.5, "gpt-x")
     assert CachedVerdict.from_json(verdict.to_json()) == verdict
+
+
+async def test_a_process_default_applies_where_no_context_chose() -> None:
+    judge = ScriptedJudge(always('{"score": 0.5}'))
+    previous = install_verdict_caching(VerdictCaching(MemoryVerdictCache()))
+    try:
+        await scorer(judge).run(output="o")
+        await scorer(judge).run(output="o")
+        assert judge.calls == 1
+        with not_caching_verdicts():
+            await scorer(judge).run(output="o")
+        assert judge.calls == 2
+    finally:
+        install_verdict_caching(previous)
+    await scorer(judge).run(output="o")
+    assert judge.calls == 3

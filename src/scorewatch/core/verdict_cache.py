@@ -7,8 +7,9 @@ JSON-prompt placement, the schema and the prompt. A new scorer version or anothe
 another key, so an answer never crosses them. Only a step that succeeded is stored (its answer
 validated against the step's schema); a failed attempt never is.
 
-Caching is off unless a caller turns it on for a context (`caching_verdicts`): live scoring
-(`[cache]` in scorewatch.toml), batch evaluation (`run_evals(cache=...)`) or a user's own code.
+Caching is off unless a caller turns it on, for a context (`caching_verdicts`: batch evaluation's
+`run_evals(cache=...)`, a user's own code) or for the process (`install_verdict_caching`: live
+scoring under `scorewatch serve` with a `[cache]` table).
 `not_caching_verdicts` turns it off again inside, which is how `run_evals(repeat=N)` makes sure
 every repeat is judged afresh. The store behind the interface is this module's `MemoryVerdictCache`
 (an LRU bounded in bytes) or a shared one (`scorewatch.live.redis_verdicts`).
@@ -44,6 +45,7 @@ __all__ = [
     "VerdictCaching",
     "caching_verdicts",
     "current_verdict_caching",
+    "install_verdict_caching",
     "not_caching_verdicts",
     "verdict_key",
 ]
@@ -139,12 +141,30 @@ class VerdictCaching:
         return self.scorers is None or scorer_id in self.scorers
 
 
-_CACHING: ContextVar[VerdictCaching | None] = ContextVar("scorewatch_verdict_cache", default=None)
+class _Unset:
+    pass
+
+
+_UNSET = _Unset()
+_CACHING: ContextVar[VerdictCaching | _Unset | None] = ContextVar(
+    "scorewatch_verdict_cache", default=_UNSET
+)
+_process_caching: VerdictCaching | None = None
+
+
+def install_verdict_caching(caching: VerdictCaching | None) -> VerdictCaching | None:
+    """Make `caching` the process's default, in force wherever no context chose otherwise
+    (`scorewatch serve` and `scorewatch worker` install `[cache]`); returns the previous one."""
+    global _process_caching
+    previous, _process_caching = _process_caching, caching
+    return previous
 
 
 def current_verdict_caching(scorer_id: str) -> VerdictCaching | None:
-    """The caching in force for `scorer_id` in this context, if any."""
+    """The caching in force for `scorer_id` here: the context's, else the process's, if any."""
     caching = _CACHING.get()
+    if isinstance(caching, _Unset):
+        caching = _process_caching
     return caching if caching is not None and caching.serves(scorer_id) else None
 
 
