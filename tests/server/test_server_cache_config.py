@@ -63,3 +63,8 @@ def test_a_password_in_the_file_is_refused() -> None:
 def test_an_unset_url_env_is_named() -> None:
     with pytest.raises(ConfigError, match="SW_TEST_NOT_SET"):
         install_configured_caching(config(cache={"url_env": "SW_TEST_NOT_SET"}))
+
+
+def test_url_and_url_env_are_not_both_allowed() -> None:
+    with pytest.raises(ConfigError, match="not both"):
+        config(cache={"url": "redis://127.0.0.1:6379/0", "url_env": "X"})

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...core.verdict_cache import (
     MemoryVerdictCache,
@@ -53,6 +53,12 @@ class CacheSettings(BaseModel):
         from .file import no_password
 
         return None if value is None else no_password(value, "[cache] url", "url_env")
+
+    @model_validator(mode="after")
+    def _one_url(self) -> CacheSettings:
+        if self.url is not None and self.url_env is not None:
+            raise ValueError("set [cache] url or url_env, not both")
+        return self
 
     def resolved_url(self) -> str | None:
         if self.url_env is not None:
