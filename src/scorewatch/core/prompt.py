@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import Any
@@ -23,6 +24,7 @@ from ..judge.usage import EMPTY_USAGE, JudgeUsage, add_usage
 from .answer_json import NeedsSearch
 from .errors import MISSING_MODEL_OR_INSTRUCTIONS
 from .events import JudgeAttempt, JudgeCacheLookup, RunListener, notify
+from .judge_standin import current_judge_stand_in
 from .offload import STEP_EXECUTOR, run_off_loop
 from .records import JudgeErrorSummary, JudgeExecutionFailure, JudgeExecutionSuccess
 from .result import StepContext
@@ -157,7 +159,7 @@ class _StepCall:
                 self._attempt_started(attempt)
             started = perf_counter()
             try:
-                reply = self._checked(await self.judge.model.complete(attempt))
+                reply = self._checked(await self._complete(attempt))
             except Exception as error:
                 usage, calls = self.ledger.count_error(error)
                 self._attempt_finished(attempt, started, None, error, usage, calls)
@@ -169,6 +171,11 @@ class _StepCall:
             usage, calls = self.ledger.count_reply(reply)
             self._attempt_finished(attempt, started, reply, None, usage, calls)
             return reply
+
+    def _complete(self, request: JudgeRequest) -> Awaitable[JudgeReply]:
+        stand_in = current_judge_stand_in()
+        model = self.judge.model
+        return model.complete(request) if stand_in is None else stand_in(model, request)
 
     def _checked(self, reply: Any) -> JudgeReply:
         # A hand-written JudgeModel may return the wrong thing; say so instead of failing later
