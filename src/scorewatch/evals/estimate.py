@@ -61,6 +61,17 @@ class ScorerEstimate:
     completion_sources: set[str] = field(default_factory=set)
     models: set[str] = field(default_factory=set)
 
+    def add(self, other: ScorerEstimate, times: int = 1) -> None:
+        """Count `other` `times` over (its stopped runs once: they stopped the same way)."""
+        self.judge_calls += other.judge_calls * times
+        self.prompt_tokens += other.prompt_tokens * times
+        self.completion_tokens += other.completion_tokens * times
+        self.cost_usd += other.cost_usd * times
+        self.unpriced_calls += other.unpriced_calls * times
+        self.unfollowed += other.unfollowed
+        self.completion_sources |= other.completion_sources
+        self.models |= other.models
+
 
 @dataclass
 class CostEstimate:
@@ -200,23 +211,16 @@ async def estimate_scoring(
     found: dict[str, ScorerEstimate] = {}
     for scorer in scorers:
         estimate = found.setdefault(scorer.id, ScorerEstimate())
-        counter = _Counter(estimate, (history or {}).get(scorer.id, {}))
+        steps = (history or {}).get(scorer.id, {})
+        times = repeats_of(scorer, repeat)
         for item in items:
-            before = estimate.judge_calls, estimate.prompt_tokens
-            before_cost, before_completion = estimate.cost_usd, estimate.completion_tokens
-            with judging_with(counter):
+            one = ScorerEstimate()  # one judgement of the item; every repeat asks the same
+            with judging_with(_Counter(one, steps)):
                 try:
                     await scorer.run(
                         item.scorer_run(item.output, trajectory=is_trajectory_scorer(scorer))
                     )
                 except Exception:
-                    estimate.unfollowed += 1
-            times = repeats_of(scorer, repeat)
-            if times > 1:  # every repeat asks the same as the first
-                estimate.judge_calls += (estimate.judge_calls - before[0]) * (times - 1)
-                estimate.prompt_tokens += (estimate.prompt_tokens - before[1]) * (times - 1)
-                estimate.cost_usd += (estimate.cost_usd - before_cost) * (times - 1)
-                estimate.completion_tokens += (estimate.completion_tokens - before_completion) * (
-                    times - 1
-                )
+                    one.unfollowed += 1
+            estimate.add(one, times)
     return CostEstimate(found, price_source())
