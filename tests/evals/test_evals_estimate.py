@@ -110,3 +110,13 @@ def test_smallest_instances() -> None:
     }
     assert smallest_instance(schema) == {"v": "yes"}
     assert smallest_instance({"type": "number", "minimum": 0.5}) == 0.5
+
+
+async def test_an_estimate_reaches_no_telemetry() -> None:
+    from core_support import observing
+
+    with LoopbackJudgeServer(lambda body: Reply("{}")) as server, observing() as observer:
+        judge = LiteLLMJudge("openai/gpt-4o-mini", api_base=server.base_url, api_key="sk-test")
+        estimate = await estimate_scoring(DATA, [two_step(judge)])
+    assert estimate.judge_calls == 2 * len(DATA)
+    assert observer.starts == []

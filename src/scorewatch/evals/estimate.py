@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from ..core.events import Observers, observed_by
 from ..core.judge_standin import judging_with
 from ..core.scorer import Scorer
 from ..judge.prices import estimate_cost, import_litellm, model_facts
@@ -215,7 +216,8 @@ async def estimate_scoring(
         times = repeats_of(scorer, repeat)
         for item in items:
             one = ScorerEstimate()  # one judgement of the item; every repeat asks the same
-            with judging_with(_Counter(one, steps)):
+            # A silent bus: stand-in answers are not judge calls, telemetry never hears them.
+            with judging_with(_Counter(one, steps)), observed_by(Observers()):
                 try:
                     await scorer.run(
                         item.scorer_run(item.output, trajectory=is_trajectory_scorer(scorer))
