@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import scorewatch as sw
-from scorewatch.core import JudgeAttempt, Observer, RunListener, RunStart, StepOutcome
+from scorewatch.core import (
+    JudgeAttempt,
+    JudgeCacheLookup,
+    Observer,
+    RunListener,
+    RunStart,
+    StepOutcome,
+)
 from scorewatch.core.events import current_observers
 from scorewatch.core.result import ScorerRunResult, ScorerRunSnapshot
 from scorewatch.judge import JudgeReply, JudgeRequest, JudgeUsage
@@ -74,6 +81,9 @@ class RecordingListener(RunListener):
 
     def judge_attempt_finished(self, attempt: JudgeAttempt) -> None:
         self._record("judge_attempt_finished", attempt)
+
+    def judge_cache_lookup(self, lookup: JudgeCacheLookup) -> None:
+        self._record("judge_cache_lookup", lookup)
 
     def step_finished(self, outcome: StepOutcome) -> None:
         self._record("step_finished", outcome)

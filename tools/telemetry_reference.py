@@ -210,6 +210,8 @@ _ATTRIBUTES: Final[dict[str, str]] = {
     "ATTR_STEP_TYPE": "`function` or `prompt`",
     "ATTR_TARGET": "what was evaluated (e.g. the agent); bounded on metrics",
     "ATTR_COST_SOURCE": f"`{names.COST_SOURCE_PROVIDER}` or `{names.COST_SOURCE_ESTIMATE}`",
+    "ATTR_CACHE_RESULT": f"`{names.CACHE_HIT}` (the answer was reused, no model called) or "
+    f"`{names.CACHE_MISS}`",
     "ATTR_STATUS": f"`{names.STATUS_SUCCESS}` or `{names.STATUS_FAILED}` (a judge execution)",
     "ATTR_OUTCOME": f"`{names.OUTCOME_SUCCESS}`, `{names.OUTCOME_FAILED}` or "
     f"`{names.OUTCOME_NOT_SCORABLE}`",
@@ -281,6 +283,23 @@ _METRICS: Final = (
         names.UNIT_DIMENSIONLESS,
         ("ATTR_EVALUATION_NAME", "ATTR_STEP", "ATTR_REQUEST_MODEL", "ATTR_STATUS"),
         "Attempts of those executions (retries and fallbacks included): `attempt_count`.",
+    ),
+    _Metric(
+        "METRIC_JUDGE_CACHE_LOOKUPS",
+        "PROM_JUDGE_CACHE_LOOKUPS",
+        "counter",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_EVALUATION_NAME", "ATTR_STEP", "ATTR_REQUEST_MODEL", "ATTR_CACHE_RESULT"),
+        "Verdict cache lookups of prompt steps (only where caching is on); a hit is an "
+        "execution recorded `cached` that called no model.",
+    ),
+    _Metric(
+        "METRIC_JUDGE_CACHE_SAVED",
+        "PROM_JUDGE_CACHE_SAVED",
+        "counter",
+        names.UNIT_COST_USD,
+        ("ATTR_EVALUATION_NAME", "ATTR_STEP", "ATTR_REQUEST_MODEL"),
+        "What reused verdicts saved in USD: the `savedCostUsd` of the cached executions.",
     ),
     _Metric(
         "METRIC_SCORE",

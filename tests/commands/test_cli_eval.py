@@ -637,3 +637,32 @@ def test_a_multi_turn_dataset_is_one_conversation_per_row(tmp_path: Path) -> Non
         "Which evening suits you?",
         "Booked: a table for two on Friday.",
     ]
+
+
+def test_estimate_calls_no_judge_and_prices_what_it_counts(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "data.jsonl", ROWS)
+    with LoopbackJudgeServer(lambda body: Reply(text='{"score": 1}')) as server:
+        env = {"SCOREWATCH_TEST_API_BASE": server.base_url}
+        args = ("eval", str(data), "--scorer", "tests.cli_scorers:judged_scorer", "--estimate")
+        table = scorewatch(*args, "--repeat", "2", env=env)
+        done = scorewatch(*args, "--repeat", "2", "--format", "json", env=env)
+        assert server.requests == []
+    assert done.returncode == 0 and table.returncode == 0, done.stderr + table.stderr
+    estimate = json.loads(done.stdout)["estimate"]
+    judged = estimate["scorers"]["judged"]
+    assert judged["judge_calls"] == estimate["judge_calls"] == 2 * len(ROWS) * 2
+    assert judged["prompt_tokens"] > 0 and judged["completion_tokens"] > 0
+    assert judged["completion_tokens_from"] == ["default", "schema"]
+    # The loopback model has no price: counted, not guessed.
+    assert judged["unpriced_calls"] == judged["judge_calls"]
+    assert "litellm" in estimate["price_source"]
+    assert "no judge was called" in table.stdout and "prices: litellm" in table.stdout
+
+
+def test_estimate_refuses_a_target(tmp_path: Path) -> None:
+    data = write_jsonl(tmp_path / "data.jsonl", [{"input": "q"}])
+    done = scorewatch(
+        "eval", str(data), "--target", "tests.cli_scorers:upper_target",
+        "--scorer", "tests.cli_scorers:picky_scorer", "--estimate",
+    )  # fmt: skip
+    assert done.returncode == 2 and "--estimate" in done.stderr

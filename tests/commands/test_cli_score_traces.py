@@ -266,3 +266,19 @@ def test_otel_events_are_emitted_in_the_evaluated_spans_context(traces: Traces) 
     assert len(events) == 2
     assert {span.attributes["scorewatch.score_source"] for span in runs} == {"trace"}
     assert {span.resource["service.name"] for span in runs} == {"scorewatch-score-traces"}
+
+
+def test_estimate_counts_the_judge_calls_and_calls_none(traces: Traces, tmp_path: Path) -> None:
+    scorers = tmp_path / "scorers.toml"
+    scorers.write_text(SCORERS_FILE, encoding="utf-8")
+    with LoopbackJudgeServer(order_claims_judge) as judge:
+        done = scorewatch(
+            str(traces.plain), "--scorers", str(scorers), *_judge_args(judge),
+            "--estimate", "--format", "json",
+        )  # fmt: skip
+        assert judge.requests == []
+    assert done.returncode == 0, done.stdout + done.stderr
+    estimate = json.loads(done.stdout[done.stdout.index("{") :])["estimate"]
+    assert estimate["scorers"]["tool-order"]["judge_calls"] == 0
+    # claims, verdicts and reason per agent span, as the real run makes (6 for 2 spans).
+    assert estimate["scorers"]["faithfulness-scorer"]["judge_calls"] == 6

@@ -73,6 +73,11 @@ def add_scoring_arguments(parser: argparse.ArgumentParser, *, unit: str = "item"
     )
     parser.add_argument("--concurrency", type=int, default=4, help=f"{unit}s in flight at once")
     parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the judge calls, tokens and expected cost, and stop: no judge is called",
+    )
+    parser.add_argument(
         "--out", help=f"write per-{unit} results here (JSONL); an existing file is replaced"
     )
     parser.add_argument(

@@ -22,6 +22,7 @@ from ..errors import ScorewatchError
 from ..evals import run_experiment
 from ..evals.compare import SCORER_CHANGED, compare_records
 from ._dataset_file import load_dataset
+from ._estimate import run_estimate
 from ._eval_output import (
     add_comparison_arguments,
     failure_reasons,
@@ -101,6 +102,16 @@ def _run(args: argparse.Namespace) -> int:
                 )
     target = import_object(args.target) if args.target else None
     data = load_dataset(args.data, need_output=target is None)
+    if args.estimate:
+        if target is not None:
+            raise ScorewatchError(
+                "--estimate needs the outputs in the dataset: it never calls --target",
+                code=CLI_USAGE,
+            )
+        scorers = list(found.by_id.values())
+        return run_estimate(
+            data, scorers, repeat=args.repeat, output_format=args.format, out=sys.stdout
+        )
 
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(Path(args.out).open("w", encoding="utf-8")) if args.out else None

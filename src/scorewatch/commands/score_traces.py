@@ -39,6 +39,7 @@ from ..traces import (
     run_items,
     score_extraction,
 )
+from ._estimate import run_estimate
 from ._eval_output import failure_reasons, print_failures
 from ._eval_scorers import CLI_USAGE, load_scorers
 from ._scoring_run import (
@@ -261,6 +262,10 @@ def _score(
     if reader.malformed:
         _print_malformed(reader.malformed, sys.stderr)
     items = run_items(extraction)
+    if args.estimate:
+        return run_estimate(
+            items, list(scorers.values()), repeat=1, output_format=args.format, out=sys.stdout
+        )
     session = ScoringSession(
         items, sqlite=args.sqlite, out=out, record_fields=_span_fields, unit="spans"
     )

@@ -8,6 +8,7 @@ from .errors import ScorerRunError
 from .events import (
     OBSERVERS,
     JudgeAttempt,
+    JudgeCacheLookup,
     Observer,
     Observers,
     RunListener,
@@ -28,18 +29,28 @@ from .result import ScorerRun, ScorerRunResult, ScorerRunSnapshot, StepContext, 
 from .scorer import Scorer, create_scorer
 from .steps import STEP_ORDER, StepName, StepType
 from .sync import run_coroutine_sync
+from .verdict_cache import (
+    CachedVerdict,
+    MemoryVerdictCache,
+    VerdictCache,
+    caching_verdicts,
+    not_caching_verdicts,
+)
 
 __all__ = [
     "OBSERVERS",
     "STEP_ORDER",
     "AgentCall",
+    "CachedVerdict",
     "JudgeAttempt",
+    "JudgeCacheLookup",
     "JudgeConfig",
     "JudgeErrorSummary",
     "JudgeExecution",
     "JudgeExecutionFailure",
     "JudgeExecutionSuccess",
     "JudgeStepRecord",
+    "MemoryVerdictCache",
     "NotScorable",
     "NotScorableInfo",
     "Observer",
@@ -57,8 +68,11 @@ __all__ = [
     "StepOutcome",
     "StepResults",
     "StepType",
+    "VerdictCache",
+    "caching_verdicts",
     "create_scorer",
     "is_not_scorable",
+    "not_caching_verdicts",
     "not_scorable",
     "observed_by",
     "offload_function_steps",

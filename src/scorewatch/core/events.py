@@ -51,6 +51,7 @@ __all__ = [
     "OBSERVERS",
     "Handler",
     "JudgeAttempt",
+    "JudgeCacheLookup",
     "Observer",
     "Observers",
     "RunListener",
@@ -119,6 +120,20 @@ class JudgeAttempt:
 
 
 @dataclass(frozen=True, slots=True)
+class JudgeCacheLookup:
+    """A prompt step asked the verdict cache (core/verdict_cache.py) before calling its judge.
+
+    `hit`: the step reused a stored answer and called no model; its judge record says `cached`
+    and carries the same `saved_cost_usd` (None when the original cost was unknown)."""
+
+    step: StepName
+    model_id: str
+    provider: str | None
+    hit: bool
+    saved_cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class StepOutcome:
     step: StepName
     step_type: StepType
@@ -147,6 +162,9 @@ class RunListener:
         return None
 
     def judge_attempt_finished(self, attempt: JudgeAttempt) -> None:
+        return None
+
+    def judge_cache_lookup(self, lookup: JudgeCacheLookup) -> None:
         return None
 
     def step_finished(self, outcome: StepOutcome) -> None:

@@ -47,7 +47,7 @@ from .._version import __version__
 if TYPE_CHECKING:
     from .scorer import ResolvedJudge, Scorer, Step
 
-__all__ = ["FINGERPRINT_LENGTH", "describe_scorer", "fingerprint_of"]
+__all__ = ["FINGERPRINT_LENGTH", "answer_options", "describe_scorer", "fingerprint_of"]
 
 FINGERPRINT_LENGTH: Final = 12
 """Hex digits of the SHA-256 digest kept: 48 bits, plenty for the versions of one scorer."""
@@ -125,7 +125,7 @@ def _describe_judge(judge: ResolvedJudge | None, walk: _Walk) -> dict[str, Any] 
     }
 
 
-def _scoring_options(options: Mapping[Any, Any]) -> dict[str, Any]:
+def answer_options(options: Mapping[Any, Any]) -> dict[str, Any]:
     """A mapping without its connection and secret-looking keys, keys as text."""
     return {
         str(key): value
@@ -163,7 +163,7 @@ class _Walk:
             items = [self.value(item, depth) for item in value]
             return {"set": sorted(items, key=lambda item: json.dumps(item, sort_keys=True))}
         if isinstance(value, Mapping):
-            kept = _scoring_options(value)
+            kept = answer_options(value)
             return {key: self.value(item, depth) for key, item in kept.items()}
         if isinstance(value, bytes):
             return {"bytes": hashlib.sha256(value).hexdigest()}

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import Any
 
+from .._throttled_log import ThrottledLog
 from ..errors import ScorewatchError
 from ..judge.errors import StructuredOutputError
 from ..judge.protocol import JsonPromptInjection, JudgeCost, JudgeReply, JudgeRequest
@@ -20,14 +23,18 @@ from ..judge.retry import NO_RETRY, RetryPolicy
 from ..judge.usage import EMPTY_USAGE, JudgeUsage, add_usage
 from .answer_json import NeedsSearch
 from .errors import MISSING_MODEL_OR_INSTRUCTIONS
-from .events import JudgeAttempt, RunListener, notify
+from .events import JudgeAttempt, JudgeCacheLookup, RunListener, notify
+from .judge_standin import current_judge_stand_in
 from .offload import STEP_EXECUTOR, run_off_loop
 from .records import JudgeErrorSummary, JudgeExecutionFailure, JudgeExecutionSuccess
 from .result import StepContext
 from .schema import parse_json_reply
 from .scorer import ResolvedJudge, Scorer, Step
+from .verdict_cache import CachedVerdict, VerdictCaching, current_verdict_caching, verdict_key
 
 __all__ = ["PromptStepFailure", "execute_prompt_step"]
+
+_CACHE_LOG = ThrottledLog(logging.getLogger("scorewatch.verdict_cache"))
 
 
 class PromptStepFailure(Exception):
@@ -55,6 +62,8 @@ class _Ledger:
     has_output: bool = False
     cost: JudgeCost | None = None
     cost_usd: float | None = None
+    cached: bool = False
+    saved_cost_usd: float | None = None
 
     def count_reply(self, reply: JudgeReply) -> tuple[JudgeUsage, int]:
         calls = max(reply.model_call_count, 1)
@@ -113,16 +122,27 @@ def _fallback_injection(injection: JsonPromptInjection) -> JsonPromptInjection:
 class _StepCall:
     """One prompt step's conversation with its judge."""
 
-    __slots__ = ("judge", "ledger", "listeners", "policy", "scorer_id", "step")
+    __slots__ = (
+        "caching",
+        "judge",
+        "ledger",
+        "listeners",
+        "policy",
+        "scorer_id",
+        "step",
+        "version",
+    )
 
     def __init__(
         self,
-        scorer_id: str,
+        scorer: Scorer,
         step: Step,
         judge: ResolvedJudge,
         listeners: tuple[RunListener, ...],
     ):
-        self.scorer_id = scorer_id
+        self.scorer_id = scorer.id
+        self.caching = current_verdict_caching(scorer.id)
+        self.version = scorer.version_fingerprint if self.caching is not None else ""
         self.step = step
         self.judge = judge
         self.listeners = listeners
@@ -139,7 +159,7 @@ class _StepCall:
                 self._attempt_started(attempt)
             started = perf_counter()
             try:
-                reply = self._checked(await self.judge.model.complete(attempt))
+                reply = self._checked(await self._complete(attempt))
             except Exception as error:
                 usage, calls = self.ledger.count_error(error)
                 self._attempt_finished(attempt, started, None, error, usage, calls)
@@ -151,6 +171,11 @@ class _StepCall:
             usage, calls = self.ledger.count_reply(reply)
             self._attempt_finished(attempt, started, reply, None, usage, calls)
             return reply
+
+    def _complete(self, request: JudgeRequest) -> Awaitable[JudgeReply]:
+        stand_in = current_judge_stand_in()
+        model = self.judge.model
+        return model.complete(request) if stand_in is None else stand_in(model, request)
 
     def _checked(self, reply: Any) -> JudgeReply:
         # A hand-written JudgeModel may return the wrong thing; say so instead of failing later
@@ -231,6 +256,66 @@ class _StepCall:
             schema=step.schema,
             json_prompt_injection=judge.json_prompt_injection,
         )
+        caching = self.caching
+        if caching is None:
+            return await self.judged(request)
+        key = verdict_key(self.version, judge.model, request)
+        reused = await self.reused(caching, key)
+        if reused is not None:
+            return reused
+        value, reply = await self.judged(request)
+        # Stored only now: the step succeeded, its answer validated. A failure raised above.
+        verdict = CachedVerdict(
+            reply.text, reply.finish_reason, self.ledger.cost_usd, reply.response_model
+        )
+        try:
+            await caching.cache.put(key, verdict)
+        except Exception as error:
+            _CACHE_LOG.warning("put", "verdict cache: storing failed: %r", error)
+        return value, reply
+
+    async def reused(self, caching: VerdictCaching, key: str) -> tuple[Any, JudgeReply] | None:
+        """The stored answer for `key`, validated as if the judge had just given it; None (a
+        miss) when there is none, it no longer validates, or the cache failed."""
+        try:
+            verdict = await caching.cache.get(key)
+        except Exception as error:
+            _CACHE_LOG.warning("get", "verdict cache: lookup failed, judging: %r", error)
+            verdict = None
+        found: tuple[Any, JudgeReply] | None = None
+        if verdict is not None:
+            reply = JudgeReply(
+                text=verdict.text,
+                finish_reason=verdict.finish_reason,
+                model_call_count=0,
+                response_model=verdict.response_model,
+                estimated_cost_usd=0.0,
+            )
+            ledger = self.ledger
+            try:
+                value = reply.text if self.step.schema is None else await self.validated(reply)
+            except Exception:
+                ledger.output, ledger.has_output, ledger.finish_reason = None, False, None
+            else:
+                ledger.output, ledger.has_output = value, True
+                ledger.attempt_count, ledger.cost_usd = 1, 0.0
+                ledger.raw_output, ledger.finish_reason = reply.text, reply.finish_reason
+                ledger.cached, ledger.saved_cost_usd = True, verdict.cost_usd
+                found = value, reply
+        if self.listeners:
+            lookup = JudgeCacheLookup(
+                step=self.step.name,
+                model_id=self.judge.model.model_id,
+                provider=self.judge.model.provider,
+                hit=found is not None,
+                saved_cost_usd=self.ledger.saved_cost_usd,
+            )
+            notify(self.listeners, lambda listener: listener.judge_cache_lookup(lookup))
+        return found
+
+    async def judged(self, request: JudgeRequest) -> tuple[Any, JudgeReply]:
+        """The judge's validated answer to `request`, falling back once when it did not fit."""
+        step = self.step
         reply = await self.call(request)
         if step.schema is None:
             self.ledger.output, self.ledger.has_output = reply.text, True
@@ -242,7 +327,7 @@ class _StepCall:
         fallback = replace(
             request,
             fallback=True,
-            json_prompt_injection=_fallback_injection(judge.json_prompt_injection),
+            json_prompt_injection=_fallback_injection(self.judge.json_prompt_injection),
         )
         reply = await self.call(fallback)
         return await self.validated(reply), reply
@@ -294,7 +379,7 @@ async def execute_prompt_step(
                 code=MISSING_MODEL_OR_INSTRUCTIONS,
                 details={"scorerId": scorer.id, "step": step.name},
             )
-        call = _StepCall(scorer.id, step, step.judge, listeners)
+        call = _StepCall(scorer, step, step.judge, listeners)
         value, reply = await call.run(prompt)
         if step.judge.on_finish is not None:
             finished = step.judge.on_finish(reply)
@@ -331,7 +416,9 @@ async def execute_prompt_step(
         cost=ledger.cost,
         estimated_cost_usd=ledger.cost_usd,
         attempt_count=max(ledger.attempt_count, 1),
-        model_call_count=max(ledger.model_call_count, 1),
+        model_call_count=0 if ledger.cached else max(ledger.model_call_count, 1),
         duration_ms=_duration_ms(started),
+        cached=True if ledger.cached else None,
+        saved_cost_usd=ledger.saved_cost_usd,
     )
     return value, prompt, execution_ok

@@ -58,6 +58,12 @@ class JudgeExecutionSuccess(_ExecutionBase):
     output: Any
     usage: JudgeUsage = JudgeUsage()
     cost: JudgeCost | None = None
+    # Beyond the reference's record (left out unless set): True when the answer was reused from
+    # the verdict cache (core/verdict_cache.py) and no model was called; the execution then costs
+    # 0 (`estimated_cost_usd`), has no usage and no model calls, counts its one lookup as its
+    # one attempt, and `saved_cost_usd` is what the original execution cost.
+    cached: bool | None = None
+    saved_cost_usd: float | None = None
 
     @field_serializer("usage")
     def _usage_always(self, usage: JudgeUsage, info: SerializationInfo) -> dict[str, Any]:

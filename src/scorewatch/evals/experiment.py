@@ -21,8 +21,10 @@ from ..core.not_scorable import NotScorableInfo
 from ..core.result import ScorerRun, ScorerRunResult
 from ..core.scorer import Scorer
 from ..core.sync import synchronous
+from ..core.verdict_cache import VerdictCache
 from ..errors import ScorewatchError
 from ..privacy import PrivacyPolicy, Redaction, redacting
+from .caching import evaluation_caching
 from .data import EvalItem, Target, is_trajectory_scorer, produce_output, validate_items
 from .entries import EvalScorer, as_entries
 from .noise import ScorerNoise, noise_of
@@ -139,6 +141,7 @@ async def run_experiment(
     on_result: OnResult | None = None,
     repeat: int = 1,
     privacy: PrivacyPolicy | None = None,
+    cache: VerdictCache | None = None,
 ) -> ExperimentResult:
     """Run every scorer on every item, concurrently per item, isolating failures.
 
@@ -147,6 +150,7 @@ async def run_experiment(
     with each LLM-judged scorer (model-free scorers run once: they are deterministic) and
     reports each scorer's noise in `noise`. With a `privacy` policy each run gets its redactor
     (`RunOutcome.redaction`, and its telemetry's); the judge reads the items as they are.
+    `cache` reuses judge answers as `run_evals(cache=...)` does, never with `repeat` above 1.
     """
     check_repeat(repeat)
     private = privacy is not None and privacy.enabled
@@ -208,7 +212,8 @@ async def run_experiment(
             if inspect.isawaitable(called):
                 await called
 
-    await for_each_bounded(items, concurrency, evaluate)
+    with evaluation_caching(cache, repeat):
+        await for_each_bounded(items, concurrency, evaluate)
     done = [record for record in finished if record is not None]
     return _summarize([scorer for scorer, _ in entries], done, repeat)
 

@@ -17,8 +17,10 @@ from typing import Any, Literal
 from ..core.result import ScorerRunResult
 from ..core.scorer import Scorer
 from ..core.sync import synchronous
+from ..core.verdict_cache import VerdictCache
 from ..errors import ScorewatchError
 from ..judge.wire import WireModel
+from .caching import evaluation_caching
 from .data import (
     EvalItem,
     Target,
@@ -205,6 +207,7 @@ async def run_evals(
     on_item_complete: ItemCallback | None = None,
     target_entity_type: str | None = "agent",
     repeat: int = 1,
+    cache: VerdictCache | None = None,
 ) -> EvalResult:
     """Run `target` on every item (or use the items' `output`), then the gates and scorers.
 
@@ -226,6 +229,10 @@ async def run_evals(
     (model-free scorers run once: they are deterministic), counts every run in the means, and
     reports each scorer's judge noise and item spread in `noise` (`evals.noise.ScorerNoise`);
     `on_item_complete` then also gets every run in `repeated_results`.
+
+    `cache` (a `VerdictCache`, scorewatch's own) reuses judge answers to identical requests
+    (core/verdict_cache.py); without it the caller's context decides (off by default). With
+    `repeat` above 1 no answer is ever reused or stored (evals/caching.py).
 
     Raises `ScorewatchError` with the reference codes, in the reference's order: a bad
     threshold, empty data, a bad item, no scorers; then, while running, a target failure or a
@@ -299,7 +306,8 @@ async def run_evals(
                 await called
         completed += 1
 
-    await for_each_bounded(items, concurrency, evaluate)
+    with evaluation_caching(cache, repeat):
+        await for_each_bounded(items, concurrency, evaluate)
     summary = _summarize(plan, gate_list, tally, completed)
     if repeat == 1:
         return summary

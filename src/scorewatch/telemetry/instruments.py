@@ -114,6 +114,15 @@ class Instruments:
             names.METRIC_JUDGE_ATTEMPTS,
             description="Judge call attempts, retries and structured-output fallbacks included",
         )
+        self.judge_cache_lookups: Counter = meter.create_counter(
+            names.METRIC_JUDGE_CACHE_LOOKUPS,
+            description="Verdict cache lookups of prompt steps, by result (hit or miss)",
+        )
+        self.judge_cache_saved: Counter = meter.create_counter(
+            names.METRIC_JUDGE_CACHE_SAVED,
+            unit=names.UNIT_COST_USD,
+            description="Judge spend in US dollars that reused verdicts saved",
+        )
         self.scorer_runs: Counter = meter.create_counter(
             names.METRIC_SCORER_RUNS, description="Finished scorer runs, by outcome"
         )

@@ -35,7 +35,15 @@ from opentelemetry.trace import (
     Tracer,
 )
 
-from ..core.events import Handler, JudgeAttempt, Observer, RunListener, RunStart, StepOutcome
+from ..core.events import (
+    Handler,
+    JudgeAttempt,
+    JudgeCacheLookup,
+    Observer,
+    RunListener,
+    RunStart,
+    StepOutcome,
+)
 from ..core.result import ScorerRunResult
 from ..core.steps import StepName, StepType
 from ..judge.protocol import JudgeRequest
@@ -464,6 +472,21 @@ class RunTelemetry(RunListener):
         judge_calls.record_attempt(
             self._instruments, self._observer.model_guard, self._scorer_id, attempt
         )
+
+    def judge_cache_lookup(self, lookup: JudgeCacheLookup) -> None:
+        route = describe.provider_model(lookup.model_id, lookup.provider)
+        model = self._observer.model_guard(route)
+        attributes: Attributes = {
+            names.ATTR_EVALUATION_NAME: self._scorer_id,
+            names.ATTR_STEP: lookup.step,
+            names.ATTR_REQUEST_MODEL: model,
+        }
+        result = names.CACHE_HIT if lookup.hit else names.CACHE_MISS
+        self._instruments.judge_cache_lookups.add(
+            1, {**attributes, names.ATTR_CACHE_RESULT: result}
+        )
+        if lookup.hit and lookup.saved_cost_usd:
+            self._instruments.judge_cache_saved.add(lookup.saved_cost_usd, attributes)
 
     # -- run end -----------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "ATTR_CACHE_RESULT",
     "ATTR_COST_SOURCE",
     "ATTR_DECISION",
     "ATTR_ERROR_TYPE",
@@ -66,6 +67,8 @@ __all__ = [
     "ATTR_USAGE_INPUT_TOKENS",
     "ATTR_USAGE_OUTPUT_TOKENS",
     "ATTR_USAGE_REASONING_OUTPUT_TOKENS",
+    "CACHE_HIT",
+    "CACHE_MISS",
     "CARDINALITY_OVERFLOW",
     "COST_SOURCE_ESTIMATE",
     "COST_SOURCE_PROVIDER",
@@ -79,6 +82,8 @@ __all__ = [
     "MESSAGING_SYSTEM_REDIS",
     "METADATA_RESPONSE_ID",
     "METRIC_JUDGE_ATTEMPTS",
+    "METRIC_JUDGE_CACHE_LOOKUPS",
+    "METRIC_JUDGE_CACHE_SAVED",
     "METRIC_JUDGE_COST",
     "METRIC_JUDGE_EXECUTIONS",
     "METRIC_LIVE_DECISIONS",
@@ -109,6 +114,8 @@ __all__ = [
     "OUTCOME_NOT_SCORABLE",
     "OUTCOME_SUCCESS",
     "PROM_JUDGE_ATTEMPTS",
+    "PROM_JUDGE_CACHE_LOOKUPS",
+    "PROM_JUDGE_CACHE_SAVED",
     "PROM_JUDGE_COST",
     "PROM_JUDGE_EXECUTIONS",
     "PROM_LIVE_DECISIONS",
@@ -245,6 +252,8 @@ ATTR_STEP_TYPE: Final = "scorewatch.step.type"
 ATTR_TARGET: Final = "scorewatch.target"
 ATTR_COST_SOURCE: Final = "scorewatch.cost.source"
 ATTR_STATUS: Final = "scorewatch.status"
+# A verdict cache lookup's result (core/verdict_cache.py): `CACHE_HIT` or `CACHE_MISS`.
+ATTR_CACHE_RESULT: Final = "scorewatch.judge.cache.result"
 ATTR_OUTCOME: Final = "scorewatch.outcome"
 ATTR_DECISION: Final = "scorewatch.decision"
 ATTR_SINK: Final = "scorewatch.sink"
@@ -275,6 +284,8 @@ ATTR_RUN_OUTPUT: Final = "scorewatch.output"
 ATTR_REASON: Final = "scorewatch.reason"
 
 COST_SOURCE_PROVIDER: Final = "provider"
+CACHE_HIT: Final = "hit"
+CACHE_MISS: Final = "miss"
 COST_SOURCE_ESTIMATE: Final = "estimate"
 STATUS_SUCCESS: Final = "success"
 STATUS_FAILED: Final = "failed"
@@ -294,6 +305,8 @@ METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 METRIC_JUDGE_COST: Final = "scorewatch.judge.cost.usd"
 METRIC_JUDGE_EXECUTIONS: Final = "scorewatch.judge.executions"
 METRIC_JUDGE_ATTEMPTS: Final = "scorewatch.judge.attempts"
+METRIC_JUDGE_CACHE_LOOKUPS: Final = "scorewatch.judge.cache.lookups"
+METRIC_JUDGE_CACHE_SAVED: Final = "scorewatch.judge.cache.saved.usd"
 METRIC_SCORE: Final = "scorewatch.evaluation.score"
 # The sum of squared scores beside the histogram's sum and count: the variance of a window's
 # scores in PromQL, hence the standard error of its mean (the alerts' noise band).
@@ -323,6 +336,8 @@ PROM_OPERATION_DURATION: Final = "gen_ai_client_operation_duration_seconds"
 PROM_JUDGE_COST: Final = "scorewatch_judge_cost_usd_total"
 PROM_JUDGE_EXECUTIONS: Final = "scorewatch_judge_executions_total"
 PROM_JUDGE_ATTEMPTS: Final = "scorewatch_judge_attempts_total"
+PROM_JUDGE_CACHE_LOOKUPS: Final = "scorewatch_judge_cache_lookups_total"
+PROM_JUDGE_CACHE_SAVED: Final = "scorewatch_judge_cache_saved_usd_total"
 PROM_SCORE: Final = "scorewatch_evaluation_score"
 PROM_SCORE_SQUARES: Final = "scorewatch_evaluation_score_squares_total"
 PROM_SCORER_INFO: Final = "scorewatch_scorer_info"

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ...errors import ScorewatchError
 from ...privacy import PrivacyPolicy
 from ...sinks.storable import is_secret_key
+from .cache_settings import CacheSettings
 from .queue_settings import QueueSettings
 from .traces_settings import TracesSettings
 
@@ -119,7 +120,7 @@ def _no_inline_secrets(options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
-def _no_password(value: str, what: str, env_key: str) -> str:
+def no_password(value: str, what: str, env_key: str) -> str:
     """A DSN or URL without a password in it (`user:PASSWORD@`, `password=`)."""
     has_password = re.search(r"(^|\s)password\s*=", value) is not None
     if not has_password and "://" in value:
@@ -227,6 +228,7 @@ class ScorerSettings(_Table):
     filter: str | None = Field(
         None, description="`module:attribute` of a predicate over the call; falsy skips it."
     )
+    cache: bool = Field(True, description="Reuse verdicts when [cache] is set.")
 
     @field_validator("id")
     @classmethod
@@ -316,7 +318,7 @@ class SinkSettings(_Table):
     @field_validator("postgres")
     @classmethod
     def _no_inline_password(cls, value: str | None) -> str | None:
-        return None if value is None else _no_password(value, "the DSN", "postgres_env")
+        return None if value is None else no_password(value, "the DSN", "postgres_env")
 
     @field_validator("postgres_schema")
     @classmethod
@@ -371,6 +373,7 @@ class ServeConfig(_Table):
     sinks: SinkSettings = Field(default_factory=SinkSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
+    cache: CacheSettings | None = Field(None, description="The verdict cache; none: off.")
     traces: TracesSettings | None = Field(
         None, description="OTLP/HTTP trace intake (POST /v1/traces); absent: off."
     )

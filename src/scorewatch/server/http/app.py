@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from ..._version import __version__
 from ...sinks.delivery import close_sinks
+from ..config.cache_settings import install_configured_caching
 from ..config.file import ServeConfig
 from ..config.scorer_entries import build_scorers
 from ..config.stores import SinkProbe, build_stores
@@ -48,6 +49,7 @@ def build_service(config: ServeConfig) -> ServiceState:
     """Build scorers, sinks and the intake; raises `ConfigError` for a bad configuration."""
     token = resolve_token(config)
     built = {configured.id: configured for configured in build_scorers(config)}
+    install_configured_caching(config)
     stores = build_stores(config)
     entries = {scorer_id: configured.entry for scorer_id, configured in built.items()}
     intake = build_intake(config, entries, stores)

@@ -13,6 +13,7 @@ import signal
 import sys
 from typing import Any
 
+from ..config.cache_settings import install_configured_caching
 from ..config.file import ConfigError, ServeConfig, queue_url
 from ..config.process_logging import configure_process_logging
 from ..config.queue_settings import redact_url
@@ -53,6 +54,7 @@ def run_worker(
             "no work queue: pass --queue redis://HOST:PORT/DB or set [queue] url / url_env"
         )
     scorers = {configured.id: configured.scorer for configured in build_scorers(config)}
+    install_configured_caching(config)
     require_dependencies(config)  # one line naming what is unreachable, not a traceback
     if any(scorer.has_judge for scorer in scorers.values()):
         # Load the judge client now rather than in the first run: otherwise the first entries
