@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 from pathlib import Path
 
 __all__ = ["add_arguments", "run"]
@@ -80,7 +79,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from ..demo.session import (
         DEFAULT_DURATION_S,
         DEFAULT_DURATION_WITH_PROMETHEUS_S,
