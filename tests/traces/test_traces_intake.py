@@ -429,15 +429,13 @@ def test_trace_runs_go_through_the_redis_queue_to_a_worker(
     import redis
 
     from scale_support import (
-        REDIS_HOST,
-        REDIS_PORT,
         REDIS_URL,
         WorkerProcess,
-        require_service,
+        require_redis,
         unique_prefix,
     )
 
-    require_service("Redis", REDIS_HOST, REDIS_PORT)
+    require_redis()
     stream = unique_prefix()
     body = CONFIG.format(max_age=60, max_bytes=64 << 20) + (
         f'\n[queue]\nstream = "{stream}"\ngroup = "{stream}-workers"\nstats_interval = 0.25\n'
