@@ -16,6 +16,7 @@ from typing import Any
 
 from ..core.scorer import Scorer
 from ..errors import ScorewatchError
+from ._judge_keys import quiet_key_warnings, require_judge_keys
 from ._scorer_args import resolve_scorer
 
 __all__ = ["CLI_USAGE", "EvalScorers", "load_scorers"]
@@ -86,7 +87,21 @@ def load_scorers(
     model: str | None,
     options: dict[str, Any],
 ) -> tuple[EvalScorers, list[str]]:
-    """Every scorer of the run and the ids of the gates (a gate not among them is added)."""
+    """Every scorer of the run and the ids of the gates (a gate not among them is added).
+    A judge whose API key is certainly missing stops the run here (`require_judge_keys`)."""
+    with quiet_key_warnings():
+        found, gate_ids = _load(names, scorers_file, gates, model, options)
+    require_judge_keys(found.by_id.items())
+    return found, gate_ids
+
+
+def _load(
+    names: list[str],
+    scorers_file: str | None,
+    gates: list[str],
+    model: str | None,
+    options: dict[str, Any],
+) -> tuple[EvalScorers, list[str]]:
     if not names and scorers_file is None and not gates:
         raise ScorewatchError(
             "name at least one scorer: --scorer NAME or --scorers FILE (see --help)",

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ..server.config.scorer_entries import ConfiguredScorer
-
+from ._judge_keys import missing_key_lines, quiet_key_warnings
 from ._service_config import add_config_arguments, check_listen, load_service_config
 
 __all__ = ["add_arguments", "run"]
@@ -51,10 +47,9 @@ def run(args: argparse.Namespace) -> int:
             )
 
             resolve_token(config)
-            # A missing key is reported below, once per scorer, not also as a warning.
-            logging.getLogger("scorewatch.judge").setLevel(logging.ERROR)
-            built = build_scorers(config)
-            missing = [f"scorer {s.id!r}: {line}" for s in built if (line := _missing_key(s))]
+            with quiet_key_warnings():  # reported below, once per judge model
+                built = build_scorers(config)
+            missing = missing_key_lines((s.id, s.scorer) for s in built)
             if missing:
                 for line in missing:
                     print(f"scorewatch serve: {args.config}: {line}", file=sys.stderr)
@@ -72,11 +67,3 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"scorewatch serve: {error.message}", file=sys.stderr)
         return 2
-
-
-def _missing_key(configured: ConfiguredScorer) -> str | None:
-    """The judge's one-line complaint when its API key is certainly missing (see LiteLLMJudge)."""
-    model = getattr(configured.scorer.judge, "model", None)
-    check = getattr(model, "missing_api_key", None)
-    line = check() if callable(check) else None
-    return line if isinstance(line, str) else None
