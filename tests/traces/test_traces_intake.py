@@ -303,6 +303,15 @@ def test_spans_without_content_are_counted_and_not_scored(
     assert serve.post_spans(spans).status_code == 200
     serve.wait_metric('scorewatch_traces_runs_total{scorewatch_traces_outcome="no_content"} 1.0')
     assert not [row for row in serve.rows() if row["spanId"] == span_id]
+    # Explained in the log, once, with the setting to change in the agent.
+    with instrumented("genai", content=False) as (_, caught):
+        chat(llm, [{"role": "user", "content": "And order 10?"}])
+        more = caught.get_finished_spans()
+    assert serve.post_spans(more).status_code == 200
+    serve.wait_metric('scorewatch_traces_runs_total{scorewatch_traces_outcome="no_content"} 2.0')
+    log = serve.process.stderr()
+    assert log.count("selected spans without message content are not scored") == 1, log
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY" in log
 
 
 def test_unreadable_bodies_are_refused_and_lose_nothing_else(
