@@ -96,3 +96,39 @@ def test_a_closed_port_is_named_in_the_failure(tmp_path: Path) -> None:
     assert record["error_code"] == "CONNECTION_ERROR"
     assert f"at http://127.0.0.1:{port}/v1/chat/completions" in record["error"]
     assert f"127.0.0.1:{port}" in done.stdout
+
+
+def test_eval_confirms_passed_thresholds_and_rounds_as_the_table(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    rows = [
+        {"input": "How do I reset my password?", "output": "Open Settings and reset password."},
+        {"input": "When does the store open?", "output": "At nine."},
+        {"input": "Where is my order?", "output": "It ships today."},
+    ]
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    done = scorewatch(
+        "eval", str(data), "--scorer", "completeness", "--scorer", "keyword-coverage",
+        "--threshold", "completeness=0.1", "--threshold", "keyword-coverage=0.99",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    table = {line.split()[0]: line.split() for line in done.stdout.splitlines()[1:3]}
+    completeness_mean = table["completeness-scorer"][2]
+    keywords_mean = table["keyword-coverage-scorer"][2]
+    assert f"threshold passed: completeness-scorer mean {completeness_mean} >= 0.1" in done.stdout
+    assert f"threshold failed: keyword-coverage-scorer mean {keywords_mean} < 0.99" in done.stdout
+
+
+def test_a_scorer_without_a_score_says_so(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = scorewatch(
+        "eval", str(_data(tmp_path, items=1)), "--scorer", "answer-relevancy",
+        "--model", "openai/gpt-4o-mini", "--model-option", f"api_base=http://127.0.0.1:{port}/v1",
+        "--model-option", "max_retries=0", "--threshold", "answer-relevancy=0.5",
+        "--allow-failures", cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test"},
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "threshold failed: answer-relevancy-scorer has no score (needs 0.5)" in done.stdout
+    assert "None" not in done.stdout
