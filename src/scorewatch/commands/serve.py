@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from ._judge_keys import missing_key_lines, quiet_key_warnings
 from ._service_config import add_config_arguments, check_listen, load_service_config
+
+if TYPE_CHECKING:
+    from ..server.config.file import ServeConfig
 
 __all__ = ["add_arguments", "run"]
 
@@ -20,6 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--listen", default=None, help="HOST:PORT, overriding [server] listen (port 0: any free)"
+    )
+    parser.add_argument(
+        "--traces-listen",
+        default=None,
+        metavar="HOST:PORT",
+        help="overriding [traces] listen, the OTLP/HTTP trace listener (e.g. when a Collector "
+        "already holds 4318)",
     )
     parser.add_argument(
         "--check",
@@ -38,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
             check_listen("--listen", args.listen)
             server = config.server.model_copy(update={"listen": args.listen})
             config = config.model_copy(update={"server": server})
+        if args.traces_listen is not None:
+            config = _with_traces_listen(config, args.traces_listen)
         if args.check:
             from ..server.config.scorer_entries import build_scorers
             from ..server.http.auth import resolve_token
@@ -67,3 +80,13 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"scorewatch serve: {error.message}", file=sys.stderr)
         return 2
+
+
+def _with_traces_listen(config: ServeConfig, listen: str) -> ServeConfig:
+    from ..server.config.file import ConfigError
+
+    check_listen("--traces-listen", listen)
+    if config.traces is None:
+        raise ConfigError("--traces-listen: the configuration has no [traces] table")
+    traces = config.traces.model_copy(update={"listen": listen})
+    return config.model_copy(update={"traces": traces})
