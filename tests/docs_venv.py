@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 
 from binary_support import IN_CI
-from docs_support import REPO
+from docs_support import REPO, blocks
 
-__all__ = ["fresh_venv", "install_line", "venv_env"]
+__all__ = ["fresh_venv", "install_line", "readme_install", "uv_binary", "venv_env"]
 
 _INSTALL_TIMEOUT_S = 900
 
 
-def _uv() -> str:
+def uv_binary() -> str:
     found = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
     if not Path(found).exists():
         message = "uv is not installed (the test extra installs it: pip install -e '.[test]')"
@@ -44,13 +44,21 @@ def install_line(code: str) -> list[str]:
     return words[2:]
 
 
+def readme_install() -> list[str]:
+    """The README's install line (`pip install -e .`): the first line of its Install block."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Install") :]
+    block = next(b for b in blocks(REPO / "README.md") if b.code.strip() in section)
+    return install_line(block.code)
+
+
 def _uv_env() -> dict[str, str]:
     return {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "VIRTUAL_ENV": ""}
 
 
 def fresh_venv(root: Path, arguments: list[str]) -> Path:
     """A new virtualenv at `root`, `pip install ARGUMENTS` run in the repository into it."""
-    uv = _uv()
+    uv = uv_binary()
     env = _uv_env()
     subprocess.run(
         [uv, "venv", "--quiet", "--python", sys.executable, str(root)],

@@ -44,7 +44,7 @@ from docs_support import (
     promised_output,
     python_blocks,
 )
-from docs_venv import fresh_venv, install_line, venv_env
+from docs_venv import venv_env
 from scorewatch.demo.simulated_judge import SimulatedJudge
 from scorewatch.telemetry import names
 
@@ -82,22 +82,6 @@ def _files_with_python() -> list[Path]:
 NOISE = re.compile(r"Traceback|Exception ignored|Unclosed|WARNING|Warning:|cost map", re.I)
 
 
-def _readme_install() -> list[str]:
-    """The README's install line: `pip install -e .`, the first line of its Install block."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Install") :]
-    block = next(b for b in blocks(REPO / "README.md") if b.code.strip() in section)
-    return install_line(block.code)
-
-
-@pytest.fixture(scope="module")
-def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv with scorewatch installed as the README says."""
-    arguments = _readme_install()
-    assert arguments == ["-e", "."]
-    return fresh_venv(tmp_path_factory.mktemp("docs-venv") / "venv", arguments)
-
-
 @pytest.fixture(scope="module")
 def simulated_judge() -> Iterator[SimulatedJudge]:
     with SimulatedJudge(latency_s=(0.0, 0.02), seed=3) as judge:
@@ -106,14 +90,14 @@ def simulated_judge() -> Iterator[SimulatedJudge]:
 
 @pytest.mark.parametrize("path", _files_with_python(), ids=lambda path: str(path.relative_to(REPO)))
 def test_python_examples_run(
-    path: Path, tmp_path: Path, simulated_judge: SimulatedJudge, venv: Path
+    path: Path, tmp_path: Path, simulated_judge: SimulatedJudge, user_venv: Path
 ) -> None:
     marked = [b for b in python_blocks(path) if b.directive == "simulated-judge"]
     answered_before = simulated_judge.answered
     completed = subprocess.run(
-        [str(venv / "bin" / "python"), str(RUNNER), str(path)],
+        [str(user_venv / "bin" / "python"), str(RUNNER), str(path)],
         cwd=tmp_path,
-        env={**venv_env(venv), SIMULATED_JUDGE_URL_ENV: simulated_judge.base_url},
+        env={**venv_env(user_venv), SIMULATED_JUDGE_URL_ENV: simulated_judge.base_url},
         capture_output=True,
         text=True,
         timeout=300,
@@ -143,10 +127,10 @@ def test_real_model_examples_are_marked() -> None:
     assert all("openai/" in block.code for block in marked), [b.where for b in marked]
 
 
-def test_bash_examples_marked_to_run_succeed(tmp_path: Path, venv: Path) -> None:
+def test_bash_examples_marked_to_run_succeed(tmp_path: Path, user_venv: Path) -> None:
     """```bash blocks marked `docs-test: bash` run (in order, per file) in a temporary folder,
     with the fresh virtualenv first on PATH."""
-    env = venv_env(venv)
+    env = venv_env(user_venv)
     ran = 0
     for path in documents():
         for block in blocks(path):

@@ -289,7 +289,7 @@ def _start_prometheus(
         + (
             f"short-window rules from {rules})"
             if rules is not None
-            else "no rules: deploy/prometheus/rules-short was not found)"
+            else "no rules: the package's short-window rules were not found)"
         )
     )
     say(
