@@ -81,10 +81,14 @@ def test_demo_with_a_model_stops_at_once_without_its_key(tmp_path: Path) -> None
     assert time.monotonic() - started < 60
 
 
-def test_a_closed_port_is_named_in_the_failure(tmp_path: Path) -> None:
+def _closed_port() -> int:
     with socket.socket() as probe:  # a port nobody listens on once the probe is closed
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+        return int(probe.getsockname()[1])
+
+
+def test_a_closed_port_is_named_in_the_failure(tmp_path: Path) -> None:
+    port = _closed_port()
     done = scorewatch(
         "eval", str(_data(tmp_path, items=1)), "--scorer", "answer-relevancy",
         "--model", "openai/gpt-4o-mini", "--model-option", f"api_base=http://127.0.0.1:{port}/v1",
@@ -120,9 +124,7 @@ def test_eval_confirms_passed_thresholds_and_rounds_as_the_table(tmp_path: Path)
 
 
 def test_a_scorer_without_a_score_says_so(tmp_path: Path) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = _closed_port()
     done = scorewatch(
         "eval", str(_data(tmp_path, items=1)), "--scorer", "answer-relevancy",
         "--model", "openai/gpt-4o-mini", "--model-option", f"api_base=http://127.0.0.1:{port}/v1",
