@@ -42,7 +42,7 @@ kind = "answer-relevancy"
 sqlite = "scores.db"
 
 [telemetry]
-prometheus = false
+prometheus = true
 otlp = false
 """
 
@@ -69,6 +69,7 @@ def test_a_rejected_key_is_logged_paused_and_coded_as_eval_codes_it(tmp_path: Pa
                     answer = http.post("/v1/scores", params={"wait": "true"}, json=item)
                     (result,) = answer.json()["results"]
                     codes.append((result["status"], result["error_code"]))
+                metrics = http.get("/metrics").text
             assert served.terminate() == 0
         finally:
             served.kill()
@@ -86,6 +87,17 @@ def test_a_rejected_key_is_logged_paused_and_coded_as_eval_codes_it(tmp_path: Pa
     rejected, paused = ("failed", "AUTHENTICATION_FAILED"), ("failed", "JUDGE_PAUSED")
     assert codes == [rejected] * 3 + [paused] * 3, codes
     assert calls_by_serve == 3  # the paused runs made no call
+    # Counted: the judge's attempts by error type (the paused ones too, with no request).
+    attempts = {
+        error: float(count)
+        for error, count in re.findall(
+            r"^gen_ai_client_operation_duration_seconds_count"
+            r'\{[^}]*error_type="(\w+)"[^}]*\} (\S+)$',
+            metrics,
+            re.M,
+        )
+    }
+    assert attempts == {"AUTHENTICATION_FAILED": 3.0, "JUDGE_PAUSED": 3.0}, attempts
     warnings = [line for line in log.splitlines() if " WARNING " in line]
     assert len(warnings) == 3, log  # one per (scorer, code), and the pause itself
     first, pause, refused = warnings
