@@ -184,7 +184,7 @@ def test_client_strings_cannot_forge_log_lines(client: httpx.Client, served: Ser
     missing = client.post("/v1/scores", json={**hostile, "scorers": [f"x\n{forged}"]})
     assert missing.status_code == 404
     log = served.stderr()
-    # The run failed and was logged (debug level) with its run id, which holds the trace id.
+    # The run failed and was logged (a warning) with its run id, which holds the trace id.
     assert "failed on run" in log
     for line in log.splitlines():
         assert not line.startswith("FORGED"), line
