@@ -24,10 +24,10 @@ from contextlib import nullcontext
 from typing import Any
 
 import _common
-from scorewatch.sinks.call import ScoredCall
 
 import scorewatch as sw
 from scorewatch.core import MemoryVerdictCache, caching_verdicts
+from scorewatch.core.call import AgentCall
 from scorewatch.judge import JudgeReply, JudgeRequest, JudgeUsage
 from scorewatch.live.engine import score_call
 from scorewatch.testing import ScriptedJudge
@@ -65,22 +65,22 @@ def scorer(judge: ScriptedJudge) -> sw.Scorer:
     )
 
 
-def traffic(calls: int, seed: int = 33) -> list[ScoredCall]:
+def traffic(calls: int, seed: int = 33) -> list[AgentCall]:
     rng = random.Random(seed)
     repeats = set(rng.sample(range(1, calls), round(calls * REPEAT_SHARE)))
     seen: list[str] = []
-    made: list[ScoredCall] = []
+    made: list[AgentCall] = []
     for index in range(calls):
         if index in repeats:
             output = rng.choice(seen)
         else:
             output = f"Answer number {index}: the refund is possible within 30 days."
             seen.append(output)
-        made.append(ScoredCall("Can I get a refund?", output, "agent", None, None, f"r{index}"))
+        made.append(AgentCall("Can I get a refund?", output, "agent", None, None, f"r{index}"))
     return made
 
 
-async def score_all(calls: list[ScoredCall], cached: bool) -> tuple[int, list[float | None]]:
+async def score_all(calls: list[AgentCall], cached: bool) -> tuple[int, list[float | None]]:
     judge = ScriptedJudge(answer)
     target = scorer(judge)
     scores: list[float | None] = []

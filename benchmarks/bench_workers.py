@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/bench_workers.py [--items 120] [--concurrency 2] [--repeats 3]
 
-Needs the real Redis (127.0.0.1:6379) and PostgreSQL (127.0.0.1:5432, database `test`). For each
+Needs the real Redis and PostgreSQL, and uses only the databases the tests use:
+`SCOREWATCH_TEST_REDIS_URL` and `SCOREWATCH_TEST_PG_DSN` (tests/service_databases.py). For each
 worker count, a fresh stream and schema: the workers start and report they are consuming, the
 items are appended to the stream in one go, and the clock runs until every result row is in
 PostgreSQL. Each run makes one call to a loopback judge that answers after `--latency` seconds,
@@ -39,8 +40,8 @@ from scorewatch.server.intake.redis_queue import RedisIntake
 from scorewatch.server.queue.stream import StreamNames, connect
 from scorewatch.testing import LoopbackJudgeServer, Reply
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
-PG_DSN = "host=127.0.0.1 port=5432 dbname=test user=postgres"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from service_databases import PG_DSN, REDIS_URL, ensure_pg_database
 
 SCORERS = textwrap.dedent(
     """
@@ -192,6 +193,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2, help="judge latency, seconds")
     parser.add_argument("--repeats", type=int, default=1, help="1-then-3 measurements")
     args = parser.parse_args()
+    ensure_pg_database()
     reply = Reply('{"score": 0.7}', delay=args.latency)
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     with LoopbackJudgeServer(default=reply, record_requests=False) as judge:

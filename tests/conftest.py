@@ -26,9 +26,9 @@ def schema() -> Iterator[str]:
     # Imported here: the unit tests load this file too and need neither.
     import psycopg
 
-    from scale_support import PG_DSN, PG_HOST, PG_PORT, require_service, unique_prefix
+    from scale_support import PG_DSN, require_postgres, unique_prefix
 
-    require_service("PostgreSQL", PG_HOST, PG_PORT)
+    require_postgres()
     name = unique_prefix().replace("-", "_")
     yield name
     with psycopg.connect(PG_DSN, autocommit=True) as conn:

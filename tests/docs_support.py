@@ -145,7 +145,6 @@ def _set_openai_endpoint(url: str | None) -> None:
 
 def run_file(path: Path) -> int:
     """Run the file's examples; 0 when all pass (prints what ran), 1 at the first failure."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     judge_url = os.environ.get(SIMULATED_JUDGE_URL_ENV)
     _set_openai_endpoint(None)  # only marked examples may reach the (simulated) OpenAI endpoint
     namespace: dict[str, Any] = {"__name__": "__docs__"}

@@ -1,6 +1,7 @@
-"""Shared pieces of the scale-out tests: the real Redis and PostgreSQL on loopback (skipped
-locally when unreachable, a failure under CI=true), per-run stream keys and schemas that are
-cleaned up afterwards, custom scorers, and `scorewatch worker` processes."""
+"""Shared pieces of the scale-out tests: the real Redis and PostgreSQL databases the environment
+names (service_databases.py; skipped locally when unreachable, a failure under CI=true), per-run
+stream keys and schemas that are cleaned up afterwards, custom scorers, and `scorewatch worker`
+processes."""
 
 from __future__ import annotations
 
@@ -19,13 +20,38 @@ from pathlib import Path
 import pytest
 
 from binary_support import IN_CI
-
-REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
-PG_HOST, PG_PORT = "127.0.0.1", 5432
-REDIS_URL = os.environ.get("SCOREWATCH_TEST_REDIS_URL", f"redis://{REDIS_HOST}:{REDIS_PORT}/0")
-PG_DSN = os.environ.get(
-    "SCOREWATCH_TEST_PG_DSN", f"host={PG_HOST} port={PG_PORT} dbname=test user=postgres"
+from service_databases import (
+    PG_DATABASE,
+    PG_DSN,
+    PG_HOST,
+    PG_PORT,
+    REDIS_HOST,
+    REDIS_PORT,
+    REDIS_URL,
+    ensure_pg_database,
+    pg_dsn,
+    redis_url,
 )
+
+__all__ = [
+    "PG_DATABASE",
+    "PG_DSN",
+    "PG_HOST",
+    "PG_PORT",
+    "REDIS_HOST",
+    "REDIS_PORT",
+    "REDIS_URL",
+    "SCORER_MODULE",
+    "WorkerProcess",
+    "pg_dsn",
+    "redis_url",
+    "require_postgres",
+    "require_redis",
+    "require_service",
+    "scale_config",
+    "unique_prefix",
+    "write_module",
+]
 
 _CONSUMING = re.compile(r"scorewatch worker: consuming ")
 _STOPPED = re.compile(r"scorewatch worker: stopped; accounting (\{.*\})")
@@ -80,6 +106,18 @@ def require_service(name: str, host: str, port: int) -> None:
     if IN_CI:
         pytest.fail(message)
     pytest.skip(message)
+
+
+def require_redis() -> None:
+    """The test Redis (`SCOREWATCH_TEST_REDIS_URL`) answers, or skip (fail under CI)."""
+    require_service("Redis", REDIS_HOST, REDIS_PORT)
+
+
+def require_postgres() -> None:
+    """The test PostgreSQL answers and has its database (`SCOREWATCH_TEST_PG_DSN`, created
+    when missing), or skip (fail under CI)."""
+    require_service("PostgreSQL", PG_HOST, PG_PORT)
+    ensure_pg_database()
 
 
 def unique_prefix() -> str:

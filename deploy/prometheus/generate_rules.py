@@ -1,7 +1,8 @@
 """Generate scorewatch's Prometheus recording and alerting rules from one source.
 
 The production rules (``rules/``), a short-window variant for demos and end-to-end tests
-(``rules-short/``) and the prometheus-operator ``PrometheusRule`` for Kubernetes
+(``src/scorewatch/demo/data/short-window.rules.yml``, shipped in the package for
+``scorewatch demo --prometheus``) and the prometheus-operator ``PrometheusRule`` for Kubernetes
 (``../k8s/prometheusrule.yaml``) are all written from the same ``RuleSettings``, so the windows
 and thresholds differ between them but the logic cannot drift.
 
@@ -37,6 +38,7 @@ __all__ = [
 
 HERE = Path(__file__).resolve().parent
 DEPLOY = HERE.parent
+SHORT_RULES = DEPLOY.parent / "src" / "scorewatch" / "demo" / "data" / "short-window.rules.yml"
 if str(DEPLOY.parent / "tools") not in sys.path:
     sys.path.insert(0, str(DEPLOY.parent / "tools"))
 
@@ -546,9 +548,7 @@ def generated_files() -> dict[Path, str]:
     """Every file this generator owns, with its expected content."""
     return {
         HERE / "rules" / "scorewatch.rules.yml": dump_yaml({"groups": rule_groups(PRODUCTION)}),
-        HERE / "rules-short" / "scorewatch.rules.yml": dump_yaml(
-            {"groups": rule_groups(SHORT_WINDOWS)}
-        ),
+        SHORT_RULES: dump_yaml({"groups": rule_groups(SHORT_WINDOWS)}),
         DEPLOY / "k8s" / "prometheusrule.yaml": dump_yaml(_prometheus_rule(PRODUCTION)),
     }
 

@@ -361,7 +361,7 @@ def test_scorers_file_in_serves_format_gives_options(tmp_path: Path) -> None:
     assert summary["scorers"]["mentions-answer"]["mean"] == pytest.approx(2 / 3)
     assert summary["scorers"]["long-enough"]["mean"] == pytest.approx(2 / 3)
     # The gate (mean must be 1) fails; the threshold passes.
-    assert summary["problems"] == ["gate failed: long-enough mean 0.6666666666666666 < 1"]
+    assert summary["problems"] == ["gate failed: long-enough mean 0.667 < 1"]
     assert done.returncode == 1
     assert "scorers[1] (long-enough): sampling apply to live traffic" in done.stderr
     # A missing option is reported the way serve reports it, by its key path.

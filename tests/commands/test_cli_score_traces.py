@@ -238,7 +238,7 @@ def test_selection_options_select_file_and_thresholds(traces: Traces, tmp_path: 
     assert {(r["trace_id"], r["span_id"]) for r in records} == chats
     # The same runs; the threshold cannot be met, so the command fails as eval does.
     assert by_file.returncode == 1
-    assert "threshold failed: completeness-scorer mean 0.25 < 1.01" in by_file.stdout
+    assert "threshold failed: completeness-scorer mean 0.250 < 1.01" in by_file.stdout
 
     select.write_text('[[traces.select]]\noperation = "chat"\n')
     refused = scorewatch(str(traces.plain), "--scorer", "completeness", "--select", str(select))

@@ -281,6 +281,29 @@ def test_demo_command_runs_scores_serves_metrics_and_stores_rows(tmp_path: Path)
     assert int(rows_line.group(1)) == sum(count for count, _ in by_scorer.values())
 
 
+def test_the_short_window_rules_ship_in_the_wheel(tmp_path: Path) -> None:
+    """`demo --prometheus` from an installed package finds its rules: they are package data,
+    the very file the rule generator writes."""
+    import zipfile
+
+    from docs_venv import uv_binary
+    from scorewatch.demo.local_prometheus import find_short_rules
+
+    built = subprocess.run(
+        [uv_binary(), "build", "--wheel", "--out-dir", str(tmp_path), "--python", sys.executable,
+         str(REPO)],
+        env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"}, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = tmp_path.glob("scorewatch-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = archive.read("scorewatch/demo/data/short-window.rules.yml")
+    rules = find_short_rules()
+    assert rules is not None and rules.read_bytes() == shipped
+    assert b"ScorewatchScoreDrop" in shipped
+
+
 def test_demo_prometheus_starts_with_the_short_window_rules(prometheus_bin: str) -> None:
     from scorewatch.demo.local_prometheus import DemoPrometheus, find_short_rules
 

@@ -22,7 +22,7 @@ import pytest
 
 import scorewatch as sw
 from deploy_support import GRAFANA, load_script, load_yaml
-from scale_support import PG_DSN, PG_HOST, PG_PORT, require_service, unique_prefix
+from scale_support import PG_DSN, require_postgres, unique_prefix
 from scorewatch.core.call import AgentCall
 from scorewatch.live import PostgresSink
 from scorewatch.live.engine import score_call
@@ -172,7 +172,7 @@ CALLS = [
 @pytest.fixture(scope="module")
 def filled() -> Iterator[tuple[str, datetime]]:
     """A schema with the score table, filled by PostgresSink with real scorer runs."""
-    require_service("PostgreSQL", PG_HOST, PG_PORT)
+    require_postgres()
     schema = unique_prefix().replace("-", "_")
 
     async def fill(base_url: str) -> None:

@@ -34,6 +34,7 @@ from deploy_support import (
     panel_targets,
     variable_queries,
 )
+from scale_support import REDIS_URL
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs_binary]
 
@@ -48,7 +49,8 @@ MAY_BE_EMPTY = {
     ("Firing scorewatch alerts", "A"),
 }
 # The work-queue panels have data only when the workload runs its Redis stream: always under
-# CI (.ci/run starts Redis on 127.0.0.1:6379); locally only when Redis is there.
+# CI (.ci/run starts Redis; the test database is SCOREWATCH_TEST_REDIS_URL); locally only when
+# Redis is there.
 QUEUE_PANELS = {
     ("Work queue backlog", "A"),
     ("Work queue pending and consumer lag", "A"),
@@ -57,7 +59,6 @@ QUEUE_PANELS = {
     ("Dead-lettered by reason", "A"),
     ("Dead letters waiting", "A"),
 }
-REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 def _free_port() -> int:

@@ -1,17 +1,22 @@
-"""Every ```python block of README.md and docs/**/*.md runs, offline.
+"""Every ```python block of README.md and docs/**/*.md runs, offline, as a new user runs it.
 
-Each file's examples run in a fresh interpreter (`tests/docs_support.py FILE`), as a reader
-would paste them: in order, in one namespace (later examples may use earlier ones) and one event
-loop (top-level `await` is allowed), in a temporary working directory. A directive on the line
-before a block (an HTML comment, invisible on the rendered page) or as a comment inside it
-changes how it runs:
+The examples run in a fresh virtualenv with the checkout installed as the README's Install
+section says (`pip install -e .`, run by uv: tests/docs_venv.py), with none of the test run's
+own set-up (no PYTHONPATH, no LITELLM_LOCAL_MODEL_COST_MAP). Each file's examples run in a fresh
+interpreter (`tests/docs_support.py FILE`), as a reader would paste them: in order, in one
+namespace (later examples may use earlier ones) and one event loop (top-level `await` is
+allowed, and such a block says how to run it), in a temporary working directory, and print
+nothing on stderr: no warning, no traceback, not even at exit. A directive on the line before a
+block (an HTML comment, invisible on the rendered page) or as a comment inside it changes how it
+runs:
 
 - `docs-test: simulated-judge` — the example calls a real model (`openai/...`). It runs as
   written, with the OpenAI endpoint pointed at the simulated judge (a loopback OpenAI-compatible
   server replaying the demo dataset's annotations) and a placeholder key: no key, no network.
 - `docs-test: skip: <reason>` — not run (an API synopsis with placeholders, or a long-running
   command). Kept rare: the reason is required and a test bounds their share.
-- `docs-test: bash` on a ```bash block — run by bash, with the virtualenv first on PATH.
+- `docs-test: bash` on a ```bash block — run by bash, with the virtualenv first on PATH; its
+  stderr holds no traceback and no warning.
 
 Also checked: the generated telemetry reference in docs/telemetry.md matches the code, the
 README keeps its two quick-start commands, and relative links point at files that exist.
@@ -19,8 +24,8 @@ README keeps its two quick-start commands, and relative links point at files tha
 
 from __future__ import annotations
 
+import ast
 import importlib.util
-import os
 import re
 import subprocess
 import sys
@@ -39,6 +44,7 @@ from docs_support import (
     promised_output,
     python_blocks,
 )
+from docs_venv import venv_env
 from scorewatch.demo.simulated_judge import SimulatedJudge
 from scorewatch.telemetry import names
 
@@ -72,12 +78,8 @@ def _files_with_python() -> list[Path]:
     ]
 
 
-def _env() -> dict[str, str]:
-    return {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
+# What must never reach a user's terminal from an example.
+NOISE = re.compile(r"Traceback|Exception ignored|Unclosed|WARNING|Warning:|cost map", re.I)
 
 
 @pytest.fixture(scope="module")
@@ -87,13 +89,15 @@ def simulated_judge() -> Iterator[SimulatedJudge]:
 
 
 @pytest.mark.parametrize("path", _files_with_python(), ids=lambda path: str(path.relative_to(REPO)))
-def test_python_examples_run(path: Path, tmp_path: Path, simulated_judge: SimulatedJudge) -> None:
+def test_python_examples_run(
+    path: Path, tmp_path: Path, simulated_judge: SimulatedJudge, user_venv: Path
+) -> None:
     marked = [b for b in python_blocks(path) if b.directive == "simulated-judge"]
     answered_before = simulated_judge.answered
     completed = subprocess.run(
-        [sys.executable, str(RUNNER), str(path)],
+        [str(user_venv / "bin" / "python"), str(RUNNER), str(path)],
         cwd=tmp_path,
-        env={**_env(), SIMULATED_JUDGE_URL_ENV: simulated_judge.base_url},
+        env={**venv_env(user_venv), SIMULATED_JUDGE_URL_ENV: simulated_judge.base_url},
         capture_output=True,
         text=True,
         timeout=300,
@@ -102,6 +106,7 @@ def test_python_examples_run(path: Path, tmp_path: Path, simulated_judge: Simula
     assert completed.returncode == 0, report
     ran = re.findall(r"^ran ", completed.stdout, re.M)
     assert len(ran) == sum(1 for b in python_blocks(path) if b.directive != "skip"), report
+    assert completed.stderr == "", completed.stderr[-4000:]
     if marked:
         # The marker must not hide an example that never reached a judge.
         assert simulated_judge.answered > answered_before, report
@@ -122,10 +127,10 @@ def test_real_model_examples_are_marked() -> None:
     assert all("openai/" in block.code for block in marked), [b.where for b in marked]
 
 
-def test_bash_examples_marked_to_run_succeed(tmp_path: Path) -> None:
+def test_bash_examples_marked_to_run_succeed(tmp_path: Path, user_venv: Path) -> None:
     """```bash blocks marked `docs-test: bash` run (in order, per file) in a temporary folder,
-    with the project's virtualenv first on PATH."""
-    env = _env()
+    with the fresh virtualenv first on PATH."""
+    env = venv_env(user_venv)
     ran = 0
     for path in documents():
         for block in blocks(path):
@@ -143,6 +148,7 @@ def test_bash_examples_marked_to_run_succeed(tmp_path: Path) -> None:
                 f"{block.where} exited {completed.returncode}:\n{block.code}\n"
                 f"{completed.stdout}\n{completed.stderr}"
             )
+            assert not NOISE.search(completed.stderr), f"{block.where}:\n{completed.stderr}"
             ran += 1
     assert ran > 0
 
@@ -255,3 +261,39 @@ def test_the_evaluation_page_covers_run_evals_eval_report_and_compare() -> None:
                  "scorewatch report ", "report --compare", "compare_records("):  # fmt: skip
         assert used in code, used
     assert "docs/evaluation.md" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _awaits_at_top_level(code: str) -> bool:
+    """Whether the block awaits outside any function (so it needs an event loop to paste in)."""
+    found = False
+
+    class Visitor(ast.NodeVisitor):
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+            return None
+
+        def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+            return None
+
+        def visit_Lambda(self, node: ast.Lambda) -> None:
+            return None
+
+        def generic_visit(self, node: ast.AST) -> None:
+            nonlocal found
+            found = found or isinstance(node, ast.Await | ast.AsyncWith | ast.AsyncFor)
+            super().generic_visit(node)
+
+    Visitor().visit(ast.parse(code))
+    return found
+
+
+def test_top_level_await_examples_say_how_to_run_them() -> None:
+    """Pasted into a script, `await` outside a function is a SyntaxError: such a block says
+    where it runs as written (`python -m asyncio`, a notebook) and what a script does instead."""
+    awaiting = [block for block in _all_python_blocks() if _awaits_at_top_level(block.code)]
+    assert awaiting, "the detector found none: it is broken"
+    unexplained = [
+        block.where
+        for block in awaiting
+        if "python -m asyncio" not in block.code or "asyncio.run(" not in block.code
+    ]
+    assert unexplained == []

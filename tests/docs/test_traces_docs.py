@@ -1,27 +1,30 @@
-"""docs/traces.md's quick start, run as written: its bash block starts `scorewatch serve` with
-docs/examples/traces/scorewatch.toml and runs docs/examples/traces/agent.py against it. Only
-what a test machine needs differs: free ports instead of 8787 / 4318, the loopback LLM server
-instead of OpenAI (OPENAI_BASE_URL), and no `pip install` (the test environment has it all)."""
+"""docs/traces.md's quick start, run as written, in a fresh virtualenv: its install line (`pip
+install -e '.[traces-example]'`, by uv's pip, in the repository), then the rest of the block: it
+starts `scorewatch serve` with docs/examples/traces/scorewatch.toml (unchanged) and runs
+docs/examples/traces/agent.py against it. Only what a test machine needs differs: free ports in
+the block's command lines instead of 8787 / 4318 (as the page tells a user whose port is taken),
+the loopback LLM server instead of OpenAI (OPENAI_BASE_URL), and a copy of docs/examples in a
+temporary folder as the working directory, so the SQLite file is not written into the checkout."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
+import shutil
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from docs_support import REPO, blocks
+from docs_venv import fresh_venv, install_line, venv_env
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 
 pytestmark = pytest.mark.e2e
 
 DOC = REPO / "docs" / "traces.md"
-EXAMPLES = REPO / "docs" / "examples" / "traces"
+EXAMPLES = REPO / "docs" / "examples"
 
 
 def _free_port() -> int:
@@ -37,39 +40,33 @@ def _quick_start() -> str:
 
 def test_the_quick_start_scores_the_agent_from_its_traces(tmp_path: Path) -> None:
     script = _quick_start()
-    assert script.startswith("pip install ")
+    arguments = install_line(script)
+    assert arguments == ["-e", ".[traces-example]"]
+    venv = fresh_venv(tmp_path / "venv", arguments)
+    config = (EXAMPLES / "traces" / "scorewatch.toml").read_text(encoding="utf-8")
+    assert '"127.0.0.1:8787"' in config and '"127.0.0.1:4318"' in config  # the ports overridden
+    work = tmp_path / "work"
+    shutil.copytree(EXAMPLES, work / "docs" / "examples")
     main, traces = _free_port(), _free_port()
-    config = (EXAMPLES / "scorewatch.toml").read_text(encoding="utf-8")
-    assert '"127.0.0.1:8787"' in config and '"127.0.0.1:4318"' in config
-    config = config.replace("127.0.0.1:8787", f"127.0.0.1:{main}")
-    config = config.replace("127.0.0.1:4318", f"127.0.0.1:{traces}")
-    (tmp_path / "scorewatch.toml").write_text(config, encoding="utf-8")
     script = (
-        script.split("\n", 1)[1]  # no pip install
-        .replace("docs/examples/traces/scorewatch.toml", str(tmp_path / "scorewatch.toml"))
-        .replace("docs/examples/traces/agent.py", str(EXAMPLES / "agent.py"))
+        script.split("\n", 1)[1]  # installed above
         .replace("127.0.0.1:8787", f"127.0.0.1:{main}")
         .replace("127.0.0.1:4318", f"127.0.0.1:{traces}")
     )
     wrapped = "set -eo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + script
     with LoopbackJudgeServer(default=Reply("It left the warehouse on Monday.")) as llm:
-        env = {
-            **os.environ,
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-            "OPENAI_BASE_URL": llm.base_url,
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        }
         done = subprocess.run(
             ["bash", "-c", wrapped],
-            cwd=tmp_path,
-            env=env,
+            cwd=work,
+            env={**venv_env(venv), "OPENAI_BASE_URL": llm.base_url},
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=180,
             check=False,
         )
         asked = [request.messages for request in llm.requests]
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "WARNING" not in done.stderr, done.stderr[-3000:]
     assert asked and asked[0][-1]["content"] == "My order 7 has not arrived. Where is it?"
     ids = re.search(r"^trace ([0-9a-f]{32}) span ([0-9a-f]{16})$", done.stdout, re.MULTILINE)
     assert ids, done.stdout

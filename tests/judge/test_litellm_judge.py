@@ -82,6 +82,51 @@ def test_importing_scorewatch_does_not_import_litellm() -> None:
     assert completed.returncode == 0, completed.stderr
 
 
+@pytest.mark.parametrize(("given", "seen"), [(None, "True"), ("False", "False")])
+def test_importing_scorewatch_makes_the_local_price_table_the_default(
+    given: str | None, seen: str
+) -> None:
+    """`import litellm` after `import scorewatch` (a user registering prices) reads litellm's
+    bundled table instead of downloading one, unless the environment says otherwise."""
+    code = "import os, scorewatch\nprint(os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'))\n"
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    if given is not None:
+        env["LITELLM_LOCAL_MODEL_COST_MAP"] = given
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == seen
+
+
+@pytest.mark.parametrize("transport", ["openai_http", "litellm"])
+def test_a_sync_run_exits_without_an_unclosed_session(transport: str) -> None:
+    """`run_sync` uses scorewatch's background loop; at exit its HTTP sessions are closed on
+    that loop, so the interpreter prints nothing (no "Unclosed client session" traceback)."""
+    code = (
+        "import sys\n"
+        "import scorewatch as sw\n"
+        "judge = sw.JudgeConfig(model='openai/loopback-judge', instructions='Judge.',\n"
+        "    model_options={'api_base': sys.argv[1], 'api_key': 'sk-test',\n"
+        "                   'transport': sys.argv[2]})\n"
+        "scorer = sw.create_scorer(id='exit', judge=judge).generate_score(\n"
+        "    sw.PromptStep('rate', lambda ctx: f'Rate: {ctx.run.output}'))\n"
+        "print(scorer.run_sync(input='q', output='a').score)\n"
+    )
+    with LoopbackJudgeServer([Reply('{"score": 0.5}')]) as server:
+        env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+        completed = subprocess.run(
+            [sys.executable, "-c", code, server.base_url, transport],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "0.5"
+    assert completed.stderr == ""
+
+
 def test_it_is_a_judge_model_with_a_default_retry_policy() -> None:
     judge = LiteLLMJudge("openai/gpt-4o-mini")
     assert isinstance(judge, JudgeModel)

@@ -10,7 +10,7 @@ import redis
 
 import scorewatch as sw
 from core_support import judge_config
-from scale_support import REDIS_HOST, REDIS_PORT, REDIS_URL, require_service, unique_prefix
+from scale_support import REDIS_URL, require_redis, unique_prefix
 from scorewatch.core import CachedVerdict, caching_verdicts
 from scorewatch.judge import JudgeReply
 from scorewatch.live.redis_verdicts import RedisVerdictCache
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def prefix() -> Iterator[str]:
-    require_service("Redis", REDIS_HOST, REDIS_PORT)
+    require_redis()
     chosen = f"{unique_prefix()}:verdict:"
     yield chosen
     client = redis.Redis.from_url(REDIS_URL)

@@ -27,13 +27,10 @@ from privacy_support import (
 )
 from scale_support import (
     PG_DSN,
-    PG_HOST,
-    PG_PORT,
-    REDIS_HOST,
-    REDIS_PORT,
     REDIS_URL,
     WorkerProcess,
-    require_service,
+    require_postgres,
+    require_redis,
     unique_prefix,
 )
 from scorewatch.testing import LoopbackJudgeServer
@@ -48,8 +45,8 @@ PRIVACY = "[privacy]\nredact = [\"all\"]\npatterns = { EMPLOYEE = 'EMP-\\d{6}' }
 @pytest.fixture
 def prefix() -> Iterator[str]:
     """A Redis key prefix and PostgreSQL schema name of the test's own, removed afterwards."""
-    require_service("Redis", REDIS_HOST, REDIS_PORT)
-    require_service("PostgreSQL", PG_HOST, PG_PORT)
+    require_redis()
+    require_postgres()
     name = unique_prefix().replace("-", "_")
     yield name
     client = redis.Redis.from_url(REDIS_URL)

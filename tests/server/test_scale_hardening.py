@@ -22,13 +22,16 @@ import httpx
 import pytest
 
 from scale_support import (
+    PG_DATABASE,
     PG_DSN,
     PG_HOST,
     PG_PORT,
     REDIS_HOST,
     REDIS_PORT,
     REDIS_URL,
-    require_service,
+    pg_dsn,
+    redis_url,
+    require_redis,
     unique_prefix,
 )
 from scorewatch.testing import HttpError, LoopbackJudgeServer
@@ -60,7 +63,7 @@ otlp = false
 
 @pytest.fixture
 def stream() -> Iterator[str]:
-    require_service("Redis", REDIS_HOST, REDIS_PORT)
+    require_redis()
     name = f"{unique_prefix()}:work"
     yield name
     import redis
@@ -173,7 +176,7 @@ def test_a_lost_append_answer_is_outcome_unknown_with_the_run_ids(
     tmp_path: Path, stream: str
 ) -> None:
     with FaultyProxy(REDIS_HOST, REDIS_PORT) as proxy:
-        url = f"redis://127.0.0.1:{proxy.port}/0"
+        url = redis_url(port=proxy.port)
         path = write_config(
             tmp_path, CONFIG.format(url=url, stream=stream, connections=4, timeout=1)
         )
@@ -221,10 +224,6 @@ otlp = false
 """
 
 
-def _proxied_dsn(port: int) -> str:
-    return PG_DSN.replace(f"port={PG_PORT}", f"port={port}")
-
-
 def _readyz(url: str) -> tuple[int, dict[str, bool]]:
     answer = httpx.get(f"{url}/readyz", timeout=30)
     return answer.status_code, answer.json()["checks"]
@@ -247,9 +246,9 @@ def test_readyz_is_not_ready_while_redis_or_postgres_is_unreachable(
         PG_HOST, PG_PORT
     ) as pg_proxy:  # fmt: skip
         body = DEPENDENCY_CONFIG.format(
-            dsn=_proxied_dsn(pg_proxy.port),
+            dsn=pg_dsn(port=pg_proxy.port),
             schema=schema,
-            url=f"redis://127.0.0.1:{redis_proxy.port}/0",
+            url=redis_url(port=redis_proxy.port),
             stream=stream,
         )
         path = write_config(tmp_path, body)
@@ -272,7 +271,7 @@ def test_check_and_worker_name_the_unreachable_dependency_in_one_line(
     tmp_path: Path, stream: str
 ) -> None:
     body = DEPENDENCY_CONFIG.format(
-        dsn=_proxied_dsn(1), schema="unused", url="redis://127.0.0.1:2/0", stream=stream
+        dsn=pg_dsn(port=1), schema="unused", url=redis_url(port=2), stream=stream
     )
     path = write_config(tmp_path, body)
     judge_env = {"SW_TEST_JUDGE_BASE": "http://127.0.0.1:9/v1"}
@@ -293,8 +292,8 @@ def test_check_and_worker_name_the_unreachable_dependency_in_one_line(
         assert "Traceback" not in output
         line = lines[0]
         assert line.startswith(f"scorewatch {command}: ")
-        assert "Redis at redis://127.0.0.1:2/0 is unreachable" in line
-        assert "PostgreSQL (host=127.0.0.1 port=1 dbname=test) is unreachable" in line
+        assert f"Redis at {redis_url(port=2)} is unreachable" in line
+        assert f"PostgreSQL (host={PG_HOST} port=1 dbname={PG_DATABASE}) is unreachable" in line
 
 
 def test_non_retryable_judge_errors_are_dead_lettered_at_once(

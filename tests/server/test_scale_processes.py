@@ -23,13 +23,11 @@ import redis
 import scorewatch as sw
 from scale_support import (
     PG_DSN,
-    PG_HOST,
-    PG_PORT,
-    REDIS_HOST,
-    REDIS_PORT,
     REDIS_URL,
     WorkerProcess,
-    require_service,
+    redis_url,
+    require_postgres,
+    require_redis,
     scale_config,
     unique_prefix,
 )
@@ -46,8 +44,8 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture
 def names() -> Iterator[tuple[str, str]]:
     """(stream key, PostgreSQL schema), unique to this test; removed afterwards."""
-    require_service("Redis", REDIS_HOST, REDIS_PORT)
-    require_service("PostgreSQL", PG_HOST, PG_PORT)
+    require_redis()
+    require_postgres()
     prefix = unique_prefix()
     schema = prefix.replace("-", "_")
     yield f"{prefix}:work", schema
@@ -237,7 +235,7 @@ def test_worker_without_a_queue_and_serve_with_a_bad_queue_url_refuse_to_start(
     assert "no work queue" in worker.stderr
     serve = subprocess.run(
         [sys.executable, "-m", "scorewatch", "serve", "--config", str(config), "--check",
-         "--queue", "http://127.0.0.1:6379"],
+         "--queue", redis_url().replace("redis://", "http://")],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert serve.returncode == 2

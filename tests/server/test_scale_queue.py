@@ -15,10 +15,10 @@ from redis.asyncio import Redis
 import scorewatch as sw
 from scale_support import (
     PG_DSN,
-    REDIS_HOST,
-    REDIS_PORT,
     REDIS_URL,
-    require_service,
+    pg_dsn,
+    redis_url,
+    require_redis,
     unique_prefix,
 )
 from scorewatch.core.call import AgentCall
@@ -44,7 +44,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 async def redis() -> AsyncIterator[tuple[Redis, StreamNames]]:
-    require_service("Redis", REDIS_HOST, REDIS_PORT)
+    require_redis()
     prefix = unique_prefix()
     names_ = StreamNames(f"{prefix}:work", f"{prefix}-workers", f"{prefix}:work:dead")
     client = connect(REDIS_URL)
@@ -328,7 +328,7 @@ async def test_run_span_links_to_the_request_that_enqueued_it(
 
 async def test_unreachable_redis_accepts_nothing_and_is_not_ready() -> None:
     stream = StreamNames("swtest-unreachable:work", "g", "swtest-unreachable:work:dead")
-    client = connect("redis://127.0.0.1:1/0")  # nothing listens on port 1
+    client = connect(redis_url(port=1))  # nothing listens on port 1
     intake = _intake(client, stream, {"length": _length_scorer()}, max_backlog=100)
     with pytest.raises(IntakeUnavailableError):
         await intake.admit([ScoreItem(AgentCall(input="q", output="lost?", target="bot"))])
@@ -477,7 +477,7 @@ async def test_an_application_role_without_create_on_the_database_can_migrate(
         conn.execute(f'CREATE ROLE "{role}" LOGIN'.encode())
         conn.execute(f'GRANT USAGE, CREATE ON SCHEMA "{schema}" TO "{role}"'.encode())
     try:
-        sink = PostgresSink(PG_DSN.replace("user=postgres", f"user={role}"), schema=schema)
+        sink = PostgresSink(pg_dsn(user=role), schema=schema)
         assert await sink.migrate() == [m[0] for m in MIGRATIONS]
         await sink.write([_result("run-app", "x", 1.0)])
         assert [row["id"] for row in await sink.aquery()] == ["run-app"]

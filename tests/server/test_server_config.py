@@ -182,6 +182,9 @@ def test_building_errors_name_the_scorer_entry(tmp_path: Path) -> None:
 def test_a_named_judge_key_variable_is_read_and_its_absence_warned(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    from scorewatch.judge import litellm_judge
+
+    monkeypatch.setattr(litellm_judge, "_warned", set())  # the warning is once per process
     path = write_config(
         tmp_path,
         """
@@ -194,12 +197,24 @@ def test_a_named_judge_key_variable_is_read_and_its_absence_warned(
         """,
     )
     monkeypatch.delenv("SW_TEST_JUDGE_KEY", raising=False)
-    with caplog.at_level("WARNING", logger="scorewatch.server"):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with caplog.at_level("WARNING", logger="scorewatch.judge"):
+        [missing] = build_scorers(load_config(path))
+    assert (
+        "judge model 'openai/gpt-4o-mini' has no API key: set SW_TEST_JUDGE_KEY "
+        "(named by api_key_env)" in caplog.text
+    )
+    assert missing.scorer.judge is not None
+    assert "SW_TEST_JUDGE_KEY" in str(missing.scorer.judge.model.missing_api_key())  # type: ignore[union-attr]
+    caplog.clear()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-provider-variable")  # litellm's own fallback
+    with caplog.at_level("WARNING", logger="scorewatch.judge"):
         build_scorers(load_config(path))
-    assert "judge.api_key_env names SW_TEST_JUDGE_KEY, which is not set" in caplog.text
+    assert "api_key_env names SW_TEST_JUDGE_KEY, which is not set" in caplog.text
+    assert "uses OPENAI_API_KEY instead" in caplog.text
     caplog.clear()
     monkeypatch.setenv("SW_TEST_JUDGE_KEY", "sk-from-env")
-    with caplog.at_level("WARNING", logger="scorewatch.server"):
+    with caplog.at_level("WARNING"):
         [summary] = build_scorers(load_config(path))
     assert caplog.text == ""
     assert summary.judge_model == "openai/gpt-4o-mini"

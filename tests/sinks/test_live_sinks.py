@@ -129,7 +129,7 @@ async def test_failed_runs_are_stored_as_failures_never_as_scores(tmp_path: Path
     assert row["failedStep"] == "analyze"
     assert row["completedSteps"] == ["preprocess"]
     assert row["error"].startswith("Scorer Run Failed")
-    assert row["errorCode"] == "MASTR_SCORER_FAILED_TO_RUN_WORKFLOW_FAILED"
+    assert row["errorCode"] == "STRUCTURED_OUTPUT_JSON_PARSE_FAILED"  # the cause, not the wrapper
     assert row["preprocessStepResult"] == {"length": 1}
     (failure,) = row["judge"]["analyze"]["executions"]
     assert failure["status"] == "failed" and failure["attemptCount"] == 2  # plus the fallback

@@ -27,11 +27,11 @@ from scale_support import (
     PG_DSN,
     PG_HOST,
     PG_PORT,
-    REDIS_HOST,
-    REDIS_PORT,
     REDIS_URL,
     WorkerProcess,
-    require_service,
+    pg_dsn,
+    require_postgres,
+    require_redis,
     scale_config,
     unique_prefix,
     write_module,
@@ -103,7 +103,7 @@ class Relay:
 
 @pytest.fixture
 def relay() -> Iterator[Relay]:
-    require_service("PostgreSQL", PG_HOST, PG_PORT)
+    require_postgres()
     proxy = Relay((PG_HOST, PG_PORT))
     yield proxy
     proxy.close()
@@ -132,7 +132,7 @@ def no_queue_config(
 ) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     write_module(directory)
-    dsn = f"host=127.0.0.1 port={port} dbname=test user=postgres connect_timeout=2"
+    dsn = pg_dsn(port=port, connect_timeout="2")
     path = directory / "scorewatch.toml"
     path.write_text(
         '[[scorers]]\nid = "length"\nfactory = "sw_scale_scorers:make_length_scorer"\n\n'
@@ -232,7 +232,7 @@ def test_results_a_database_never_took_back_are_dropped_and_counted(
 def test_a_row_postgres_refuses_is_dead_lettered_and_never_wedges_the_worker(
     tmp_path: Path, schema: str
 ) -> None:
-    require_service("Redis", REDIS_HOST, REDIS_PORT)
+    require_redis()
     stream = f"{unique_prefix()}:work"
     import asyncio
 

@@ -160,17 +160,14 @@ def queue_names() -> Iterator[tuple[str, str]]:
 
     from scale_support import (
         PG_DSN,
-        PG_HOST,
-        PG_PORT,
-        REDIS_HOST,
-        REDIS_PORT,
         REDIS_URL,
-        require_service,
+        require_postgres,
+        require_redis,
         unique_prefix,
     )
 
-    require_service("Redis", REDIS_HOST, REDIS_PORT)
-    require_service("PostgreSQL", PG_HOST, PG_PORT)
+    require_redis()
+    require_postgres()
     prefix = unique_prefix()
     schema = prefix.replace("-", "_")
     yield f"{prefix}:work", schema

@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from scale_support import REDIS_HOST, REDIS_PORT, REDIS_URL, require_service, unique_prefix
+from scale_support import REDIS_URL, require_redis, unique_prefix
 from scorewatch.telemetry import names
 
 pytestmark = pytest.mark.integration
@@ -144,7 +144,7 @@ SCENARIO = textwrap.dedent(
 
 
 def test_queue_spans_and_the_flush_use_the_given_providers_not_the_global_ones() -> None:
-    require_service("Redis", REDIS_HOST, REDIS_PORT)
+    require_redis()
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     done = subprocess.run(
         [sys.executable, "-c", SCENARIO, REDIS_URL, unique_prefix()],

@@ -207,6 +207,15 @@ def test_spans_without_content_are_counted_and_not_scored(
     assert serve.post_spans(spans).status_code == 200
     serve.wait_metric('scorewatch_traces_runs_total{scorewatch_traces_outcome="no_content"} 1.0')
     assert not [row for row in serve.rows() if row["spanId"] == span_id]
+    # Explained in the log, once, with the setting to change in the agent.
+    with instrumented("genai", content=False) as (_, caught):
+        chat(llm, [{"role": "user", "content": "And order 10?"}])
+        more = caught.get_finished_spans()
+    assert serve.post_spans(more).status_code == 200
+    serve.wait_metric('scorewatch_traces_runs_total{scorewatch_traces_outcome="no_content"} 2.0')
+    log = serve.process.stderr()
+    assert log.count("selected spans without message content are not scored") == 1, log
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY" in log
 
 
 def test_unreadable_bodies_are_refused_and_lose_nothing_else(
@@ -308,15 +317,13 @@ def test_trace_runs_go_through_the_redis_queue_to_a_worker(
     import redis
 
     from scale_support import (
-        REDIS_HOST,
-        REDIS_PORT,
         REDIS_URL,
         WorkerProcess,
-        require_service,
+        require_redis,
         unique_prefix,
     )
 
-    require_service("Redis", REDIS_HOST, REDIS_PORT)
+    require_redis()
     stream = unique_prefix()
     body = traces_config() + (
         f'\n[queue]\nstream = "{stream}"\ngroup = "{stream}-workers"\nstats_interval = 0.25\n'

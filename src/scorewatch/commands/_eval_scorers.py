@@ -16,6 +16,7 @@ from typing import Any
 
 from ..core.scorer import Scorer
 from ..errors import ScorewatchError
+from ._judge_keys import quiet_key_warnings, require_judge_keys
 from ._scorer_args import resolve_scorer
 
 __all__ = ["CLI_USAGE", "EvalScorers", "load_scorers"]
@@ -86,21 +87,24 @@ def load_scorers(
     model: str | None,
     options: dict[str, Any],
 ) -> tuple[EvalScorers, list[str]]:
-    """Every scorer of the run and the ids of the gates (a gate not among them is added)."""
+    """Every scorer of the run and the ids of the gates (a gate not among them is added).
+    A judge whose API key is certainly missing stops the run here (`require_judge_keys`)."""
     if not names and scorers_file is None and not gates:
         raise ScorewatchError(
             "name at least one scorer: --scorer NAME or --scorers FILE (see --help)",
             code=CLI_USAGE,
         )
     found = EvalScorers()
-    for name in dict.fromkeys(names):
-        found.add(resolve_scorer(name, model, options), name)
-    if scorers_file is not None:
-        for config_id, scorer in _from_file(scorers_file, model, options):
-            found.add(scorer, config_id)
     gate_ids = []
-    for name in dict.fromkeys(gates):
-        if name not in found.aliases:
+    with quiet_key_warnings():
+        for name in dict.fromkeys(names):
             found.add(resolve_scorer(name, model, options), name)
-        gate_ids.append(found.aliases[name])
+        if scorers_file is not None:
+            for config_id, scorer in _from_file(scorers_file, model, options):
+                found.add(scorer, config_id)
+        for name in dict.fromkeys(gates):
+            if name not in found.aliases:
+                found.add(resolve_scorer(name, model, options), name)
+            gate_ids.append(found.aliases[name])
+    require_judge_keys(found.by_id.items())
     return found, gate_ids

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ScorerRunError
+from ..core.errors import ScorerRunError, failure_code
 from ..core.records import JudgeResults, judge_cost_usd
 from ..core.result import ScorerRunResult, ScorerRunSnapshot
 from ..errors import ScorewatchError
@@ -57,15 +57,10 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
 
 
 def error_code(error: BaseException | None) -> str | None:
-    """The most specific stable code: a step failure's cause (e.g. the judge's error) first."""
+    """The most specific stable code (`core.errors.failure_code`), else the error's class."""
     if error is None:
         return None
-    if isinstance(error, ScorerRunError):
-        cause_code = getattr(error.__cause__, "code", None)
-        if isinstance(cause_code, str):
-            return cause_code
-    code = getattr(error, "code", None)
-    return code if isinstance(code, str) else type(error).__name__
+    return failure_code(error) or type(error).__name__
 
 
 def _judge_totals(judge: JudgeResults | None) -> tuple[int, int, int]:

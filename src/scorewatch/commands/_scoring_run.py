@@ -28,6 +28,7 @@ from ._summary import ScorerSummary
 __all__ = [
     "ScoringSession",
     "add_scoring_arguments",
+    "checks_passed",
     "json_summary",
     "key_value",
     "model_options",
@@ -285,6 +286,36 @@ def print_summary_table(summaries: dict[str, ScorerSummary], stream: IO[str]) ->
         )
 
 
+def _checks(
+    summaries: dict[str, ScorerSummary], thresholds: dict[str, float], gates: list[str]
+) -> list[tuple[bool, str]]:
+    """Each threshold and gate, whether it passed, and its line: means rounded as the table
+    rounds them, `no score` when no run was scored."""
+    lines = []
+    for kind, scorer_id, minimum in [
+        *(("threshold", scorer_id, minimum) for scorer_id, minimum in thresholds.items()),
+        *(("gate", scorer_id, 1.0) for scorer_id in gates),
+    ]:
+        mean = summaries[scorer_id].mean if scorer_id in summaries else None
+        passed = mean is not None and mean >= minimum
+        if mean is None:
+            lines.append((False, f"{kind} failed: {scorer_id} has no score (needs {minimum:g})"))
+        else:
+            sign = ">=" if passed else "<"
+            outcome = "passed" if passed else "failed"
+            lines.append(
+                (passed, f"{kind} {outcome}: {scorer_id} mean {mean:.3f} {sign} {minimum:g}")
+            )
+    return lines
+
+
+def checks_passed(
+    summaries: dict[str, ScorerSummary], thresholds: dict[str, float], gates: list[str]
+) -> list[str]:
+    """The thresholds and gates that passed, confirmed one per line."""
+    return [line for passed, line in _checks(summaries, thresholds, gates) if passed]
+
+
 def verdict(
     summaries: dict[str, ScorerSummary],
     thresholds: dict[str, float],
@@ -293,15 +324,7 @@ def verdict(
     allow_failures: bool,
 ) -> list[str]:
     """What makes the run fail (exit 1): thresholds, gates, and failed runs unless allowed."""
-    problems = []
-    for scorer_id, minimum in thresholds.items():
-        mean = summaries[scorer_id].mean if scorer_id in summaries else None
-        if mean is None or mean < minimum:
-            problems.append(f"threshold failed: {scorer_id} mean {mean} < {minimum}")
-    for scorer_id in gates:
-        mean = summaries[scorer_id].mean if scorer_id in summaries else None
-        if mean is None or mean < 1.0:
-            problems.append(f"gate failed: {scorer_id} mean {mean} < 1")
+    problems = [line for passed, line in _checks(summaries, thresholds, gates) if not passed]
     if failures and not allow_failures:
         count = sum(len(reason["items"]) for reason in failures)
         problems.append(f"{count} run(s) failed (pass --allow-failures to accept failed runs)")

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
+import sys
 from pathlib import Path
+
+from ._judge_keys import quiet_key_warnings
 
 __all__ = ["add_arguments", "run"]
 
@@ -80,7 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if args.model is not None and (missing := _missing_key(args.model)) is not None:
+        print(f"scorewatch demo: {missing}", file=sys.stderr)
+        return 2
     from ..demo.session import (
         DEFAULT_DURATION_S,
         DEFAULT_DURATION_WITH_PROMETHEUS_S,
@@ -102,3 +106,12 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     return asyncio.run(run_demo(options))
+
+
+def _missing_key(model: str) -> str | None:
+    """The judge's line when its key is certainly missing: said before the demo starts, instead
+    of in every scored request's failure."""
+    from ..judge.litellm_judge import LiteLLMJudge
+
+    with quiet_key_warnings():
+        return LiteLLMJudge(model).missing_api_key()

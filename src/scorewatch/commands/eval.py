@@ -37,6 +37,7 @@ from ._scorer_args import import_object
 from ._scoring_run import (
     ScoringSession,
     add_scoring_arguments,
+    checks_passed,
     json_summary,
     model_options,
     print_summary_table,
@@ -193,6 +194,8 @@ def _evaluate(
         print_failures(reasons, sys.stdout)
         if comparison is not None:
             print_comparison(comparison, sys.stdout)
+        for line in checks_passed(summaries, thresholds, gates):
+            print(line)
         for problem in problems:
             print(problem)
         if interrupted:

@@ -45,6 +45,7 @@ from ._eval_scorers import CLI_USAGE, load_scorers
 from ._scoring_run import (
     ScoringSession,
     add_scoring_arguments,
+    checks_passed,
     json_summary,
     key_value,
     model_options,
@@ -303,6 +304,8 @@ def _score(
         _print_counts(counts, sys.stdout)
         print_summary_table(summaries, sys.stdout)
         print_failures(reasons, sys.stdout)
+        for line in checks_passed(summaries, thresholds, gates):
+            print(line)
         for problem in problems:
             print(problem)
         if interrupted:

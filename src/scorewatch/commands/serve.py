@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ..server.config.scorer_entries import ConfiguredScorer
-
+from ._judge_keys import missing_key_lines, quiet_key_warnings
 from ._service_config import add_config_arguments, check_listen, load_service_config
+
+if TYPE_CHECKING:
+    from ..server.config.file import ServeConfig
 
 __all__ = ["add_arguments", "run"]
 
@@ -31,6 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="processes serving the port, overriding [server] workers (default: one per core)",
+    )
+    parser.add_argument(
+        "--traces-listen",
+        default=None,
+        metavar="HOST:PORT",
+        help="overriding [traces] listen, the OTLP/HTTP trace listener (e.g. when a Collector "
+        "already holds 4318)",
     )
     parser.add_argument(
         "--check",
@@ -54,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
                 raise ConfigError(f"--workers: expected a count of at least 1, got {args.workers}")
             server = config.server.model_copy(update={"workers": args.workers})
             config = config.model_copy(update={"server": server})
+        if args.traces_listen is not None:
+            config = _with_traces_listen(config, args.traces_listen)
         if args.check:
             from ..server.config.scorer_entries import build_scorers
             from ..server.http.auth import resolve_token
@@ -63,10 +72,9 @@ def run(args: argparse.Namespace) -> int:
             )
 
             resolve_token(config)
-            # A missing key is reported below, once per scorer, not also as a warning.
-            logging.getLogger("scorewatch.judge").setLevel(logging.ERROR)
-            built = build_scorers(config)
-            missing = [f"scorer {s.id!r}: {line}" for s in built if (line := _missing_key(s))]
+            with quiet_key_warnings():  # reported below, once per judge model
+                built = build_scorers(config)
+            missing = missing_key_lines((s.id, s.scorer) for s in built)
             if missing:
                 for line in missing:
                     print(f"scorewatch serve: {args.config}: {line}", file=sys.stderr)
@@ -86,9 +94,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-def _missing_key(configured: ConfiguredScorer) -> str | None:
-    """The judge's one-line complaint when its API key is certainly missing (see LiteLLMJudge)."""
-    model = getattr(configured.scorer.judge, "model", None)
-    check = getattr(model, "missing_api_key", None)
-    line = check() if callable(check) else None
-    return line if isinstance(line, str) else None
+def _with_traces_listen(config: ServeConfig, listen: str) -> ServeConfig:
+    from ..server.config.file import ConfigError
+
+    check_listen("--traces-listen", listen)
+    if config.traces is None:
+        raise ConfigError("--traces-listen: the configuration has no [traces] table")
+    traces = config.traces.model_copy(update={"listen": listen})
+    return config.model_copy(update={"traces": traces})

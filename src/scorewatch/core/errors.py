@@ -19,7 +19,9 @@ __all__ = [
     "MISSING_MODEL_OR_INSTRUCTIONS",
     "MISSING_OUTPUT",
     "RUN_FAILED",
+    "RUN_FAILED_PREFIX",
     "ScorerRunError",
+    "failure_code",
 ]
 
 # Codes keep the reference system's spelling (including its MASTR_ prefix) for wire compatibility.
@@ -27,6 +29,7 @@ MISSING_ID = "MASTR_SCORER_FAILED_TO_CREATE_MISSING_ID"
 MISSING_GENERATE_SCORE = "MASTR_SCORER_FAILED_TO_RUN_MISSING_GENERATE_SCORE"
 MISSING_MODEL_OR_INSTRUCTIONS = "MASTR_SCORER_FAILED_TO_RUN_MISSING_MODEL_OR_INSTRUCTIONS"
 RUN_FAILED = "MASTR_SCORER_FAILED_TO_RUN_WORKFLOW_FAILED"
+RUN_FAILED_PREFIX = "Scorer Run Failed: "
 INVALID_SCORER_DEFINITION = "SCOREWATCH_SCORER_INVALID_DEFINITION"
 INVALID_STEP_RESULT = "SCOREWATCH_SCORER_INVALID_STEP_RESULT"
 INVALID_RUN = "SCOREWATCH_SCORER_INVALID_RUN"
@@ -55,7 +58,7 @@ class ScorerRunError(ScorewatchError):
         if not isinstance(cause_message, str):
             cause_message = str(cause) or type(cause).__name__
         super().__init__(
-            f"Scorer Run Failed: {cause_message}",
+            f"{RUN_FAILED_PREFIX}{cause_message}",
             code=RUN_FAILED,
             details={
                 "scorerId": scorer_id,
@@ -69,3 +72,14 @@ class ScorerRunError(ScorewatchError):
         self.completed_steps: list[StepName] = completed_steps
         self.result = result
         self.__cause__ = cause
+
+
+def failure_code(error: BaseException) -> str | None:
+    """The most specific stable code of a failed run: a step failure's cause first (the judge's
+    `AUTHENTICATION_FAILED` rather than the wrapper's `RUN_FAILED`), so every surface (stored
+    rows, `scorewatch eval`, serve's answers) names the same failure the same way."""
+    if isinstance(error, ScorerRunError):
+        cause_code = getattr(error.__cause__, "code", None)
+        if isinstance(cause_code, str) and cause_code:
+            return cause_code
+    return error.code if isinstance(error, ScorewatchError) else None

@@ -1,7 +1,8 @@
 """`scorewatch demo --prometheus`: a throw-away Prometheus on loopback with the short-window rules.
 
 It scrapes the demo's `/metrics` every second, evaluates the shipped short-window rule variant
-(`deploy/prometheus/rules-short/`, windows of seconds instead of hours, so a score drop alerts
+(shipped in the package, generated with the production rules by
+deploy/prometheus/generate_rules.py: windows of seconds instead of hours, so a score drop alerts
 within the demo's minute), and is polled for the alerts that fire. Alertmanager is not needed to
 see alert states: Prometheus's own `/api/v1/alerts` reports them.
 """
@@ -19,22 +20,16 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 __all__ = ["DemoPrometheus", "find_short_rules"]
 
-_RULES: Final = Path("deploy/prometheus/rules-short/scorewatch.rules.yml")
-
 
 def find_short_rules() -> Path | None:
-    """The short-window rules file of a source checkout (this file's repository, else the
-    working directory's); None when scorewatch was installed without its `deploy/` folder."""
-    candidates = [*Path(__file__).resolve().parents, Path.cwd(), *Path.cwd().parents]
-    for base in candidates:
-        path = base / _RULES
-        if path.is_file():
-            return path
-    return None
+    """The short-window rules file shipped in the package (`demo/data/short-window.rules.yml`,
+    written by deploy/prometheus/generate_rules.py); None if an installation lost it."""
+    path = Path(__file__).resolve().parent / "data" / "short-window.rules.yml"
+    return path if path.is_file() else None
 
 
 def _free_port() -> int:

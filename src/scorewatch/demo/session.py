@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import sqlite3
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..core.events import OBSERVERS
+from ..judge.prices import import_litellm
 from ..live import CallbackSink, LiveScorerEntry, LiveScoring, Sampling, ScoreRecord, SqliteSink
 from ..scorers import (
     create_completeness_scorer,
@@ -65,7 +65,6 @@ class DemoOptions:
 async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
     """Run the demo until `duration_s` passes or Ctrl-C; returns the exit code."""
     stream = out if out is not None else sys.stdout
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     tty = stream.isatty()
     view = LiveView(stream, tty=tty)
     dataset = load_demo_dataset()
@@ -73,7 +72,7 @@ async def run_demo(options: DemoOptions, out: IO[str] | None = None) -> int:
 
     say("scorewatch demo: a simulated summarizer agent, scored live")
     say("loading litellm (a few seconds the first time)...")
-    await asyncio.to_thread(_import_litellm)
+    await asyncio.to_thread(import_litellm)
 
     judge: SimulatedJudge | None = None
     if options.model is None:
@@ -267,12 +266,6 @@ def _configure_telemetry(port: int) -> TelemetryHandle:
     )
 
 
-def _import_litellm() -> None:
-    import litellm
-
-    litellm.suppress_debug_info = True
-
-
 def _start_prometheus(
     metrics_port: int | None, say: Callable[[str], None]
 ) -> DemoPrometheus | None:
@@ -296,7 +289,7 @@ def _start_prometheus(
         + (
             f"short-window rules from {rules})"
             if rules is not None
-            else "no rules: deploy/prometheus/rules-short was not found)"
+            else "no rules: the package's short-window rules were not found)"
         )
     )
     say(

@@ -31,6 +31,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ..judge.prices import import_litellm
 from ..testing.judge_server import Behaviour, HttpError, LoopbackJudgeServer, Reply
 from .dataset import DemoDataset, DemoDocument, DemoSummary, load_demo_dataset
 
@@ -82,9 +83,7 @@ def estimate_tokens(text: str) -> int:
 
 def register_simulated_model() -> None:
     """Give the simulated model a price (and a context window) in litellm's model table."""
-    import litellm
-
-    litellm.register_model(
+    import_litellm().register_model(
         {
             SIMULATED_MODEL_ID: {
                 "input_cost_per_token": SIMULATED_INPUT_COST_PER_TOKEN,

@@ -11,7 +11,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["KEY_VARIABLES", "key_hint", "mentions_missing_key", "missing_key_message"]
+__all__ = [
+    "KEY_VARIABLES",
+    "key_from_environment",
+    "key_hint",
+    "mentions_missing_key",
+    "missing_key_message",
+]
 
 KEY_VARIABLES: dict[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),
@@ -41,8 +47,13 @@ def _has_explicit_key(options: Mapping[str, Any]) -> bool:
     return isinstance(key, str) and bool(key.strip())
 
 
-def key_hint(provider: str | None, options: Mapping[str, Any]) -> str | None:
-    """Where this judge's key comes from, for an error message: the option or the variable."""
+def key_hint(
+    provider: str | None, options: Mapping[str, Any], key_env: str | None = None
+) -> str | None:
+    """Where this judge's key comes from, for an error message: the variable `api_key_env`
+    names, the option, or the provider's variable."""
+    if key_env:
+        return f"{key_env} (named by api_key_env)"
     if _has_explicit_key(options):
         return "the api_key option"
     names = KEY_VARIABLES.get(provider or "")
@@ -50,22 +61,38 @@ def key_hint(provider: str | None, options: Mapping[str, Any]) -> str | None:
 
 
 def missing_key_message(
-    model: str, provider: str | None, options: Mapping[str, Any], *, strict: bool = False
+    model: str,
+    provider: str | None,
+    options: Mapping[str, Any],
+    *,
+    strict: bool = False,
+    key_env: str | None = None,
 ) -> str | None:
     """One line naming the variable and the model when the key is certainly missing, else None.
 
     `strict=False` covers every provider in the table (for warnings and `serve --check`);
     `strict=True` only providers whose client refuses to call without a key (for failing a call
-    before it is made).
+    before it is made). `key_env` is the variable `api_key_env` names (its value, when set, is
+    the `api_key` option already): unset, the provider's own variable stands in if it is set.
     """
     if _has_explicit_key(options):
         return None
     if strict and provider not in _ALWAYS_NEEDS_KEY:
         return None
     names = KEY_VARIABLES.get(provider or "")
-    if not names or any(os.environ.get(name, "").strip() for name in names):
+    if names and any(os.environ.get(name, "").strip() for name in names):
+        return None
+    if key_env:
+        return f"judge model {model!r} has no API key: set {key_env} (named by api_key_env)"
+    if not names:
         return None
     return f"judge model {model!r} has no API key: set {' or '.join(names)} (or pass api_key)"
+
+
+def key_from_environment(key_env: str) -> str | None:
+    """The value of the variable `api_key_env` names, None when it is unset or blank."""
+    value = os.environ.get(key_env, "").strip()
+    return value or None
 
 
 def mentions_missing_key(error: BaseException) -> bool:

@@ -13,6 +13,7 @@ from ..errors import ScorewatchError
 from .usage import JudgeUsage
 
 __all__ = [
+    "QUOTABLE_JUDGE_ERRORS",
     "JudgeError",
     "JudgeProviderError",
     "JudgeTimeoutError",
@@ -98,3 +99,8 @@ class StructuredOutputError(JudgeError):
     def __init__(self, message: str, *, code: str, **kwargs: object) -> None:
         kwargs.setdefault("category", "THIRD_PARTY")
         super().__init__(message, code=code, retryable=False, **kwargs)  # type: ignore[arg-type]
+
+
+QUOTABLE_JUDGE_ERRORS = frozenset({JudgeProviderError.__name__, JudgeTimeoutError.__name__})
+"""Judge errors whose messages scorewatch writes itself, from the HTTP status, the model id, the
+key's variable and the endpoint: never a prompt, an answer or a key, so a service may log them."""

@@ -27,7 +27,8 @@ import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .credentials import key_hint, mentions_missing_key, missing_key_message
+from .breaker import CredentialBreaker
+from .credentials import key_from_environment, key_hint, mentions_missing_key, missing_key_message
 from .errors import JudgeError, JudgeTimeoutError
 from .prices import ModelFacts, estimate_cost, import_litellm, model_facts
 from .protocol import JudgeReply, JudgeRequest
@@ -111,7 +112,11 @@ class LiteLLMJudge:
     `native_structured_output` overrides litellm's verdict on whether the model supports a
     JSON-schema response format. `transport` picks the client: `"auto"` (scorewatch's own
     OpenAI-compatible client when it can serve the model and options, else litellm),
-    `"litellm"` or `"openai_http"`. Other keyword arguments go to the request as is.
+    `"litellm"` or `"openai_http"`. `api_key_env` names the environment variable holding the API
+    key (read once, here; errors and `missing_api_key()` name it). After
+    `pause_after_auth_failures` credential failures in a row (401, 403) the judge makes no call
+    for `auth_failure_pause_s` seconds: each fails at once with `JUDGE_PAUSED` (see `breaker`).
+    Other keyword arguments go to the request as is.
 
     Usage is what the provider reported; a reply without a usage block has empty usage. On
     streams through litellm, litellm counts tokens itself when the provider sends no usage chunk,
@@ -129,6 +134,9 @@ class LiteLLMJudge:
         stream: bool = False,
         native_structured_output: bool | None = None,
         transport: TransportChoice = "auto",
+        api_key_env: str | None = None,
+        pause_after_auth_failures: int = 3,
+        auth_failure_pause_s: float = 60.0,
         **litellm_options: Any,
     ) -> None:
         if not model:
@@ -141,6 +149,12 @@ class LiteLLMJudge:
         self.stream = stream
         self._native = native_structured_output
         self._options = {k: v for k, v in litellm_options.items() if k not in _RESERVED_OPTIONS}
+        self._key_env = api_key_env if api_key_env and "api_key" not in self._options else None
+        if self._key_env is not None:
+            key = key_from_environment(self._key_env)
+            if key is not None:
+                self._options["api_key"] = key
+        self._breaker = CredentialBreaker(pause_after_auth_failures, auth_failure_pause_s)
         self._provider = _provider_from_id(model, litellm_options.get("custom_llm_provider"))
         base = litellm_options.get("api_base") or litellm_options.get("base_url")
         self._server = _server_of(base)
@@ -149,8 +163,14 @@ class LiteLLMJudge:
         )
         self._client: OpenAIChatClient | None = None
         self._facts: ModelFacts | None = None
-        self._key_hint = key_hint(self._provider, self._options)
+        from_env = self._key_env if "api_key" in self._options else None
+        self._key_hint = key_hint(self._provider, self._options, from_env)
         missing = self.missing_api_key()
+        if missing is None and self._key_env is not None and from_env is None:
+            missing = (
+                f"api_key_env names {self._key_env}, which is not set: judge model "
+                f"{model!r} uses {self._key_hint or 'the provider default'} instead"
+            )
         if missing is not None and missing not in _warned:
             # Not an error yet: the variable may be set before the first call. Once per process.
             _warned.add(missing)
@@ -178,7 +198,14 @@ class LiteLLMJudge:
 
     def missing_api_key(self) -> str | None:
         """One line naming the variable and the model when the API key is certainly missing."""
-        return missing_key_message(self._model, self._provider, self._options)
+        return missing_key_message(
+            self._model, self._provider, self._options, key_env=self._key_env
+        )
+
+    @property
+    def paused_calls(self) -> int:
+        """Calls refused (`JUDGE_PAUSED`) after credential failures in a row."""
+        return self._breaker.paused_calls
 
     def __repr__(self) -> str:
         return (
@@ -191,9 +218,12 @@ class LiteLLMJudge:
 
     async def complete(self, request: JudgeRequest) -> JudgeReply:
         litellm = import_litellm()
-        missing = missing_key_message(self._model, self._provider, self._options, strict=True)
+        missing = missing_key_message(
+            self._model, self._provider, self._options, strict=True, key_env=self._key_env
+        )
         if missing is not None and not _litellm_has_global_key(litellm, self._transport):
             raise missing_key_error(missing)
+        self._breaker.check(self._model)
         facts = self._model_facts(litellm)
         placement = self._placement(facts, request)
         partial = StreamState()
@@ -204,7 +234,8 @@ class LiteLLMJudge:
             else:
                 async with asyncio.timeout(self.timeout + _TIMEOUT_GRACE_S):
                     shape = await self._complete_litellm(litellm, request, placement, partial)
-        except JudgeError:
+        except JudgeError as error:
+            self._breaker.failed(self._model, error)
             raise
         except TimeoutError as error:
             timeout = JudgeTimeoutError(
@@ -214,7 +245,10 @@ class LiteLLMJudge:
             )
             raise partial.attach(timeout) from error
         except Exception as error:
-            raise partial.attach(self._failure(error)) from error
+            failure = self._failure(error)
+            self._breaker.failed(self._model, failure)
+            raise partial.attach(failure) from error
+        self._breaker.succeeded()
         return shape.reply(
             estimate=lambda usage: self._estimate_cost(facts, usage),
             server=self._server,
@@ -241,7 +275,24 @@ class LiteLLMJudge:
             return missing_key_error(
                 f"judge model {self._model!r} has no API key: set {hint} (or pass api_key)"
             )
-        return classify_provider_error(error, model=self._model, key_hint=self._key_hint)
+        return classify_provider_error(
+            error, model=self._model, key_hint=self._key_hint, address=self._endpoint()
+        )
+
+    def _endpoint(self) -> str | None:
+        """The URL the judge calls, without credentials, when it is known here."""
+        url = self._client.url() if self._client is not None else None
+        url = url or self._options.get("api_base") or self._options.get("base_url")
+        if not isinstance(url, str) or not url:
+            return None
+        try:
+            parts = urlsplit(url)
+            netloc = parts.hostname or ""
+            if parts.port is not None:
+                netloc += f":{parts.port}"
+        except ValueError:
+            return None
+        return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else None
 
     def _placement(self, facts: ModelFacts, request: JudgeRequest) -> Placement:
         if request.schema is None:

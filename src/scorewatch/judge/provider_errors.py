@@ -201,18 +201,25 @@ def missing_key_error(message: str) -> JudgeProviderError:
 
 
 def classify_provider_error(
-    error: BaseException, *, model: str, key_hint: str | None = None
+    error: BaseException,
+    *,
+    model: str,
+    key_hint: str | None = None,
+    address: str | None = None,
 ) -> JudgeError:
     """The `JudgeError` for a failed provider call. Raise it `from error`.
 
     `key_hint` names where the key comes from (`OPENAI_API_KEY`, `the api_key option`): a
-    rejected key (401/403) says to check it.
+    rejected key (401/403) says to check it. `address` is the URL called (no credentials): a
+    connection that could not be made or was dropped names it.
     """
     kind, status = _kind(error)
     headers = _headers(error) if status is not None else {}
     retry_after = parse_retry_after(headers) if kind.retryable else None
     suffix = f" (HTTP {status})" if status is not None else ""
     message = f"judge provider for model {model!r} {kind.what}{suffix}"
+    if kind is _CONNECTION and address:
+        message += f" at {address}"
     if retry_after is not None:
         message += f"; retry after {retry_after:g}s"
     if key_hint and status in _CREDENTIAL_STATUSES:

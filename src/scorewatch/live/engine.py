@@ -43,11 +43,13 @@ from uuid import uuid4
 
 from .._throttled_log import ThrottledLog
 from ..core.call import AgentCall
+from ..core.errors import RUN_FAILED_PREFIX
 from ..core.events import Observers, current_observers, observed_by
 from ..core.offload import offload_function_steps, shared_step_pool
 from ..core.pipeline import run_scorer
 from ..core.result import ScorerRun
 from ..core.scorer import Scorer
+from ..judge.errors import QUOTABLE_JUDGE_ERRORS
 from ..privacy import PrivacyPolicy, redacting
 from ..sinks.base import ScoreSink
 from ..sinks.delivery import SinkRetry, Storage
@@ -64,6 +66,7 @@ __all__ = [
     "ScoringEngine",
     "call_is_heavy",
     "live_run_id",
+    "log_failed_run",
     "score_call",
 ]
 
@@ -204,6 +207,28 @@ async def score_call(
     except Exception as error:
         return ScoreRecord.failure(run_id, scorer, call, error, redaction=redaction)
     return ScoreRecord.success(run_id, scorer, call, result, redaction=redaction)
+
+
+def log_failed_run(warn: ThrottledLog, result: ScoreRecord, *, quote: bool) -> None:
+    """A warning for a failed run, at most once a minute per scorer and error code (a judge
+    that rejects its key fails every run alike).
+
+    `quote` logs the error text (a library user's own process). Otherwise (a service, whose
+    error texts may quote its clients' content) the line names the scorer, the code and the
+    error class, and only a judge provider's own message, which scorewatch writes from the
+    HTTP status, the model id and the key's variable (`QUOTABLE_JUDGE_ERRORS`): never content,
+    never a key."""
+    code = result.error_code or "-"
+    key = f"run:{result.scorer_id}:{code}:{result.error_type}"
+    args: tuple[str | None, ...]
+    if quote:  # as it is kept: redacted under a privacy policy
+        message, args = "live scorer %r failed on run %s: %s", (result.kept(result.error),)
+    elif result.error_type in QUOTABLE_JUDGE_ERRORS:
+        detail = (result.error or "").removeprefix(RUN_FAILED_PREFIX)
+        message, args = "scorer %r failed on run %s: %s (%s): %s", (code, result.error_type, detail)
+    else:
+        message, args = "scorer %r failed on run %s: %s (%s)", (code, result.error_type)
+    warn.warning(key, message, result.scorer_id, result.id, *args)
 
 
 # -- the engine --------------------------------------------------------------------------------
@@ -379,18 +404,7 @@ class ScoringEngine:
         return delivery.stored.outcome
 
     def _run_failed(self, run: Run, result: ScoreRecord) -> None:
-        if self._quote:
-            self._warn.warning(
-                f"run:{run.scorer.id}:{result.error_type}",
-                "live scorer %r failed on run %s: %s",
-                run.scorer.id,
-                run.run_id,
-                result.kept(result.error),
-            )
-        else:  # the error text may quote content: the log names only the run and the type
-            logger.debug(
-                "scorer %r failed on run %s (%s)", run.scorer.id, run.run_id, result.error_type
-            )
+        log_failed_run(self._warn, result, quote=self._quote)
 
     def _in_flight(self, delta: int) -> None:
         if self.observers.hears(InFlight):

@@ -24,12 +24,11 @@ from typing import Any, Final, Literal, get_args
 from pydantic_core import to_jsonable_python
 
 from ..core.call import AgentCall
-from ..core.errors import ScorerRunError
+from ..core.errors import ScorerRunError, failure_code
 from ..core.not_scorable import NotScorableInfo
 from ..core.result import ScorerRunResult, ScorerRunSnapshot
 from ..core.scorer import Scorer
 from ..core.steps import camel_step
-from ..errors import ScorewatchError
 from ..judge.errors import JudgeError
 from ..privacy import Redaction
 from .storable import storable
@@ -269,7 +268,7 @@ class ScoreRecord:
             scorer_declared_version=scorer.declared_version,
             result=result,
             error=None if error is None else str(error) or type(error).__name__,
-            error_code=error.code if isinstance(error, ScorewatchError) else None,
+            error_code=None if error is None else failure_code(error),
             error_type=None if cause is None else type(cause).__name__,
             failed_step=failed_step,
             completed_steps=completed_steps,

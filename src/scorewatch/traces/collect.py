@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -14,7 +16,19 @@ from .run import ExtractedRun, Skipped, extract_run
 from .select import SpanSelector
 from .spans import spans_from_request
 
-__all__ = ["Extraction", "extract_ready", "extract_runs"]
+__all__ = ["NO_CONTENT_HINT", "Extraction", "extract_ready", "extract_runs"]
+
+logger = logging.getLogger("scorewatch.traces")
+
+NO_CONTENT_HINT = (
+    "selected spans without message content are not scored (counted as no_content): the "
+    "agent's instrumentation records messages only when asked. For OpenTelemetry's GenAI "
+    "instrumentations set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY (with "
+    "OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental) in the agent's environment; "
+    "OpenInference: leave OPENINFERENCE_HIDE_INPUTS and OPENINFERENCE_HIDE_OUTPUTS unset; "
+    "OpenLLMetry: TRACELOOP_TRACE_CONTENT=true. Said once per process."
+)
+_explained = threading.Event()
 
 
 @dataclass(slots=True)
@@ -39,6 +53,9 @@ def extract_ready(ready: Iterable[ReadySpan], into: Extraction) -> None:
             into.skipped[found.reason] += 1
         else:
             into.runs.append(found)
+    if into.skipped["no_content"] and not _explained.is_set():
+        _explained.set()
+        logger.warning("%s", NO_CONTENT_HINT)
 
 
 def extract_runs(

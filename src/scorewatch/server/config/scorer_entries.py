@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -26,8 +25,6 @@ from ...live.entry import LiveFilter, LiveScorerEntry, Sampling
 from .file import ConfigError, JudgeDefaults, ScorerSettings, ServeConfig
 
 __all__ = ["ConfiguredScorer", "build_scorers", "import_object"]
-
-logger = logging.getLogger("scorewatch.server")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,16 +69,8 @@ def _judge_for(spec: ScorerSettings, defaults: JudgeDefaults) -> tuple[str | Non
     if spec.model_options:
         options.update(spec.model_options)
     if defaults.api_key_env and "api_key" not in options:
-        key = os.environ.get(defaults.api_key_env, "").strip()
-        if key:
-            options["api_key"] = key
-        else:
-            # Not fatal: a configuration is also built to be checked, where secrets are absent.
-            logger.warning(
-                "judge.api_key_env names %s, which is not set: the judge gets no api_key "
-                "(the provider's own environment variable is used if there is one)",
-                defaults.api_key_env,
-            )
+        # The judge reads it, and names it when the key is missing or rejected.
+        options["api_key_env"] = defaults.api_key_env
     return model, options
 
 

@@ -42,9 +42,10 @@ from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, SpanContext, SpanKind
 
+from ..._throttled_log import ThrottledLog
 from ...core.events import TraceLink, current_observers, linked_runs
 from ...core.scorer import Scorer
-from ...live.engine import score_call
+from ...live.engine import log_failed_run, score_call
 from ...live.events import DeadLettered, InFlight, QueueGauges, Redelivered
 from ...privacy import PrivacyPolicy
 from ...sinks.base import ScoreSink
@@ -126,6 +127,7 @@ class StreamWorker:
         # A sink outage must not burn deliveries: the entry stays claimed (the heartbeat keeps
         # it) and the write is retried until it works or this worker stops.
         self._storage = Storage(sinks, retry=SinkRetry(first_pause=0.5))
+        self._warn = ThrottledLog(logger)
         self._concurrency = concurrency
         self._visibility_ms = max(1, int(visibility_timeout * 1000))
         self._max_deliveries = max_deliveries
@@ -369,6 +371,8 @@ class StreamWorker:
         # A judge that refused the call for good (401, 400, ...) refuses it again: store the
         # failure and dead-letter the entry now instead of burning every delivery on it.
         last_chance = delivery.deliveries >= self._max_deliveries or not result.retryable
+        if result.status == "failed":
+            log_failed_run(self._warn, result, quote=False)
         if result.status == "failed" and not last_chance:
             # Not acknowledged: redelivered once the visibility timeout has passed.
             self._count("failed_attempts")
