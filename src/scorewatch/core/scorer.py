@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from ..errors import ScorewatchError
@@ -106,10 +107,10 @@ class Scorer:
     this; a Python port checks it when the scorer is built).
     """
 
-    # Read on every run, so plain attributes set once (the scorer never changes), not properties.
+    # Read on every run, so plain attributes set once (the scorer never changes), not properties;
+    # the version, computed on first use, is a `cached_property` kept in `__dict__`.
     __slots__ = (
-        "_fingerprint",
-        "_version_metadata",
+        "__dict__",
         "declared_version",
         "description",
         "direction",
@@ -150,36 +151,28 @@ class Scorer:
         self.has_generate_score = any(step.name == "generate_score" for step in steps)
         self.has_judge = judge is not None or any(step.type == "prompt" for step in steps)
         self.declared_version = version
-        self._fingerprint: str | None = None
-        self._version_metadata: dict[str, str] | None = None
 
     def __repr__(self) -> str:
         return f"Scorer(id={self.id!r}, steps={[s.name for s in self.steps]})"
 
-    @property
+    @cached_property
     def version_fingerprint(self) -> str:
         """A short hash of everything that decides this scorer's scores (core/fingerprint.py
         lists the inputs): the same definition gives the same value in every process, a change
         to any input a new one. Every result, stored row, evaluation event and score metric
-        carries it as the scorer version. Computed on first use, then kept."""
-        fingerprint = self._fingerprint
-        if fingerprint is None:
-            from .fingerprint import describe_scorer, fingerprint_of
+        carries it as the scorer version. Computed on first use, then a plain attribute."""
+        from .fingerprint import describe_scorer, fingerprint_of
 
-            fingerprint = self._fingerprint = fingerprint_of(describe_scorer(self))
-        return fingerprint
+        return fingerprint_of(describe_scorer(self))
 
-    @property
+    @cached_property
     def version_metadata(self) -> dict[str, str]:
         """What a result's `metadata` says of the scorer version (camelCase, as on the wire):
         `scorerVersion` (the fingerprint) and `scorerDeclaredVersion` when one was declared.
         Shared: copy it before changing it."""
-        metadata = self._version_metadata
-        if metadata is None:
-            metadata = {"scorerVersion": self.version_fingerprint}
-            if self.declared_version is not None:
-                metadata["scorerDeclaredVersion"] = self.declared_version
-            self._version_metadata = metadata
+        metadata = {"scorerVersion": self.version_fingerprint}
+        if self.declared_version is not None:
+            metadata["scorerDeclaredVersion"] = self.declared_version
         return metadata
 
     def get_steps(self) -> list[dict[str, str]]:

@@ -5,7 +5,15 @@ personal data replaced by typed markers (docs/privacy.md).
 the run's row (`sinks`), spans and evaluation event (`telemetry`) share through `redacting`.
 """
 
-from .policy import PrivacyPolicy, Redaction, current_redaction, redacting
+from .policy import CURRENT_REDACTION, PrivacyPolicy, Redaction, current_redaction, redacting
 from .recognisers import KINDS, Kind
 
-__all__ = ["KINDS", "Kind", "PrivacyPolicy", "Redaction", "current_redaction", "redacting"]
+__all__ = [
+    "CURRENT_REDACTION",
+    "KINDS",
+    "Kind",
+    "PrivacyPolicy",
+    "Redaction",
+    "current_redaction",
+    "redacting",
+]

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .recognisers import KINDS, Kind, builtin_recognisers
 from .scanner import Scanner
 
-__all__ = ["PrivacyPolicy", "Redaction", "current_redaction", "redacting"]
+__all__ = ["CURRENT_REDACTION", "PrivacyPolicy", "Redaction", "current_redaction", "redacting"]
 
 _NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,39}")
 
@@ -155,20 +155,21 @@ class Redaction:
         return redacted
 
 
-_CURRENT: ContextVar[Redaction | None] = ContextVar("scorewatch_redaction", default=None)
+CURRENT_REDACTION: ContextVar[Redaction | None] = ContextVar("scorewatch_redaction", default=None)
+"""The redactor of the run in progress (`redacting`); a hot reader gets it without a call."""
 
 
 def current_redaction() -> Redaction | None:
     """The redactor of the run executing in this context (None: nothing is redacted)."""
-    return _CURRENT.get()
+    return CURRENT_REDACTION.get()
 
 
 @contextmanager
 def redacting(redaction: Redaction | None) -> Iterator[Redaction | None]:
     """Make `redaction` the current run's redactor while the block runs: the telemetry of a run
     started inside it redacts what it exports with the same markers as the run's row."""
-    token = _CURRENT.set(redaction)
+    token = CURRENT_REDACTION.set(redaction)
     try:
         yield redaction
     finally:
-        _CURRENT.reset(token)
+        CURRENT_REDACTION.reset(token)

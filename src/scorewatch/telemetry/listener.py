@@ -48,7 +48,7 @@ from ..core.result import ScorerRunResult
 from ..core.steps import StepName, StepType
 from ..judge.protocol import JudgeRequest
 from ..live.events import DeadLettered, Decided, InFlight, Redelivered
-from ..privacy import current_redaction
+from ..privacy import CURRENT_REDACTION
 from ..sinks.delivery import SinkFailed
 from . import describe, judge_calls, names
 from .cardinality import CardinalityGuard
@@ -282,7 +282,7 @@ class RunTelemetry(RunListener):
         self._capture = observer.capture
         # The run's redactor (a privacy policy's), shared with its row: content this exports
         # carries the same markers.
-        redaction = current_redaction()
+        redaction = CURRENT_REDACTION.get()  # read directly: once per run, no call
         self._redact = None if redaction is None else redaction.text
         scorer, run = start.scorer, start.run
         self._profile = profile
