@@ -46,7 +46,7 @@ def test_a_cache_table_caches_every_entry_but_those_that_opt_out() -> None:
 
 
 def test_a_url_shares_the_cache_through_redis(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SW_TEST_CACHE_URL", "redis://:hunter2@127.0.0.1:6379/0")
+    monkeypatch.setenv("SW_TEST_CACHE_URL", "redis://:hunter2@cache.invalid:6379/7")
     settings = {"url_env": "SW_TEST_CACHE_URL", "ttl_s": 60}
     caching = install_configured_caching(config(cache=settings))
     assert caching is not None
@@ -57,7 +57,7 @@ def test_a_url_shares_the_cache_through_redis(monkeypatch: pytest.MonkeyPatch) -
 
 def test_a_password_in_the_file_is_refused() -> None:
     with pytest.raises(ConfigError, match="password"):
-        config(cache={"url": "redis://:hunter2@127.0.0.1:6379/0"})
+        config(cache={"url": "redis://:hunter2@cache.invalid:6379/7"})
 
 
 def test_an_unset_url_env_is_named() -> None:
@@ -67,4 +67,4 @@ def test_an_unset_url_env_is_named() -> None:
 
 def test_url_and_url_env_are_not_both_allowed() -> None:
     with pytest.raises(ConfigError, match="not both"):
-        config(cache={"url": "redis://127.0.0.1:6379/0", "url_env": "X"})
+        config(cache={"url": "redis://cache.invalid:6379/7", "url_env": "X"})

@@ -221,13 +221,13 @@ class Reason:
 
 def judged_scorer(
     card: ScorerCard,
-    *,
     model: str | JudgeModel,
     model_options: Mapping[str, Any] | None,
     scale: float,
     analyze: PromptStep,
     score: Callable[[StepContext], Any],
     explain: Callable[[StepContext], Reason | Awaitable[Reason]],
+    *,
     preprocess: PromptStep | Callable[[StepContext], Any] | None = None,
 ) -> Scorer:
     """An LLM-judged prebuilt scorer: [preprocess ->] analyze -> score (a function of the

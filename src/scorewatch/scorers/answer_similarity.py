@@ -258,21 +258,16 @@ def create_answer_similarity_scorer(
             empty_note=note,
         )
 
+    preprocess = PromptStep(
+        description="Split the output and the ground truth into semantic units",
+        create_prompt=extract_prompt,
+        output_schema=UnitLists,
+    )
+    analyze = PromptStep(
+        description="Compare the output's units with the ground truth's",
+        create_prompt=analyze_prompt,
+        output_schema=UnitComparison,
+    )
     return judged_scorer(
-        _CARD,
-        model=model,
-        model_options=model_options,
-        scale=scale,
-        preprocess=PromptStep(
-            description="Split the output and the ground truth into semantic units",
-            create_prompt=extract_prompt,
-            output_schema=UnitLists,
-        ),
-        analyze=PromptStep(
-            description="Compare the output's units with the ground truth's",
-            create_prompt=analyze_prompt,
-            output_schema=UnitComparison,
-        ),
-        score=score,
-        explain=explain,
+        _CARD, model, model_options, scale, analyze, score, explain, preprocess=preprocess
     )

@@ -173,19 +173,12 @@ def create_context_precision_scorer(
             empty_note=note,
         )
 
-    return judged_scorer(
-        _CARD,
-        model=model,
-        model_options=model_options,
-        scale=scale,
-        analyze=PromptStep(
-            description="Judge whether each context piece was useful",
-            create_prompt=analyze_prompt,
-            output_schema=PieceVerdicts,
-        ),
-        score=score,
-        explain=explain,
+    analyze = PromptStep(
+        description="Judge whether each context piece was useful",
+        create_prompt=analyze_prompt,
+        output_schema=PieceVerdicts,
     )
+    return judged_scorer(_CARD, model, model_options, scale, analyze, score, explain)
 
 
 def _piece(pieces: Sequence[str], index: Any) -> str:

@@ -137,21 +137,16 @@ def create_context_recall_scorer(
             empty_note=note,
         )
 
+    preprocess = PromptStep(
+        description="Extract the claims of the expected answer",
+        create_prompt=lambda ctx: claims_prompt(_ground_truth(ctx), "expected answer"),
+        output_schema=ClaimList,
+    )
+    analyze = PromptStep(
+        description="Check each claim of the expected answer against the context",
+        create_prompt=analyze_prompt,
+        output_schema=VerdictList,
+    )
     return judged_scorer(
-        _CARD,
-        model=model,
-        model_options=model_options,
-        scale=scale,
-        preprocess=PromptStep(
-            description="Extract the claims of the expected answer",
-            create_prompt=lambda ctx: claims_prompt(_ground_truth(ctx), "expected answer"),
-            output_schema=ClaimList,
-        ),
-        analyze=PromptStep(
-            description="Check each claim of the expected answer against the context",
-            create_prompt=analyze_prompt,
-            output_schema=VerdictList,
-        ),
-        score=score,
-        explain=explain,
+        _CARD, model, model_options, scale, analyze, score, explain, preprocess=preprocess
     )

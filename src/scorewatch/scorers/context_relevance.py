@@ -203,16 +203,9 @@ def create_context_relevance_scorer(
             empty_note=None if pieces else "No context was given, so the score is the maximum.",
         )
 
-    return judged_scorer(
-        _CARD,
-        model=model,
-        model_options=model_options,
-        scale=scale,
-        analyze=PromptStep(
-            description="Rate each context piece's relevance and use",
-            create_prompt=analyze_prompt,
-            output_schema=ContextEvaluation,
-        ),
-        score=score,
-        explain=explain,
+    analyze = PromptStep(
+        description="Rate each context piece's relevance and use",
+        create_prompt=analyze_prompt,
+        output_schema=ContextEvaluation,
     )
+    return judged_scorer(_CARD, model, model_options, scale, analyze, score, explain)

@@ -220,16 +220,9 @@ def create_noise_sensitivity_scorer(
             "(A higher score means the answer resisted the noise better.)",
         )
 
-    return judged_scorer(
-        _CARD,
-        model=model,
-        model_options=model_options,
-        scale=scale,
-        analyze=PromptStep(
-            description="Rate the impact of the noise on the response",
-            create_prompt=analyze_prompt,
-            output_schema=NoiseImpact,
-        ),
-        score=score,
-        explain=explain,
+    analyze = PromptStep(
+        description="Rate the impact of the noise on the response",
+        create_prompt=analyze_prompt,
+        output_schema=NoiseImpact,
     )
+    return judged_scorer(_CARD, model, model_options, scale, analyze, score, explain)

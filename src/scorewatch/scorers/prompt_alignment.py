@@ -268,16 +268,9 @@ def create_prompt_alignment_scorer(
             + (f"\nEarlier turns:\n{history}" if (history := history_of(ctx)) else ""),
         )
 
-    return judged_scorer(
-        _CARD,
-        model=model,
-        model_options=model_options,
-        scale=scale,
-        analyze=PromptStep(
-            description="Check how well the response follows the prompt",
-            create_prompt=analyze_prompt,
-            output_schema=AlignmentAnalysis,
-        ),
-        score=score,
-        explain=explain,
+    analyze = PromptStep(
+        description="Check how well the response follows the prompt",
+        create_prompt=analyze_prompt,
+        output_schema=AlignmentAnalysis,
     )
+    return judged_scorer(_CARD, model, model_options, scale, analyze, score, explain)

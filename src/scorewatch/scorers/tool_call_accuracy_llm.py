@@ -203,17 +203,11 @@ def create_tool_call_accuracy_llm_scorer(
             else "The agent called no tool; the score is full unless a tool was missing.",
         )
 
+    analyze = PromptStep(
+        description="Judge each tool call the agent made",
+        create_prompt=analyze_prompt,
+        output_schema=ToolSelection,
+    )
     return judged_scorer(
-        _CARD,
-        model=model,
-        model_options=model_options,
-        scale=scale,
-        preprocess=inspect_run,
-        analyze=PromptStep(
-            description="Judge each tool call the agent made",
-            create_prompt=analyze_prompt,
-            output_schema=ToolSelection,
-        ),
-        score=score,
-        explain=explain,
+        _CARD, model, model_options, scale, analyze, score, explain, preprocess=inspect_run
     )

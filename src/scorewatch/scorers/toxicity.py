@@ -108,18 +108,11 @@ def create_toxicity_scorer(
             ),
         )
 
-    return judged_scorer(
-        _CARD,
-        model=model,
-        model_options=model_options,
-        scale=scale,
-        analyze=PromptStep(
-            description="Judge each statement of the output for toxicity",
-            create_prompt=lambda ctx: _analyze_prompt(
-                request_text(ctx.run.input), response_text(ctx.run.output)
-            ),
-            output_schema=VerdictList,
+    analyze = PromptStep(
+        description="Judge each statement of the output for toxicity",
+        create_prompt=lambda ctx: _analyze_prompt(
+            request_text(ctx.run.input), response_text(ctx.run.output)
         ),
-        score=score,
-        explain=explain,
+        output_schema=VerdictList,
     )
+    return judged_scorer(_CARD, model, model_options, scale, analyze, score, explain)

@@ -184,17 +184,11 @@ def create_trajectory_accuracy_llm_scorer(
             + f"\nMissing steps: {missing}\nNeedless steps: {extra}",
         )
 
+    analyze = PromptStep(
+        description="Review the steps the agent took",
+        create_prompt=analyze_prompt,
+        output_schema=TrajectoryReview,
+    )
     return judged_scorer(
-        _CARD,
-        model=model,
-        model_options=model_options,
-        scale=1,
-        preprocess=inspect_run,
-        analyze=PromptStep(
-            description="Review the steps the agent took",
-            create_prompt=analyze_prompt,
-            output_schema=TrajectoryReview,
-        ),
-        score=score,
-        explain=explain,
+        _CARD, model, model_options, 1, analyze, score, explain, preprocess=inspect_run
     )
