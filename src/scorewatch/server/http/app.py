@@ -16,6 +16,7 @@ from starlette.routing import Route
 from ..._version import __version__
 from ...sinks.delivery import close_sinks
 from ..config.file import ServeConfig
+from ..config.label_stores import build_label_stores
 from ..config.scorer_entries import build_scorers
 from ..config.stores import SinkProbe, build_stores
 from ..intake.choice import build_intake
@@ -25,7 +26,7 @@ from .auth import require_token, resolve_token
 from .docs_page import install_docs_page
 from .errors import install_error_handlers
 from .guard import ServiceGuard
-from .routes import probes, scorers, scores, traces
+from .routes import labels, probes, scorers, scores, traces
 from .state import ServiceState
 
 __all__ = ["build_service", "create_app", "shutdown_service"]
@@ -63,6 +64,7 @@ def build_service(config: ServeConfig) -> ServiceState:
         probes=stores.probes,
         token=token,
         dependencies=dependencies,
+        labels=build_label_stores(config),
     )
     if stores.readers:
         service.on_close.append(functools.partial(close_sinks, stores.readers))
@@ -115,6 +117,7 @@ def create_app(service: ServiceState) -> FastAPI:
         },
         openapi_tags=[
             {"name": "scores", "description": "Submit traffic to score and read results."},
+            {"name": "labels", "description": "Human labels and the judge's agreement."},
             {"name": "service", "description": "What the service runs and how it is doing."},
             {"name": "probes", "description": "Liveness, readiness, Prometheus metrics."},
         ],
@@ -126,6 +129,7 @@ def create_app(service: ServiceState) -> FastAPI:
     guarded = [Depends(require_token)] if service.token is not None else []
     app.include_router(scores.router, dependencies=guarded)
     app.include_router(scorers.router, dependencies=guarded)
+    app.include_router(labels.router, dependencies=guarded)
     if isinstance(service.intake, TracesIntake):
         app.include_router(traces.router, dependencies=guarded)
     app.include_router(probes.router)

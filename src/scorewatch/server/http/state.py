@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import Request
 
 from ..config.file import ServeConfig
+from ..config.label_stores import LabelStores
 from ..config.scorer_entries import ConfiguredScorer
 from ..config.stores import ResultReader, SinkProbe
 from ..intake.interface import Intake
@@ -29,6 +30,9 @@ class ServiceState:
     draining: bool = False
     # `/v1/*` requests answered 503 by the guard while draining (they never reach the intake).
     rejected_draining: int = 0
+    # Where `POST /v1/labels` stores labels and `GET /v1/agreement` reads them.
+    labels: LabelStores | None = None
+    labels_received: int = 0
     # Called once the HTTP server stops; flushes telemetry exporters.
     on_close: list[Callable[[], Any]] = field(default_factory=list)
 

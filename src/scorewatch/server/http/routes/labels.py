@@ -1,0 +1,245 @@
+"""`POST /v1/labels` (human labels of stored runs) and `GET /v1/agreement` (judge vs people)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+
+from ....evals.labelled import agreement_by_version
+from ....sinks.labels import Label, RunRef, RunResolver, label_id
+from ...intake.admission import BAD_ID_MESSAGE, BAD_ID_TEXT
+from ..errors import ApiError
+from ..label_models import LabelBatch, LabelRequest, LabelsStored
+from ..models import ErrorBody
+from ..state import ServiceState, service_of
+
+__all__ = ["router"]
+
+logger = logging.getLogger("scorewatch.server")
+
+router = APIRouter(prefix="/v1", tags=["labels"])
+
+_ID_FIELDS = ("scorer", "run_id", "target", "trace_id", "span_id", "annotator")
+
+
+def _refuse(status: int, code: str, problems: list[dict[str, str]]) -> ApiError:
+    summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
+    if len(problems) > 5:
+        summary += f"; and {len(problems) - 5} more"
+    return ApiError(status, code, summary, fields=problems)
+
+
+def _resolver(service: ServiceState) -> RunResolver:
+    reader = service.labels.reader if service.labels is not None else None
+    if reader is None:
+        raise ApiError(
+            404,
+            "no_label_store",
+            "no store to keep labels in: enable [sinks] sqlite or postgres",
+        )
+    return reader
+
+
+def _check_fields(service: ServiceState, labels: list[LabelRequest]) -> None:
+    """Identifiers, scorers and duplicates, before any store is asked."""
+    problems: list[dict[str, str]] = []
+    unknown: list[dict[str, str]] = []
+    seen: dict[tuple[Any, ...], int] = {}
+    for index, label in enumerate(labels):
+        for name in _ID_FIELDS:
+            value = getattr(label, name)
+            if isinstance(value, str) and BAD_ID_TEXT.search(value):
+                problems.append({"field": f"labels[{index}].{name}", "message": BAD_ID_MESSAGE})
+        if label.comment is not None and BAD_ID_TEXT.search(label.comment):
+            problems.append(
+                {"field": f"labels[{index}].comment", "message": "holds NUL or lone surrogates"}
+            )
+        if label.scorer not in service.scorers:
+            unknown.append(
+                {"field": f"labels[{index}].scorer", "message": "not a configured scorer"}
+            )
+        key = (
+            label.scorer,
+            label.run_id,
+            label.target,
+            label.trace_id,
+            label.span_id,
+            label.annotator,
+        )
+        if key in seen:
+            problems.append(
+                {
+                    "field": f"labels[{index}]",
+                    "message": f"the same run, scorer and annotator as labels[{seen[key]}]",
+                }
+            )
+        seen.setdefault(key, index)
+    if problems:
+        raise _refuse(422, "invalid_request", problems)
+    if unknown:
+        error = _refuse(404, "unknown_scorer", unknown)
+        error.extra["known_scorers"] = service.known_scorers
+        raise error
+
+
+@router.post(
+    "/labels",
+    response_model=LabelsStored,
+    summary="Store human labels of scored runs",
+    description="Each label names a stored run (by `run_id`, or by target, trace and span id) "
+    "of a configured scorer, and gives a `score` on the scorer's scale or a pass/fail "
+    "`verdict`. One label per run, scorer and annotator: sending it again replaces that "
+    "annotator's label and no other. All labels of a request are stored, or none.",
+    responses={
+        401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
+        404: {"model": ErrorBody, "description": "Unknown scorer or run; `fields` names them."},
+        413: {"model": ErrorBody, "description": "Body over server.max_body_bytes."},
+        415: {"model": ErrorBody, "description": "Content-Type is not application/json."},
+        422: {"model": ErrorBody, "description": "Invalid fields; `fields` names them."},
+        503: {"model": ErrorBody, "description": "The label store cannot be written now."},
+    },
+)
+async def submit_labels(body: LabelBatch, request: Request) -> JSONResponse:
+    service = service_of(request)
+    resolver = _resolver(service)
+    _check_fields(service, body.labels)
+    refs = [
+        RunRef(label.scorer, label.run_id, label.target, label.trace_id, label.span_id)
+        for label in body.labels
+    ]
+    retry = service.config.server.retry_after
+    try:
+        runs = await resolver.resolve(refs)
+    except Exception as error:
+        logger.error("looking up labelled runs failed (%s)", type(error).__name__)
+        raise ApiError(
+            503,
+            "label_store_unavailable",
+            "the label store cannot be read now; retry later",
+            retry_after=retry,
+        ) from None
+    missing: list[dict[str, str]] = []
+    problems: list[dict[str, str]] = []
+    for index, (label, run) in enumerate(zip(body.labels, runs, strict=True)):
+        where = "run_id" if label.run_id is not None else "trace_id"
+        if run is None:
+            missing.append({"field": f"labels[{index}].{where}", "message": "no such stored run"})
+            continue
+        if run.scorer_id != label.scorer:
+            problems.append(
+                {"field": f"labels[{index}].scorer", "message": "the run is another scorer's"}
+            )
+            continue
+        top = service.scorers[label.scorer].scorer.scale
+        if label.score is not None and not 0 <= label.score <= top:
+            problems.append(
+                {"field": f"labels[{index}].score", "message": f"outside the scale 0 to {top:g}"}
+            )
+    if missing:
+        raise _refuse(404, "unknown_run", missing)
+    if problems:
+        raise _refuse(422, "invalid_request", problems)
+    now = datetime.now(UTC)
+    labels: list[Label] = []
+    for label, run in zip(body.labels, runs, strict=True):
+        assert run is not None
+        created = label.created_at or now
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=UTC)
+        labels.append(
+            Label(
+                run_id=run.run_id,
+                scorer_id=label.scorer,
+                annotator=label.annotator,
+                score=label.score,
+                verdict=label.verdict,
+                comment=label.comment,
+                created_at=created,
+            )
+        )
+    assert service.labels is not None
+    try:
+        for store in service.labels.writers:
+            await store.put(labels)
+    except Exception as error:
+        logger.error("storing labels failed (%s)", type(error).__name__)
+        raise ApiError(
+            503,
+            "label_store_unavailable",
+            "the labels could not be stored; retry later",
+            retry_after=retry,
+        ) from None
+    service.labels_received += len(labels)
+    stored = [
+        {
+            "id": label_id(label.run_id, label.scorer_id, label.annotator),
+            "run_id": label.run_id,
+            "scorer": label.scorer_id,
+            "annotator": label.annotator,
+            "scorer_version": run.scorer_version if run is not None else None,
+        }
+        for label, run in zip(labels, runs, strict=True)
+    ]
+    return JSONResponse({"stored": len(stored), "labels": stored})
+
+
+@router.get(
+    "/agreement",
+    summary="How well a scorer agrees with its human labels",
+    description="Per scorer version: Cohen's kappa, accuracy, confusion and false-pass/"
+    "false-fail rates for pass/fail labels; Spearman, mean absolute error and pass/fail "
+    "agreement at `threshold` for labels on the scale; each with a 95% interval and the "
+    "number of labels, and the runs where judge and people differ most.",
+    responses={
+        401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
+        404: {"model": ErrorBody, "description": "Unknown scorer, or no label store."},
+        503: {"model": ErrorBody, "description": "The label store cannot be read now."},
+    },
+)
+async def agreement(
+    request: Request,
+    scorer: str = Query(..., min_length=1, max_length=64, description="The scorer id."),
+    threshold: float | None = Query(
+        None, allow_inf_nan=False, description="Pass mark on the scale (default: half of it)."
+    ),
+    since: datetime | None = Query(  # noqa: B008 - FastAPI's way of declaring a parameter
+        None, description="Only labels given or changed at or after."
+    ),
+) -> JSONResponse:
+    service = service_of(request)
+    resolver = _resolver(service)
+    configured = service.scorers.get(scorer)
+    if configured is None:
+        raise ApiError(
+            404,
+            "unknown_scorer",
+            f"unknown scorer; known: {', '.join(service.known_scorers)}",
+            known_scorers=service.known_scorers,
+        )
+    if since is not None and since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
+    top = float(configured.scorer.scale)
+    cut = top / 2 if threshold is None else threshold
+    try:
+        runs = await resolver.labelled(scorer, since=since)
+    except Exception as error:
+        logger.error("reading labels failed (%s)", type(error).__name__)
+        raise ApiError(
+            503,
+            "label_store_unavailable",
+            "the label store cannot be read now; retry later",
+            retry_after=service.config.server.retry_after,
+        ) from None
+    higher = configured.scorer.direction == "higher_is_better"
+    # The statistics are CPU work: never on the loop that serves requests.
+    reports = await asyncio.to_thread(
+        agreement_by_version, scorer, runs, threshold=cut, scale=top, higher_passes=higher
+    )
+    return JSONResponse(
+        {"scorer": scorer, "threshold": cut, "versions": [r.as_dict() for r in reports]}
+    )
