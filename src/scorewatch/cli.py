@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "an HTML report of an earlier eval run, or compare two runs (a CI gate)",
     ),
     "scorers": ("scorewatch.commands.scorers", "list the prebuilt scorers"),
+    "labels": ("scorewatch.commands.labels", "import human labels of scored runs (JSONL or CSV)"),
 }
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -223,3 +225,56 @@ def test_a_store_path_holds_the_labels_table(served: ServeProcess) -> None:
     finally:
         conn.close()
     assert {"mastra_scorers", "scorewatch_labels"} <= tables
+
+
+def _import(served: ServeProcess, path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scorewatch",
+            "labels",
+            "import",
+            str(path),
+            "--config",
+            str(served.config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=served.config.parent,
+    )
+
+
+def test_labels_import_reads_jsonl_and_csv_and_refuses_a_bad_file_whole(
+    served: ServeProcess, runs: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    good = tmp_path / "good.csv"
+    good.write_text(
+        "scorer,run_id,target,trace_id,span_id,annotator,score,verdict,comment\n"
+        f"length,{runs[3]['run_id']},,,,dee,0.4,,from a sheet\n"
+        f"length,,bot,{runs[4]['trace']},{runs[4]['span']},dee,,pass,\n",
+        encoding="utf-8",
+    )
+    done = _import(served, good)
+    assert done.returncode == 0, done.stderr
+    assert "stored 2 labels" in done.stdout
+    rows = {(r["runId"], r["annotator"]): r for r in _label_rows(served)}
+    assert rows[(runs[3]["run_id"], "dee")]["comment"] == "from a sheet"
+    assert rows[(runs[4]["run_id"], "dee")]["verdict"] == "pass"
+    before = sorted((r["id"], r["updatedAt"]) for r in _label_rows(served))
+    bad = tmp_path / "bad.jsonl"
+    lines = [
+        {"scorer": "length", "run_id": runs[5]["run_id"], "annotator": "dee", "score": 0.5},
+        {"scorer": "length", "run_id": "gone", "annotator": "dee", "score": 0.5},
+    ]
+    bad.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    refused = _import(served, bad)
+    assert refused.returncode == 1
+    assert f"{bad}:2: run_id: no such stored run" in refused.stderr
+    invalid = tmp_path / "invalid.jsonl"
+    invalid.write_text(json.dumps({**lines[0], "score": 7}) + "\n", encoding="utf-8")
+    out_of_scale = _import(served, invalid)
+    assert out_of_scale.returncode == 1
+    assert f"{invalid}:1: score: outside the scale 0 to 1" in out_of_scale.stderr
+    assert sorted((r["id"], r["updatedAt"]) for r in _label_rows(served)) == before

@@ -46,6 +46,8 @@ EXAMPLES: dict[str, str] = {
     "scorers": """\
   scorewatch scorers                                # name, judge (llm/none), description
   scorewatch scorers --format json""",
+    "labels": """\
+  scorewatch labels import labels.jsonl --config scorewatch.toml   # or a CSV with a header""",
 }
 
 

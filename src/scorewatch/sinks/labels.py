@@ -295,7 +295,7 @@ class SqliteLabelStore:
         """The stored run each reference names, or None where there is none."""
         return await asyncio.to_thread(self._resolve, refs)
 
-    def labelled_sync(self, scorer_id: str, *, since: datetime | None = None) -> list[LabelledRun]:
+    def _labelled_rows(self, scorer_id: str, *, since: datetime | None = None) -> list[LabelledRun]:
         conn = self._connect()
         try:
             stamp = iso_timestamp(since or _EPOCH)
@@ -306,7 +306,7 @@ class SqliteLabelStore:
 
     async def labelled(self, scorer_id: str, *, since: datetime | None = None) -> list[LabelledRun]:
         """Every label of `scorer_id` (updated at or after `since`) with the judge's score."""
-        return await asyncio.to_thread(lambda: self.labelled_sync(scorer_id, since=since))
+        return await asyncio.to_thread(lambda: self._labelled_rows(scorer_id, since=since))
 
     async def aclose(self) -> None:
         return None

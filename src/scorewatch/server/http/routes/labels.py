@@ -11,10 +11,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from ....evals.labelled import agreement_by_version
-from ....sinks.labels import Label, RunRef, RunResolver, label_id
-from ...intake.admission import BAD_ID_MESSAGE, BAD_ID_TEXT
+from ....sinks.labels import RunResolver, label_id
 from ..errors import ApiError
-from ..label_models import LabelBatch, LabelRequest, LabelsStored
+from ..label_intake import LabelsRefused, check_labels
+from ..label_models import LabelBatch, LabelsStored
 from ..models import ErrorBody
 from ..state import ServiceState, service_of
 
@@ -23,15 +23,6 @@ __all__ = ["router"]
 logger = logging.getLogger("scorewatch.server")
 
 router = APIRouter(prefix="/v1", tags=["labels"])
-
-_ID_FIELDS = ("scorer", "run_id", "target", "trace_id", "span_id", "annotator")
-
-
-def _refuse(status: int, code: str, problems: list[dict[str, str]]) -> ApiError:
-    summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
-    if len(problems) > 5:
-        summary += f"; and {len(problems) - 5} more"
-    return ApiError(status, code, summary, fields=problems)
 
 
 def _resolver(service: ServiceState) -> RunResolver:
@@ -43,48 +34,6 @@ def _resolver(service: ServiceState) -> RunResolver:
             "no store to keep labels in: enable [sinks] sqlite or postgres",
         )
     return reader
-
-
-def _check_fields(service: ServiceState, labels: list[LabelRequest]) -> None:
-    """Identifiers, scorers and duplicates, before any store is asked."""
-    problems: list[dict[str, str]] = []
-    unknown: list[dict[str, str]] = []
-    seen: dict[tuple[Any, ...], int] = {}
-    for index, label in enumerate(labels):
-        for name in _ID_FIELDS:
-            value = getattr(label, name)
-            if isinstance(value, str) and BAD_ID_TEXT.search(value):
-                problems.append({"field": f"labels[{index}].{name}", "message": BAD_ID_MESSAGE})
-        if label.comment is not None and BAD_ID_TEXT.search(label.comment):
-            problems.append(
-                {"field": f"labels[{index}].comment", "message": "holds NUL or lone surrogates"}
-            )
-        if label.scorer not in service.scorers:
-            unknown.append(
-                {"field": f"labels[{index}].scorer", "message": "not a configured scorer"}
-            )
-        key = (
-            label.scorer,
-            label.run_id,
-            label.target,
-            label.trace_id,
-            label.span_id,
-            label.annotator,
-        )
-        if key in seen:
-            problems.append(
-                {
-                    "field": f"labels[{index}]",
-                    "message": f"the same run, scorer and annotator as labels[{seen[key]}]",
-                }
-            )
-        seen.setdefault(key, index)
-    if problems:
-        raise _refuse(422, "invalid_request", problems)
-    if unknown:
-        error = _refuse(404, "unknown_scorer", unknown)
-        error.extra["known_scorers"] = service.known_scorers
-        raise error
 
 
 @router.post(
@@ -107,14 +56,15 @@ def _check_fields(service: ServiceState, labels: list[LabelRequest]) -> None:
 async def submit_labels(body: LabelBatch, request: Request) -> JSONResponse:
     service = service_of(request)
     resolver = _resolver(service)
-    _check_fields(service, body.labels)
-    refs = [
-        RunRef(label.scorer, label.run_id, label.target, label.trace_id, label.span_id)
-        for label in body.labels
-    ]
+    scales = {sid: float(c.scorer.scale) for sid, c in service.scorers.items()}
     retry = service.config.server.retry_after
     try:
-        runs = await resolver.resolve(refs)
+        labels, runs = await check_labels(body.labels, scales, resolver)
+    except LabelsRefused as refused:
+        extra: dict[str, Any] = {"fields": refused.problems}
+        if refused.code == "unknown_scorer":
+            extra["known_scorers"] = service.known_scorers
+        raise ApiError(refused.status, refused.code, str(refused), **extra) from None
     except Exception as error:
         logger.error("looking up labelled runs failed (%s)", type(error).__name__)
         raise ApiError(
@@ -123,45 +73,6 @@ async def submit_labels(body: LabelBatch, request: Request) -> JSONResponse:
             "the label store cannot be read now; retry later",
             retry_after=retry,
         ) from None
-    missing: list[dict[str, str]] = []
-    problems: list[dict[str, str]] = []
-    for index, (label, run) in enumerate(zip(body.labels, runs, strict=True)):
-        where = "run_id" if label.run_id is not None else "trace_id"
-        if run is None:
-            missing.append({"field": f"labels[{index}].{where}", "message": "no such stored run"})
-            continue
-        if run.scorer_id != label.scorer:
-            problems.append(
-                {"field": f"labels[{index}].scorer", "message": "the run is another scorer's"}
-            )
-            continue
-        top = service.scorers[label.scorer].scorer.scale
-        if label.score is not None and not 0 <= label.score <= top:
-            problems.append(
-                {"field": f"labels[{index}].score", "message": f"outside the scale 0 to {top:g}"}
-            )
-    if missing:
-        raise _refuse(404, "unknown_run", missing)
-    if problems:
-        raise _refuse(422, "invalid_request", problems)
-    now = datetime.now(UTC)
-    labels: list[Label] = []
-    for label, run in zip(body.labels, runs, strict=True):
-        assert run is not None
-        created = label.created_at or now
-        if created.tzinfo is None:
-            created = created.replace(tzinfo=UTC)
-        labels.append(
-            Label(
-                run_id=run.run_id,
-                scorer_id=label.scorer,
-                annotator=label.annotator,
-                score=label.score,
-                verdict=label.verdict,
-                comment=label.comment,
-                created_at=created,
-            )
-        )
     assert service.labels is not None
     try:
         for store in service.labels.writers:
@@ -181,7 +92,7 @@ async def submit_labels(body: LabelBatch, request: Request) -> JSONResponse:
             "run_id": label.run_id,
             "scorer": label.scorer_id,
             "annotator": label.annotator,
-            "scorer_version": run.scorer_version if run is not None else None,
+            "scorer_version": run.scorer_version,
         }
         for label, run in zip(labels, runs, strict=True)
     ]
