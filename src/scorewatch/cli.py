@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "an HTML report of an earlier eval run, or compare two runs (a CI gate)",
     ),
     "scorers": ("scorewatch.commands.scorers", "list the prebuilt scorers"),
+    "calibrate": (
+        "scorewatch.commands.calibrate",
+        "a scorer's agreement with human-labelled items and its best threshold (a CI gate)",
+    ),
     "labels": ("scorewatch.commands.labels", "import human labels of scored runs (JSONL or CSV)"),
 }
 

@@ -46,6 +46,9 @@ EXAMPLES: dict[str, str] = {
     "scorers": """\
   scorewatch scorers                                # name, judge (llm/none), description
   scorewatch scorers --format json""",
+    "calibrate": """\
+  scorewatch calibrate docs/examples/labelled-answers.jsonl --scorer keyword-coverage
+  scorewatch calibrate labelled.jsonl --scorer faithfulness --min-kappa 0.6 --html cal.html""",
     "labels": """\
   scorewatch labels import labels.jsonl --config scorewatch.toml   # or a CSV with a header""",
 }
