@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -47,6 +47,7 @@ __all__ = [
     "LIVE_COUNTS",
     "OBSERVERS",
     "JudgeAttempt",
+    "LabelReadings",
     "LiveDecision",
     "Observer",
     "Observers",
@@ -167,6 +168,16 @@ class TraceCounts:
         self.runs.update(other.runs)
 
 
+@dataclass(frozen=True, slots=True)
+class LabelReadings:
+    """What a label intake (serve's `POST /v1/labels`) reports: `labels`, labels stored per
+    scorer id by this process (cumulative); `agreement`, the latest agreement of each scorer
+    version with its stored labels, (scorer id, scorer version, measure) -> value."""
+
+    labels: Mapping[str, int]
+    agreement: Mapping[tuple[str, str, str], float]
+
+
 # -- listeners -------------------------------------------------------------------------------------
 
 
@@ -275,7 +286,7 @@ class _Pulled(Generic[T]):
 class Observers:
     """One event bus: subscribed observers, and the gauge sources they pull from."""
 
-    __slots__ = ("_depths", "_gauges", "_lock", "_traces", "subscribers")
+    __slots__ = ("_depths", "_gauges", "_labels", "_lock", "_traces", "subscribers")
 
     def __init__(self) -> None:
         # Read without the lock on every event: replaced whole, never mutated.
@@ -284,6 +295,7 @@ class Observers:
         self._depths: _Pulled[int] = _Pulled("live queue depth")
         self._gauges: _Pulled[QueueGauges | None] = _Pulled("queue gauge")
         self._traces: _Pulled[TraceCounts] = _Pulled("trace intake counts")
+        self._labels: _Pulled[LabelReadings] = _Pulled("label readings")
 
     def __repr__(self) -> str:
         name = "OBSERVERS" if self is OBSERVERS else f"Observers at {id(self):#x}"
@@ -371,6 +383,14 @@ class Observers:
         """Report `source()` (a trace intake's cumulative counts) in the trace counters;
         returns the function that unregisters it."""
         return self._traces.register(source)
+
+    def register_labels(self, source: Callable[[], LabelReadings]) -> Callable[[], None]:
+        """Report `source()` (a label intake's counts and agreement) in the label metrics;
+        returns the function that unregisters it."""
+        return self._labels.register(source)
+
+    def label_readings(self) -> list[LabelReadings]:
+        return self._labels.read()
 
     def trace_counts(self) -> TraceCounts:
         """The sum over every registered trace intake."""

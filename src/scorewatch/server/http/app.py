@@ -22,6 +22,7 @@ from ..config.stores import SinkProbe, build_stores
 from ..intake.choice import build_intake
 from ..intake.otlp_traces import TracesIntake, build_traces_intake
 from ..intake.redis_queue import RedisIntake
+from .agreement_watch import AgreementWatch, ScorerScale
 from .auth import require_token, resolve_token
 from .docs_page import install_docs_page
 from .errors import install_error_handlers
@@ -68,6 +69,13 @@ def build_service(config: ServeConfig) -> ServiceState:
     )
     if stores.readers:
         service.on_close.append(functools.partial(close_sinks, stores.readers))
+    if service.labels is not None and service.labels.reader is not None:
+        scales = {
+            scorer_id: ScorerScale(float(c.scorer.scale), c.scorer.direction == "higher_is_better")
+            for scorer_id, c in built.items()
+        }
+        service.agreement = AgreementWatch(scales, service.labels.reader)
+        service.on_close.append(service.agreement.aclose)
     return service
 
 
@@ -91,6 +99,8 @@ async def shutdown_service(service: ServiceState) -> dict[str, int]:
 def create_app(service: ServiceState) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if service.agreement is not None:
+            service.agreement.start()
         yield
         await shutdown_service(service)
 

@@ -13,6 +13,7 @@ from ..config.label_stores import LabelStores
 from ..config.scorer_entries import ConfiguredScorer
 from ..config.stores import ResultReader, SinkProbe
 from ..intake.interface import Intake
+from .agreement_watch import AgreementWatch
 
 __all__ = ["ServiceState", "service_of"]
 
@@ -32,7 +33,8 @@ class ServiceState:
     rejected_draining: int = 0
     # Where `POST /v1/labels` stores labels and `GET /v1/agreement` reads them.
     labels: LabelStores | None = None
-    labels_received: int = 0
+    # Label counts and agreement as metrics (None without a label store).
+    agreement: AgreementWatch | None = None
     # Called once the HTTP server stops; flushes telemetry exporters.
     on_close: list[Callable[[], Any]] = field(default_factory=list)
 

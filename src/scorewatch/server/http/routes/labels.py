@@ -85,7 +85,8 @@ async def submit_labels(body: LabelBatch, request: Request) -> JSONResponse:
             "the labels could not be stored; retry later",
             retry_after=retry,
         ) from None
-    service.labels_received += len(labels)
+    if service.agreement is not None:
+        service.agreement.stored(labels)
     stored = [
         {
             "id": label_id(label.run_id, label.scorer_id, label.annotator),
