@@ -17,6 +17,7 @@ import pytest
 from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score, mean_absolute_error
 
+from scorewatch.live.entry import fraction_of
 from serve_support import ServeProcess, write_config
 
 pytestmark = pytest.mark.e2e
@@ -30,6 +31,7 @@ auth_token_env = "SW_TEST_TOKEN"
 [[scorers]]
 id = "length"
 factory = "sw_test_scorers:make_length_scorer"
+review_rate = 0.5
 
 [[scorers]]
 id = "failing"
@@ -182,7 +184,7 @@ def test_hostile_labels_are_refused_with_the_field_named_and_store_nothing(
 
 
 def test_agreement_equals_the_libraries_on_the_stored_pairs(
-    client: httpx.Client, runs: list[dict[str, Any]]
+    served: ServeProcess, client: httpx.Client, runs: list[dict[str, Any]]
 ) -> None:
     # A second annotator, "cy", labels every run on the scale; the judge's score is length/100.
     human = [0.1, 0.3, 0.2, 0.5, 0.4, 0.7, 0.6, 0.9, 1.0, 0.8]
@@ -197,9 +199,10 @@ def test_agreement_equals_the_libraries_on_the_stored_pairs(
     assert version["scorer_version"]
     stored = client.get("/v1/agreement", params={"scorer": "length"}).json()
     assert stored["threshold"] == 0.5  # half the scale by default
-    # Every scale label of the scorer so far: cy's ten and ana's 0.3 on run 0.
-    pairs = [(h, run["score"]) for run, h in zip(runs, human, strict=True)]
-    pairs.append((0.3, runs[0]["score"]))
+    # The reference: every label of the scorer stored so far, with the judge's score of its run.
+    judged = {run["run_id"]: run["score"] for run in runs}
+    rows = [r for r in _label_rows(served) if r["scorerId"] == "length"]
+    pairs = [(r["score"], judged[r["runId"]]) for r in rows if r["score"] is not None]
     people = [h for h, _ in pairs]
     judge = [j for _, j in pairs]
     scale = version["scale"]
@@ -209,11 +212,17 @@ def test_agreement_equals_the_libraries_on_the_stored_pairs(
     cut = scale["at_threshold"]["kappa"]["value"]
     passes = [["pass" if v >= 0.5 else "fail" for v in side] for side in (people, judge)]
     assert cut == pytest.approx(cohen_kappa_score(*passes), abs=1e-9)
-    # The pass/fail labels (ana: run 1 fail; ben: run 0 pass) against the judge at 0.5.
+    # The pass/fail labels against the judge's scores cut at 0.5.
+    verdict_rows = [r for r in rows if r["verdict"] is not None]
+    said = [r["verdict"] for r in verdict_rows]
+    cut_judge = ["pass" if judged[r["runId"]] >= 0.5 else "fail" for r in verdict_rows]
     verdicts = version["verdicts"]
-    assert verdicts["kappa"]["n"] == 2
-    assert verdicts["confusion"] == [[1, 0], [1, 0]]
-    assert version["disagreements"][0]["run_id"] == runs[0]["run_id"]
+    assert verdicts["kappa"]["n"] == len(verdict_rows)
+    assert verdicts["accuracy"]["value"] == pytest.approx(
+        sum(a == b for a, b in zip(said, cut_judge, strict=True)) / len(said), abs=1e-9
+    )
+    worst = max(abs(h - j) for h, j in pairs)
+    assert version["disagreements"][0]["gap"] >= worst - 1e-9
     assert client.get("/v1/agreement", params={"scorer": "nope"}).status_code == 404
 
 
@@ -278,3 +287,25 @@ def test_labels_import_reads_jsonl_and_csv_and_refuses_a_bad_file_whole(
     assert out_of_scale.returncode == 1
     assert f"{invalid}:1: score: outside the scale 0 to 1" in out_of_scale.stderr
     assert sorted((r["id"], r["updatedAt"]) for r in _label_rows(served)) == before
+
+
+def test_review_lists_the_sampled_unlabelled_runs_until_labelled(
+    served: ServeProcess, client: httpx.Client, runs: list[dict[str, Any]]
+) -> None:
+    labelled = {r["runId"] for r in _label_rows(served) if r["scorerId"] == "length"}
+    sampled = [run["run_id"] for run in runs if fraction_of(f"review:{run['run_id']}") < 0.5]
+    assert 0 < len(sampled) < len(runs), "the sample should be a share of the runs"
+    answer = client.get("/v1/review", params={"scorer": "length"})
+    assert answer.status_code == 200, answer.text
+    pending = [run["id"] for run in answer.json()["runs"]]
+    assert sorted(pending) == sorted(set(sampled) - labelled)
+    if pending:
+        first = answer.json()["runs"][0]
+        assert first["output"].startswith("x") and first["score"] is not None
+        label = {"scorer": "length", "run_id": pending[0], "annotator": "rev", "verdict": "pass"}
+        assert _post(client, label).status_code == 200
+        again = client.get("/v1/review", params={"scorer": "length"}).json()
+        assert [run["id"] for run in again["runs"]] == pending[1:]
+    # A scorer without a review rate has nothing to review; an unknown one is a 404.
+    assert client.get("/v1/review", params={"scorer": "failing"}).json()["runs"] == []
+    assert client.get("/v1/review", params={"scorer": "nope"}).status_code == 404

@@ -61,7 +61,13 @@ async def _exercise(store: SqliteLabelStore | PostgresLabelStore) -> None:
     assert [run.run_id if run else None for run in found] == ["run-1", "run-0", None, None]
     assert found[0] is not None and found[0].score == pytest.approx(0.8)
     assert found[0].scorer_version == _scorer().version_fingerprint
+    waiting = await store.unlabelled("length", scan=10)
+    assert [run["id"] for run in waiting] == ["run-1", "run-0"]  # newest first
+    assert waiting[0]["output"] == "abcdefgh" and waiting[0]["score"] == pytest.approx(0.8)
+    await store.put(LABELS[:1])
+    assert [run["id"] for run in await store.unlabelled("length", scan=10)] == ["run-1"]
     await store.put(LABELS)
+    assert await store.unlabelled("length", scan=10) == []
     # Ana relabels run-0: her label is replaced, Ben's stays.
     await store.put([Label("run-0", "length", "ana", score=0.4)])
     labelled = await store.labelled("length")

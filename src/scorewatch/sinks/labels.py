@@ -31,6 +31,7 @@ from .sql import quote
 __all__ = [
     "LABEL_COLUMNS",
     "LABEL_TABLE",
+    "REVIEW_COLUMNS",
     "JsonlLabelStore",
     "Label",
     "LabelStore",
@@ -43,6 +44,7 @@ __all__ = [
     "label_queries",
     "label_table_sql",
     "labelled_of",
+    "review_row",
     "stored_run_of",
 ]
 
@@ -161,6 +163,8 @@ class RunResolver(Protocol):
         self, scorer_id: str, *, since: datetime | None = None
     ) -> list[LabelledRun]: ...
 
+    async def unlabelled(self, scorer_id: str, *, scan: int) -> list[dict[str, Any]]: ...
+
 
 _RUN_COLUMNS: Final = ("id", "scorerId", "target", "status", "score", "scorerVersion")
 
@@ -190,6 +194,31 @@ def labelled_of(row: Sequence[Any]) -> LabelledRun:
     )
 
 
+REVIEW_COLUMNS: Final[tuple[str, ...]] = (
+    "id",
+    "entityId",
+    "traceId",
+    "spanId",
+    "input",
+    "output",
+    "score",
+    "reason",
+    "scorerVersion",
+    "createdAt",
+)
+"""What a review lists of a run: enough for a person to judge it."""
+
+
+def review_row(row: Sequence[Any], loads: Any) -> dict[str, Any]:
+    """A `REVIEW_COLUMNS` row as a dict; `loads` decodes the JSON of input and output."""
+    found = dict(zip(REVIEW_COLUMNS, row, strict=True))
+    for column in ("input", "output"):
+        found[column] = loads(found[column])
+    if isinstance(found["createdAt"], datetime):
+        found["createdAt"] = iso_timestamp(found["createdAt"])
+    return found
+
+
 def label_queries(labels_sql: str, scores_sql: str, mark: str) -> Mapping[str, str]:
     """The statements both SQL stores run, in their placeholder `mark`."""
     names = ", ".join(quote(c) for c in LABEL_COLUMNS)
@@ -209,6 +238,12 @@ def label_queries(labels_sql: str, scores_sql: str, mark: str) -> Mapping[str, s
         "labelled": f'SELECT {label_names}, s."score", s."scorerVersion", s."target" '
         f'FROM {labels_sql} l JOIN {scores_sql} s ON s."id" = l."runId" '
         f'WHERE l."scorerId" = {mark} AND l."updatedAt" >= {mark} ORDER BY l."updatedAt", l."id"',
+        # The newest scored runs of a scorer that nobody has labelled yet.
+        "unlabelled": f"SELECT {', '.join(f's.{quote(c)}' for c in REVIEW_COLUMNS)} "
+        f'FROM {scores_sql} s WHERE s."scorerId" = {mark} AND s."status" = \'success\' '
+        f'AND NOT EXISTS (SELECT 1 FROM {labels_sql} l WHERE l."runId" = s."id" '
+        f'AND l."scorerId" = s."scorerId") '
+        f'ORDER BY s."createdAt" DESC, s."id" DESC LIMIT {mark}',
     }
 
 
@@ -308,8 +343,27 @@ class SqliteLabelStore:
         """Every label of `scorer_id` (updated at or after `since`) with the judge's score."""
         return await asyncio.to_thread(lambda: self._labelled_rows(scorer_id, since=since))
 
+    def _unlabelled_rows(self, scorer_id: str, scan: int) -> list[dict[str, Any]]:
+        conn = self._connect()
+        try:
+            rows = conn.execute(self._sql["unlabelled"], (scorer_id, scan)).fetchall()
+        finally:
+            conn.close()
+        return [review_row(row, _loads) for row in rows]
+
+    async def unlabelled(self, scorer_id: str, *, scan: int) -> list[dict[str, Any]]:
+        """The newest `scan` successful runs of `scorer_id` without a label, newest first."""
+        return await asyncio.to_thread(self._unlabelled_rows, scorer_id, scan)
+
     async def aclose(self) -> None:
         return None
+
+
+def _loads(text: Any) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
 
 
 class JsonlLabelStore:

@@ -22,6 +22,7 @@ from .labels import (
     label_queries,
     label_table_sql,
     labelled_of,
+    review_row,
     stored_run_of,
 )
 from .sql import quote
@@ -114,5 +115,18 @@ class PostgresLabelStore:
         finally:
             await conn.close()
 
+    async def unlabelled(self, scorer_id: str, *, scan: int) -> list[dict[str, Any]]:
+        """The newest `scan` successful runs of `scorer_id` without a label, newest first."""
+        conn = await self._connect()
+        try:
+            cursor = await conn.execute(self._sql["unlabelled"].encode(), (scorer_id, scan))
+            return [review_row(row, _as_is) for row in await cursor.fetchall()]
+        finally:
+            await conn.close()
+
     async def aclose(self) -> None:
         return None
+
+
+def _as_is(value: Any) -> Any:
+    return value  # jsonb arrives decoded

@@ -11,7 +11,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from ....evals.labelled import agreement_by_version
+from ....live.entry import fraction_of
 from ....sinks.labels import RunResolver, label_id
+from ....sinks.storable import storable
 from ..errors import ApiError
 from ..label_intake import LabelsRefused, check_labels
 from ..label_models import LabelBatch, LabelsStored
@@ -155,3 +157,58 @@ async def agreement(
     return JSONResponse(
         {"scorer": scorer, "threshold": cut, "versions": [r.as_dict() for r in reports]}
     )
+
+
+# How many of the newest unlabelled runs a review request looks through for sampled ones.
+_REVIEW_SCAN = 10_000
+
+
+def in_review_sample(run_id: str, rate: float) -> bool:
+    """Whether the run is in its scorer's review sample: deterministic in the run id, and keyed
+    apart from trace sampling (a sampled trace is no likelier to be reviewed)."""
+    return rate > 0 and fraction_of(f"review:{run_id}") < rate
+
+
+@router.get(
+    "/review",
+    summary="Runs waiting for a human label",
+    description="The runs of `scorer` in its review sample (`review_rate` of its scorer entry, "
+    "chosen from the run id) that nobody has labelled yet, newest first, with what is stored "
+    "of them. A label (`POST /v1/labels`) takes a run off the list. Looks through the newest "
+    "10,000 unlabelled runs of the scorer.",
+    responses={
+        401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
+        404: {"model": ErrorBody, "description": "Unknown scorer, or no label store."},
+        503: {"model": ErrorBody, "description": "The store cannot be read now."},
+    },
+)
+async def review(
+    request: Request,
+    scorer: str = Query(..., min_length=1, max_length=64, description="The scorer id."),
+    limit: int = Query(50, ge=1, le=500, description="At most this many runs."),
+) -> JSONResponse:
+    service = service_of(request)
+    resolver = _resolver(service)
+    if scorer not in service.scorers:
+        raise ApiError(
+            404,
+            "unknown_scorer",
+            f"unknown scorer; known: {', '.join(service.known_scorers)}",
+            known_scorers=service.known_scorers,
+        )
+    rate = next(s.review_rate for s in service.config.scorers if s.id == scorer)
+    pending: list[dict[str, Any]] = []
+    if rate > 0:
+        try:
+            runs = await resolver.unlabelled(scorer, scan=_REVIEW_SCAN)
+        except Exception as error:
+            logger.error("reading runs for review failed (%s)", type(error).__name__)
+            raise ApiError(
+                503,
+                "label_store_unavailable",
+                "the store cannot be read now; retry later",
+                retry_after=service.config.server.retry_after,
+            ) from None
+        pending = [run for run in runs if in_review_sample(str(run["id"]), rate)][:limit]
+    body = {"scorer": scorer, "review_rate": rate, "runs": pending}
+    return JSONResponse(storable(body))
