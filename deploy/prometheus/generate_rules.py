@@ -504,7 +504,8 @@ def _agreement_low(s: RuleSettings) -> dict[str, Any]:
             ),
             "description": (
                 "Cohen's kappa of {{ $labels.scorewatch_scorer_id }} (version "
-                '{{ $labels.scorewatch_scorer_version }}) with its human labels is {{ $value | printf "%.2f" }}, '
+                "{{ $labels.scorewatch_scorer_version }}) with its human labels is "
+                '{{ $value | printf "%.2f" }}, '
                 f"below the floor of {floor} with at least {s.agreement_min_labels} labels, "
                 f"for {s.agreement_for}: its pass/fail verdicts stand in for people's badly."
             ),
