@@ -233,6 +233,7 @@ _ATTRIBUTES: Final[dict[str, str]] = {
     "ATTR_TRACES_OUTCOME": "what became of a selected span: `admitted`, or why it was not scored",
     "ATTR_AGREEMENT_MEASURE": "an agreement measure: `kappa`, `accuracy`, `false_pass_rate`, "
     "`false_fail_rate`, `spearman`, `mae`, `kappa_at_threshold`",
+    "ATTR_REVIEW_STATE": "a run of the review sample: `marked`, `labelled` or `pending`",
 }
 
 _JUDGE_CALL = (
@@ -466,6 +467,15 @@ _METRICS: Final = (
         ("ATTR_SCORER_ID", "ATTR_SCORER_VERSION", "ATTR_AGREEMENT_MEASURE"),
         "A scorer version's agreement with its stored human labels (docs/labels.md), "
         "recomputed after labels arrive; `measure` `labels` is the number of labels counted.",
+    ),
+    _Metric(
+        "METRIC_REVIEW_RUNS",
+        "PROM_REVIEW_RUNS",
+        "gauge",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_SCORER_ID", "ATTR_REVIEW_STATE"),
+        "Runs of a scorer's review sample (`review_rate`) among its newest 10,000 unlabelled "
+        "runs and its labelled ones: `marked`, `labelled`, `pending` (not labelled yet).",
     ),
 )
 

@@ -13,6 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from scipy.stats import spearmanr
 
+from scorewatch.live.entry import fraction_of
 from serve_support import ServeProcess, write_config
 
 pytestmark = pytest.mark.e2e
@@ -21,6 +22,7 @@ CONFIG = """\
 [[scorers]]
 id = "length"
 factory = "sw_test_scorers:make_length_scorer"
+review_rate = 0.5
 
 [sinks]
 sqlite = "scores.db"
@@ -89,6 +91,13 @@ def test_labels_move_the_agreement_metric(tmp_path: Path) -> None:
         moved = _until(lambda: _measure(client, "spearman"), pytest.approx(expected, abs=1e-9))
         assert moved == pytest.approx(expected, abs=1e-9)
         assert _measure(client, "labels") == 10
+        # Every run is labelled now: those of the review sample count as labelled, none pending.
+        sampled = sum(fraction_of(f"review:{run['run_id']}") < 0.5 for run in runs)
+        review = {
+            dict(labels)["scorewatch_review_state"]: value
+            for labels, value in _samples(client, "scorewatch_review_runs").items()
+        }
+        assert review == {"marked": sampled, "labelled": sampled, "pending": 0}
     # A new process finds the stored labels and reports their agreement at once.
     with ServeProcess(path) as again, httpx.Client(base_url=again.url, timeout=60) as client:
         restarted = _until(lambda: _measure(client, "spearman"), pytest.approx(expected, abs=1e-9))

@@ -172,10 +172,13 @@ class TraceCounts:
 class LabelReadings:
     """What a label intake (serve's `POST /v1/labels`) reports: `labels`, labels stored per
     scorer id by this process (cumulative); `agreement`, the latest agreement of each scorer
-    version with its stored labels, (scorer id, scorer version, measure) -> value."""
+    version with its stored labels, (scorer id, scorer version, measure) -> value; `review`, the
+    runs of each scorer's review sample: (scorer id, state) -> count, state `marked`, `labelled`
+    or `pending`."""
 
     labels: Mapping[str, int]
     agreement: Mapping[tuple[str, str, str], float]
+    review: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
 
 # -- listeners -------------------------------------------------------------------------------------

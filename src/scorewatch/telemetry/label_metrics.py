@@ -33,6 +33,11 @@ class LabelMetrics:
             callbacks=[pulled(source, _agreement)],
             description="A scorer version's agreement with its human labels, per measure",
         )
+        meter.create_observable_gauge(
+            names.METRIC_REVIEW_RUNS,
+            callbacks=[pulled(source, _review)],
+            description="Runs of a scorer's review sample: marked, labelled, pending",
+        )
 
 
 def _labels(bus: Observers) -> Iterable[Observation]:
@@ -56,3 +61,11 @@ def _agreement(bus: Observers) -> Iterable[Observation]:
             }
             observed.append(Observation(value, attributes))
     return observed
+
+
+def _review(bus: Observers) -> Iterable[Observation]:
+    return [
+        Observation(count, {names.ATTR_SCORER_ID: scorer, names.ATTR_REVIEW_STATE: state})
+        for reading in bus.label_readings()
+        for (scorer, state), count in sorted(reading.review.items())
+    ]

@@ -42,6 +42,7 @@ __all__ = [
     "ATTR_RESPONSE_FINISH_REASONS",
     "ATTR_RESPONSE_ID",
     "ATTR_RESPONSE_MODEL",
+    "ATTR_REVIEW_STATE",
     "ATTR_RUN_ID",
     "ATTR_RUN_INPUT",
     "ATTR_RUN_OUTPUT",
@@ -94,6 +95,7 @@ __all__ = [
     "METRIC_QUEUE_LAG",
     "METRIC_QUEUE_PENDING",
     "METRIC_QUEUE_REDELIVERIES",
+    "METRIC_REVIEW_RUNS",
     "METRIC_RUN_DURATION",
     "METRIC_SCORE",
     "METRIC_SCORER_INFO",
@@ -126,6 +128,7 @@ __all__ = [
     "PROM_QUEUE_LAG",
     "PROM_QUEUE_PENDING",
     "PROM_QUEUE_REDELIVERIES",
+    "PROM_REVIEW_RUNS",
     "PROM_RUN_DURATION",
     "PROM_SCORE",
     "PROM_SCORER_INFO",
@@ -262,6 +265,7 @@ ATTR_TRACES_REASON: Final = "scorewatch.traces.reason"
 # What became of a span the trace intake selected: admitted, or why it was not scored.
 ATTR_TRACES_OUTCOME: Final = "scorewatch.traces.outcome"
 ATTR_AGREEMENT_MEASURE: Final = "scorewatch.agreement.measure"
+ATTR_REVIEW_STATE: Final = "scorewatch.review.state"
 # Our own, span-only: which attempt of the step a `chat` span is, and whether it is the
 # structured-output fallback.
 ATTR_JUDGE_ATTEMPT: Final = "scorewatch.judge.attempt"
@@ -325,6 +329,7 @@ METRIC_TRACES_EVICTED: Final = "scorewatch.traces.evicted"
 METRIC_TRACES_RUNS: Final = "scorewatch.traces.runs"
 METRIC_LABELS: Final = "scorewatch.labels"
 METRIC_JUDGE_AGREEMENT: Final = "scorewatch.judge.agreement"
+METRIC_REVIEW_RUNS: Final = "scorewatch.review.runs"
 
 PROM_TOKEN_USAGE: Final = "gen_ai_client_token_usage"
 PROM_OPERATION_DURATION: Final = "gen_ai_client_operation_duration_seconds"
@@ -353,6 +358,7 @@ PROM_TRACES_EVICTED: Final = "scorewatch_traces_evicted_total"
 PROM_TRACES_RUNS: Final = "scorewatch_traces_runs_total"
 PROM_LABELS: Final = "scorewatch_labels_total"
 PROM_JUDGE_AGREEMENT: Final = "scorewatch_judge_agreement"
+PROM_REVIEW_RUNS: Final = "scorewatch_review_runs"
 
 UNIT_TOKEN: Final = "{token}"
 UNIT_SECONDS: Final = "s"

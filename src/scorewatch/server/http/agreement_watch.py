@@ -1,10 +1,11 @@
-"""`AgreementWatch`: serve's labels and agreement as metrics.
+"""`AgreementWatch`: serve's labels, agreement and the review sample as metrics.
 
 It counts the labels `POST /v1/labels` stores and keeps the latest agreement of every scorer
-version with its stored labels, recomputed after labels arrive (and once at start-up, so the
-numbers survive a restart): one refresh at a time, the statistics on a worker thread, never on
-the loop serving requests. The event bus pulls `reading()` when metrics are collected
-(`scorewatch_labels_total`, `scorewatch_judge_agreement`).
+version with its stored labels and the counts of each review sample, recomputed after labels
+arrive, at start-up (so the numbers survive a restart) and every minute: one refresh at a
+time, the statistics on a worker thread, never on the loop serving requests. The event bus
+pulls `reading()` when metrics are collected (`scorewatch_labels_total`,
+`scorewatch_judge_agreement`, `scorewatch_review_runs`).
 """
 
 from __future__ import annotations
@@ -18,19 +19,31 @@ from dataclasses import dataclass
 from ...core.events import LabelReadings, current_observers
 from ...evals.agreement import AgreementReport
 from ...evals.labelled import agreement_by_version
+from ...live.entry import fraction_of
 from ...sinks.labels import Label, RunResolver
 
-__all__ = ["AgreementWatch", "ScorerScale", "measures_of"]
+__all__ = ["REVIEW_SCAN", "AgreementWatch", "ScorerScale", "in_review_sample", "measures_of"]
 
 logger = logging.getLogger("scorewatch.server")
 
 
+# How many of the newest unlabelled runs the review sample is looked for in.
+REVIEW_SCAN = 10_000
+
+
+def in_review_sample(run_id: str, rate: float) -> bool:
+    """Whether the run is in its scorer's review sample: deterministic in the run id, and keyed
+    apart from trace sampling (a sampled trace is no likelier to be reviewed)."""
+    return rate > 0 and fraction_of(f"review:{run_id}") < rate
+
+
 @dataclass(frozen=True, slots=True)
 class ScorerScale:
-    """What agreement needs of a scorer: the top of its scale and its direction."""
+    """What agreement needs of a scorer: the top of its scale, its direction, its review rate."""
 
     top: float
     higher_passes: bool
+    review_rate: float = 0.0
 
 
 def measures_of(report: AgreementReport) -> dict[str, float]:
@@ -50,23 +63,38 @@ def measures_of(report: AgreementReport) -> dict[str, float]:
 
 
 class AgreementWatch:
-    def __init__(self, scorers: Mapping[str, ScorerScale], resolver: RunResolver) -> None:
+    def __init__(
+        self, scorers: Mapping[str, ScorerScale], resolver: RunResolver, *, every: float = 60.0
+    ) -> None:
         self._scorers = dict(scorers)
+        self._every = every
+        self._ticker: asyncio.Task[None] | None = None
         self._resolver = resolver
         self._labels: Counter[str] = Counter()
         self._agreement: dict[tuple[str, str, str], float] = {}
+        self._review: dict[tuple[str, str], int] = {}
         self._dirty: set[str] = set()
         self._task: asyncio.Task[None] | None = None
         self._unregister: Callable[[], None] | None = None
 
     def reading(self) -> LabelReadings:
-        return LabelReadings(labels=dict(self._labels), agreement=dict(self._agreement))
+        return LabelReadings(
+            labels=dict(self._labels), agreement=dict(self._agreement), review=dict(self._review)
+        )
 
     def start(self) -> None:
         """Report on the current event bus and compute every scorer's agreement once."""
         if self._unregister is None:
             self._unregister = current_observers().register_labels(self.reading)
         self._schedule(self._scorers)
+        if self._ticker is None:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        # New runs join the review sample without a label arriving: look again now and then.
+        while True:
+            await asyncio.sleep(self._every)
+            self._schedule(self._scorers)
 
     def stored(self, labels: Iterable[Label]) -> None:
         """Count `labels` and recompute their scorers' agreement."""
@@ -108,6 +136,15 @@ class AgreementWatch:
         }
         kept = {key: value for key, value in self._agreement.items() if key[0] != scorer}
         self._agreement = {**kept, **fresh}
+        if scale.review_rate > 0:
+            rate = scale.review_rate
+            waiting = await self._resolver.unlabelled(scorer, scan=REVIEW_SCAN)
+            pending = sum(in_review_sample(str(run["id"]), rate) for run in waiting)
+            done = {str(r.label["runId"]) for r in runs}
+            labelled = sum(in_review_sample(run_id, rate) for run_id in done)
+            counts = {"marked": pending + labelled, "labelled": labelled, "pending": pending}
+            others = {key: value for key, value in self._review.items() if key[0] != scorer}
+            self._review = {**others, **{(scorer, k): v for k, v in counts.items()}}
 
     async def idle(self) -> None:
         """Wait for the refresh under way (tests, shutdown)."""
@@ -115,6 +152,9 @@ class AgreementWatch:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def aclose(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            await asyncio.gather(self._ticker, return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)

@@ -11,9 +11,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from ....evals.labelled import agreement_by_version
-from ....live.entry import fraction_of
 from ....sinks.labels import RunResolver, label_id
 from ....sinks.storable import storable
+from ..agreement_watch import REVIEW_SCAN, in_review_sample
 from ..errors import ApiError
 from ..label_intake import LabelsRefused, check_labels
 from ..label_models import LabelBatch, LabelsStored
@@ -159,16 +159,6 @@ async def agreement(
     )
 
 
-# How many of the newest unlabelled runs a review request looks through for sampled ones.
-_REVIEW_SCAN = 10_000
-
-
-def in_review_sample(run_id: str, rate: float) -> bool:
-    """Whether the run is in its scorer's review sample: deterministic in the run id, and keyed
-    apart from trace sampling (a sampled trace is no likelier to be reviewed)."""
-    return rate > 0 and fraction_of(f"review:{run_id}") < rate
-
-
 @router.get(
     "/review",
     summary="Runs waiting for a human label",
@@ -200,7 +190,7 @@ async def review(
     pending: list[dict[str, Any]] = []
     if rate > 0:
         try:
-            runs = await resolver.unlabelled(scorer, scan=_REVIEW_SCAN)
+            runs = await resolver.unlabelled(scorer, scan=REVIEW_SCAN)
         except Exception as error:
             logger.error("reading runs for review failed (%s)", type(error).__name__)
             raise ApiError(
