@@ -38,6 +38,27 @@ def _resolver(service: ServiceState) -> RunResolver:
     return reader
 
 
+def _known(service: ServiceState, scorer: str) -> None:
+    if scorer not in service.scorers:
+        raise ApiError(
+            404,
+            "unknown_scorer",
+            f"unknown scorer; known: {', '.join(service.known_scorers)}",
+            known_scorers=service.known_scorers,
+        )
+
+
+def _unavailable(service: ServiceState, what: str, error: Exception, message: str) -> ApiError:
+    """The 503 of a store that failed (logged with the error's type, never its message)."""
+    logger.error("%s failed (%s)", what, type(error).__name__)
+    return ApiError(
+        503,
+        "label_store_unavailable",
+        f"{message}; retry later",
+        retry_after=service.config.server.retry_after,
+    )
+
+
 @router.post(
     "/labels",
     response_model=LabelsStored,
@@ -59,7 +80,6 @@ async def submit_labels(body: LabelBatch, request: Request) -> JSONResponse:
     service = service_of(request)
     resolver = _resolver(service)
     scales = {sid: float(c.scorer.scale) for sid, c in service.scorers.items()}
-    retry = service.config.server.retry_after
     try:
         labels, runs = await check_labels(body.labels, scales, resolver)
     except LabelsRefused as refused:
@@ -68,25 +88,15 @@ async def submit_labels(body: LabelBatch, request: Request) -> JSONResponse:
             extra["known_scorers"] = service.known_scorers
         raise ApiError(refused.status, refused.code, str(refused), **extra) from None
     except Exception as error:
-        logger.error("looking up labelled runs failed (%s)", type(error).__name__)
-        raise ApiError(
-            503,
-            "label_store_unavailable",
-            "the label store cannot be read now; retry later",
-            retry_after=retry,
-        ) from None
+        message = "the label store cannot be read now"
+        raise _unavailable(service, "looking up labelled runs", error, message) from None
     assert service.labels is not None
     try:
         for store in service.labels.writers:
             await store.put(labels)
     except Exception as error:
-        logger.error("storing labels failed (%s)", type(error).__name__)
-        raise ApiError(
-            503,
-            "label_store_unavailable",
-            "the labels could not be stored; retry later",
-            retry_after=retry,
-        ) from None
+        message = "the labels could not be stored"
+        raise _unavailable(service, "storing labels", error, message) from None
     if service.agreement is not None:
         service.agreement.stored(labels)
     stored = [
@@ -127,14 +137,8 @@ async def agreement(
 ) -> JSONResponse:
     service = service_of(request)
     resolver = _resolver(service)
-    configured = service.scorers.get(scorer)
-    if configured is None:
-        raise ApiError(
-            404,
-            "unknown_scorer",
-            f"unknown scorer; known: {', '.join(service.known_scorers)}",
-            known_scorers=service.known_scorers,
-        )
+    _known(service, scorer)
+    configured = service.scorers[scorer]
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
     top = float(configured.scorer.scale)
@@ -142,13 +146,8 @@ async def agreement(
     try:
         runs = await resolver.labelled(scorer, since=since)
     except Exception as error:
-        logger.error("reading labels failed (%s)", type(error).__name__)
-        raise ApiError(
-            503,
-            "label_store_unavailable",
-            "the label store cannot be read now; retry later",
-            retry_after=service.config.server.retry_after,
-        ) from None
+        message = "the label store cannot be read now"
+        raise _unavailable(service, "reading labels", error, message) from None
     higher = configured.scorer.direction == "higher_is_better"
     # The statistics are CPU work: never on the loop that serves requests.
     reports = await asyncio.to_thread(
@@ -179,26 +178,15 @@ async def review(
 ) -> JSONResponse:
     service = service_of(request)
     resolver = _resolver(service)
-    if scorer not in service.scorers:
-        raise ApiError(
-            404,
-            "unknown_scorer",
-            f"unknown scorer; known: {', '.join(service.known_scorers)}",
-            known_scorers=service.known_scorers,
-        )
+    _known(service, scorer)
     rate = next(s.review_rate for s in service.config.scorers if s.id == scorer)
     pending: list[dict[str, Any]] = []
     if rate > 0:
         try:
             runs = await resolver.unlabelled(scorer, scan=REVIEW_SCAN)
         except Exception as error:
-            logger.error("reading runs for review failed (%s)", type(error).__name__)
-            raise ApiError(
-                503,
-                "label_store_unavailable",
-                "the store cannot be read now; retry later",
-                retry_after=service.config.server.retry_after,
-            ) from None
+            message = "the store cannot be read now"
+            raise _unavailable(service, "reading runs for review", error, message) from None
         pending = [run for run in runs if in_review_sample(str(run["id"]), rate)][:limit]
     body = {"scorer": scorer, "review_rate": rate, "runs": pending}
     return JSONResponse(storable(body))
