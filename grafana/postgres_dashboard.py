@@ -246,6 +246,103 @@ LIMIT $limit"""
     )
 
 
+# Labels joined with the judge's score of their run (docs/labels.md); the runs are filtered as
+# every other panel's are. A label is a pass/fail verdict or a score on the scale; a score label
+# counts as pass at or above the pass mark, as the judge's score does.
+LABELS = "scorewatch_labels"
+LABELLED_RUNS = f"""(SELECT "id", "score", "scorerId", "traceId", {TARGET_SQL} AS "target"
+        FROM {TABLE} WHERE {FILTERS} AND "status" = 'success') AS s
+  JOIN {LABELS} AS l ON l."runId" = s."id" AND l."scorerId" = s."scorerId"
+"""
+PEOPLE_SQL = """COALESCE(l."verdict",
+           CASE WHEN l."score" >= $pass_mark THEN 'pass' ELSE 'fail' END)"""
+JUDGE_VERDICT_SQL = """CASE WHEN s."score" >= $pass_mark THEN 'pass' ELSE 'fail' END"""
+
+
+def disagreements_panel() -> table.Panel:
+    sql = f"""SELECT
+  abs(COALESCE(l."score", CASE WHEN l."verdict" = 'pass' THEN 1.0 ELSE 0.0 END) - s."score")
+    AS "gap",
+  s."scorerId" AS "scorer",
+  s."score" AS "judge",
+  COALESCE(l."verdict", l."score"::text) AS "people",
+  l."annotator",
+  l."comment",
+  s."target",
+  s."traceId" AS "trace",
+  s."id" AS "run"
+FROM {LABELLED_RUNS}
+ORDER BY 1 DESC, s."id"
+LIMIT $limit"""
+    return (
+        table.Panel()
+        .title("Where judge and people disagree most")
+        .description(
+            "Labelled runs (scored in the time range) by how far the judge's score is from the "
+            "person's label (a pass counts as 1, a fail as 0), widest first, with the person's "
+            "comment and the trace."
+        )
+        .datasource(DATASOURCE)
+        .height(10)
+        .span(24)
+        .decimals(3)
+        .cell_height(common.TableCellHeight.SM)
+        .filterable(True)
+        .targets([Sql(sql)])
+        .override_by_name("trace", [*_trace_link(), *_width(280)])
+    )
+
+
+def confusion_panel() -> table.Panel:
+    sql = f"""SELECT
+  s."scorerId" AS "scorer",
+  {PEOPLE_SQL} AS "people",
+  {JUDGE_VERDICT_SQL} AS "judge",
+  count(*) AS "labels"
+FROM {LABELLED_RUNS}
+GROUP BY 1, 2, 3
+ORDER BY 1, 2, 3"""
+    return (
+        table.Panel()
+        .title("Judge and people: pass/fail confusion")
+        .description(
+            "Per scorer: how many labels pass or fail by the person and by the judge (its score "
+            "cut at the variable pass_mark). Kappa and its interval: GET /v1/agreement and the "
+            "scorewatch_judge_agreement metric."
+        )
+        .datasource(DATASOURCE)
+        .height(8)
+        .span(12)
+        .targets([Sql(sql)])
+    )
+
+
+def agreement_over_time_panel() -> timeseries.Panel:
+    sql = f"""SELECT
+  $__timeGroupAlias(l."updatedAt", $__interval),
+  s."scorerId" AS "metric",
+  avg(CASE WHEN {PEOPLE_SQL} = {JUDGE_VERDICT_SQL} THEN 1.0 ELSE 0.0 END) AS "agreement"
+FROM {LABELLED_RUNS}
+GROUP BY 1, 2
+ORDER BY 1, 2"""
+    return (
+        timeseries.Panel()
+        .title("Share of labels the judge agrees with")
+        .description(
+            "Per scorer, per time bucket of the labels: the share where the person's pass/fail "
+            "and the judge's (at the variable pass_mark) are the same."
+        )
+        .datasource(DATASOURCE)
+        .height(8)
+        .span(12)
+        .unit("percentunit")
+        .min(0)
+        .max(1)
+        .line_width(1)
+        .targets([Sql(sql, query_format="time_series")])
+    )
+
+
 def _column_variable(name: str, label: str, column_sql: str, description: str) -> Any:
     return (
         dash.QueryVariable(name)
@@ -281,6 +378,11 @@ def _variables() -> Sequence[Any]:
         .description("Scores at or below this count as low (the bar gauge).")
         .values("0.2,0.3,0.5,0.7")
         .current(VariableOption(selected=True, text="0.5", value="0.5")),
+        dash.CustomVariable("pass_mark")
+        .label("Pass mark")
+        .description("Scores at or above this pass (the label panels).")
+        .values("0.5,0.6,0.7,0.8")
+        .current(VariableOption(selected=True, text="0.5", value="0.5")),
         dash.TextBoxVariable("trace_url")
         .label("Trace URL prefix")
         .description("A trace id appended to this opens the trace (Jaeger, Tempo, ...).")
@@ -295,7 +397,8 @@ def dashboard() -> dash.Dashboard:
         .description(
             "The individual runs behind the scores, from the PostgreSQL score table: the lowest "
             "scores with the judge's reason and a link to each trace, the mean per scorer, the "
-            "share of low scores and the failed runs."
+            "share of low scores and the failed runs; and where human labels (scorewatch_labels) "
+            "and the judge disagree."
         )
         .tags([TAG, "postgresql"])
         .editable()
@@ -311,6 +414,9 @@ def dashboard() -> dash.Dashboard:
         mean_score_panel(),
         low_share_panel(),
         failed_runs_panel(),
+        confusion_panel(),
+        agreement_over_time_panel(),
+        disagreements_panel(),
     ):
         board = board.with_panel(panel)
     return board

@@ -233,6 +233,9 @@ _ATTRIBUTES: Final[dict[str, str]] = {
     "`unknown_scorer`, `malformed`",
     "ATTR_TRACES_REASON": "why the trace intake dropped spans or evicted traces",
     "ATTR_TRACES_OUTCOME": "what became of a selected span: `admitted`, or why it was not scored",
+    "ATTR_AGREEMENT_MEASURE": "an agreement measure: `kappa`, `accuracy`, `false_pass_rate`, "
+    "`false_fail_rate`, `spearman`, `mae`, `kappa_at_threshold`",
+    "ATTR_REVIEW_STATE": "a run of the review sample: `marked`, `labelled` or `pending`",
 }
 
 _JUDGE_CALL = (
@@ -466,6 +469,32 @@ _METRICS: Final = (
         "What became of each selected span: `admitted` (to the scorers, like a `POST "
         "/v1/scores` item), or not scored: `no_content` (content capture off), `no_output`, "
         "`nested`, `evicted`, `queue_full`, `shutdown`, `unavailable`.",
+    ),
+    _Metric(
+        "METRIC_LABELS",
+        "PROM_LABELS",
+        "counter",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_SCORER_ID",),
+        "Human labels stored by `POST /v1/labels` in this process, per scorer.",
+    ),
+    _Metric(
+        "METRIC_JUDGE_AGREEMENT",
+        "PROM_JUDGE_AGREEMENT",
+        "gauge",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_SCORER_ID", "ATTR_SCORER_VERSION", "ATTR_AGREEMENT_MEASURE"),
+        "A scorer version's agreement with its stored human labels (docs/labels.md), "
+        "recomputed after labels arrive; `measure` `labels` is the number of labels counted.",
+    ),
+    _Metric(
+        "METRIC_REVIEW_RUNS",
+        "PROM_REVIEW_RUNS",
+        "gauge",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_SCORER_ID", "ATTR_REVIEW_STATE"),
+        "Runs of a scorer's review sample (`review_rate`) among its newest 10,000 unlabelled "
+        "runs and its labelled ones: `marked`, `labelled`, `pending` (not labelled yet).",
     ),
 )
 

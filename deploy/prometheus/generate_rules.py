@@ -103,6 +103,13 @@ class RuleSettings:
     queue_backlog_fraction: float = 0.8
     queue_backlog_for: str = "10m"
 
+    # Judge agreement with human labels (docs/labels.md). ScorewatchJudgeAgreementLow: a scorer
+    # version's pass/fail kappa with its labels below `agreement_floor`, counted over at least
+    # `agreement_min_labels` labels, for `agreement_for`.
+    agreement_floor: float = 0.6
+    agreement_min_labels: int = 30
+    agreement_for: str = "15m"
+
 
 PRODUCTION = RuleSettings()
 
@@ -130,6 +137,8 @@ SHORT_WINDOWS = RuleSettings(
     spend_for="5s",
     queue_dead_letter_window="30s",
     queue_backlog_for="5s",
+    agreement_min_labels=5,
+    agreement_for="5s",
 )
 
 
@@ -471,6 +480,42 @@ def _queue_backlog(s: RuleSettings) -> dict[str, Any]:
     }
 
 
+AGREEMENT_KEY = "scorewatch_scorer_id, scorewatch_scorer_version"
+
+
+def _agreement_low(s: RuleSettings) -> dict[str, Any]:
+    gauge = "scorewatch_judge_agreement"
+    kappa = f'{gauge}{{scorewatch_agreement_measure=~"kappa|kappa_at_threshold"}}'
+    labels = f'{gauge}{{scorewatch_agreement_measure="labels"}}'
+    floor = _number(s.agreement_floor)
+    return {
+        "alert": "ScorewatchJudgeAgreementLow",
+        # The lower of the two kappas (pass/fail labels; scale labels cut at the threshold),
+        # only where enough labels back it: a handful of labels says little either way.
+        "expr": (
+            f"min by ({AGREEMENT_KEY}) ({kappa}) < {floor}\n"
+            f"  and on ({AGREEMENT_KEY})\n"
+            f"max by ({AGREEMENT_KEY}) ({labels}) >= {s.agreement_min_labels}"
+        ),
+        "for": s.agreement_for,
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": (
+                "The judge of {{ $labels.scorewatch_scorer_id }} disagrees with the people "
+                "who label its runs."
+            ),
+            "description": (
+                "Cohen's kappa of {{ $labels.scorewatch_scorer_id }} (version "
+                "{{ $labels.scorewatch_scorer_version }}) with its human labels is "
+                '{{ $value | printf "%.2f" }}, '
+                f"below the floor of {floor} with at least {s.agreement_min_labels} labels, "
+                f"for {s.agreement_for}: its pass/fail verdicts stand in for people's badly."
+            ),
+            "runbook_url": _runbook(s, "ScorewatchJudgeAgreementLow"),
+        },
+    }
+
+
 def rule_groups(s: RuleSettings) -> list[dict[str, Any]]:
     """The rule groups, in the shape of a Prometheus rule file's ``groups``.
 
@@ -502,6 +547,11 @@ def rule_groups(s: RuleSettings) -> list[dict[str, Any]]:
             "name": f"{s.group_prefix}.queue",
             "interval": s.evaluation_interval,
             "rules": [_queue_dead_letters(s), _queue_backlog(s)],
+        },
+        {
+            "name": f"{s.group_prefix}.labels",
+            "interval": s.evaluation_interval,
+            "rules": [_agreement_low(s)],
         },
     ]
 

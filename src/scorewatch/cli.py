@@ -33,6 +33,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "scorewatch.commands.erase",
         "delete stored score rows by target, trace id, run id or time range (with an audit line)",
     ),
+    "calibrate": (
+        "scorewatch.commands.calibrate",
+        "a scorer's agreement with human-labelled items and its best threshold (a CI gate)",
+    ),
+    "labels": ("scorewatch.commands.labels", "import human labels of scored runs (JSONL or CSV)"),
 }
 
 

@@ -33,6 +33,7 @@ ALERTS = [
     "ScorewatchJudgeSpendHigh",
     "ScorewatchQueueDeadLetters",
     "ScorewatchQueueBacklogHigh",
+    "ScorewatchJudgeAgreementLow",
 ]
 RULE_TEST_FILES = sorted(RULE_TESTS_DIR.glob("*_test.yml"))
 
@@ -88,7 +89,7 @@ def test_rule_files_pass_promtool_check() -> None:
     promtool = require_binary("promtool")
     result = run([promtool, "check", "rules", str(RULES_FILE), str(SHORT_RULES_FILE)])
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 19 rules found" in result.stdout
+    assert "SUCCESS: 20 rules found" in result.stdout
 
 
 @pytest.mark.parametrize("test_file", RULE_TEST_FILES, ids=lambda p: p.name)

@@ -26,6 +26,8 @@ from scale_support import PG_DSN, require_postgres, unique_prefix
 from scorewatch.core.call import AgentCall
 from scorewatch.live import PostgresSink
 from scorewatch.live.engine import score_call
+from scorewatch.sinks.labels import Label
+from scorewatch.sinks.postgres_labels import PostgresLabelStore
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 
 pytestmark = pytest.mark.integration
@@ -90,6 +92,9 @@ def test_every_panel_reads_postgresql_and_is_described() -> None:
         "Mean score per scorer",
         "Share of runs at or below the low-score mark",
         "Failed runs",
+        "Judge and people: pass/fail confusion",
+        "Share of labels the judge agrees with",
+        "Where judge and people disagree most",
     }
     for panel in model["panels"]:
         assert panel["description"], panel["title"]
@@ -207,7 +212,7 @@ def query(schema: str, sql: str) -> list[dict[str, Any]]:
 
 def _values(schema: str, window: tuple[datetime, datetime], **overrides: Any) -> dict[str, Any]:
     """The variables as Grafana fills them: "All" is every value the variable's query lists."""
-    values: dict[str, Any] = {"limit": 50, "low_score": 0.5}
+    values: dict[str, Any] = {"limit": 50, "low_score": 0.5, "pass_mark": 0.5}
     for name in MULTI:
         listed = query(schema, grafana_sql(variable_sql(name), window, {}))
         values[name] = [next(iter(row.values())) for row in listed]
@@ -299,3 +304,36 @@ def test_queries_never_read_prompts_or_evaluated_content() -> None:
         sql = panel["targets"][0]["rawSql"]
         for column in ("input", "output", "Prompt", "prompt"):
             assert f'"{column}"' not in sql and f"'{column}'" not in sql, (panel["title"], column)
+
+
+def test_label_panels_show_confusion_agreement_and_the_widest_disagreements(
+    filled: tuple[str, datetime],
+) -> None:
+    schema, now = filled
+    # The length scorer gave run 0 1.0, run 1 0.3 and run 3 0.3 (words / 10, capped at 1).
+    labels = [
+        Label("run-0-length", "length", "ana", verdict="fail", comment="wrong"),
+        Label("run-1-length", "length", "ana", score=0.2),
+        Label("run-3-length", "length", "ben", verdict="pass"),
+    ]
+    asyncio.run(PostgresLabelStore(PG_DSN, schema=schema).put(labels))
+    window = _window(now)
+    values = _values(schema, window)
+    confusion = query(
+        schema, grafana_sql(panel_sql("Judge and people: pass/fail confusion"), window, values)
+    )
+    assert [(r["scorer"], r["people"], r["judge"], r["labels"]) for r in confusion] == [
+        ("length", "fail", "fail", 1),
+        ("length", "fail", "pass", 1),
+        ("length", "pass", "fail", 1),
+    ]
+    shares = query(
+        schema, grafana_sql(panel_sql("Share of labels the judge agrees with"), window, values)
+    )
+    assert sum(float(r["agreement"]) for r in shares) == pytest.approx(1 / 3)
+    widest = query(
+        schema, grafana_sql(panel_sql("Where judge and people disagree most"), window, values)
+    )
+    assert [r["run"] for r in widest] == ["run-0-length", "run-3-length", "run-1-length"]
+    assert [float(r["gap"]) for r in widest] == pytest.approx([1.0, 0.7, 0.1])
+    assert widest[0]["comment"] == "wrong" and widest[0]["trace"] == "a" * 32

@@ -15,7 +15,7 @@ import scorewatch as sw
 from scale_support import PG_DSN
 from scorewatch.core.call import AgentCall
 from scorewatch.sinks import SCORE_COLUMNS, JsonlSink, ScoreRecord, SqliteSink
-from scorewatch.sinks.postgres import PostgresSink
+from scorewatch.sinks.postgres import MIGRATIONS, PostgresSink
 
 pytestmark = pytest.mark.integration
 
@@ -134,4 +134,4 @@ def test_postgres_fresh_schema_runs_both_migrations(schema: str) -> None:
         await sink.aclose()
         return applied
 
-    assert asyncio.run(scenario()) == [1, 2]
+    assert asyncio.run(scenario()) == [version for version, *_ in MIGRATIONS]

@@ -51,6 +51,11 @@ EXAMPLES: dict[str, str] = {
   scorewatch erase --store scores.db --trace-id 0af7651916cd43dd8448eb211c80319c
   scorewatch erase --store postgresql://db/scores --target support-bot --until 2026-01-01
   scorewatch erase --store scores.jsonl --run-id call-42 --dry-run""",
+    "calibrate": """\
+  scorewatch calibrate docs/examples/labelled-answers.jsonl --scorer keyword-coverage
+  scorewatch calibrate labelled.jsonl --scorer faithfulness --min-kappa 0.6 --html cal.html""",
+    "labels": """\
+  scorewatch labels import labels.jsonl --config scorewatch.toml   # or a CSV with a header""",
 }
 
 

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Unpack
 
 from .base import RowsRefusedError, ScoreQuery
+from .postgres_labels import labels_migration
 from .record import (
     SCORE_COLUMNS,
     TIME_COLUMNS,
@@ -81,6 +82,7 @@ def _add_scorer_version(table: str) -> list[str]:
 MIGRATIONS: Final = (
     (1, "score rows (mastra_scorers) and their indexes", _create_table),
     (2, "the scorer version of each score row (scorerVersion)", _add_scorer_version),
+    (3, "human labels of scored runs (scorewatch_labels)", labels_migration),
 )
 
 

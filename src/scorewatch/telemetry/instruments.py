@@ -27,6 +27,7 @@ from .._version import __version__
 from ..core.events import Observers
 from ..live.events import QueueDepth
 from . import names
+from .label_metrics import LabelMetrics
 from .queue_metrics import QueueMetrics
 from .trace_metrics import TraceMetrics
 
@@ -154,6 +155,7 @@ class Instruments:
         )
         self.queue = QueueMetrics(meter, lambda: self.source)
         self.traces = TraceMetrics(meter, lambda: self.source)
+        self.labels = LabelMetrics(meter, lambda: self.source)
         self._scores: dict[float, Histogram] = {}
         self._scores_lock = threading.Lock()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "ATTR_AGREEMENT_MEASURE",
     "ATTR_CACHE_RESULT",
     "ATTR_COST_SOURCE",
     "ATTR_DECISION",
@@ -42,6 +43,7 @@ __all__ = [
     "ATTR_RESPONSE_FINISH_REASONS",
     "ATTR_RESPONSE_ID",
     "ATTR_RESPONSE_MODEL",
+    "ATTR_REVIEW_STATE",
     "ATTR_RUN_ID",
     "ATTR_RUN_INPUT",
     "ATTR_RUN_OUTPUT",
@@ -81,11 +83,13 @@ __all__ = [
     "INSTRUMENTATION_SCOPE",
     "MESSAGING_SYSTEM_REDIS",
     "METADATA_RESPONSE_ID",
+    "METRIC_JUDGE_AGREEMENT",
     "METRIC_JUDGE_ATTEMPTS",
     "METRIC_JUDGE_CACHE_LOOKUPS",
     "METRIC_JUDGE_CACHE_SAVED",
     "METRIC_JUDGE_COST",
     "METRIC_JUDGE_EXECUTIONS",
+    "METRIC_LABELS",
     "METRIC_LIVE_DECISIONS",
     "METRIC_LIVE_IN_FLIGHT",
     "METRIC_LIVE_QUEUE_DEPTH",
@@ -96,6 +100,7 @@ __all__ = [
     "METRIC_QUEUE_LAG",
     "METRIC_QUEUE_PENDING",
     "METRIC_QUEUE_REDELIVERIES",
+    "METRIC_REVIEW_RUNS",
     "METRIC_RUN_DURATION",
     "METRIC_SCORE",
     "METRIC_SCORER_INFO",
@@ -113,11 +118,13 @@ __all__ = [
     "OUTCOME_FAILED",
     "OUTCOME_NOT_SCORABLE",
     "OUTCOME_SUCCESS",
+    "PROM_JUDGE_AGREEMENT",
     "PROM_JUDGE_ATTEMPTS",
     "PROM_JUDGE_CACHE_LOOKUPS",
     "PROM_JUDGE_CACHE_SAVED",
     "PROM_JUDGE_COST",
     "PROM_JUDGE_EXECUTIONS",
+    "PROM_LABELS",
     "PROM_LIVE_DECISIONS",
     "PROM_LIVE_IN_FLIGHT",
     "PROM_LIVE_QUEUE_DEPTH",
@@ -128,6 +135,7 @@ __all__ = [
     "PROM_QUEUE_LAG",
     "PROM_QUEUE_PENDING",
     "PROM_QUEUE_REDELIVERIES",
+    "PROM_REVIEW_RUNS",
     "PROM_RUN_DURATION",
     "PROM_SCORE",
     "PROM_SCORER_INFO",
@@ -265,6 +273,8 @@ ATTR_QUEUE_REASON: Final = "scorewatch.queue.reason"
 ATTR_TRACES_REASON: Final = "scorewatch.traces.reason"
 # What became of a span the trace intake selected: admitted, or why it was not scored.
 ATTR_TRACES_OUTCOME: Final = "scorewatch.traces.outcome"
+ATTR_AGREEMENT_MEASURE: Final = "scorewatch.agreement.measure"
+ATTR_REVIEW_STATE: Final = "scorewatch.review.state"
 # Our own, span-only: which attempt of the step a `chat` span is, and whether it is the
 # structured-output fallback.
 ATTR_JUDGE_ATTEMPT: Final = "scorewatch.judge.attempt"
@@ -330,6 +340,9 @@ METRIC_TRACES_SPANS_RECEIVED: Final = "scorewatch.traces.spans.received"
 METRIC_TRACES_SPANS_DROPPED: Final = "scorewatch.traces.spans.dropped"
 METRIC_TRACES_EVICTED: Final = "scorewatch.traces.evicted"
 METRIC_TRACES_RUNS: Final = "scorewatch.traces.runs"
+METRIC_LABELS: Final = "scorewatch.labels"
+METRIC_JUDGE_AGREEMENT: Final = "scorewatch.judge.agreement"
+METRIC_REVIEW_RUNS: Final = "scorewatch.review.runs"
 
 PROM_TOKEN_USAGE: Final = "gen_ai_client_token_usage"
 PROM_OPERATION_DURATION: Final = "gen_ai_client_operation_duration_seconds"
@@ -358,6 +371,9 @@ PROM_TRACES_SPANS_RECEIVED: Final = "scorewatch_traces_spans_received_total"
 PROM_TRACES_SPANS_DROPPED: Final = "scorewatch_traces_spans_dropped_total"
 PROM_TRACES_EVICTED: Final = "scorewatch_traces_evicted_total"
 PROM_TRACES_RUNS: Final = "scorewatch_traces_runs_total"
+PROM_LABELS: Final = "scorewatch_labels_total"
+PROM_JUDGE_AGREEMENT: Final = "scorewatch_judge_agreement"
+PROM_REVIEW_RUNS: Final = "scorewatch_review_runs"
 
 UNIT_TOKEN: Final = "{token}"
 UNIT_SECONDS: Final = "s"

@@ -229,6 +229,14 @@ class ScorerSettings(_Table):
         None, description="`module:attribute` of a predicate over the call; falsy skips it."
     )
     cache: bool = Field(True, description="Reuse verdicts when [cache] is set.")
+    review_rate: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description="Share of this scorer's scored runs marked for human review "
+        "(`GET /v1/review`), chosen deterministically from the run id.",
+    )
 
     @field_validator("id")
     @classmethod

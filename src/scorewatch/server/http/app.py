@@ -17,16 +17,18 @@ from ..._version import __version__
 from ...sinks.delivery import close_sinks
 from ..config.cache_settings import install_configured_caching
 from ..config.file import ServeConfig
+from ..config.label_stores import build_label_stores
 from ..config.scorer_entries import build_scorers
 from ..config.stores import SinkProbe, build_stores
 from ..intake.choice import build_intake
 from ..intake.otlp_traces import TracesIntake, build_traces_intake
 from ..intake.redis_queue import RedisIntake
+from .agreement_watch import AgreementWatch, ScorerScale
 from .auth import require_token, resolve_token
 from .docs_page import install_docs_page
 from .errors import install_error_handlers
 from .guard import ServiceGuard
-from .routes import probes, scorers, scores, traces
+from .routes import labels, probes, scorers, scores, traces
 from .state import ServiceState
 
 __all__ = ["build_service", "create_app", "shutdown_service"]
@@ -65,9 +67,22 @@ def build_service(config: ServeConfig) -> ServiceState:
         probes=stores.probes,
         token=token,
         dependencies=dependencies,
+        labels=build_label_stores(config),
     )
     if stores.readers:
         service.on_close.append(functools.partial(close_sinks, stores.readers))
+    if service.labels is not None and service.labels.reader is not None:
+        rates = {spec.id: spec.review_rate for spec in config.scorers}
+        scales = {
+            scorer_id: ScorerScale(
+                float(c.scorer.scale),
+                c.scorer.direction == "higher_is_better",
+                rates.get(scorer_id, 0.0),
+            )
+            for scorer_id, c in built.items()
+        }
+        service.agreement = AgreementWatch(scales, service.labels.reader)
+        service.on_close.append(service.agreement.aclose)
     return service
 
 
@@ -91,6 +106,8 @@ async def shutdown_service(service: ServiceState) -> dict[str, int]:
 def create_app(service: ServiceState) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if service.agreement is not None:
+            service.agreement.start()
         yield
         await shutdown_service(service)
 
@@ -117,6 +134,7 @@ def create_app(service: ServiceState) -> FastAPI:
         },
         openapi_tags=[
             {"name": "scores", "description": "Submit traffic to score and read results."},
+            {"name": "labels", "description": "Human labels and the judge's agreement."},
             {"name": "service", "description": "What the service runs and how it is doing."},
             {"name": "probes", "description": "Liveness, readiness, Prometheus metrics."},
         ],
@@ -128,6 +146,7 @@ def create_app(service: ServiceState) -> FastAPI:
     guarded = [Depends(require_token)] if service.token is not None else []
     app.include_router(scores.router, dependencies=guarded)
     app.include_router(scorers.router, dependencies=guarded)
+    app.include_router(labels.router, dependencies=guarded)
     if isinstance(service.intake, TracesIntake):
         app.include_router(traces.router, dependencies=guarded)
     app.include_router(probes.router)

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request
 
 from ..config.file import ServeConfig
+from ..config.label_stores import LabelStores
 from ..config.scorer_entries import ConfiguredScorer
 from ..config.stores import ResultReader, SinkProbe
 from ..intake.interface import Intake
+from .agreement_watch import AgreementWatch
 
 if TYPE_CHECKING:
     from .peers import PeerClient
@@ -32,6 +34,10 @@ class ServiceState:
     draining: bool = False
     # `/v1/*` requests answered 503 by the guard while draining (they never reach the intake).
     rejected_draining: int = 0
+    # Where `POST /v1/labels` stores labels and `GET /v1/agreement` reads them.
+    labels: LabelStores | None = None
+    # Label counts and agreement as metrics (None without a label store).
+    agreement: AgreementWatch | None = None
     # Called once the HTTP server stops; flushes telemetry exporters.
     on_close: list[Callable[[], Any]] = field(default_factory=list)
     # The other worker processes of `serve --workers N` (None: this process is the service).
