@@ -42,13 +42,7 @@ from .judge import JudgeError, JudgeModel, RetryPolicy
 
 if TYPE_CHECKING:
     from . import scorers, telemetry, testing
-    from .evals import (
-        ScorerEntry,
-        run_evals,
-        run_evals_sync,
-        run_experiment,
-        run_experiment_sync,
-    )
+    from .evals import ScorerEntry, run_evals, run_evals_sync, run_experiment, run_experiment_sync
     from .judge.litellm_judge import LiteLLMJudge
     from .live import LiveScoring
 

@@ -66,10 +66,7 @@ def run(args: argparse.Namespace) -> int:
         if args.check:
             from ..server.config.scorer_entries import build_scorers
             from ..server.http.auth import resolve_token
-            from ..server.queue.dependencies import (
-                DependencyUnavailableError,
-                require_dependencies,
-            )
+            from ..server.queue.dependencies import DependencyUnavailableError, require_dependencies
 
             resolve_token(config)
             with quiet_key_warnings():  # reported below, once per judge model

@@ -18,12 +18,7 @@ from .events import RunListener, StepOutcome, current_observers, notify
 from .not_scorable import NotScorable, NotScorableInfo
 from .offload import STEP_EXECUTOR, run_off_loop
 from .prompt import PromptStepFailure, execute_prompt_step
-from .records import (
-    JudgeExecutionFailure,
-    JudgeExecutionSuccess,
-    JudgeResults,
-    JudgeStepRecord,
-)
+from .records import JudgeExecutionFailure, JudgeExecutionSuccess, JudgeResults, JudgeStepRecord
 from .result import (
     RESULT_RUN_FIELDS,
     Score,

@@ -23,14 +23,7 @@ from typing import Any
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._card import ScorerCard
-from ._judging import (
-    JudgeAnswer,
-    Reason,
-    bullets,
-    field_of,
-    items_of,
-    judged_scorer,
-)
+from ._judging import JudgeAnswer, Reason, bullets, field_of, items_of, judged_scorer
 from ._text import ContextExtractor, js_lower, js_trim, resolve_context, response_text
 from .utils import round_to_two_decimals
 

@@ -24,13 +24,7 @@ from ..judge.protocol import JudgeModel
 from ._card import ScorerCard, prebuilt
 from ._judging import JudgeAnswer, bullets, numbered, require_scale
 from ._text import request_text, response_text
-from ._verdicts import (
-    RESULTS_FORMAT,
-    ItemVerdicts,
-    ResultList,
-    item_verdict_scorer,
-    verdict_share,
-)
+from ._verdicts import RESULTS_FORMAT, ItemVerdicts, ResultList, item_verdict_scorer, verdict_share
 
 __all__ = [
     "ANSWER_RELEVANCY_SCORER_ID",

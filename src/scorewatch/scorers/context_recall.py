@@ -24,15 +24,7 @@ from typing import Any
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._card import CONTEXT_OPTIONS, ScorerCard, prebuilt
-from ._judging import (
-    Reason,
-    bullets,
-    context_of,
-    items_of,
-    judged_scorer,
-    numbered,
-    require_scale,
-)
+from ._judging import Reason, bullets, context_of, items_of, judged_scorer, numbered, require_scale
 from ._text import ContextExtractor, as_text
 from ._verdicts import (
     VERDICTS_FORMAT,

@@ -29,15 +29,7 @@ from typing import Any, Literal
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._card import ScorerCard, prebuilt
-from ._judging import (
-    JudgeAnswer,
-    Reason,
-    bullets,
-    field_of,
-    items_of,
-    judged_scorer,
-    require_scale,
-)
+from ._judging import JudgeAnswer, Reason, bullets, field_of, items_of, judged_scorer, require_scale
 from ._text import request_text, response_text
 from .utils import (
     get_combined_system_prompt,

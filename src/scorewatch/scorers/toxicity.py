@@ -24,13 +24,7 @@ from typing import Any
 from ..core import PromptStep, Scorer, StepContext, not_scorable
 from ..judge.protocol import JudgeModel
 from ._card import ScorerCard, prebuilt
-from ._judging import (
-    Reason,
-    field_of,
-    items_of,
-    judged_scorer,
-    require_scale,
-)
+from ._judging import Reason, field_of, items_of, judged_scorer, require_scale
 from ._text import request_text, response_text
 from ._verdicts import VERDICTS_FORMAT, VerdictList, flagged_facts, label_of, verdict_share
 

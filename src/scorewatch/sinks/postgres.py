@@ -23,21 +23,8 @@ from typing import TYPE_CHECKING, Any, Final, Unpack
 
 from .base import RowsRefusedError, ScoreQuery
 from .postgres_labels import labels_migration
-from .record import (
-    SCORE_COLUMNS,
-    TIME_COLUMNS,
-    ScoreRecord,
-    decode_row,
-    encode_row,
-    iso_timestamp,
-)
-from .sql import (
-    create_table_sql,
-    filter_conditions,
-    quote,
-    select_sql,
-    upsert_sql,
-)
+from .record import SCORE_COLUMNS, TIME_COLUMNS, ScoreRecord, decode_row, encode_row, iso_timestamp
+from .sql import create_table_sql, filter_conditions, quote, select_sql, upsert_sql
 from .storable import stored_json
 
 if TYPE_CHECKING:

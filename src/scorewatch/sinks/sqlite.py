@@ -24,22 +24,8 @@ from typing import Any, Final, Literal, Unpack
 
 from .base import ScoreQuery
 from .batch_thread import ThreadedSink
-from .record import (
-    JSON_COLUMNS,
-    SCORE_COLUMNS,
-    ScoreRecord,
-    decode_row,
-    encode_row,
-    iso_timestamp,
-)
-from .sql import (
-    add_columns_sql,
-    create_table_sql,
-    filter_conditions,
-    quote,
-    select_sql,
-    upsert_sql,
-)
+from .record import JSON_COLUMNS, SCORE_COLUMNS, ScoreRecord, decode_row, encode_row, iso_timestamp
+from .sql import add_columns_sql, create_table_sql, filter_conditions, quote, select_sql, upsert_sql
 from .storable import stored_json
 
 __all__ = ["SCORE_COLUMNS", "SqliteSink"]

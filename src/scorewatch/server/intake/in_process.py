@@ -39,13 +39,7 @@ from ...sinks.base import ScoreSink
 from ...sinks.delivery import SinkRetry
 from ...sinks.record import ScoreRecord
 from .admission import IntakeCounts, plan_digest, plan_items, request_run_id
-from .interface import (
-    Accepted,
-    Admission,
-    IntakeClosedError,
-    QueueFullError,
-    ScoreItem,
-)
+from .interface import Accepted, Admission, IntakeClosedError, QueueFullError, ScoreItem
 from .loop_lag import LoopLag
 from .scoring_loop import ScoringLoop
 from .throughput import Throughput

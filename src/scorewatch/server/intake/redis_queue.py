@@ -41,13 +41,7 @@ from ..queue.stream import (
     never_sent,
 )
 from .admission import IntakeCounts, plan_digest, plan_items, request_run_id
-from .interface import (
-    Accepted,
-    Admission,
-    IntakeClosedError,
-    QueueFullError,
-    ScoreItem,
-)
+from .interface import Accepted, Admission, IntakeClosedError, QueueFullError, ScoreItem
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
