@@ -11,7 +11,7 @@ import asyncio
 import json
 import math
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import IO, Any
 
 from pydantic import ValidationError
@@ -27,11 +27,14 @@ from ._summary import ScorerSummary
 
 __all__ = [
     "ScoringSession",
+    "add_judge_arguments",
     "add_scoring_arguments",
     "checks_passed",
+    "exit_code",
     "json_summary",
     "key_value",
     "model_options",
+    "print_closing",
     "print_summary_table",
     "run_scoring_command",
     "thresholds_of",
@@ -44,6 +47,44 @@ def key_value(text: str) -> tuple[str, str]:
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     return key, value
+
+
+def print_closing(
+    summaries: dict[str, ScorerSummary],
+    thresholds: dict[str, float],
+    gates: list[str],
+    problems: Sequence[str],
+    interrupted: bool,
+    finished: int,
+) -> None:
+    """The closing lines of a text summary: the checks that passed, each problem, and an
+    interruption (the summary then covers only the runs that finished)."""
+    for line in checks_passed(summaries, thresholds, gates):
+        print(line)
+    for problem in problems:
+        print(problem)
+    if interrupted:
+        print(f"interrupted: the summary covers the {finished} runs that finished")
+
+
+def exit_code(problems: Sequence[str], interrupted: bool) -> int:
+    """130 for an interrupted run (as a shell reports SIGINT), 1 for a problem, else 0."""
+    if interrupted:
+        return 130
+    return 1 if problems else 0
+
+
+def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--model` and `--model-option KEY=VALUE`: the judge of LLM-judged scorers."""
+    parser.add_argument("--model", help="judge model for LLM-judged scorers (a litellm model id)")
+    parser.add_argument(
+        "--model-option",
+        action="append",
+        default=[],
+        type=key_value,
+        metavar="KEY=VALUE",
+        help="judge model option, e.g. api_base=http://127.0.0.1:8000/v1 or timeout=30",
+    )
 
 
 def add_scoring_arguments(parser: argparse.ArgumentParser, *, unit: str = "item") -> None:
@@ -63,15 +104,7 @@ def add_scoring_arguments(parser: argparse.ArgumentParser, *, unit: str = "item"
     parser.add_argument(
         "--gate", action="append", default=[], help="a scorer (name or id) whose mean must be 1"
     )
-    parser.add_argument("--model", help="judge model for LLM-judged scorers (a litellm model id)")
-    parser.add_argument(
-        "--model-option",
-        action="append",
-        default=[],
-        type=key_value,
-        metavar="KEY=VALUE",
-        help="judge model option, e.g. api_base=http://127.0.0.1:8000/v1 or timeout=30",
-    )
+    add_judge_arguments(parser)
     parser.add_argument("--concurrency", type=int, default=4, help=f"{unit}s in flight at once")
     parser.add_argument(
         "--estimate",

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScorewatchError
-from ._scoring_run import key_value, model_options
+from ._scoring_run import add_judge_arguments, model_options
 
 __all__ = ["add_arguments", "run"]
 
@@ -33,15 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scorer", required=True, help="a prebuilt scorer's short name or module:factory"
     )
-    parser.add_argument("--model", help="judge model for an LLM-judged scorer (a litellm id)")
-    parser.add_argument(
-        "--model-option",
-        action="append",
-        default=[],
-        type=key_value,
-        metavar="KEY=VALUE",
-        help="judge model option, e.g. api_base=http://127.0.0.1:8000/v1",
-    )
+    add_judge_arguments(parser)
     parser.add_argument(
         "--threshold",
         type=float,

@@ -37,9 +37,10 @@ from ._scorer_args import import_object
 from ._scoring_run import (
     ScoringSession,
     add_scoring_arguments,
-    checks_passed,
+    exit_code,
     json_summary,
     model_options,
+    print_closing,
     print_summary_table,
     privacy_policy,
     run_scoring_command,
@@ -194,12 +195,5 @@ def _evaluate(
         print_failures(reasons, sys.stdout)
         if comparison is not None:
             print_comparison(comparison, sys.stdout)
-        for line in checks_passed(summaries, thresholds, gates):
-            print(line)
-        for problem in problems:
-            print(problem)
-        if interrupted:
-            print(f"interrupted: the summary covers the {len(records)} runs that finished")
-    if interrupted:
-        return 130
-    return 1 if problems else 0
+        print_closing(summaries, thresholds, gates, problems, interrupted, len(records))
+    return exit_code(problems, interrupted)

@@ -39,22 +39,10 @@ from ..traces import (
     run_items,
     score_extraction,
 )
+from . import _scoring_run as scoring
 from ._estimate import run_estimate
 from ._eval_output import failure_reasons, print_failures
 from ._eval_scorers import CLI_USAGE, load_scorers
-from ._scoring_run import (
-    ScoringSession,
-    add_scoring_arguments,
-    checks_passed,
-    json_summary,
-    key_value,
-    model_options,
-    print_summary_table,
-    privacy_policy,
-    run_scoring_command,
-    thresholds_of,
-    verdict,
-)
 from ._summary import summarize_records
 
 __all__ = ["add_arguments", "run"]
@@ -69,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="Collector `file` exporter output: OTLP/JSON, one export request per line (.gz too)",
     )
-    add_scoring_arguments(parser, unit="span")
+    scoring.add_scoring_arguments(parser, unit="span")
     select = parser.add_argument_group(
         "selection",
         "which spans are runs to score: those any selector matches. Without --select or the\n"
@@ -99,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--attribute",
         action="append",
         default=[],
-        type=key_value,
+        type=scoring.key_value,
         metavar="KEY=VALUE",
         help="an attribute the span must have (VALUE read as JSON when it parses: 200, true)",
     )
@@ -131,7 +119,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_scoring_command(args, "score-traces", _run)
+    return scoring.run_scoring_command(args, "score-traces", _run)
 
 
 def _attribute_value(text: str) -> str | bool | int | float:
@@ -212,9 +200,9 @@ class _Reader:
 
 
 def _run(args: argparse.Namespace) -> int:
-    options = model_options(args.model_option)
+    options = scoring.model_options(args.model_option)
     found, gates = load_scorers(args.scorer, args.scorers, args.gate, args.model, options)
-    thresholds = thresholds_of(found, args.threshold)
+    thresholds = scoring.thresholds_of(found, args.threshold)
     selectors = _selectors(args)
     if args.concurrency < 1:
         raise ScorewatchError("--concurrency must be at least 1", code=CLI_USAGE)
@@ -267,7 +255,7 @@ def _score(
         return run_estimate(
             items, list(scorers.values()), repeat=1, output_format=args.format, out=sys.stdout
         )
-    session = ScoringSession(
+    session = scoring.ScoringSession(
         items, sqlite=args.sqlite, out=out, record_fields=_span_fields, unit="spans"
     )
     interrupted = False
@@ -279,13 +267,13 @@ def _score(
                 concurrency=args.concurrency,
                 on_result=session.on_result,
                 on_item_complete=session.on_item,
-                privacy=privacy_policy(args),
+                privacy=scoring.privacy_policy(args),
             )
         )
     records = session.records
     summaries = summarize_records(records)
     reasons = failure_reasons(records, {})
-    problems = verdict(summaries, thresholds, gates, reasons, args.allow_failures)
+    problems = scoring.verdict(summaries, thresholds, gates, reasons, args.allow_failures)
     lost = sum(counts["lost_selected"].values())
     if lost:
         problems.append(
@@ -298,21 +286,14 @@ def _score(
             "the agent? does the selection match its spans?)"
         )
     if args.format == "json":
-        summary = json_summary(summaries, problems, interrupted, reasons)
+        summary = scoring.json_summary(summaries, problems, interrupted, reasons)
         print(json.dumps({**summary, "traces": counts}, indent=2))
     else:
         _print_counts(counts, sys.stdout)
-        print_summary_table(summaries, sys.stdout)
+        scoring.print_summary_table(summaries, sys.stdout)
         print_failures(reasons, sys.stdout)
-        for line in checks_passed(summaries, thresholds, gates):
-            print(line)
-        for problem in problems:
-            print(problem)
-        if interrupted:
-            print(f"interrupted: the summary covers the {len(records)} runs that finished")
-    if interrupted:
-        return 130
-    return 1 if problems else 0
+        scoring.print_closing(summaries, thresholds, gates, problems, interrupted, len(records))
+    return scoring.exit_code(problems, interrupted)
 
 
 def _trace_counts(reader: _Reader, extraction: Extraction) -> dict[str, Any]:
