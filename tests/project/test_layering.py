@@ -152,3 +152,15 @@ def test_sub_packages_follow_their_described_order() -> None:
     assert "(a higher level: server/queue → server/config)" in "\n".join(inner_violations(broken))
     missing = {"inner": [{"folder": "server", "levels": [["config"], ["http"]]}]}
     assert "server/intake is not described" in "\n".join(inner_violations(missing))
+
+
+def test_the_architecture_page_shows_the_levels_of_layers_toml() -> None:
+    """docs/architecture.md's level table names the folders of each level, bottom first, as
+    layers.toml orders them: the page cannot drift from the rule the tests enforce."""
+    layers = tomllib.loads(LAYERS.read_text(encoding="utf-8"))
+    page = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = page.split("```text\n level  folders", 1)[1].split("```", 1)[0]
+    rows = [line.split() for line in table.splitlines()[2:] if line.strip()]
+    shown = {int(row[0]): row[1 : row.index("→") - 1] if "→" in row else row[1:] for row in rows}
+    expected = {index: list(level["folders"]) for index, level in enumerate(layers["level"])}
+    assert {i: [f for f in folders if f != "→"] for i, folders in shown.items()} == expected
