@@ -54,7 +54,7 @@ def build_service(config: ServeConfig) -> ServiceState:
     dependencies: list[SinkProbe] = []
     if isinstance(intake, RedisIntake):
         dependencies.append(intake.probe())
-    intake = build_traces_intake(config, intake, token)
+    intake = build_traces_intake(config, intake)
     service = ServiceState(
         config=config,
         scorers=built,
