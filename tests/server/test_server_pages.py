@@ -5,6 +5,8 @@ a score range, as the Grafana view of the lowest scores needs."""
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -147,3 +149,30 @@ def test_a_cursor_is_checked(client: httpx.Client) -> None:
     for bad in ("x", "e30", "eyJvIjoibmV3ZXN0In0"):  # junk, {}, {"o":"newest"}
         assert client.get("/v1/scores", params={"cursor": bad}).status_code == 422
     assert client.get("/v1/scores", params={"min_score": "nan"}).status_code == 422
+
+
+def _cursor(order: str, key: list[Any]) -> str:
+    text = json.dumps({"o": order, "k": key})
+    return base64.urlsafe_b64encode(text.encode("utf-8", "surrogatepass")).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    ("order", "key"),
+    [
+        ("newest", ["\ud800", "id"]),  # text no store can bind
+        ("newest", ["2026-01-01T00:00:00Z", "\ud800"]),
+        ("newest", ["2026-01-01T00:00:00Z", "a\x00b"]),
+        ("newest", ["not a time", "id"]),  # PostgreSQL compares timestamps
+        ("score_asc", ["0.5", "id"]),  # a score cursor holds a number
+        ("score_desc", [10**400, "id"]),  # no float holds it (nor a 64-bit integer)
+    ],
+)
+def test_a_tampered_cursor_is_a_422_not_a_store_failure(
+    client: httpx.Client, served: ServeProcess, order: str, key: list[Any]
+) -> None:
+    # Issue 28 item 12: these reached the store, which failed: 503 "retry later" and an
+    # ERROR line in the log, where the docs promise 422.
+    answer = client.get("/v1/scores", params={"order": order, "cursor": _cursor(order, key)})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["fields"][0]["field"] == "query.cursor"
+    assert "reading the result store failed" not in served.stderr()

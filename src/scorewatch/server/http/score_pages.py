@@ -16,11 +16,12 @@ import binascii
 import json
 import logging
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any, Final, get_args
 
 from ...sinks.base import ScoreOrder, ScoreQuery, ScoreReader
 from ...sinks.sql import order_key
-from ...sinks.storable import storable
+from ...sinks.storable import storable, storable_text
 
 __all__ = ["PAGE_BYTES", "BadCursorError", "ScorePage", "decode_cursor", "encode_cursor"]
 
@@ -50,14 +51,33 @@ def decode_cursor(token: str, order: ScoreOrder) -> tuple[Any, str]:
         raise BadCursorError("not a cursor this endpoint issued") from None
     if issued_for != order:
         raise BadCursorError(f"issued for order={issued_for}, not order={order}")
-    valid_value = isinstance(value, str) if order == "newest" else _is_number(value)
-    if not valid_value or not isinstance(row_id, str):
+    # What a store can be asked: a tampered cursor is a 422 here, not a store error later.
+    key = _timestamp(value) if order == "newest" else _score(value)
+    if key is None or not isinstance(row_id, str) or storable_text(row_id) != row_id:
         raise BadCursorError("not a cursor this endpoint issued")
-    return value, row_id
+    return key, row_id
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _timestamp(value: object) -> str | None:
+    """`value` when it is an ISO 8601 time (as `newest` cursors hold), else None."""
+    if not isinstance(value, str) or storable_text(value) != value:
+        return None
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return value
+
+
+def _score(value: object) -> float | None:
+    """`value` as the float a score column compares with (NaN included: a NaN score some
+    other tool stored gets a cursor too), else None."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an integer no float holds
+        return None
 
 
 def row_json(row: dict[str, Any]) -> bytes:
