@@ -42,6 +42,8 @@ _CONTENT_FIELDS: Final = ("input", "output", "request_context", "ground_truth", 
 # could never match what was stored. (Other control characters are kept, and escaped in logs.)
 _BAD_ID_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
 _BAD_ID_MESSAGE: Final = "NUL characters and unpaired surrogates are not allowed here"
+# A number that may be past a double's range: a three-digit exponent or 309 digits in a row.
+_HUGE_NUMBER: Final = re.compile(rb"[0-9][eE]\+?[0-9]{3}|[0-9]{309}")
 
 logger = logging.getLogger("scorewatch.server")
 
@@ -84,11 +86,12 @@ def _item_of(request: ScoreRequest, size: int = 0) -> ScoreItem:
 
 
 def _check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "") -> None:
-    """Strict JSON at the boundary: NaN and Infinity (which Python's JSON reader accepts) are
-    refused with the field that holds them, and identifiers may hold no NUL characters or
-    unpaired surrogates. Text content may hold anything: the sinks store it (see docs)."""
-    # Only a body spelling one of those tokens can hold such a number: most are not walked.
-    maybe_non_finite = b"NaN" in raw or b"Infinity" in raw
+    """Strict JSON at the boundary: NaN and Infinity (which Python's JSON reader accepts), and
+    numbers past a double's range (`1e400`, which it reads as infinity), are refused with the
+    field that holds them, and identifiers may hold no NUL characters or unpaired surrogates.
+    Text content may hold anything: the sinks store it (see docs)."""
+    # Only a body spelling one of those can hold such a number: most are not walked.
+    maybe_non_finite = b"NaN" in raw or b"Infinity" in raw or _HUGE_NUMBER.search(raw) is not None
     problems: list[dict[str, str]] = []
     for index, request in enumerate(requests):
         item = f"items[{index}]." if prefix else ""
@@ -106,8 +109,8 @@ def _check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = ""
                 problems.append(
                     {
                         "field": key_path([f"{item}{name}", *where]),
-                        "message": "NaN and Infinity are not JSON numbers; send a finite "
-                        "number, null or a string",
+                        "message": "NaN, Infinity and numbers past a double's range are "
+                        "not stored as numbers; send a finite number, null or a string",
                     }
                 )
     if problems:
