@@ -69,7 +69,9 @@ class HttpStatusError(Exception):
     """The provider answered with an error status (or a redirect, which is not followed)."""
 
     def __init__(self, status: int, headers: Mapping[str, str], error_code: str | None) -> None:
-        super().__init__(f"HTTP {status}" + (f" ({error_code})" if error_code else ""))
+        # The provider's `code` is not in the message: it is the provider's text, and a broken
+        # or hostile one can put anything there (the key it was sent, ...).
+        super().__init__(f"HTTP {status}")
         self.status_code = status
         self.response = _Response(headers)
         self.error_code = error_code
