@@ -108,9 +108,9 @@ def _configure_telemetry(config: ServeConfig) -> Any:
 def warm_up_judges(service: ServiceState) -> None:
     """Warm litellm up before serving, when a scorer is judged (see `warm_up_litellm`)."""
     if any(configured.scorer.has_judge for configured in service.scorers.values()):
-        from ...judge.litellm_judge import warm_up_litellm
+        from ...judge.litellm_judge import warm_up_in_background
 
-        warm_up_litellm()
+        warm_up_in_background().result()  # the one warm-up of the process, waited for
 
 
 def _url(host: str, port: int) -> str:
