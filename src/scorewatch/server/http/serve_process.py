@@ -15,13 +15,14 @@ import signal
 import socket
 import sys
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
 
 from ..config.file import ServeConfig
 from ..config.process_logging import configure_process_logging
 from .app import build_service, create_app, shutdown_service
+from .connections import ConnectionBounds, connection_budget, quiet_accept_errors
 from .state import ServiceState
 from .traces_listener import TracesOnly
 
@@ -49,6 +50,7 @@ class ScorewatchServer(uvicorn.Server):
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
+        quiet_accept_errors(self._loop)
         await super().serve(sockets)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -157,8 +159,15 @@ def serve(config: ServeConfig) -> int:
     app: Any = create_app(service)
     if len(sockets) > 1:
         app = TracesOnly(app, sockets[1])
+    bounds = ConnectionBounds(
+        service,
+        max_connections=connection_budget(config.server.max_connections),
+        header_timeout=config.server.header_timeout,
+        score_port=bound_port,
+    )
     uv_config = uvicorn.Config(
         app,
+        http=cast(Any, bounds.protocol),  # a protocol factory, as uvicorn calls its class
         log_level=config.server.log_level,
         access_log=config.server.access_log,
         timeout_graceful_shutdown=int(_GRACEFUL_REQUESTS_S),
