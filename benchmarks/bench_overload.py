@@ -1,7 +1,10 @@
-"""`scorewatch serve` past its capacity: answer latency and 429s at rising offered rates.
+"""`scorewatch serve` past its capacity: answer latency, 429s and accepted throughput at rising
+offered rates.
 
-    .venv/bin/python benchmarks/bench_overload.py [--rates 25,50,100,200,400,800,1600]
-        [--seconds 10] [--connections 256] [--sampling 0.05] [--latency 0.05] [-o result.json]
+    .venv/bin/python benchmarks/bench_overload.py [--multiples 0.5,1,2,5,10] [--concurrency 6]
+        [--seconds 10] [--connections 256] [--sampling 1] [--latency 0.05] [-o result.json]
+    .venv/bin/python benchmarks/bench_overload.py --rates 25,50,100,200,400,800 --concurrency 64
+        --sampling 0.05     # the earlier workload (issue 17): HTTP-bound, no set capacity
 
 Open-loop load: requests are sent on a fixed schedule (`rate` per second for `--seconds`),
 whatever the answers do, each on an idle keep-alive connection of a pool of at most
@@ -10,11 +13,19 @@ scheduled time (including any wait for a connection), so a server falling behind
 latency rather than as a slower sender. The server is a real `python -m scorewatch serve` with
 the workload of bench_serve.py: the summarization scorer (three judge calls per run) on
 `--sampling` of the traffic against the loopback judge process (`--latency` s per call), and
-content similarity on every request. Between rates the queue drains. Reported per rate: answers
-by status, latency percentiles of all answers, of the 202s and of the 429s, the 202 rate, how
-long after its request the accepted work's result was stored (content similarity, a
-millisecond run: that is its wait in the queue), the latency of `/healthz` polled every 20 ms
-on a connection of its own, the server's CPU; and the highest rate whose p99 stays under
+content similarity on every request, with `live.max_concurrency = --concurrency`.
+
+Capacity: with every request judged (`--sampling 1`), the service finishes at most
+`concurrency / (3 x latency)` requests per second (6 / 0.15 = 40/s by default) whatever the
+HTTP side does; `--multiples` offers that many times it (0.5x to 10x by default). Accepted
+throughput should hold near capacity at every multiple, and refusals stay fast. (With `--rates`
+the rates are given as they are, for the HTTP-bound workload of issue 17.)
+
+Between rates the queue drains. Reported per rate: answers by status, latency percentiles of all
+answers, of the 202s and of the 429s, the 202 rate (and its share of the capacity), how long
+after its request the accepted work's result was stored (content similarity, a millisecond run:
+that is its wait in the queue), the latency of `/healthz` polled every 20 ms on a connection of
+its own, the server's CPU and the load average; and the highest rate whose p99 stays under
 100 ms.
 """
 
@@ -198,9 +209,15 @@ def _result_delays(database: Path, accepted_at: dict[str, float]) -> dict[str, f
     return _percentiles(delays) | {"stored": len(delays)}
 
 
-def _config(port: int, sampling: float) -> str:
-    """bench_serve.py's workload."""
-    return CONFIG.format(port=port, sampling=sampling, max_queue=10_000)
+def _config(port: int, sampling: float, concurrency: int, max_queue_delay: float) -> str:
+    """bench_serve.py's workload, with `concurrency` runs at once and at most
+    `max_queue_delay` seconds of work waiting (a short wait: the rounds measure the steady
+    state, not how fast the queue fills)."""
+    text = CONFIG.format(port=port, sampling=sampling, max_queue=10_000)
+    return text.replace(
+        "max_concurrency = 64",
+        f"max_concurrency = {concurrency}\nmax_queue_delay = {max_queue_delay}",
+    )
 
 
 def _wait_idle(address: str, timeout: float = 600) -> float:
@@ -215,28 +232,37 @@ def _wait_idle(address: str, timeout: float = 600) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rates", default="25,50,100,200,400,800,1600")
+    parser.add_argument("--multiples", default="0.5,1,2,5,10")
+    parser.add_argument("--rates", default=None, help="offered rates, instead of --multiples")
+    parser.add_argument("--concurrency", type=int, default=6)
+    parser.add_argument("--max-queue-delay", type=float, default=1.0)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--connections", type=int, default=256)
-    parser.add_argument("--sampling", type=float, default=0.05)
+    parser.add_argument("--sampling", type=float, default=1.0)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("-o", "--output", default=None)
     parser.add_argument(
         "--profile", default=None, help="run serve under pyinstrument; its text report to this file"
     )
     args = parser.parse_args()
-    rates = [int(rate) for rate in args.rates.split(",")]
+    # Three judge calls of `latency` per summarization run, `concurrency` runs at once.
+    capacity = args.concurrency / (3 * args.latency) / args.sampling
+    if args.rates is not None:
+        rates = [int(rate) for rate in args.rates.split(",")]
+    else:
+        rates = [max(1, round(float(m) * capacity)) for m in args.multiples.split(",")]
 
     judge, port = start_judge(args.latency)
     rounds: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-overload-") as folder:
         directory = Path(folder)
-        (directory / "scorewatch.toml").write_text(_config(port, args.sampling))
+        config = _config(port, args.sampling, args.concurrency, args.max_queue_delay)
+        (directory / "scorewatch.toml").write_text(config)
         serve, address = _start_serve(directory, args.profile)
         try:
             source = source_of(400)
             # Warm-up: litellm, the SQLite file, the measured scoring rate.
-            asyncio.run(_round(address, 50, 2, source, 10_000_000))
+            asyncio.run(_round(address, max(5, round(capacity / 2)), 3, source, 10_000_000))
             _wait_idle(address)
             first = 0
             for rate in rates:
@@ -246,6 +272,8 @@ def main() -> None:
                 )
                 first += result["sent"]
                 result["server_cpu_s"] = round(_cpu_seconds(serve.pid) - cpu_before, 2)
+                result["multiple_of_capacity"] = round(rate / capacity, 2)
+                result["accepted_share_of_capacity"] = round(result["accepted_per_s"] / capacity, 2)
                 result["drain_after_s"] = _wait_idle(address)
                 accepted_at = result.pop("accepted_at")
                 result["result_after_ms"] = _result_delays(directory / "scores.db", accepted_at)
@@ -267,6 +295,7 @@ def main() -> None:
             "benchmark": "overload",
             "machine": _common.machine(),
             "parameters": vars(args) | {"output": None, "profile": None},
+            "capacity_per_s": round(capacity, 1),
             "rounds": rounds,
             "highest_rate_with_p99_under_100ms": max(under) if under else None,
             "accounting": stats,
