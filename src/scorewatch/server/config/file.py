@@ -358,6 +358,13 @@ class TelemetrySettings(_Table):
     service_name: str = Field("scorewatch", min_length=1)
     prometheus: bool = Field(True, description="Serve GET /metrics.")
     metrics_require_token: bool = Field(False, description="Require the bearer token on /metrics.")
+    metrics_max_age: float = Field(
+        1.0,
+        ge=0,
+        le=60,
+        description="Seconds a /metrics rendering is reused by later scrapes (concurrent "
+        "scrapes share one regardless), so scrapers cannot take the CPU the service scores with.",
+    )
     otlp: bool | None = Field(
         None, description="None: export when OTEL_EXPORTER_OTLP_*ENDPOINT is set; true/false."
     )

@@ -132,7 +132,8 @@ def create_app(service: ServiceState) -> FastAPI:
     if service.config.telemetry.prometheus:
         from ...telemetry import prometheus_asgi_app
 
-        endpoint: Any = probes.MetricsEndpoint(prometheus_asgi_app(), service)
+        exposition = prometheus_asgi_app(max_age=service.config.telemetry.metrics_max_age)
+        endpoint: Any = probes.MetricsEndpoint(exposition, service)
         app.router.routes.append(Route("/metrics", endpoint, methods=["GET"]))
     app.add_middleware(ServiceGuard, state=service)
     return app
