@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -176,3 +177,52 @@ def test_a_tampered_cursor_is_a_422_not_a_store_failure(
     assert answer.status_code == 422, answer.text
     assert answer.json()["fields"][0]["field"] == "query.cursor"
     assert "reading the result store failed" not in served.stderr()
+
+
+def test_concurrent_readers_are_bounded_in_number_and_memory(
+    client: httpx.Client, served: ServeProcess
+) -> None:
+    # Issue 28 item 11: a reader of large rows held about a page's worth several times over
+    # (30 MB per reader here, 110 MB in the issue; ten readers +300 MB), and readers were not
+    # bounded in number.
+    for index in range(20):
+        body = {"scorers": ["length"], "target": "readers", "input": f"r{index}"}
+        body["output"] = chr(ord("a") + index % 26) * BIG_OUTPUT
+        assert client.post("/v1/scores", json=body).status_code == 202
+    wait_idle(client)
+    baseline = served.rss_bytes()
+    sampler = PeakRss(served)
+    sampler.start()
+    answers: list[tuple[int, bytes]] = []
+
+    def read() -> None:
+        with httpx.Client(base_url=served.url, timeout=120) as http:
+            params = {"target": "readers", "limit": 200}
+            with http.stream("GET", "/v1/scores", params=params) as answer:
+                answers.append((answer.status_code, b"".join(answer.iter_bytes())))
+
+    readers = [threading.Thread(target=read) for _ in range(10)]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    peak = sampler.stop()
+    statuses = [status for status, _body in answers]
+    assert set(statuses) <= {200, 429} and statuses.count(200) >= 4, statuses
+    for status, body in answers:
+        if status == 429:
+            assert json.loads(body)["error"] == "too_many_readers"
+        else:
+            assert json.loads(body)["count"] >= 1
+    assert peak - baseline < 80 * 1024 * 1024, (peak - baseline) >> 20
+
+    # Readers that go away mid-page give their slot back.
+    for _ in range(6):
+        with (
+            httpx.Client(base_url=served.url, timeout=120) as http,
+            http.stream("GET", "/v1/scores", params={"target": "readers"}) as answer,
+        ):
+            assert answer.status_code == 200
+            next(answer.iter_bytes())
+    time.sleep(0.5)
+    assert client.get("/v1/scores", params={"target": "readers", "limit": 1}).status_code == 200

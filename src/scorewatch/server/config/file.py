@@ -159,6 +159,12 @@ class ServerSettings(_Table):
         description="Open connections at most, both listeners together; past it the oldest "
         "connection waiting for a request is closed (none: the new one gets 503).",
     )
+    max_readers: int = Field(
+        4,
+        ge=1,
+        le=1000,
+        description="GET /v1/scores pages read at once; one more is answered 429 at once.",
+    )
     wait_timeout: float = Field(30.0, gt=0, le=600, description="Longest `?wait=true` wait, s.")
     shutdown_timeout: float = Field(30.0, ge=0, le=3600, description="Drain budget on SIGTERM, s.")
     retry_after: int = Field(1, ge=1, le=3600, description="Retry-After (s) sent with 429 / 503.")

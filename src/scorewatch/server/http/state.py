@@ -12,6 +12,7 @@ from ..config.file import ServeConfig
 from ..config.scorer_entries import ConfiguredScorer
 from ..config.stores import ResultReader, SinkProbe
 from ..intake.interface import Intake
+from .score_pages import ReaderSlots
 
 __all__ = ["ServiceState", "service_of"]
 
@@ -31,6 +32,11 @@ class ServiceState:
     rejected_draining: int = 0
     # Called once the HTTP server stops; flushes telemetry exporters.
     on_close: list[Callable[[], Any]] = field(default_factory=list)
+    # The `GET /v1/scores` pages being read (at most server.max_readers).
+    page_readers: ReaderSlots = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.page_readers = ReaderSlots(self.config.server.max_readers)
 
     @property
     def known_scorers(self) -> list[str]:

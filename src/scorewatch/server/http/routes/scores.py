@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
@@ -322,6 +322,10 @@ async def submit_batch(body: BatchRequest, request: Request) -> JSONResponse:
         401: _REFUSALS[401],
         404: {"model": ErrorBody, "description": "No result store configured."},
         422: {"model": ErrorBody, "description": "A bad filter or cursor; `fields` names it."},
+        429: {
+            "model": ErrorBody,
+            "description": "`too_many_readers`: server.max_readers pages are being read.",
+        },
         503: {"model": ErrorBody, "description": "The result store cannot be read right now."},
     },
 )
@@ -382,10 +386,20 @@ async def list_scores(
         order=order,
         after=after,
     )
+    readers = service.page_readers
+    if not readers.take():
+        raise ApiError(
+            429,
+            "too_many_readers",
+            f"{readers.limit} pages are being read (server.max_readers); retry after "
+            f"{service.config.server.retry_after}s",
+            retry_after=service.config.server.retry_after,
+        )
     page = ScorePage(service.reader, limit, query)
     try:
         await page.start()
     except Exception as error:
+        readers.give_back()
         logger.error("reading the result store failed (%s)", type(error).__name__)
         retry = service.config.server.retry_after
         raise ApiError(
@@ -394,4 +408,19 @@ async def list_scores(
             "the result store cannot be read right now; retry later",
             retry_after=retry,
         ) from None
-    return StreamingResponse(page.body(), media_type="application/json")
+    return _PageResponse(page.body(), readers.give_back)
+
+
+class _PageResponse(StreamingResponse):
+    """A streamed page that gives its reader slot back however it ends (sent, failed, the
+    client gone before or during the answer)."""
+
+    def __init__(self, body: AsyncIterator[bytes], done: Callable[[], None]) -> None:
+        super().__init__(body, media_type="application/json")
+        self._done = done
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._done()
