@@ -12,6 +12,9 @@ answers come under load is measured in benchmarks/bench_overload.py, not asserte
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -201,3 +204,79 @@ def test_past_capacity_with_the_http_loop_behind_accepted_work_holds_near_capaci
     assert stats["shed_requests"] > 0  # the loop was behind: refusals were made unread
     busy = _busy_share(log, start, end)
     assert busy >= 0.7, (busy, statuses.count(202), stats)
+
+
+def test_a_keep_alive_connection_refused_early_for_longer_than_the_header_timeout_stays_open(
+    tmp_path: Path,
+) -> None:
+    # Requests answered 429 from their raw bytes never reach h11: the connection's head timer
+    # must restart with each of them, not fire header_timeout after the connection opened.
+    config = CONFIG.replace("[live]", "[server]\nheader_timeout = 1.5\n\n[live]")
+    config = config.replace("max_concurrency = 4", "max_concurrency = 1")
+    with LoopbackJudgeServer(default=Reply('{"score": 0.5}', delay=0.2)) as judge:
+        path = write_config(tmp_path, config)
+        with ServeProcess(path, env={"SW_TEST_JUDGE_BASE": judge.base_url}) as served:
+            http = httpx.Client(base_url=served.url, timeout=60)
+            warm = asyncio.run(_burst(served.url, 0, 24))  # the rate: from 20 finished runs
+            assert {answer.status_code for answer in warm} == {202}
+            _wait_idle(http)
+            stop = threading.Event()
+            flood = threading.Thread(target=_keep_full, args=(served.url, stop))
+            flood.start()
+            try:
+                time.sleep(0.5)
+                statuses = _one_connection(served.url, count=20, pause=0.15)
+            finally:
+                stop.set()
+                flood.join()
+            http.close()
+    assert 408 not in statuses and len(statuses) == 20, statuses
+    assert statuses.count(429) >= 15, statuses
+
+
+def _keep_full(url: str, stop: threading.Event) -> None:
+    """Keep the scoring queue past its delay: four clients posting back to back."""
+
+    def post() -> None:
+        with httpx.Client(base_url=url, timeout=60) as http:
+            index = 0
+            while not stop.is_set():
+                http.post("/v1/scores", json=_pair(10_000 + index))
+                index += 1
+
+    clients = [threading.Thread(target=post) for _ in range(4)]
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join()
+
+
+def _one_connection(url: str, *, count: int, pause: float) -> list[int]:
+    """`count` requests on one keep-alive connection, `pause` apart: their statuses, as long
+    as the connection stays open."""
+    host, _, port = url.removeprefix("http://").rpartition(":")
+    body = json.dumps(_pair(20_000)).encode()
+    request = (
+        b"POST /v1/scores HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    statuses: list[int] = []
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        stream = sock.makefile("rb")
+        for _ in range(count):
+            try:
+                sock.sendall(request)
+                status_line = stream.readline()
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            if not status_line:
+                break  # closed
+            statuses.append(int(status_line.split()[1]))
+            length = 0
+            while (line := stream.readline()) not in (b"\r\n", b""):
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            stream.read(length)
+            time.sleep(pause)
+    return statuses

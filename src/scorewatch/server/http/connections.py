@@ -236,6 +236,7 @@ class BoundedH11Protocol(H11Protocol):
             if refused is not None:
                 answer, close = refused
                 self._unset_keepalive_if_required()
+                self._cancel_head_timer()  # a whole head came; the next one starts anew
                 self.transport.write(answer)
                 if close:
                     self.transport.close()
