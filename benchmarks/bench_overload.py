@@ -2,7 +2,8 @@
 offered rates.
 
     .venv/bin/python benchmarks/bench_overload.py [--multiples 0.5,1,2,5,10] [--concurrency 6]
-        [--seconds 10] [--connections 256] [--sampling 1] [--latency 0.05] [-o result.json]
+        [--seconds 10] [--connections 256] [--sampling 1] [--latency 0.05] [--flood 3]
+        [-o result.json]
     .venv/bin/python benchmarks/bench_overload.py --rates 25,50,100,200,400,800 --concurrency 64
         --sampling 0.05     # the earlier workload (issue 17): HTTP-bound, no set capacity
 
@@ -21,6 +22,12 @@ HTTP side does; `--multiples` offers that many times it (0.5x to 10x by default)
 throughput should hold near capacity at every multiple, and refusals stay fast. (With `--rates`
 the rates are given as they are, for the HTTP-bound workload of issue 17.)
 
+`--flood N` ends with a closed-loop flood: N processes of `--flood-connections` (16)
+keep-alive connections each, every one sending its next request as soon as the last is
+answered, for `--seconds`: as much load as the server answers, whatever its capacity. Reported:
+answers per second, accepted per second (as a share of capacity) and the server's CPU per
+answer (what a refusal costs).
+
 Between rates the queue drains. Reported per rate: answers by status, latency percentiles of all
 answers, of the 202s and of the 429s, the 202 rate (and its share of the capacity), how long
 after its request the accepted work's result was stored (content similarity, a millisecond run:
@@ -34,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import signal
 import sqlite3
@@ -139,19 +147,19 @@ async def _round(
     answers: list[tuple[int, float]] = []
     accepted_at: dict[str, float] = {}  # trace id -> wall-clock time the request was due
     wall = time.time() - time.perf_counter()
-    errors = 0
+    errors: dict[str, int] = {}
     stop_polling = asyncio.Event()
     polling = asyncio.create_task(_poll_healthz(host, int(port), stop_polling))
 
     async def one(index: int, due: float) -> None:
-        nonlocal errors
         body = json.dumps(
             {"input": source, "output": SUMMARY, "target": "bench", "trace_id": f"{index:032x}"}
         ).encode()
         try:
             status = await asyncio.wait_for(_exchange(pool, body), 60)
-        except (OSError, asyncio.IncompleteReadError, TimeoutError):
-            errors += 1
+        except (OSError, asyncio.IncompleteReadError, TimeoutError) as error:
+            kind = type(error).__name__
+            errors[kind] = errors.get(kind, 0) + 1
             return
         answers.append((status, time.perf_counter() - due))
         if status == 202:
@@ -180,7 +188,8 @@ async def _round(
         "sent": total,
         "sending_s": round(sending, 2),
         "statuses": statuses,
-        "client_errors": errors,
+        "client_errors": sum(errors.values()),
+        "client_errors_by_kind": errors,
         "connections_opened": pool.opened,
         "latency_ms": percentiles([latency for _status, latency in answers]),
         "latency_202_ms": percentiles([latency for status, latency in answers if status == 202]),
@@ -189,6 +198,75 @@ async def _round(
         "accepted_per_s": round(statuses.get("202", 0) / seconds, 1),
         "healthz_ms": percentiles(healthz),
         "accepted_at": accepted_at,
+    }
+
+
+def _flood_client(address: str, seconds: float, connections: int, first: int, out: Any) -> None:
+    """One flooding process: `connections` keep-alive connections, each sending its next
+    request as soon as the answer to the last one is read, for `seconds`; the statuses go to
+    `out`."""
+    host, _, port = address.rpartition(":")
+    source = source_of(400)
+    statuses: dict[str, int] = {}
+
+    async def connection(offset: int) -> None:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        deadline = time.monotonic() + seconds
+        index = first + offset * 10_000_000
+        while time.monotonic() < deadline:
+            body = json.dumps(
+                {"input": source, "output": SUMMARY, "target": "bench", "trace_id": f"{index:032x}"}
+            ).encode()
+            index += 1
+            writer.write(
+                b"POST /v1/scores HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            try:
+                answer = await read_answer(reader)
+            except (OSError, asyncio.IncompleteReadError):
+                statuses["error"] = statuses.get("error", 0) + 1
+                writer.close()
+                reader, writer = await asyncio.open_connection(host, int(port))
+                continue
+            statuses[str(answer.status)] = statuses.get(str(answer.status), 0) + 1
+            if answer.close:
+                writer.close()
+                reader, writer = await asyncio.open_connection(host, int(port))
+        writer.close()
+
+    async def flood() -> None:
+        await asyncio.gather(*(connection(offset) for offset in range(connections)))
+
+    asyncio.run(flood())
+    out.put(statuses)
+
+
+def _flood(address: str, processes: int, connections: int, seconds: float, first: int) -> Any:
+    """A closed-loop flood from `processes` processes: as much as the server answers."""
+    out: Any = multiprocessing.Queue()
+    workers = [
+        multiprocessing.Process(
+            target=_flood_client,
+            args=(address, seconds, connections, first + n * 100_000_000, out),
+        )
+        for n in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    statuses: dict[str, int] = {}
+    for _worker in workers:
+        for status, count in out.get().items():
+            statuses[status] = statuses.get(status, 0) + count
+    for worker in workers:
+        worker.join()
+    answered = sum(count for status, count in statuses.items() if status != "error")
+    return {
+        "flood_processes": processes,
+        "flood_connections": processes * connections,
+        "statuses": statuses,
+        "answered_per_s": round(answered / seconds, 1),
+        "accepted_per_s": round(statuses.get("202", 0) / seconds, 1),
     }
 
 
@@ -240,6 +318,10 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=256)
     parser.add_argument("--sampling", type=float, default=1.0)
     parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument(
+        "--flood", type=int, default=0, help="then a closed-loop flood from this many processes"
+    )
+    parser.add_argument("--flood-connections", type=int, default=16)
     parser.add_argument("-o", "--output", default=None)
     parser.add_argument(
         "--profile", default=None, help="run serve under pyinstrument; its text report to this file"
@@ -280,6 +362,18 @@ def main() -> None:
                 result["load_average"] = [round(x, 2) for x in os.getloadavg()]
                 rounds.append(result)
                 print(json.dumps(result), flush=True)
+            flood = None
+            if args.flood:
+                cpu_before = _cpu_seconds(serve.pid)
+                flood = _flood(address, args.flood, args.flood_connections, args.seconds, first)
+                cpu = _cpu_seconds(serve.pid) - cpu_before
+                answered = flood["answered_per_s"] * args.seconds
+                flood["server_cpu_s"] = round(cpu, 2)
+                flood["server_cpu_us_per_answer"] = round(cpu / max(answered, 1) * 1e6, 1)
+                flood["accepted_share_of_capacity"] = round(flood["accepted_per_s"] / capacity, 2)
+                flood["drain_after_s"] = _wait_idle(address)
+                flood["load_average"] = [round(x, 2) for x in os.getloadavg()]
+                print(json.dumps(flood), flush=True)
             stats = _stats(address)
             rss = _rss(serve.pid)
             serve.send_signal(signal.SIGTERM)
@@ -297,6 +391,7 @@ def main() -> None:
             "parameters": vars(args) | {"output": None, "profile": None},
             "capacity_per_s": round(capacity, 1),
             "rounds": rounds,
+            "flood": flood,
             "highest_rate_with_p99_under_100ms": max(under) if under else None,
             "accounting": stats,
             "rss_mib_after": rss >> 20,

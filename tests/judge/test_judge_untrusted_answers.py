@@ -6,7 +6,6 @@ the openai SDK honours it, and a proxy the client cannot speak to fails the call
 
 from __future__ import annotations
 
-import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ import httpx
 import pytest
 
 from scorewatch.testing import LoopbackJudgeServer, RawResponse
-from serve_support import ServeProcess, write_config
+from serve_support import PeakRss, ServeProcess, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -47,23 +46,6 @@ def _gzip_of_spaces(size: int) -> bytes:
     block = b" " * (1 << 20)
     parts = [packer.compress(block) for _ in range(size >> 20)]
     return b"".join([*parts, packer.flush()])
-
-
-class _PeakRss(threading.Thread):
-    def __init__(self, process: ServeProcess) -> None:
-        super().__init__(daemon=True)
-        self._process = process
-        self.peak = process.rss_bytes()
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        while not self._done.wait(0.01):
-            self.peak = max(self.peak, self._process.rss_bytes())
-
-    def stop(self) -> int:
-        self._done.set()
-        self.join()
-        return self.peak
 
 
 def _judged(serve: ServeProcess, output: str = "an answer") -> dict[str, Any]:
@@ -109,7 +91,7 @@ def test_a_huge_answer_is_a_failed_attempt_read_only_up_to_the_cap(
     judge.script(RawResponse(200, body, headers, endless=endless))
     with _serve(tmp_path, judge.base_url) as serve:
         _judged(serve)  # the first judged run warms the process up
-        sampler = _PeakRss(serve)
+        sampler = PeakRss(serve)
         sampler.start()
         before = serve.rss_bytes()
         result = _judged(serve)

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from serve_support import ServeProcess, wait_idle, write_config
+from serve_support import PeakRss, ServeProcess, wait_idle, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -66,23 +66,6 @@ def read_all(client: httpx.Client, **params: Any) -> tuple[list[dict[str, Any]],
         cursor = body["next"]
         if cursor is None:
             return rows, pages
-
-
-class PeakRss(threading.Thread):
-    def __init__(self, process: ServeProcess) -> None:
-        super().__init__(daemon=True)
-        self._process = process
-        self.peak = process.rss_bytes()
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        while not self._done.wait(0.02):
-            self.peak = max(self.peak, self._process.rss_bytes())
-
-    def stop(self) -> int:
-        self._done.set()
-        self.join()
-        return self.peak
 
 
 def test_megabyte_rows_are_read_in_bounded_streamed_pages(
