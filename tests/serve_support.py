@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -206,6 +207,27 @@ class ServeProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
+
+
+class PeakRss(threading.Thread):
+    """The largest resident size `process` reaches while it runs (sampled every `every` s):
+    `start()`, then `stop()` returns it."""
+
+    def __init__(self, process: ServeProcess, every: float = 0.01) -> None:
+        super().__init__(daemon=True)
+        self._process = process
+        self._every = every
+        self.peak = process.rss_bytes()
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.wait(self._every):
+            self.peak = max(self.peak, self._process.rss_bytes())
+
+    def stop(self) -> int:
+        self._done.set()
+        self.join()
+        return self.peak
 
 
 def run_serve(config: Path, *args: str, env: Mapping[str, str] | None = None) -> tuple[int, str]:

@@ -1,4 +1,5 @@
-"""Warnings that repeat at most once a minute per key, with the count of those held back.
+"""Log lines that repeat at most once per interval (a minute) per key, with the count of those
+held back.
 
 A judge outage fails every live run; one log line per run would bury everything else.
 """
@@ -22,6 +23,12 @@ class ThrottledLog:
         self._lock = threading.Lock()
 
     def warning(self, key: str, message: str, *args: Any, exc_info: bool = False) -> None:
+        self.log(logging.WARNING, key, message, *args, exc_info=exc_info)
+
+    def error(self, key: str, message: str, *args: Any, exc_info: bool = False) -> None:
+        self.log(logging.ERROR, key, message, *args, exc_info=exc_info)
+
+    def log(self, level: int, key: str, message: str, *args: Any, exc_info: bool = False) -> None:
         now = time.monotonic()
         with self._lock:
             last = self._last.get(key)
@@ -33,4 +40,4 @@ class ThrottledLog:
         if held:
             message += " (%d more like this since the last report)"
             args = (*args, held)
-        self._logger.warning(message, *args, exc_info=exc_info)
+        self._logger.log(level, message, *args, exc_info=exc_info)

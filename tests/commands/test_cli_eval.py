@@ -666,3 +666,41 @@ def test_estimate_refuses_a_target(tmp_path: Path) -> None:
         "--scorer", "tests.cli_scorers:picky_scorer", "--estimate",
     )  # fmt: skip
     assert done.returncode == 2 and "--estimate" in done.stderr
+
+
+def test_a_crafted_results_file_runs_no_script_and_bad_values_are_named(tmp_path: Path) -> None:
+    # Issue 28 item 19: an unescaped `item` ran script in the report; a scorer id of
+    # `<!--<script>` stopped the charts; bad values ended in a traceback.
+    mark = "document.body.setAttribute('data-pwned','1')"
+    records = [
+        {"item": 0, "scorer_id": "<!--<script>", "score": 0.5, "output": "o", "error": None},
+        {"item": 1, "scorer_id": "</script><script>" + mark + "</script>", "score": 0.2},
+        {"item": 2, "scorer_id": "s", "score": None, "error": "x", "failed_step": "<i>a</i>"},
+    ]
+    results = write_jsonl(tmp_path / "results.jsonl", records)
+    html = tmp_path / "report.html"
+    done = scorewatch("report", str(results), "--html", str(html))
+    assert done.returncode == 0, done.stderr
+    rendered = render_in_chromium(html, tmp_path)
+    assert 'data-pwned="1"' not in rendered
+    count = int(rendered.split('data-charts-rendered="')[1].split('"')[0])
+    assert count == 3 * 10 + 3  # three histograms of ten bins, three mean bars
+    assert "&lt;i&gt;a&lt;/i&gt;" in rendered
+
+    crafted = dict(records[0], item=f'<img src=x onerror="{mark}">')
+    bad_lines = {
+        "item": crafted,
+        "score": dict(records[0], score="high"),
+        "scale": dict(records[0], scale=0),
+        "tokens": dict(records[0], tokens=-1),
+        "estimated_cost_usd": dict(records[0], estimated_cost_usd=float("nan")),
+    }
+    for field, bad in bad_lines.items():
+        path = write_jsonl(tmp_path / f"bad-{field}.jsonl", [records[2], bad])
+        done = scorewatch("report", str(path), "--html", str(tmp_path / "bad.html"))
+        assert done.returncode == 2, (field, done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr, done.stderr
+        assert f"bad-{field}.jsonl:2: " in done.stderr and f"{field}: " in done.stderr, done.stderr
+        assert "onerror" not in done.stderr  # the value is not echoed
+        compared = scorewatch("report", "--compare", str(results), str(path))
+        assert compared.returncode == 2 and "Traceback" not in compared.stderr, field

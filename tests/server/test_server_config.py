@@ -285,6 +285,17 @@ def test_the_command_refuses_a_public_address_without_a_token(tmp_path: Path) ->
     assert "listening on" not in stderr
 
 
+def test_check_refuses_a_public_traces_listener_without_a_token(tmp_path: Path) -> None:
+    # Issue 28 item 14: `--check` said OK to what `serve` then refused.
+    body = '[[scorers]]\nid = "x"\nkind = "completeness"\n[traces]\nlisten = "0.0.0.0:0"\n'
+    path = write_config(tmp_path, body)
+    for args in (("--check",), ()):
+        code, stderr = run_serve(path, *args)
+        assert code == 2, (args, stderr)
+        assert "refusing to listen for traces on '0.0.0.0:0'" in stderr
+        assert "listening on" not in stderr and "OK" not in stderr
+
+
 def test_the_command_reports_config_errors_and_checks(tmp_path: Path) -> None:
     path = write_config(tmp_path, '[[scorers]]\nid = "x"\nkind = "completeness"\nsampling = 2\n')
     code, stderr = run_serve(path)

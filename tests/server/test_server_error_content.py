@@ -51,24 +51,8 @@ def test_provider_error_text_reaches_no_exported_byte(tmp_path: Path) -> None:
     )
     with LoopbackJudgeServer(default=error) as judge, OtlpReceiver(grpc_enabled=False) as otlp:
         body = CONFIG.format(judge=judge_table(judge.base_url))
-        env = {
-            JUDGE_KEY_ENV: SENTINEL_KEY,  # the planted key, from the environment as required
-            "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.http_endpoint,
-            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-        }
-        served = ServeProcess(write_config(tmp_path, body, module=False), env=env)
-        try:
-            served.wait_listening()
-            with httpx.Client(base_url=served.url, timeout=60) as http:
-                answer = http.post(
-                    "/v1/scores",
-                    params={"wait": "true"},
-                    json={"input": "What is 2+2?", "output": "4", "target": "agent"},
-                )
-                metrics = http.get("/metrics").text
-            assert served.terminate() == 0  # flushes every exporter
-        finally:
-            served.kill()
+        # The planted key, from the environment as required.
+        served, answer, metrics = _score_once(tmp_path, body, SENTINEL_KEY, otlp)
         assert judge.request_count >= 1
         exported = [request.message.SerializeToString() for request in otlp.requests]
         spans = otlp.spans()
@@ -100,6 +84,64 @@ def test_provider_error_text_reaches_no_exported_byte(tmp_path: Path) -> None:
             assert attributes["exception.message"] == "AUTHENTICATION_FAILED"
 
 
+def _score_once(
+    directory: Path, config: str, key: str, otlp: OtlpReceiver
+) -> tuple[ServeProcess, httpx.Response, str]:
+    """Serve `config` exporting to `otlp`, score one pair (`?wait=true`), read `/metrics`,
+    and stop the process (which flushes every exporter)."""
+    env = {
+        JUDGE_KEY_ENV: key,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.http_endpoint,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+    }
+    served = ServeProcess(write_config(directory, config, module=False), env=env)
+    try:
+        served.wait_listening()
+        with httpx.Client(base_url=served.url, timeout=60) as http:
+            answer = http.post(
+                "/v1/scores",
+                params={"wait": "true"},
+                json={"input": "What is 2+2?", "output": "4", "target": "agent"},
+            )
+            metrics = http.get("/metrics").text
+        assert served.terminate() == 0
+    finally:
+        served.kill()
+    return served, answer, metrics
+
+
 def _wal(path: Path) -> bytes:
     wal = path.with_name(path.name + "-wal")
     return wal.read_bytes() if wal.exists() else b""
+
+
+@pytest.mark.parametrize("transport", ["openai_http", "litellm"])
+def test_with_content_capture_on_a_provider_error_still_quotes_no_key(
+    tmp_path: Path, transport: str
+) -> None:
+    # Issue 28 item 17: with content capture on, the provider's error code (here the key
+    # itself, as a hostile or broken provider may send) reached 7 spans' exception.stacktrace.
+    error = HttpError(
+        401,
+        f"Incorrect API key provided: {SENTINEL_KEY}",
+        error_type="invalid_request_error",
+        error_code=SENTINEL_KEY,
+    )
+    with LoopbackJudgeServer(default=error) as judge, OtlpReceiver(grpc_enabled=False) as otlp:
+        table = judge_table(judge.base_url, transport=transport)
+        body = CONFIG.format(judge=table) + "capture_content = true\n"
+        served, answer, _metrics = _score_once(tmp_path, body, "sk-the-configured-key-0d9a", otlp)
+        exported = b"".join(request.message.SerializeToString() for request in otlp.requests)
+        spans = otlp.spans()
+    assert answer.json()["results"][0]["status"] == "failed"
+    assert SENTINEL_KEY.encode() not in exported
+    assert b"sk-the-configured-key-0d9a" not in exported
+    assert SENTINEL_KEY not in served.stderr()
+    traces = [
+        attributes["exception.stacktrace"]
+        for span in spans
+        for name, attributes in span.events
+        if name == "exception" and "exception.stacktrace" in attributes
+    ]
+    assert traces  # with content on, the stack trace is exported: frames, not messages
+    assert any("JudgeProviderError: judge provider for model" in trace for trace in traces)

@@ -5,14 +5,17 @@ a score range, as the Grafana view of the lowest scores needs."""
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from serve_support import ServeProcess, wait_idle, write_config
+from serve_support import PeakRss, ServeProcess, wait_idle, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -63,23 +66,6 @@ def read_all(client: httpx.Client, **params: Any) -> tuple[list[dict[str, Any]],
         cursor = body["next"]
         if cursor is None:
             return rows, pages
-
-
-class PeakRss(threading.Thread):
-    def __init__(self, process: ServeProcess) -> None:
-        super().__init__(daemon=True)
-        self._process = process
-        self.peak = process.rss_bytes()
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        while not self._done.wait(0.02):
-            self.peak = max(self.peak, self._process.rss_bytes())
-
-    def stop(self) -> int:
-        self._done.set()
-        self.join()
-        return self.peak
 
 
 def test_megabyte_rows_are_read_in_bounded_streamed_pages(
@@ -147,3 +133,79 @@ def test_a_cursor_is_checked(client: httpx.Client) -> None:
     for bad in ("x", "e30", "eyJvIjoibmV3ZXN0In0"):  # junk, {}, {"o":"newest"}
         assert client.get("/v1/scores", params={"cursor": bad}).status_code == 422
     assert client.get("/v1/scores", params={"min_score": "nan"}).status_code == 422
+
+
+def _cursor(order: str, key: list[Any]) -> str:
+    text = json.dumps({"o": order, "k": key})
+    return base64.urlsafe_b64encode(text.encode("utf-8", "surrogatepass")).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    ("order", "key"),
+    [
+        ("newest", ["\ud800", "id"]),  # text no store can bind
+        ("newest", ["2026-01-01T00:00:00Z", "\ud800"]),
+        ("newest", ["2026-01-01T00:00:00Z", "a\x00b"]),
+        ("newest", ["not a time", "id"]),  # PostgreSQL compares timestamps
+        ("score_asc", ["0.5", "id"]),  # a score cursor holds a number
+        ("score_desc", [10**400, "id"]),  # no float holds it (nor a 64-bit integer)
+    ],
+)
+def test_a_tampered_cursor_is_a_422_not_a_store_failure(
+    client: httpx.Client, served: ServeProcess, order: str, key: list[Any]
+) -> None:
+    # Issue 28 item 12: these reached the store, which failed: 503 "retry later" and an
+    # ERROR line in the log, where the docs promise 422.
+    answer = client.get("/v1/scores", params={"order": order, "cursor": _cursor(order, key)})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["fields"][0]["field"] == "query.cursor"
+    assert "reading the result store failed" not in served.stderr()
+
+
+def test_concurrent_readers_are_bounded_in_number_and_memory(
+    client: httpx.Client, served: ServeProcess
+) -> None:
+    # Issue 28 item 11: a reader of large rows held about a page's worth several times over
+    # (30 MB per reader here, 110 MB in the issue; ten readers +300 MB), and readers were not
+    # bounded in number.
+    for index in range(20):
+        body = {"scorers": ["length"], "target": "readers", "input": f"r{index}"}
+        body["output"] = chr(ord("a") + index % 26) * BIG_OUTPUT
+        assert client.post("/v1/scores", json=body).status_code == 202
+    wait_idle(client)
+    baseline = served.rss_bytes()
+    sampler = PeakRss(served)
+    sampler.start()
+    answers: list[tuple[int, bytes]] = []
+
+    def read() -> None:
+        with httpx.Client(base_url=served.url, timeout=120) as http:
+            params = {"target": "readers", "limit": 200}
+            with http.stream("GET", "/v1/scores", params=params) as answer:
+                answers.append((answer.status_code, b"".join(answer.iter_bytes())))
+
+    readers = [threading.Thread(target=read) for _ in range(10)]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    peak = sampler.stop()
+    statuses = [status for status, _body in answers]
+    assert set(statuses) <= {200, 429} and statuses.count(200) >= 4, statuses
+    for status, body in answers:
+        if status == 429:
+            assert json.loads(body)["error"] == "too_many_readers"
+        else:
+            assert json.loads(body)["count"] >= 1
+    assert peak - baseline < 80 * 1024 * 1024, (peak - baseline) >> 20
+
+    # Readers that go away mid-page give their slot back.
+    for _ in range(6):
+        with (
+            httpx.Client(base_url=served.url, timeout=120) as http,
+            http.stream("GET", "/v1/scores", params={"target": "readers"}) as answer,
+        ):
+            assert answer.status_code == 200
+            next(answer.iter_bytes())
+    time.sleep(0.5)
+    assert client.get("/v1/scores", params={"target": "readers", "limit": 1}).status_code == 200

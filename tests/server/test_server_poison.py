@@ -77,7 +77,7 @@ def test_non_finite_numbers_are_422_naming_the_field(client: httpx.Client) -> No
     assert body["error"] == "invalid_request"
     [problem] = body["fields"]  # one per field of the request, wherever inside it
     assert problem["field"] in {"output.scores[1]", "output.x.y"}
-    assert "NaN and Infinity" in problem["message"]
+    assert "NaN, Infinity" in problem["message"]
     batch = raw_post(
         client,
         "/v1/scores:batch",
@@ -88,6 +88,24 @@ def test_non_finite_numbers_are_422_naming_the_field(client: httpx.Client) -> No
     assert [f["field"] for f in batch.json()["fields"]] == ["items[1].input"]
     # Refused whole: nothing of either request was accepted.
     assert client.get("/v1/stats").json()["sampled"] == before
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1E+999", "9" * 309 + ".5", '[1, {"deep": 2e308}]'])
+def test_numbers_past_a_double_are_422_not_stored_as_infinity(
+    client: httpx.Client, number: str
+) -> None:
+    # Issue 28 item 13: Python reads 1e400 as infinity; it passed the check (which looked for
+    # the words NaN and Infinity) and was stored as the string "Infinity".
+    before = client.get("/v1/stats").json()["sampled"]
+    text = f'{{"target": "t", "input": "q", "output": "a", "metadata": {{"n": {number}}}}}'
+    answer = raw_post(client, "/v1/scores", text)
+    assert answer.status_code == 422, answer.text
+    [problem] = answer.json()["fields"]
+    assert problem["field"].startswith("metadata.n")
+    assert client.get("/v1/stats").json()["sampled"] == before
+    # Large finite numbers and the text "1e400" are fine.
+    fine = '{"target": "t", "input": "1e400", "output": "a", "metadata": {"n": 1e300}}'
+    assert raw_post(client, "/v1/scores", fine).status_code == 202
 
 
 def test_nul_and_lone_surrogates_in_identifiers_are_422(client: httpx.Client) -> None:

@@ -37,6 +37,14 @@ def test_secret_looking_metadata_keys_are_redacted_in_every_stored_row(tmp_path:
         "password": SECRET,
         "tokens_used": 42,  # not a secret: kept
         "author": "kept",
+        # Issue 28 item 13: these were stored in clear.
+        "openai_key": SECRET,
+        "key": SECRET,
+        "bearer": SECRET,
+        "pass": SECRET,
+        "callback": f"https://agent:{SECRET}@hooks.example.com/x?access_token={SECRET}&page=2",
+        "urls": [f"postgresql://app:{SECRET}@db/scores", f"https://{SECRET}@github.com/o/r"],
+        "keywords": "kept",
     }
     body = {
         "scorers": ["length"],
@@ -57,6 +65,16 @@ def test_secret_looking_metadata_keys_are_redacted_in_every_stored_row(tmp_path:
     assert row["metadata"]["apiKey"] == "[redacted]"
     assert row["metadata"]["nested"] == {"Authorization": "[redacted]", "x-api-key": "[redacted]"}
     assert row["requestContext"] == {"session_id": "[redacted]", "tenant": "acme"}
+    for key in ("openai_key", "key", "bearer", "pass"):
+        assert row["metadata"][key] == "[redacted]", key
+    assert row["metadata"]["callback"] == (
+        "https://[redacted]@hooks.example.com/x?access_token=[redacted]&page=2"
+    )
+    assert row["metadata"]["urls"] == [
+        "postgresql://[redacted]@db/scores",
+        "https://[redacted]@github.com/o/r",
+    ]
+    assert row["metadata"]["keywords"] == "kept"
     stored = json.dumps(sqlite_rows(tmp_path / "scores.db"))
     stored += (tmp_path / "scores.jsonl").read_text("utf-8")
     stored += json.dumps(listed)
@@ -84,7 +102,7 @@ def test_a_secret_written_into_the_configuration_is_refused(tmp_path: Path) -> N
         ),
         "queue": (
             f'[queue]\nurl = "redis://:{SECRET}@cache:6379/0"\n',
-            "queue.url: 'redis://:***@cache:6379/0' holds a password",
+            "queue.url: 'redis://[redacted]@cache:6379/0' holds a password",
         ),
     }
     for name, (extra, expected) in cases.items():

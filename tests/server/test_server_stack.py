@@ -22,7 +22,7 @@ def _config(**server: object) -> ServeConfig:
 
 
 def test_auto_takes_the_fast_stack_the_default_install_brings() -> None:
-    assert choose_stack("auto") == Stack("httptools", "uvloop")
+    assert choose_stack("auto") == Stack("h11", "uvloop")  # the bounded parser, the fast loop
     assert choose_stack("h11") == Stack("h11", "asyncio")
 
 

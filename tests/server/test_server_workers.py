@@ -181,7 +181,7 @@ def test_one_worker_is_the_plain_single_process(tmp_path: Path) -> None:
     config = write_config(tmp_path, CONFIG)
     with ServeProcess(config, extra_args=("--workers", "1")) as process:
         assert "workers, pids" not in process.stderr()
-        assert "(httptools + uvloop)" in process.stderr()
+        assert "(h11 + uvloop)" in process.stderr()
         assert process.terminate() == 0
     assert "worker 1" not in process.stderr()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from scorewatch.server.config.file import ConfigError, ServeConfig
+from scorewatch.server.http.auth import resolve_token
 from scorewatch.server.intake.in_process import InProcessIntake
 from scorewatch.server.intake.otlp_traces import TracesIntake, build_traces_intake
 
@@ -75,11 +76,13 @@ def test_a_bad_traces_table_is_refused_by_key(extra: str, problem: str) -> None:
 
 def test_a_public_traces_listener_needs_the_token() -> None:
     config = _config('[traces]\nlisten = "0.0.0.0:4318"')
-    inner = InProcessIntake({}, sinks=[], max_concurrency=1, max_queue=1)
     with pytest.raises(ConfigError, match="without an auth token"):
-        build_traces_intake(config, inner, None)
-    assert isinstance(build_traces_intake(config, inner, "token"), TracesIntake)
-    assert build_traces_intake(_config(""), inner, None) is inner
+        resolve_token(config, {})
+    with_token = _config('[server]\nauth_token_env = "SW_T"\n[traces]\nlisten = "0.0.0.0:4318"')
+    assert resolve_token(with_token, {"SW_T": "token"}) == "token"
+    inner = InProcessIntake({}, sinks=[], max_concurrency=1, max_queue=1)
+    assert isinstance(build_traces_intake(config, inner), TracesIntake)
+    assert build_traces_intake(_config(""), inner) is inner
 
 
 async def test_shutdown_admits_the_spans_still_held_and_counts_them() -> None:

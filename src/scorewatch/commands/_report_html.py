@@ -100,6 +100,21 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _text(value: Any) -> str:
+    """Any value of a results file as HTML text: whatever it holds, never markup."""
+    return html.escape(str(value))
+
+
+# In a script element, `</script>` ends it and `<!--` followed by `<script` changes how the
+# rest is read (the charts' script never runs): JSON can spell `<`, `>` and `&` as escapes.
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def _script_json(data: Any) -> str:
+    """`data` as JSON that is inert inside an HTML script element, whatever its text holds."""
+    return json.dumps(data).translate(_SCRIPT_SAFE)
+
+
 def _clip(value: Any, limit: int = 300) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return html.escape(text if len(text) <= limit else text[: limit - 1] + "…")
@@ -153,7 +168,7 @@ def _change_rows(changes: Sequence[ItemChange], limit: int) -> str:
         css = "worse" if change.change is None or change.change < 0 else "better"
         rows.append(
             f"<tr class={css}><td>{html.escape(change.scorer_id)}</td>"
-            f"<td class=num>{change.item}</td><td>{_clip(change.input)}</td>"
+            f"<td class=num>{_text(change.item)}</td><td>{_clip(change.input)}</td>"
             f"<td class=num>{_fmt(change.baseline)}</td><td class=num>{after}</td></tr>"
         )
     more = len(changes) - limit
@@ -268,7 +283,7 @@ def render_report(
         ]
         chart_data["maxDrop"] = comparison.max_drop
         compared = _comparison_section(comparison, lowest)
-    embedded = json.dumps(chart_data).replace("</", "<\\/")
+    embedded = _script_json(chart_data)
     histograms = "".join(
         f'<div class="chart"><h3>{html.escape(s.scorer_id)}: score distribution</h3>'
         f'<svg id="hist-{i}" width="360" height="200" role="img"></svg></div>'
@@ -276,16 +291,16 @@ def render_report(
     )
     scored = [r for r in records if r.get("error") is None and r.get("score") is not None]
     low_rows = "".join(
-        f"<tr><td>{html.escape(str(r['scorer_id']))}</td><td class=num>{r['item']}</td>"
+        f"<tr><td>{_text(r['scorer_id'])}</td><td class=num>{_text(r['item'])}</td>"
         f"<td class=num>{_fmt(r['score'])}</td><td>{_clip(r.get('reason') or '')}</td>"
         f"<td>{_clip(r.get('output'))}</td></tr>"
         for r in sorted(scored, key=lambda r: float(r["score"]))[:lowest]
     )
     failures = [r for r in records if r.get("error")]
     failure_rows = "".join(
-        f"<tr><td>{html.escape(str(r['scorer_id']))}</td><td class=num>{r['item']}</td>"
-        f"<td>{html.escape(str(r.get('failed_step') or '–'))}</td>"
-        f"<td>{html.escape(str(r.get('error_code') or '–'))}</td>"
+        f"<tr><td>{_text(r['scorer_id'])}</td><td class=num>{_text(r['item'])}</td>"
+        f"<td>{_text(r.get('failed_step') or '–')}</td>"
+        f"<td>{_text(r.get('error_code') or '–')}</td>"
         f"<td class=err>{_clip(r['error'])}</td></tr>"
         for r in failures
     )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import ScorerRunError, failure_code
 from ..core.records import JudgeResults, judge_cost_usd
@@ -23,6 +25,31 @@ __all__ = [
 ]
 
 RESULTS_FILE_INVALID = "SCOREWATCH_RESULTS_FILE_INVALID"
+
+_Count = Annotated[int, Field(strict=True, ge=0)]
+_Number = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class _ResultRecord(BaseModel):
+    """What reports and comparisons read of a record, checked: a hand-edited or crafted file
+    is refused naming the line and the field, rather than failing somewhere in the report.
+    Other keys (the content, the run id, ...) are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    item: _Count
+    scorer_id: Annotated[str, Field(strict=True, min_length=1)]
+    scale: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    direction: Literal["higher_is_better", "lower_is_better"] | None = None
+    score: _Number | None = None
+    reason: str | None = None
+    not_scorable: dict[str, Any] | None = None
+    error: str | None = None
+    error_code: str | None = None
+    failed_step: str | None = None
+    judge_calls: _Count | None = None
+    tokens: _Count | None = None
+    estimated_cost_usd: _Number | None = None
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
@@ -52,6 +79,17 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
                 "by `scorewatch eval --out`",
                 code=RESULTS_FILE_INVALID,
             )
+        try:
+            _ResultRecord.model_validate(record)
+        except ValidationError as error:
+            from ..server.config.file import format_validation_error  # only on this path
+
+            problems = "; ".join(format_validation_error(error))
+            raise ScorewatchError(
+                f"{file}:{number}: not a result record as `scorewatch eval --out` writes "
+                f"them: {problems}",
+                code=RESULTS_FILE_INVALID,
+            ) from None
         records.append(record)
     return records
 

@@ -9,7 +9,10 @@ Which client makes the call is `transport` (see `routing`): scorewatch's own cha
 client (`"openai_http"`, under a millisecond of CPU per call) for OpenAI-compatible models, litellm
 for everything else. Both fill the same reply, raise the same errors, and count the same way.
 
-litellm is imported on the first call, so `import scorewatch` stays fast. Prices for
+litellm is imported on the first call, so `import scorewatch` stays fast, and never on the
+caller's event loop: that import costs seconds of CPU (and the fast path's aiohttp client some
+more), so the first call awaits a warm-up in a worker thread, once per process
+(`warm_up_in_background`), and reads its model's facts there too. Prices for
 `estimated_cost_usd` come from litellm's price table, read once per model; a model it does not
 know gets no estimate (register one with `litellm.register_model({"openai/my-model":
 {"input_cost_per_token": ..., "output_cost_per_token": ..., "litellm_provider": "openai",
@@ -61,31 +64,46 @@ _RESERVED_OPTIONS = frozenset(
 
 
 def warm_up_litellm() -> None:
-    """Import litellm and walk one offline (mocked) completion through it; never raises.
+    """Import litellm and the fast path's client, and walk one offline (mocked) completion
+    through litellm; never raises.
 
     litellm imports much of itself on the first call, which takes seconds of CPU: whoever runs
     judged scorers on an event loop calls this first, in a thread, so that cost is not paid on
-    the loop."""
+    the loop (`LiteLLMJudge.complete` does, through `warm_up_in_background`)."""
     try:
+        from . import openai_http  # noqa: F401 - aiohttp, imported here rather than on a loop
+
+        # Imported (or being imported) by the application already: then it may have callbacks
+        # registered, which must not see a made-up completion; the import is waited for only.
+        imported = "litellm" in sys.modules
         litellm = import_litellm()
-        litellm.completion(
-            model="openai/scorewatch-warm-up",
-            messages=[{"role": "user", "content": "warm-up"}],
-            mock_response="ok",
-        )
+        if not imported:
+            litellm.completion(
+                model="openai/scorewatch-warm-up",
+                messages=[{"role": "user", "content": "warm-up"}],
+                mock_response="ok",
+            )
     except Exception as error:  # a failed warm-up only costs the first run some time
         logging.getLogger("scorewatch.judge").debug(
             "judge warm-up failed (%s)", type(error).__name__
         )
 
 
-def warm_up_in_background() -> concurrent.futures.Future[None] | None:
-    """`warm_up_litellm` in a daemon thread, unless litellm is imported already; the future
-    resolves when it is done. For a caller on an event loop that will run judged scorers: the
-    loop awaits the future rather than importing litellm itself."""
-    if "litellm" in sys.modules:
-        return None
-    done: concurrent.futures.Future[None] = concurrent.futures.Future()
+_warm_up: concurrent.futures.Future[None] | None = None
+_warm_up_lock = threading.Lock()
+
+
+def warm_up_in_background() -> concurrent.futures.Future[None]:
+    """`warm_up_litellm` in a daemon thread, started by the first caller in the process; the
+    future resolves when it is done. For a caller on an event loop that will run judged
+    scorers: the loop awaits the future rather than importing litellm itself (a module that
+    another thread is still importing would block the loop until it is done)."""
+    global _warm_up
+    with _warm_up_lock:
+        if _warm_up is not None:
+            return _warm_up
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        _warm_up = done
 
     def warm() -> None:
         try:
@@ -95,6 +113,14 @@ def warm_up_in_background() -> concurrent.futures.Future[None] | None:
 
     threading.Thread(target=warm, name="scorewatch-litellm-warm-up", daemon=True).start()
     return done
+
+
+async def _litellm_off_the_loop() -> Any:
+    """litellm, once the process's warm-up (in a worker thread) is done."""
+    warm_up = warm_up_in_background()
+    if not warm_up.done():
+        await asyncio.wrap_future(warm_up)
+    return import_litellm()
 
 
 class LiteLLMJudge:
@@ -217,13 +243,15 @@ class LiteLLMJudge:
     __str__ = __repr__
 
     async def complete(self, request: JudgeRequest) -> JudgeReply:
-        litellm = import_litellm()
+        litellm = await _litellm_off_the_loop()
         missing = missing_key_message(
             self._model, self._provider, self._options, strict=True, key_env=self._key_env
         )
         if missing is not None and not _litellm_has_global_key(litellm, self._transport):
             raise missing_key_error(missing)
         self._breaker.check(self._model)
+        if self._facts is None:  # the first look at litellm's tables: not on the loop either
+            await asyncio.to_thread(self._model_facts, litellm)
         facts = self._model_facts(litellm)
         placement = self._placement(facts, request)
         partial = StreamState()

@@ -6,11 +6,22 @@ response models), not HTTP. This client sends the same request body and reads th
 with aiohttp: one pooled keep-alive session per event loop, closed when the loop shuts down its
 async generators (`asyncio.run`, `asyncio.Runner` and pytest's loops all do).
 
-It raises the aiohttp exceptions themselves, or `HttpStatusError`, `ContextWindowExceededError`
-and `MalformedResponseError`; `provider_errors.classify_provider_error` turns every one into the
-same `JudgeError` the litellm path gives. Nothing from the response body is copied into an
-exception except the provider's error `code` (a short identifier such as
-`context_length_exceeded`).
+It raises the aiohttp exceptions themselves, or `HttpStatusError`, `ContextWindowExceededError`,
+`MalformedResponseError`, `ResponseTooLargeError` and `UnsupportedProxyError`;
+`provider_errors.classify_provider_error` turns every one into the same `JudgeError` the litellm
+path gives. Nothing from the response body is copied into an exception.
+
+What it trusts of the other end, and what not:
+- redirects are never followed: a judge's prompt goes to the configured address and nowhere
+  else, and only that address's answer is a verdict (a 3xx is a failed call,
+  `REDIRECT_NOT_FOLLOWED`);
+- an answer's body is read up to `MAX_RESPONSE_BYTES` once decompressed (gzip, deflate, ...),
+  streamed or not; a bigger one is a failed attempt (`RESPONSE_TOO_LARGE`), whatever its
+  compressed size;
+- proxies come from the environment as the openai SDK's httpx client reads them: the scheme's
+  variable (`HTTPS_PROXY`, `HTTP_PROXY`), else `ALL_PROXY`, unless `NO_PROXY` names the host.
+  Only `http://` and `https://` proxies are spoken to; another kind (`socks5://`) is a failed
+  call (`PROXY_UNSUPPORTED`), never a silent direct connection.
 """
 
 from __future__ import annotations
@@ -30,13 +41,21 @@ from .replies import StreamState
 from .routing import BODY_OPTIONS
 
 __all__ = [
+    "MAX_RESPONSE_BYTES",
     "ContextWindowExceededError",
     "HttpStatusError",
     "MalformedResponseError",
     "OpenAIChatClient",
+    "ResponseTooLargeError",
+    "UnsupportedProxyError",
 ]
 
 DEFAULT_BASE = "https://api.openai.com/v1"
+MAX_RESPONSE_BYTES = 8 << 20
+"""The most an answer's body may hold once decompressed: a verdict is a few kilobytes, the
+longest completion a model writes well under a megabyte."""
+_READ_CHUNK = 64 << 10
+_PROXY_SCHEMES = frozenset({"http", "https"})
 
 
 class _Response:
@@ -47,10 +66,12 @@ class _Response:
 
 
 class HttpStatusError(Exception):
-    """The provider answered with an error status."""
+    """The provider answered with an error status (or a redirect, which is not followed)."""
 
     def __init__(self, status: int, headers: Mapping[str, str], error_code: str | None) -> None:
-        super().__init__(f"HTTP {status}" + (f" ({error_code})" if error_code else ""))
+        # The provider's `code` is not in the message: it is the provider's text, and a broken
+        # or hostile one can put anything there (the key it was sent, ...).
+        super().__init__(f"HTTP {status}")
         self.status_code = status
         self.response = _Response(headers)
         self.error_code = error_code
@@ -62,6 +83,39 @@ class ContextWindowExceededError(HttpStatusError):
 
 class MalformedResponseError(ValueError):
     """A 2xx answer that is not a chat completion."""
+
+
+class ResponseTooLargeError(ValueError):
+    """An answer whose body, decompressed, is over `MAX_RESPONSE_BYTES`."""
+
+    def __init__(self) -> None:
+        super().__init__(f"the answer's body is over {MAX_RESPONSE_BYTES} bytes")
+
+
+class UnsupportedProxyError(ValueError):
+    """The environment names a proxy this client cannot speak to (not http:// or https://)."""
+
+    def __init__(self, scheme: str) -> None:
+        super().__init__(
+            f"the proxy the environment names is a {scheme}:// proxy; the fast judge client "
+            "speaks to http:// and https:// proxies only (use transport='litellm')"
+        )
+
+
+async def _read_capped(answer: aiohttp.ClientResponse) -> bytes:
+    """The whole body, decompressed, or `ResponseTooLargeError` as soon as it is over the cap
+    (aiohttp decompresses as it is read, so a compressed bomb is never inflated past it)."""
+    declared = answer.content_length
+    if declared is not None and declared > MAX_RESPONSE_BYTES:
+        raise ResponseTooLargeError
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in answer.content.iter_chunked(_READ_CHUNK):
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise ResponseTooLargeError
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _error_code(payload: bytes) -> str | None:
@@ -149,16 +203,23 @@ class OpenAIChatClient:
         self._proxies: dict[str, str | None] = {}
 
     def _proxy(self, url: str) -> str | None:
-        """The proxy the environment names for `url` (HTTPS_PROXY, NO_PROXY, ...), as the
-        openai SDK's httpx client honours it; worked out once per URL, not per request."""
+        """The proxy the environment names for `url` (HTTPS_PROXY, else ALL_PROXY; NO_PROXY),
+        as the openai SDK's httpx client honours it; worked out once per URL, not per
+        request. Raises `UnsupportedProxyError` for a proxy that is not http(s)."""
         if url not in self._proxies:
             parts = urlsplit(url)
             proxies = urllib.request.getproxies_environment()
             bypass = urllib.request.proxy_bypass_environment(  # type: ignore[attr-defined]
                 parts.hostname or "", proxies
             )
-            self._proxies[url] = None if bypass else proxies.get(parts.scheme)
-        return self._proxies[url]
+            named = None if bypass else proxies.get(parts.scheme) or proxies.get("all")
+            self._proxies[url] = named
+        proxy = self._proxies[url]
+        if proxy is not None:
+            scheme = urlsplit(proxy).scheme.lower()
+            if scheme not in _PROXY_SCHEMES:
+                raise UnsupportedProxyError(scheme or "schemeless")
+        return proxy
 
     def url(self) -> str:
         # Read per call, like litellm does, so a variable set after construction counts.
@@ -197,9 +258,15 @@ class OpenAIChatClient:
         session = await _session()
         url = self.url()
         async with session.post(
-            url, data=body, headers=self._request_headers(), proxy=self._proxy(url)
+            url,
+            data=body,
+            headers=self._request_headers(),
+            proxy=self._proxy(url),
+            allow_redirects=False,
         ) as answer:
-            payload = await answer.read()
+            if 300 <= answer.status < 400:
+                raise _status_error(answer.status, answer.headers, b"")
+            payload = await _read_capped(answer)
             if answer.status >= 400:
                 raise _status_error(answer.status, answer.headers, payload)
         parsed = json.loads(payload)  # JSONDecodeError: a malformed body
@@ -212,11 +279,21 @@ class OpenAIChatClient:
         session = await _session()
         url = self.url()
         async with session.post(
-            url, data=body, headers=self._request_headers(), proxy=self._proxy(url)
+            url,
+            data=body,
+            headers=self._request_headers(),
+            proxy=self._proxy(url),
+            allow_redirects=False,
         ) as answer:
+            if 300 <= answer.status < 400:
+                raise _status_error(answer.status, answer.headers, b"")
             if answer.status >= 400:
-                raise _status_error(answer.status, answer.headers, await answer.read())
+                raise _status_error(answer.status, answer.headers, await _read_capped(answer))
+            size = 0
             async for line in answer.content:
+                size += len(line)
+                if size > MAX_RESPONSE_BYTES:
+                    raise ResponseTooLargeError
                 if not line.startswith(b"data:"):
                     continue
                 data = line[5:].strip()

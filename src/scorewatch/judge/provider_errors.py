@@ -13,6 +13,9 @@ provider exception stays reachable as `__cause__` (the caller raises `... from e
 | `PROVIDER_UNAVAILABLE`    | HTTP 502, 503, 504                               | yes       |
 | `CONNECTION_ERROR`        | connection refused, reset or dropped             | yes       |
 | `MALFORMED_RESPONSE`      | a 2xx whose body is not a chat completion        | yes       |
+| `RESPONSE_TOO_LARGE`      | a body over the fast client's cap, decompressed  | yes       |
+| `REDIRECT_NOT_FOLLOWED`   | HTTP 3xx (judge calls never follow a redirect)   | no        |
+| `PROXY_UNSUPPORTED`       | the environment's proxy is not http(s)           | no        |
 | `CONTEXT_LENGTH_EXCEEDED` | the prompt does not fit the model's context      | no        |
 | `BAD_REQUEST`             | HTTP 400, 422 and other 4xx                      | no        |
 | `AUTHENTICATION_FAILED`   | HTTP 401                                         | no        |
@@ -68,6 +71,20 @@ _CONNECTION = _Kind(
     "CONNECTION_ERROR", True, "THIRD_PARTY", "could not be reached or dropped the connection"
 )
 _MALFORMED = _Kind("MALFORMED_RESPONSE", True, "THIRD_PARTY", "answered with a malformed body")
+_TOO_LARGE = _Kind("RESPONSE_TOO_LARGE", True, "THIRD_PARTY", "answered with a body too large")
+_REDIRECT = _Kind(
+    "REDIRECT_NOT_FOLLOWED",
+    False,
+    "USER",
+    "answered with a redirect, which judge calls never follow",
+)
+_PROXY = _Kind(
+    "PROXY_UNSUPPORTED",
+    False,
+    "USER",
+    "is behind a proxy of a kind the fast client does not speak to (only http:// and https://; "
+    "use transport='litellm')",
+)
 _TIMEOUT = _BY_STATUS[408]
 _UNKNOWN = _Kind("JUDGE_CALL_FAILED", False, "THIRD_PARTY", "call failed")
 
@@ -87,6 +104,8 @@ _CONNECTION_TYPES = frozenset(
 _TIMEOUT_TYPES = frozenset({"APITimeoutError", "Timeout", "ReadTimeout", "ConnectTimeout"})
 _CONTEXT_TYPES = frozenset({"ContextWindowExceededError"})
 _MALFORMED_TYPES = frozenset({"MalformedResponseError"})
+_TOO_LARGE_TYPES = frozenset({"ResponseTooLargeError"})
+_PROXY_TYPES = frozenset({"UnsupportedProxyError"})
 _CREDENTIAL_STATUSES = frozenset({401, 403})
 _MALFORMED_MARKERS = ("Empty or invalid response", "Invalid response object")
 
@@ -126,6 +145,10 @@ def _kind(error: BaseException) -> tuple[_Kind, int | None]:
     status = _status(error)
     if any(_CONTEXT_TYPES & n for n in names):
         return _CONTEXT_LENGTH, status
+    if any(_TOO_LARGE_TYPES & n for n in names):
+        return _TOO_LARGE, None
+    if any(_PROXY_TYPES & n for n in names):
+        return _PROXY, None
     if isinstance(error, TimeoutError) or (
         any(_TIMEOUT_TYPES & n for n in names) and status in (None, 408)
     ):
@@ -148,6 +171,8 @@ def _kind(error: BaseException) -> tuple[_Kind, int | None]:
         return _UNKNOWN, None
     if status in _BY_STATUS:
         return _BY_STATUS[status], status
+    if 300 <= status < 400:
+        return _REDIRECT, status
     if 400 <= status < 500:
         return _OTHER_CLIENT_ERROR, status
     if status >= 500:

@@ -7,7 +7,8 @@ Two rules, applied in one walk by `storable`:
   "Infinity", "-Infinity";
 - with `redact=True`, values under secret-looking keys are replaced, at any depth up to
   `_MAX_DEPTH`: agents often carry an `Authorization` header or an API key in their request
-  context, and a score row has no use for it;
+  context, and a score row has no use for it; so are the credentials of URLs in text values
+  (`https://user:PASSWORD@host`, `?api_key=KEY`), `redact_url_credentials`;
 - with `privacy` (a run's `privacy.Redaction`), personal data in every text, keys included, is
   replaced by the run's markers (`<EMAIL_1>`).
 """
@@ -29,6 +30,7 @@ __all__ = [
     "REPLACEMENT",
     "is_secret_key",
     "non_finite_path",
+    "redact_url_credentials",
     "storable",
     "storable_text",
     "stored_json",
@@ -39,9 +41,13 @@ REPLACEMENT: Final = "\ufffd"
 REDACTED: Final = "[redacted]"
 _NON_FINITE: Final = {math.inf: "Infinity", -math.inf: "-Infinity"}
 _SECRET_WORD = re.compile(
-    r"(^|_)(password|passwd|secret|token|api_?key|authorization|auth|credentials?|cookie|"
-    r"private_?key|session_?id)($|_)"
+    r"(^|_)(password|passwd|pass|pwd|passphrase|passcode|secret|token|key|api_?key|bearer|"
+    r"authorization|auth|credentials?|cookie|jwt|private_?key|session_?id)($|_)"
 )
+# A URL's user information (`user:password@`, or a bare token before the `@`), and a query
+# parameter (`?access_token=...`): what `redact_url_credentials` looks at.
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#@]*@")
+_URL_PARAMETER = re.compile(r"([?&;])([^=&;#\s]+)=([^&;#\s]*)")
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 # The JSON text of a stored value, as every sink writes it; a partial, so a row's JSON columns
 # cost no Python frame of their own.
@@ -51,9 +57,29 @@ _MAX_DEPTH: Final = 16
 
 
 def is_secret_key(key: str) -> bool:
-    """`apiKey`, `X-API-Key`, `access_token`, `Authorization`: yes. `author`, `tokens_used`: no."""
+    """`apiKey`, `openai_key`, `X-API-Key`, `access_token`, `Authorization`, `bearer`, `pass`:
+    yes. `author`, `tokens_used`, `keywords`, `passage`: no."""
     words = _CAMEL_BOUNDARY.sub("_", key).lower().replace("-", "_").replace(".", "_")
     return _SECRET_WORD.search(words) is not None
+
+
+def redact_url_credentials(text: str) -> str:
+    """`text` with the credentials of the URLs in it replaced by `REDACTED`: the user
+    information (`https://[redacted]@host`) and the values of secret-looking query parameters
+    (`?api_key=[redacted]`). Text without `@` or `=` is returned as it is, at once."""
+    if "://" not in text:
+        return text
+    if "@" in text:
+        text = _URL_USERINFO.sub(rf"\1{REDACTED}@", text)
+    if "=" in text:
+        text = _URL_PARAMETER.sub(_hide_parameter, text)
+    return text
+
+
+def _hide_parameter(found: re.Match[str]) -> str:
+    if not is_secret_key(found.group(2)):
+        return found.group(0)
+    return f"{found.group(1)}{found.group(2)}={REDACTED}"
 
 
 def storable_text(value: str) -> str:
@@ -85,7 +111,8 @@ def _walk(value: Any, redact: bool, depth: int, scrub: Callable[[str], str] | No
     # The common leaves (text, integers, None) are handled in the loops, so a row costs about
     # one call per container rather than one per value.
     if isinstance(value, str):
-        return storable_text(value if scrub is None else scrub(value))
+        text = storable_text(value if scrub is None else scrub(value))
+        return redact_url_credentials(text) if redact and depth <= _MAX_DEPTH else text
     if isinstance(value, float):
         return value if math.isfinite(value) else _number(value)
     if isinstance(value, Mapping):
@@ -105,6 +132,8 @@ def _walk(value: Any, redact: bool, depth: int, scrub: Callable[[str], str] | No
                     item = scrub(item)
                 if _find_unstorable(item) is not None:
                     item = _UNSTORABLE_TEXT.sub(REPLACEMENT, item)
+                if hide:
+                    item = redact_url_credentials(item)
             elif kind not in _AS_IS:
                 item = _walk(item, redact, depth + 1, scrub)
             cleaned[key] = item
@@ -117,7 +146,8 @@ def _walk(value: Any, redact: bool, depth: int, scrub: Callable[[str], str] | No
             ]
         return [
             item
-            if (kind := type(item)) in _AS_IS or (kind is str and _find_unstorable(item) is None)
+            if (kind := type(item)) in _AS_IS
+            or (kind is str and _find_unstorable(item) is None and not redact)
             else _walk(item, redact, depth + 1, None)
             for item in value
         ]

@@ -146,26 +146,54 @@ def mark_failed(
     kind = error_type(error)
     span.set_attribute(names.ATTR_ERROR_TYPE, kind)
     span.set_status(Status(StatusCode.ERROR, kind))
-    if capture and redact is not None:
-        span.add_event(
-            "exception",
-            {
-                "exception.type": _qualified_name(type(error)),
-                "exception.message": redact(str(error)),
-                "exception.stacktrace": redact("".join(traceback.format_exception(error))),
-            },
-        )
-        return
+    attributes: Attributes = {"exception.type": _qualified_name(type(error))}
     if capture:
-        span.record_exception(error)
-        return
-    # Without content capture, only the stable code and the class: an exception's message and
-    # its traceback (with every chained cause) can quote the provider's error body, which may
-    # hold the API key or the evaluated content.
-    span.add_event(
-        "exception",
-        {"exception.type": _qualified_name(type(error)), "exception.message": kind},
-    )
+        # Content may leave, secrets never: scorewatch's own messages are written from codes,
+        # statuses and model ids, but another library's exception (a provider client's) can
+        # quote the provider's answer, and the provider can quote the API key. So the trace
+        # keeps every frame of every chained cause and the messages of scorewatch errors only.
+        # A privacy policy's `redact` also takes the personal data out of what is left.
+        keep = redact or (lambda text: text)
+        attributes["exception.message"] = keep(_message(error))
+        attributes["exception.stacktrace"] = keep(_stacktrace(error))
+    else:
+        # Without content capture, only the stable code and the class: even scorewatch's own
+        # messages can quote the evaluated content (a failed step's error).
+        attributes["exception.message"] = kind
+    span.add_event("exception", attributes)
+
+
+_WITHHELD = "(message withheld: another library's error can quote credentials)"
+
+
+def _message(error: BaseException) -> str:
+    return str(error) if isinstance(error, ScorewatchError) else _WITHHELD
+
+
+def _stacktrace(error: BaseException) -> str:
+    """`error`'s traceback as Python prints it, causes first, with `_message` for each."""
+    chain: list[tuple[BaseException, str]] = []
+    link: BaseException | None = error
+    joint = ""
+    while link is not None and all(link is not seen for seen, _ in chain):
+        chain.append((link, joint))
+        if link.__cause__ is not None:
+            link, joint = link.__cause__, _CAUSE
+        elif link.__context__ is not None and not link.__suppress_context__:
+            link, joint = link.__context__, _CONTEXT
+        else:
+            link = None
+    parts: list[str] = []
+    for link, joint in reversed(chain):
+        parts.append("Traceback (most recent call last):\n")
+        parts.extend(traceback.format_tb(link.__traceback__))
+        parts.append(f"{_qualified_name(type(link))}: {_message(link)}\n")
+        parts.append(joint)
+    return "".join(parts)
+
+
+_CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
+_CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
 
 
 def _qualified_name(cls: type) -> str:

@@ -30,6 +30,7 @@ __all__ = [
     "CONTENT_TYPE",
     "OPENMETRICS_CONTENT_TYPE",
     "render",
+    "render_kind",
     "render_openmetrics",
     "render_text",
 ]
@@ -114,6 +115,18 @@ def render(
         body = gzip.compress(body, compresslevel=_GZIP_LEVEL)
         headers.append(("Content-Encoding", "gzip"))
     return body, headers
+
+
+def render_kind(
+    accept: str | None, accept_encoding: str | None, names: Sequence[str] | None
+) -> tuple[str, bool, tuple[str, ...] | None]:
+    """What `render` answers a scrape with depends on, negotiated: the content type, gzip or
+    not, the `name[]` filter (scrapes of one kind can share a rendering)."""
+    return (
+        choose_encoder(accept or "")[1],
+        gzip_accepted(accept_encoding or ""),
+        tuple(names) if names else None,
+    )
 
 
 def render_text(registry: Any) -> bytes:

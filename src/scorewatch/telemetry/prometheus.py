@@ -10,7 +10,6 @@ OpenMetrics, so a dashboard can jump from a bucket to the traces behind it.
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import socket
 import threading
@@ -27,8 +26,9 @@ from prometheus_client.samples import Exemplar
 
 from .._asgi import ASGIApp, Receive, Scope, Send
 from . import names
-from .exposition import render
+from .exposition import render, render_kind
 from .names import DEFAULT_PROMETHEUS_ADDRESS
+from .scrape_cache import SharedRenders
 
 __all__ = [
     "EXEMPLAR_METRICS",
@@ -184,13 +184,19 @@ async def _drain(receive: Receive) -> None:
             return
 
 
-def prometheus_asgi_app(registry: CollectorRegistry | None = None) -> ASGIApp:
+def prometheus_asgi_app(
+    registry: CollectorRegistry | None = None, *, max_age: float = 0.0
+) -> ASGIApp:
     """An ASGI app answering Prometheus scrapes, to mount at `/metrics` in an existing server.
 
     Without an explicit registry the app serves, at each request, the registry of the active
     `configure()` handle, or prometheus-client's global registry when nothing is configured; so
-    it can be mounted before telemetry is configured.
+    it can be mounted before telemetry is configured. Renderings run in a worker thread, one
+    at a time; concurrent scrapes of the same kind share one, and with `max_age` (seconds)
+    scrapes reuse a rendering that recent (`scrape_cache.SharedRenders`), so any number of
+    scrapers cost one rendering per `max_age`.
     """
+    renders: SharedRenders[tuple[bytes, Any]] = SharedRenders(max_age)
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
@@ -205,14 +211,12 @@ def prometheus_asgi_app(registry: CollectorRegistry | None = None) -> ASGIApp:
             for k, v in scope.get("headers") or ()
         }
         query = parse_qs(bytes(scope.get("query_string") or b"").decode("latin-1"))
+        accept = request_headers.get("accept")
+        encoding = request_headers.get("accept-encoding")
+        wanted = query.get("name[]")
+        key = (id(chosen), render_kind(accept, encoding, wanted))
         # Collecting is CPU work of tens of milliseconds at 10,000 series: off the event loop.
-        body, headers = await asyncio.to_thread(
-            render,
-            chosen,
-            request_headers.get("accept"),
-            request_headers.get("accept-encoding"),
-            query.get("name[]"),
-        )
+        body, headers = await renders.get(key, lambda: render(chosen, accept, encoding, wanted))
         if scope.get("method") == "HEAD":
             body = b""
         await _respond(send, 200, body, headers)

@@ -2,7 +2,8 @@
 
 - `ScriptedJudge`: a `JudgeModel` answering from a script, in process.
 - `LoopbackJudgeServer`: a real OpenAI-compatible HTTP server on 127.0.0.1, so the litellm
-  judge's real HTTP path runs (with `Reply`, `HttpError`, `DropConnection`, `MalformedBody`).
+  judge's real HTTP path runs (with `Reply`, `HttpError`, `DropConnection`, `MalformedBody`,
+  `RawResponse`).
 - `in_memory_telemetry()` / `InMemoryTelemetry`: OpenTelemetry providers that keep spans, metric
   points and evaluation events in memory, instrumented into scorewatch for a block.
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
         HttpError,
         LoopbackJudgeServer,
         MalformedBody,
+        RawResponse,
         ReceivedJudgeRequest,
         Reply,
     )
@@ -34,6 +36,7 @@ __all__ = [
     "LoopbackJudgeServer",
     "MalformedBody",
     "MetricPoint",
+    "RawResponse",
     "ReceivedJudgeRequest",
     "Reply",
     "ScriptedJudge",
@@ -45,6 +48,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "HttpError": (".judge_server", "HttpError"),
     "LoopbackJudgeServer": (".judge_server", "LoopbackJudgeServer"),
     "MalformedBody": (".judge_server", "MalformedBody"),
+    "RawResponse": (".judge_server", "RawResponse"),
     "ReceivedJudgeRequest": (".judge_server", "ReceivedJudgeRequest"),
     "Reply": (".judge_server", "Reply"),
     "InMemoryTelemetry": ("..telemetry.in_memory", "InMemoryTelemetry"),

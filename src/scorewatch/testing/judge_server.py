@@ -7,8 +7,9 @@ replies) for the openai SDK that litellm drives, and answers in well under a mil
 
 A behaviour says what to do with one request: a `Reply` (text, usage, cost, finish reason,
 delay, streamed when the request asks for it), an `HttpError` (status, `Retry-After`), a
-`DropConnection` (close the socket without answering) or a `MalformedBody` (a 200 that is not
-JSON). A plain string is a `Reply` with that text. A script is one behaviour (repeated for every
+`DropConnection` (close the socket without answering), a `MalformedBody` (a 200 that is not
+JSON) or a `RawResponse` (any status, headers and bytes: redirects, compressed or endless
+bodies). A plain string is a `Reply` with that text. A script is one behaviour (repeated for every
 request), a sequence (consumed in order, then `default`), or a callable that receives the
 request's JSON body and returns a behaviour.
 
@@ -36,6 +37,7 @@ __all__ = [
     "JudgeScript",
     "LoopbackJudgeServer",
     "MalformedBody",
+    "RawResponse",
     "ReceivedJudgeRequest",
     "Reply",
     "ToolCallReply",
@@ -176,7 +178,20 @@ class MalformedBody:
     delay: float = 0.0
 
 
-Behaviour: TypeAlias = Reply | HttpError | DropConnection | MalformedBody | str
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    """Any answer, byte for byte: `status`, `headers` as given and `body` (a redirect, a body
+    gzip-compressed to a hundred times its size, ...). `endless=True` sends `body` over and
+    over as chunks until the client hangs up."""
+
+    status: int = 200
+    body: bytes = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    endless: bool = False
+    delay: float = 0.0
+
+
+Behaviour: TypeAlias = Reply | HttpError | DropConnection | MalformedBody | RawResponse | str
 JudgeScript: TypeAlias = Behaviour | Sequence[Behaviour] | Callable[[dict[str, Any]], Behaviour]
 
 
@@ -216,7 +231,9 @@ class _Script:
             self._queue = deque()
             if script is None:
                 return
-            if isinstance(script, Reply | HttpError | DropConnection | MalformedBody | str):
+            if isinstance(
+                script, Reply | HttpError | DropConnection | MalformedBody | RawResponse | str
+            ):
                 self._repeat = script
             elif callable(script):
                 self._function = script
@@ -537,6 +554,8 @@ class LoopbackJudgeServer:
                 writer, behaviour.status, behaviour.body(), keep_alive=keep_alive, headers=headers
             )
             return keep_alive
+        if isinstance(behaviour, RawResponse):
+            return await _write_raw(writer, behaviour, keep_alive)
         if isinstance(behaviour, MalformedBody):
             await _write_response(
                 writer,
@@ -745,6 +764,22 @@ async def _write_json(
         keep_alive=keep_alive,
         headers=headers,
     )
+
+
+async def _write_raw(writer: asyncio.StreamWriter, answer: RawResponse, keep_alive: bool) -> bool:
+    """Send `answer`; False when the connection is to close (always, after an endless one)."""
+    if not answer.endless:
+        headers = {"Content-Length": str(len(answer.body)), **answer.headers}
+        writer.write(_response_head(answer.status, headers, keep_alive=keep_alive) + answer.body)
+        await writer.drain()
+        return keep_alive
+    headers = {**answer.headers, "Transfer-Encoding": "chunked"}
+    writer.write(_response_head(answer.status, headers, keep_alive=False))
+    with contextlib.suppress(ConnectionError):
+        while not writer.transport.is_closing():
+            _write_chunk(writer, answer.body)
+            await writer.drain()
+    return False
 
 
 def _write_chunk(writer: asyncio.StreamWriter, data: bytes) -> None:

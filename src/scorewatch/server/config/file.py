@@ -147,6 +147,26 @@ class ServerSettings(_Table):
     body_timeout: float = Field(
         30.0, gt=0, le=3600, description="Longest time to receive a request body, s (then 408)."
     )
+    header_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=600,
+        description="Longest time for a request's head (request line and headers) to arrive, "
+        "from the connection's opening or the request's first byte, s (then 408, closed).",
+    )
+    max_connections: int = Field(
+        1000,
+        ge=8,
+        le=1_000_000,
+        description="Open connections at most, both listeners together; past it the oldest "
+        "connection waiting for a request is closed (none: the new one gets 503).",
+    )
+    max_readers: int = Field(
+        4,
+        ge=1,
+        le=1000,
+        description="GET /v1/scores pages read at once; one more is answered 429 at once.",
+    )
     wait_timeout: float = Field(30.0, gt=0, le=600, description="Longest `?wait=true` wait, s.")
     shutdown_timeout: float = Field(30.0, ge=0, le=3600, description="Drain budget on SIGTERM, s.")
     retry_after: int = Field(1, ge=1, le=3600, description="Retry-After (s) sent with 429 / 503.")
@@ -365,6 +385,13 @@ class TelemetrySettings(_Table):
     service_name: str = Field("scorewatch", min_length=1)
     prometheus: bool = Field(True, description="Serve GET /metrics.")
     metrics_require_token: bool = Field(False, description="Require the bearer token on /metrics.")
+    metrics_max_age: float = Field(
+        1.0,
+        ge=0,
+        le=60,
+        description="Seconds a /metrics rendering is reused by later scrapes (concurrent "
+        "scrapes share one regardless), so scrapers cannot take the CPU the service scores with.",
+    )
     otlp: bool | None = Field(
         None, description="None: export when OTEL_EXPORTER_OTLP_*ENDPOINT is set; true/false."
     )

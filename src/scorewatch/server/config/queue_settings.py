@@ -12,7 +12,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["QueueSettings", "check_queue_url", "redact_url"]
+from ...sinks.storable import redact_url_credentials
+
+__all__ = ["QueueSettings", "check_queue_url"]
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _KEY = re.compile(r"^[A-Za-z0-9_.:{}\-]{1,128}$")
@@ -22,18 +24,8 @@ def check_queue_url(url: str) -> str:
     """A `redis://` or `rediss://` URL (`redis://HOST:PORT/DB`); raises ValueError otherwise."""
     parts = urlsplit(url)
     if parts.scheme not in ("redis", "rediss", "unix") or not (parts.hostname or parts.path):
-        raise ValueError(f"expected redis://HOST:PORT/DB, got {redact_url(url)!r}")
+        raise ValueError(f"expected redis://HOST:PORT/DB, got {redact_url_credentials(url)!r}")
     return url
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password, fit for logs and error messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return parts._replace(netloc=user + netloc).geturl()
 
 
 class QueueSettings(BaseModel):
@@ -80,8 +72,8 @@ class QueueSettings(BaseModel):
     def _check_url(cls, value: str | None) -> str | None:
         if value is not None and urlsplit(value).password is not None:
             raise ValueError(
-                f"{redact_url(value)!r} holds a password; secrets never go in the file: put "
-                "the URL in an environment variable and name it in url_env"
+                f"{redact_url_credentials(value)!r} holds a password; secrets never go in the "
+                "file: put the URL in an environment variable and name it in url_env"
             )
         return None if value is None else check_queue_url(value)
 

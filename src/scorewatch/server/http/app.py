@@ -58,7 +58,7 @@ def build_service(config: ServeConfig) -> ServiceState:
     dependencies: list[SinkProbe] = []
     if isinstance(intake, RedisIntake):
         dependencies.append(intake.probe())
-    intake = build_traces_intake(config, intake, token)
+    intake = build_traces_intake(config, intake)
     service = ServiceState(
         config=config,
         scorers=built,
@@ -159,7 +159,8 @@ def create_app(service: ServiceState) -> FastAPI:
             from ...telemetry.prometheus import default_registry
 
             registry = MergedRegistry(default_registry, service.peers.metrics_texts)
-        endpoint: Any = probes.MetricsEndpoint(prometheus_asgi_app(registry), service)
+        exposition = prometheus_asgi_app(registry, max_age=service.config.telemetry.metrics_max_age)
+        endpoint: Any = probes.MetricsEndpoint(exposition, service)
         app.router.routes.append(Route("/metrics", endpoint, methods=["GET"]))
     app.add_middleware(ServiceGuard, state=service)
     return app

@@ -42,8 +42,9 @@ def resolve_token(config: ServeConfig, environ: Mapping[str, str] | None = None)
     """The bearer token, or None when none is configured; refuses unsafe set-ups.
 
     A config naming a token variable that is unset or empty is refused (a typo there would
-    otherwise silently open the service), and so is a non-loopback listen address without a
-    token."""
+    otherwise silently open the service), and so is a non-loopback address, of `[server]
+    listen` or of `[traces] listen`, without a token. `serve` and `serve --check` both ask
+    here, so the check refuses exactly what serving would."""
     env = os.environ if environ is None else environ
     name = config.server.auth_token_env
     token: str | None = None
@@ -62,7 +63,22 @@ def resolve_token(config: ServeConfig, environ: Mapping[str, str] | None = None)
             "holding one",
             problems=["server.auth_token_env: required for a non-loopback listen address"],
         )
+    public_traces = _public_traces_listen(config)
+    if token is None and public_traces is not None:
+        raise ConfigError(
+            f"refusing to listen for traces on {public_traces!r} (not a loopback address) "
+            "without an auth token: set server.auth_token_env",
+            problems=["traces.listen: a non-loopback address requires server.auth_token_env"],
+        )
     return token
+
+
+def _public_traces_listen(config: ServeConfig) -> str | None:
+    """`[traces] listen` when it is set to a non-loopback address, else None."""
+    traces = config.traces
+    if traces is None or traces.host is None or is_loopback_host(traces.host):
+        return None
+    return traces.listen
 
 
 def token_matches(expected: str, presented: str) -> bool:

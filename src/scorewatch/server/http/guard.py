@@ -21,7 +21,14 @@ from ..config.traces_settings import TRACES_PATH
 from .auth import authorization_problem
 from .state import ServiceState
 
-__all__ = ["BODY_BYTES_KEY", "MAX_JSON_DEPTH", "ServiceGuard", "json_problem"]
+__all__ = [
+    "BODY_BYTES_KEY",
+    "MAX_JSON_DEPTH",
+    "SCORE_PATHS",
+    "ServiceGuard",
+    "json_problem",
+    "shed_answer",
+]
 
 BODY_BYTES_KEY = "scorewatch.body_bytes"
 # Arrays and objects nested deeper than this are refused (422): far beyond what agents send,
@@ -30,7 +37,24 @@ MAX_JSON_DEPTH = 128
 
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-_SCORE_PATHS = frozenset({"/v1/scores", "/v1/scores:batch"})
+SCORE_PATHS = frozenset({"/v1/scores", "/v1/scores:batch"})
+
+
+def shed_answer(state: ServiceState) -> dict[str, Any] | None:
+    """The 429 body of a score request refused unread, when the intake sheds (the queue is past
+    its delay, or the loop reading requests is behind), else None. The connection's protocol
+    asks before parsing a request, this guard before reading its body: one answer either way."""
+    shed = state.intake.refuse_early()
+    if shed is None:
+        return None
+    wait = min(max(shed, state.config.server.retry_after), 60)
+    return {
+        "error": "queue_full",
+        "message": "the service is past what it can finish now (more work queued than it "
+        "finishes in live.max_queue_delay, or requests arriving faster than it reads them); "
+        f"retry after {wait}s",
+        "retry_after": wait,
+    }
 
 
 async def _answer(
@@ -92,23 +116,11 @@ class ServiceGuard:
         if scope.get("method") not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
-        if path in _SCORE_PATHS:
-            shed = self.state.intake.refuse_early()
+        if path in SCORE_PATHS:
+            shed = shed_answer(self.state)
             if shed is not None:
                 await reader.discard()
-                wait = min(max(shed, settings.retry_after), 60)
-                await _answer(
-                    send,
-                    429,
-                    {
-                        "error": "queue_full",
-                        "message": "the service is past what it can finish now (more work "
-                        "queued than it finishes in live.max_queue_delay, or requests arriving "
-                        f"faster than it reads them); retry after {wait}s",
-                        "retry_after": wait,
-                    },
-                    {"Retry-After": str(wait)},
-                )
+                await _answer(send, 429, shed, {"Retry-After": str(shed["retry_after"])})
                 return
         # OTLP trace exports are protobuf or JSON, maybe gzipped: their route reads them.
         otlp = path == TRACES_PATH

@@ -15,13 +15,14 @@ import signal
 import socket
 import sys
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import uvicorn
 
 from ..config.file import ServeConfig
 from ..config.process_logging import configure_process_logging
 from .app import build_service, create_app, shutdown_service
+from .connections import ConnectionBounds, connection_budget, quiet_accept_errors
 from .stack import choose_stack
 from .state import ServiceState
 from .traces_listener import TracesOnly
@@ -59,6 +60,7 @@ class ScorewatchServer(uvicorn.Server):
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
+        quiet_accept_errors(self._loop)
         await super().serve(sockets)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -118,9 +120,9 @@ def _configure_telemetry(config: ServeConfig) -> Any:
 def warm_up_judges(service: ServiceState) -> None:
     """Warm litellm up before serving, when a scorer is judged (see `warm_up_litellm`)."""
     if any(configured.scorer.has_judge for configured in service.scorers.values()):
-        from ...judge.litellm_judge import warm_up_litellm
+        from ...judge.litellm_judge import warm_up_in_background
 
-        warm_up_litellm()
+        warm_up_in_background().result()  # the one warm-up of the process, waited for
 
 
 def _url(host: str, port: int) -> str:
@@ -206,9 +208,21 @@ def serve(config: ServeConfig, *, worker: WorkerLink | None = None) -> int:
     if worker is not None:
         app = PeerEndpoint(app, service, worker.peer_path(worker.index))
         sockets.append(worker.bind_peer_socket())
+    # serve's connection bounds (their number, header time, refusals before parsing) are built
+    # on uvicorn's h11 protocol; `http = "httptools"` chooses the faster parser without them,
+    # for a service behind a proxy that bounds connections itself (docs/serve.md).
+    http: Any = stack.http
+    if stack.http == "h11":
+        bounds = ConnectionBounds(
+            service,
+            max_connections=connection_budget(config.server.max_connections),
+            header_timeout=config.server.header_timeout,
+            score_port=bound_port,
+        )
+        http = cast(Any, bounds.protocol)  # a protocol factory, as uvicorn calls its class
     uv_config = uvicorn.Config(
         app,
-        http=stack.http,
+        http=http,
         loop=stack.loop,
         log_level=config.server.log_level,
         access_log=config.server.access_log,

@@ -1,9 +1,11 @@
-"""Which HTTP parser and event loop serve runs on: httptools + uvloop when installed.
+"""Which HTTP parser and event loop serve runs on: h11 + uvloop by default.
 
-The default install brings both (they are uvicorn's `[standard]` extras); under load they
-do the same work as h11 + asyncio in about a seventh of the CPU (BENCHMARKS.md, "The intake
-near its floor"). Without them, or with `[server] http = "h11"`, serve runs on the plain
-stack: pure Python, slower, the same behaviour.
+The default install brings uvloop and httptools (uvicorn's `[standard]` extras). serve's
+connection bounds (how many connections, how long a request's head may take, refusing overload
+before parsing: connections.py) are built on uvicorn's h11 protocol, so "auto" keeps the h11
+parser and takes uvloop when it is installed. `[server] http = "httptools"` chooses the faster
+parser without those bounds, for a service behind a proxy that bounds connections itself;
+`"h11"` is the plain stack, h11 + asyncio.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def _installed(module: str) -> bool:
 
 
 def choose_stack(http: Literal["auto", "httptools", "h11"]) -> Stack:
-    """The stack for `[server] http`; "auto" takes each fast part that is installed.
+    """The stack for `[server] http`: "auto" is h11 with uvloop when installed.
 
     Asking for "httptools" when it is not installed raises `ConfigError` naming it."""
     if http == "h11":
@@ -44,6 +46,6 @@ def choose_stack(http: Literal["auto", "httptools", "h11"]) -> Stack:
             "server.http: 'httptools' is not installed (pip install httptools uvloop, "
             "or http = 'h11')"
         )
-    parser: Literal["httptools", "h11"] = "httptools" if _installed("httptools") else "h11"
     loop: Literal["uvloop", "asyncio"] = "uvloop" if _installed("uvloop") else "asyncio"
-    return Stack(parser, loop)
+    # "auto" keeps the h11 parser: serve's connection bounds are built on it (connections.py).
+    return Stack("httptools" if http == "httptools" else "h11", loop)

@@ -17,6 +17,7 @@ from .agreement_watch import AgreementWatch
 
 if TYPE_CHECKING:
     from .peers import PeerClient
+from .score_pages import ReaderSlots
 
 __all__ = ["ServiceState", "service_of"]
 
@@ -42,6 +43,11 @@ class ServiceState:
     on_close: list[Callable[[], Any]] = field(default_factory=list)
     # The other worker processes of `serve --workers N` (None: this process is the service).
     peers: PeerClient | None = None
+    # The `GET /v1/scores` pages being read (at most server.max_readers).
+    page_readers: ReaderSlots = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.page_readers = ReaderSlots(self.config.server.max_readers)
 
     @property
     def known_scorers(self) -> list[str]:

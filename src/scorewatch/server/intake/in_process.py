@@ -42,7 +42,7 @@ from .admission import IntakeCounts, plan_digest, plan_items, request_run_id
 from .interface import Accepted, Admission, IntakeClosedError, QueueFullError, ScoreItem
 from .loop_lag import LoopLag
 from .scoring_loop import ScoringLoop
-from .throughput import Throughput
+from .throughput import Pace, Throughput
 
 __all__ = ["InProcessIntake"]
 
@@ -73,7 +73,8 @@ class InProcessIntake:
     waits a bounded time); the accepted items not yet finished hold at most `max_queue_bytes`
     of request body (an item larger than that is still accepted when nothing else is held, so
     it is never refused forever). Requests are refused unread while the queue is past its
-    delay, or while the loop that admits runs more than `_MAX_ADMIT_LAG_S` behind."""
+    delay, or while the loop that admits runs more than `_MAX_ADMIT_LAG_S` behind, beyond what
+    the service finishes meanwhile (`Pace`)."""
 
     def __init__(
         self,
@@ -93,6 +94,7 @@ class InProcessIntake:
         self._max_delay = max_queue_delay
         self._max_concurrency = max_concurrency
         self._throughput = Throughput(max_concurrency)
+        self._pace = Pace(self._throughput)
         self._held_bytes = 0
         self._lock = threading.Lock()  # the held bytes
         self._counts = IntakeCounts("shed_requests")
@@ -140,9 +142,10 @@ class InProcessIntake:
         # what keeps the answers fast when more arrives than the service can finish.
         self._admit_lag.watch()
         lag = self._admit_lag.seconds()
-        if lag > _MAX_ADMIT_LAG_S:
+        if lag > _MAX_ADMIT_LAG_S and not self._pace.allows():
             # The loop that reads requests is behind (scoring may keep up meanwhile): requests
-            # already wait in its sockets, where no queue counts them.
+            # already wait in its sockets, where no queue counts them. What the service finishes
+            # is still admitted (`Pace`); the rest is refused unread.
             self._counts.add("rejected_requests")
             self._counts.add("shed_requests")
             return Throughput.seconds_for(lag, 1.0)
@@ -200,6 +203,7 @@ class InProcessIntake:
                 f"{needed_bytes} more would pass live.max_queue_bytes ({self._max_bytes})",
             )
 
+        self._pace.spend(needed)
         loop = asyncio.get_running_loop()
         runs_on = self._scoring.loop if self._scoring is not None else None
         admissions: list[Admission] = []

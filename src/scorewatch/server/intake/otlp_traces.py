@@ -43,7 +43,7 @@ from ...traces.collect import Extraction, extract_ready
 from ...traces.counts import TraceCounts
 from ...traces.run import ExtractedRun
 from ...traces.spans import SpanRecord
-from ..config.file import ConfigError, ServeConfig, is_loopback_host
+from ..config.file import ServeConfig
 from ..config.traces_settings import TracesSettings
 from .admission import InvalidTargetError
 from .interface import Admission, Intake, IntakeClosedError, QueueFullError, ScoreItem
@@ -287,16 +287,10 @@ def _item(run: ExtractedRun, scorers: tuple[str, ...] | None) -> ScoreItem:
     return ScoreItem(plain, scorers, len(to_json([plain.input, plain.output])))
 
 
-def build_traces_intake(config: ServeConfig, inner: Intake, token: str | None) -> Intake:
+def build_traces_intake(config: ServeConfig, inner: Intake) -> Intake:
     """`inner` with the trace intake in front when `[traces]` is configured, else `inner`."""
     settings = config.traces
     if settings is None:
         return inner
-    host = settings.host
-    if host is not None and token is None and not is_loopback_host(host):
-        problem = "traces.listen: a non-loopback address requires server.auth_token_env"
-        raise ConfigError(
-            f"refusing to listen for traces on {settings.listen!r} without an auth token",
-            problems=[problem],
-        )
+    # A non-loopback `[traces] listen` without a token was refused by `resolve_token`.
     return TracesIntake(inner, settings)

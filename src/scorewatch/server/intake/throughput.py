@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 
-__all__ = ["Throughput"]
+__all__ = ["Pace", "Throughput"]
 
 
 class Throughput:
@@ -46,3 +47,37 @@ class Throughput:
     def seconds_for(runs: float, rate: float) -> int:
         """Whole seconds (at least 1) to finish `runs` at `rate` runs per second."""
         return max(1, math.ceil(runs / rate))
+
+
+class Pace:
+    """Admission at the rate the service finishes runs: a budget of runs, refilled at
+    `Throughput.rate()` per second up to `burst` seconds' worth, spent by every admitted run.
+
+    For when the loop reading requests is behind: refusing everything then would stop the
+    accepted work too (congestion collapse, issue 28 item 10), while what the service can
+    finish is known; it keeps admitting about that much and refuses the rest unread."""
+
+    def __init__(self, throughput: Throughput, *, burst: float = 1.0) -> None:
+        self._throughput = throughput
+        self._burst = burst
+        self._budget = 0.0
+        self._at = time.monotonic()
+
+    def allows(self) -> bool:
+        """Whether a run may be admitted now; never before the rate is known."""
+        rate = self._throughput.rate()
+        now = time.monotonic()
+        elapsed, self._at = now - self._at, now
+        if rate is None:
+            return False
+        self._budget = min(self._cap(rate), self._budget + rate * elapsed)
+        return self._budget >= 1.0
+
+    def spend(self, runs: int) -> None:
+        """Count admitted runs (the budget owes at most `burst` seconds' worth)."""
+        rate = self._throughput.rate()
+        if rate is not None:
+            self._budget = max(-self._cap(rate), self._budget - runs)
+
+    def _cap(self, rate: float) -> float:
+        return max(1.0, rate * self._burst)

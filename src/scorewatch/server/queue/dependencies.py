@@ -11,9 +11,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from ...errors import ScorewatchError
+from ...sinks.storable import redact_url_credentials
 from ..config.file import ServeConfig, queue_url
 from ..config.process_logging import escape_controls
-from ..config.queue_settings import redact_url
 
 __all__ = ["DependencyUnavailableError", "require_dependencies", "unreachable_dependencies"]
 
@@ -72,7 +72,9 @@ async def unreachable_dependencies(config: ServeConfig) -> list[str]:
     url = queue_url(config)
     if url is not None:
         timeout = min(config.queue.timeout, _CHECK_TIMEOUT_S)
-        checks.append((f"Redis at {redact_url(url)}", lambda: _ping_redis(url, timeout)))
+        checks.append(
+            (f"Redis at {redact_url_credentials(url)}", lambda: _ping_redis(url, timeout))
+        )
     dsn = config.sinks.postgres_dsn()
     if dsn is not None:
         checks.append((_postgres_target(dsn), lambda: _ping_postgres(dsn, _CHECK_TIMEOUT_S)))

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ...core.call import AgentCall
 from ...live.events import QueueGauges
-from ..config.queue_settings import QueueSettings, redact_url
+from ...sinks.storable import redact_url_credentials
+from ..config.queue_settings import QueueSettings
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -126,7 +127,7 @@ def connect(url: str, *, max_connections: int = 64, timeout: float = 5.0) -> Red
         health_check_interval=30,
     )
     client: Redis = Redis(connection_pool=pool)
-    logger.debug("work queue at %s", redact_url(url))
+    logger.debug("work queue at %s", redact_url_credentials(url))
     return client
 
 

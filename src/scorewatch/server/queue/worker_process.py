@@ -13,10 +13,10 @@ import signal
 import sys
 from typing import Any
 
+from ...sinks.storable import redact_url_credentials
 from ..config.cache_settings import install_configured_caching
 from ..config.file import ConfigError, ServeConfig, queue_url
 from ..config.process_logging import configure_process_logging
-from ..config.queue_settings import redact_url
 from ..config.scorer_entries import build_scorers
 from ..config.stores import build_stores
 from .dependencies import require_dependencies
@@ -122,7 +122,7 @@ async def _work(
         loop.add_signal_handler(sig, on_signal)
     port = getattr(handle, "prometheus_port", None) if handle is not None else None
     print(
-        f"scorewatch worker: consuming {settings.stream} at {redact_url(url)} as "
+        f"scorewatch worker: consuming {settings.stream} at {redact_url_credentials(url)} as "
         f"{worker.consumer}" + (f"; metrics on port {port}" if port else ""),
         file=sys.stderr,
         flush=True,

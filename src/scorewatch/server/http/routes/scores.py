@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -38,6 +39,8 @@ from ..state import ServiceState, service_of
 
 __all__ = ["router"]
 
+# A number that may be past a double's range: a three-digit exponent or 309 digits in a row.
+_HUGE_NUMBER: Final = re.compile(rb"[0-9][eE]\+?[0-9]{3}|[0-9]{309}")
 
 logger = logging.getLogger("scorewatch.server")
 
@@ -69,11 +72,12 @@ def _item_of(request: ScoreRequest, size: int = 0) -> ScoreItem:
 
 
 def _check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "") -> None:
-    """Strict JSON at the boundary: NaN and Infinity (which Python's JSON reader accepts) are
-    refused with the field that holds them, and identifiers may hold no NUL characters or
-    unpaired surrogates. Text content may hold anything: the sinks store it (see docs)."""
-    # Only a body spelling one of those tokens can hold such a number: most are not walked.
-    maybe_non_finite = b"NaN" in raw or b"Infinity" in raw
+    """Strict JSON at the boundary: NaN and Infinity (which Python's JSON reader accepts), and
+    numbers past a double's range (`1e400`, which it reads as infinity), are refused with the
+    field that holds them, and identifiers may hold no NUL characters or unpaired surrogates.
+    Text content may hold anything: the sinks store it (see docs)."""
+    # Only a body spelling one of those can hold such a number: most are not walked.
+    maybe_non_finite = b"NaN" in raw or b"Infinity" in raw or _HUGE_NUMBER.search(raw) is not None
     problems: list[dict[str, str]] = []
     for index, request in enumerate(requests):
         item = f"items[{index}]." if prefix else ""
@@ -91,8 +95,8 @@ def _check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = ""
                 problems.append(
                     {
                         "field": key_path([f"{item}{name}", *where]),
-                        "message": "NaN and Infinity are not JSON numbers; send a finite "
-                        "number, null or a string",
+                        "message": "NaN, Infinity and numbers past a double's range are "
+                        "not stored as numbers; send a finite number, null or a string",
                     }
                 )
     if problems:
@@ -308,6 +312,10 @@ async def submit_batch(body: BatchRequest, request: Request) -> JSONResponse:
         401: _REFUSALS[401],
         404: {"model": ErrorBody, "description": "No result store configured."},
         422: {"model": ErrorBody, "description": "A bad filter or cursor; `fields` names it."},
+        429: {
+            "model": ErrorBody,
+            "description": "`too_many_readers`: server.max_readers pages are being read.",
+        },
         503: {"model": ErrorBody, "description": "The result store cannot be read right now."},
     },
 )
@@ -368,10 +376,20 @@ async def list_scores(
         order=order,
         after=after,
     )
+    readers = service.page_readers
+    if not readers.take():
+        raise ApiError(
+            429,
+            "too_many_readers",
+            f"{readers.limit} pages are being read (server.max_readers); retry after "
+            f"{service.config.server.retry_after}s",
+            retry_after=service.config.server.retry_after,
+        )
     page = ScorePage(service.reader, limit, query)
     try:
         await page.start()
     except Exception as error:
+        readers.give_back()
         logger.error("reading the result store failed (%s)", type(error).__name__)
         retry = service.config.server.retry_after
         raise ApiError(
@@ -380,4 +398,19 @@ async def list_scores(
             "the result store cannot be read right now; retry later",
             retry_after=retry,
         ) from None
-    return StreamingResponse(page.body(), media_type="application/json")
+    return _PageResponse(page.body(), readers.give_back)
+
+
+class _PageResponse(StreamingResponse):
+    """A streamed page that gives its reader slot back however it ends (sent, failed, the
+    client gone before or during the answer)."""
+
+    def __init__(self, body: AsyncIterator[bytes], done: Callable[[], None]) -> None:
+        super().__init__(body, media_type="application/json")
+        self._done = done
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._done()
