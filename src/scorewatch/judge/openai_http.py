@@ -27,6 +27,7 @@ What it trusts of the other end, and what not:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import urllib.request
@@ -253,8 +254,10 @@ class OpenAIChatClient:
         body.update(self._extra_body)
         return json.dumps(body, ensure_ascii=False).encode()
 
-    async def complete(self, body: bytes) -> dict[str, Any]:
-        """The completion's JSON, or raise."""
+    @contextlib.asynccontextmanager
+    async def _posted(self, body: bytes) -> AsyncIterator[aiohttp.ClientResponse]:
+        """The answer to `body` POSTed to the completions URL; a redirect is never followed (a
+        3xx raises: the prompt goes to no other host, and no other host's answer is a verdict)."""
         session = await _session()
         url = self.url()
         async with session.post(
@@ -266,6 +269,11 @@ class OpenAIChatClient:
         ) as answer:
             if 300 <= answer.status < 400:
                 raise _status_error(answer.status, answer.headers, b"")
+            yield answer
+
+    async def complete(self, body: bytes) -> dict[str, Any]:
+        """The completion's JSON, or raise."""
+        async with self._posted(body) as answer:
             payload = await _read_capped(answer)
             if answer.status >= 400:
                 raise _status_error(answer.status, answer.headers, payload)
@@ -276,17 +284,7 @@ class OpenAIChatClient:
 
     async def stream(self, body: bytes, state: StreamState) -> None:
         """Read a server-sent-event stream of chunks into `state`."""
-        session = await _session()
-        url = self.url()
-        async with session.post(
-            url,
-            data=body,
-            headers=self._request_headers(),
-            proxy=self._proxy(url),
-            allow_redirects=False,
-        ) as answer:
-            if 300 <= answer.status < 400:
-                raise _status_error(answer.status, answer.headers, b"")
+        async with self._posted(body) as answer:
             if answer.status >= 400:
                 raise _status_error(answer.status, answer.headers, await _read_capped(answer))
             size = 0
