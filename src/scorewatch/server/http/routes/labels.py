@@ -59,6 +59,14 @@ def _unavailable(service: ServiceState, what: str, error: Exception, message: st
     )
 
 
+# What the two reading endpoints (agreement, review) answer besides 200.
+_READ_ANSWERS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
+    404: {"model": ErrorBody, "description": "Unknown scorer, or no label store."},
+    503: {"model": ErrorBody, "description": "The label store cannot be read now."},
+}
+
+
 @router.post(
     "/labels",
     response_model=LabelsStored,
@@ -119,11 +127,7 @@ async def submit_labels(body: LabelBatch, request: Request) -> JSONResponse:
     "false-fail rates for pass/fail labels; Spearman, mean absolute error and pass/fail "
     "agreement at `threshold` for labels on the scale; each with a 95% interval and the "
     "number of labels, and the runs where judge and people differ most.",
-    responses={
-        401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
-        404: {"model": ErrorBody, "description": "Unknown scorer, or no label store."},
-        503: {"model": ErrorBody, "description": "The label store cannot be read now."},
-    },
+    responses=_READ_ANSWERS,
 )
 async def agreement(
     request: Request,
@@ -165,11 +169,7 @@ async def agreement(
     "chosen from the run id) that nobody has labelled yet, newest first, with what is stored "
     "of them. A label (`POST /v1/labels`) takes a run off the list. Looks through the newest "
     "10,000 unlabelled runs of the scorer.",
-    responses={
-        401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
-        404: {"model": ErrorBody, "description": "Unknown scorer, or no label store."},
-        503: {"model": ErrorBody, "description": "The store cannot be read now."},
-    },
+    responses=_READ_ANSWERS,
 )
 async def review(
     request: Request,
