@@ -143,7 +143,7 @@ prometheus = false
 otlp = false
 """
 
-_HOLD = str(10_000_000)  # a few hundred milliseconds of GIL per run
+_HOLD = str(20_000_000)  # a quarter of a second to a second of GIL per run
 
 
 def _gil_item(run_id: str) -> dict[str, str]:
@@ -200,7 +200,7 @@ def test_past_capacity_with_the_http_loop_behind_accepted_work_holds_near_capaci
         end = min(time.monotonic(), start + seconds)
         stats = _wait_idle(http)
     assert set(statuses) <= {202, 429}, statuses
-    assert statuses.count(429) > statuses.count(202)  # past capacity
+    assert statuses.count(429) >= 0.3 * len(statuses)  # past capacity
     assert stats["shed_requests"] > 0  # the loop was behind: refusals were made unread
     busy = _busy_share(log, start, end)
     assert busy >= 0.7, (busy, statuses.count(202), stats)

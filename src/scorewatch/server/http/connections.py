@@ -161,6 +161,7 @@ class ConnectionBounds:
             return None
         length = close = None
         authorization = None
+        host = False
         for line in lines[1:]:
             name, colon, value = line.partition(b":")
             if not colon:
@@ -174,6 +175,10 @@ class ConnectionBounds:
                 close = b"close" in value.lower()
             elif name == b"authorization":
                 authorization = value.strip().decode("latin-1")
+            elif name == b"host":
+                host = True
+        if not host:
+            return None  # h11 answers 400
         if length is None or len(data) != end + 4 + length:
             return None  # no body length, more on its way, or a pipelined request behind
         if service.token is not None and authorization_problem(service.token, authorization):
