@@ -216,3 +216,26 @@ async def read_answer(reader: asyncio.StreamReader) -> HttpAnswer:
             close = True
     body = await reader.readexactly(length)
     return HttpAnswer(int(status_line.split(b" ", 2)[1]), body, close)
+
+
+def _pass_timer_options(cmd: list[str], args: Any) -> None:
+    cmd.extend(["--timer", args.timer])
+    if args.only:
+        cmd.extend(["--only", args.only])
+
+
+def timed_runner(names: Sequence[str]) -> tuple[Any, Any, set[str]]:
+    """A pyperf runner with `--timer wall|cpu` and `--only NAME,...` (passed on to its worker
+    processes), its parsed arguments, and the chosen benchmark names (all without `--only`);
+    an unknown name ends the run naming the known ones."""
+    import pyperf
+
+    runner = pyperf.Runner(add_cmdline_args=_pass_timer_options)
+    runner.argparser.add_argument("--timer", choices=("wall", "cpu"), default="wall")
+    runner.argparser.add_argument("--only", default="", help="comma-separated benchmark names")
+    args = runner.parse_args()
+    chosen = set(args.only.split(",")) if args.only else set(names)
+    unknown = chosen - set(names)
+    if unknown:
+        raise SystemExit(f"unknown benchmarks: {sorted(unknown)}; known: {json.dumps(list(names))}")
+    return runner, args, chosen

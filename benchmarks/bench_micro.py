@@ -16,14 +16,12 @@ Benchmarks:
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from typing import Any
 
 import _common  # noqa: F401  (sets the environment before scorewatch is imported)
-import pyperf
-from _common import QUESTION, TWELVE_WORDS, quality_scorer
+from _common import QUESTION, TWELVE_WORDS, quality_scorer, timed_runner
 
 NAMES = (
     "quality/no-telemetry",
@@ -163,23 +161,10 @@ def time_live(loops: int, variant: str) -> float:
 # -- runner ------------------------------------------------------------------------------------
 
 
-def _add_cmdline_args(cmd: list[str], args: Any) -> None:
-    cmd.extend(["--timer", args.timer])
-    if args.only:
-        cmd.extend(["--only", args.only])
-
-
 def main() -> None:
     global _timer
-    runner = pyperf.Runner(add_cmdline_args=_add_cmdline_args)
-    runner.argparser.add_argument("--timer", choices=("wall", "cpu"), default="wall")
-    runner.argparser.add_argument("--only", default="", help="comma-separated benchmark names")
-    args = runner.parse_args()
+    runner, args, chosen = timed_runner(NAMES)
     _timer = time.thread_time if args.timer == "cpu" else time.perf_counter
-    chosen = set(args.only.split(",")) if args.only else set(NAMES)
-    unknown = chosen - set(NAMES)
-    if unknown:
-        raise SystemExit(f"unknown benchmarks: {sorted(unknown)}; known: {json.dumps(NAMES)}")
     metadata = {"timer": args.timer}
     for name in NAMES:
         if name not in chosen:
