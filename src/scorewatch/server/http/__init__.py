@@ -4,5 +4,7 @@ In front of the routes, `guard.py` checks tokens (`auth.py`), bounds bodies and 
 while draining; `errors.py` gives every refusal one JSON shape; `models.py` the request and answer
 bodies; `state.py` what a handler may touch; `score_pages.py` the pages of `GET /v1/scores`;
 `docs_page.py` the local Swagger page; `traces_listener.py` the optional `[traces] listen` socket;
-`serve_process.py` runs it all under uvicorn with the promised shutdown.
+`connections.py` bounds the connections themselves (how many, how long a head may take) and
+refuses overload from the raw bytes; `serve_process.py` runs it all under uvicorn with the
+promised shutdown.
 """
