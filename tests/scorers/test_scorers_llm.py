@@ -731,3 +731,22 @@ async def test_prompt_alignment_can_show_the_earlier_turns() -> None:
     assert "Pick a plan" not in prompt_of(plain, "analyze")
     with pytest.raises(ValueError, match="max_messages"):
         create_prompt_alignment_scorer(judge, include_conversation_history={"limit": 2})
+
+
+@pytest.mark.parametrize(
+    "factory",
+    [
+        create_faithfulness_scorer,
+        create_hallucination_scorer,
+        create_context_precision_scorer,
+        create_context_recall_scorer,
+        create_context_relevance_scorer,
+    ],
+)
+def test_context_scorers_refuse_a_misspelt_keyword(factory: Any) -> None:
+    # The shared options arrive as **options: a misspelt one must fail as a Python keyword does,
+    # naming the factory and the keyword, instead of being ignored.
+    with pytest.raises(TypeError, match=rf"{factory.__name__}\(\) .* 'contxt'"):
+        factory(routed(), contxt=["a"], scale=2)
+    with pytest.raises(ValueError, match="scale"):
+        factory(routed(), context=["a"], scale=-1)

@@ -19,23 +19,22 @@ Range 0..scale, higher is better. The context is `context_extractor(input, outpu
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic import model_validator
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._card import CONTEXT_OPTIONS, ScorerCard, prebuilt
+from ._context_options import ContextOptions, ContextSettings
 from ._judging import (
     JudgeAnswer,
     Reason,
-    context_of,
     items_of,
     judged_scorer,
     numbered,
-    require_scale,
 )
-from ._text import ContextExtractor, as_text, request_text, response_text
+from ._text import as_text, request_text, response_text
 from ._verdicts import label_of
 from .utils import round_to_two_decimals
 
@@ -126,18 +125,15 @@ Format: {{"verdicts":[{{"context_index":int,"verdict":str,"reason":str}}]}}
 @prebuilt(_CARD)
 def create_context_precision_scorer(
     model: str | JudgeModel,
-    *,
-    context: Sequence[str] | None = None,
-    context_extractor: ContextExtractor | None = None,
-    scale: float = 1,
-    model_options: Mapping[str, Any] | None = None,
+    **options: Unpack[ContextOptions],
 ) -> Scorer:
     """Mean average precision of the context ranking, judged against the expected answer.
 
     Two judge calls; range 0..scale; higher is better.
     """
-    require_scale(scale)
-    pieces_of = context_of(context, context_extractor, scorer="the context precision scorer")
+    settings = ContextSettings.of(options, factory="create_context_precision_scorer")
+    scale, model_options = settings.scale, settings.model_options
+    pieces_of = settings.required_pieces("the context precision scorer")
 
     def expected_of(ctx: StepContext) -> str:
         truth = as_text(ctx.run.ground_truth)

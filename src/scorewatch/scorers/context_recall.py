@@ -18,14 +18,15 @@ expected answer against the context`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Unpack
 
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._card import CONTEXT_OPTIONS, ScorerCard, prebuilt
-from ._judging import Reason, bullets, context_of, items_of, judged_scorer, numbered, require_scale
-from ._text import ContextExtractor, as_text
+from ._context_options import ContextOptions, ContextSettings
+from ._judging import Reason, bullets, items_of, judged_scorer, numbered
+from ._text import as_text
 from ._verdicts import (
     VERDICTS_FORMAT,
     ClaimList,
@@ -89,19 +90,16 @@ def context_recall_score(claims: int, verdicts: Sequence[Any], scale: float = 1)
 @prebuilt(_CARD)
 def create_context_recall_scorer(
     model: str | JudgeModel,
-    *,
-    context: Sequence[str] | None = None,
-    context_extractor: ContextExtractor | None = None,
-    scale: float = 1,
-    model_options: Mapping[str, Any] | None = None,
+    **options: Unpack[ContextOptions],
 ) -> Scorer:
     """Share of the ground truth's claims that the context supports, times `scale`.
 
     Needs `context=[...]` or `context_extractor=`; the run's `ground_truth` is the expected
     answer (without one the score is 0). Three judge calls; range 0..scale; higher is better.
     """
-    require_scale(scale)
-    pieces_of = context_of(context, context_extractor, scorer="the context recall scorer")
+    settings = ContextSettings.of(options, factory="create_context_recall_scorer")
+    scale, model_options = settings.scale, settings.model_options
+    pieces_of = settings.required_pieces("the context recall scorer")
 
     def claims_of(ctx: StepContext) -> list[str]:
         return [str(claim) for claim in items_of(ctx.results.preprocess_step_result, "claims")]

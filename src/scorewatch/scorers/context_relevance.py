@@ -21,7 +21,7 @@ Range 0..scale, higher is better. The context is `context_extractor(input, outpu
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic import Field
 from pydantic.alias_generators import to_snake
@@ -29,19 +29,18 @@ from pydantic.alias_generators import to_snake
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._card import CONTEXT_OPTIONS, ScorerCard, prebuilt
+from ._context_options import ContextOptions, ContextSettings
 from ._judging import (
     JudgeAnswer,
     Reason,
     bullets,
-    context_of,
     field_of,
     items_of,
     judged_scorer,
     numbered,
     one_of,
-    require_scale,
 )
-from ._text import ContextExtractor, request_text, response_text
+from ._text import request_text, response_text
 from ._verdicts import label_of, weight_of
 from .utils import round_to_two_decimals
 
@@ -150,15 +149,17 @@ Format: {{"evaluations":[{{"context_index":int,"contextPiece":str,"relevanceLeve
 """
 
 
+class ContextRelevanceOptions(ContextOptions, total=False):
+    """The context relevance scorer's keywords: the shared ones and its penalty rates."""
+
+    penalties: Mapping[str, float] | None
+    """Overrides of the penalty rates (snake_case or the reference's camelCase keys)."""
+
+
 @prebuilt(_CARD)
 def create_context_relevance_scorer(
     model: str | JudgeModel,
-    *,
-    context: Sequence[str] | None = None,
-    context_extractor: ContextExtractor | None = None,
-    penalties: Mapping[str, float] | None = None,
-    scale: float = 1,
-    model_options: Mapping[str, Any] | None = None,
+    **options: Unpack[ContextRelevanceOptions],
 ) -> Scorer:
     """Relevance of the context to the user's message, with penalties for relevant pieces the
     response ignored and for missing information. `penalties` overrides the rates
@@ -166,9 +167,12 @@ def create_context_relevance_scorer(
     `max_missing_context_penalty` 0.5; the reference's camelCase keys work too). Two judge
     calls; range 0..scale; higher is better.
     """
-    require_scale(scale)
-    pieces_of = context_of(context, context_extractor, scorer="the context relevance scorer")
-    rates = _penalties(penalties)
+    settings = ContextSettings.of(
+        options, factory="create_context_relevance_scorer", extra=("penalties",)
+    )
+    scale, model_options = settings.scale, settings.model_options
+    pieces_of = settings.required_pieces("the context relevance scorer")
+    rates = _penalties(options.get("penalties"))
 
     async def analyze_prompt(ctx: StepContext) -> str:
         return _analyze_prompt(

@@ -16,14 +16,15 @@ of the analyze prompt: `Judge each claim against the context`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Unpack
 
 from ..core import Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._card import ScorerCard, prebuilt
-from ._judging import bullets, numbered, require_scale
-from ._text import ContextExtractor, response_text
+from ._context_options import ContextOptions, ContextSettings
+from ._judging import bullets, numbered
+from ._text import response_text
 from ._verdicts import (
     CLAIMS_STEP,
     VERDICTS_FORMAT,
@@ -88,11 +89,7 @@ def _facts(ctx: StepContext, judged: ItemVerdicts) -> str:
 @prebuilt(_CARD)
 def create_faithfulness_scorer(
     model: str | JudgeModel,
-    *,
-    context: Sequence[str] | None = None,
-    context_extractor: ContextExtractor | None = None,
-    scale: float = 1,
-    model_options: Mapping[str, Any] | None = None,
+    **options: Unpack[ContextOptions],
 ) -> Scorer:
     """Share of the output's claims that the context supports, times `scale`.
 
@@ -100,16 +97,19 @@ def create_faithfulness_scorer(
     `context` / `context_extractor`: what the claims are checked against (default: the output's
     tool results). Three judge calls; range 0..scale; higher is better.
     """
-    require_scale(scale)
+    settings = ContextSettings.of(options, factory="create_faithfulness_scorer")
+    scale = settings.scale
     return item_verdict_scorer(
         _CARD,
         model=model,
-        model_options=model_options,
+        model_options=settings.model_options,
         scale=scale,
         items_key="claims",
         extract=CLAIMS_STEP,
         analyze_description="Judge each claim against the context",
-        analyze_prompt=judged_against_context(_analyze_prompt, context, context_extractor),
+        analyze_prompt=judged_against_context(
+            _analyze_prompt, settings.context, settings.context_extractor
+        ),
         verdict_schema=VerdictList,
         score=lambda _ctx, verdicts: faithfulness_score(verdicts, scale),
         facts=_facts,

@@ -18,14 +18,14 @@ analyze prompt: `Find the hallucinated claims`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Unpack
 
 from ..core import Scorer
 from ..judge.protocol import JudgeModel
 from ._card import ScorerCard, prebuilt
-from ._judging import JudgeAnswer, numbered, require_scale
-from ._text import ContextExtractor
+from ._context_options import ContextOptions, ContextSettings
+from ._judging import JudgeAnswer, numbered
 from ._verdicts import (
     CLAIMS_STEP,
     flagged_items_facts,
@@ -92,28 +92,25 @@ def hallucination_score(verdicts: Sequence[Any], scale: float = 1) -> float:
 @prebuilt(_CARD)
 def create_hallucination_scorer(
     model: str | JudgeModel,
-    *,
-    context: Sequence[str] | None = None,
-    context_extractor: ContextExtractor | None = None,
-    scale: float = 1,
-    model_options: Mapping[str, Any] | None = None,
+    **options: Unpack[ContextOptions],
 ) -> Scorer:
     """Share of the output's claims that the context does not back, times `scale`.
 
     Three judge calls; range 0..scale; lower is better. `context` / `context_extractor`: what
     the claims are checked against (default: no context).
     """
-    require_scale(scale)
+    settings = ContextSettings.of(options, factory="create_hallucination_scorer")
+    scale = settings.scale
     return item_verdict_scorer(
         _CARD,
         model=model,
-        model_options=model_options,
+        model_options=settings.model_options,
         scale=scale,
         items_key="claims",
         extract=CLAIMS_STEP,
         analyze_description="Find the claims the context does not back",
         analyze_prompt=judged_against_context(
-            _analyze_prompt, context, context_extractor, from_tools=False
+            _analyze_prompt, settings.context, settings.context_extractor, from_tools=False
         ),
         verdict_schema=StatementVerdictList,
         score=lambda _ctx, verdicts: hallucination_score(verdicts, scale),
