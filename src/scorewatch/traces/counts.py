@@ -31,8 +31,9 @@ class TraceCounts:
     `shutdown`, `unavailable`; with `[traces.sessions]` also `session_only`: a turn scored only
     in its session, `no_scorer`: a run without a conversation when every scorer scores
     sessions; an admitted session counts as `admitted`); `sessions`: what became of
-    conversations (`[traces.sessions]`), by outcome (`closed_idle`, `closed_max_turns`, `closed_end`, `closed_flush` at shutdown,
-    `closed_max_sessions` and `closed_max_bytes` early on a bound, `turns_dropped_too_large`)."""
+    conversations (`[traces.sessions]`), by outcome (`closed_idle`, `closed_max_turns`,
+    `closed_end`, `closed_flush` at shutdown, `closed_max_sessions` and `closed_max_bytes`
+    early on a bound, `turns_dropped_too_large`)."""
 
     spans_received: int = 0
     spans_dropped: Counter[str] = field(default_factory=Counter)
