@@ -5,6 +5,9 @@ request per line, gzip-compressed or not. The spans of all the files are assembl
 trace may continue in the next file), the selected spans become runs, and the runs are scored as
 `scorewatch eval` scores dataset items: the same scorer options, progress line, summary table,
 `--out` records and `--sqlite` rows, each carrying the evaluated span's trace and span ids.
+With `--sessions`, each conversation (runs naming one with `gen_ai.conversation.id`, or
+`--conversation-attribute`) is scored once, as one run of its turns in order (docs/traces.md,
+"Conversations"); its rows name the conversation (`threadId`) and its first turn's span.
 
 Every file is read before anything is scored: a line that is not an OTLP export request stops
 the command (exit 2, naming the file and line) before any judge is called, unless
@@ -32,6 +35,7 @@ from ..errors import ScorewatchError
 from ..traces import (
     BufferLimits,
     Extraction,
+    SessionLimits,
     SpanSelector,
     TraceDataError,
     extract_runs,
@@ -93,6 +97,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     select.add_argument(
         "--nested", action="store_true", help="also score selected spans under selected spans"
+    )
+    sessions = parser.add_argument_group(
+        "conversations",
+        "with --sessions, the turns of each conversation (one run each, usually one trace per\n"
+        "user message) are scored together, once, as the multi-turn judge and the trajectory\n"
+        "scorers read a conversation; runs naming no conversation are skipped (counted).",
+    )
+    sessions.add_argument(
+        "--sessions", action="store_true", help="score whole conversations, not single runs"
+    )
+    sessions.add_argument(
+        "--conversation-attribute",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a span attribute naming the conversation (default: gen_ai.conversation.id, "
+        "session.id); repeat for several, the first found wins",
+    )
+    sessions.add_argument(
+        "--session-idle",
+        type=float,
+        default=SessionLimits().idle_s,
+        metavar="SECONDS",
+        help="a gap this long between two turns' starts begins a new session "
+        "(default %(default)s)",
+    )
+    sessions.add_argument(
+        "--session-max-turns",
+        type=int,
+        default=SessionLimits().max_turns,
+        metavar="N",
+        help="turns that close a session; the next turn begins another (default %(default)s)",
     )
     reading = parser.add_argument_group("reading")
     reading.add_argument(
@@ -223,18 +259,36 @@ def _run(args: argparse.Namespace) -> int:
                 f"--out and {path} are the same file: the run would overwrite it", code=CLI_USAGE
             )
     reader = _Reader(files, args.skip_malformed)
-    extraction = extract_runs(reader, select=selectors, limits=limits)
+    extraction = extract_runs(reader, select=selectors, limits=limits, sessions=_sessions(args))
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(Path(args.out).open("w", encoding="utf-8")) if args.out else None
         return _score(args, reader, extraction, found.by_id, thresholds, gates, out)
 
 
+def _sessions(args: argparse.Namespace) -> SessionLimits | None:
+    if not args.sessions:
+        if args.conversation_attribute:
+            raise ScorewatchError("--conversation-attribute applies to --sessions", code=CLI_USAGE)
+        return None
+    try:
+        return SessionLimits(
+            attributes=args.conversation_attribute or SessionLimits().attributes,
+            idle_s=args.session_idle,
+            max_turns=args.session_max_turns,
+        )
+    except ValidationError:
+        raise ScorewatchError(
+            "--session-idle must be above 0 and --session-max-turns at least 1", code=CLI_USAGE
+        ) from None
+
+
 def _span_fields(item: Mapping[str, Any]) -> dict[str, Any]:
-    """The span an item (a run's call, `run_items`) was read from."""
+    """The span an item (a run's call, `run_items`) was read from, and its conversation."""
     return {
         "trace_id": item.get("trace_id"),
         "span_id": item.get("span_id"),
         "span_name": (item.get("metadata") or {}).get("spanName"),
+        "conversation_id": item.get("conversation_id"),
     }
 
 
@@ -301,9 +355,16 @@ def _trace_counts(reader: _Reader, extraction: Extraction) -> dict[str, Any]:
     buffer = extraction.buffer
     skipped = dict(extraction.skipped)
     lost = dict(buffer.lost_selected)
-    selected = len(extraction.runs) + sum(skipped.values()) + sum(lost.values())
+    sessions = extraction.sessions
+    # Read as sessions, a selected span is a turn: kept in a session, or dropped by its bounds.
+    scored = len(extraction.runs) if sessions is None else sessions.turns
+    selected = scored + sum(skipped.values()) + sum(lost.values())
     dropped = sum(buffer.spans_dropped.values())
+    found: dict[str, Any] = {}
+    if sessions is not None:
+        found["sessions"] = {"scored": len(extraction.runs), **sessions.outcomes()}
     return {
+        **found,
         "files": len(reader.files),
         "requests": reader.requests,
         "malformed_lines": len(reader.malformed or []),
@@ -341,6 +402,10 @@ def _print_counts(counts: dict[str, Any], stream: IO[str]) -> None:
     for title, key in (("dropped spans", "spans_dropped"), ("evicted traces", "traces_evicted")):
         if counts[key]:
             print(f"{title}: {_reasons(counts[key])}", file=stream)
+    sessions = dict(counts.get("sessions") or {})
+    if sessions:
+        made = sessions.pop("scored")
+        print(f"{made} conversation(s) as sessions: {_reasons(sessions)}", file=stream)
     print(file=stream)
 
 
