@@ -120,8 +120,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=SessionLimits().idle_s,
         metavar="SECONDS",
-        help="a gap this long between two turns' starts begins a new session "
-        "(default %(default)s)",
+        help="a gap this long between two turns' starts begins a new session (default %(default)s)",
     )
     sessions.add_argument(
         "--session-max-turns",
