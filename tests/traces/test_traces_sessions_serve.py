@@ -19,7 +19,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from cli_support import scorewatch
 from scorewatch.testing.judge_server import LoopbackJudgeServer
 from serve_support import ServeProcess, write_config
-from trace_intake_support import TOKEN, TracesServe, traces_config
+from trace_intake_support import TOKEN, TracesServe, queued_traces_serve, traces_config
 from traces_support import (
     CONVERSATIONS,
     conversation_spans,
@@ -121,37 +121,16 @@ def test_serve_scores_each_interleaved_conversation_once_when_it_goes_idle(
 def test_sessions_go_through_the_redis_queue_to_a_worker_closed_by_the_agents_end_marker(
     tmp_path: Path,
 ) -> None:
-    import redis
-
-    from scale_support import REDIS_URL, WorkerProcess, require_redis, unique_prefix
-
-    require_redis()
-    stream = unique_prefix()
-    body = _config(600.0) + (
-        f'\n[queue]\nstream = "{stream}"\ngroup = "{stream}-workers"\nstats_interval = 0.25\n'
-    )
-    config = write_config(tmp_path, body)
-    env = {"SW_TRACES_TOKEN": TOKEN}
-    process = ServeProcess(config, env=env, extra_args=("--queue", REDIS_URL))
-    worker = WorkerProcess(config, name="sessions-worker", env=env)
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        process.wait_listening()
-        worker.wait_consuming()
-        serve = TracesServe(process)
+    with queued_traces_serve(tmp_path, _config(600.0)) as queued:
+        serve = queued.serve
         _talk(serve, end_marked=True)  # idle_s is 10 minutes: only the marker closes them
         rows = _wait(lambda: [r for r in serve.rows() if r["scorerId"] == "in-order"], 3, serve)
         _check_sessions(rows)
         assert all(json.loads(r["metadata"])["session"]["closed"] == "end" for r in rows)
         assert serve.stats()["traces_sessions_closed_end"] == 3
-        assert worker.terminate() == 0
-        assert process.terminate() == 0
-        assert process.final_accounting()["scored"] == 0  # scored by the worker, not serve
-    finally:
-        worker.kill9()
-        process.kill()
-        client.delete(stream, f"{stream}:dead")
-        client.close()
+        assert queued.worker.terminate() == 0
+        assert serve.process.terminate() == 0
+        assert serve.process.final_accounting()["scored"] == 0  # by the worker, not serve
 
 
 def test_score_traces_command_scores_sessions_into_sqlite(tmp_path: Path) -> None:
