@@ -282,12 +282,11 @@ def _sessions(args: argparse.Namespace) -> SessionLimits | None:
 
 
 def _span_fields(item: Mapping[str, Any]) -> dict[str, Any]:
-    """The span an item (a run's call, `run_items`) was read from, and its conversation."""
+    """The span an item (a run's call, `run_items`) was read from."""
     return {
         "trace_id": item.get("trace_id"),
         "span_id": item.get("span_id"),
         "span_name": (item.get("metadata") or {}).get("spanName"),
-        "conversation_id": item.get("conversation_id"),
     }
 
 

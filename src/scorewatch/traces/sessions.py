@@ -162,13 +162,16 @@ class SessionBuffer:
         """The runs of the sessions closed since the last call, idle ones closed first; with
         `flush`, every open session too (the end of a batch, or shutdown)."""
         now = self._clock()
-        for key, session in list(self._open.items()):
+        # Least recently active first: the first one not idle ends the look, so a round costs
+        # the sessions it closes, not the sessions held.
+        while self._open:
+            key, session = next(iter(self._open.items()))
             if flush:
                 self._close(key, "flush")
             elif now - session.last_arrival >= self.limits.idle_s:
                 self._close(key, "idle")
             else:
-                break  # least recently active first: the rest are not idle either
+                break
         closed, self._closed = self._closed, []
         return closed
 
