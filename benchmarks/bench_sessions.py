@@ -48,9 +48,7 @@ def _turn(conversation: int, number: int) -> ExtractedRun:
         span_name="invoke_agent shop",
         convention="genai",
         input={
-            "inputMessages": [
-                {"id": "", "role": "user", "content": f"Where is order {number}?"}
-            ],
+            "inputMessages": [{"id": "", "role": "user", "content": f"Where is order {number}?"}],
             "rememberedMessages": [],
             "systemMessages": [{"role": "system", "content": "You track orders."}],
             "taggedSystemMessages": {},
