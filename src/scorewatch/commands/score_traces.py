@@ -35,7 +35,6 @@ from ..errors import ScorewatchError
 from ..traces import (
     BufferLimits,
     Extraction,
-    SessionLimits,
     SpanSelector,
     TraceDataError,
     extract_runs,
@@ -48,6 +47,7 @@ from ._estimate import run_estimate
 from ._eval_output import failure_reasons, print_failures
 from ._eval_scorers import CLI_USAGE, load_scorers
 from ._summary import summarize_records
+from ._trace_sessions import add_session_arguments, session_limits
 
 __all__ = ["add_arguments", "run"]
 
@@ -98,37 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     select.add_argument(
         "--nested", action="store_true", help="also score selected spans under selected spans"
     )
-    sessions = parser.add_argument_group(
-        "conversations",
-        "with --sessions, the turns of each conversation (one run each, usually one trace per\n"
-        "user message) are scored together, once, as the multi-turn judge and the trajectory\n"
-        "scorers read a conversation; runs naming no conversation are skipped (counted).",
-    )
-    sessions.add_argument(
-        "--sessions", action="store_true", help="score whole conversations, not single runs"
-    )
-    sessions.add_argument(
-        "--conversation-attribute",
-        action="append",
-        default=[],
-        metavar="KEY",
-        help="a span attribute naming the conversation (default: gen_ai.conversation.id, "
-        "session.id); repeat for several, the first found wins",
-    )
-    sessions.add_argument(
-        "--session-idle",
-        type=float,
-        default=SessionLimits().idle_s,
-        metavar="SECONDS",
-        help="a gap this long between two turns' starts begins a new session (default %(default)s)",
-    )
-    sessions.add_argument(
-        "--session-max-turns",
-        type=int,
-        default=SessionLimits().max_turns,
-        metavar="N",
-        help="turns that close a session; the next turn begins another (default %(default)s)",
-    )
+    add_session_arguments(parser)
     reading = parser.add_argument_group("reading")
     reading.add_argument(
         "--skip-malformed",
@@ -258,27 +228,12 @@ def _run(args: argparse.Namespace) -> int:
                 f"--out and {path} are the same file: the run would overwrite it", code=CLI_USAGE
             )
     reader = _Reader(files, args.skip_malformed)
-    extraction = extract_runs(reader, select=selectors, limits=limits, sessions=_sessions(args))
+    extraction = extract_runs(
+        reader, select=selectors, limits=limits, sessions=session_limits(args)
+    )
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(Path(args.out).open("w", encoding="utf-8")) if args.out else None
         return _score(args, reader, extraction, found.by_id, thresholds, gates, out)
-
-
-def _sessions(args: argparse.Namespace) -> SessionLimits | None:
-    if not args.sessions:
-        if args.conversation_attribute:
-            raise ScorewatchError("--conversation-attribute applies to --sessions", code=CLI_USAGE)
-        return None
-    try:
-        return SessionLimits(
-            attributes=args.conversation_attribute or SessionLimits().attributes,
-            idle_s=args.session_idle,
-            max_turns=args.session_max_turns,
-        )
-    except ValidationError:
-        raise ScorewatchError(
-            "--session-idle must be above 0 and --session-max-turns at least 1", code=CLI_USAGE
-        ) from None
 
 
 def _span_fields(item: Mapping[str, Any]) -> dict[str, Any]:
