@@ -8,7 +8,9 @@ import json
 import re
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +170,45 @@ def start_traces_serve(
     except BaseException:
         process.kill()
         raise
+
+
+@dataclass
+class QueuedTraces:
+    """Serve with `[traces]` putting runs on a Redis stream, the worker reading it, the stream."""
+
+    serve: TracesServe
+    worker: Any  # scale_support.WorkerProcess
+    client: Any  # redis.Redis
+    stream: str
+
+
+@contextmanager
+def queued_traces_serve(
+    directory: Path, body: str, env: Mapping[str, str] | None = None
+) -> Iterator[QueuedTraces]:
+    """Serve on `body` plus a `[queue]` table of a fresh stream, `--queue` on the local Redis,
+    and one `scorewatch worker`, both listening; killed and the stream deleted afterwards."""
+    import redis
+
+    from scale_support import REDIS_URL, WorkerProcess, require_redis, unique_prefix
+
+    require_redis()
+    stream = unique_prefix()
+    body += f'\n[queue]\nstream = "{stream}"\ngroup = "{stream}-workers"\nstats_interval = 0.25\n'
+    config = write_config(directory, body)
+    environment = {"SW_TRACES_TOKEN": TOKEN, **(env or {})}
+    process = ServeProcess(config, env=environment, extra_args=("--queue", REDIS_URL))
+    worker = WorkerProcess(config, name="traces-worker", env=environment)
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        process.wait_listening()
+        worker.wait_consuming()
+        yield QueuedTraces(TracesServe(process), worker, client, stream)
+    finally:
+        worker.kill9()
+        process.kill()
+        client.delete(stream, f"{stream}:dead")
+        client.close()
 
 
 def raw_span(

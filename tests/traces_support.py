@@ -163,10 +163,15 @@ def run_agent(
     question: str,
     tools: Sequence[tuple[str, dict[str, Any], Callable[[dict[str, Any]], Any]]],
     agent: str = "shop-agent",
+    attributes: Mapping[str, Any] | None = None,
 ) -> None:
-    """An agent in the GenAI conventions: an `invoke_agent` span around the instrumented model
-    calls and an `execute_tool` span per tool it runs."""
-    attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}
+    """An agent in the GenAI conventions: an `invoke_agent` span (with `attributes` too)
+    around the instrumented model calls and an `execute_tool` span per tool it runs."""
+    attributes = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": agent,
+        **(attributes or {}),
+    }
     with tracer.start_as_current_span(f"invoke_agent {agent}", attributes=attributes):
         messages: list[dict[str, Any]] = [{"role": "user", "content": question}]
         chat(server, messages)
@@ -258,3 +263,55 @@ def order_claims_judge(body: dict[str, Any]) -> Reply:
         verdict = "yes" if "shipped" in prompt and "sent" in prompt else "no"
         return Reply(text=json.dumps({"verdicts": [{"verdict": verdict, "reason": "r"}]}))
     return Reply(text="The claim is backed by the tool result.")
+
+
+def echo_first_question(body: dict[str, Any]) -> Reply:
+    """A loopback LLM answering every call with the conversation's first user message quoted:
+    each turn's answer says which turn it was."""
+    first = next(m for m in body["messages"] if m.get("role") == "user")
+    return Reply(text=f"re: {first['content']}")
+
+
+def converse(
+    tracer: Tracer,
+    server: LoopbackJudgeServer,
+    conversations: Sequence[str],
+    turns: int,
+    *,
+    end_marked: bool = False,
+) -> None:
+    """The shop agent holding `conversations` at once, interleaved: turn 1 of each, then turn 2
+    of each in reverse order, and so on; turn k asks "<conversation> turn k" and calls the tool
+    `step_k`. Each turn is a trace of its own, its agent span naming its conversation
+    (`gen_ai.conversation.id`); with `end_marked`, the last turn says the conversation ends."""
+    for turn in range(1, turns + 1):
+        order = conversations if turn % 2 else list(reversed(conversations))
+        for conversation in order:
+            attributes: dict[str, Any] = {"gen_ai.conversation.id": conversation}
+            if end_marked and turn == turns:
+                attributes["scorewatch.conversation.end"] = True
+            run_agent(
+                tracer,
+                server,
+                f"{conversation} turn {turn}",
+                [(f"step_{turn}", {"turn": turn}, lambda a: {"done": a["turn"]})],
+                attributes=attributes,
+            )
+
+
+CONVERSATIONS = ("conv-a", "conv-b", "conv-c")
+
+
+def conversation_spans(turns: int = 3, *, end_marked: bool = False) -> list[ReadableSpan]:
+    """The finished spans of the shop agent holding `CONVERSATIONS` interleaved (`converse`)."""
+    with (
+        LoopbackJudgeServer(echo_first_question) as llm,
+        instrumented("genai") as (tracer, exporter),
+    ):
+        converse(tracer, llm, CONVERSATIONS, turns, end_marked=end_marked)
+        return list(exporter.get_finished_spans())
+
+
+def texts(output: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The text of each agent message of a run's output."""
+    return [m["content"]["content"] for m in output]

@@ -232,7 +232,8 @@ _ATTRIBUTES: Final[dict[str, str]] = {
     "ATTR_QUEUE_REASON": "why an entry was dead-lettered: `failed`, `max_deliveries`, "
     "`unknown_scorer`, `malformed`",
     "ATTR_TRACES_REASON": "why the trace intake dropped spans or evicted traces",
-    "ATTR_TRACES_OUTCOME": "what became of a selected span: `admitted`, or why it was not scored",
+    "ATTR_TRACES_OUTCOME": "what became of a selected span (`admitted`, or why it was not scored) "
+    "or of a conversation (`closed_idle`, ...)",
     "ATTR_AGREEMENT_MEASURE": "an agreement measure: `kappa`, `accuracy`, `false_pass_rate`, "
     "`false_fail_rate`, `spearman`, `mae`, `kappa_at_threshold`",
     "ATTR_REVIEW_STATE": "a run of the review sample: `marked`, `labelled` or `pending`",
@@ -469,6 +470,17 @@ _METRICS: Final = (
         "What became of each selected span: `admitted` (to the scorers, like a `POST "
         "/v1/scores` item), or not scored: `no_content` (content capture off), `no_output`, "
         "`nested`, `evicted`, `queue_full`, `shutdown`, `unavailable`.",
+    ),
+    _Metric(
+        "METRIC_TRACES_SESSIONS",
+        "PROM_TRACES_SESSIONS",
+        "counter",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_TRACES_OUTCOME",),
+        "Conversations scored as sessions (`[traces.sessions]`), by how each closed: "
+        "`closed_idle`, `closed_max_turns`, `closed_end` (the agent marked it), `closed_flush` "
+        "(shutdown), or early on a bound: `closed_max_sessions`, `closed_max_bytes`; and "
+        "`turns_dropped_too_large` (a turn over the byte bound on its own).",
     ),
     _Metric(
         "METRIC_LABELS",

@@ -57,6 +57,17 @@ def test_the_traces_table_reads_selectors_scorers_and_bounds() -> None:
     assert _config("").traces is None  # no table: no trace intake
 
 
+def test_session_scorers_score_sessions_only_and_the_rest_score_single_runs() -> None:
+    config = _config('[traces.sessions]\nscorers = ["other"]\nidle_s = 60\nmax_turns = 5')
+    assert config.traces is not None and config.traces.sessions is not None
+    assert config.traces.sessions.max_turns == 5 and config.traces.sessions.idle_s == 60
+    inner = InProcessIntake({}, sinks=[], max_concurrency=1, max_queue=1)
+    intake = build_traces_intake(config, inner)
+    assert isinstance(intake, TracesIntake)
+    assert intake._scorers == ("length",) and intake._session_scorers == ("other",)
+    assert intake.stats()["traces_sessions_open"] == 0
+
+
 @pytest.mark.parametrize(
     ("extra", "problem"),
     [
@@ -66,6 +77,10 @@ def test_the_traces_table_reads_selectors_scorers_and_bounds() -> None:
          "traces.buffer: max_age_s (10) must be greater than"),
         ('[[traces.select]]\noperations = ["chat"]', "traces.select[0].operations: unknown key"),
         ("[traces]\nmax_decoded_bytes = 10", "traces.max_decoded_bytes"),
+        ('[traces.sessions]\nscorers = ["nope"]',
+         "traces.sessions.scorers names unknown scorer ids 'nope'"),
+        ('[traces.sessions]\nscorers = ["length"]\nidle_s = 0', "traces.sessions.idle_s"),
+        ("[traces.sessions]\nidle_s = 5", "traces.sessions.scorers"),
     ],
 )  # fmt: skip
 def test_a_bad_traces_table_is_refused_by_key(extra: str, problem: str) -> None:
@@ -139,6 +154,67 @@ async def test_shutdown_admits_the_spans_still_held_and_counts_them() -> None:
     closed = await intake.receive(lambda: [agent], "127.0.0.1")
     assert closed.refused == "shutdown" and closed.retry_later  # nothing kept: sent again
     assert intake.stats()["traces_requests_refused_shutdown"] == 1
+    await intake.aclose()
+
+
+async def test_shutdown_scores_the_sessions_still_open_and_counts_them_as_flushed() -> None:
+    import json
+
+    import scorewatch as sw
+    from scorewatch.live.entry import LiveScorerEntry
+    from scorewatch.sinks.callback import CallbackSink
+    from scorewatch.sinks.record import ScoreRecord
+    from scorewatch.traces import SpanRecord
+
+    stored: list[ScoreRecord] = []
+    turns = sw.create_scorer(id="turns", description="turns").generate_score(
+        lambda ctx: float(len(ctx.run.output))
+    )
+    inner = InProcessIntake(
+        {"turns": LiveScorerEntry(turns)},
+        sinks=[CallbackSink(stored.append)],
+        max_concurrency=2,
+        max_queue=10,
+    )
+    config = ServeConfig.from_mapping(
+        tomllib.loads(
+            '[[scorers]]\nid = "turns"\nkind = "completeness"\n'
+            "[traces]\n[traces.buffer]\nquiet_period_s = 0\n"
+            '[traces.sessions]\nscorers = ["turns"]\nidle_s = 1000'
+        )
+    )
+    assert config.traces is not None
+    intake = TracesIntake(inner, config.traces, scorer_ids=["turns"])
+
+    def said(role: str, text: str) -> str:
+        return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}])
+
+    spans = [
+        SpanRecord(
+            trace_id=f"{number:032x}",
+            span_id=f"{number:016x}",
+            name="invoke_agent shop",
+            start_ns=number,
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "shop",
+                "gen_ai.conversation.id": "ann",
+                "gen_ai.input.messages": said("user", f"question {number}"),
+                "gen_ai.output.messages": said("assistant", f"answer {number}"),
+            },
+        )
+        for number in (2, 1)  # the second turn arrives first
+    ]
+    assert (await intake.receive(lambda: spans, "127.0.0.1")).refused is None
+    assert await intake.release() == 0  # every scorer scores sessions: no single run admitted
+    assert intake.stats()["traces_sessions_open"] == 1
+    assert await intake.shutdown(5) == 0
+    (session,) = stored
+    assert session.call.conversation_id == "ann" and session.score == 2
+    assert [m["content"]["content"] for m in session.call.output] == ["answer 1", "answer 2"]
+    counts = intake.trace_counts()
+    assert counts.sessions == {"closed_flush": 1}
+    assert counts.runs == {"session_only": 2, "admitted": 1}
     await intake.aclose()
 
 

@@ -23,10 +23,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from otlp_receiver import OtlpReceiver
 from scorewatch.testing.judge_server import LoopbackJudgeServer
-from serve_support import ServeProcess, write_config
+from serve_support import ServeProcess
 from trace_intake_support import (
     TOKEN,
     TracesServe,
+    queued_traces_serve,
     raw_request,
     raw_span,
     start_traces_serve,
@@ -314,30 +315,10 @@ def test_a_never_completing_trace_is_evicted_and_a_flood_is_asked_to_come_back(
 def test_trace_runs_go_through_the_redis_queue_to_a_worker(
     tmp_path: Path, receiver: OtlpReceiver, llm: LoopbackJudgeServer
 ) -> None:
-    import redis
-
-    from scale_support import (
-        REDIS_URL,
-        WorkerProcess,
-        require_redis,
-        unique_prefix,
-    )
-
-    require_redis()
-    stream = unique_prefix()
-    body = traces_config() + (
-        f'\n[queue]\nstream = "{stream}"\ngroup = "{stream}-workers"\nstats_interval = 0.25\n'
-    )
-    config = write_config(tmp_path, body)
-    env = {"SW_TRACES_TOKEN": TOKEN, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.http_endpoint,
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.http_endpoint,
            "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_BLRP_SCHEDULE_DELAY": "100"}  # fmt: skip
-    process = ServeProcess(config, env=env, extra_args=("--queue", REDIS_URL))
-    worker = WorkerProcess(config, name="traces-worker", env=env)
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        process.wait_listening()
-        worker.wait_consuming()
-        serve = TracesServe(process)
+    with queued_traces_serve(tmp_path, traces_config(), env) as queued:
+        serve, process, worker = queued.serve, queued.serve.process, queued.worker
         with instrumented("genai") as (_, caught):
             chat(llm, [{"role": "user", "content": "Where is order 11?"}])
             spans = caught.get_finished_spans()
@@ -347,7 +328,7 @@ def test_trace_runs_go_through_the_redis_queue_to_a_worker(
         (row,) = serve.rows_for(span_id, timeout=30)  # written by the worker
         assert row["traceId"] == trace_id
         assert json.loads(row["metadata"])["scoreSource"] == "trace"
-        assert client.xlen(stream) == 0  # acknowledged and deleted by the worker
+        assert queued.client.xlen(queued.stream) == 0  # acknowledged and deleted by the worker
         assert receiver.wait_for(
             lambda r: [
                 e for e in r.log_records("gen_ai.evaluation.result") if e.span_id == span_id
@@ -360,8 +341,3 @@ def test_trace_runs_go_through_the_redis_queue_to_a_worker(
         accounting = process.final_accounting()
         assert accounting["traces_runs_admitted"] == 1 and accounting["sampled"] == 2
         assert accounting["scored"] == 0
-    finally:
-        worker.kill9()
-        process.kill()
-        client.delete(stream, f"{stream}:dead")
-        client.close()

@@ -5,6 +5,9 @@ request per line, gzip-compressed or not. The spans of all the files are assembl
 trace may continue in the next file), the selected spans become runs, and the runs are scored as
 `scorewatch eval` scores dataset items: the same scorer options, progress line, summary table,
 `--out` records and `--sqlite` rows, each carrying the evaluated span's trace and span ids.
+With `--sessions`, each conversation (runs naming one with `gen_ai.conversation.id`, or
+`--conversation-attribute`) is scored once, as one run of its turns in order (docs/traces.md,
+"Conversations"); its rows name the conversation (`threadId`) and its first turn's span.
 
 Every file is read before anything is scored: a line that is not an OTLP export request stops
 the command (exit 2, naming the file and line) before any judge is called, unless
@@ -44,6 +47,7 @@ from ._estimate import run_estimate
 from ._eval_output import failure_reasons, print_failures
 from ._eval_scorers import CLI_USAGE, load_scorers
 from ._summary import summarize_records
+from ._trace_sessions import add_session_arguments, session_limits
 
 __all__ = ["add_arguments", "run"]
 
@@ -94,6 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     select.add_argument(
         "--nested", action="store_true", help="also score selected spans under selected spans"
     )
+    add_session_arguments(parser)
     reading = parser.add_argument_group("reading")
     reading.add_argument(
         "--skip-malformed",
@@ -223,7 +228,9 @@ def _run(args: argparse.Namespace) -> int:
                 f"--out and {path} are the same file: the run would overwrite it", code=CLI_USAGE
             )
     reader = _Reader(files, args.skip_malformed)
-    extraction = extract_runs(reader, select=selectors, limits=limits)
+    extraction = extract_runs(
+        reader, select=selectors, limits=limits, sessions=session_limits(args)
+    )
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(Path(args.out).open("w", encoding="utf-8")) if args.out else None
         return _score(args, reader, extraction, found.by_id, thresholds, gates, out)
@@ -301,9 +308,16 @@ def _trace_counts(reader: _Reader, extraction: Extraction) -> dict[str, Any]:
     buffer = extraction.buffer
     skipped = dict(extraction.skipped)
     lost = dict(buffer.lost_selected)
-    selected = len(extraction.runs) + sum(skipped.values()) + sum(lost.values())
+    sessions = extraction.sessions
+    # Read as sessions, a selected span is a turn: kept in a session, or dropped by its bounds.
+    scored = len(extraction.runs) if sessions is None else sessions.turns
+    selected = scored + sum(skipped.values()) + sum(lost.values())
     dropped = sum(buffer.spans_dropped.values())
+    found: dict[str, Any] = {}
+    if sessions is not None:
+        found["sessions"] = {"scored": len(extraction.runs), **sessions.outcomes()}
     return {
+        **found,
         "files": len(reader.files),
         "requests": reader.requests,
         "malformed_lines": len(reader.malformed or []),
@@ -341,6 +355,10 @@ def _print_counts(counts: dict[str, Any], stream: IO[str]) -> None:
     for title, key in (("dropped spans", "spans_dropped"), ("evicted traces", "traces_evicted")):
         if counts[key]:
             print(f"{title}: {_reasons(counts[key])}", file=stream)
+    sessions = dict(counts.get("sessions") or {})
+    if sessions:
+        made = sessions.pop("scored")
+        print(f"{made} conversation(s) as sessions: {_reasons(sessions)}", file=stream)
     print(file=stream)
 
 

@@ -82,6 +82,11 @@ class AgentCall:
     """What kind of entity `target` is, when the source says so (`agent` for an agent's span):
     the reference's `targetEntityType` of the run."""
 
+    conversation_id: str | None = None
+    """The conversation (session, thread) the call is one turn of, when the agent names one:
+    the row's `threadId`. Spans say it with `gen_ai.conversation.id` (docs/traces.md,
+    "Conversations"); a scored conversation's row names it too."""
+
     def to_dict(self) -> dict[str, Any]:
         """Every field by name (values shared, not copied): the form the work queue carries and
         a request digest covers."""
@@ -128,6 +133,7 @@ class CallFields(TypedDict, total=False):
     metadata: dict[str, Any] | None
     score_source: ScoreSource
     entity_type: str | None
+    conversation_id: str | None
 
 
 _ADAPTER: TypeAdapter[AgentCall] | None = None

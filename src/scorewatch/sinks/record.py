@@ -419,7 +419,7 @@ class ScoreRecord:
             "traceId": call.trace_id,
             "spanId": call.span_id,
             "resourceId": None,
-            "threadId": None,
+            "threadId": call.conversation_id,
             "preprocessStepResult": (_jsonable(result.preprocess_step_result) if result else None),
             "preprocessPrompt": result.preprocess_prompt if result else None,
             "generateScorePrompt": result.generate_score_prompt if result else None,

@@ -111,6 +111,7 @@ __all__ = [
     "METRIC_TOKEN_USAGE",
     "METRIC_TRACES_EVICTED",
     "METRIC_TRACES_RUNS",
+    "METRIC_TRACES_SESSIONS",
     "METRIC_TRACES_SPANS_DROPPED",
     "METRIC_TRACES_SPANS_RECEIVED",
     "OPERATION_CHAT",
@@ -146,6 +147,7 @@ __all__ = [
     "PROM_TOKEN_USAGE",
     "PROM_TRACES_EVICTED",
     "PROM_TRACES_RUNS",
+    "PROM_TRACES_SESSIONS",
     "PROM_TRACES_SPANS_DROPPED",
     "PROM_TRACES_SPANS_RECEIVED",
     "RUN_DURATION_BUCKETS_S",
@@ -271,7 +273,9 @@ ATTR_QUEUE_REASON: Final = "scorewatch.queue.reason"
 # Why the trace intake dropped spans or evicted traces: max_bytes, max_spans_per_trace,
 # duplicate, own; max_traces, max_age.
 ATTR_TRACES_REASON: Final = "scorewatch.traces.reason"
-# What became of a span the trace intake selected: admitted, or why it was not scored.
+# What became of a span the trace intake selected: admitted, or why it was not scored; of a
+# conversation: closed_idle, closed_max_turns, closed_end, closed_flush, closed_max_sessions,
+# closed_max_bytes, turns_dropped_too_large.
 ATTR_TRACES_OUTCOME: Final = "scorewatch.traces.outcome"
 ATTR_AGREEMENT_MEASURE: Final = "scorewatch.agreement.measure"
 ATTR_REVIEW_STATE: Final = "scorewatch.review.state"
@@ -340,6 +344,7 @@ METRIC_TRACES_SPANS_RECEIVED: Final = "scorewatch.traces.spans.received"
 METRIC_TRACES_SPANS_DROPPED: Final = "scorewatch.traces.spans.dropped"
 METRIC_TRACES_EVICTED: Final = "scorewatch.traces.evicted"
 METRIC_TRACES_RUNS: Final = "scorewatch.traces.runs"
+METRIC_TRACES_SESSIONS: Final = "scorewatch.traces.sessions"
 METRIC_LABELS: Final = "scorewatch.labels"
 METRIC_JUDGE_AGREEMENT: Final = "scorewatch.judge.agreement"
 METRIC_REVIEW_RUNS: Final = "scorewatch.review.runs"
@@ -371,6 +376,7 @@ PROM_TRACES_SPANS_RECEIVED: Final = "scorewatch_traces_spans_received_total"
 PROM_TRACES_SPANS_DROPPED: Final = "scorewatch_traces_spans_dropped_total"
 PROM_TRACES_EVICTED: Final = "scorewatch_traces_evicted_total"
 PROM_TRACES_RUNS: Final = "scorewatch_traces_runs_total"
+PROM_TRACES_SESSIONS: Final = "scorewatch_traces_sessions_total"
 PROM_LABELS: Final = "scorewatch_labels_total"
 PROM_JUDGE_AGREEMENT: Final = "scorewatch_judge_agreement"
 PROM_REVIEW_RUNS: Final = "scorewatch_review_runs"

@@ -36,6 +36,8 @@ class TraceMetrics:
              "Incomplete traces given up, by reason", _evicted),
             (names.METRIC_TRACES_RUNS, names.ATTR_TRACES_OUTCOME,
              "Selected spans: admitted for scoring, or why not", _runs),
+            (names.METRIC_TRACES_SESSIONS, names.ATTR_TRACES_OUTCOME,
+             "Conversations closed (and scored), by why; turns dropped", _sessions),
         )  # fmt: skip
         for name, attribute, description, read in counters:
             meter.create_observable_counter(
@@ -69,3 +71,7 @@ def _evicted(counts: TraceCounts) -> Counter[str]:
 
 def _runs(counts: TraceCounts) -> Counter[str]:
     return counts.runs
+
+
+def _sessions(counts: TraceCounts) -> Counter[str]:
+    return counts.sessions

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any
 from .._lazy import lazy_attribute
 from .assembly import BufferCounts, BufferLimits, Offer, ReadySpan, TraceBuffer
 from .conventions import DEFAULT_SELECTORS
+from .conversation import CONVERSATION_ATTRIBUTES, END_ATTRIBUTE, ConversationKeys
 from .counts import TraceCounts
 from .run import ExtractedRun, Skipped, extract_run
 from .select import SpanSelector
+from .sessions import SessionBuffer, SessionCounts, SessionLimits
 from .spans import SpanEvent, SpanRecord, spans_from_request
 
 if TYPE_CHECKING:
@@ -36,15 +38,21 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CONVERSATION_ATTRIBUTES",
     "DEFAULT_SELECTORS",
+    "END_ATTRIBUTE",
     "INVALID_TRACE_DATA",
     "BufferCounts",
     "BufferLimits",
+    "ConversationKeys",
     "ExtractedRun",
     "Extraction",
     "Offer",
     "ReadySpan",
     "ScoredSpan",
+    "SessionBuffer",
+    "SessionCounts",
+    "SessionLimits",
     "Skipped",
     "SpanEvent",
     "SpanRecord",
@@ -88,6 +96,9 @@ _LAZY: dict[str, tuple[str, str | None]] = {
         name: (".score", name)
         for name in (
             "ScoredSpan",
+            "SessionBuffer",
+            "SessionCounts",
+            "SessionLimits",
             "TraceScores",
             "run_items",
             "score_extraction",

@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from .assembly import BufferCounts, BufferLimits, ReadySpan, TraceBuffer
+from .conversation import ConversationKeys
 from .otlp import TraceData, requests_from
 from .run import ExtractedRun, Skipped, extract_run
 from .select import SpanSelector
+from .sessions import SessionBuffer, SessionCounts, SessionLimits
 from .spans import spans_from_request
 
 __all__ = ["NO_CONTENT_HINT", "Extraction", "extract_ready", "extract_runs"]
@@ -36,18 +38,25 @@ class Extraction:
     """The runs found, in trace then span-start order, and the selected spans not scored.
 
     `skipped` counts by reason: `no_content`, `no_output` (see `Skipped`) and `nested` (a
-    selected span under another selected span, its selector not asking for nested spans)."""
+    selected span under another selected span, its selector not asking for nested spans).
+    Read as sessions (`extract_runs(..., sessions=...)`), `runs` are the conversations' runs,
+    `sessions` counts what became of their turns, and `skipped` also counts
+    `no_conversation` (a run that names none)."""
 
     runs: list[ExtractedRun] = field(default_factory=list)
     skipped_spans: list[Skipped] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     buffer: BufferCounts = field(default_factory=BufferCounts)
+    sessions: SessionCounts | None = None
 
 
-def extract_ready(ready: Iterable[ReadySpan], into: Extraction) -> None:
-    """Extract the runs of spans a `TraceBuffer` handed out, adding them to `into`."""
+def extract_ready(
+    ready: Iterable[ReadySpan], into: Extraction, keys: ConversationKeys | None = None
+) -> None:
+    """Extract the runs of spans a `TraceBuffer` handed out, adding them to `into`; `keys`
+    name the attributes read for a run's conversation."""
     for item in ready:
-        found = extract_run(item.span, item.trace)
+        found = extract_run(item.span, item.trace, keys)
         if isinstance(found, Skipped):
             into.skipped_spans.append(found)
             into.skipped[found.reason] += 1
@@ -63,19 +72,43 @@ def extract_runs(
     *,
     select: Sequence[SpanSelector] | None = None,
     limits: BufferLimits | None = None,
+    sessions: SessionLimits | None = None,
 ) -> Extraction:
     """The runs of every selected span in `data` (requests, OTLP JSON, `file` exporter paths),
-    assembled as the intake assembles them (the same bounds apply), then flushed at the end."""
+    assembled as the intake assembles them (the same bounds apply), then flushed at the end.
+    With `sessions`, the runs are those of the conversations their turns make (`sessions`)."""
     buffer = TraceBuffer(select, limits)
     extraction = Extraction()
     for request in requests_from(data):
         buffer.add(spans_from_request(request))
-    extract_ready(sorted(buffer.pop_ready(flush=True), key=_order), extraction)
+    keys = sessions.keys if sessions is not None else None
+    extract_ready(sorted(buffer.pop_ready(flush=True), key=_order), extraction, keys)
     extraction.skipped["nested"] += buffer.counts.nested_skipped
     if not extraction.skipped["nested"]:
         del extraction.skipped["nested"]
     extraction.buffer = buffer.counts
+    if sessions is not None:
+        _into_sessions(extraction, sessions)
     return extraction
+
+
+def _into_sessions(extraction: Extraction, limits: SessionLimits) -> None:
+    """Replace the runs by their conversations': the turns in start order, the clock at each
+    turn's start, so a gap of `idle_s` between two turns of a file closes a session as a
+    quiet `idle_s` does in serve."""
+    now = 0.0
+    sessions = SessionBuffer(limits, clock=lambda: now)
+    found: list[ExtractedRun] = []
+    for run in sorted(extraction.runs, key=lambda run: run.start_ns):
+        if run.conversation_id is None:
+            extraction.skipped["no_conversation"] += 1
+            continue
+        now = run.start_ns / 1e9
+        found.extend(sessions.pop_closed())
+        sessions.add(run)
+    found.extend(sessions.pop_closed(flush=True))
+    extraction.runs = sorted(found, key=lambda run: run.start_ns)
+    extraction.sessions = sessions.counts
 
 
 def _order(item: ReadySpan) -> tuple[int, int]:

@@ -28,18 +28,25 @@ class TraceCounts:
     `traces_evicted`: traces given up before completing, by reason (`max_traces`, `max_age`);
     `runs`: what became of each selected span, by outcome (`admitted` for scoring, or
     `no_content`, `no_output`, `nested`, `evicted`, `invalid_target`, `queue_full`,
-    `shutdown`, `unavailable`)."""
+    `shutdown`, `unavailable`; with `[traces.sessions]` also `session_only`: a turn scored only
+    in its session, `no_scorer`: a run without a conversation when every scorer scores
+    sessions; an admitted session counts as `admitted`); `sessions`: what became of
+    conversations (`[traces.sessions]`), by outcome (`closed_idle`, `closed_max_turns`,
+    `closed_end`, `closed_flush` at shutdown, `closed_max_sessions` and `closed_max_bytes`
+    early on a bound, `turns_dropped_too_large`)."""
 
     spans_received: int = 0
     spans_dropped: Counter[str] = field(default_factory=Counter)
     traces_evicted: Counter[str] = field(default_factory=Counter)
     runs: Counter[str] = field(default_factory=Counter)
+    sessions: Counter[str] = field(default_factory=Counter)
 
     def add(self, other: TraceCounts) -> None:
         self.spans_received += other.spans_received
         self.spans_dropped.update(other.spans_dropped)
         self.traces_evicted.update(other.traces_evicted)
         self.runs.update(other.runs)
+        self.sessions.update(other.sessions)
 
     @classmethod
     def total(cls, bus: Observers) -> TraceCounts:

@@ -25,6 +25,7 @@ from .conventions import (
     retrieved_documents,
     tool_call_of_span,
 )
+from .conversation import ConversationKeys, read_conversation
 from .messages import Message, SpanContent, ToolCall, from_json_text
 from .spans import SpanRecord
 
@@ -58,6 +59,11 @@ class ExtractedRun:
     agent: str | None = None
     entity_type: str | None = None
     service_name: str | None = None
+    start_ns: int = 0
+    conversation_id: str | None = None
+    ends_conversation: bool = False
+    # A scored conversation's facts (`sessions.Session.to_run`): kept in its rows' metadata.
+    session: dict[str, Any] | None = None
 
     def to_call(self) -> AgentCall:
         """The agent call this span records: a `trace` call named after its agent (else its
@@ -72,6 +78,7 @@ class ExtractedRun:
             metadata=self.metadata(),
             score_source="trace",
             entity_type=self.entity_type,
+            conversation_id=self.conversation_id,
         )
 
     def scorer_run(self) -> ScorerRun:
@@ -83,13 +90,16 @@ class ExtractedRun:
         convention it was read in, its service, and its type in the reference's span vocabulary
         (`agent_run` for an agent span, `model_generation` for a model call), which is the
         `entityType` of its score rows."""
+        span_type = "agent_run" if self.entity_type == "agent" else "model_generation"
         metadata: dict[str, Any] = {
             "spanName": self.span_name,
-            "spanType": "agent_run" if self.entity_type == "agent" else "model_generation",
+            "spanType": "session" if self.session is not None else span_type,
             "convention": self.convention,
         }
         if self.service_name is not None:
             metadata["serviceName"] = self.service_name
+        if self.session is not None:
+            metadata["session"] = self.session
         return metadata
 
     def run_fields(self) -> dict[str, Any]:
@@ -101,7 +111,9 @@ class ExtractedRun:
 class _Tree:
     def __init__(self, spans: Iterable[SpanRecord]) -> None:
         self.children: dict[str, list[SpanRecord]] = {}
+        self.by_id: dict[str, SpanRecord] = {}
         for span in spans:
+            self.by_id[span.span_id] = span
             if span.parent_span_id is not None:
                 self.children.setdefault(span.parent_span_id, []).append(span)
         for siblings in self.children.values():
@@ -116,6 +128,17 @@ class _Tree:
             found.append(current)
             if not is_agent_span(current):
                 stack.extend(reversed(self.children.get(current.span_id, [])))
+        return found
+
+    def ancestors(self, span: SpanRecord) -> list[SpanRecord]:
+        """The span's parent, its parent's, ... as far as they arrived (a cycle ends it)."""
+        found: list[SpanRecord] = []
+        seen = {span.span_id}
+        parent = self.by_id.get(span.parent_span_id or "")
+        while parent is not None and parent.span_id not in seen:
+            seen.add(parent.span_id)
+            found.append(parent)
+            parent = self.by_id.get(parent.parent_span_id or "")
         return found
 
 
@@ -191,11 +214,17 @@ def _remembered(
     ], started
 
 
-def extract_run(span: SpanRecord, trace: Iterable[SpanRecord]) -> ExtractedRun | Skipped:
-    """The run of `span`, read with the other spans of its trace (`trace` may include it)."""
+def extract_run(
+    span: SpanRecord, trace: Iterable[SpanRecord], keys: ConversationKeys | None = None
+) -> ExtractedRun | Skipped:
+    """The run of `span`, read with the other spans of its trace (`trace` may include it);
+    `keys` say which attributes name its conversation (`conversation`)."""
     tree = _Tree(trace)
     agent = is_agent_span(span)
     below = tree.descendants(span) if agent else []
+    conversation_id, ends = read_conversation(
+        (s.attributes for s in [span, *below, *tree.ancestors(span)]), keys or ConversationKeys()
+    )
     own = read_span(span)
     model_spans = [
         (s, content)
@@ -267,6 +296,9 @@ def extract_run(span: SpanRecord, trace: Iterable[SpanRecord]) -> ExtractedRun |
         agent=agent_name(span),
         entity_type="agent" if agent else None,
         service_name=span.service_name,
+        start_ns=span.start_ns,
+        conversation_id=conversation_id,
+        ends_conversation=ends,
     )
 
 

@@ -25,6 +25,7 @@ from .assembly import BufferLimits
 from .collect import Extraction, extract_runs
 from .otlp import TraceData
 from .select import SpanSelector
+from .sessions import SessionLimits
 
 __all__ = [
     "ScoredSpan",
@@ -37,13 +38,16 @@ __all__ = [
 
 
 class ScoredSpan(BaseModel):
-    """One evaluated span and every scorer's result on its run."""
+    """One evaluated span and every scorer's result on its run; for a conversation scored as a
+    session, its first turn's span, the conversation id and how many turns it held."""
 
     trace_id: str
     span_id: str
     span_name: str
     agent: str | None = None
     tool_calls: list[str] = []
+    conversation_id: str | None = None
+    turns: int | None = None
     results: dict[str, ScorerResult] = {}
 
 
@@ -51,13 +55,15 @@ class TraceScores(BaseModel):
     """Mean score per scorer, the spans scored, and what was not scored and why.
 
     `skipped`: selected spans not scored, by reason (`no_content`, `no_output`, `nested`);
-    `dropped`: spans or traces the assembly bounds dropped, by reason."""
+    `dropped`: spans or traces the assembly bounds dropped, by reason (and turns the session
+    bounds dropped); `sessions`: scored as sessions, how each closed (`closed_idle`, ...)."""
 
     scores: dict[str, float]
     spans: list[ScoredSpan]
     skipped: dict[str, int]
     dropped: dict[str, int]
     summary: ExperimentSummary
+    sessions: dict[str, int] = {}
 
 
 async def score_traces(
@@ -68,13 +74,16 @@ async def score_traces(
     limits: BufferLimits | None = None,
     concurrency: int = 1,
     on_result: OnResult | None = None,
+    sessions: SessionLimits | None = None,
 ) -> TraceScores:
     """Score every selected span of `data` (export requests, OTLP JSON, Collector `file`
     exporter files) with every scorer. `on_result` sees each (span, scorer) outcome as it
     finishes, as `run_experiment`'s does; its result's `target_trace_id` / `target_span_id` name
-    the span."""
+    the span. With `sessions`, each conversation is scored once, as one run of its turns."""
     # Reading files and decoding spans is blocking CPU work: keep it off the caller's loop.
-    extraction = await asyncio.to_thread(extract_runs, data, select=select, limits=limits)
+    extraction = await asyncio.to_thread(
+        extract_runs, data, select=select, limits=limits, sessions=sessions
+    )
     return await score_extraction(scorers, extraction, concurrency=concurrency, on_result=on_result)
 
 
@@ -96,6 +105,9 @@ async def score_extraction(
         **{f"span_{k}": v for k, v in counts.spans_dropped.items()},
         **{f"trace_{k}": v for k, v in counts.traces_evicted.items()},
     }
+    sessions = extraction.sessions
+    if sessions is not None:
+        dropped.update({f"turn_{k}": v for k, v in sessions.turns_dropped.items()})
     spans = [
         ScoredSpan(
             trace_id=run.trace_id,
@@ -103,6 +115,8 @@ async def score_extraction(
             span_name=run.span_name,
             agent=run.agent,
             tool_calls=run.tool_calls,
+            conversation_id=run.conversation_id,
+            turns=None if run.session is None else run.session["turns"],
         )
         for run in extraction.runs
     ]
@@ -114,6 +128,7 @@ async def score_extraction(
             skipped=dict(extraction.skipped),
             dropped=dropped,
             summary=summary,
+            sessions=_session_outcomes(extraction),
         )
     experiment = await run_experiment(
         data=run_items(extraction),
@@ -131,7 +146,13 @@ async def score_extraction(
         skipped=dict(extraction.skipped),
         dropped=dropped,
         summary=experiment.summary,
+        sessions=_session_outcomes(extraction),
     )
+
+
+def _session_outcomes(extraction: Extraction) -> dict[str, int]:
+    sessions = extraction.sessions
+    return {} if sessions is None else dict(sessions.outcomes())
 
 
 def run_items(extraction: Extraction) -> list[dict[str, Any]]:

@@ -427,12 +427,17 @@ class ServeConfig(_Table):
             if spec.id in seen:
                 raise ValueError(f"two scorers have the id {spec.id!r}; ids must be unique")
             seen.add(spec.id)
-        unknown = [s for s in (self.traces.scorers or []) if s not in seen] if self.traces else []
-        if unknown:
-            raise ValueError(
-                f"traces.scorers names unknown scorer ids {', '.join(map(repr, unknown))}; "
-                f"known: {', '.join(sorted(seen))}"
-            )
+        traces = self.traces
+        named = {"traces.scorers": (traces.scorers or []) if traces else []}
+        if traces is not None and traces.sessions is not None:
+            named["traces.sessions.scorers"] = traces.sessions.scorers
+        for where, ids in named.items():
+            unknown = [s for s in ids if s not in seen]
+            if unknown:
+                raise ValueError(
+                    f"{where} names unknown scorer ids {', '.join(map(repr, unknown))}; "
+                    f"known: {', '.join(sorted(seen))}"
+                )
         return self
 
     def resolve_path(self, path: str) -> Path:

@@ -3,7 +3,9 @@
 Which spans become runs is `[[traces.select]]` (the `SpanSelector` shape; none: agent and
 model-call spans in every convention read); which scorers score them is `scorers` (ids of
 `[[scorers]]` entries, so their sampling and filters apply unchanged; none: all of them); how
-spans are put back together is `[traces.buffer]` (`BufferLimits`).
+spans are put back together is `[traces.buffer]` (`BufferLimits`); which scorers score whole
+conversations, when a conversation closes and its bounds is `[traces.sessions]`
+(`SessionScoring`: `SessionLimits` and the scorers).
 """
 
 from __future__ import annotations
@@ -12,10 +14,21 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...traces.assembly import BufferLimits
 from ...traces.select import SpanSelector
+from ...traces.sessions import SessionLimits
 
-__all__ = ["TRACES_PATH", "TracesSettings"]
+__all__ = ["TRACES_PATH", "SessionScoring", "TracesSettings"]
 
 TRACES_PATH = "/v1/traces"
+
+
+class SessionScoring(SessionLimits):
+    """`[traces.sessions]`: the conversations' scorers, with when a session closes and its
+    bounds. The scorers score sessions only: without `[traces] scorers`, the runs of single
+    spans are scored by every other scorer."""
+
+    scorers: list[str] = Field(
+        min_length=1, description="Ids of [[scorers]] that score whole conversations."
+    )
 
 
 class TracesSettings(BaseModel):
@@ -33,6 +46,9 @@ class TracesSettings(BaseModel):
         None, min_length=1, description="Ids of [[scorers]] that score traces; none: all."
     )
     buffer: BufferLimits = Field(default_factory=BufferLimits)
+    sessions: SessionScoring | None = Field(
+        None, description="Conversations scored as sessions across traces; none: off."
+    )
     max_decoded_bytes: int = Field(
         32 << 20,
         ge=1024,

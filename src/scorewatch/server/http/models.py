@@ -51,7 +51,13 @@ class ScoreRequest(BaseModel):
 
     # What the route checks beyond the types: identifiers hold no NUL or unpaired surrogate,
     # content holds no NaN or Infinity.
-    ID_FIELDS: ClassVar[tuple[str, ...]] = ("target", "trace_id", "span_id", "run_id")
+    ID_FIELDS: ClassVar[tuple[str, ...]] = (
+        "target",
+        "trace_id",
+        "span_id",
+        "run_id",
+        "conversation_id",
+    )
     CONTENT_FIELDS: ClassVar[tuple[str, ...]] = (
         "input",
         "output",
@@ -97,6 +103,13 @@ class ScoreRequest(BaseModel):
         min_length=1,
         max_length=128,
         description="The agent's own id for the call; keys sampling when there is no trace id.",
+    )
+    conversation_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=256,
+        description="The conversation (session, thread) this call is one turn of; stored as "
+        "the row's threadId.",
     )
     request_context: dict[str, Any] | None = Field(
         None, description="Request context passed to the scorers (e.g. user or tenant data)."

@@ -16,6 +16,10 @@ A run the queue cannot take now (full, or the Redis queue unreachable) is not dr
 first in line, and export requests are refused unread meanwhile (`busy`), so that exporters
 keep their spans and send them again instead of this service accepting what it would drop.
 
+With `[traces.sessions]`, a run that names its conversation is also a turn of it: the same
+thread keeps it in the process's `SessionBuffer` and, each round, admits the sessions that
+closed as runs of their own for the session scorers (docs/traces.md, "Conversations").
+
 Everything else of the `Intake` protocol is the wrapped intake's. `shutdown` first stops the
 assembly and admits every selected span still held (its subtree as far as it arrived), so the
 drain budget covers them; what cannot be admitted is counted.
@@ -42,6 +46,7 @@ from ...traces.assembly import Offer, TraceBuffer
 from ...traces.collect import Extraction, extract_ready
 from ...traces.counts import TraceCounts
 from ...traces.run import ExtractedRun
+from ...traces.sessions import SessionBuffer
 from ...traces.spans import SpanRecord
 from ..config.file import ServeConfig
 from ..config.traces_settings import TracesSettings
@@ -70,10 +75,19 @@ class TracesIntake:
         settings: TracesSettings,
         *,
         clock: Callable[[], float] = time.monotonic,
+        scorer_ids: Sequence[str] = (),
     ) -> None:
         self.inner = inner
         self.settings = settings
-        self._scorers = tuple(settings.scorers) if settings.scorers is not None else None
+        sessions = settings.sessions
+        self._scorers: tuple[str, ...] | None = None
+        if settings.scorers is not None:
+            self._scorers = tuple(settings.scorers)
+        elif sessions is not None:  # every configured scorer (`scorer_ids`) but the sessions'
+            self._scorers = tuple(i for i in scorer_ids if i not in sessions.scorers)
+        self._sessions = SessionBuffer(sessions, clock=clock) if sessions is not None else None
+        self._session_scorers = tuple(sessions.scorers) if sessions is not None else None
+        self._keys = sessions.keys if sessions is not None else None
         self._buffer = TraceBuffer(settings.select or None, settings.buffer, clock=clock)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scorewatch-traces")
         self._own = 0  # spans of scorewatch's own telemetry, never scored (no feedback loop)
@@ -113,6 +127,9 @@ class TracesIntake:
         snapshot["traces_bytes_held"] = buffer.bytes_held
         snapshot["traces_held"] = len(buffer)
         snapshot["traces_runs_waiting"] = len(self._waiting)
+        if self._sessions is not None:
+            snapshot["traces_sessions_open"] = len(self._sessions)
+            snapshot["traces_sessions_bytes_held"] = self._sessions.bytes_held
         refused = Counter(dict(buffer.counts.requests_refused))
         refused["busy"] = self._busy
         for prefix, counter in (
@@ -120,6 +137,7 @@ class TracesIntake:
             ("traces_spans_dropped_", counts.spans_dropped),
             ("traces_evicted_", counts.traces_evicted),
             ("traces_runs_", counts.runs),
+            ("traces_sessions_", counts.sessions),
         ):
             for reason, count in counter.items():
                 snapshot[prefix + reason] = count
@@ -195,6 +213,8 @@ class TracesIntake:
             counts.spans_dropped["own"] = self._own
         counts.traces_evicted.update(dict(buffer.traces_evicted))
         counts.runs.update(runs)
+        if self._sessions is not None:
+            counts.sessions.update(self._sessions.counts.outcomes())
         return counts
 
     # -- runs out ------------------------------------------------------------------------------
@@ -245,8 +265,23 @@ class TracesIntake:
         """On the trace thread: the items of the runs now complete, and the spans skipped."""
         ready = self._buffer.pop_ready(flush=flush)
         extraction = Extraction()
-        extract_ready(ready, extraction)
-        return [_item(run, self._scorers) for run in extraction.runs], extraction.skipped
+        extract_ready(ready, extraction, self._keys)
+        skipped = extraction.skipped
+        sessions = self._sessions
+        items = []
+        for run in extraction.runs:
+            if self._scorers != ():
+                items.append(_item(run, self._scorers))
+            elif run.conversation_id is None:
+                skipped["no_scorer"] += 1  # every scorer scores sessions; this run is none
+            else:
+                skipped["session_only"] += 1
+            if sessions is not None and run.conversation_id is not None:
+                sessions.add(run)
+        if sessions is not None:
+            closed = sessions.pop_closed(flush=flush)
+            items.extend(_item(run, self._session_scorers) for run in closed)
+        return items, skipped
 
     async def _admit(self, item: ScoreItem) -> str:
         # One item per admission: a full queue refuses only what does not fit.
@@ -293,4 +328,4 @@ def build_traces_intake(config: ServeConfig, inner: Intake) -> Intake:
     if settings is None:
         return inner
     # A non-loopback `[traces] listen` without a token was refused by `resolve_token`.
-    return TracesIntake(inner, settings)
+    return TracesIntake(inner, settings, scorer_ids=[spec.id for spec in config.scorers])
