@@ -7,7 +7,7 @@ builds every call it judges again here):
 - `metadata.groundTruth` is the ground truth, `metadata.agentRunId` the agent's run id, and the
   rest of `metadata` is the call's own metadata, but for the keys the row adds itself
   (`structuredOutput`, `scoreSource`, `notScorable`, and `ROW_METADATA_KEYS` generally);
-- `target` (else `entityId`), `traceId` and `spanId` say who answered and where;
+- `target`, `traceId` and `spanId` say who answered and where (`entityId` is made of them);
 - where it came from: `metadata.scoreSource` says `trace` for a call read from spans, the row's
   `source` `TEST` an experiment's item; anything else was live traffic.
 
@@ -53,7 +53,7 @@ def call_of_row(row: Mapping[str, Any]) -> AgentCall:
     return AgentCall(
         input=row.get("input"),
         output=row.get("output"),
-        target=_text(row.get("target")) or _text(row.get("entityId")),
+        target=_text(row.get("target")),
         trace_id=_text(row.get("traceId")),
         span_id=_text(row.get("spanId")),
         run_id=_text(metadata.get("agentRunId")),
@@ -65,10 +65,9 @@ def call_of_row(row: Mapping[str, Any]) -> AgentCall:
 
 
 def row_is_redacted(row: Mapping[str, Any]) -> bool:
-    """Whether the call's content in `row` holds redaction markers (stored under a privacy
-    policy): a scorer reading it again reads the markers, not what the agent saw."""
-    call = call_of_row(row)
-    return any(
-        holds_markers(value)
-        for value in (call.input, call.output, call.ground_truth, call.request_context)
-    )
+    """Whether the call's content in `row` (input, output, request context, ground truth) holds
+    redaction markers: it was stored under a privacy policy, and a scorer reading it again reads
+    the markers, not what the agent saw."""
+    found = row.get("metadata")
+    truth = found.get("groundTruth") if isinstance(found, Mapping) else None
+    return holds_markers([row.get("input"), row.get("output"), row.get("requestContext"), truth])
