@@ -16,9 +16,18 @@ def length_scorer() -> sw.Scorer:
 
 def judged_scorer() -> sw.Scorer:
     """Asks the loopback judge (at SCOREWATCH_TEST_API_BASE) for a score."""
+    return _judged("Rate the answer.")
+
+
+def judged_scorer_v2() -> sw.Scorer:
+    """`judged_scorer` with new instructions: the same id, another version."""
+    return _judged("Rate the answer strictly.")
+
+
+def _judged(instructions: str) -> sw.Scorer:
     judge = sw.JudgeConfig(
         model="openai/loopback-judge",
-        instructions="Rate the answer.",
+        instructions=instructions,
         model_options={"api_base": os.environ["SCOREWATCH_TEST_API_BASE"], "api_key": "sk-test"},
     )
     return (
@@ -91,17 +100,3 @@ def noisy_scorer() -> sw.Scorer:
 
     sigma = float(os.environ.get("SCOREWATCH_TEST_NOISE", "0.1"))
     return build(noisy_judge(sigma, int(os.environ.get("SCOREWATCH_TEST_NOISE_SEED", "0"))))
-
-
-def judged_scorer_v2() -> sw.Scorer:
-    """`judged_scorer` with new instructions: the same id, another version."""
-    judge = sw.JudgeConfig(
-        model="openai/loopback-judge",
-        instructions="Rate the answer strictly.",
-        model_options={"api_base": os.environ["SCOREWATCH_TEST_API_BASE"], "api_key": "sk-test"},
-    )
-    return (
-        sw.create_scorer(id="judged", description="judge-rated", judge=judge)
-        .generate_score(sw.PromptStep("rate", lambda ctx: f"Rate: {ctx.run.output}"))
-        .generate_reason(sw.PromptStep("explain", lambda ctx: f"Explain {ctx.score}"))
-    )

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ..errors import ScorewatchError
 from ._eval_scorers import CLI_USAGE
 
-__all__ = ["StoreKind", "moment", "shown_store", "store_kind"]
+__all__ = ["StoreKind", "add_store_arguments", "moment", "shown_store", "store_kind"]
 
 StoreKind = Literal["postgresql", "sqlite", "jsonl"]
 
@@ -25,6 +25,24 @@ def moment(text: str) -> datetime:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an ISO 8601 time, got {text!r}") from None
     return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
+
+
+def add_store_arguments(parser: argparse.ArgumentParser, *, jsonl: bool, what: str) -> None:
+    """`--store` (a JSONL file too when `jsonl`), `--schema`, and the selection both commands
+    share, `--target`, `--since` and `--until`, each of `what` (rows, runs)."""
+    kinds = "a SQLite file, a PostgreSQL DSN (postgresql://... or host=... dbname=...)"
+    parser.add_argument(
+        "--store",
+        required=True,
+        metavar="DSN",
+        help=kinds + (", or a .jsonl file" if jsonl else ""),
+    )
+    parser.add_argument("--schema", default="public", help="PostgreSQL schema (default public)")
+    parser.add_argument("--target", help=f"{what} of this target (the agent: the rows' entityId)")
+    parser.add_argument(
+        "--since", type=moment, help=f"{what} created at or after (ISO 8601; no zone: UTC)"
+    )
+    parser.add_argument("--until", type=moment, help=f"{what} created before (ISO 8601)")
 
 
 def shown_store(store: str) -> str:

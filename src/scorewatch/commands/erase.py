@@ -22,27 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScorewatchError
-from ._stores import moment, shown_store, store_kind
+from ._stores import add_store_arguments, shown_store, store_kind
 
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store",
-        required=True,
-        metavar="DSN",
-        help="a SQLite file, a PostgreSQL DSN (postgresql://... or host=... dbname=...), or a "
-        ".jsonl file",
-    )
-    parser.add_argument("--schema", default="public", help="PostgreSQL schema (default public)")
-    parser.add_argument("--target", help="rows of this target (the agent: the rows' entityId)")
+    add_store_arguments(parser, jsonl=True, what="rows")
     parser.add_argument("--trace-id", help="rows of this evaluated trace (hex)")
     parser.add_argument("--run-id", help="rows of this scorer run or agent run id")
-    parser.add_argument(
-        "--since", type=moment, help="rows created at or after (ISO 8601; no zone: UTC)"
-    )
-    parser.add_argument("--until", type=moment, help="rows created before (ISO 8601)")
     parser.add_argument("--dry-run", action="store_true", help="list the rows, delete none")
     parser.add_argument("--audit-log", metavar="FILE", help="also append the audit line here")
     parser.add_argument("--format", choices=("table", "json"), default="table")

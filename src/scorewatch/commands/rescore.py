@@ -47,8 +47,9 @@ from ._scoring_run import (
     print_summary_table,
     run_scoring_command,
     verdict,
+    whole_number,
 )
-from ._stores import moment, shown_store, store_kind
+from ._stores import add_store_arguments, shown_store, store_kind
 from ._summary import summarize_records
 
 __all__ = ["add_arguments", "run"]
@@ -60,24 +61,8 @@ REDACTED_NOTE = (
 )
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store",
-        required=True,
-        metavar="DSN",
-        help="a SQLite file or a PostgreSQL DSN (postgresql://... or host=... dbname=...)",
-    )
-    parser.add_argument("--schema", default="public", help="PostgreSQL schema (default public)")
+    add_store_arguments(parser, jsonl=False, what="runs")
     parser.add_argument(
         "--scorer",
         required=True,
@@ -89,13 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scorers", metavar="FILE", help="a TOML file of [[scorers]] in serve's format"
     )
     add_judge_arguments(parser)
-    parser.add_argument("--target", help="runs of this target (the agent: the rows' entityId)")
     parser.add_argument(
-        "--since", type=moment, help="rows created at or after (ISO 8601; no zone: UTC)"
-    )
-    parser.add_argument("--until", type=moment, help="rows created before (ISO 8601)")
-    parser.add_argument(
-        "--limit", type=_count, metavar="N", help="at most the N newest runs of the selection"
+        "--limit", type=whole_number, metavar="N", help="at most the N newest runs of the selection"
     )
     parser.add_argument(
         "--force",
@@ -112,7 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the judge calls, tokens and expected cost, and stop: no judge is called",
     )
-    parser.add_argument("--concurrency", type=_count, default=4, help="runs in flight at once")
+    parser.add_argument(
+        "--concurrency", type=whole_number, default=4, help="runs in flight at once"
+    )
     parser.add_argument(
         "--allow-failures", action="store_true", help="exit 0 even when runs failed"
     )
