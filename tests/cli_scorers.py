@@ -16,9 +16,18 @@ def length_scorer() -> sw.Scorer:
 
 def judged_scorer() -> sw.Scorer:
     """Asks the loopback judge (at SCOREWATCH_TEST_API_BASE) for a score."""
+    return _judged("Rate the answer.")
+
+
+def judged_scorer_v2() -> sw.Scorer:
+    """`judged_scorer` with new instructions: the same id, another version."""
+    return _judged("Rate the answer strictly.")
+
+
+def _judged(instructions: str) -> sw.Scorer:
     judge = sw.JudgeConfig(
         model="openai/loopback-judge",
-        instructions="Rate the answer.",
+        instructions=instructions,
         model_options={"api_base": os.environ["SCOREWATCH_TEST_API_BASE"], "api_key": "sk-test"},
     )
     return (

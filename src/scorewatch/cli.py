@@ -1,5 +1,5 @@
-"""The `scorewatch` command: `demo`, `serve`, `worker`, `eval`, `score-traces`, `report`, `scorers`,
-`erase`.
+"""The `scorewatch` command: `demo`, `serve`, `worker`, `eval`, `score-traces`, `rescore`, `report`,
+`scorers`, `erase`.
 
 Each subcommand lives in its own module and is imported only when chosen, so `scorewatch --help`
 stays fast and a missing optional dependency only affects its own command.
@@ -23,6 +23,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score-traces": (
         "scorewatch.commands.score_traces",
         "score the agent runs in OpenTelemetry trace files (Collector file exporter output)",
+    ),
+    "rescore": (
+        "scorewatch.commands.rescore",
+        "judge stored runs (SQLite, PostgreSQL) again with a new scorer version, beside the old "
+        "rows",
     ),
     "report": (
         "scorewatch.commands.report",

@@ -127,6 +127,9 @@ def test_real_model_examples_are_marked() -> None:
     assert all("openai/" in block.code for block in marked), [b.where for b in marked]
 
 
+# Every marked block of every file runs here, each a few CLI starts (litellm's import is seconds
+# on a loaded machine): the suite's 120 s default is too short for their sum.
+@pytest.mark.timeout(600)
 def test_bash_examples_marked_to_run_succeed(tmp_path: Path, user_venv: Path) -> None:
     """```bash blocks marked `docs-test: bash` run (in order, per file) in a temporary folder,
     with the fresh virtualenv first on PATH."""

@@ -40,6 +40,11 @@ EXAMPLES: dict[str, str] = {
       --scorer faithfulness --model openai/gpt-4o-mini --threshold faithfulness=0.8
   scorewatch score-traces traces.json --select scorewatch.toml --scorer completeness \\
       --format json                                 # [[traces.select]] tables of the file""",
+    "rescore": """\
+  scorewatch rescore --store scores.db --scorer mypkg.scorers:tone --since 2026-11-01
+  scorewatch rescore --store postgresql://db/scores --scorer faithfulness \\
+      --model openai/gpt-4o-mini --target support-bot --limit 500 --estimate
+  scorewatch rescore --store scores.db --scorers scorewatch.toml --scorer tone --force""",
     "report": """\
   scorewatch report results.jsonl --html report.html
   scorewatch report --compare main.jsonl results.jsonl               # exit 1 on a regression

@@ -39,7 +39,19 @@ __all__ = [
     "run_scoring_command",
     "thresholds_of",
     "verdict",
+    "whole_number",
 ]
+
+
+def whole_number(text: str) -> int:
+    """A count from the command line (`--repeat`, `--limit`): a whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
+    return value
 
 
 def key_value(text: str) -> tuple[str, str]:

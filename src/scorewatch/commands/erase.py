@@ -20,67 +20,31 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ScorewatchError
-from ._eval_scorers import CLI_USAGE
+from ._stores import add_store_arguments, shown_store, store_kind
 
 __all__ = ["add_arguments", "run"]
 
 
-def _moment(text: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an ISO 8601 time, got {text!r}") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store",
-        required=True,
-        metavar="DSN",
-        help="a SQLite file, a PostgreSQL DSN (postgresql://... or host=... dbname=...), or a "
-        ".jsonl file",
-    )
-    parser.add_argument("--schema", default="public", help="PostgreSQL schema (default public)")
-    parser.add_argument("--target", help="rows of this target (the agent: the rows' entityId)")
+    add_store_arguments(parser, jsonl=True, what="rows")
     parser.add_argument("--trace-id", help="rows of this evaluated trace (hex)")
     parser.add_argument("--run-id", help="rows of this scorer run or agent run id")
-    parser.add_argument(
-        "--since", type=_moment, help="rows created at or after (ISO 8601; no zone: UTC)"
-    )
-    parser.add_argument("--until", type=_moment, help="rows created before (ISO 8601)")
     parser.add_argument("--dry-run", action="store_true", help="list the rows, delete none")
     parser.add_argument("--audit-log", metavar="FILE", help="also append the audit line here")
     parser.add_argument("--format", choices=("table", "json"), default="table")
 
 
-def _shown_store(store: str) -> str:
-    """The store as the audit line names it: a DSN without its password."""
-    parts = urlsplit(store)
-    if parts.scheme and parts.password:
-        host = parts.hostname or ""
-        netloc = f"{parts.username}@{host}" + (f":{parts.port}" if parts.port else "")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return store
-
-
 def _erase(args: argparse.Namespace, erasure: Any) -> tuple[str, list[dict[str, Any]]]:
     from ..sinks.erase import erase_jsonl, erase_postgres, erase_sqlite
 
-    store: str = args.store
-    if store.startswith(("postgresql://", "postgres://")) or "dbname=" in store:
-        return "postgresql", erase_postgres(
-            store, erasure, schema=args.schema, dry_run=args.dry_run
-        )
-    path = store.removeprefix("sqlite:///") if store.startswith("sqlite:///") else store
-    if not Path(path).is_file():
-        raise ScorewatchError(f"--store: no file at {path}", code=CLI_USAGE)
-    if path.endswith((".jsonl", ".ndjson")):
-        return "jsonl", erase_jsonl(path, erasure, dry_run=args.dry_run)
-    return "sqlite", erase_sqlite(path, erasure, dry_run=args.dry_run)
+    kind, where = store_kind(args.store)
+    if kind == "postgresql":
+        return kind, erase_postgres(where, erasure, schema=args.schema, dry_run=args.dry_run)
+    if kind == "jsonl":
+        return kind, erase_jsonl(where, erasure, dry_run=args.dry_run)
+    return kind, erase_sqlite(where, erasure, dry_run=args.dry_run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         "event": "scorewatch.erase",
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
         "by": getpass.getuser(),
-        "store": _shown_store(args.store),
+        "store": shown_store(args.store),
         "kind": kind,
         "conditions": erasure.describe(),
         "dry_run": args.dry_run,

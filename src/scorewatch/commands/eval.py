@@ -46,6 +46,7 @@ from ._scoring_run import (
     run_scoring_command,
     thresholds_of,
     verdict,
+    whole_number,
 )
 from ._summary import summarize_records
 
@@ -65,23 +66,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_comparison_arguments(parser, given="--baseline")
     parser.add_argument(
         "--repeat",
-        type=_positive,
+        type=whole_number,
         default=1,
         metavar="N",
         help="judge each item N times with each LLM-judged scorer (model-free scorers run "
         "once) and report each scorer's judge noise and item spread",
     )
     parser.add_argument("--html", help="also write a self-contained HTML report here")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,7 +5,14 @@ personal data replaced by typed markers (docs/privacy.md).
 the run's row (`sinks`), spans and evaluation event (`telemetry`) share through `redacting`.
 """
 
-from .policy import CURRENT_REDACTION, PrivacyPolicy, Redaction, current_redaction, redacting
+from .policy import (
+    CURRENT_REDACTION,
+    PrivacyPolicy,
+    Redaction,
+    current_redaction,
+    holds_markers,
+    redacting,
+)
 from .recognisers import KINDS, Kind
 
 __all__ = [
@@ -15,5 +22,6 @@ __all__ = [
     "PrivacyPolicy",
     "Redaction",
     "current_redaction",
+    "holds_markers",
     "redacting",
 ]

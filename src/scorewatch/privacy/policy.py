@@ -31,9 +31,31 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .recognisers import KINDS, Kind, builtin_recognisers
 from .scanner import Scanner
 
-__all__ = ["CURRENT_REDACTION", "PrivacyPolicy", "Redaction", "current_redaction", "redacting"]
+__all__ = [
+    "CURRENT_REDACTION",
+    "PrivacyPolicy",
+    "Redaction",
+    "current_redaction",
+    "holds_markers",
+    "redacting",
+]
 
 _NAME: Final = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,39}")
+_MARKER: Final = re.compile(r"<[A-Za-z][A-Za-z0-9_]{0,39}_[1-9][0-9]*>")
+"""What `Redaction._marker` writes: `<LABEL_n>`."""
+
+
+def holds_markers(value: Any) -> bool:
+    """Whether `value` (text, or JSON-like lists and mappings of it) holds a redaction marker:
+    content kept under a privacy policy, no longer the original. Text that merely looks like a
+    marker counts too; the caller can only say "may have been redacted"."""
+    if isinstance(value, str):
+        return _MARKER.search(value) is not None
+    if isinstance(value, Mapping):
+        return any(holds_markers(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(holds_markers(item) for item in value)
+    return False
 
 
 class PrivacyPolicy(BaseModel):

@@ -11,6 +11,7 @@ from .record import ScoreRecord, ScoreStatus
 __all__ = [
     "DEFAULT_QUERY_LIMIT",
     "RowsRefusedError",
+    "RunQuery",
     "ScoreOrder",
     "ScoreQuery",
     "ScoreReader",
@@ -56,20 +57,28 @@ class ScoreSink(Protocol):
 
 class ScoreQuery(TypedDict, total=False):
     """The filters a reading sink's `query`/`aquery` take, each optional: `target` matches
-    `entityId`, `scorer` matches `scorerId`, `since` is inclusive (a datetime or an ISO timestamp
-    as stored), `status` keeps one status, `min_score`/`max_score` bound the score (inclusive),
-    `order` is `newest` (default) or `score_asc`/`score_desc` (only rows with a score), `after`
-    continues past a row's `order_key`, `limit` caps the rows (`DEFAULT_QUERY_LIMIT`)."""
+    `entityId`, `scorer` matches `scorerId`, `since` is inclusive and `until` exclusive (a
+    datetime or an ISO timestamp as stored), `status` keeps one status, `min_score`/`max_score`
+    bound the score (inclusive), `order` is `newest` (default) or `score_asc`/`score_desc` (only
+    rows with a score), `after` continues past a row's `order_key`, `limit` caps the rows
+    (`DEFAULT_QUERY_LIMIT`)."""
 
     target: str | None
     scorer: str | None
     since: datetime | str | None
+    until: datetime | str | None
     status: ScoreStatus | None
     min_score: float | None
     max_score: float | None
     order: ScoreOrder | None
     after: tuple[Any, str] | None
     limit: int
+
+
+class RunQuery(ScoreQuery, total=False):
+    """`ScoreQuery` plus `ids`: only the rows of these run ids (the SQL sinks take it)."""
+
+    ids: Sequence[str] | None
 
 
 class ScoreReader(Protocol):

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Unpack
 
-from .base import RowsRefusedError, ScoreQuery
+from .base import RowsRefusedError, RunQuery
 from .postgres_labels import labels_migration
 from .record import SCORE_COLUMNS, TIME_COLUMNS, ScoreRecord, decode_row, encode_row, iso_timestamp
 from .sql import create_table_sql, filter_conditions, quote, select_sql, upsert_sql
@@ -32,12 +32,6 @@ if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["MIGRATIONS", "PostgresSink", "RunQuery"]
-
-
-class RunQuery(ScoreQuery, total=False):
-    """`ScoreQuery` plus `ids`: only the rows of these run ids."""
-
-    ids: Sequence[str] | None
 
 
 _TYPES: Final[dict[str, str]] = {
@@ -307,10 +301,8 @@ class PostgresSink:
         return asyncio.run(self._fetch_direct(*self._select(query)))
 
     def _select(self, query: RunQuery) -> tuple[str, list[Any]]:
-        since = query.get("since")
-        if isinstance(since, str):
-            since = datetime.fromisoformat(since)
-        conditions = filter_conditions(query, since, RunQuery.__optional_keys__)
+        since, until = (_as_datetime(query.get(bound)) for bound in ("since", "until"))
+        conditions = filter_conditions(query, since, RunQuery.__optional_keys__, until=until)
         ids = query.get("ids")
         if ids is not None:
             conditions.append(("id", "= ANY({})", list(ids)))

@@ -109,10 +109,15 @@ def upsert_sql(table_sql: str, mark: str) -> str:
 
 
 def filter_conditions(
-    query: ScoreQuery, since: Any, accepted: AbstractSet[str] = ScoreQuery.__optional_keys__
+    query: ScoreQuery,
+    since: Any,
+    accepted: AbstractSet[str] = ScoreQuery.__optional_keys__,
+    *,
+    until: Any = None,
 ) -> list[Condition]:
-    """The conditions of a `ScoreQuery`; `since` is its lower bound as the driver takes it. A
-    filter the sink does not know is refused (a misspelt filter must not read every row)."""
+    """The conditions of a `ScoreQuery`; `since` and `until` are its bounds as the driver takes
+    them. A filter the sink does not know is refused (a misspelt filter must not read every
+    row)."""
     unknown = sorted(set(query) - accepted)
     if unknown:
         raise TypeError(f"unexpected query filter(s): {', '.join(unknown)}")
@@ -124,6 +129,7 @@ def filter_conditions(
         ("entityId", "= {}", query.get("target")),
         ("scorerId", "= {}", query.get("scorer")),
         ("createdAt", ">= {}", since),
+        ("createdAt", "< {}", until),
         ("status", "= {}", query.get("status")),
         ("score", ">= {}", query.get("min_score")),
         ("score", "<= {}", query.get("max_score")),

@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal, Unpack
 
-from .base import ScoreQuery
+from .base import RunQuery
 from .batch_thread import ThreadedSink
 from .record import JSON_COLUMNS, SCORE_COLUMNS, ScoreRecord, decode_row, encode_row, iso_timestamp
 from .sql import add_columns_sql, create_table_sql, filter_conditions, quote, select_sql, upsert_sql
@@ -58,6 +58,10 @@ def _loads(text: Any) -> Any:
         return json.loads(text)
     except (TypeError, ValueError):
         return text
+
+
+def _as_text(moment: Any) -> Any:
+    return iso_timestamp(moment) if isinstance(moment, datetime) else moment
 
 
 _DECODE: Final[dict[str, Callable[[Any], Any]]] = {
@@ -143,12 +147,14 @@ class SqliteSink(ThreadedSink):
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def query(self, **query: Unpack[ScoreQuery]) -> list[dict[str, Any]]:
-        """Stored rows, newest first, JSON columns decoded (filters: `ScoreQuery`)."""
-        since = query.get("since")
-        if isinstance(since, datetime):
-            since = iso_timestamp(since)
-        conditions = filter_conditions(query, since)
+    def query(self, **query: Unpack[RunQuery]) -> list[dict[str, Any]]:
+        """Stored rows, newest first, JSON columns decoded (filters: `ScoreQuery`, and `ids`
+        keeps only these run ids)."""
+        since, until = (_as_text(query.get(bound)) for bound in ("since", "until"))
+        conditions = filter_conditions(query, since, RunQuery.__optional_keys__, until=until)
+        ids = query.get("ids")
+        if ids is not None:  # one parameter however many ids: a JSON array SQLite unpacks
+            conditions.append(("id", "IN (SELECT value FROM json_each({}))", json.dumps(list(ids))))
         sql, params = select_sql(
             self._table_sql,
             "?",
@@ -166,6 +172,6 @@ class SqliteSink(ThreadedSink):
         finally:
             conn.close()
 
-    async def aquery(self, **query: Unpack[ScoreQuery]) -> list[dict[str, Any]]:
+    async def aquery(self, **query: Unpack[RunQuery]) -> list[dict[str, Any]]:
         """`query` on a worker thread, for async callers."""
         return await asyncio.to_thread(lambda: self.query(**query))
