@@ -17,20 +17,25 @@ from scorewatch.core.call import AgentCall
 from scorewatch.privacy import PrivacyPolicy, holds_markers
 from scorewatch.sinks import SqliteSink
 from scorewatch.sinks.record import ScoreRecord
+from scorewatch.sinks.storable import is_secret_key
 from scorewatch.sinks.stored_call import ROW_METADATA_KEYS, call_of_row, row_is_redacted
 
 pytestmark = pytest.mark.unit
 
 _SCORER = constant_scorer()
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=20)
+# Keys that look secret are stored `[redacted]` (`is_secret_key`), so they never come back.
+_keys = _text.filter(lambda key: not is_secret_key(key))
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | _text,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=3),
     max_leaves=8,
 )
 _names = st.text("abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=12)
 _metadata = st.dictionaries(
-    _names.filter(lambda key: key not in ROW_METADATA_KEYS and "key" not in key), _json, max_size=3
+    _names.filter(lambda key: key not in ROW_METADATA_KEYS and not is_secret_key(key)),
+    _json,
+    max_size=3,
 )
 _calls = st.builds(
     AgentCall,
@@ -40,10 +45,12 @@ _calls = st.builds(
     trace_id=st.none() | st.text("0123456789abcdef", min_size=32, max_size=32),
     span_id=st.none() | st.text("0123456789abcdef", min_size=16, max_size=16),
     run_id=st.none() | _names,
-    request_context=st.none() | st.dictionaries(_names.filter(lambda k: "key" not in k), _json),
+    request_context=st.none()
+    | st.dictionaries(_names.filter(lambda k: not is_secret_key(k)), _json),
     ground_truth=_json,
     metadata=st.none() | _metadata.filter(bool),
     score_source=st.sampled_from(["live", "trace"]),
+    conversation_id=st.none() | _names,
 )
 
 

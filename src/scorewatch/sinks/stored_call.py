@@ -7,7 +7,8 @@ builds every call it judges again here):
 - `metadata.groundTruth` is the ground truth, `metadata.agentRunId` the agent's run id, and the
   rest of `metadata` is the call's own metadata, but for the keys the row adds itself
   (`structuredOutput`, `scoreSource`, `notScorable`, and `ROW_METADATA_KEYS` generally);
-- `target`, `traceId` and `spanId` say who answered and where (`entityId` is made of them);
+- `target`, `traceId` and `spanId` say who answered and where (`entityId` is made of them),
+  `threadId` which conversation the call belongs to;
 - where it came from: `metadata.scoreSource` says `trace` for a call read from spans, the row's
   `source` `TEST` an experiment's item; anything else was live traffic.
 
@@ -61,6 +62,7 @@ def call_of_row(row: Mapping[str, Any]) -> AgentCall:
         ground_truth=metadata.get("groundTruth"),
         metadata=own or None,
         score_source=_source(row, metadata),
+        conversation_id=_text(row.get("threadId")),
     )
 
 
