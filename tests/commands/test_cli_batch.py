@@ -192,7 +192,7 @@ def test_killed_run_resumes_and_scores_every_item_exactly_once(
             saved["batches"][-1]["batch_id"] = None
             state.write_text(json.dumps(saved), encoding="utf-8")
         resumed = _start([*args, *_judge(server)])
-        stdout, stderr = resumed.communicate(timeout=120)
+        _, stderr = resumed.communicate(timeout=120)
         batches = list(server.batches.values())
     assert resumed.returncode == 0, stderr
     assert len(_records(out)) == items * 2

@@ -353,15 +353,15 @@ class BatchingJudge:
         if status == 200 and isinstance(body, Mapping):
             try:
                 return model.batch_reply(pending.request, body, result.batch_id)
-            except Exception as error:
-                raise model.batch_failure(error) from error
+            except Exception as unreadable:
+                raise model.batch_failure(unreadable) from unreadable
         if isinstance(status, int):
             error_body = body.get("error") if isinstance(body, Mapping) else None
             code = error_body.get("code") if isinstance(error_body, Mapping) else None
             failure = HttpStatusError(status, {}, code if isinstance(code, str) else None)
             raise model.batch_failure(failure) from None
-        error = line.get("error")
-        code = error.get("code") if isinstance(error, Mapping) else None
+        refusal = line.get("error")
+        code = refusal.get("code") if isinstance(refusal, Mapping) else None
         raise JudgeProviderError(
             f"judge batch {result.batch_id} for model {model.model_id!r} failed the request"
             f" ({code or 'no code'})",
