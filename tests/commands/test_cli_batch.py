@@ -186,6 +186,7 @@ def test_killed_run_resumes_and_scores_every_item_exactly_once(
         finally:
             killed.send_signal(signal.SIGKILL)
             killed.communicate()
+        assert "sk-batch-test" not in state.read_text(encoding="utf-8")
         saved = json.loads(state.read_text(encoding="utf-8"))
         assert [b["batch_id"] for b in saved["batches"]] == list(server.batches)
         if not creation_recorded:

@@ -107,6 +107,8 @@ class BatchStandInServer(LoopbackJudgeServer):
         if parts[:1] != ["v1"] or len(parts) < 2 or parts[1] not in ("files", "batches"):
             return None
         try:
+            if not headers.get("authorization", "").startswith("Bearer "):
+                raise _Refused(401, "no API key: send Authorization: Bearer <key>")
             answer = self._route(method, parts[1:], query, headers, body)
         except _Refused as refused:
             error = HttpError(refused.status, refused.message, error_type="invalid_request_error")
