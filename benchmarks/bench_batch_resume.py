@@ -97,7 +97,7 @@ def uninterrupted(items: int, line_s: float, folder: Path, data: Path) -> dict[s
         wall = time.perf_counter() - started
         if done.returncode != 0:
             raise RuntimeError(done.stderr[-2000:])
-        submitted, resumed = _counts(done.stderr)
+        submitted, _ = _counts(done.stderr)
         return {"wall_s": wall, "submitted": submitted, **_check(out, server, items)}
 
 
