@@ -29,7 +29,7 @@ import aiohttp
 from .openai_http import (
     MalformedResponseError,
     OpenAIChatClient,
-    ResponseTooLargeError,
+    _read_capped,
     _session,
     _status_error,
 )
@@ -42,7 +42,6 @@ MAX_FILE_BYTES = 512 << 20
 answer file is a few times its input at most."""
 TERMINAL_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
 """A batch in one of these statuses changes no more (`cancelling` and `finalizing` still do)."""
-_READ_CHUNK = 1 << 20
 
 
 class OpenAIBatchClient:
@@ -67,12 +66,14 @@ class OpenAIBatchClient:
             **arguments,
         ) as answer:
             if answer.status >= 300:
-                raise _status_error(answer.status, answer.headers, await _read(answer, 1 << 16))
+                raise _status_error(
+                    answer.status, answer.headers, await _read_capped(answer, 1 << 16)
+                )
             yield answer
 
     async def _json(self, method: str, path: str, **arguments: Any) -> dict[str, Any]:
         async with self._request(method, path, **arguments) as answer:
-            payload = await _read(answer, 8 << 20)
+            payload = await _read_capped(answer)
         parsed = json.loads(payload)
         if not isinstance(parsed, dict):
             raise MalformedResponseError(f"{method} {path}: the answer is not a JSON object")
@@ -122,7 +123,7 @@ class OpenAIBatchClient:
     async def content(self, file_id: str) -> bytes:
         """A file's bytes (an output or error file: JSONL)."""
         async with self._request("GET", f"/files/{file_id}/content") as answer:
-            return await _read(answer, MAX_FILE_BYTES)
+            return await _read_capped(answer, MAX_FILE_BYTES)
 
 
 def _id_of(created: Mapping[str, Any], what: str) -> str:
@@ -130,14 +131,3 @@ def _id_of(created: Mapping[str, Any], what: str) -> str:
     if not isinstance(identifier, str) or not identifier:
         raise MalformedResponseError(f"the created {what} has no id")
     return identifier
-
-
-async def _read(answer: aiohttp.ClientResponse, cap: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in answer.content.iter_chunked(_READ_CHUNK):
-        size += len(chunk)
-        if size > cap:
-            raise ResponseTooLargeError
-        chunks.append(chunk)
-    return b"".join(chunks)

@@ -236,10 +236,7 @@ class BatchingJudge:
             record.batch_id = str(created["id"])
             await self._save()
         except Exception as error:
-            failure = model.batch_failure(error)
-            for pending in chunk:
-                if not pending.answer.done():
-                    pending.answer.set_exception(failure)
+            _fail(chunk, model.batch_failure(error))
             return
         self.submitted += len(chunk)
         self._report(
@@ -249,10 +246,7 @@ class BatchingJudge:
         try:
             result = await self._result_of(record, client, model)
         except Exception as error:
-            failure = model.batch_failure(error)
-            for pending in chunk:
-                if not pending.answer.done():
-                    pending.answer.set_exception(failure)
+            _fail(chunk, model.batch_failure(error))
             return
         for pending in chunk:
             self._resolve(pending, result)
@@ -372,6 +366,13 @@ class BatchingJudge:
     async def _save(self) -> None:
         async with self._save_lock:
             await asyncio.to_thread(BatchState.write, self.state_path, self._state.dumps())
+
+
+def _fail(chunk: list[_Pending], failure: JudgeError) -> None:
+    """Fail every request of `chunk` still waiting with `failure`."""
+    for pending in chunk:
+        if not pending.answer.done():
+            pending.answer.set_exception(failure)
 
 
 def _batch_errors(batch: Mapping[str, Any]) -> str | None:

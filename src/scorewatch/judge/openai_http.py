@@ -103,17 +103,17 @@ class UnsupportedProxyError(ValueError):
         )
 
 
-async def _read_capped(answer: aiohttp.ClientResponse) -> bytes:
-    """The whole body, decompressed, or `ResponseTooLargeError` as soon as it is over the cap
+async def _read_capped(answer: aiohttp.ClientResponse, cap: int = MAX_RESPONSE_BYTES) -> bytes:
+    """The whole body, decompressed, or `ResponseTooLargeError` as soon as it is over `cap`
     (aiohttp decompresses as it is read, so a compressed bomb is never inflated past it)."""
     declared = answer.content_length
-    if declared is not None and declared > MAX_RESPONSE_BYTES:
+    if declared is not None and declared > cap:
         raise ResponseTooLargeError
     chunks: list[bytes] = []
     size = 0
     async for chunk in answer.content.iter_chunked(_READ_CHUNK):
         size += len(chunk)
-        if size > MAX_RESPONSE_BYTES:
+        if size > cap:
             raise ResponseTooLargeError
         chunks.append(chunk)
     return b"".join(chunks)
