@@ -17,7 +17,7 @@ from scorewatch.evals.batched import BatchSettings, score_items_batched
 from scorewatch.judge import LiteLLMJudge
 from scorewatch.judge.prices import ModelFacts, batch_facts
 from scorewatch.testing import ScriptedJudge
-from scorewatch.testing.batch_server import BatchStandInServer, schema_answer
+from scorewatch.testing.batch_server import STAND_IN_REASON, BatchStandInServer, schema_answer
 from scorewatch.testing.judge_server import Behaviour, HttpError, Reply
 
 pytestmark = pytest.mark.e2e
@@ -158,3 +158,31 @@ async def test_a_judge_the_batch_api_cannot_serve_fails_each_run_clearly(tmp_pat
     )
     error = result.items[0].results["verdict"].error
     assert error is not None and "cannot be batched" in str(error)
+
+
+async def test_the_openai_sdk_drives_the_stand_in_as_it_drives_openai() -> None:
+    """The stand-in follows the documented API closely enough for OpenAI's own client (which
+    litellm's batch helpers use too): upload, create, retrieve, list, download."""
+    import openai
+
+    with BatchStandInServer(schema_answer) as server:
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key=KEY, max_retries=0)
+        uploaded = await client.files.create(
+            file=("in.jsonl", _file(_line("only", "hello"))), purpose="batch"
+        )
+        batch = await client.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        while batch.status not in ("completed", "failed"):
+            await asyncio.sleep(0.02)
+            batch = await client.batches.retrieve(batch.id)
+        listed = await client.batches.list(limit=10)
+        assert batch.output_file_id is not None
+        content = await client.files.content(batch.output_file_id)
+        await client.close()
+    assert uploaded.purpose == "batch" and batch.status == "completed"
+    assert batch.request_counts is not None and batch.request_counts.completed == 1
+    assert [b.id for b in listed.data] == [batch.id]
+    answer = json.loads(content.content)
+    assert answer["custom_id"] == "only"
+    assert answer["response"]["body"]["choices"][0]["message"]["content"] == STAND_IN_REASON

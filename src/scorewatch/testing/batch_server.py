@@ -39,7 +39,7 @@ from typing import Any
 from ..evals.estimate import smallest_instance
 from .judge_server import Behaviour, HttpError, JudgeScript, LoopbackJudgeServer, Reply
 
-__all__ = ["BatchStandInServer", "schema_answer"]
+__all__ = ["STAND_IN_REASON", "BatchStandInServer", "main", "schema_answer"]
 
 _ENDPOINT = "/v1/chat/completions"
 _SCHEMA_MARK = "conform to this JSON schema:\n"
