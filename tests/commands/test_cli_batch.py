@@ -208,3 +208,30 @@ def test_killed_run_resumes_and_scores_every_item_exactly_once(
     assert int(resumed_count[2]) == 2 * items * 2
     assert int(resumed_count[1]) == items * 2
     assert not state.exists()
+
+
+def test_batches_the_server_does_not_know_are_submitted_again(tmp_path: Path) -> None:
+    """A state file naming batches another server holds (another account, or expired long ago):
+    the restarted run is told 404 for them and submits their requests to the server it talks
+    to, once each."""
+    items = 10
+    data = _data(tmp_path, items)
+    out, state = tmp_path / "out.jsonl", tmp_path / "state.json"
+    args = ["eval", str(data), *SCORERS, "--out", str(out), "--batch", "--batch-state"]
+    args += [str(state), "--batch-poll", "0.1"]
+    with BatchStandInServer(line_s=0.01) as first:
+        killed = _start([*args, *_judge(first)])
+        try:
+            _wait_for(lambda: len(first.batches) >= 1)
+            _wait_for(lambda: json.loads(state.read_text())["batches"][0].get("batch_id"))
+        finally:
+            killed.send_signal(signal.SIGKILL)
+            killed.communicate()
+    with BatchStandInServer() as second:
+        resumed = _start([*args, *_judge(second)])
+        _, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, stderr
+    assert "the server does not know batch_standin" in stderr
+    assert len(_records(out)) == items * 2
+    assert len(second.line_counts) == items * CALLS_PER_ITEM
+    assert set(second.line_counts.values()) == {1}

@@ -75,6 +75,10 @@ class _Pending:
     answer: asyncio.Future[JudgeReply]
 
 
+class _UnknownBatch(Exception):
+    """A batch the state file lists that the server answers 404 for."""
+
+
 @dataclass(slots=True)
 class _Result:
     """A finished batch: its id, final status and each answered request's line."""
@@ -113,7 +117,7 @@ class BatchingJudge:
         self._known: dict[str, BatchRecord] = {
             custom_id: record for record in self._state.batches for custom_id in record.custom_ids
         }
-        self._results: dict[str, asyncio.Task[_Result]] = {}
+        self._results: dict[int, asyncio.Task[_Result]] = {}  # by id() of the record
         self._seen: Counter[str] = Counter()
         self._queue: list[_Pending] = []
         self._arrived = asyncio.Event()
@@ -254,6 +258,13 @@ class BatchingJudge:
     async def _answer_known(self, pending: _Pending, record: BatchRecord) -> None:
         try:
             result = await self._result_of(record, pending.model.batch_client(), pending.model)
+        except _UnknownBatch:
+            # The server no longer knows the batch (another account, long expired): its
+            # requests were never answered for this run, so they are sent again.
+            self._known.pop(pending.custom_id, None)
+            self._queue.append(pending)
+            self._arrived.set()
+            return
         except Exception as error:
             if not pending.answer.done():
                 pending.answer.set_exception(pending.model.batch_failure(error))
@@ -265,10 +276,10 @@ class BatchingJudge:
         self, record: BatchRecord, client: OpenAIBatchClient, model: BatchableJudge
     ) -> asyncio.Task[_Result]:
         """The one task that waits for `record`'s batch and reads its answers."""
-        task = self._results.get(record.input_file_id)
+        task = self._results.get(id(record))
         if task is None:
             task = asyncio.create_task(self._finish(record, client, model))
-            self._results[record.input_file_id] = task
+            self._results[id(record)] = task
         return task
 
     async def _finish(
@@ -290,6 +301,9 @@ class BatchingJudge:
             try:
                 batch = await client.retrieve(batch_id)
             except Exception as error:  # a poll that failed: the batch goes on regardless
+                if isinstance(error, HttpStatusError) and error.status_code == 404:
+                    self._report(f"batch round {record.round}: the server does not know {batch_id}")
+                    raise _UnknownBatch(batch_id) from error
                 misses += 1
                 if misses >= _POLL_MISSES:
                     raise

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import secrets
 import signal
 import threading
 import time
@@ -90,12 +91,13 @@ class BatchStandInServer(LoopbackJudgeServer):
         self._contents: dict[str, bytes] = {}
         self._work: set[asyncio.Task[None]] = set()
         self._ids = 0
+        self._tag = secrets.token_hex(3)  # ids unique across servers, as the real API's are
         self._lock = threading.Lock()
 
     def _new_id(self, prefix: str) -> str:
         with self._lock:
             self._ids += 1
-            return f"{prefix}_standin{self._ids:06d}"
+            return f"{prefix}_standin{self._tag}{self._ids:06d}"
 
     # --- routes -----------------------------------------------------------------------------
 
