@@ -235,3 +235,19 @@ def test_batches_the_server_does_not_know_are_submitted_again(tmp_path: Path) ->
     assert len(_records(out)) == items * 2
     assert len(second.line_counts) == items * CALLS_PER_ITEM
     assert set(second.line_counts.values()) == {1}
+
+
+def test_estimate_with_batch_prices_the_calls_at_the_batch_price(tmp_path: Path) -> None:
+    data = _data(tmp_path, 4)
+    judge = ["--model", "openai/gpt-4o-mini", "--model-option", "api_key=sk-estimate"]
+    estimates = []
+    for extra in ([], ["--batch"]):
+        done = scorewatch(
+            "eval", str(data), *SCORERS, *judge, "--estimate", "--format", "json", *extra
+        )
+        assert done.returncode == 0, done.stderr
+        estimates.append(json.loads(done.stdout)["estimate"])
+    direct, batched = estimates
+    assert batched["judge_calls"] == direct["judge_calls"] == 4 * CALLS_PER_ITEM
+    assert batched["cost_usd"] == pytest.approx(direct["cost_usd"] / 2)
+    assert "Batch API prices" in batched["price_source"]

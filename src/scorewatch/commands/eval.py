@@ -114,7 +114,12 @@ def _run(args: argparse.Namespace) -> int:
             )
         scorers = list(found.by_id.values())
         return run_estimate(
-            data, scorers, repeat=args.repeat, output_format=args.format, out=sys.stdout
+            data,
+            scorers,
+            repeat=args.repeat,
+            output_format=args.format,
+            out=sys.stdout,
+            batch=args.batch,
         )
 
     with contextlib.ExitStack() as stack:

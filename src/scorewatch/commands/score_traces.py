@@ -253,7 +253,12 @@ def _score(
     items = run_items(extraction)
     if args.estimate:
         return run_estimate(
-            items, list(scorers.values()), repeat=1, output_format=args.format, out=sys.stdout
+            items,
+            list(scorers.values()),
+            repeat=1,
+            output_format=args.format,
+            out=sys.stdout,
+            batch=args.batch,
         )
     session = scoring.ScoringSession(
         items,
