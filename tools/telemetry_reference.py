@@ -219,8 +219,8 @@ _ATTRIBUTES: Final[dict[str, str]] = {
     "ATTR_SINK": "the sink's name (e.g. `sqlite`)",
     "ATTR_JUDGE_ATTEMPT": "which attempt of the step this call is (1, 2, ...)",
     "ATTR_JUDGE_FALLBACK": "true for the structured-output fallback attempt",
-    "ATTR_JUDGE_TRANSPORT": "the client that made the call: `openai_http` (scorewatch's own) "
-    "or `litellm`; absent for other judge models",
+    "ATTR_JUDGE_TRANSPORT": "the client that made the call: `openai_http` (scorewatch's own), "
+    "`litellm`, or `openai_batch` (OpenAI's Batch API, `--batch`); absent for other judge models",
     "ATTR_RUN_INPUT": "the evaluated input (JSON); content capture only",
     "ATTR_RUN_OUTPUT": "the evaluated output (JSON); content capture only",
     "ATTR_REASON": "the reason (JSON); content capture only",

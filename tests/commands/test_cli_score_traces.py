@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from otlp_receiver import OtlpReceiver
 from scorewatch.live import SqliteSink
+from scorewatch.testing.batch_server import BatchStandInServer
 from scorewatch.testing.judge_server import LoopbackJudgeServer
 from traces_support import order_agent_spans, order_claims_judge, otlp_json
 
@@ -282,3 +283,30 @@ def test_estimate_counts_the_judge_calls_and_calls_none(traces: Traces, tmp_path
     assert estimate["scorers"]["tool-order"]["judge_calls"] == 0
     # claims, verdicts and reason per agent span, as the real run makes (6 for 2 spans).
     assert estimate["scorers"]["faithfulness-scorer"]["judge_calls"] == 6
+
+
+def test_batch_scores_the_same_spans_through_the_batch_api(traces: Traces, tmp_path: Path) -> None:
+    """`--batch`: the judge calls go through the Batch API stand-in, one batch per scorer step
+    over both agent spans, and the spans get the scores a direct run gives them."""
+    out = tmp_path / "results.jsonl"
+    with BatchStandInServer(order_claims_judge) as judge:
+        done = scorewatch(
+            str(traces.plain),
+            str(traces.gzipped),
+            *_judge_args(judge),
+            "--out",
+            str(out),
+            "--batch",
+            "--batch-poll",
+            "0.1",
+        )
+        batches = [batch["request_counts"]["total"] for batch in judge.batches.values()]
+        direct_calls = [r for r in judge.requests if r.path.endswith("/chat/completions")]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert batches == [2, 2, 2] and direct_calls == []
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {(r["trace_id"], r["span_id"]) for r in records} == {
+        _ids(agent) for agent in traces.agents
+    }
+    assert all(r["score"] == 1 and r["judge_calls"] == 3 for r in records)
+    assert "batch: 3 round(s); 6 request(s) submitted" in done.stderr

@@ -21,9 +21,10 @@ def run_estimate(
     repeat: int,
     output_format: str,
     out: IO[str],
+    batch: bool = False,
 ) -> int:
-    """Estimate, print, exit 0."""
-    estimate = asyncio.run(estimate_scoring(data, scorers, repeat=repeat))
+    """Estimate (at Batch API prices with `batch`), print, exit 0."""
+    estimate = asyncio.run(estimate_scoring(data, scorers, repeat=repeat, batch=batch))
     if output_format == "json":
         print(json.dumps({"estimate": estimate.as_json()}, indent=2), file=out)
     else:

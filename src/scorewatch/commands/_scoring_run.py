@@ -12,12 +12,14 @@ import json
 import math
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 from pydantic import ValidationError
 
 from ..errors import ScorewatchError
 from ..evals import ExperimentItem, RunOutcome
+from ..evals.batched import BatchSettings, score_items_batched
 from ..evals.compare import Comparison
 from ..privacy import KINDS, PrivacyPolicy
 from ._eval_scorers import CLI_USAGE, EvalScorers
@@ -29,7 +31,9 @@ __all__ = [
     "ScoringSession",
     "add_judge_arguments",
     "add_scoring_arguments",
+    "batch_settings",
     "checks_passed",
+    "concurrency_of",
     "exit_code",
     "json_summary",
     "key_value",
@@ -127,6 +131,26 @@ def add_scoring_arguments(parser: argparse.ArgumentParser, *, unit: str = "item"
         "--out", help=f"write per-{unit} results here (JSONL); an existing file is replaced"
     )
     parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the judge calls through OpenAI's Batch API at the batch price: one batch "
+        "per scorer step over all items; resumable after a kill (see --batch-state)",
+    )
+    parser.add_argument(
+        "--batch-state",
+        metavar="FILE",
+        help="with --batch: the state file naming the submitted batches, read again by a "
+        "restarted run so nothing is submitted twice (default: --out's path + "
+        "'.batch-state.json', else scorewatch-batch-state.json)",
+    )
+    parser.add_argument(
+        "--batch-poll",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="with --batch: seconds between status polls of a submitted batch (default 30)",
+    )
+    parser.add_argument(
         "--sqlite", help="also store every result in this SQLite file (the live sink's rows)"
     )
     parser.add_argument(
@@ -188,6 +212,29 @@ def privacy_policy(args: argparse.Namespace) -> PrivacyPolicy | None:
     except ValidationError as error:
         problems = "; ".join(e["msg"] for e in error.errors())
         raise ScorewatchError(f"--redact options: {problems}", code=CLI_USAGE) from None
+
+
+def batch_settings(args: argparse.Namespace) -> BatchSettings | None:
+    """What `--batch`, `--batch-state` and `--batch-poll` ask for (None without `--batch`)."""
+    if not args.batch:
+        if args.batch_state:
+            raise ScorewatchError("--batch-state needs --batch", code=CLI_USAGE)
+        return None
+    if not math.isfinite(args.batch_poll) or args.batch_poll <= 0:
+        raise ScorewatchError("--batch-poll must be a number of seconds > 0", code=CLI_USAGE)
+    if args.batch_state:
+        state = Path(args.batch_state)
+    elif args.out:
+        state = Path(f"{args.out}.batch-state.json")
+    else:
+        state = Path("scorewatch-batch-state.json")
+    return BatchSettings(state_path=state, poll_interval=args.batch_poll)
+
+
+def concurrency_of(args: argparse.Namespace, items: int) -> int:
+    """Items in flight: `--concurrency`, or all of them with `--batch` (the items in flight
+    together are what one batch holds)."""
+    return max(items, 1) if args.batch else int(args.concurrency)
 
 
 def model_options(pairs: list[tuple[str, str]]) -> dict[str, Any]:
@@ -258,8 +305,10 @@ class ScoringSession:
         out: IO[str] | None = None,
         record_fields: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
         unit: str = "items",
+        batch: BatchSettings | None = None,
     ) -> None:
         self.data = data
+        self.batch = batch
         self.records: list[dict[str, Any]] = []
         self.target_failures: dict[int, str] = {}
         self.progress = Progress(len(data), unit=unit)
@@ -293,6 +342,12 @@ class ScoringSession:
     def run(self, experiment: Callable[[], Awaitable[Any]]) -> bool:
         """Run the experiment (whose hooks are `on_result` and `on_item`) to the end; True when
         it was interrupted (Ctrl-C), the records then holding the runs that finished."""
+        if self.batch is not None:
+            settings, direct = self.batch, experiment
+
+            def experiment() -> Awaitable[Any]:
+                return score_items_batched(direct, settings, report=_report)
+
         try:
             asyncio.run(_awaited(experiment))
         except KeyboardInterrupt:
@@ -302,6 +357,10 @@ class ScoringSession:
                 asyncio.run(self._store.aclose())
             self.progress.finish()
         return False
+
+
+def _report(line: str) -> None:
+    print(f"scorewatch: {line}", file=sys.stderr, flush=True)
 
 
 async def _awaited(experiment: Callable[[], Awaitable[Any]]) -> Any:

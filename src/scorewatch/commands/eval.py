@@ -37,6 +37,8 @@ from ._scorer_args import import_object
 from ._scoring_run import (
     ScoringSession,
     add_scoring_arguments,
+    batch_settings,
+    concurrency_of,
     exit_code,
     json_summary,
     model_options,
@@ -103,7 +105,12 @@ def _run(args: argparse.Namespace) -> int:
             )
         scorers = list(found.by_id.values())
         return run_estimate(
-            data, scorers, repeat=args.repeat, output_format=args.format, out=sys.stdout
+            data,
+            scorers,
+            repeat=args.repeat,
+            output_format=args.format,
+            out=sys.stdout,
+            batch=args.batch,
         )
 
     with contextlib.ExitStack() as stack:
@@ -141,14 +148,14 @@ def _evaluate(
     out: IO[str] | None,
     baseline: list[dict[str, Any]] | None,
 ) -> int:
-    session = ScoringSession(data, sqlite=args.sqlite, out=out)
+    session = ScoringSession(data, sqlite=args.sqlite, out=out, batch=batch_settings(args))
     privacy = privacy_policy(args)
     interrupted = session.run(
         lambda: run_experiment(
             data=data,
             target=target,
             scorers=list(scorers.values()),
-            concurrency=args.concurrency,
+            concurrency=concurrency_of(args, len(data)),
             on_item_complete=session.on_item,
             on_result=session.on_result,
             repeat=args.repeat,

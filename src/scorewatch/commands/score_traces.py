@@ -260,10 +260,20 @@ def _score(
     items = run_items(extraction)
     if args.estimate:
         return run_estimate(
-            items, list(scorers.values()), repeat=1, output_format=args.format, out=sys.stdout
+            items,
+            list(scorers.values()),
+            repeat=1,
+            output_format=args.format,
+            out=sys.stdout,
+            batch=args.batch,
         )
     session = scoring.ScoringSession(
-        items, sqlite=args.sqlite, out=out, record_fields=_span_fields, unit="spans"
+        items,
+        sqlite=args.sqlite,
+        out=out,
+        record_fields=_span_fields,
+        unit="spans",
+        batch=scoring.batch_settings(args),
     )
     interrupted = False
     if items:
@@ -271,7 +281,7 @@ def _score(
             lambda: score_extraction(
                 list(scorers.values()),
                 extraction,
-                concurrency=args.concurrency,
+                concurrency=scoring.concurrency_of(args, len(items)),
                 on_result=session.on_result,
                 on_item_complete=session.on_item,
                 privacy=scoring.privacy_policy(args),

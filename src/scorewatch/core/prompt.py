@@ -344,8 +344,12 @@ def _error_summary(error: BaseException) -> JudgeErrorSummary:
 
 
 def transport_of(model: object) -> str | None:
-    """The client a judge model says served it (`LiteLLMJudge.transport`), if it says."""
-    transport = getattr(model, "transport", None)
+    """The client a judge model says served it (`LiteLLMJudge.transport`), if it says; a
+    judge stand-in that names its own transport (the Batch API's) serves in its place."""
+    stand_in = current_judge_stand_in()
+    transport = getattr(stand_in, "transport", None) if stand_in is not None else None
+    if not isinstance(transport, str):
+        transport = getattr(model, "transport", None)
     return transport if isinstance(transport, str) else None
 
 

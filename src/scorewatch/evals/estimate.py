@@ -27,7 +27,7 @@ from typing import Any, Final
 from ..core.events import Observers, observed_by
 from ..core.judge_standin import judging_with
 from ..core.scorer import Scorer
-from ..judge.prices import estimate_cost, import_litellm, model_facts
+from ..judge.prices import batch_facts, estimate_cost, import_litellm, model_facts
 from ..judge.protocol import JudgeModel, JudgeReply, JudgeRequest
 from ..judge.structured import render_messages
 from ..judge.usage import JudgeUsage
@@ -165,9 +165,10 @@ def smallest_instance(schema: Mapping[str, Any], root: Mapping[str, Any] | None 
 class _Counter:
     """The stand-in judge of one scorer's runs."""
 
-    def __init__(self, estimate: ScorerEstimate, history: Mapping[str, float]) -> None:
+    def __init__(self, estimate: ScorerEstimate, history: Mapping[str, float], batch: bool) -> None:
         self.estimate = estimate
         self.history = history
+        self.batch = batch
         self.litellm = import_litellm()
 
     async def __call__(self, model: JudgeModel, request: JudgeRequest) -> JudgeReply:
@@ -190,7 +191,10 @@ class _Counter:
         estimate.completion_sources.add(source)
         estimate.models.add(model.model_id)
         usage = JudgeUsage(input_tokens=prompt_tokens, output_tokens=round(completion))
-        cost = estimate_cost(model_facts(self.litellm, model.model_id, model.provider), usage)
+        facts = model_facts(self.litellm, model.model_id, model.provider)
+        if self.batch:
+            facts, _ = batch_facts(facts)
+        cost = estimate_cost(facts, usage)
         if cost is None:
             estimate.unpriced_calls += 1
         else:
@@ -204,10 +208,12 @@ async def estimate_scoring(
     *,
     repeat: int = 1,
     history: Mapping[str, Mapping[str, float]] | None = None,
+    batch: bool = False,
 ) -> CostEstimate:
     """The judge calls, tokens and cost of scoring `data` (items with their `output`) with
     `scorers`, `repeat` times per LLM-judged scorer, without calling any judge. `history` maps a
-    scorer id to its steps' mean completion tokens."""
+    scorer id to its steps' mean completion tokens. `batch` prices the calls as the Batch API
+    bills them (`prices.batch_facts`)."""
     items = validate_items(data, has_target=False)
     found: dict[str, ScorerEstimate] = {}
     for scorer in scorers:
@@ -217,7 +223,7 @@ async def estimate_scoring(
         for item in items:
             one = ScorerEstimate()  # one judgement of the item; every repeat asks the same
             # A silent bus: stand-in answers are not judge calls, telemetry never hears them.
-            with judging_with(_Counter(one, steps)), observed_by(Observers()):
+            with judging_with(_Counter(one, steps, batch)), observed_by(Observers()):
                 try:
                     await scorer.run(
                         item.scorer_run(item.call.output, trajectory=is_trajectory_scorer(scorer))
@@ -225,4 +231,7 @@ async def estimate_scoring(
                 except Exception:
                     one.unfollowed += 1
             estimate.add(one, times)
-    return CostEstimate(found, price_source())
+    source = price_source()
+    if batch:
+        source += "; at Batch API prices (the table's *_batches prices, else x 0.5)"
+    return CostEstimate(found, source)

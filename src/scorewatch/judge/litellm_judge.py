@@ -22,18 +22,16 @@ know gets no estimate (register one with `litellm.register_model({"openai/my-mod
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import re
-import sys
-import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .breaker import CredentialBreaker
 from .credentials import key_from_environment, key_hint, mentions_missing_key, missing_key_message
 from .errors import JudgeError, JudgeTimeoutError
-from .prices import ModelFacts, estimate_cost, import_litellm, model_facts
+from .prices import ModelFacts, batch_facts, estimate_cost, model_facts
 from .protocol import JudgeReply, JudgeRequest
 from .provider_errors import classify_provider_error, missing_key_error
 from .replies import ReplyShape, StreamState, completion_fields
@@ -41,11 +39,14 @@ from .retry import RetryPolicy
 from .routing import Transport, TransportChoice, choose_transport
 from .structured import Placement, render_messages, resolve_injection
 from .usage import JudgeUsage
+from .warm_up import litellm_off_the_loop as _litellm_off_the_loop
+from .warm_up import warm_up_in_background, warm_up_litellm
 
 if TYPE_CHECKING:
+    from .batch_api import OpenAIBatchClient
     from .openai_http import OpenAIChatClient
 
-__all__ = ["LiteLLMJudge", "warm_up_litellm"]
+__all__ = ["LiteLLMJudge", "warm_up_in_background", "warm_up_litellm"]
 
 logger = logging.getLogger("scorewatch.judge")
 
@@ -61,66 +62,6 @@ _SECRET_OPTIONS = frozenset(
 _RESERVED_OPTIONS = frozenset(
     {"model", "messages", "max_retries", "num_retries", "stream", "stream_options", "timeout"}
 )
-
-
-def warm_up_litellm() -> None:
-    """Import litellm and the fast path's client, and walk one offline (mocked) completion
-    through litellm; never raises.
-
-    litellm imports much of itself on the first call, which takes seconds of CPU: whoever runs
-    judged scorers on an event loop calls this first, in a thread, so that cost is not paid on
-    the loop (`LiteLLMJudge.complete` does, through `warm_up_in_background`)."""
-    try:
-        from . import openai_http  # noqa: F401 - aiohttp, imported here rather than on a loop
-
-        # Imported (or being imported) by the application already: then it may have callbacks
-        # registered, which must not see a made-up completion; the import is waited for only.
-        imported = "litellm" in sys.modules
-        litellm = import_litellm()
-        if not imported:
-            litellm.completion(
-                model="openai/scorewatch-warm-up",
-                messages=[{"role": "user", "content": "warm-up"}],
-                mock_response="ok",
-            )
-    except Exception as error:  # a failed warm-up only costs the first run some time
-        logging.getLogger("scorewatch.judge").debug(
-            "judge warm-up failed (%s)", type(error).__name__
-        )
-
-
-_warm_up: concurrent.futures.Future[None] | None = None
-_warm_up_lock = threading.Lock()
-
-
-def warm_up_in_background() -> concurrent.futures.Future[None]:
-    """`warm_up_litellm` in a daemon thread, started by the first caller in the process; the
-    future resolves when it is done. For a caller on an event loop that will run judged
-    scorers: the loop awaits the future rather than importing litellm itself (a module that
-    another thread is still importing would block the loop until it is done)."""
-    global _warm_up
-    with _warm_up_lock:
-        if _warm_up is not None:
-            return _warm_up
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-        _warm_up = done
-
-    def warm() -> None:
-        try:
-            warm_up_litellm()
-        finally:
-            done.set_result(None)
-
-    threading.Thread(target=warm, name="scorewatch-litellm-warm-up", daemon=True).start()
-    return done
-
-
-async def _litellm_off_the_loop() -> Any:
-    """litellm, once the process's warm-up (in a worker thread) is done."""
-    warm_up = warm_up_in_background()
-    if not warm_up.done():
-        await asyncio.wrap_future(warm_up)
-    return import_litellm()
 
 
 class LiteLLMJudge:
@@ -285,6 +226,65 @@ class LiteLLMJudge:
             transport=self._transport,
         )
 
+    # --- through the Batch API (judge/batching.py) --------------------------------------------
+
+    async def batch_body(self, request: JudgeRequest) -> dict[str, Any]:
+        """The chat-completions body `complete` would POST for `request` (never streamed), as
+        one line of a Batch API input file carries it."""
+        if self._transport != "openai_http":
+            raise JudgeError(
+                f"judge model {self._model!r} cannot be batched: the Batch API path serves "
+                "OpenAI-compatible models (openai/<name>) with options sent as they are",
+                code="BATCH_UNSUPPORTED",
+                category="USER",
+                retryable=False,
+            )
+        litellm = await _litellm_off_the_loop()
+        missing = missing_key_message(
+            self._model, self._provider, self._options, strict=True, key_env=self._key_env
+        )
+        if missing is not None:
+            raise missing_key_error(missing)
+        if self._facts is None:
+            await asyncio.to_thread(self._model_facts, litellm)
+        placement = self._placement(self._model_facts(litellm), request)
+        extra = {k: v for k, v in self._extra(request, placement).items() if "stream" not in k}
+        return self._chat().payload(render_messages(request, placement), extra)
+
+    def batch_reply(self, request: JudgeRequest, response: Any, batch_id: str) -> JudgeReply:
+        """The reply a batch output line's `response.body` (a chat completion) makes, priced
+        at the batch price (`prices.batch_facts`, its source in `metadata["price_source"]`)."""
+        facts, source = batch_facts(self._facts or ModelFacts())
+        placement = self._placement(self._facts or ModelFacts(), request)
+        reply = completion_fields(response).reply(
+            estimate=lambda usage: estimate_cost(facts, usage),
+            server=self._server,
+            placement=placement,
+            streamed=False,
+            transport="openai_batch",
+        )
+        metadata = {**reply.metadata, "batch_id": batch_id, "price_source": source}
+        return replace(reply, metadata=metadata)
+
+    def batch_client(self) -> OpenAIBatchClient:
+        """The Batch API of the server this judge calls."""
+        from .batch_api import OpenAIBatchClient
+
+        return OpenAIBatchClient(self._chat())
+
+    def batch_failure(self, error: Exception) -> JudgeError:
+        """`error` (an HTTP status, a dropped connection) as the `JudgeError` a direct call
+        failing the same way raises."""
+        return error if isinstance(error, JudgeError) else self._failure(error)
+
+    def _chat(self) -> OpenAIChatClient:
+        client = self._client
+        if client is None:
+            from .openai_http import OpenAIChatClient
+
+            client = self._client = OpenAIChatClient(self._model, self._options)
+        return client
+
     # --- the call ---------------------------------------------------------------------------
 
     def _model_facts(self, litellm: Any) -> ModelFacts:
@@ -348,11 +348,7 @@ class LiteLLMJudge:
     async def _complete_http(
         self, request: JudgeRequest, placement: Placement, state: StreamState
     ) -> ReplyShape:
-        client = self._client
-        if client is None:
-            from .openai_http import OpenAIChatClient
-
-            client = self._client = OpenAIChatClient(self._model, self._options)
+        client = self._chat()
         body = client.body(render_messages(request, placement), self._extra(request, placement))
         if self.stream:
             await client.stream(body, state)

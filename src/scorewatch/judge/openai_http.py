@@ -103,17 +103,17 @@ class UnsupportedProxyError(ValueError):
         )
 
 
-async def _read_capped(answer: aiohttp.ClientResponse) -> bytes:
-    """The whole body, decompressed, or `ResponseTooLargeError` as soon as it is over the cap
+async def _read_capped(answer: aiohttp.ClientResponse, cap: int = MAX_RESPONSE_BYTES) -> bytes:
+    """The whole body, decompressed, or `ResponseTooLargeError` as soon as it is over `cap`
     (aiohttp decompresses as it is read, so a compressed bomb is never inflated past it)."""
     declared = answer.content_length
-    if declared is not None and declared > MAX_RESPONSE_BYTES:
+    if declared is not None and declared > cap:
         raise ResponseTooLargeError
     chunks: list[bytes] = []
     size = 0
     async for chunk in answer.content.iter_chunked(_READ_CHUNK):
         size += len(chunk)
-        if size > MAX_RESPONSE_BYTES:
+        if size > cap:
             raise ResponseTooLargeError
         chunks.append(chunk)
     return b"".join(chunks)
@@ -222,7 +222,8 @@ class OpenAIChatClient:
                 raise UnsupportedProxyError(scheme or "schemeless")
         return proxy
 
-    def url(self) -> str:
+    def base_url(self) -> str:
+        """The API's base URL (`.../v1`), without a trailing slash."""
         # Read per call, like litellm does, so a variable set after construction counts.
         base = (
             self._base
@@ -230,7 +231,10 @@ class OpenAIChatClient:
             or os.environ.get("OPENAI_API_BASE")
             or DEFAULT_BASE
         )
-        return f"{str(base).rstrip('/')}/chat/completions"
+        return str(base).rstrip("/")
+
+    def url(self) -> str:
+        return f"{self.base_url()}/chat/completions"
 
     def api_key(self) -> str | None:
         key = self._key or os.environ.get("OPENAI_API_KEY")
@@ -238,6 +242,12 @@ class OpenAIChatClient:
 
     def _request_headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers.update(self.auth_headers())
+        return headers
+
+    def auth_headers(self) -> dict[str, str]:
+        """The key, organization and configured headers every request to the API carries."""
+        headers: dict[str, str] = {}
         key = self.api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
@@ -247,12 +257,20 @@ class OpenAIChatClient:
         headers.update(self._headers)
         return headers
 
-    def body(self, messages: list[dict[str, str]], extra: Mapping[str, Any]) -> bytes:
+    def payload(self, messages: list[dict[str, str]], extra: Mapping[str, Any]) -> dict[str, Any]:
+        """The chat-completions request body: a direct call's, and a batch input line's."""
         body: dict[str, Any] = {"model": self._model, "messages": messages}
         body.update(self._body_options)
         body.update(extra)
         body.update(self._extra_body)
-        return json.dumps(body, ensure_ascii=False).encode()
+        return body
+
+    def body(self, messages: list[dict[str, str]], extra: Mapping[str, Any]) -> bytes:
+        return json.dumps(self.payload(messages, extra), ensure_ascii=False).encode()
+
+    def proxy_for(self, url: str) -> str | None:
+        """The environment's proxy for `url` (see `_proxy`)."""
+        return self._proxy(url)
 
     @contextlib.asynccontextmanager
     async def _posted(self, body: bytes) -> AsyncIterator[aiohttp.ClientResponse]:

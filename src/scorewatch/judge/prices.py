@@ -21,7 +21,9 @@ from typing import Any
 from .usage import JudgeUsage
 
 __all__ = [
+    "BATCH_DISCOUNT",
     "ModelFacts",
+    "batch_facts",
     "estimate_cost",
     "import_litellm",
     "model_facts",
@@ -57,11 +59,20 @@ class ModelFacts:
     cache_creation: float | None = None
     reasoning: float | None = None
     supports_response_schema: bool = False
+    batch_input: float | None = None
+    """The table's price per input token through the provider's batch interface, when it has
+    one (`input_cost_per_token_batches`); `batch_output` likewise."""
+    batch_output: float | None = None
 
     @property
     def priced(self) -> bool:
         return self.input is not None and self.output is not None
 
+
+BATCH_DISCOUNT = 0.5
+"""What a token costs through OpenAI's Batch API relative to a direct call, for a model whose
+table entry has no batch prices: "50% cost discount compared to synchronous APIs"
+(https://platform.openai.com/docs/guides/batch)."""
 
 _UNKNOWN = ModelFacts()
 _cache: dict[tuple[str, str | None], tuple[int, ModelFacts]] = {}
@@ -93,6 +104,8 @@ def _read(litellm: Any, model: str, provider: str | None) -> ModelFacts:
         cache_creation=_price(info, "cache_creation_input_token_cost"),
         reasoning=_price(info, "output_cost_per_reasoning_token"),
         supports_response_schema=schema,
+        batch_input=_price(info, "input_cost_per_token_batches"),
+        batch_output=_price(info, "output_cost_per_token_batches"),
     )
 
 
@@ -131,6 +144,36 @@ def estimate_cost(facts: ModelFacts, usage: JudgeUsage) -> float | None:
     else:
         total += completion * facts.output
     return total if total == total and total >= 0 else None
+
+
+def batch_facts(facts: ModelFacts) -> tuple[ModelFacts, str]:
+    """`facts` with the prices of a call through the batch interface, and where they come
+    from: the table's own batch prices (`"price table (batches)"`) when it has both, else every
+    per-token price times `BATCH_DISCOUNT` (`"price table x 0.5 (Batch API discount)"`)."""
+    if facts.batch_input is not None and facts.batch_output is not None:
+        ratio = facts.batch_input / facts.input if facts.input else BATCH_DISCOUNT
+        batch = ModelFacts(
+            input=facts.batch_input,
+            output=facts.batch_output,
+            cache_read=None if facts.cache_read is None else facts.cache_read * ratio,
+            cache_creation=None if facts.cache_creation is None else facts.cache_creation * ratio,
+            reasoning=None if facts.reasoning is None else facts.reasoning * ratio,
+            supports_response_schema=facts.supports_response_schema,
+        )
+        return batch, "price table (batches)"
+
+    def half(price: float | None) -> float | None:
+        return None if price is None else price * BATCH_DISCOUNT
+
+    batch = ModelFacts(
+        input=half(facts.input),
+        output=half(facts.output),
+        cache_read=half(facts.cache_read),
+        cache_creation=half(facts.cache_creation),
+        reasoning=half(facts.reasoning),
+        supports_response_schema=facts.supports_response_schema,
+    )
+    return batch, f"price table x {BATCH_DISCOUNT:g} (Batch API discount)"
 
 
 def _clear_cache() -> None:

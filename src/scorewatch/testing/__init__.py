@@ -4,6 +4,8 @@
 - `LoopbackJudgeServer`: a real OpenAI-compatible HTTP server on 127.0.0.1, so the litellm
   judge's real HTTP path runs (with `Reply`, `HttpError`, `DropConnection`, `MalformedBody`,
   `RawResponse`).
+- `BatchStandInServer`: a stand-in for OpenAI's Batch API (files, batches, their statuses,
+  output and error files) built on the loopback server, for batch-priced scoring.
 - `in_memory_telemetry()` / `InMemoryTelemetry`: OpenTelemetry providers that keep spans, metric
   points and evaluation events in memory, instrumented into scorewatch for a block.
 
@@ -19,6 +21,7 @@ from .scripted import ScriptedJudge
 
 if TYPE_CHECKING:
     from ..telemetry.in_memory import InMemoryTelemetry, MetricPoint, in_memory_telemetry
+    from .batch_server import BatchStandInServer
     from .judge_server import (
         DropConnection,
         HttpError,
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "BatchStandInServer",
     "DropConnection",
     "HttpError",
     "InMemoryTelemetry",
@@ -44,6 +48,7 @@ __all__ = [
 ]
 
 _LAZY: dict[str, tuple[str, str | None]] = {
+    "BatchStandInServer": (".batch_server", "BatchStandInServer"),
     "DropConnection": (".judge_server", "DropConnection"),
     "HttpError": (".judge_server", "HttpError"),
     "LoopbackJudgeServer": (".judge_server", "LoopbackJudgeServer"),

@@ -520,6 +520,13 @@ class LoopbackJudgeServer:
             listing = {"object": "list", "data": [{"id": self._model, "object": "model"}]}
             await _write_json(writer, 200, listing, keep_alive=keep_alive)
             return keep_alive
+        extra = await self._other_route(method, path, headers, raw_body)
+        if extra is not None:
+            status, payload, content_type = extra
+            await _write_response(
+                writer, status, payload, content_type=content_type, keep_alive=keep_alive
+            )
+            return keep_alive
         if method != "POST" or route not in _CHAT_PATHS:
             missing = {"error": {"message": f"no route for {method} {route}", "type": "not_found"}}
             await _write_json(writer, 404, missing, keep_alive=keep_alive)
@@ -530,6 +537,29 @@ class LoopbackJudgeServer:
         except Exception as error:  # a bug in the test's script: answer, do not hang the client
             behaviour = HttpError(500, f"loopback judge: the script raised {type(error).__name__}")
         return await self._play(behaviour, request_body, writer, keep_alive)
+
+    async def _other_route(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, bytes, str] | None:
+        """A subclass's own routes (the Batch API stand-in's files and batches): the status,
+        body and content type of the answer, or None for a route this server does not own."""
+        return None
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """What this server answers a non-streamed chat-completions `body` with, as a status
+        and a JSON body, following the script (a delay, a dropped connection or a raw answer
+        play as a 500, for the Batch API stand-in, which answers lines, not connections)."""
+        try:
+            behaviour = self._script.next(body)
+        except Exception as error:
+            behaviour = HttpError(500, f"loopback judge: the script raised {type(error).__name__}")
+        if isinstance(behaviour, str):
+            behaviour = Reply(behaviour)
+        if isinstance(behaviour, Reply):
+            return 200, self._completion(behaviour, body)
+        if isinstance(behaviour, HttpError):
+            return behaviour.status, behaviour.body()
+        return 500, HttpError(500, f"loopback judge: {type(behaviour).__name__}").body()
 
     async def _play(
         self,
