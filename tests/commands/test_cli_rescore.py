@@ -24,6 +24,7 @@ from tests.cli_scorers import judged_scorer, judged_scorer_v2
 from cli_support import PYTHONPATH, ROOT, scorewatch
 from scorewatch.live import LiveScoring
 from scorewatch.sinks import ScoreSink, SqliteSink
+from scorewatch.testing.batch_server import BatchStandInServer
 from scorewatch.testing.judge_server import HttpError, LoopbackJudgeServer, Reply
 
 pytestmark = pytest.mark.e2e
@@ -293,3 +294,35 @@ async def test_postgresql_rows_beside_old_ones(schema: str, judge: LoopbackJudge
     assert again.returncode == 0, again.stderr
     assert '"skipped_already_scored": 2' in again.stdout and '"to_score": 1' in again.stdout
     assert judge.request_count == 2 and len(await stored()) == 6
+
+
+async def test_batch_rescore_sends_every_judge_call_through_the_batch_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `rescore --batch` reuses eval's batch runner: the new version's judge calls go out as one
+    # batch per step (rate, explain), none as a direct chat call, and the rows it writes are
+    # those of a direct re-score, at the batch price.
+    db = tmp_path / "scores.db"
+    with BatchStandInServer(judge_script) as server:
+        monkeypatch.setenv("SCOREWATCH_TEST_API_BASE", server.base_url)
+        await seed([SqliteSink(db)], CALLS)
+        seeded_requests = server.request_count
+        state = tmp_path / "rescore.batch-state.json"
+        done = rescore(str(db), "--batch", "--batch-poll", "0.1", "--batch-state", str(state))
+        assert done.returncode == 0, done.stdout + done.stderr
+        batches = list(server.batches.values())
+        paths = [r.path for r in server.requests[seeded_requests:]]
+    assert "scored 3, failed 0" in done.stdout and "wrote 3 row(s)" in done.stdout
+    assert not any(path.endswith("/chat/completions") for path in paths), paths
+    assert [b["request_counts"]["total"] for b in batches] == [3, 3]
+    assert not state.exists()  # removed once the run finished
+    new = by_version(rows_of(db))[versions()[1]]
+    assert len(new) == 3 and {row["score"] for row in new} == {0.75}
+    # Each judge call of each new row was answered through the Batch API.
+    transports = {
+        execution["judgeTransport"]
+        for row in new
+        for step in row["judge"].values()
+        for execution in step["executions"]
+    }
+    assert transports == {"openai_batch"}

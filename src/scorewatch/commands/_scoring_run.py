@@ -29,6 +29,7 @@ from ._summary import ScorerSummary
 
 __all__ = [
     "ScoringSession",
+    "add_batch_arguments",
     "add_judge_arguments",
     "add_scoring_arguments",
     "batch_settings",
@@ -103,6 +104,30 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_batch_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--batch`, `--batch-state` and `--batch-poll`: judge calls at the Batch API's price."""
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the judge calls through OpenAI's Batch API at the batch price: one batch "
+        "per scorer step over all items; resumable after a kill (see --batch-state)",
+    )
+    parser.add_argument(
+        "--batch-state",
+        metavar="FILE",
+        help="with --batch: the state file naming the submitted batches, read again by a "
+        "restarted run so nothing is submitted twice (default: --out's path + "
+        "'.batch-state.json', else scorewatch-batch-state.json)",
+    )
+    parser.add_argument(
+        "--batch-poll",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="with --batch: seconds between status polls of a submitted batch (default 30)",
+    )
+
+
 def add_scoring_arguments(parser: argparse.ArgumentParser, *, unit: str = "item") -> None:
     """The options both commands take, spelled the same; `unit` names what is scored."""
     parser.add_argument(
@@ -130,26 +155,7 @@ def add_scoring_arguments(parser: argparse.ArgumentParser, *, unit: str = "item"
     parser.add_argument(
         "--out", help=f"write per-{unit} results here (JSONL); an existing file is replaced"
     )
-    parser.add_argument(
-        "--batch",
-        action="store_true",
-        help="send the judge calls through OpenAI's Batch API at the batch price: one batch "
-        "per scorer step over all items; resumable after a kill (see --batch-state)",
-    )
-    parser.add_argument(
-        "--batch-state",
-        metavar="FILE",
-        help="with --batch: the state file naming the submitted batches, read again by a "
-        "restarted run so nothing is submitted twice (default: --out's path + "
-        "'.batch-state.json', else scorewatch-batch-state.json)",
-    )
-    parser.add_argument(
-        "--batch-poll",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="with --batch: seconds between status polls of a submitted batch (default 30)",
-    )
+    add_batch_arguments(parser)
     parser.add_argument(
         "--sqlite", help="also store every result in this SQLite file (the live sink's rows)"
     )
@@ -215,7 +221,8 @@ def privacy_policy(args: argparse.Namespace) -> PrivacyPolicy | None:
 
 
 def batch_settings(args: argparse.Namespace) -> BatchSettings | None:
-    """What `--batch`, `--batch-state` and `--batch-poll` ask for (None without `--batch`)."""
+    """What `--batch`, `--batch-state` and `--batch-poll` ask for (None without `--batch`); the
+    state file defaults to `--out`'s path + `.batch-state.json` for a command that has one."""
     if not args.batch:
         if args.batch_state:
             raise ScorewatchError("--batch-state needs --batch", code=CLI_USAGE)
@@ -224,7 +231,7 @@ def batch_settings(args: argparse.Namespace) -> BatchSettings | None:
         raise ScorewatchError("--batch-poll must be a number of seconds > 0", code=CLI_USAGE)
     if args.batch_state:
         state = Path(args.batch_state)
-    elif args.out:
+    elif getattr(args, "out", None):
         state = Path(f"{args.out}.batch-state.json")
     else:
         state = Path("scorewatch-batch-state.json")
@@ -339,17 +346,23 @@ class ScoringSession:
         failed = sum(1 for r in item.results.values() if r.error) + (1 if item.target_error else 0)
         self.progress.advance(failures=failed)
 
+    def priced(self, experiment: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+        """`experiment`, or with `batch` the same run with its judge calls sent through the
+        Batch API (progress of the batches on stderr)."""
+        settings = self.batch
+        if settings is None:
+            return experiment
+
+        def batched() -> Awaitable[Any]:
+            return score_items_batched(experiment, settings, report=_report)
+
+        return batched
+
     def run(self, experiment: Callable[[], Awaitable[Any]]) -> bool:
         """Run the experiment (whose hooks are `on_result` and `on_item`) to the end; True when
         it was interrupted (Ctrl-C), the records then holding the runs that finished."""
-        if self.batch is not None:
-            settings, direct = self.batch, experiment
-
-            def experiment() -> Awaitable[Any]:
-                return score_items_batched(direct, settings, report=_report)
-
         try:
-            asyncio.run(_awaited(experiment))
+            asyncio.run(_awaited(self.priced(experiment)))
         except KeyboardInterrupt:
             return True
         finally:

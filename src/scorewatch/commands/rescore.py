@@ -10,7 +10,9 @@ runs, newest first); evals/rescore.py says how they are selected, which stored f
 call, and how the new rows are named. A run the scorer's current version already scored is
 skipped unless `--force`, so rerunning after a kill finishes the job. A run stored under a
 privacy policy is judged on its redaction markers; the output counts those (`--skip-redacted`
-leaves them out). `--estimate` prints what the selected runs would cost and calls no judge.
+leaves them out). `--estimate` prints what the selected runs would cost and calls no judge;
+`--batch` sends the judge calls through OpenAI's Batch API at the batch price, resumable from
+`--batch-state`.
 
 Exit code: 1 when a run failed (unless `--allow-failures`) or the store refused a row; 2 on bad
 usage; 130 when interrupted (the rows already written stay: rerun to continue).
@@ -40,7 +42,10 @@ from ._eval_output import failure_reasons, print_failures
 from ._eval_scorers import CLI_USAGE, load_scorers
 from ._scoring_run import (
     ScoringSession,
+    add_batch_arguments,
     add_judge_arguments,
+    batch_settings,
+    concurrency_of,
     exit_code,
     json_summary,
     model_options,
@@ -95,6 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--concurrency", type=whole_number, default=4, help="runs in flight at once"
     )
+    add_batch_arguments(parser)
     parser.add_argument(
         "--allow-failures", action="store_true", help="exit 0 even when runs failed"
     )
@@ -178,20 +184,24 @@ async def _rescore(
         if not plan.runs:
             return
         if args.estimate:
-            outcome.estimate = await estimate_scoring(plan.items(), [scorer])
+            outcome.estimate = await estimate_scoring(plan.items(), [scorer], batch=args.batch)
             return
-        session = outcome.session = ScoringSession(plan.items(), unit="runs")
+        batch = batch_settings(args)
+        session = outcome.session = ScoringSession(plan.items(), unit="runs", batch=batch)
         writer = outcome.writer = RescoreWriter(store, plan)
-        try:
-            # The seam of a batch-priced runner: the same items, the same writer.
-            await rescore_runs(
+
+        async def rescore() -> Any:
+            return await rescore_runs(
                 plan,
                 scorer,
                 writer,
-                concurrency=args.concurrency,
+                concurrency=concurrency_of(args, len(plan.runs)),
                 on_result=session.on_result,
                 on_item_complete=session.on_item,
             )
+
+        try:
+            await session.priced(rescore)()
         finally:
             session.progress.finish()
     finally:
