@@ -295,10 +295,26 @@ def test_review_lists_the_sampled_unlabelled_runs_until_labelled(
     labelled = {r["runId"] for r in _label_rows(served) if r["scorerId"] == "length"}
     sampled = [run["run_id"] for run in runs if fraction_of(f"review:{run['run_id']}") < 0.5]
     assert 0 < len(sampled) < len(runs), "the sample should be a share of the runs"
+    # The mark was stored with each score row when the run was scored.
+    conn = sqlite3.connect(served.config.parent / "scores.db")
+    try:
+        marks = dict(
+            conn.execute(
+                'SELECT "id", "reviewSampled" FROM mastra_scorers WHERE "scorerId" = ?', ("length",)
+            )
+        )
+    finally:
+        conn.close()
+    assert {run_id for run_id, mark in marks.items() if mark} == set(sampled)
     answer = client.get("/v1/review", params={"scorer": "length"})
     assert answer.status_code == 200, answer.text
     pending = [run["id"] for run in answer.json()["runs"]]
     assert sorted(pending) == sorted(set(sampled) - labelled)
+    counts = {key: answer.json()[key] for key in ("marked", "labelled", "pending")}
+    done = len(set(sampled) & labelled)
+    assert counts == {"marked": len(sampled), "labelled": done, "pending": len(sampled) - done}
+    limited = client.get("/v1/review", params={"scorer": "length", "limit": 1}).json()
+    assert [run["id"] for run in limited["runs"]] == pending[:1]
     if pending:
         first = answer.json()["runs"][0]
         assert first["output"].startswith("x") and first["score"] is not None
@@ -309,3 +325,4 @@ def test_review_lists_the_sampled_unlabelled_runs_until_labelled(
     # A scorer without a review rate has nothing to review; an unknown one is a 404.
     assert client.get("/v1/review", params={"scorer": "failing"}).json()["runs"] == []
     assert client.get("/v1/review", params={"scorer": "nope"}).status_code == 404
+

@@ -13,7 +13,6 @@ from fastapi.responses import JSONResponse
 from ....evals.labelled import agreement_by_version
 from ....sinks.labels import RunResolver, label_id
 from ....sinks.storable import storable
-from ..agreement_watch import REVIEW_SCAN, in_review_sample
 from ..errors import ApiError
 from ..label_intake import LabelsRefused, check_labels
 from ..label_models import LabelBatch, LabelsStored
@@ -166,9 +165,9 @@ async def agreement(
     "/review",
     summary="Runs waiting for a human label",
     description="The runs of `scorer` in its review sample (`review_rate` of its scorer entry, "
-    "chosen from the run id) that nobody has labelled yet, newest first, with what is stored "
-    "of them. A label (`POST /v1/labels`) takes a run off the list. Looks through the newest "
-    "10,000 unlabelled runs of the scorer.",
+    "chosen from the run id and marked in the score row when the run was scored) that nobody "
+    "has labelled yet, newest first, with what is stored of them, and the sample's counts "
+    "(`marked`, `labelled`, `pending`). A label (`POST /v1/labels`) takes a run off the list.",
     responses=_READ_ANSWERS,
 )
 async def review(
@@ -179,14 +178,12 @@ async def review(
     service = service_of(request)
     resolver = _resolver(service)
     _known(service, scorer)
-    rate = next(s.review_rate for s in service.config.scorers if s.id == scorer)
-    pending: list[dict[str, Any]] = []
-    if rate > 0:
-        try:
-            runs = await resolver.unlabelled(scorer, scan=REVIEW_SCAN)
-        except Exception as error:
-            message = "the store cannot be read now"
-            raise _unavailable(service, "reading runs for review", error, message) from None
-        pending = [run for run in runs if in_review_sample(str(run["id"]), rate)][:limit]
-    body = {"scorer": scorer, "review_rate": rate, "runs": pending}
+    rate = service.scorers[scorer].entry.review_rate
+    try:
+        pending = await resolver.review_pending(scorer, limit=limit)
+        counts = await resolver.review_counts(scorer)
+    except Exception as error:
+        message = "the store cannot be read now"
+        raise _unavailable(service, "reading runs for review", error, message) from None
+    body = {"scorer": scorer, "review_rate": rate, **counts.as_dict(), "runs": pending}
     return JSONResponse(storable(body))
