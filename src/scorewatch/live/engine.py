@@ -213,7 +213,7 @@ async def score_call(
             result = await run_scorer(scorer, ScorerRun.of_call(call, run_id), True)
     except Exception as error:
         return ScoreRecord.failure(run_id, scorer, call, error, redaction=redaction)
-    review = in_review_sample(run_id, review_rate)
+    review = review_rate > 0 and in_review_sample(run_id, review_rate)
     return ScoreRecord.success(run_id, scorer, call, result, redaction=redaction, review=review)
 
 
