@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,6 +59,25 @@ def _unavailable(service: ServiceState, what: str, error: Exception, message: st
     )
 
 
+def _admit(service: ServiceState, body: LabelBatch) -> None:
+    """Spend the request's labels from its annotators' budgets, or refuse it whole (429)
+    before it costs the store anything."""
+    wanted = Counter(label.annotator for label in body.labels)
+    refused = service.label_budget.admit(wanted)
+    if refused is None:
+        return
+    index = next(i for i, label in enumerate(body.labels) if label.annotator == refused.annotator)
+    raise ApiError(
+        429,
+        "too_many_labels",
+        f"labels[{index}].annotator: past this annotator's budget of labels "
+        f"({service.label_budget.rate:g} a second, {service.label_budget.burst:g} at once); "
+        "nothing was stored",
+        fields=[{"field": f"labels[{index}].annotator", "message": "over the label budget"}],
+        retry_after=refused.retry_after,
+    )
+
+
 # What the two reading endpoints (agreement, review) answer besides 200.
 _READ_ANSWERS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
@@ -80,12 +100,19 @@ _READ_ANSWERS: dict[int | str, dict[str, Any]] = {
         413: {"model": ErrorBody, "description": "Body over server.max_body_bytes."},
         415: {"model": ErrorBody, "description": "Content-Type is not application/json."},
         422: {"model": ErrorBody, "description": "Invalid fields; `fields` names them."},
+        429: {
+            "model": ErrorBody,
+            "description": "An annotator of the request is past their budget of labels "
+            "(server.labels_per_second, server.label_burst); nothing was stored: retry after "
+            "`Retry-After` seconds. Other annotators' labels are admitted meanwhile.",
+        },
         503: {"model": ErrorBody, "description": "The label store cannot be written now."},
     },
 )
 async def submit_labels(body: LabelBatch, request: Request) -> JSONResponse:
     service = service_of(request)
     resolver = _resolver(service)
+    _admit(service, body)
     scales = {sid: float(c.scorer.scale) for sid, c in service.scorers.items()}
     try:
         labels, runs = await check_labels(body.labels, scales, resolver)
