@@ -13,7 +13,6 @@ the alert fires for that version, and only for it, as Prometheus' `/api/v1/alert
 from __future__ import annotations
 
 import json
-import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,56 +20,24 @@ from typing import Any
 
 import httpx
 import pytest
+from sklearn.metrics import cohen_kappa_score
 
 from deploy_support import SHORT_RULES_FILE
 from prometheus_support import free_port, query, running_prometheus
 from scorewatch.testing import LoopbackJudgeServer, Reply
-from serve_support import ServeProcess
+from serve_support import ServeProcess, write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.needs_binary]
 
 ALERT = "ScorewatchJudgeAgreementLow"
 
-# Two versions of one scorer: the same prompt step, told apart by their instructions (so their
-# version fingerprints differ). The loopback judge below rates v1 as the people do and v2 the
-# other way round.
-JUDGES = textwrap.dedent(
-    """
-    import os
-
-    import scorewatch as sw
-
-
-    def _helpful(instructions):
-        judge = sw.JudgeConfig(
-            model="openai/loopback-judge",
-            instructions=instructions,
-            model_options={
-                "api_base": os.environ["SW_TEST_JUDGE_BASE"],
-                "api_key": "sk-test-judge",
-                "max_retries": 0,
-                "timeout": 30,
-            },
-        )
-        scorer = sw.create_scorer(id="helpful", description="Is the answer helpful?", judge=judge)
-        return scorer.generate_score(
-            sw.PromptStep("rate the answer", lambda ctx: f"Rate this answer: {ctx.run.output}")
-        )
-
-
-    def make_steady_judge():
-        return _helpful("You rate answers from 0 to 1.")
-
-
-    def make_drifting_judge():
-        return _helpful("You rate answers from 0 to 1 (judge v2).")
-    """
-)
-
+# The judged scorer of serve_support (one judge call per run) and its drifting version: the
+# same prompt step with other instructions, so another scorer version. The loopback judge below
+# rates as the people do, and the drifting version the other way round.
 CONFIG = """\
 [[scorers]]
-id = "helpful"
-factory = "agreement_judges:{factory}"
+id = "judged"
+factory = "sw_test_scorers:{factory}"
 review_rate = 0.5
 
 [sinks]
@@ -97,10 +64,7 @@ def judge() -> Iterator[LoopbackJudgeServer]:
 
 
 def _serve(directory: Path, factory: str, port: int, judge: LoopbackJudgeServer) -> ServeProcess:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "agreement_judges.py").write_text(JUDGES, encoding="utf-8")
-    config = directory / "scorewatch.toml"
-    config.write_text(CONFIG.format(factory=factory), encoding="utf-8")
+    config = write_config(directory, CONFIG.format(factory=factory))
     process = ServeProcess(
         config, listen=f"127.0.0.1:{port}", env={"SW_TEST_JUDGE_BASE": judge.base_url}
     )
@@ -108,17 +72,17 @@ def _serve(directory: Path, factory: str, port: int, judge: LoopbackJudgeServer)
     return process
 
 
-def _score_and_label(client: httpx.Client, first: int, count: int) -> tuple[int, str]:
+def _score_and_label(client: httpx.Client, first: int, count: int) -> tuple[list[str], str]:
     """Score `count` calls (every other one a good answer), then label, as a person working
     through `GET /v1/review` would, every run waiting for review: a good answer passes, a bad
-    one fails. Returns how many were labelled and the scorer version that scored them."""
+    one fails. Returns the verdicts given and the scorer version that scored the runs."""
     for number in range(first, first + count):
         kind = "good" if number % 2 == 0 else "bad"
         answer = client.post(
             "/v1/scores",
             params={"wait": "true"},
             json={
-                "scorers": ["helpful"],
+                "scorers": ["judged"],
                 "input": f"question {number}",
                 "output": f"a {kind} answer to question {number}",
                 "target": "support-bot",
@@ -128,22 +92,22 @@ def _score_and_label(client: httpx.Client, first: int, count: int) -> tuple[int,
         )
         assert answer.status_code == 200, answer.text
         assert answer.json()["results"][0]["status"] == "success", answer.text
-    review = client.get("/v1/review", params={"scorer": "helpful", "limit": 500})
+    review = client.get("/v1/review", params={"scorer": "judged", "limit": 500})
     assert review.status_code == 200, review.text
     waiting = review.json()["runs"]
     verdicts = ["pass" if "good answer" in run["output"] else "fail" for run in waiting]
     # The sample is a share of the runs, deterministic in their ids; both kinds are in it.
     assert 5 <= len(waiting) < count and set(verdicts) == {"pass", "fail"}, verdicts
     labels = [
-        {"scorer": "helpful", "run_id": run["id"], "annotator": "ana", "verdict": verdict}
+        {"scorer": "judged", "run_id": run["id"], "annotator": "ana", "verdict": verdict}
         for run, verdict in zip(waiting, verdicts, strict=True)
     ]
     stored = client.post("/v1/labels", json={"labels": labels})
     assert stored.status_code == 200, stored.text
     versions = {label["scorer_version"] for label in stored.json()["labels"]}
     (version,) = versions
-    assert client.get("/v1/review", params={"scorer": "helpful"}).json()["pending"] == 0
-    return len(labels), version
+    assert client.get("/v1/review", params={"scorer": "judged"}).json()["pending"] == 0
+    return verdicts, version
 
 
 def _until(read: Callable[[], Any], done: Callable[[Any], bool], timeout: float = 90.0) -> Any:
@@ -178,10 +142,11 @@ def test_a_judge_drifting_from_the_labels_fires_the_agreement_alert(
     with running_prometheus(
         prometheus_bin, tmp_path / "prometheus", targets, rule_files=[SHORT_RULES_FILE]
     ) as base:
-        steady = _serve(tmp_path / "serve", "make_steady_judge", steady_port, judge)
+        steady = _serve(tmp_path / "serve", "make_judged_scorer", steady_port, judge)
         try:
             with httpx.Client(base_url=steady.url, timeout=60) as client:
-                labelled, v1 = _score_and_label(client, 2, 32)
+                verdicts, v1 = _score_and_label(client, 2, 32)
+            labelled = len(verdicts)
             # The people and the judge agree: kappa 1 over the labels, as Prometheus reads it.
             seen = _until(
                 lambda: _agreement(base, v1),
@@ -197,14 +162,18 @@ def test_a_judge_drifting_from_the_labels_fires_the_agreement_alert(
             steady.terminate()
         # A new judge is swapped in: the same scorer id and prompt, new instructions, so a new
         # scorer version, served by a new process on the same store.
-        drifting = _serve(tmp_path / "serve", "make_drifting_judge", drifting_port, judge)
+        drifting = _serve(tmp_path / "serve", "make_drifting_judged_scorer", drifting_port, judge)
         try:
             with httpx.Client(base_url=drifting.url, timeout=60) as client:
-                labelled_v2, v2 = _score_and_label(client, 102, 32)
+                verdicts_v2, v2 = _score_and_label(client, 102, 32)
                 assert v2 != v1
-                measured = client.get("/v1/agreement", params={"scorer": "helpful"}).json()
+                measured = client.get("/v1/agreement", params={"scorer": "judged"}).json()
+            # The drifting judge fails what the people pass and passes what they fail.
+            flipped = ["fail" if verdict == "pass" else "pass" for verdict in verdicts_v2]
+            kappa_v2 = float(cohen_kappa_score(verdicts_v2, flipped))
+            assert kappa_v2 < 0
             by_version = {entry["scorer_version"]: entry for entry in measured["versions"]}
-            assert by_version[v2]["verdicts"]["kappa"]["value"] == pytest.approx(-1.0)
+            assert by_version[v2]["verdicts"]["kappa"]["value"] == pytest.approx(kappa_v2)
             assert by_version[v1]["verdicts"]["kappa"]["value"] == pytest.approx(1.0)
             firing = _until(
                 lambda: _alerts(base),
@@ -212,10 +181,10 @@ def test_a_judge_drifting_from_the_labels_fires_the_agreement_alert(
             )
             assert [alert["state"] for alert in firing] == ["firing"], firing
             (alert,) = firing
-            assert alert["labels"]["scorewatch_scorer_id"] == "helpful"
+            assert alert["labels"]["scorewatch_scorer_id"] == "judged"
             assert alert["labels"]["scorewatch_scorer_version"] == v2
             assert alert["labels"]["severity"] == "warning"
-            assert float(alert["value"]) == pytest.approx(-1.0)
-            assert _agreement(base, v2)["labels"] == labelled_v2
+            assert float(alert["value"]) == pytest.approx(kappa_v2)
+            assert _agreement(base, v2)["labels"] == len(verdicts_v2)
         finally:
             drifting.terminate()
