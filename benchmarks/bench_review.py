@@ -46,7 +46,7 @@ from scorewatch.sinks.sql import quote
 _SCANNED = 10_000
 _SCAN_SQL = (
     f"SELECT {', '.join(f's.{quote(c)}' for c in REVIEW_COLUMNS)} FROM {quote(SCORE_TABLE)} s "
-    f"WHERE s.\"scorerId\" = ? AND s.\"status\" = 'success' AND NOT EXISTS (SELECT 1 FROM "
+    f'WHERE s."scorerId" = ? AND s."status" = \'success\' AND NOT EXISTS (SELECT 1 FROM '
     f'{quote(LABEL_TABLE)} l WHERE l."runId" = s."id" AND l."scorerId" = s."scorerId") '
     f'ORDER BY s."createdAt" DESC, s."id" DESC LIMIT ?'
 )
