@@ -343,6 +343,41 @@ ORDER BY 1, 2"""
     )
 
 
+def review_backlog_panel() -> table.Panel:
+    # The review sample is marked in the score rows when the runs are scored (reviewSampled,
+    # under a partial index): the backlog is counted from the marks, exactly.
+    sql = f"""SELECT
+  s."scorerId" AS "scorer",
+  count(*) AS "marked",
+  count(*) FILTER (WHERE s."labelled") AS "labelled",
+  count(*) FILTER (WHERE NOT s."labelled") AS "pending",
+  min(s."createdAt") FILTER (WHERE NOT s."labelled") AS "oldest pending"
+FROM (SELECT r."scorerId", r."createdAt",
+        EXISTS (SELECT 1 FROM {LABELS} AS l
+                WHERE l."runId" = r."id" AND l."scorerId" = r."scorerId") AS "labelled"
+      FROM {TABLE} AS r
+      WHERE {FILTERS} AND r."reviewSampled") AS s
+GROUP BY 1
+ORDER BY 4 DESC, 1"""
+    return (
+        table.Panel()
+        .title("Review backlog")
+        .description(
+            "Per scorer: the runs of its review sample (review_rate, marked when they were "
+            "scored in the time range), how many carry a human label and how many wait for one "
+            "(GET /v1/review lists them), with the oldest waiting. Live counts of the whole "
+            "sample: the scorewatch_review_runs metric."
+        )
+        .datasource(DATASOURCE)
+        .height(6)
+        .span(24)
+        .targets([Sql(sql)])
+        .override_by_name(
+            "oldest pending", [DynamicConfigValue(id_val="unit", value="dateTimeAsIso")]
+        )
+    )
+
+
 def _column_variable(name: str, label: str, column_sql: str, description: str) -> Any:
     return (
         dash.QueryVariable(name)
@@ -397,8 +432,8 @@ def dashboard() -> dash.Dashboard:
         .description(
             "The individual runs behind the scores, from the PostgreSQL score table: the lowest "
             "scores with the judge's reason and a link to each trace, the mean per scorer, the "
-            "share of low scores and the failed runs; and where human labels (scorewatch_labels) "
-            "and the judge disagree."
+            "share of low scores and the failed runs; the review backlog, and where human labels "
+            "(scorewatch_labels) and the judge agree and disagree."
         )
         .tags([TAG, "postgresql"])
         .editable()
@@ -416,6 +451,7 @@ def dashboard() -> dash.Dashboard:
         failed_runs_panel(),
         confusion_panel(),
         agreement_over_time_panel(),
+        review_backlog_panel(),
         disagreements_panel(),
     ):
         board = board.with_panel(panel)

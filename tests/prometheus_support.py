@@ -52,17 +52,21 @@ def running_prometheus(
     *,
     job: str = "scorewatch",
     extra_args: Sequence[str] = (),
+    rule_files: Sequence[Path] = (),
 ) -> Iterator[str]:
-    """A ready Prometheus scraping `targets` (host:port) every second; yields its base URL."""
+    """A ready Prometheus scraping `targets` (host:port) every second, evaluating the rules of
+    `rule_files`; yields its base URL."""
     directory.mkdir(parents=True, exist_ok=True)
     config = directory / "prometheus.yml"
     listed = ", ".join(f'"{target}"' for target in targets)
+    rules = ", ".join(f'"{path}"' for path in rule_files)
     config.write_text(
         textwrap.dedent(
             f"""
             global:
               scrape_interval: 1s
               evaluation_interval: 1s
+            rule_files: [{rules}]
             scrape_configs:
               - job_name: {job}
                 static_configs:

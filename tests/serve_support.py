@@ -35,10 +35,10 @@ SCORER_MODULE = textwrap.dedent(
         return scorer.generate_score(lambda ctx: min(1.0, len(str(ctx.run.output)) / 100))
 
 
-    def make_judged_scorer():
+    def make_judged_scorer(instructions="You rate answers from 0 to 1."):
         judge = sw.JudgeConfig(
             model="openai/loopback-judge",
-            instructions="You rate answers from 0 to 1.",
+            instructions=instructions,
             model_options={
                 "api_base": os.environ["SW_TEST_JUDGE_BASE"],
                 "api_key": "sk-test-judge",
@@ -50,6 +50,11 @@ SCORER_MODULE = textwrap.dedent(
         return scorer.generate_score(
             sw.PromptStep("rate the output", lambda ctx: f"Rate this answer: {ctx.run.output}")
         )
+
+
+    def make_drifting_judged_scorer():
+        # The same scorer with other instructions: another scorer version (a judge swapped in).
+        return make_judged_scorer("You rate answers from 0 to 1 (judge v2).")
 
 
     def make_failing_scorer():

@@ -505,8 +505,8 @@ _METRICS: Final = (
         "gauge",
         names.UNIT_DIMENSIONLESS,
         ("ATTR_SCORER_ID", "ATTR_REVIEW_STATE"),
-        "Runs of a scorer's review sample (`review_rate`) among its newest 10,000 unlabelled "
-        "runs and its labelled ones: `marked`, `labelled`, `pending` (not labelled yet).",
+        "Runs of a scorer's review sample (`review_rate`), as marked in the score rows when "
+        "they were scored: `marked`, `labelled`, `pending` (not labelled yet); exact counts.",
     ),
 )
 

@@ -95,6 +95,7 @@ def test_every_panel_reads_postgresql_and_is_described() -> None:
         "Judge and people: pass/fail confusion",
         "Share of labels the judge agrees with",
         "Where judge and people disagree most",
+        "Review backlog",
     }
     for panel in model["panels"]:
         assert panel["description"], panel["title"]
@@ -183,8 +184,14 @@ def filled() -> Iterator[tuple[str, datetime]]:
     async def fill(base_url: str) -> None:
         sink = PostgresSink(PG_DSN, schema=schema)
         try:
+            # Every run of `length` is in its review sample (review_rate 1), none of the others.
             results = [
-                await score_call(scorer, call, f"run-{index}-{scorer.id}")
+                await score_call(
+                    scorer,
+                    call,
+                    f"run-{index}-{scorer.id}",
+                    review_rate=1.0 if scorer.id == "length" else 0.0,
+                )
                 for index, (output, target, trace_id) in enumerate(CALLS)
                 for call in [AgentCall("q", output, target, trace_id, None, f"agent-{index}")]
                 for scorer in _scorers(base_url)
@@ -337,3 +344,15 @@ def test_label_panels_show_confusion_agreement_and_the_widest_disagreements(
     assert [r["run"] for r in widest] == ["run-0-length", "run-3-length", "run-1-length"]
     assert [float(r["gap"]) for r in widest] == pytest.approx([1.0, 0.7, 0.1])
     assert widest[0]["comment"] == "wrong" and widest[0]["trace"] == "a" * 32
+    # The review backlog: of the 4 marked runs of `length`, 3 are labelled; run-2 waits.
+    backlog = query(schema, grafana_sql(panel_sql("Review backlog"), window, values))
+    assert [(r["scorer"], r["marked"], r["labelled"], r["pending"]) for r in backlog] == [
+        ("length", 4, 3, 1)
+    ]
+    (run_2,) = query(
+        schema, """SELECT "createdAt" FROM mastra_scorers WHERE "id" = 'run-2-length'"""
+    )
+    assert backlog[0]["oldest pending"] == run_2["createdAt"]
+    # Scored outside the time range: not in the backlog of the range.
+    earlier = (now - timedelta(days=3), now - timedelta(days=2))
+    assert query(schema, grafana_sql(panel_sql("Review backlog"), earlier, values)) == []

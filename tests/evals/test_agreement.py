@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest, spearmanr
+from scipy.stats import binomtest, bootstrap, spearmanr
 from sklearn.metrics import (
     accuracy_score,
     cohen_kappa_score,
@@ -16,7 +16,10 @@ from sklearn.metrics import (
 )
 from statsmodels.stats.inter_rater import cohens_kappa
 
+from scorewatch.evals import agreement
 from scorewatch.evals.agreement import (
+    DEFAULT_LEVEL,
+    DEFAULT_RESAMPLES,
     FAIL,
     PASS,
     best_threshold,
@@ -98,6 +101,34 @@ def test_scale_measures_equal_the_libraries() -> None:
     # The same labels give the same intervals (the bootstrap's seed is fixed).
     again = scale_agreement(list(human), list(judge), threshold=0.5)
     assert again.spearman == result.spearman and again.mae == result.mae
+
+
+def test_scale_intervals_equal_scipys_bootstrap_of_the_library_statistics() -> None:
+    """The Spearman and MAE intervals are SciPy's paired percentile bootstrap of SciPy's
+    `spearmanr` and scikit-learn's `mean_absolute_error` themselves, drawn with the same seed:
+    the batched forms the module uses give the same numbers."""
+    rng = np.random.default_rng(11)
+    human = rng.random(80)
+    judge = np.clip(human + rng.normal(0, 0.2, 80), 0, 1)
+    result = scale_agreement(list(human), list(judge), threshold=0.5)
+
+    def reference(statistic: object) -> tuple[float, float]:
+        interval = bootstrap(
+            (human, judge),
+            statistic,
+            paired=True,
+            vectorized=False,
+            n_resamples=DEFAULT_RESAMPLES,
+            confidence_level=DEFAULT_LEVEL,
+            method="percentile",
+            rng=np.random.default_rng(agreement._SEED),
+        ).confidence_interval
+        return float(interval.low), float(interval.high)
+
+    rho = reference(lambda h, j: spearmanr(h, j).statistic)
+    mae = reference(lambda h, j: mean_absolute_error(h, j))
+    assert (result.spearman.low, result.spearman.high) == pytest.approx(rho, abs=1e-9)
+    assert (result.mae.low, result.mae.high) == pytest.approx(mae, abs=1e-9)
 
 
 def test_undefined_measures_are_none_not_numbers() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
+import scorewatch as sw
 from live_support import Collected, constant_scorer
 from scorewatch.live import AgentCall, LiveScorerEntry, LiveScoring, Sampling
 
@@ -169,3 +170,36 @@ def test_a_raising_or_async_filter_skips_and_is_counted(caplog: Any) -> None:
     assert live.stats()["filtered"] == 6
     assert "raised; call skipped" in caplog.text
     live.close()
+
+
+def test_an_entry_marks_its_review_sample_in_the_stored_records() -> None:
+    """`review_rate` marks a share of a scorer's successful runs, chosen from the run id (apart
+    from trace sampling); a failed run is never marked, and a rate outside 0..1 is refused."""
+
+    def explode(ctx: Any) -> float:
+        raise RuntimeError("no score")
+
+    failing = sw.create_scorer(id="failing", description="fails").generate_score(explode)
+    collected = Collected()
+    live = LiveScoring(
+        {
+            "a": LiveScorerEntry(constant_scorer("a"), review_rate=0.3),
+            "failing": LiveScorerEntry(failing, review_rate=1.0),
+        },
+        sinks=[collected.sink()],
+        drain_on_exit=False,
+    )
+    for key in trace_ids(200, seed=5):
+        live.submit(input="q", output="a", trace_id=key, span_id="00f067aa0ba902b7")
+    assert live.drain_sync(30)
+    live.close()
+    scored = [r for r in collected.results if r.scorer_id == "a"]
+    assert len(scored) == 200
+    marked = {r.id for r in scored if r.review}
+    assert marked == {r.id for r in scored if reference_decision(f"review:{r.id}", 0.3)}
+    assert 30 <= len(marked) <= 90
+    assert all(r.to_row()["reviewSampled"] == r.review for r in scored)
+    assert not any(r.review for r in collected.results if r.scorer_id == "failing")
+    for bad in (-0.1, 1.5, float("nan"), True):
+        with pytest.raises(ValueError, match="review rate"):
+            LiveScorerEntry(constant_scorer(), review_rate=bad)

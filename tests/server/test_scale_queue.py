@@ -23,6 +23,7 @@ from scale_support import (
 )
 from scorewatch.core.call import AgentCall
 from scorewatch.live import CallbackSink, LiveScorerEntry, Sampling
+from scorewatch.live.entry import in_review_sample
 from scorewatch.server.config.file import ServeConfig
 from scorewatch.server.config.stores import Stores
 from scorewatch.server.intake.choice import build_intake
@@ -287,6 +288,37 @@ async def test_redelivered_run_is_stored_once_and_unknown_scorers_are_dead_lette
     assert dead[b"dead.reason"] == b"unknown_scorer"
     rows = await sink.aquery(limit=10)
     assert [row["output"] for row in rows] == ["once"]
+    await sink.aclose()
+    await intake.aclose()
+
+
+async def test_a_worker_stores_the_review_mark_of_its_scorers_sample(
+    redis: tuple[Redis, StreamNames], schema: str
+) -> None:
+    """The worker decides the review sample as serve's own engine does: from the run id, at
+    the scorer entry's review rate, stored with the score row in PostgreSQL."""
+    client, stream = redis
+    sink = PostgresSink(PG_DSN, schema=schema)
+    scorers = {"length": _length_scorer()}
+    intake = _intake(client, stream, scorers, max_backlog=100)
+    items = [
+        ScoreItem(AgentCall(input="q", output="x" * n, target="bot"), scorers=("length",))
+        for n in range(1, 21)
+    ]
+    await intake.admit(items)
+    worker = _worker(scorers, stream, [sink], review_rates={"length": 0.5})
+    running = asyncio.create_task(worker.run(drain_timeout=5))
+
+    async def stored() -> bool:
+        return len(await sink.aquery(limit=100)) == len(items)
+
+    await _until(stored)
+    worker.stop()
+    await running
+    rows = await sink.aquery(limit=100)
+    marked = {row["id"] for row in rows if row["reviewSampled"]}
+    assert marked == {row["id"] for row in rows if in_review_sample(row["id"], 0.5)}
+    assert 0 < len(marked) < len(rows)
     await sink.aclose()
     await intake.aclose()
 

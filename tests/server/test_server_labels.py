@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,10 @@ TOKEN = "labels-test-token-8e2a"
 CONFIG = """\
 [server]
 auth_token_env = "SW_TEST_TOKEN"
+# Each annotator's budget: 500 labels at once, refilled by one every 1000 s (a flood is over
+# budget for the rest of the test).
+labels_per_second = 0.001
+label_burst = 500
 
 [[scorers]]
 id = "length"
@@ -295,10 +300,26 @@ def test_review_lists_the_sampled_unlabelled_runs_until_labelled(
     labelled = {r["runId"] for r in _label_rows(served) if r["scorerId"] == "length"}
     sampled = [run["run_id"] for run in runs if fraction_of(f"review:{run['run_id']}") < 0.5]
     assert 0 < len(sampled) < len(runs), "the sample should be a share of the runs"
+    # The mark was stored with each score row when the run was scored.
+    conn = sqlite3.connect(served.config.parent / "scores.db")
+    try:
+        marks = dict(
+            conn.execute(
+                'SELECT "id", "reviewSampled" FROM mastra_scorers WHERE "scorerId" = ?', ("length",)
+            )
+        )
+    finally:
+        conn.close()
+    assert {run_id for run_id, mark in marks.items() if mark} == set(sampled)
     answer = client.get("/v1/review", params={"scorer": "length"})
     assert answer.status_code == 200, answer.text
     pending = [run["id"] for run in answer.json()["runs"]]
     assert sorted(pending) == sorted(set(sampled) - labelled)
+    counts = {key: answer.json()[key] for key in ("marked", "labelled", "pending")}
+    done = len(set(sampled) & labelled)
+    assert counts == {"marked": len(sampled), "labelled": done, "pending": len(sampled) - done}
+    limited = client.get("/v1/review", params={"scorer": "length", "limit": 1}).json()
+    assert [run["id"] for run in limited["runs"]] == pending[:1]
     if pending:
         first = answer.json()["runs"][0]
         assert first["output"].startswith("x") and first["score"] is not None
@@ -309,3 +330,41 @@ def test_review_lists_the_sampled_unlabelled_runs_until_labelled(
     # A scorer without a review rate has nothing to review; an unknown one is a 404.
     assert client.get("/v1/review", params={"scorer": "failing"}).json()["runs"] == []
     assert client.get("/v1/review", params={"scorer": "nope"}).status_code == 404
+
+
+def test_one_annotators_flood_is_refused_and_costs_no_one_else_a_label(
+    served: ServeProcess, client: httpx.Client, runs: list[dict[str, Any]]
+) -> None:
+    def flood(round_: int) -> list[dict[str, Any]]:
+        return [
+            {"scorer": "length", "run_id": run["run_id"], "annotator": "flood", "score": 0.01}
+            for run in runs
+        ]
+
+    # The flooding annotator's budget (500 labels) holds 50 requests of 10 labels; the 51st is
+    # refused whole, with the field named and a Retry-After, and stores nothing.
+    for round_ in range(50):
+        assert _post(client, *flood(round_)).status_code == 200
+    before = sorted((r["id"], r["updatedAt"]) for r in _label_rows(served))
+    over = _post(client, *flood(50))
+    _refused(over, 429, "labels[0].annotator")
+    assert over.json()["error"] == "too_many_labels"
+    assert int(over.headers["Retry-After"]) == over.json()["retry_after"] >= 1
+    assert sorted((r["id"], r["updatedAt"]) for r in _label_rows(served)) == before
+    # While the flood goes on, other annotators' labels are admitted and stored, every one.
+    people = [
+        {"scorer": "length", "run_id": run["run_id"], "annotator": f"person-{i}", "score": 0.5}
+        for i, run in enumerate(runs)
+    ]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        floods = [pool.submit(_post, client, *flood(51 + i)) for i in range(30)]
+        labelled = [pool.submit(_post, client, label) for label in people]
+        flood_statuses = [future.result().status_code for future in floods]
+        people_statuses = [future.result().status_code for future in labelled]
+    assert flood_statuses == [429] * 30
+    assert people_statuses == [200] * len(people)
+    stored = {(r["runId"], r["annotator"]) for r in _label_rows(served)}
+    assert {(label["run_id"], label["annotator"]) for label in people} <= stored
+    # A request naming the flooding annotator among others is refused whole.
+    mixed = _post(client, {**people[0], "annotator": "someone-new"}, flood(99)[1])
+    _refused(mixed, 429, "labels[1].annotator")

@@ -54,7 +54,7 @@ from ..privacy import PrivacyPolicy, redacting
 from ..sinks.base import ScoreSink
 from ..sinks.delivery import SinkRetry, Storage
 from ..sinks.record import ScoreRecord
-from .entry import Decision, LiveScorerEntry
+from .entry import Decision, LiveScorerEntry, in_review_sample
 from .events import LIVE_COUNTS, Decided, InFlight, LiveDecision, QueueDepth
 from .work_queue import Job, JobOutcome, WorkQueue
 
@@ -188,11 +188,18 @@ def call_is_heavy(call: AgentCall, limit: int = OFFLOAD_CHARS) -> bool:
 
 
 async def score_call(
-    scorer: Scorer, call: AgentCall, run_id: str, privacy: PrivacyPolicy | None = None
+    scorer: Scorer,
+    call: AgentCall,
+    run_id: str,
+    privacy: PrivacyPolicy | None = None,
+    *,
+    review_rate: float = 0.0,
 ) -> ScoreRecord:
     """Run `scorer` on `call` under `run_id`; a raised `Exception` becomes a failed result.
     With a `privacy` policy, the judge reads the call as it is, and the record, spans and events
-    of the run are redacted with one redactor."""
+    of the run are redacted with one redactor. A successful run in the review sample of
+    `review_rate` (`in_review_sample`) is marked for review in its record, so the mark is stored
+    with the score row."""
     # A small call leaves the step executor as the context has it (none, unless the caller
     # installed one), instead of paying a context manager per call to set it to None.
     heavy = call_is_heavy(call)
@@ -206,7 +213,8 @@ async def score_call(
             result = await run_scorer(scorer, ScorerRun.of_call(call, run_id), True)
     except Exception as error:
         return ScoreRecord.failure(run_id, scorer, call, error, redaction=redaction)
-    return ScoreRecord.success(run_id, scorer, call, result, redaction=redaction)
+    review = review_rate > 0 and in_review_sample(run_id, review_rate)
+    return ScoreRecord.success(run_id, scorer, call, result, redaction=redaction, review=review)
 
 
 def log_failed_run(warn: ThrottledLog, result: ScoreRecord, *, quote: bool) -> None:
@@ -389,7 +397,11 @@ class ScoringEngine:
                 await asyncio.wrap_future(warm_up)
             self._warm_up = None
         with observed_by(self.observers):  # a job's task starts from an empty context
-            result = await score_call(run.scorer, run.call, run.run_id, self.privacy)
+            entry = self.entries.get(run.scorer.id)
+            rate = 0.0 if entry is None else entry.review_rate
+            result = await score_call(
+                run.scorer, run.call, run.run_id, self.privacy, review_rate=rate
+            )
         if result.status == "failed":
             self._run_failed(run, result)
         if not self.queue.begin_commit(job):

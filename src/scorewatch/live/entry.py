@@ -23,7 +23,14 @@ from .._throttled_log import ThrottledLog
 from ..core.call import AgentCall
 from ..core.scorer import Scorer
 
-__all__ = ["Decision", "LiveFilter", "LiveScorerEntry", "Sampling", "fraction_of"]
+__all__ = [
+    "Decision",
+    "LiveFilter",
+    "LiveScorerEntry",
+    "Sampling",
+    "fraction_of",
+    "in_review_sample",
+]
 
 logger = logging.getLogger("scorewatch.live")
 
@@ -87,6 +94,13 @@ def fraction_of(key: str) -> float:
     return int.from_bytes(digest[:6], "big") / _SPAN
 
 
+def in_review_sample(run_id: str, rate: float) -> bool:
+    """Whether a run is in its scorer's review sample (`LiveScorerEntry.review_rate`):
+    deterministic in the run id, so every process and every redelivery marks the same runs, and
+    keyed apart from trace sampling (a sampled trace is no likelier to be reviewed)."""
+    return rate > 0 and fraction_of(f"review:{run_id}") < rate
+
+
 Decision = Literal["sampled", "filtered", "not_sampled"]
 """What the filter and sampling make of one call for one scorer."""
 
@@ -99,12 +113,23 @@ class LiveScorerEntry:
     scorer: Scorer
     sampling: Sampling = field(default_factory=Sampling.none)
     filter: LiveFilter | None = None
+    review_rate: float = 0.0
+    """Share of this scorer's successful live runs marked for human review, decided from the
+    run id (`in_review_sample`) and stored with the score row (`reviewSampled`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.scorer, Scorer):
             raise TypeError(
                 f"LiveScorerEntry.scorer must be a Scorer, got {type(self.scorer).__name__}"
             )
+        rate = self.review_rate
+        if (
+            isinstance(rate, bool)
+            or not isinstance(rate, int | float)
+            or not math.isfinite(rate)
+            or not 0.0 <= rate <= 1.0
+        ):
+            raise ValueError(f"a review rate is a number between 0 and 1, got {rate!r}")
         sampling: Any = self.sampling
         if not isinstance(sampling, Sampling):
             object.__setattr__(self, "sampling", Sampling.coerce(sampling))

@@ -37,6 +37,7 @@ __all__ = [
     "LabelReadings",
     "LabelStore",
     "LabelledRun",
+    "ReviewCounts",
     "RunRef",
     "RunResolver",
     "SqliteLabelStore",
@@ -178,7 +179,25 @@ class RunResolver(Protocol):
         self, scorer_id: str, *, since: datetime | None = None
     ) -> list[LabelledRun]: ...
 
-    async def unlabelled(self, scorer_id: str, *, scan: int) -> list[dict[str, Any]]: ...
+    async def review_pending(self, scorer_id: str, *, limit: int) -> list[dict[str, Any]]: ...
+
+    async def review_counts(self, scorer_id: str) -> ReviewCounts: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewCounts:
+    """A scorer's review sample as stored: the runs marked for review when they were scored,
+    and how many of them carry a label."""
+
+    marked: int
+    labelled: int
+
+    @property
+    def pending(self) -> int:
+        return self.marked - self.labelled
+
+    def as_dict(self) -> dict[str, int]:
+        return {"marked": self.marked, "labelled": self.labelled, "pending": self.pending}
 
 
 _RUN_COLUMNS: Final = ("id", "scorerId", "target", "status", "score", "scorerVersion")
@@ -242,6 +261,10 @@ def label_queries(labels_sql: str, scores_sql: str, mark: str) -> Mapping[str, s
     )
     runs = ", ".join(quote(c) for c in _RUN_COLUMNS)
     label_names = ", ".join(f"l.{quote(c)}" for c in LABEL_COLUMNS)
+    labelled_run = (
+        f'EXISTS (SELECT 1 FROM {labels_sql} l WHERE l."runId" = s."id" '
+        f'AND l."scorerId" = s."scorerId")'
+    )
     return {
         "upsert": f"INSERT INTO {labels_sql} ({names}) "
         f"VALUES ({', '.join(mark for _ in LABEL_COLUMNS)}) "
@@ -253,12 +276,15 @@ def label_queries(labels_sql: str, scores_sql: str, mark: str) -> Mapping[str, s
         "labelled": f'SELECT {label_names}, s."score", s."scorerVersion", s."target" '
         f'FROM {labels_sql} l JOIN {scores_sql} s ON s."id" = l."runId" '
         f'WHERE l."scorerId" = {mark} AND l."updatedAt" >= {mark} ORDER BY l."updatedAt", l."id"',
-        # The newest scored runs of a scorer that nobody has labelled yet.
-        "unlabelled": f"SELECT {', '.join(f's.{quote(c)}' for c in REVIEW_COLUMNS)} "
-        f'FROM {scores_sql} s WHERE s."scorerId" = {mark} AND s."status" = \'success\' '
-        f'AND NOT EXISTS (SELECT 1 FROM {labels_sql} l WHERE l."runId" = s."id" '
-        f'AND l."scorerId" = s."scorerId") '
+        # The runs of a scorer marked for review when scored that nobody has labelled yet,
+        # newest first, and the counts of its marked and labelled runs: both read the partial
+        # index of the marked runs (`review_index_sql`), never the rest of the table.
+        "review_pending": f"SELECT {', '.join(f's.{quote(c)}' for c in REVIEW_COLUMNS)} "
+        f'FROM {scores_sql} s WHERE s."scorerId" = {mark} AND s."reviewSampled" '
+        f"AND NOT {labelled_run} "
         f'ORDER BY s."createdAt" DESC, s."id" DESC LIMIT {mark}',
+        "review_counts": f"SELECT count(*), COALESCE(sum(CASE WHEN {labelled_run} THEN 1 ELSE 0 "
+        f'END), 0) FROM {scores_sql} s WHERE s."scorerId" = {mark} AND s."reviewSampled"',
     }
 
 
@@ -358,17 +384,29 @@ class SqliteLabelStore:
         """Every label of `scorer_id` (updated at or after `since`) with the judge's score."""
         return await asyncio.to_thread(lambda: self._labelled_rows(scorer_id, since=since))
 
-    def _unlabelled_rows(self, scorer_id: str, scan: int) -> list[dict[str, Any]]:
+    def _review_rows(self, scorer_id: str, limit: int) -> list[dict[str, Any]]:
         conn = self._connect()
         try:
-            rows = conn.execute(self._sql["unlabelled"], (scorer_id, scan)).fetchall()
+            rows = conn.execute(self._sql["review_pending"], (scorer_id, limit)).fetchall()
         finally:
             conn.close()
         return [review_row(row, _loads) for row in rows]
 
-    async def unlabelled(self, scorer_id: str, *, scan: int) -> list[dict[str, Any]]:
-        """The newest `scan` successful runs of `scorer_id` without a label, newest first."""
-        return await asyncio.to_thread(self._unlabelled_rows, scorer_id, scan)
+    async def review_pending(self, scorer_id: str, *, limit: int) -> list[dict[str, Any]]:
+        """At most `limit` runs of `scorer_id` marked for review and not labelled, newest first."""
+        return await asyncio.to_thread(self._review_rows, scorer_id, limit)
+
+    def _review_counts(self, scorer_id: str) -> ReviewCounts:
+        conn = self._connect()
+        try:
+            marked, labelled = conn.execute(self._sql["review_counts"], (scorer_id,)).fetchone()
+        finally:
+            conn.close()
+        return ReviewCounts(int(marked), int(labelled))
+
+    async def review_counts(self, scorer_id: str) -> ReviewCounts:
+        """How many runs of `scorer_id` are marked for review, and how many are labelled."""
+        return await asyncio.to_thread(self._review_counts, scorer_id)
 
     async def aclose(self) -> None:
         return None

@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any, Final, Unpack
 from .base import RowsRefusedError, RunQuery
 from .postgres_labels import labels_migration
 from .record import SCORE_COLUMNS, TIME_COLUMNS, ScoreRecord, decode_row, encode_row, iso_timestamp
-from .sql import create_table_sql, filter_conditions, quote, select_sql, upsert_sql
+from .sql import (
+    create_table_sql,
+    filter_conditions,
+    quote,
+    review_index_sql,
+    select_sql,
+    upsert_sql,
+)
 from .storable import stored_json
 
 if TYPE_CHECKING:
@@ -44,6 +51,7 @@ _TYPES: Final[dict[str, str]] = {
     "createdAt": "timestamptz NOT NULL",
     "updatedAt": "timestamptz NOT NULL",
     "status": "text NOT NULL",
+    "reviewSampled": "boolean",
 }
 _TABLE: Final = "mastra_scorers"
 _MIGRATIONS_TABLE: Final = "scorewatch_migrations"
@@ -58,12 +66,21 @@ def _add_scorer_version(table: str) -> list[str]:
     return [f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "scorerVersion" text']
 
 
+def _add_review_mark(table: str) -> list[str]:
+    # Migration 1 made today has the column already; the partial index is new either way.
+    return [
+        f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "reviewSampled" boolean',
+        review_index_sql(table, _TABLE),
+    ]
+
+
 # (version, description, statements for a qualified table name). Append only; never edit one
 # that has shipped.
 MIGRATIONS: Final = (
     (1, "score rows (mastra_scorers) and their indexes", _create_table),
     (2, "the scorer version of each score row (scorerVersion)", _add_scorer_version),
     (3, "human labels of scored runs (scorewatch_labels)", labels_migration),
+    (4, "the runs marked for human review (reviewSampled) and their index", _add_review_mark),
 )
 
 

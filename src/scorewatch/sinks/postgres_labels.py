@@ -17,6 +17,7 @@ from .labels import (
     SCORE_TABLE,
     Label,
     LabelledRun,
+    ReviewCounts,
     RunRef,
     StoredRun,
     label_queries,
@@ -115,12 +116,22 @@ class PostgresLabelStore:
         finally:
             await conn.close()
 
-    async def unlabelled(self, scorer_id: str, *, scan: int) -> list[dict[str, Any]]:
-        """The newest `scan` successful runs of `scorer_id` without a label, newest first."""
+    async def review_pending(self, scorer_id: str, *, limit: int) -> list[dict[str, Any]]:
+        """At most `limit` runs of `scorer_id` marked for review and not labelled, newest first."""
         conn = await self._connect()
         try:
-            cursor = await conn.execute(self._sql["unlabelled"].encode(), (scorer_id, scan))
+            cursor = await conn.execute(self._sql["review_pending"].encode(), (scorer_id, limit))
             return [review_row(row, _as_is) for row in await cursor.fetchall()]
+        finally:
+            await conn.close()
+
+    async def review_counts(self, scorer_id: str) -> ReviewCounts:
+        """How many runs of `scorer_id` are marked for review, and how many are labelled."""
+        conn = await self._connect()
+        try:
+            cursor = await conn.execute(self._sql["review_counts"].encode(), (scorer_id,))
+            marked, labelled = await cursor.fetchone() or (0, 0)
+            return ReviewCounts(int(marked), int(labelled))
         finally:
             await conn.close()
 

@@ -97,6 +97,7 @@ SCORE_COLUMNS: Final[tuple[str, ...]] = (
     "failedStep",
     "completedSteps",
     "scorerVersion",
+    "reviewSampled",
 )
 JSON_COLUMNS: Final = frozenset(
     {
@@ -196,6 +197,9 @@ class ScoreRecord:
     retryable: bool = True
     # The run's redactor when a privacy policy applies: what the record keeps is redacted.
     redaction: Redaction | None = field(default=None, compare=False, repr=False)
+    # In its scorer's review sample (`LiveScorerEntry.review_rate`): marked when it was scored,
+    # stored as `reviewSampled`, so the runs waiting for a human label are an indexed query.
+    review: bool = False
 
     @classmethod
     def success(
@@ -206,10 +210,16 @@ class ScoreRecord:
         result: ScorerRunResult,
         source: RowSource = "LIVE",
         redaction: Redaction | None = None,
+        *,
+        review: bool = False,
     ) -> ScoreRecord:
-        """A finished run: `not_scorable` when a step declared it so, else `success`."""
+        """A finished run: `not_scorable` when a step declared it so, else `success`; `review`
+        marks it for human review (only a run with a score is)."""
         status: ScoreStatus = "success" if result.not_scorable is None else "not_scorable"
-        return cls._of(run_id, scorer, call, source, status, result, redaction=redaction)
+        marked = review and status == "success"
+        return cls._of(
+            run_id, scorer, call, source, status, result, redaction=redaction, review=marked
+        )
 
     @classmethod
     def failure(
@@ -255,6 +265,7 @@ class ScoreRecord:
         completed_steps: tuple[str, ...] = (),
         *,
         redaction: Redaction | None = None,
+        review: bool = False,
     ) -> ScoreRecord:
         return cls(
             id=run_id,
@@ -275,6 +286,7 @@ class ScoreRecord:
             source=source,
             retryable=not (isinstance(cause, JudgeError) and not cause.retryable),
             redaction=redaction,
+            review=review,
         )
 
     @classmethod
@@ -311,6 +323,7 @@ class ScoreRecord:
             error_type=row.get("errorType"),
             failed_step=row.get("failedStep"),
             completed_steps=tuple(str(step) for step in completed),
+            review=bool(row.get("reviewSampled")),
         )
 
     @property
@@ -436,6 +449,7 @@ class ScoreRecord:
             "failedStep": camel_step(self.failed_step) if self.failed_step else None,
             "completedSteps": [camel_step(step) for step in self.completed_steps],
             "scorerVersion": self.scorer_version,
+            "reviewSampled": self.review,
         }
 
     def _scorer_fields(self) -> dict[str, Any]:

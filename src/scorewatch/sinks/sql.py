@@ -24,6 +24,7 @@ __all__ = [
     "filter_conditions",
     "order_key",
     "quote",
+    "review_index_sql",
     "select_sql",
     "upsert_sql",
 ]
@@ -74,6 +75,17 @@ def create_table_sql(
         key_sql = ", ".join(quote(k) for k in keys)
         statements.append(f"CREATE INDEX IF NOT EXISTS {index} ON {table_sql} ({key_sql})")
     return statements
+
+
+def review_index_sql(table_sql: str, index_prefix: str) -> str:
+    """The partial index of the runs marked for review (`reviewSampled`), by scorer, newest
+    last: `GET /v1/review` and the review counts read only these rows, however many runs were
+    not marked. Run it once the column exists."""
+    index = quote(f"{index_prefix}_review_idx")
+    return (
+        f"CREATE INDEX IF NOT EXISTS {index} ON {table_sql} "
+        f'("scorerId", "createdAt", "id") WHERE "reviewSampled"'
+    )
 
 
 def add_columns_sql(

@@ -25,7 +25,15 @@ from typing import Any, Final, Literal, Unpack
 from .base import RunQuery
 from .batch_thread import ThreadedSink
 from .record import JSON_COLUMNS, SCORE_COLUMNS, ScoreRecord, decode_row, encode_row, iso_timestamp
-from .sql import add_columns_sql, create_table_sql, filter_conditions, quote, select_sql, upsert_sql
+from .sql import (
+    add_columns_sql,
+    create_table_sql,
+    filter_conditions,
+    quote,
+    review_index_sql,
+    select_sql,
+    upsert_sql,
+)
 from .storable import stored_json
 
 __all__ = ["SCORE_COLUMNS", "SqliteSink"]
@@ -40,11 +48,13 @@ _TYPES: Final[dict[str, str]] = {
     "createdAt": "TEXT NOT NULL",
     "updatedAt": "TEXT NOT NULL",
     "status": "TEXT NOT NULL",
+    "reviewSampled": "INTEGER",
 }
 _DEFAULT_TABLE: Final = "mastra_scorers"
 # JSON travels as text; the one boolean column as an integer.
 _ENCODE: Final[dict[str, Callable[[Any], Any]]] = {
-    "structuredOutput": lambda value: int(bool(value))
+    "structuredOutput": lambda value: int(bool(value)),
+    "reviewSampled": lambda value: int(bool(value)),
 }
 
 
@@ -67,6 +77,7 @@ def _as_text(moment: Any) -> Any:
 _DECODE: Final[dict[str, Callable[[Any], Any]]] = {
     **dict.fromkeys(JSON_COLUMNS, _loads),
     "structuredOutput": bool,
+    "reviewSampled": bool,
 }
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
@@ -108,7 +119,8 @@ class SqliteSink(ThreadedSink):
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         for statement in create_table_sql(self._table_sql, self.table, _TYPES, text_type="TEXT"):
             conn.execute(statement)
-        # A table an earlier scorewatch made gets the columns added since (scorerVersion).
+        # A table an earlier scorewatch made gets the columns added since (scorerVersion,
+        # reviewSampled).
         present = {row[1] for row in conn.execute(f"PRAGMA table_info({self._table_sql})")}
         for statement in add_columns_sql(self._table_sql, present, _TYPES, text_type="TEXT"):
             try:
@@ -116,6 +128,7 @@ class SqliteSink(ThreadedSink):
             except sqlite3.OperationalError as error:
                 if "duplicate column" not in str(error):  # another process added it first
                     raise
+        conn.execute(review_index_sql(self._table_sql, self.table))
 
     # -- writer thread ---------------------------------------------------------------------------
 

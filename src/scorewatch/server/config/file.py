@@ -167,6 +167,21 @@ class ServerSettings(_Table):
         le=1000,
         description="GET /v1/scores pages read at once; one more is answered 429 at once.",
     )
+    labels_per_second: float = Field(
+        10.0,
+        gt=0,
+        le=1_000_000,
+        allow_inf_nan=False,
+        description="POST /v1/labels: labels one annotator may send a second, on average "
+        "(each worker process counts its own); past their budget, 429 with Retry-After.",
+    )
+    label_burst: int = Field(
+        1000,
+        # A whole request (at most 500 labels, MAX_LABELS) must fit in a full budget.
+        ge=500,
+        le=10_000_000,
+        description="POST /v1/labels: labels one annotator may send at once.",
+    )
     wait_timeout: float = Field(30.0, gt=0, le=600, description="Longest `?wait=true` wait, s.")
     shutdown_timeout: float = Field(30.0, ge=0, le=3600, description="Drain budget on SIGTERM, s.")
     retry_after: int = Field(1, ge=1, le=3600, description="Retry-After (s) sent with 429 / 503.")

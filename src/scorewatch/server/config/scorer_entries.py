@@ -185,6 +185,7 @@ def build_scorers(config: ServeConfig) -> list[ConfiguredScorer]:
             scorer if scorer.id == spec.id else scorer.copy(id=spec.id),
             sampling=Sampling.none() if spec.sampling >= 1.0 else Sampling.ratio(spec.sampling),
             filter=_filter_for(index, spec, config.base_dir),
+            review_rate=spec.review_rate,
         )
         built.append(ConfiguredScorer(spec.id, entry, source, judge_model))
     return built

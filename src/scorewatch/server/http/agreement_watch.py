@@ -19,27 +19,17 @@ from dataclasses import dataclass
 from ...core.events import current_observers
 from ...evals.agreement import AgreementReport
 from ...evals.labelled import agreement_by_version
-from ...live.entry import fraction_of
 from ...sinks.labels import Label, LabelReadings, RunResolver
 
-__all__ = ["REVIEW_SCAN", "AgreementWatch", "ScorerScale", "in_review_sample", "measures_of"]
+__all__ = ["AgreementWatch", "ScorerScale", "measures_of"]
 
 logger = logging.getLogger("scorewatch.server")
 
 
-# How many of the newest unlabelled runs the review sample is looked for in.
-REVIEW_SCAN = 10_000
-
-
-def in_review_sample(run_id: str, rate: float) -> bool:
-    """Whether the run is in its scorer's review sample: deterministic in the run id, and keyed
-    apart from trace sampling (a sampled trace is no likelier to be reviewed)."""
-    return rate > 0 and fraction_of(f"review:{run_id}") < rate
-
-
 @dataclass(frozen=True, slots=True)
 class ScorerScale:
-    """What agreement needs of a scorer: the top of its scale, its direction, its review rate."""
+    """What agreement needs of a scorer: the top of its scale, its direction, its review rate
+    (a rate above 0 reports the counts of its review sample)."""
 
     top: float
     higher_passes: bool
@@ -137,12 +127,8 @@ class AgreementWatch:
         kept = {key: value for key, value in self._agreement.items() if key[0] != scorer}
         self._agreement = {**kept, **fresh}
         if scale.review_rate > 0:
-            rate = scale.review_rate
-            waiting = await self._resolver.unlabelled(scorer, scan=REVIEW_SCAN)
-            pending = sum(in_review_sample(str(run["id"]), rate) for run in waiting)
-            done = {str(r.label["runId"]) for r in runs}
-            labelled = sum(in_review_sample(run_id, rate) for run_id in done)
-            counts = {"marked": pending + labelled, "labelled": labelled, "pending": pending}
+            # The marks were stored with the score rows: the counts are exact, from the index.
+            counts = (await self._resolver.review_counts(scorer)).as_dict()
             others = {key: value for key, value in self._review.items() if key[0] != scorer}
             self._review = {**others, **{(scorer, k): v for k, v in counts.items()}}
 

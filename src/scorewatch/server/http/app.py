@@ -72,12 +72,11 @@ def build_service(config: ServeConfig) -> ServiceState:
     if stores.readers:
         service.on_close.append(functools.partial(close_sinks, stores.readers))
     if service.labels is not None and service.labels.reader is not None:
-        rates = {spec.id: spec.review_rate for spec in config.scorers}
         scales = {
             scorer_id: ScorerScale(
                 float(c.scorer.scale),
                 c.scorer.direction == "higher_is_better",
-                rates.get(scorer_id, 0.0),
+                c.entry.review_rate,
             )
             for scorer_id, c in built.items()
         }

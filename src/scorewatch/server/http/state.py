@@ -13,6 +13,7 @@ from ..config.label_stores import LabelStores
 from ..config.scorer_entries import ConfiguredScorer
 from ..config.stores import ResultReader, SinkProbe
 from ..intake.interface import Intake
+from ..intake.label_admission import AnnotatorBudget
 from .agreement_watch import AgreementWatch
 
 if TYPE_CHECKING:
@@ -45,9 +46,13 @@ class ServiceState:
     peers: PeerClient | None = None
     # The `GET /v1/scores` pages being read (at most server.max_readers).
     page_readers: ReaderSlots = field(init=False)
+    # Each annotator's budget of labels (`POST /v1/labels`).
+    label_budget: AnnotatorBudget = field(init=False)
 
     def __post_init__(self) -> None:
         self.page_readers = ReaderSlots(self.config.server.max_readers)
+        server = self.config.server
+        self.label_budget = AnnotatorBudget(server.labels_per_second, server.label_burst)
 
     @property
     def known_scorers(self) -> list[str]:

@@ -117,10 +117,13 @@ class StreamWorker:
         consumer: str | None = None,
         block_ms: int = 1000,
         privacy: PrivacyPolicy | None = None,
+        review_rates: Mapping[str, float] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._scorers = dict(scorers)
+        # Each scorer's review rate: its successful runs in the sample are stored marked.
+        self._review_rates = dict(review_rates or {})
         self._privacy = privacy
         self._client = client
         self._names = names
@@ -365,7 +368,13 @@ class StreamWorker:
         try:
             link = TraceLink.of(enqueued.trace_id, enqueued.span_id) if enqueued.is_valid else None
             with linked_runs(link):
-                result = await score_call(scorer, entry.call, entry.run_id, self._privacy)
+                result = await score_call(
+                    scorer,
+                    entry.call,
+                    entry.run_id,
+                    self._privacy,
+                    review_rate=self._review_rates.get(entry.scorer_id, 0.0),
+                )
         finally:
             current_observers().emit(InFlight(-1))
         # A judge that refused the call for good (401, 400, ...) refuses it again: store the

@@ -53,7 +53,9 @@ def run_worker(
         raise ConfigError(
             "no work queue: pass --queue redis://HOST:PORT/DB or set [queue] url / url_env"
         )
-    scorers = {configured.id: configured.scorer for configured in build_scorers(config)}
+    built = build_scorers(config)
+    scorers = {configured.id: configured.scorer for configured in built}
+    review_rates = {configured.id: configured.entry.review_rate for configured in built}
     install_configured_caching(config)
     require_dependencies(config)  # one line naming what is unreachable, not a traceback
     if any(scorer.has_judge for scorer in scorers.values()):
@@ -63,7 +65,15 @@ def run_worker(
     handle = _configure_telemetry(config, metrics_listen)
     try:
         stats = asyncio.run(
-            _work(config, url, scorers, concurrency=concurrency, consumer=consumer, handle=handle)
+            _work(
+                config,
+                url,
+                scorers,
+                review_rates,
+                concurrency=concurrency,
+                consumer=consumer,
+                handle=handle,
+            )
         )
     finally:
         if handle is not None:
@@ -80,6 +90,7 @@ async def _work(
     config: ServeConfig,
     url: str,
     scorers: dict[str, Any],
+    review_rates: dict[str, float],
     *,
     concurrency: int | None,
     consumer: str | None,
@@ -103,6 +114,7 @@ async def _work(
         stats_interval=settings.stats_interval,
         consumer=consumer,
         privacy=config.privacy,
+        review_rates=review_rates,
     )
     loop = asyncio.get_running_loop()
     signals = 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,7 +14,6 @@ from fastapi.responses import JSONResponse
 from ....evals.labelled import agreement_by_version
 from ....sinks.labels import RunResolver, label_id
 from ....sinks.storable import storable
-from ..agreement_watch import REVIEW_SCAN, in_review_sample
 from ..errors import ApiError
 from ..label_intake import LabelsRefused, check_labels
 from ..label_models import LabelBatch, LabelsStored
@@ -59,6 +59,25 @@ def _unavailable(service: ServiceState, what: str, error: Exception, message: st
     )
 
 
+def _admit(service: ServiceState, body: LabelBatch) -> None:
+    """Spend the request's labels from its annotators' budgets, or refuse it whole (429)
+    before it costs the store anything."""
+    wanted = Counter(label.annotator for label in body.labels)
+    refused = service.label_budget.admit(wanted)
+    if refused is None:
+        return
+    index = next(i for i, label in enumerate(body.labels) if label.annotator == refused.annotator)
+    raise ApiError(
+        429,
+        "too_many_labels",
+        f"labels[{index}].annotator: past this annotator's budget of labels "
+        f"({service.label_budget.rate:g} a second, {service.label_budget.burst:g} at once); "
+        "nothing was stored",
+        fields=[{"field": f"labels[{index}].annotator", "message": "over the label budget"}],
+        retry_after=refused.retry_after,
+    )
+
+
 # What the two reading endpoints (agreement, review) answer besides 200.
 _READ_ANSWERS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
@@ -81,12 +100,19 @@ _READ_ANSWERS: dict[int | str, dict[str, Any]] = {
         413: {"model": ErrorBody, "description": "Body over server.max_body_bytes."},
         415: {"model": ErrorBody, "description": "Content-Type is not application/json."},
         422: {"model": ErrorBody, "description": "Invalid fields; `fields` names them."},
+        429: {
+            "model": ErrorBody,
+            "description": "An annotator of the request is past their budget of labels "
+            "(server.labels_per_second, server.label_burst); nothing was stored: retry after "
+            "`Retry-After` seconds. Other annotators' labels are admitted meanwhile.",
+        },
         503: {"model": ErrorBody, "description": "The label store cannot be written now."},
     },
 )
 async def submit_labels(body: LabelBatch, request: Request) -> JSONResponse:
     service = service_of(request)
     resolver = _resolver(service)
+    _admit(service, body)
     scales = {sid: float(c.scorer.scale) for sid, c in service.scorers.items()}
     try:
         labels, runs = await check_labels(body.labels, scales, resolver)
@@ -166,9 +192,9 @@ async def agreement(
     "/review",
     summary="Runs waiting for a human label",
     description="The runs of `scorer` in its review sample (`review_rate` of its scorer entry, "
-    "chosen from the run id) that nobody has labelled yet, newest first, with what is stored "
-    "of them. A label (`POST /v1/labels`) takes a run off the list. Looks through the newest "
-    "10,000 unlabelled runs of the scorer.",
+    "chosen from the run id and marked in the score row when the run was scored) that nobody "
+    "has labelled yet, newest first, with what is stored of them, and the sample's counts "
+    "(`marked`, `labelled`, `pending`). A label (`POST /v1/labels`) takes a run off the list.",
     responses=_READ_ANSWERS,
 )
 async def review(
@@ -179,14 +205,12 @@ async def review(
     service = service_of(request)
     resolver = _resolver(service)
     _known(service, scorer)
-    rate = next(s.review_rate for s in service.config.scorers if s.id == scorer)
-    pending: list[dict[str, Any]] = []
-    if rate > 0:
-        try:
-            runs = await resolver.unlabelled(scorer, scan=REVIEW_SCAN)
-        except Exception as error:
-            message = "the store cannot be read now"
-            raise _unavailable(service, "reading runs for review", error, message) from None
-        pending = [run for run in runs if in_review_sample(str(run["id"]), rate)][:limit]
-    body = {"scorer": scorer, "review_rate": rate, "runs": pending}
+    rate = service.scorers[scorer].entry.review_rate
+    try:
+        pending = await resolver.review_pending(scorer, limit=limit)
+        counts = await resolver.review_counts(scorer)
+    except Exception as error:
+        message = "the store cannot be read now"
+        raise _unavailable(service, "reading runs for review", error, message) from None
+    body = {"scorer": scorer, "review_rate": rate, **counts.as_dict(), "runs": pending}
     return JSONResponse(storable(body))
