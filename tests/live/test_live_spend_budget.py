@@ -22,8 +22,8 @@ class Clock:
 def test_without_a_measured_cost_the_configured_rate_holds() -> None:
     budget = SpendBudget(10.0, clock=Clock())
     assert budget.effective_rate(0.5) == 0.5
-    assert budget.admit(0.4, base_rate=0.5) == ("sampled", 0.0)
-    assert budget.admit(0.6, base_rate=0.5) == ("not_sampled", 0.0)
+    assert budget.admit(0.4, base_rate=0.5)[0] == "sampled"
+    assert budget.admit(0.6, base_rate=0.5) == ("not_sampled", None)
     assert budget.skipped_budget == 0
 
 
@@ -37,14 +37,14 @@ def test_the_rate_falls_so_expected_spend_fits_and_skips_are_counted() -> None:
             budget.settle(reserved, 0.01)
     rate = budget.effective_rate(1.0)
     assert 0 < rate < 0.01
-    assert budget.admit(0.5, base_rate=1.0) == ("skipped_budget", 0.0)
+    assert budget.admit(0.5, base_rate=1.0) == ("skipped_budget", None)
     assert budget.skipped_budget >= 1
 
 
 def test_one_trace_is_in_or_out_for_every_scorer_of_the_same_rate() -> None:
     clock, rng = Clock(), random.Random(5)
     budget = SpendBudget(1.0, clock=clock)
-    budget.settle(0.0, 0.01)
+    budget.settle(None, 0.01)
     outcomes = set()
     for call in range(2_000):
         clock.now = float(call)
@@ -59,13 +59,14 @@ def test_one_trace_is_in_or_out_for_every_scorer_of_the_same_rate() -> None:
 def test_a_spent_budget_stops_sampling_until_the_next_period() -> None:
     clock = Clock(100.0)
     budget = SpendBudget(0.05, clock=clock)
-    budget.settle(0.0, 0.05)  # the period's budget, spent
+    budget.settle(None, 0.05)  # the period's budget, spent
     assert budget.remaining_usd == 0
     assert budget.effective_rate(1.0) == 0.0
-    assert budget.admit(0.0, base_rate=1.0) == ("skipped_budget", 0.0)
+    assert budget.admit(0.0, base_rate=1.0) == ("skipped_budget", None)
     clock.now = DAY_S + 1  # the next UTC day
     decision, reserved = budget.admit(0.0, base_rate=1.0)
-    assert decision == "sampled" and reserved == pytest.approx(0.05)
+    assert decision == "sampled" and reserved is not None
+    assert reserved.amount == pytest.approx(0.05)
     assert budget.spent == 0.0
 
 
