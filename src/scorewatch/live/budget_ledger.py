@@ -22,12 +22,14 @@ __all__ = ["Ledger", "MemoryLedger", "Totals"]
 
 @dataclass(frozen=True, slots=True)
 class Totals:
-    """A ledger's view of one period: settled `spent`, `reserved` for runs in flight, and the
-    calls per second the other processes sharing it reported (0 for an in-process ledger)."""
+    """A ledger's view of one period: settled `spent`, `reserved` for runs in flight, the
+    calls per second the other processes sharing it reported (0 for an in-process ledger), and
+    the cost per run every process measured together (None: the ledger keeps none)."""
 
     spent: float = 0.0
     reserved: float = 0.0
     others_rate: float = 0.0
+    cost_per_run: float | None = None
 
 
 class Ledger(Protocol):
@@ -44,8 +46,9 @@ class Ledger(Protocol):
         this process's `arrival_rate`. Whether it was taken, and the totals after."""
         ...
 
-    def settle(self, period: int, reserved: float, cost: float) -> Totals:
-        """A run of `period` finished: release `reserved`, add `cost` to the spend."""
+    def settle(self, period: int, reserved: float, cost: float, weight: float = -1.0) -> Totals:
+        """A run of `period` finished: release `reserved`, add `cost` to the spend; a
+        `weight` >= 0 also moves a shared cost per run towards `cost` by that weight."""
         ...
 
     def totals(self, period: int, arrival_rate: float) -> Totals:
@@ -86,7 +89,7 @@ class MemoryLedger:
                 self._reserved += expected
             return fits, self._totals()
 
-    def settle(self, period: int, reserved: float, cost: float) -> Totals:
+    def settle(self, period: int, reserved: float, cost: float, weight: float = -1.0) -> Totals:
         with self._lock:
             if self._at(period):
                 self._reserved = max(self._reserved - reserved, 0.0)

@@ -30,7 +30,8 @@ __all__ = ["DEFAULT_PREFIX", "RedisLedger"]
 DEFAULT_PREFIX: Final = "scorewatch:budget:"
 
 # KEYS: the period's hash, the rates hash. ARGV: mode, amount, limit or cost, ttl (s),
-# process id, its arrival rate (negative: not reported), rate ttl (ms).
+# process id, its arrival rate (negative: not reported), rate ttl (ms), the weight of a settled
+# cost in the shared cost per run (negative: the cost was not measured).
 _SCRIPT: Final = """
 local mode = ARGV[1]
 local amount = tonumber(ARGV[2])
@@ -57,6 +58,16 @@ elseif mode == 'settle' then
   reserved = math.max(reserved - amount, 0)
   redis.call('HSET', KEYS[1], 'reserved', tostring(reserved))
   spent = tonumber(redis.call('HINCRBYFLOAT', KEYS[1], 'spent', ARGV[3]))
+  local weight = tonumber(ARGV[8])
+  if weight >= 0 then
+    local previous = redis.call('HGET', KEYS[2], 'cost')
+    local cost = other
+    if previous then
+      cost = tonumber(previous) + weight * (other - tonumber(previous))
+    end
+    redis.call('HSET', KEYS[2], 'cost', tostring(cost))
+    redis.call('EXPIRE', KEYS[2], ttl)
+  end
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('EXPIRE', KEYS[1], ttl)
@@ -64,7 +75,7 @@ end
 local others = 0
 local readings = redis.call('HGETALL', KEYS[2])
 for index = 1, #readings, 2 do
-  if readings[index] ~= ARGV[5] then
+  if readings[index] ~= ARGV[5] and readings[index] ~= 'cost' then
     local value = readings[index + 1]
     local split = string.find(value, ':', 1, true)
     local heard = tonumber(string.sub(value, split + 1))
@@ -75,7 +86,8 @@ for index = 1, #readings, 2 do
     end
   end
 end
-return {taken, tostring(spent), tostring(reserved), tostring(others)}
+local cost = redis.call('HGET', KEYS[2], 'cost') or ''
+return {taken, tostring(spent), tostring(reserved), tostring(others), cost}
 """
 
 
@@ -111,14 +123,19 @@ class RedisLedger:
         # The URL may carry a password: never shown.
         return f"RedisLedger(name={self.name!r}, prefix={self.prefix!r})"
 
-    def _run(self, period: int, mode: str, amount: float, other: float, rate: float) -> Any:
+    def _run(
+        self, period: int, mode: str, amount: float, other: float, rate: float, weight: float = -1
+    ) -> Any:
         keys = [f"{self.prefix}{self.name}:{period}", f"{self.prefix}{self.name}:rates"]
         args: list[str | int] = [mode, repr(amount), repr(other), self._ttl, self.process]
-        return self._script(keys=keys, args=[*args, repr(rate), self._rate_ttl_ms])
+        return self._script(keys=keys, args=[*args, repr(rate), self._rate_ttl_ms, repr(weight)])
 
     @staticmethod
     def _totals(answer: Any) -> Totals:
-        return Totals(float(answer[1]), float(answer[2]), float(answer[3]))
+        cost = answer[4]
+        return Totals(
+            float(answer[1]), float(answer[2]), float(answer[3]), float(cost) if cost else None
+        )
 
     def reserve(
         self, period: int, expected: float, limit: float, arrival_rate: float
@@ -126,8 +143,8 @@ class RedisLedger:
         answer = self._run(period, "reserve", expected, limit, arrival_rate)
         return bool(int(answer[0])), self._totals(answer)
 
-    def settle(self, period: int, reserved: float, cost: float) -> Totals:
-        return self._totals(self._run(period, "settle", reserved, cost, -1.0))
+    def settle(self, period: int, reserved: float, cost: float, weight: float = -1.0) -> Totals:
+        return self._totals(self._run(period, "settle", reserved, cost, -1.0, weight))
 
     def totals(self, period: int, arrival_rate: float) -> Totals:
         return self._totals(self._run(period, "totals", 0.0, 0.0, arrival_rate))

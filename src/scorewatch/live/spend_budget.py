@@ -140,7 +140,7 @@ class SpendBudget:
 
     def _sync(self, now: float, ask: Callable[[], Totals]) -> bool:
         try:
-            self._totals = ask()
+            totals = ask()
         except Exception as error:
             _warn.warning(
                 f"budget:{self.name}",
@@ -149,6 +149,9 @@ class SpendBudget:
                 type(error).__name__,
             )
             return False
+        self._totals = totals
+        if totals.cost_per_run is not None:  # measured by every process sharing the ledger
+            self.cost_per_run = totals.cost_per_run
         self._synced_at = now
         return True
 
@@ -233,10 +236,11 @@ class SpendBudget:
                 )
             now = self._clock()
             self._roll(now)
+            weight = -1.0 if cost_usd is None else self.cost_weight
             if period == self._period:
-                self._sync(now, lambda: self.ledger.settle(period, reserved, actual))
+                self._sync(now, lambda: self.ledger.settle(period, reserved, actual, weight))
             else:  # a run of a past period: its ledger entry, not this period's totals
-                self._sync_past(period, reserved, actual)
+                self._sync_past(period, reserved, actual, weight)
 
     def release(self, reservation: Reservation | None) -> None:
         """An admitted run that will not run (refused by a full queue, given up at shutdown):
@@ -252,9 +256,9 @@ class SpendBudget:
             else:
                 self._sync_past(reservation.period, reservation.amount, 0.0)
 
-    def _sync_past(self, period: int, reserved: float, cost: float) -> None:
+    def _sync_past(self, period: int, reserved: float, cost: float, weight: float = -1.0) -> None:
         try:
-            self.ledger.settle(period, reserved, cost)
+            self.ledger.settle(period, reserved, cost, weight)
         except Exception as error:
             _warn.warning(
                 f"budget:{self.name}",

@@ -137,9 +137,10 @@ class AcceptedRun(BaseModel):
 
 class SkippedRun(BaseModel):
     scorer: str = Field(description="The scorer id.", examples=["length"])
-    decision: Literal["not_sampled", "filtered"] = Field(
+    decision: Literal["not_sampled", "filtered", "skipped_budget"] = Field(
         description="`not_sampled`: outside the scorer's sampling rate; `filtered`: the "
-        "scorer's filter declined the call.",
+        "scorer's filter declined the call; `skipped_budget`: a judge spend budget held it "
+        "back (docs/live-budgets.md).",
     )
 
 
