@@ -178,8 +178,11 @@ async def test_the_queue_worker_settles_what_serve_reserved(
                 item = ScoreItem(AgentCall("q", f"a{index}", "agent", f"{index + 1:032x}"))
                 (admission,) = await intake.admit([item])
                 skipped += any(s.decision == "skipped_budget" for s in admission.skipped)
-                for _ in range(400):  # the worker scores and settles before the next call
-                    if len(stored) == index + 1 - skipped:
+                # The worker scores and settles before the next call (the first run waits for
+                # litellm to load, which a busy machine takes seconds to do).
+                deadline = asyncio.get_running_loop().time() + 60
+                while len(stored) < index + 1 - skipped:
+                    if asyncio.get_running_loop().time() > deadline:
                         break
                     await asyncio.sleep(0.01)
                 assert len(stored) == index + 1 - skipped
