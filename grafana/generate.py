@@ -869,7 +869,7 @@ def live_dashboard() -> dash.Dashboard:
         _evaluations_by_target(),
     ):
         board = board.with_panel(panel)
-    board = board.with_row(dash.Row("Spend budgets ([budget], docs/live-budgets.md)"))
+    board = board.with_row(dash.Row("Spend budgets ([budget], docs/live.md)"))
     for panel in _budget_panels():
         board = board.with_panel(panel)
     board = board.with_row(dash.Row("Work queue (serve --queue, scorewatch worker)"))

@@ -93,7 +93,7 @@ class RuleSettings:
     daily_budget_usd: float = 100.0
     spend_for: str = "5m"
 
-    # A spend budget (`[budget]`, docs/live-budgets.md). ScorewatchBudgetBinding: a scorer's
+    # A spend budget (`[budget]`, docs/live.md). ScorewatchBudgetBinding: a scorer's
     # budget holds its sampling below `budget_bind_ratio` of its configured rate for
     # `budget_bind_for`: its coverage is reduced.
     budget_bind_ratio: float = 0.99

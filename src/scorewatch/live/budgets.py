@@ -1,5 +1,5 @@
 """`Budgets`: the spend budgets live scoring obeys, one shared by every scorer and/or one per
-scorer (docs/live-budgets.md), and what a sampled run holds of them until it is settled.
+scorer (docs/live.md, "Spend budgets"), and what a sampled run holds of them until it is settled.
 
 Every place that decides live sampling (the engine, serve's admission) asks `Budgets.admit` for
 each scorer whose filter kept the call, with the trace's fraction and one clock reading per

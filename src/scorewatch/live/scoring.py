@@ -66,7 +66,7 @@ class LiveScoring:
     rows, spans, events and logs of its runs; the judge reads the calls as they are.
     `budget_usd_per_day` caps the judge spend of all scorers together per UTC day (each
     entry's `budget_usd_per_day` caps its own): sampling slows so the spend fits, and calls
-    past it are `skipped_budget` (docs/live-budgets.md). `budget_redis_url` keeps the budgets
+    past it are `skipped_budget` (docs/live.md). `budget_redis_url` keeps the budgets
     in Redis (keys under `budget_redis_prefix`), shared with every process that names it.
     """
 

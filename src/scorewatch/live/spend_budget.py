@@ -1,4 +1,4 @@
-"""A judge spend budget that steers live sampling (issue #33, part 2; docs/live-budgets.md).
+"""A judge spend budget that steers live sampling (issue #33, part 2; docs/live.md).
 
 `SpendBudget(usd_per_day)` decides, for a call its scorer's sampling rate would score, whether
 the budget lets it: the effective sampling probability is the configured rate, lowered so that

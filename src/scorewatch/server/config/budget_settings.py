@@ -1,5 +1,5 @@
 """`[budget]` and `[[scorers]] budget_usd_per_day`: the judge spend budgets of `scorewatch serve`
-and `scorewatch worker` (docs/live-budgets.md).
+and `scorewatch worker` (docs/live.md, "Spend budgets").
 
 `[budget] usd_per_day` caps the judge spend of every judged scorer together per UTC day; a
 scorer entry's `budget_usd_per_day` caps its own. Sampling slows so the expected spend fits and

@@ -140,7 +140,7 @@ class SkippedRun(BaseModel):
     decision: Literal["not_sampled", "filtered", "skipped_budget"] = Field(
         description="`not_sampled`: outside the scorer's sampling rate; `filtered`: the "
         "scorer's filter declined the call; `skipped_budget`: a judge spend budget held it "
-        "back (docs/live-budgets.md).",
+        "back (docs/live.md, Spend budgets).",
     )
 
 
