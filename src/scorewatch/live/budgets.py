@@ -72,6 +72,7 @@ class Budgets:
         *,
         redis_url: str | None = None,
         prefix: str | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> Budgets | None:
         """A budget of `usd_per_day` shared by every scorer and/or one per scorer id
         (`per_scorer`), kept in this process, or in Redis at `redis_url` (shared by every
@@ -81,11 +82,11 @@ class Budgets:
 
         def budget(name: str, usd: float) -> SpendBudget:
             if redis_url is None:
-                return SpendBudget(usd, name=name)
+                return SpendBudget(usd, name=name, clock=clock)
             from .redis_budget import DEFAULT_PREFIX, RedisLedger
 
             ledger = RedisLedger(redis_url, name, prefix=prefix or DEFAULT_PREFIX)
-            return SpendBudget(usd, name=name, ledger=ledger)
+            return SpendBudget(usd, name=name, ledger=ledger, clock=clock)
 
         return cls(
             None if usd_per_day is None else budget(SHARED_NAME, usd_per_day),
@@ -93,6 +94,7 @@ class Budgets:
                 scorer_id: budget(f"scorer:{scorer_id}", usd)
                 for scorer_id, usd in (per_scorer or {}).items()
             },
+            clock,
         )
 
     def __bool__(self) -> bool:
@@ -154,9 +156,12 @@ class Budgets:
     def settle(self, hold: Hold | None, record: ScoreRecord) -> None:
         """A sampled run ended with `record`: its judge calls' cost settles what it held (an
         unknown cost counts the reservation)."""
+        self.settle_cost(hold, record_cost_usd(record))
+
+    def settle_cost(self, hold: Hold | None, cost: float | None) -> None:
+        """`settle` with the run's cost itself (None: unknown)."""
         if hold is None:
             return
-        cost = record_cost_usd(record)
         budgets = self._by_name()
         for reservation in hold.take():
             budget = budgets.get(reservation.budget)

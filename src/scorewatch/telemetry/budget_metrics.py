@@ -8,14 +8,13 @@ The decisions a budget skips are counted with the other live decisions (`skipped
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
-from opentelemetry.metrics import Meter, Observation
+from opentelemetry.metrics import Meter
 
-from ..core.events import Observers
 from ..live.events import BudgetReading, BudgetReadings
 from . import names
-from .pulled import Source, pulled
+from .pulled import Source, per_reading, pulled
 
 __all__ = ["BudgetMetrics"]
 
@@ -36,21 +35,15 @@ class BudgetMetrics:
         )  # fmt: skip
         for name, unit, description, read in gauges:
             meter.create_observable_gauge(
-                name, callbacks=[pulled(source, _gauge(read))], unit=unit, description=description
+                name,
+                callbacks=[pulled(source, per_reading(BudgetReadings.latest, read, _labels))],
+                unit=unit,
+                description=description,
             )
 
 
-def _gauge(read: Callable[[BudgetReading], float]) -> Callable[[Observers], Iterable[Observation]]:
-    def observe(bus: Observers) -> Iterable[Observation]:
-        return [
-            Observation(
-                read(reading),
-                {names.ATTR_EVALUATION_NAME: reading.scorer_id, names.ATTR_BUDGET: reading.budget},
-            )
-            for reading in BudgetReadings.latest(bus)
-        ]
-
-    return observe
+def _labels(reading: BudgetReading) -> dict[str, str]:
+    return {names.ATTR_EVALUATION_NAME: reading.scorer_id, names.ATTR_BUDGET: reading.budget}
 
 
 def _effective(reading: BudgetReading) -> float:

@@ -7,7 +7,9 @@ base spells a telemetry name: a rename is a one-line change here. See docs/spec 
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, get_args
+
+from ..live.events import LiveDecision
 
 __all__ = [
     "ATTR_AGREEMENT_MEASURE",
@@ -312,14 +314,7 @@ STATUS_FAILED: Final = "failed"
 OUTCOME_SUCCESS: Final = "success"
 OUTCOME_FAILED: Final = "failed"
 OUTCOME_NOT_SCORABLE: Final = "not_scorable"
-DECISIONS: Final = (
-    "sampled",
-    "not_sampled",
-    "filtered",
-    "dropped_queue_full",
-    "dropped_shutdown",
-    "skipped_budget",
-)
+DECISIONS: Final[tuple[str, ...]] = get_args(LiveDecision)  # the values of ATTR_DECISION
 
 # -- events ------------------------------------------------------------------------------------
 

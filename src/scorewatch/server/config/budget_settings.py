@@ -21,12 +21,12 @@ budget_usd_per_day = 5.0
 from __future__ import annotations
 
 import logging
-import os
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field
 
 from ...live.budgets import Budgets
+from .redis_url import RedisUrlTable
 
 if TYPE_CHECKING:
     from .file import ServeConfig
@@ -36,8 +36,8 @@ __all__ = ["BudgetSettings", "build_budgets"]
 logger = logging.getLogger("scorewatch.server")
 
 
-class BudgetSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class BudgetSettings(RedisUrlTable):
+    TABLE = "[budget]"
 
     usd_per_day: float | None = Field(
         None,
@@ -46,36 +46,7 @@ class BudgetSettings(BaseModel):
         description="USD of judge spend per UTC day, every judged scorer together; none: only "
         "the scorers' own budget_usd_per_day.",
     )
-    url: str | None = Field(
-        None, description="redis:// URL keeping the spending; none: [queue]'s Redis, if any."
-    )
-    url_env: str | None = Field(
-        None, description="Environment variable holding that URL (keeps a password out)."
-    )
     prefix: str = Field("scorewatch:budget:", min_length=1, description="Redis key prefix.")
-
-    @field_validator("url")
-    @classmethod
-    def _no_password(cls, value: str | None) -> str | None:
-        from .file import no_password
-
-        return None if value is None else no_password(value, "[budget] url", "url_env")
-
-    @model_validator(mode="after")
-    def _one_url(self) -> BudgetSettings:
-        if self.url is not None and self.url_env is not None:
-            raise ValueError("set [budget] url or url_env, not both")
-        return self
-
-    def resolved_url(self) -> str | None:
-        if self.url_env is not None:
-            value = os.environ.get(self.url_env)
-            if not value:
-                from .file import ConfigError
-
-                raise ConfigError(f"[budget] url_env names {self.url_env!r}, which is not set")
-            return value
-        return self.url
 
 
 def build_budgets(config: ServeConfig) -> Budgets | None:
