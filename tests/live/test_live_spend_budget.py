@@ -1,4 +1,5 @@
-"""`SpendBudget`: the sampling probability a daily judge budget allows."""
+"""`SpendBudget`: the sampling probability a daily judge budget allows; `Budgets`: the budgets
+live sampling asks; the queue entry that carries a reservation to the worker."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import random
 
 import pytest
 
-from scorewatch.live.spend_budget import DAY_S, SpendBudget
+import scorewatch as sw
+from live_support import constant_scorer
+from scorewatch.core.call import AgentCall
+from scorewatch.live.budgets import Budgets
+from scorewatch.live.spend_budget import DAY_S, Reservation, SpendBudget
+from scorewatch.server.queue.stream import decode_entry, encode_entry
 
 pytestmark = pytest.mark.unit
 
@@ -85,3 +91,61 @@ def test_spend_never_exceeds_the_budget_when_costs_are_as_measured() -> None:
 def test_a_budget_must_be_positive() -> None:
     with pytest.raises(ValueError, match="usd_per_day"):
         SpendBudget(0.0)
+
+
+# -- Budgets: the shared budget and the scorers' own, as live sampling asks them --------------
+
+
+def judged(scorer_id: str = "judged") -> sw.Scorer:
+    return sw.create_scorer(
+        id=scorer_id,
+        description="judged",
+        judge=sw.JudgeConfig(model="openai/judge", instructions="Rate it."),
+    ).generate_score(sw.PromptStep("rate", lambda ctx: "Rate it."))
+
+
+def test_a_scorer_under_both_budgets_gives_back_what_one_took_when_the_other_skips() -> None:
+    clock = Clock(10.0)
+    budgets = Budgets.build(1.0, {"judged": 0.02}, clock=clock)
+    assert budgets is not None and budgets.shared is not None
+    own = budgets.per_scorer["judged"]
+    own.settle(None, 0.02)  # the scorer's own budget is spent; the shared one is not
+    budgets.shared.settle(None, 0.01)  # a cost is known: the shared budget reserves it
+    assert budgets.admit("judged", 0.0, None, clock.now) == ("skipped_budget", None)
+    assert budgets.shared.reserved == 0.0  # what the shared budget reserved is given back
+    assert budgets.admit("other", 0.0, None, clock.now)[0] == "sampled"  # only the shared one
+
+
+def test_a_hold_is_settled_once_and_a_model_free_scorer_is_never_budgeted() -> None:
+    clock = Clock(10.0)
+    budgets = Budgets.build(1.0, clock=clock)
+    assert budgets is not None and budgets.shared is not None
+    budgets.shared.settle(None, 0.1)
+    decision, hold = budgets.admit("judged", 0.0, None, clock.now)
+    assert decision == "sampled" and hold is not None
+    assert budgets.shared.reserved == pytest.approx(0.1)
+    budgets.settle_cost(hold, 0.2)
+    budgets.release(hold)  # e.g. shutdown after the run settled: nothing more
+    budgets.settle_cost(hold, 0.2)
+    assert budgets.shared.reserved == 0.0
+    assert budgets.shared.spent == pytest.approx(0.3)
+    assert budgets.governs(judged()) and not budgets.governs(constant_scorer())
+
+
+def stored(fields: list[str]) -> dict[bytes, bytes]:
+    """An entry's fields as Redis hands them back."""
+    return {k.encode(): v.encode() for k, v in zip(fields[::2], fields[1::2], strict=True)}
+
+
+def test_a_queue_entry_carries_what_serve_reserved_to_the_worker() -> None:
+    call = AgentCall("q", "a", "agent", "0" * 32)
+    held = (Reservation("all", 20_000, 0.002), Reservation("scorer:judged", 20_000, 0.0))
+    fields = encode_entry("judged", "run-1", call, {}, held)
+    as_stored = stored(fields)
+    assert decode_entry(as_stored).reservations == held
+    without = encode_entry("judged", "run-1", call, {})
+    assert "budget" not in without[::2]
+    assert decode_entry(stored(without)).reservations == ()
+    as_stored[b"budget"] = b'[["all", "x"]]'
+    with pytest.raises(ValueError, match=r"malformed entry \(budget\)"):
+        decode_entry(as_stored)

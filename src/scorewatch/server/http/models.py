@@ -267,6 +267,9 @@ class Stats(BaseModel):
     filtered: int
     dropped_queue_full: int
     dropped_shutdown: int
+    skipped_budget: int = Field(
+        0, description="Evaluations a judge spend budget held back ([budget], docs/live.md)."
+    )
     scored: int
     failed: int
     rejected_requests: int
