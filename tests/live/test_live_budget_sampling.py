@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from live_support import Collected, constant_scorer, judged_scorer
+from prometheus_support import free_port
 from scale_support import REDIS_URL, require_redis, unique_prefix
 from scorewatch.core.events import Observers
 from scorewatch.judge.litellm_judge import LiteLLMJudge
@@ -20,6 +21,7 @@ from scorewatch.live import LiveScorerEntry, LiveScoring, Sampling
 from scorewatch.live.budgets import Budgets, record_cost_usd
 from scorewatch.live.events import BudgetReadings
 from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
+from service_databases import redis_url
 
 pytestmark = pytest.mark.integration
 
@@ -183,3 +185,10 @@ def test_concurrent_deciders_stay_within_the_budget_and_calls_in_flight(prefix: 
     # Each decider's first run may be admitted before any cost is known (it reserves
     # nothing): at most those four runs in flight pass the budget.
     assert 0.05 - 1e-9 <= spent[0] <= 0.05 + 4 * 0.01 + 1e-9
+
+
+def test_a_redis_that_does_not_answer_holds_calls_back() -> None:
+    # A port where nothing listens: the budget fails closed (it exists to bound spend).
+    budgets = Budgets.build(1.0, redis_url=redis_url(port=free_port()))
+    assert budgets is not None
+    assert budgets.admit("judged", 0.0, None, time.time()) == ("skipped_budget", None)
