@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import tomllib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from scorewatch.core.call import AgentCall
 from scorewatch.judge.litellm_judge import LiteLLMJudge
 from scorewatch.live import CallbackSink, LiveScorerEntry
 from scorewatch.live.budgets import Budgets, record_cost_usd
+from scorewatch.server.config.budget_settings import build_budgets
 from scorewatch.server.config.file import ConfigError, ServeConfig
 from scorewatch.server.intake.interface import ScoreItem
 from scorewatch.server.intake.redis_queue import RedisIntake
@@ -197,3 +199,14 @@ async def test_the_queue_worker_settles_what_serve_reserved(
     (key,) = ledger
     assert float(await client.hget(key, "spent") or 0) == pytest.approx(spent)
     assert float(await client.hget(key, "reserved") or 0) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_documented_budget_config_is_valid_and_builds_both_budgets() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    section = page[page.index("## `[budget]`") :]
+    block = section[section.index("```toml") + len("```toml") : section.index("```\n\n")]
+    config = ServeConfig.from_mapping(tomllib.loads(block))
+    budgets = build_budgets(config)
+    assert budgets is not None and budgets.shared is not None
+    assert budgets.shared.usd_per_day == 20.0
+    assert budgets.per_scorer["faithfulness"].usd_per_day == 5.0
