@@ -136,9 +136,9 @@ class SpendBudget:
             self._period, self._synced_at = period, -math.inf
             self._totals = Totals()
         if self.ledger.remote and now - self._synced_at >= self.sync_s:
-            self._sync(now, lambda: self.ledger.totals(self._period, self._arrival_rate))
+            self._refresh(now, lambda: self.ledger.totals(self._period, self._arrival_rate))
 
-    def _sync(self, now: float, ask: Callable[[], Totals]) -> bool:
+    def _refresh(self, now: float, ask: Callable[[], Totals]) -> bool:
         try:
             totals = ask()
         except Exception as error:
@@ -216,7 +216,7 @@ class SpendBudget:
                 )
                 return totals
 
-            if not self._sync(now, reserve) or not taken:
+            if not self._refresh(now, reserve) or not taken:
                 return self._skip()
             return "sampled", Reservation(self.name, self._period, expected)
 
@@ -238,9 +238,9 @@ class SpendBudget:
             self._roll(now)
             weight = -1.0 if cost_usd is None else self.cost_weight
             if period == self._period:
-                self._sync(now, lambda: self.ledger.settle(period, reserved, actual, weight))
+                self._refresh(now, lambda: self.ledger.settle(period, reserved, actual, weight))
             else:  # a run of a past period: its ledger entry, not this period's totals
-                self._sync_past(period, reserved, actual, weight)
+                self._settle_past(period, reserved, actual, weight)
 
     def release(self, reservation: Reservation | None) -> None:
         """An admitted run that will not run (refused by a full queue, given up at shutdown):
@@ -249,14 +249,14 @@ class SpendBudget:
             return
         with self._lock:
             if reservation.period == self._period:
-                self._sync(
+                self._refresh(
                     self._clock(),
                     lambda: self.ledger.settle(reservation.period, reservation.amount, 0.0),
                 )
             else:
-                self._sync_past(reservation.period, reservation.amount, 0.0)
+                self._settle_past(reservation.period, reservation.amount, 0.0)
 
-    def _sync_past(self, period: int, reserved: float, cost: float, weight: float = -1.0) -> None:
+    def _settle_past(self, period: int, reserved: float, cost: float, weight: float = -1.0) -> None:
         try:
             self.ledger.settle(period, reserved, cost, weight)
         except Exception as error:
