@@ -9,6 +9,7 @@ The decisions a budget skips are counted with the other live decisions (`skipped
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 
 from opentelemetry.metrics import Meter
 
@@ -25,13 +26,13 @@ class BudgetMetrics:
     def __init__(self, meter: Meter, source: Source) -> None:
         gauges: tuple[tuple[str, str, str, Callable[[BudgetReading], float]], ...] = (
             (names.METRIC_BUDGET_SAMPLING_RATE, names.UNIT_DIMENSIONLESS,
-             "Sampling probability the spend budgets allow now", _effective),
+             "Sampling probability the spend budgets allow now", attrgetter("effective_rate")),
             (names.METRIC_BUDGET_CONFIGURED_RATE, names.UNIT_DIMENSIONLESS,
-             "Configured sampling rate of a budgeted scorer", _configured),
+             "Configured sampling rate of a budgeted scorer", attrgetter("base_rate")),
             (names.METRIC_BUDGET_REMAINING, names.UNIT_COST_USD,
-             "Judge spend left of the tightest budget this period", _remaining),
+             "Judge spend left of the tightest budget this period", attrgetter("remaining_usd")),
             (names.METRIC_BUDGET_LIMIT, names.UNIT_COST_USD,
-             "Judge spend budget per period", _limit),
+             "Judge spend budget per period", attrgetter("limit_usd")),
         )  # fmt: skip
         for name, unit, description, read in gauges:
             meter.create_observable_gauge(
@@ -44,19 +45,3 @@ class BudgetMetrics:
 
 def _labels(reading: BudgetReading) -> dict[str, str]:
     return {names.ATTR_EVALUATION_NAME: reading.scorer_id, names.ATTR_BUDGET: reading.budget}
-
-
-def _effective(reading: BudgetReading) -> float:
-    return reading.effective_rate
-
-
-def _configured(reading: BudgetReading) -> float:
-    return reading.base_rate
-
-
-def _remaining(reading: BudgetReading) -> float:
-    return reading.remaining_usd
-
-
-def _limit(reading: BudgetReading) -> float:
-    return reading.limit_usd
