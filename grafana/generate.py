@@ -744,8 +744,9 @@ def live_dashboard() -> dash.Dashboard:
     by_kind = _timeseries(
         "Live decisions by kind",
         "What happened to each piece of live traffic per second: sampled (queued for scoring), "
-        "not_sampled, filtered, dropped_queue_full (queue full, not scored) and dropped_shutdown "
-        "(still queued at shutdown).",
+        "not_sampled, filtered, skipped_budget (held back by a spend budget), "
+        "dropped_queue_full (queue full, not scored) and dropped_shutdown (still queued at "
+        "shutdown).",
         [
             (
                 f"sum by (scorewatch_decision) (rate({decisions}{{{SCORER}}}[$__rate_interval]))",
@@ -868,10 +869,74 @@ def live_dashboard() -> dash.Dashboard:
         _evaluations_by_target(),
     ):
         board = board.with_panel(panel)
+    board = board.with_row(dash.Row("Spend budgets ([budget], docs/live.md)"))
+    for panel in _budget_panels():
+        board = board.with_panel(panel)
     board = board.with_row(dash.Row("Work queue (serve --queue, scorewatch worker)"))
     for panel in _work_queue_panels():
         board = board.with_panel(panel)
     return board
+
+
+def _budget_panels() -> list[timeseries.Panel | stat.Panel]:
+    """Judge spend budgets: empty without one. Every process deciding for a scorer reports
+    the rate its budget allows and the same shared remainder, hence `min by`."""
+    key = "gen_ai_evaluation_name, scorewatch_budget"
+    rate = _timeseries(
+        "Budget: effective sampling rate",
+        "The share of each budgeted scorer's traffic sampled now, beside its configured rate: "
+        "below it, the spend budget binds and the calls held back count as "
+        "skipped_budget. ScorewatchBudgetBinding fires after 15m below 99% of the configured "
+        "rate.",
+        [
+            (
+                f"min by ({key}) (scorewatch_budget_sampling_rate{{{SCORER}}})",
+                "{{gen_ai_evaluation_name}} effective ({{scorewatch_budget}})",
+            ),
+            (
+                f"max by ({key}) (scorewatch_budget_configured_rate{{{SCORER}}})",
+                "{{gen_ai_evaluation_name}} configured",
+            ),
+        ],
+        unit="percentunit",
+        steps=[(None, "green")],
+        width=8,
+    )
+    remaining = _timeseries(
+        "Budget: remaining today",
+        "USD left of each spend budget this UTC day, the runs in flight reserved, against the "
+        "daily limit: all is shared by every judged scorer, scorer:<id> is one scorer's own.",
+        [
+            (
+                "min by (scorewatch_budget) (scorewatch_budget_remaining_usd)",
+                "{{scorewatch_budget}} remaining",
+            ),
+            (
+                "max by (scorewatch_budget) (scorewatch_budget_limit_usd)",
+                "{{scorewatch_budget}} limit",
+            ),
+        ],
+        unit="currencyUSD",
+        steps=[(None, "green")],
+        width=8,
+    )
+    decisions = "scorewatch_live_decisions_total"
+    skipped = _stat(
+        "Budget: calls held back",
+        "Share of the budgeted scorers' calls the budgets held back (skipped_budget) over the "
+        "time range, of those the sampling rate alone would have scored.",
+        _ratio(
+            f'sum(increase({decisions}{{{SCORER}, scorewatch_decision="skipped_budget"}}'
+            "[$__range]))",
+            f"sum(increase({decisions}{{{SCORER}, "
+            'scorewatch_decision=~"sampled|skipped_budget|dropped_queue_full"}[$__range]))',
+        ),
+        "held back",
+        unit="percentunit",
+        steps=[(None, "green"), (0.5, "orange")],
+        width=8,
+    )
+    return [rate, remaining, skipped]
 
 
 def _work_queue_panels() -> list[timeseries.Panel]:

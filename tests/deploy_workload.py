@@ -8,6 +8,8 @@ then keeps scoring until its stdin closes:
   its scores sit around 0.9 until a line `drop` arrives on stdin, then around 0.5;
 - `tone`: a model-free scorer on live traffic (with a filter) and in batch experiments;
 - `slow`: a live scorer behind a tiny queue, so bursts are dropped when the queue is full;
+- `budgeted`: the judged scorer again under a spend budget of a few runs a day, so the budget
+  binds at once: its gauges exist, calls are `skipped_budget`, ScorewatchBudgetBinding fires;
 - a sink that fails now and then, next to an SQLite sink;
 - with a Redis URL and a stream name as further arguments, serve's `RedisIntake` appends every
   tick's traffic for `queued` to that stream and a `StreamWorker` scores it, so the work-queue
@@ -199,7 +201,11 @@ class WorkQueue:
 
 
 async def traffic(
-    live: LiveScoring, burst: LiveScoring, queue: WorkQueue | None, stop: threading.Event
+    live: LiveScoring,
+    burst: LiveScoring,
+    budgeted: LiveScoring,
+    queue: WorkQueue | None,
+    stop: threading.Event,
 ) -> None:
     for tick in itertools.count():
         if stop.is_set():
@@ -213,6 +219,7 @@ async def traffic(
                 target="support-agent",
             )
         live.submit(input="lookup", output="internal", target="internal-tool")  # filtered
+        budgeted.submit(input=f"question {tick}", output=f"answer {tick}", target="support-agent")
         if tick % 10 == 0:
             for index in range(6):  # a burst the 2-slot queue cannot hold
                 burst.submit(input=f"burst {index}", output="x", target="support-agent")
@@ -255,6 +262,11 @@ async def main(data_dir: Path, redis_url: str | None, stream: str | None) -> Non
         max_queue=2,
         drain_on_exit=False,
     )
+    budgeted = LiveScoring(
+        {"budgeted": relevancy_scorer(judge).copy(id="budgeted")},
+        budget_usd_per_day=0.002,  # about five judged runs a day
+        drain_on_exit=False,
+    )
     queue = None
     if redis_url is not None and stream is not None:
         queue = WorkQueue(redis_url, stream, data_dir)
@@ -263,12 +275,13 @@ async def main(data_dir: Path, redis_url: str | None, stream: str | None) -> Non
     threading.Thread(target=read_commands, args=(level, stop), daemon=True).start()
     print(handle.prometheus_port, flush=True)
     try:
-        await traffic(live, burst, queue, stop)
+        await traffic(live, burst, budgeted, queue, stop)
     finally:
         if queue is not None:
             await queue.aclose()
     await live.aclose(timeout=5)
     await burst.aclose(timeout=5)
+    await budgeted.aclose(timeout=5)
     handle.shutdown()
 
 

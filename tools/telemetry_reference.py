@@ -231,6 +231,7 @@ _ATTRIBUTES: Final[dict[str, str]] = {
     "ATTR_QUEUE_STREAM": "the work queue's stream name",
     "ATTR_QUEUE_REASON": "why an entry was dead-lettered: `failed`, `max_deliveries`, "
     "`unknown_scorer`, `malformed`",
+    "ATTR_BUDGET": "the spend budget: `all` (every judged scorer's) or `scorer:<id>` (its own)",
     "ATTR_TRACES_REASON": "why the trace intake dropped spans or evicted traces",
     "ATTR_TRACES_OUTCOME": "what became of a selected span (`admitted`, or why it was not scored) "
     "or of a conversation (`closed_idle`, ...)",
@@ -386,6 +387,39 @@ _METRICS: Final = (
         names.UNIT_DIMENSIONLESS,
         ("ATTR_SINK",),
         "Failed writes of live results to a sink.",
+    ),
+    _Metric(
+        "METRIC_BUDGET_SAMPLING_RATE",
+        "PROM_BUDGET_SAMPLING_RATE",
+        "gauge",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_EVALUATION_NAME", "ATTR_BUDGET"),
+        "The sampling probability a scorer's spend budgets allow now (at most its configured "
+        "rate), labelled with its tightest budget.",
+    ),
+    _Metric(
+        "METRIC_BUDGET_CONFIGURED_RATE",
+        "PROM_BUDGET_CONFIGURED_RATE",
+        "gauge",
+        names.UNIT_DIMENSIONLESS,
+        ("ATTR_EVALUATION_NAME", "ATTR_BUDGET"),
+        "The scorer's configured sampling rate, beside the rate its budget allows.",
+    ),
+    _Metric(
+        "METRIC_BUDGET_REMAINING",
+        "PROM_BUDGET_REMAINING",
+        "gauge",
+        names.UNIT_COST_USD,
+        ("ATTR_EVALUATION_NAME", "ATTR_BUDGET"),
+        "What is left of the scorer's tightest budget this UTC day, runs in flight reserved.",
+    ),
+    _Metric(
+        "METRIC_BUDGET_LIMIT",
+        "PROM_BUDGET_LIMIT",
+        "gauge",
+        names.UNIT_COST_USD,
+        ("ATTR_EVALUATION_NAME", "ATTR_BUDGET"),
+        "That budget per UTC day.",
     ),
     _Metric(
         "METRIC_QUEUE_BACKLOG",

@@ -93,6 +93,12 @@ class RuleSettings:
     daily_budget_usd: float = 100.0
     spend_for: str = "5m"
 
+    # A spend budget (`[budget]`, docs/live.md). ScorewatchBudgetBinding: a scorer's
+    # budget holds its sampling below `budget_bind_ratio` of its configured rate for
+    # `budget_bind_for`: its coverage is reduced.
+    budget_bind_ratio: float = 0.99
+    budget_bind_for: str = "15m"
+
     # The Redis work queue (`serve --queue`, `scorewatch worker`). ScorewatchQueueDeadLetters:
     # any entry dead-lettered within `queue_dead_letter_window`. ScorewatchQueueBacklogHigh: the
     # backlog above `queue_backlog_fraction` of `queue_max_backlog` for `queue_backlog_for`.
@@ -135,6 +141,7 @@ SHORT_WINDOWS = RuleSettings(
     spend_window="1m",
     daily_budget_usd=1.0,
     spend_for="5s",
+    budget_bind_for="5s",
     queue_dead_letter_window="30s",
     queue_backlog_for="5s",
     agreement_min_labels=5,
@@ -410,6 +417,37 @@ def _spend(s: RuleSettings) -> dict[str, Any]:
     }
 
 
+BUDGET_KEY = "gen_ai_evaluation_name, scorewatch_budget"
+
+
+def _budget_binding(s: RuleSettings) -> dict[str, Any]:
+    # Every process deciding for a scorer reports its rate: the lowest speaks for the budget.
+    return {
+        "alert": "ScorewatchBudgetBinding",
+        "expr": (
+            f"min by ({BUDGET_KEY}) (scorewatch_budget_sampling_rate)\n"
+            f"  < {_number(s.budget_bind_ratio)} * "
+            f"max by ({BUDGET_KEY}) (scorewatch_budget_configured_rate)"
+        ),
+        "for": s.budget_bind_for,
+        "labels": {"severity": "info"},
+        "annotations": {
+            "summary": (
+                "The spend budget {{ $labels.scorewatch_budget }} holds back the sampling of "
+                "{{ $labels.gen_ai_evaluation_name }}."
+            ),
+            "description": (
+                "Scorer {{ $labels.gen_ai_evaluation_name }} samples "
+                "{{ $value | humanizePercentage }} of its traffic, below its configured rate, "
+                f"for {s.budget_bind_for}: its judge spend budget "
+                "{{ $labels.scorewatch_budget }} binds, so fewer calls are scored (counted as "
+                "skipped_budget) until the budget's next UTC day."
+            ),
+            "runbook_url": _runbook(s, "ScorewatchBudgetBinding"),
+        },
+    }
+
+
 # Gauges every process attached to a stream reports with the same stream-wide value: one alert
 # per stream, whatever the number of serve and worker processes.
 QUEUE_KEY = "scorewatch_queue_stream"
@@ -541,6 +579,7 @@ def rule_groups(s: RuleSettings) -> list[dict[str, Any]]:
                 _stalled(s),
                 _live_drops(s),
                 _spend(s),
+                _budget_binding(s),
             ],
         },
         {

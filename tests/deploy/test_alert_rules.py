@@ -31,6 +31,7 @@ ALERTS = [
     "ScorewatchEvaluationsStalled",
     "ScorewatchLiveDrops",
     "ScorewatchJudgeSpendHigh",
+    "ScorewatchBudgetBinding",
     "ScorewatchQueueDeadLetters",
     "ScorewatchQueueBacklogHigh",
     "ScorewatchJudgeAgreementLow",
@@ -89,7 +90,7 @@ def test_rule_files_pass_promtool_check() -> None:
     promtool = require_binary("promtool")
     result = run([promtool, "check", "rules", str(RULES_FILE), str(SHORT_RULES_FILE)])
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 20 rules found" in result.stdout
+    assert "SUCCESS: 21 rules found" in result.stdout
 
 
 @pytest.mark.parametrize("test_file", RULE_TEST_FILES, ids=lambda p: p.name)

@@ -141,6 +141,8 @@ def test_issue_panels_are_present() -> None:
         "Scorer run duration p50 / p95",
         "Step duration p95",
         "Sink errors",
+        "Budget: effective sampling rate",
+        "Budget: remaining today",
     } <= titles["scorewatch-live.json"]
     heatmap = next(
         p for p in _boards()["scorewatch-scores.json"]["panels"] if p["type"] == "heatmap"

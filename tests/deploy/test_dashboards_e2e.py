@@ -355,6 +355,17 @@ def test_variables_list_the_expected_values(stack: Stack) -> None:
     ) == {"support-agent"}
 
 
+def test_a_binding_budget_fires_its_alert(stack: Stack) -> None:
+    def firing() -> list[dict[str, Any]]:
+        rows = stack.query('ALERTS{alertname="ScorewatchBudgetBinding", alertstate="firing"}')
+        return [r for r in rows if r["metric"].get("gen_ai_evaluation_name") == "budgeted"]
+
+    (alert,) = _wait_for(firing, "ScorewatchBudgetBinding for the budgeted scorer", timeout=60)
+    assert alert["metric"]["scorewatch_budget"] == "all"
+    skipped = 'scorewatch_live_decisions_total{scorewatch_decision="skipped_budget"}'
+    assert _has_values(stack.query(skipped))
+
+
 def test_a_real_score_drop_fires_through_alertmanager(stack: Stack) -> None:
     drop = 'ALERTS{alertname="ScorewatchScoreDrop"}'
     # Scores are steady at ~0.9: nothing pending, nothing delivered.

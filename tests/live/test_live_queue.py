@@ -323,6 +323,7 @@ def test_stats_shape() -> None:
     assert set(live.stats()) == {
         "sampled",
         "not_sampled",
+        "skipped_budget",
         "filtered",
         "dropped_queue_full",
         "dropped_shutdown",

@@ -2,7 +2,8 @@
 and the queue workers (docs/reference-semantics.md, "Live scoring").
 
 Per scorer and call, in order: the entry's filter (falsy or raising: `filtered`) and
-deterministic sampling on the trace id, else the run id (`not_sampled`), a deterministic run id,
+deterministic sampling on the trace id, else the run id (`not_sampled`), the spend budgets when
+some are set (`skipped_budget`: live/budgets.py), a deterministic run id,
 then admission to the bounded `WorkQueue` (`sampled`, or `dropped_queue_full` /
 `dropped_shutdown`). An accepted run is scored (`score_call`) and its result written to every
 sink in turn (`Storage`); it ends as `scored`, `not_scorable` or `failed`, or is given up at
@@ -54,7 +55,8 @@ from ..privacy import PrivacyPolicy, redacting
 from ..sinks.base import ScoreSink
 from ..sinks.delivery import SinkRetry, Storage
 from ..sinks.record import ScoreRecord
-from .entry import Decision, LiveScorerEntry, in_review_sample
+from .budgets import Budgets, Hold
+from .entry import Decision, LiveScorerEntry, fraction_of, in_review_sample
 from .events import LIVE_COUNTS, Decided, InFlight, LiveDecision, QueueDepth
 from .work_queue import Job, JobOutcome, WorkQueue
 
@@ -97,6 +99,8 @@ class Run:
     call: AgentCall
     done: asyncio.Future[ScoreRecord] | None = None
     tag: Any = None
+    hold: Hold | None = None
+    """What the run reserved of the spend budgets, settled with its cost when it ends."""
 
 
 class Counts:
@@ -252,7 +256,8 @@ class ScoringEngine:
     a service logs error types only, as the texts may quote its clients' content. `observers`
     is the event bus the engine, its runs and sink writes report to (default: that of `counts`,
     else the bus current at construction). `privacy`: what the engine's records, spans, events
-    and logs redact (the judge reads the calls as they are).
+    and logs redact (the judge reads the calls as they are). `budgets`: the spend budgets
+    sampling obeys (live/budgets.py); their readings are reported on the bus.
     """
 
     def __init__(
@@ -269,8 +274,10 @@ class ScoringEngine:
         on_finished: Callable[[Run, JobOutcome], None] | None = None,
         observers: Observers | None = None,
         privacy: PrivacyPolicy | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self.entries: dict[str, LiveScorerEntry] = dict(entries)
+        self.budgets = budgets if budgets else None
         self.privacy = privacy
         self.counts = counts if counts is not None else Counts(observers=observers)
         # The bus telemetry hears this engine on; its runs and sink writes report there too.
@@ -309,6 +316,14 @@ class ScoringEngine:
         if rates and None not in rates:
             self._ceiling = max(rate for rate in rates if rate is not None)
         self._none_sampled: dict[str, LiveDecision] = dict.fromkeys(self.entries, "not_sampled")
+        self._unregister_budgets: Callable[[], None] | None = None
+        if self.budgets is not None:
+            # A budget counts every call its scorers see, so none is decided in bulk.
+            self._ceiling = 2.0
+            self._unregister_budgets = self.budgets.report_to(
+                self.observers,
+                {entry.scorer: entry.sampling.rate for entry in self.entries.values()},
+            )
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -358,6 +373,8 @@ class ScoringEngine:
     def _decide(self, call: AgentCall, draw: float | None) -> dict[str, LiveDecision]:
         sample_key = call.trace_id or call.run_id or ""  # a run id is set by now
         decisions: dict[str, LiveDecision] = {}
+        budgets = self.budgets
+        now = budgets.now() if budgets is not None else 0.0  # one reading for the whole call
         for key, entry in self.entries.items():
             if draw is not None:
                 rate = entry.sampling.rate
@@ -366,9 +383,15 @@ class ScoringEngine:
                 decided = entry.decide(call, sample_key, self._warn)
             scorer = entry.scorer
             decision: LiveDecision = decided
-            if decided == "sampled":
+            hold: Hold | None = None
+            if budgets is not None and decided != "filtered" and budgets.governs(scorer):
+                fraction = draw if draw is not None else fraction_of(sample_key)
+                decision, hold = budgets.admit(scorer.id, fraction, entry.sampling.rate, now)
+            if decision == "sampled":
                 run_id = self._ids.issue(live_run_id(scorer.id, call))
-                decision = self.enqueue(Run(scorer, run_id, call))
+                decision = self.enqueue(Run(scorer, run_id, call, hold=hold))
+                if decision != "sampled" and budgets is not None:
+                    budgets.release(hold)
             self.counts.decided(scorer.id, decision)
             decisions[key] = decision
         return decisions
@@ -402,6 +425,8 @@ class ScoringEngine:
             result = await score_call(
                 run.scorer, run.call, run.run_id, self.privacy, review_rate=rate
             )
+        if run.hold is not None and self.budgets is not None:
+            await self.budgets.asettle(run.hold, result)
         if result.status == "failed":
             self._run_failed(run, result)
         if not self.queue.begin_commit(job):
@@ -426,6 +451,8 @@ class ScoringEngine:
         run = job.payload
         self.counts.add(outcome)
         if outcome == "dropped_shutdown":
+            if self.budgets is not None:
+                self.budgets.release(run.hold)  # never ran: nothing spent (after `settle`: none)
             self.observers.emit(Decided(run.scorer.id, "dropped_shutdown"))
             if run.done is not None:
                 _settle(run.done, None)
@@ -481,14 +508,19 @@ class ScoringEngine:
             )
         return given_up
 
+    def _stop_reporting(self) -> None:
+        self._unregister_depth()
+        if self._unregister_budgets is not None:
+            self._unregister_budgets()
+
     async def aclose(self) -> None:
         """Close the sinks and stop reporting the queue depth (after `shutdown`)."""
-        self._unregister_depth()
+        self._stop_reporting()
         await self.storage.aclose()
 
     def close_blocking(self, timeout: float | None) -> None:
         """`aclose` for code without a running loop."""
-        self._unregister_depth()
+        self._stop_reporting()
         self.storage.close_blocking(timeout)
 
 

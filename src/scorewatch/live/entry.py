@@ -116,6 +116,8 @@ class LiveScorerEntry:
     review_rate: float = 0.0
     """Share of this scorer's successful live runs marked for human review, decided from the
     run id (`in_review_sample`) and stored with the score row (`reviewSampled`)."""
+    budget_usd_per_day: float | None = None
+    """This scorer's own judge spend budget (live/budgets.py); None: only a shared one, if any."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.scorer, Scorer):
@@ -135,6 +137,16 @@ class LiveScorerEntry:
             object.__setattr__(self, "sampling", Sampling.coerce(sampling))
         if self.filter is not None and not callable(self.filter):
             raise TypeError("LiveScorerEntry.filter must be callable")
+        budget = self.budget_usd_per_day
+        if budget is not None and (
+            isinstance(budget, bool)
+            or not isinstance(budget, int | float)
+            or not (math.isfinite(budget) and budget > 0)
+        ):
+            raise ValueError(
+                "LiveScorerEntry.budget_usd_per_day must be a positive number of USD, "
+                f"got {budget!r}"
+            )
 
     def decide(self, call: AgentCall, sample_key: str, warn: ThrottledLog) -> Decision:
         """`sampled`, `filtered` or `not_sampled` for one scorer on one call (filter, then

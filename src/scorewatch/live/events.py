@@ -22,6 +22,8 @@ from ..core.events import Observers
 
 __all__ = [
     "LIVE_COUNTS",
+    "BudgetReading",
+    "BudgetReadings",
     "DeadLettered",
     "Decided",
     "InFlight",
@@ -32,7 +34,12 @@ __all__ = [
 ]
 
 LiveDecision = Literal[
-    "sampled", "not_sampled", "filtered", "dropped_queue_full", "dropped_shutdown"
+    "sampled",
+    "not_sampled",
+    "filtered",
+    "dropped_queue_full",
+    "dropped_shutdown",
+    "skipped_budget",
 ]
 LIVE_COUNTS: tuple[str, ...] = (*get_args(LiveDecision), "scored", "not_scorable", "failed")
 """What a live queue counts: every decision, then how accepted runs ended."""
@@ -63,6 +70,36 @@ class QueueDepth:
     def total(cls, bus: Observers) -> int:
         """The runs waiting in every queue registered on `bus`."""
         return sum(reading.queued for reading in bus.read(cls))
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetReading:
+    """One scorer under a spend budget (live/budgets.py): the sampling probability its budgets
+    allow now (`effective_rate`, at most its configured `base_rate`), and what is left of its
+    tightest budget (`budget`) this period against that period's `limit_usd`."""
+
+    scorer_id: str
+    budget: str
+    effective_rate: float
+    base_rate: float
+    remaining_usd: float
+    limit_usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetReadings:
+    """A pulled reading: every budgeted scorer of one engine or intake."""
+
+    readings: tuple[BudgetReading, ...]
+
+    @classmethod
+    def latest(cls, bus: Observers) -> list[BudgetReading]:
+        """One reading per scorer over every source on `bus` (the last registered wins)."""
+        found: dict[str, BudgetReading] = {}
+        for group in bus.read(cls):
+            for reading in group.readings:
+                found[reading.scorer_id] = reading
+        return list(found.values())
 
 
 # -- the Redis stream ------------------------------------------------------------------------------

@@ -28,11 +28,13 @@ from ..core.events import Observers
 from ..core.scorer import Scorer
 from ..privacy import PrivacyPolicy
 from ..sinks.base import ScoreSink
+from .budgets import Budgets
 from .engine import ScoringEngine
 from .entry import LiveScorerEntry
 from .events import LiveDecision
 from .litellm_callback import make_litellm_callback
 from .process import SigtermHandler, close_at_exit
+from .spend_budget import SpendBudget
 
 __all__ = ["InputFrom", "LiveDecision", "LiveScoring", "LiveStats", "current_trace_ids"]
 
@@ -62,6 +64,10 @@ class LiveScoring:
     bus current at construction, normally `core.events.OBSERVERS`). `privacy` (a
     `PrivacyPolicy` or its options, `{"redact": ["all"]}`) redacts personal data from the stored
     rows, spans, events and logs of its runs; the judge reads the calls as they are.
+    `budget_usd_per_day` caps the judge spend of all scorers together per UTC day (each
+    entry's `budget_usd_per_day` caps its own): sampling slows so the spend fits, and calls
+    past it are `skipped_budget` (docs/live.md). `budget_redis_url` keeps the budgets
+    in Redis (keys under `budget_redis_prefix`), shared with every process that names it.
     """
 
     def __init__(
@@ -76,6 +82,9 @@ class LiveScoring:
         shutdown_timeout: float = 30.0,
         observers: Observers | None = None,
         privacy: PrivacyPolicy | Mapping[str, Any] | None = None,
+        budget_usd_per_day: float | None = None,
+        budget_redis_url: str | None = None,
+        budget_redis_prefix: str | None = None,
     ) -> None:
         entries = {key: LiveScorerEntry.coerce(value) for key, value in scorers.items()}
         seen: dict[str, str] = {}
@@ -86,6 +95,19 @@ class LiveScoring:
                     f"{entry.scorer.id!r}; live run ids and metrics are keyed by scorer id"
                 )
             seen[entry.scorer.id] = key
+        if budget_usd_per_day is not None:
+            try:
+                SpendBudget(budget_usd_per_day)
+            except ValueError as error:
+                raise ValueError(f"LiveScoring budget_usd_per_day: {error}") from None
+        per_scorer = {
+            entry.scorer.id: entry.budget_usd_per_day
+            for entry in entries.values()
+            if entry.budget_usd_per_day is not None
+        }
+        budgets = Budgets.build(
+            budget_usd_per_day, per_scorer, redis_url=budget_redis_url, prefix=budget_redis_prefix
+        )
         self._engine = ScoringEngine(
             entries,
             sinks=tuple(sinks),
@@ -94,6 +116,7 @@ class LiveScoring:
             quote_errors=True,
             observers=observers,
             privacy=None if privacy is None else PrivacyPolicy.model_validate(privacy),
+            budgets=budgets,
         )
         self.shutdown_timeout = shutdown_timeout
         self._shut = False

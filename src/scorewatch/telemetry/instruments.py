@@ -27,6 +27,7 @@ from .._version import __version__
 from ..core.events import Observers
 from ..live.events import QueueDepth
 from . import names
+from .budget_metrics import BudgetMetrics
 from .label_metrics import LabelMetrics
 from .queue_metrics import QueueMetrics
 from .trace_metrics import TraceMetrics
@@ -154,6 +155,7 @@ class Instruments:
             description="Live evaluations waiting in the queue",
         )
         self.queue = QueueMetrics(meter, lambda: self.source)
+        self.budgets = BudgetMetrics(meter, lambda: self.source)
         self.traces = TraceMetrics(meter, lambda: self.source)
         self.labels = LabelMetrics(meter, lambda: self.source)
         self._scores: dict[float, Histogram] = {}

@@ -7,10 +7,13 @@ base spells a telemetry name: a rename is a one-line change here. See docs/spec 
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, get_args
+
+from ..live.events import LiveDecision
 
 __all__ = [
     "ATTR_AGREEMENT_MEASURE",
+    "ATTR_BUDGET",
     "ATTR_CACHE_RESULT",
     "ATTR_COST_SOURCE",
     "ATTR_DECISION",
@@ -83,6 +86,10 @@ __all__ = [
     "INSTRUMENTATION_SCOPE",
     "MESSAGING_SYSTEM_REDIS",
     "METADATA_RESPONSE_ID",
+    "METRIC_BUDGET_CONFIGURED_RATE",
+    "METRIC_BUDGET_LIMIT",
+    "METRIC_BUDGET_REMAINING",
+    "METRIC_BUDGET_SAMPLING_RATE",
     "METRIC_JUDGE_AGREEMENT",
     "METRIC_JUDGE_ATTEMPTS",
     "METRIC_JUDGE_CACHE_LOOKUPS",
@@ -119,6 +126,10 @@ __all__ = [
     "OUTCOME_FAILED",
     "OUTCOME_NOT_SCORABLE",
     "OUTCOME_SUCCESS",
+    "PROM_BUDGET_CONFIGURED_RATE",
+    "PROM_BUDGET_LIMIT",
+    "PROM_BUDGET_REMAINING",
+    "PROM_BUDGET_SAMPLING_RATE",
     "PROM_JUDGE_AGREEMENT",
     "PROM_JUDGE_ATTEMPTS",
     "PROM_JUDGE_CACHE_LOOKUPS",
@@ -270,6 +281,7 @@ ATTR_SINK: Final = "scorewatch.sink"
 ATTR_QUEUE_STREAM: Final = "scorewatch.queue.stream"
 # Why an entry was dead-lettered: failed, max_deliveries, unknown_scorer, malformed.
 ATTR_QUEUE_REASON: Final = "scorewatch.queue.reason"
+ATTR_BUDGET: Final = "scorewatch.budget"
 # Why the trace intake dropped spans or evicted traces: max_bytes, max_spans_per_trace,
 # duplicate, own; max_traces, max_age.
 ATTR_TRACES_REASON: Final = "scorewatch.traces.reason"
@@ -306,7 +318,7 @@ STATUS_FAILED: Final = "failed"
 OUTCOME_SUCCESS: Final = "success"
 OUTCOME_FAILED: Final = "failed"
 OUTCOME_NOT_SCORABLE: Final = "not_scorable"
-DECISIONS: Final = ("sampled", "not_sampled", "filtered", "dropped_queue_full", "dropped_shutdown")
+DECISIONS: Final[tuple[str, ...]] = get_args(LiveDecision)  # the values of ATTR_DECISION
 
 # -- events ------------------------------------------------------------------------------------
 
@@ -334,6 +346,10 @@ METRIC_LIVE_DECISIONS: Final = "scorewatch.live.decisions"
 METRIC_LIVE_QUEUE_DEPTH: Final = "scorewatch.live.queue.depth"
 METRIC_LIVE_IN_FLIGHT: Final = "scorewatch.live.in_flight"
 METRIC_SINK_ERRORS: Final = "scorewatch.sink.errors"
+METRIC_BUDGET_SAMPLING_RATE: Final = "scorewatch.budget.sampling.rate"
+METRIC_BUDGET_CONFIGURED_RATE: Final = "scorewatch.budget.configured.rate"
+METRIC_BUDGET_REMAINING: Final = "scorewatch.budget.remaining.usd"
+METRIC_BUDGET_LIMIT: Final = "scorewatch.budget.limit.usd"
 METRIC_QUEUE_BACKLOG: Final = "scorewatch.queue.backlog"
 METRIC_QUEUE_PENDING: Final = "scorewatch.queue.pending"
 METRIC_QUEUE_LAG: Final = "scorewatch.queue.lag"
@@ -366,6 +382,10 @@ PROM_LIVE_DECISIONS: Final = "scorewatch_live_decisions_total"
 PROM_LIVE_QUEUE_DEPTH: Final = "scorewatch_live_queue_depth"
 PROM_LIVE_IN_FLIGHT: Final = "scorewatch_live_in_flight"
 PROM_SINK_ERRORS: Final = "scorewatch_sink_errors_total"
+PROM_BUDGET_SAMPLING_RATE: Final = "scorewatch_budget_sampling_rate"
+PROM_BUDGET_CONFIGURED_RATE: Final = "scorewatch_budget_configured_rate"
+PROM_BUDGET_REMAINING: Final = "scorewatch_budget_remaining_usd"
+PROM_BUDGET_LIMIT: Final = "scorewatch_budget_limit_usd"
 PROM_QUEUE_BACKLOG: Final = "scorewatch_queue_backlog"
 PROM_QUEUE_PENDING: Final = "scorewatch_queue_pending"
 PROM_QUEUE_LAG: Final = "scorewatch_queue_lag"

@@ -9,14 +9,13 @@ stream-wide values, labelled by stream, so dashboards take `max by (stream)`. Co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
-from opentelemetry.metrics import Counter, Meter, Observation
+from opentelemetry.metrics import Counter, Meter
 
-from ..core.events import Observers
 from ..live.events import DeadLettered, QueueGauges, Redelivered
 from . import names
-from .pulled import Source, pulled
+from .pulled import Source, per_reading, pulled
 
 __all__ = ["QueueMetrics"]
 
@@ -42,7 +41,9 @@ class QueueMetrics:
         )  # fmt: skip
         for name, description, read in gauges:
             meter.create_observable_gauge(
-                name, callbacks=[pulled(source, _gauge(read))], description=description
+                name,
+                callbacks=[pulled(source, per_reading(QueueGauges.latest, read, _stream))],
+                description=description,
             )
 
     def redelivered(self, event: Redelivered) -> None:
@@ -54,14 +55,8 @@ class QueueMetrics:
         )
 
 
-def _gauge(read: Callable[[QueueGauges], int]) -> Callable[[Observers], Iterable[Observation]]:
-    def observe(bus: Observers) -> Iterable[Observation]:
-        return [
-            Observation(read(reading), {names.ATTR_QUEUE_STREAM: reading.stream})
-            for reading in QueueGauges.latest(bus)
-        ]
-
-    return observe
+def _stream(reading: QueueGauges) -> dict[str, str]:
+    return {names.ATTR_QUEUE_STREAM: reading.stream}
 
 
 def _backlog(reading: QueueGauges) -> int:

@@ -14,10 +14,9 @@ ttl_s = 86400
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field
 
 from ...core.verdict_cache import (
     MemoryVerdictCache,
@@ -25,6 +24,7 @@ from ...core.verdict_cache import (
     VerdictCaching,
     install_verdict_caching,
 )
+from .redis_url import RedisUrlTable
 
 if TYPE_CHECKING:
     from .file import ServeConfig
@@ -32,43 +32,14 @@ if TYPE_CHECKING:
 __all__ = ["CacheSettings", "install_configured_caching", "verdict_caching"]
 
 
-class CacheSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class CacheSettings(RedisUrlTable):
+    TABLE = "[cache]"
 
-    url: str | None = Field(
-        None, description="redis:// URL of a shared cache; none: in-process only."
-    )
-    url_env: str | None = Field(
-        None, description="Environment variable holding that URL (keeps a password out)."
-    )
     ttl_s: int = Field(86_400, ge=1, le=365 * 86_400, description="How long a verdict is kept.")
     max_bytes: int = Field(
         64 << 20, ge=1 << 16, le=1 << 34, description="Bound of the in-process cache."
     )
     prefix: str = Field("scorewatch:verdict:", min_length=1, description="Redis key prefix.")
-
-    @field_validator("url")
-    @classmethod
-    def _no_password(cls, value: str | None) -> str | None:
-        from .file import no_password
-
-        return None if value is None else no_password(value, "[cache] url", "url_env")
-
-    @model_validator(mode="after")
-    def _one_url(self) -> CacheSettings:
-        if self.url is not None and self.url_env is not None:
-            raise ValueError("set [cache] url or url_env, not both")
-        return self
-
-    def resolved_url(self) -> str | None:
-        if self.url_env is not None:
-            value = os.environ.get(self.url_env)
-            if not value:
-                from .file import ConfigError
-
-                raise ConfigError(f"[cache] url_env names {self.url_env!r}, which is not set")
-            return value
-        return self.url
 
     def build(self) -> VerdictCache:
         url = self.resolved_url()

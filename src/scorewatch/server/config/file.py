@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ...errors import ScorewatchError
 from ...privacy import PrivacyPolicy
 from ...sinks.storable import is_secret_key
+from .budget_settings import BudgetSettings
 from .cache_settings import CacheSettings
 from .queue_settings import QueueSettings
 from .traces_settings import TracesSettings
@@ -264,6 +265,12 @@ class ScorerSettings(_Table):
         None, description="`module:attribute` of a predicate over the call; falsy skips it."
     )
     cache: bool = Field(True, description="Reuse verdicts when [cache] is set.")
+    budget_usd_per_day: float | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="This scorer's own judge spend budget, USD per UTC day (with [budget]).",
+    )
     review_rate: float = Field(
         0.0,
         ge=0.0,
@@ -424,6 +431,9 @@ class ServeConfig(_Table):
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     cache: CacheSettings | None = Field(None, description="The verdict cache; none: off.")
+    budget: BudgetSettings | None = Field(
+        None, description="The judge spend budget shared by every scorer, and where it is kept."
+    )
     traces: TracesSettings | None = Field(
         None, description="OTLP/HTTP trace intake (POST /v1/traces); absent: off."
     )

@@ -150,9 +150,10 @@ class AcceptedRun(BaseModel):
 
 class SkippedRun(BaseModel):
     scorer: str = Field(description="The scorer id.", examples=["length"])
-    decision: Literal["not_sampled", "filtered"] = Field(
+    decision: Literal["not_sampled", "filtered", "skipped_budget"] = Field(
         description="`not_sampled`: outside the scorer's sampling rate; `filtered`: the "
-        "scorer's filter declined the call.",
+        "scorer's filter declined the call; `skipped_budget`: a judge spend budget held it "
+        "back (docs/live.md, Spend budgets).",
     )
 
 
@@ -279,6 +280,9 @@ class Stats(BaseModel):
     filtered: int
     dropped_queue_full: int
     dropped_shutdown: int
+    skipped_budget: int = Field(
+        0, description="Evaluations a judge spend budget held back ([budget], docs/live.md)."
+    )
     scored: int
     failed: int
     rejected_requests: int

@@ -14,16 +14,17 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Final
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Literal
 from uuid import uuid4
 
 from ..._throttled_log import ThrottledLog
 from ...core.call import AgentCall
+from ...live.budgets import Budgets, Hold
 from ...live.engine import Counts, live_run_id
-from ...live.entry import LiveScorerEntry
+from ...live.entry import LiveScorerEntry, fraction_of
 from ...live.events import Decided, LiveDecision
-from .interface import ScoreItem, Skipped
+from .interface import ScoreItem, SkipDecision, Skipped
 
 __all__ = [
     "BAD_ID_MESSAGE",
@@ -34,6 +35,7 @@ __all__ = [
     "Plan",
     "plan_digest",
     "plan_items",
+    "release_holds",
     "request_digest",
     "request_run_id",
     "target_problem",
@@ -76,16 +78,25 @@ class Plan:
     call: AgentCall
     sampled: list[str]
     skipped: list[Skipped]
+    holds: dict[str, Hold] = field(default_factory=dict)
+    """What each sampled scorer's run reserved of the spend budgets (none without budgets)."""
 
 
-def plan_items(entries: Mapping[str, LiveScorerEntry], items: Sequence[ScoreItem]) -> list[Plan]:
+def plan_items(
+    entries: Mapping[str, LiveScorerEntry],
+    items: Sequence[ScoreItem],
+    budgets: Budgets | None = None,
+) -> list[Plan]:
     """Decide every (item, scorer) pair; the scorer ids in the items are known. Raises
-    `InvalidTargetError` (deciding nothing) when an item's target is not one to keep."""
+    `InvalidTargetError` (deciding nothing) when an item's target is not one to keep. Under
+    `budgets`, a sampled run holds its reservation (`Plan.holds`) until it is settled, or
+    given back when the request is refused (`release_holds`)."""
     for index, item in enumerate(items):
         problem = target_problem(item.call.target)
         if problem is not None:
             raise InvalidTargetError(f"items[{index}].target: {problem}")
     plans: list[Plan] = []
+    now = budgets.now() if budgets else 0.0  # one clock reading for the whole request
     for item in items:
         run_id = item.call.run_id or uuid4().hex
         call = item.call if item.call.run_id else replace(item.call, run_id=run_id)
@@ -93,22 +104,39 @@ def plan_items(entries: Mapping[str, LiveScorerEntry], items: Sequence[ScoreItem
         chosen = item.scorers if item.scorers is not None else tuple(entries)
         sampled: list[str] = []
         skipped: list[Skipped] = []
+        holds: dict[str, Hold] = {}
         for scorer_id in dict.fromkeys(chosen):
-            decision = entries[scorer_id].decide(call, sample_key, _warn)
+            entry = entries[scorer_id]
+            decision: SkipDecision | Literal["sampled"] = entry.decide(call, sample_key, _warn)
+            if budgets and decision != "filtered" and budgets.governs(entry.scorer):
+                fraction = fraction_of(sample_key)
+                decision, hold = budgets.admit(scorer_id, fraction, entry.sampling.rate, now)
+                if hold is not None:
+                    holds[scorer_id] = hold
             if decision == "sampled":
                 sampled.append(scorer_id)
             else:
                 skipped.append(Skipped(scorer_id, decision))
-        plans.append(Plan(item, call, sampled, skipped))
+        plans.append(Plan(item, call, sampled, skipped, holds))
     return plans
+
+
+def release_holds(budgets: Budgets | None, plans: Iterable[Plan]) -> None:
+    """A refused request: what its sampled runs reserved is given back."""
+    if budgets:
+        for plan in plans:
+            for hold in plan.holds.values():
+                budgets.release(hold)
 
 
 class IntakeCounts(Counts):
     """An intake's counts since start: every live decision and outcome, `rejected_requests`,
-    then `extra` keys, all zero at first."""
+    then `extra` keys, all zero at first. A refused request gives back what its runs reserved
+    of `budgets`."""
 
-    def __init__(self, *extra: str) -> None:
+    def __init__(self, *extra: str, budgets: Budgets | None = None) -> None:
         super().__init__("rejected_requests", *extra)
+        self.budgets = budgets
 
     def skipped(self, plans: Iterable[Plan]) -> None:
         """Count the decisions not to score (filtered, not sampled) of admitted items."""
@@ -118,6 +146,8 @@ class IntakeCounts(Counts):
 
     def refused(self, plans: Iterable[Plan], decision: LiveDecision) -> None:
         """A refused request: its sampled evaluations count as `decision`, nothing else."""
+        plans = list(plans)
+        release_holds(self.budgets, plans)
         refused = 0
         for plan in plans:
             for scorer_id in plan.sampled:

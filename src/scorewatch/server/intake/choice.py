@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...live.entry import LiveScorerEntry
+from ..config.budget_settings import build_budgets
 from ..config.file import ServeConfig, queue_url
 from ..config.stores import Stores
 from .in_process import InProcessIntake
@@ -18,6 +19,7 @@ def build_intake(
     config: ServeConfig, entries: Mapping[str, LiveScorerEntry], stores: Stores
 ) -> Intake:
     url = queue_url(config)
+    budgets = build_budgets(config)
     if url is None:
         return InProcessIntake(
             entries,
@@ -30,6 +32,7 @@ def build_intake(
             # The HTTP loop only parses, admits and answers.
             scoring=ScoringLoop(),
             privacy=config.privacy,
+            budgets=budgets,
         )
     from ...sinks.postgres import PostgresSink
     from ..queue.stream import StreamNames, connect
@@ -48,4 +51,5 @@ def build_intake(
         lookup=reader if isinstance(reader, PostgresSink) else None,
         stats_interval=config.queue.stats_interval,
         wait_limit=config.server.wait_timeout,
+        budgets=budgets,
     )

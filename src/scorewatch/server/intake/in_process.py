@@ -30,6 +30,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ...live.budgets import Budgets
 from ...live.engine import Run, ScoringEngine
 from ...live.entry import LiveScorerEntry
 from ...live.events import LiveDecision
@@ -88,6 +89,7 @@ class InProcessIntake:
         max_queue_delay: float | None = None,
         scoring: ScoringLoop | None = None,
         privacy: PrivacyPolicy | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self._max_queue = max_queue
         self._max_bytes = max_queue_bytes
@@ -97,7 +99,8 @@ class InProcessIntake:
         self._pace = Pace(self._throughput)
         self._held_bytes = 0
         self._lock = threading.Lock()  # the held bytes
-        self._counts = IntakeCounts("shed_requests")
+        self._budgets = budgets if budgets else None
+        self._counts = IntakeCounts("shed_requests", budgets=self._budgets)
         self._engine = ScoringEngine(
             entries,
             sinks=sinks,
@@ -112,6 +115,7 @@ class InProcessIntake:
             on_stored=self._throughput.finished,
             privacy=privacy,
             on_finished=self._finished,
+            budgets=self._budgets,
         )
         self._queue = self._engine.queue
         self._closed = False
@@ -168,7 +172,7 @@ class InProcessIntake:
         # No await from here to the end: on the event loop, the capacity check and the offers
         # that follow it cannot interleave with another request's.
         entries = self._engine.entries
-        plans = plan_items(entries, items)
+        plans = plan_items(entries, items, self._budgets)
         needed = sum(len(plan.sampled) for plan in plans)
         needed_bytes = sum(plan.item.size for plan in plans if plan.sampled)
 
@@ -223,11 +227,14 @@ class InProcessIntake:
                 if admission.results is not None:
                     done = loop.create_future()
                     admission.results[run_id] = done
+                budget_hold = plan.holds.get(scorer_id)
                 answer: LiveDecision = self._engine.enqueue(
-                    Run(scorer, run_id, call, done, hold), runs_on
+                    Run(scorer, run_id, call, done, hold, budget_hold), runs_on
                 )
                 if answer != "sampled":  # cannot happen after the check above; never hide it
                     self._release(hold)
+                    if self._budgets is not None:
+                        self._budgets.release(budget_hold)
                     logger.error("queue refused an admitted run (%s); counted as such", answer)
                     self._counts.decided(scorer_id, answer)
                     continue

@@ -31,7 +31,7 @@ __all__ = [
     "Skipped",
 ]
 
-SkipDecision = Literal["not_sampled", "filtered"]
+SkipDecision = Literal["not_sampled", "filtered", "skipped_budget"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from opentelemetry.trace import SpanKind
 
 from ...core.call import AgentCall
 from ...core.events import current_observers
+from ...live.budgets import Budgets
 from ...live.entry import LiveScorerEntry
 from ...live.events import QueueGauges
 from ...sinks.base import ScoreSink
@@ -86,8 +87,10 @@ class RedisIntake:
         lookup: RunLookup | None = None,
         stats_interval: float = 5.0,
         wait_limit: float = 30.0,
+        budgets: Budgets | None = None,
     ) -> None:
         self._entries = dict(entries)
+        self._budgets = budgets if budgets else None
         self._client = client
         self._names = names
         self._max_backlog = max_backlog
@@ -95,7 +98,9 @@ class RedisIntake:
         self._lookup = lookup
         self._wait_limit = wait_limit
         # sink_errors stays 0: serve stores nothing itself with a queue, the workers count theirs
-        self._counts = IntakeCounts("sink_errors", "queue_errors", "outcome_unknown")
+        self._counts = IntakeCounts(
+            "sink_errors", "queue_errors", "outcome_unknown", budgets=self._budgets
+        )
         self._closed = False
         self._group_ready = False
         self._poller = GaugePoller(client, names, stats_interval)
@@ -104,6 +109,14 @@ class RedisIntake:
             QueueGauges, lambda: self._poller.latest
         )
         self._waiters: set[asyncio.Task[None]] = set()
+        self._unregister_budgets = (
+            None
+            if self._budgets is None
+            else self._budgets.report_to(
+                current_observers(),
+                {entry.scorer: entry.sampling.rate for entry in self._entries.values()},
+            )
+        )
 
     # -- introspection -----------------------------------------------------------------------
 
@@ -151,7 +164,7 @@ class RedisIntake:
     async def admit(
         self, items: Sequence[ScoreItem], *, want_results: bool = False
     ) -> list[Admission]:
-        plans = plan_items(self._entries, items)
+        plans = plan_items(self._entries, items, self._budgets)
         if self._closed:
             self._counts.refused(plans, "dropped_shutdown")
             raise IntakeClosedError("the service is shutting down")
@@ -174,7 +187,9 @@ class RedisIntake:
                 for scorer_id in plan.sampled:
                     run_id = request_run_id(scorer_id, plan.item.call, digest)
                     runs.append((index, scorer_id, run_id))
-                    encoded.append(encode_entry(scorer_id, run_id, plan.call, carrier))
+                    hold = plan.holds.get(scorer_id)
+                    held = () if hold is None else hold.reservations
+                    encoded.append(encode_entry(scorer_id, run_id, plan.call, carrier, held))
             span.set_attribute(telemetry_names.ATTR_MESSAGING_BATCH_COUNT, len(encoded))
             try:
                 if encoded:  # a request with nothing sampled never waits on Redis
@@ -269,6 +284,8 @@ class RedisIntake:
 
     async def aclose(self) -> None:
         self._unregister()
+        if self._unregister_budgets is not None:
+            self._unregister_budgets()
         await self._poller.stop()
         await close_sinks(self._sinks)
         try:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ...core.call import AgentCall
 from ...live.events import QueueGauges
+from ...live.spend_budget import Reservation
 from ...sinks.storable import redact_url_credentials
 from ..config.queue_settings import QueueSettings
 
@@ -96,6 +97,8 @@ class QueueEntry:
     run_id: str
     call: AgentCall
     trace_carrier: dict[str, str]
+    reservations: tuple[Reservation, ...] = ()
+    """What serve reserved of the spend budgets for this run; the worker settles it."""
 
 
 class QueueFull(Exception):
@@ -155,10 +158,16 @@ def _json(value: Any) -> str:
 
 
 def encode_entry(
-    scorer_id: str, run_id: str, call: AgentCall, trace_carrier: Mapping[str, str]
+    scorer_id: str,
+    run_id: str,
+    call: AgentCall,
+    trace_carrier: Mapping[str, str],
+    reservations: Sequence[Reservation] = (),
 ) -> list[str]:
-    """The entry's field/value list, in XADD order."""
-    return [
+    """The entry's field/value list, in XADD order (`budget` only when something was reserved:
+    `[[budget name, period, USD], ...]`)."""
+    held = [[r.budget, r.period, r.amount] for r in reservations]
+    fields = [
         "v",
         ENTRY_VERSION,
         "scorer",
@@ -170,6 +179,9 @@ def encode_entry(
         "trace",
         _json(dict(trace_carrier)),
     ]
+    if held:
+        fields += ["budget", _json(held)]
+    return fields
 
 
 def decode_entry(fields: Mapping[bytes, bytes]) -> QueueEntry:
@@ -183,6 +195,7 @@ def decode_entry(fields: Mapping[bytes, bytes]) -> QueueEntry:
         run_id = text["run_id"].decode("utf-8")
         document = json.loads(text["call"])
         carrier = json.loads(text.get("trace", b"{}"))
+        reservations = _reservations(json.loads(text.get("budget", b"[]")))
     except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"malformed entry ({type(error).__name__})") from None
     if not isinstance(document, dict) or not isinstance(carrier, dict):
@@ -195,7 +208,18 @@ def decode_entry(fields: Mapping[bytes, bytes]) -> QueueEntry:
         run_id=run_id,
         call=call,
         trace_carrier={str(k): str(v) for k, v in carrier.items()},
+        reservations=reservations,
     )
+
+
+def _reservations(document: Any) -> tuple[Reservation, ...]:
+    """The `budget` field read back; ValueError (naming no content) when it is not one."""
+    try:
+        return tuple(
+            Reservation(str(name), int(period), float(amount)) for name, period, amount in document
+        )
+    except (TypeError, ValueError):
+        raise ValueError("malformed entry (budget)") from None
 
 
 class EntryAppender:

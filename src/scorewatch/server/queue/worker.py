@@ -35,7 +35,7 @@ import os
 import socket
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import propagate, trace
@@ -45,6 +45,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind
 from ..._throttled_log import ThrottledLog
 from ...core.events import TraceLink, current_observers, linked_runs
 from ...core.scorer import Scorer
+from ...live.budgets import Budgets, Hold
 from ...live.engine import log_failed_run, score_call
 from ...live.events import DeadLettered, InFlight, QueueGauges, Redelivered
 from ...privacy import PrivacyPolicy
@@ -118,12 +119,14 @@ class StreamWorker:
         block_ms: int = 1000,
         privacy: PrivacyPolicy | None = None,
         review_rates: Mapping[str, float] | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._scorers = dict(scorers)
         # Each scorer's review rate: its successful runs in the sample are stored marked.
         self._review_rates = dict(review_rates or {})
+        self._budgets = budgets if budgets else None
         self._privacy = privacy
         self._client = client
         self._names = names
@@ -359,6 +362,8 @@ class StreamWorker:
                 delivery.entry_id,
                 entry.scorer_id,
             )
+            if self._budgets is not None:
+                self._budgets.release(Hold(entry.reservations))
             await self._dead_letter(delivery, "unknown_scorer")
             return "unknown_scorer"
         if delivery.deliveries > self._max_deliveries:
@@ -377,6 +382,12 @@ class StreamWorker:
                 )
         finally:
             current_observers().emit(InFlight(-1))
+        if self._budgets is not None and entry.reservations:
+            # Every attempt's cost is spent; the first one also gives back what serve reserved.
+            held = entry.reservations
+            if delivery.deliveries > 1:
+                held = tuple(replace(reservation, amount=0.0) for reservation in held)
+            await self._budgets.asettle(Hold(held), result)
         # A judge that refused the call for good (401, 400, ...) refuses it again: store the
         # failure and dead-letter the entry now instead of burning every delivery on it.
         last_chance = delivery.deliveries >= self._max_deliveries or not result.retryable

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from ...sinks.storable import redact_url_credentials
+from ..config.budget_settings import build_budgets
 from ..config.cache_settings import install_configured_caching
 from ..config.file import ConfigError, ServeConfig, queue_url
 from ..config.process_logging import configure_process_logging
@@ -115,6 +116,7 @@ async def _work(
         consumer=consumer,
         privacy=config.privacy,
         review_rates=review_rates,
+        budgets=build_budgets(config),
     )
     loop = asyncio.get_running_loop()
     signals = 0
