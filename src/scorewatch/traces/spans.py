@@ -4,6 +4,13 @@
 `SpanRecord`s, each carrying its resource's attributes (one mapping shared by the spans of a
 resource) and what they all weigh, so later stages never walk protobuf messages or care which
 request a span came in.
+
+A span's own attributes and its events' are converted when first read (`LazyAttributes`): most
+spans of an agent's trace are never read past their ids and name (only the spans a selector
+picks, and the calls under them, are), and converting every attribute of every span was most
+of what receiving a span cost. Until then a record keeps its span's protobuf encoding, the bytes
+the buffer counts for it anyway, never a reference into the request it came in (which would
+keep the whole request in memory for as long as any one of its spans is held).
 """
 
 from __future__ import annotations
@@ -16,7 +23,14 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-__all__ = ["SpanEvent", "SpanRecord", "any_value", "attributes_of", "spans_from_request"]
+__all__ = [
+    "LazyAttributes",
+    "SpanEvent",
+    "SpanRecord",
+    "any_value",
+    "attributes_of",
+    "spans_from_request",
+]
 
 _STATUS_ERROR = 2
 
@@ -95,8 +109,72 @@ def attributes_of(pairs: Any) -> dict[str, Any]:
     return converted
 
 
+class _EncodedSpan:
+    """One span's protobuf encoding, decoded (once) when the first of its attribute mappings is
+    read: then the span's attributes and its events' are converted, and the encoding let go."""
+
+    __slots__ = ("_converted", "_encoded")
+
+    def __init__(self, encoded: bytes) -> None:
+        self._encoded = encoded
+        self._converted: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+
+    def attributes(self, event: int | None) -> dict[str, Any]:
+        """The span's attributes (`event` None), or those of its event number `event`."""
+        if self._converted is None:
+            from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+            span = Span.FromString(self._encoded)
+            self._encoded = b""
+            self._converted = (
+                attributes_of(span.attributes),
+                [attributes_of(one.attributes) for one in span.events],
+            )
+        own, events = self._converted
+        return own if event is None else events[event]
+
+
+class LazyAttributes(Mapping[str, Any]):
+    """A span's (or one of its events') attributes, converted to Python values when first
+    read; a read-only mapping like the dict it stands for."""
+
+    __slots__ = ("_event", "_source", "_values")
+
+    def __init__(self, source: _EncodedSpan, event: int | None = None) -> None:
+        self._source: _EncodedSpan | None = source
+        self._event = event
+        self._values: dict[str, Any] | None = None
+
+    def _converted(self) -> dict[str, Any]:
+        values = self._values
+        if values is None:
+            assert self._source is not None
+            values = self._values = self._source.attributes(self._event)
+            self._source = None
+        return values
+
+    def __getitem__(self, key: str) -> Any:
+        return self._converted()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._converted())
+
+    def __len__(self) -> int:
+        return len(self._converted())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._converted()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._converted().get(key, default)
+
+    def __repr__(self) -> str:
+        return repr(self._converted())
+
+
 def spans_from_request(request: ExportTraceServiceRequest) -> Iterator[SpanRecord]:
-    """Every span of the request, in the order the request lists them."""
+    """Every span of the request, in the order the request lists them; their attributes are
+    converted when first read (`LazyAttributes`)."""
     for resource_spans in request.resource_spans:
         resource = attributes_of(resource_spans.resource.attributes)
         resource_size = resource_spans.resource.ByteSize()
@@ -104,6 +182,8 @@ def spans_from_request(request: ExportTraceServiceRequest) -> Iterator[SpanRecor
             scope = scope_spans.scope.name
             scope_size = len(scope.encode("utf-8"))
             for span in scope_spans.spans:
+                encoded = span.SerializeToString()
+                source = _EncodedSpan(encoded)
                 yield SpanRecord(
                     trace_id=span.trace_id.hex(),
                     span_id=span.span_id.hex(),
@@ -111,18 +191,18 @@ def spans_from_request(request: ExportTraceServiceRequest) -> Iterator[SpanRecor
                     name=span.name,
                     start_ns=span.start_time_unix_nano,
                     end_ns=span.end_time_unix_nano,
-                    attributes=attributes_of(span.attributes),
+                    attributes=LazyAttributes(source),
                     events=tuple(
                         SpanEvent(
                             name=event.name,
                             time_ns=event.time_unix_nano,
-                            attributes=attributes_of(event.attributes),
+                            attributes=LazyAttributes(source, index),
                         )
-                        for event in span.events
+                        for index, event in enumerate(span.events)
                     ),
                     resource=resource,
                     scope=scope,
                     error=span.status.code == _STATUS_ERROR,
-                    size=span.ByteSize() + scope_size,
+                    size=len(encoded) + scope_size,
                     resource_size=resource_size,
                 )
