@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 __all__ = [
     "LazyAttributes",
@@ -110,28 +111,47 @@ def attributes_of(pairs: Any) -> dict[str, Any]:
 
 
 class _EncodedSpan:
-    """One span's protobuf encoding, decoded (once) when the first of its attribute mappings is
-    read: then the span's attributes and its events' are converted, and the encoding let go."""
+    """One span's protobuf encoding. Looking one attribute up decodes the span (once) and
+    converts that value only; reading a whole mapping converts the span's attributes and its
+    events', and lets the encoding and the decoded message go."""
 
-    __slots__ = ("_converted", "_encoded")
+    __slots__ = ("_converted", "_encoded", "_message")
 
     def __init__(self, encoded: bytes) -> None:
         self._encoded = encoded
+        self._message: Span | None = None
         self._converted: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+
+    def _span(self) -> Span:
+        if self._message is None:
+            from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+            self._message = Span.FromString(self._encoded)
+            self._encoded = b""
+        return self._message
 
     def attributes(self, event: int | None) -> dict[str, Any]:
         """The span's attributes (`event` None), or those of its event number `event`."""
         if self._converted is None:
-            from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
-            span = Span.FromString(self._encoded)
-            self._encoded = b""
+            span = self._span()
             self._converted = (
                 attributes_of(span.attributes),
                 [attributes_of(one.attributes) for one in span.events],
             )
+            self._message = None
         own, events = self._converted
         return own if event is None else events[event]
+
+    def lookup(self, key: object) -> tuple[bool, Any]:
+        """Whether the span has attribute `key`, and its value (the last, if repeated)."""
+        if self._converted is not None:
+            own = self._converted[0]
+            return key in own, own.get(key)  # type: ignore[call-overload]
+        found: AnyValue | None = None
+        for pair in self._span().attributes:
+            if pair.key == key:
+                found = pair.value
+        return (False, None) if found is None else (True, any_value(found))
 
 
 class LazyAttributes(Mapping[str, Any]):
@@ -145,6 +165,11 @@ class LazyAttributes(Mapping[str, Any]):
         self._event = event
         self._values: dict[str, Any] | None = None
 
+    @property
+    def converted(self) -> bool:
+        """Whether the values were read (and converted) already."""
+        return self._values is not None
+
     def _converted(self) -> dict[str, Any]:
         values = self._values
         if values is None:
@@ -154,7 +179,19 @@ class LazyAttributes(Mapping[str, Any]):
         return values
 
     def __getitem__(self, key: str) -> Any:
-        return self._converted()[key]
+        found, value = self._lookup(key)
+        if not found:
+            raise KeyError(key)
+        return value
+
+    def _lookup(self, key: object) -> tuple[bool, Any]:
+        # One attribute of a span not yet converted (what selectors and conventions ask
+        # first) is looked up in the decoded span, without converting the others.
+        source = self._source
+        if self._values is None and self._event is None and source is not None:
+            return source.lookup(key)
+        values = self._converted()
+        return key in values, values.get(key)  # type: ignore[call-overload]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._converted())
@@ -163,10 +200,11 @@ class LazyAttributes(Mapping[str, Any]):
         return len(self._converted())
 
     def __contains__(self, key: object) -> bool:
-        return key in self._converted()
+        return self._lookup(key)[0]
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self._converted().get(key, default)
+        found, value = self._lookup(key)
+        return value if found else default
 
     def __repr__(self) -> str:
         return repr(self._converted())
