@@ -15,7 +15,7 @@ keep the whole request in memory for as long as any one of its spans is held).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -110,15 +110,23 @@ def attributes_of(pairs: Any) -> dict[str, Any]:
     return converted
 
 
-class _EncodedSpan:
-    """One span's protobuf encoding. Looking one attribute up decodes the span (once) and
-    converts that value only; reading a whole mapping converts the span's attributes and its
-    events', and lets the encoding and the decoded message go."""
+# Different attributes a span is asked for one by one before it is converted whole: what the
+# selectors of the known conventions ask of every span (an operation name, span kinds, a
+# request type: four keys) stays within it.
+_SCANS = 4
 
-    __slots__ = ("_converted", "_encoded", "_message")
+
+class _EncodedSpan:
+    """One span's protobuf encoding. The first attributes looked up (selectors' questions)
+    are found in the decoded span and only their values converted; reading a whole mapping,
+    or many lookups, converts the span's attributes and its events', and lets the encoding and
+    the decoded message go."""
+
+    __slots__ = ("_converted", "_encoded", "_message", "_scanned")
 
     def __init__(self, encoded: bytes) -> None:
         self._encoded = encoded
+        self._scanned: dict[object, tuple[bool, Any]] = {}
         self._message: Span | None = None
         self._converted: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
 
@@ -139,19 +147,27 @@ class _EncodedSpan:
                 [attributes_of(one.attributes) for one in span.events],
             )
             self._message = None
+            self._scanned = {}
         own, events = self._converted
         return own if event is None else events[event]
 
-    def lookup(self, key: object) -> tuple[bool, Any]:
-        """Whether the span has attribute `key`, and its value (the last, if repeated)."""
+    def scan(self, key: object) -> tuple[bool, Any] | None:
+        """Whether the span has attribute `key`, and its value (the last, if repeated), from
+        the decoded span; None once `_SCANS` different keys were asked: a span asked that much
+        is being read (its run extracted), and is better converted whole, once."""
         if self._converted is not None:
-            own = self._converted[0]
-            return key in own, own.get(key)  # type: ignore[call-overload]
+            return None
+        scanned = self._scanned
+        if key in scanned:
+            return scanned[key]
+        if len(scanned) >= _SCANS:
+            return None
         found: AnyValue | None = None
         for pair in self._span().attributes:
             if pair.key == key:
                 found = pair.value
-        return (False, None) if found is None else (True, any_value(found))
+        answer = scanned[key] = (False, None) if found is None else (True, any_value(found))
+        return answer
 
 
 class LazyAttributes(Mapping[str, Any]):
@@ -178,20 +194,25 @@ class LazyAttributes(Mapping[str, Any]):
             self._source = None
         return values
 
+    def _lookup(self, key: object) -> tuple[bool, Any]:
+        values = self._values
+        if values is None:
+            source = self._source
+            if self._event is None and source is not None:
+                scanned = source.scan(key)
+                if scanned is not None:
+                    return scanned
+            values = self._converted()
+        return key in values, values.get(key)  # type: ignore[call-overload]
+
     def __getitem__(self, key: str) -> Any:
+        values = self._values
+        if values is not None:
+            return values[key]
         found, value = self._lookup(key)
         if not found:
             raise KeyError(key)
         return value
-
-    def _lookup(self, key: object) -> tuple[bool, Any]:
-        # One attribute of a span not yet converted (what selectors and conventions ask
-        # first) is looked up in the decoded span, without converting the others.
-        source = self._source
-        if self._values is None and self._event is None and source is not None:
-            return source.lookup(key)
-        values = self._converted()
-        return key in values, values.get(key)  # type: ignore[call-overload]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._converted())
@@ -200,11 +221,18 @@ class LazyAttributes(Mapping[str, Any]):
         return len(self._converted())
 
     def __contains__(self, key: object) -> bool:
-        return self._lookup(key)[0]
+        values = self._values
+        return key in values if values is not None else self._lookup(key)[0]
 
     def get(self, key: str, default: Any = None) -> Any:
+        values = self._values
+        if values is not None:
+            return values.get(key, default)
         found, value = self._lookup(key)
         return value if found else default
+
+    def items(self) -> ItemsView[str, Any]:
+        return self._converted().items()
 
     def __repr__(self) -> str:
         return repr(self._converted())
