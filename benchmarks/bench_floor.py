@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import _common
+from floor_report import markdown, markdown_before_after
 from openloop import process_tree_cpu, run_open_loop
 
 BENCH = Path(__file__).resolve().parent
@@ -305,36 +306,6 @@ def _summarize(
     return summary
 
 
-def _cell(value: Any, unit: str = "") -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}{unit}" if value >= 100 else f"{value:,.1f}{unit}"
-
-
-def markdown(report: dict[str, Any]) -> str:
-    """The BENCHMARKS.md table of a report: medians per side, ratios of the same run."""
-    lines = [
-        "| case | moderate rate: floor / serve CPU µs per 2xx | ratio "
-        "| overload: floor / serve CPU µs per answer | ratio "
-        "| overload: floor / serve answered/s (2xx/s) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, case in report["cases"].items():
-        floor, serve = case["floor"], case["serve"]
-        lines.append(
-            f"| {name} | {_cell(floor['cpu_us_per_2xx'])} / {_cell(serve['cpu_us_per_2xx'])} "
-            f"| {case.get('ratio_cpu_us_per_2xx', '-')}× "
-            f"| {_cell(floor['cpu_us_per_answer_overload'])} / "
-            f"{_cell(serve['cpu_us_per_answer_overload'])} "
-            f"| {case.get('ratio_cpu_us_per_answer_overload', '-')}× "
-            f"| {_cell(floor['answered_per_s_overload'])} "
-            f"({_cell(floor['accepted_per_s_overload'])}) / "
-            f"{_cell(serve['answered_per_s_overload'])} "
-            f"({_cell(serve['accepted_per_s_overload'])}) |"
-        )
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
@@ -359,7 +330,8 @@ def main() -> None:
         for case in saved["cases"].values():
             runs = case["runs"]
             case.update(_summarize(case["case"], runs, case.get("spans_per_request", 1)))
-        print(markdown(saved))
+        with_baseline = all("baseline" in case["runs"] for case in saved["cases"].values())
+        print(markdown_before_after(saved) if with_baseline else markdown(saved))
         return
 
     report: dict[str, Any] = {
