@@ -1,7 +1,7 @@
 """serve against its floor: each path's cost as a ratio to the same stack doing the least.
 
     .venv/bin/python benchmarks/bench_floor.py [--repeats 3] [--duration 5]
-        [--cases unsampled,unsampled-h11,unsampled-2w,scored] [-o result.json]
+        [--cases unsampled,unsampled-h11,unsampled-2w,scored] [--baseline OLD/src] [-o result.json]
 
 For every case, in one run and back to back (floor, then serve, then again, `--repeats`
 times): the floor app (`floor_apps.py`, same HTTP parser and loop, same worker count) and a
@@ -9,7 +9,9 @@ real `python -m scorewatch serve`, each offered the same open-loop load (`openlo
 the CPU of the server's whole process tree counted per 2xx answer. Two rates per case: a
 moderate one (`--rate`, under every server's capacity: CPU per request) and an overload
 (`--overload`: accepted per second, the capacity). Medians over the repeats; the ratios are of
-medians taken in the same run, so a busier machine moves both sides.
+medians taken in the same run, so a busier machine moves both sides. `--baseline DIR` adds a
+third side, serve run from another source tree (`git archive` of the code before a change,
+its `src`), so a change is measured before and after in the same run.
 
 Cases:
 - `unsampled`: `POST /v1/scores`, nothing sampled (one scorer, sampling 0), httptools + uvloop,
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import _common
+from floor_report import markdown, markdown_before_after
 from openloop import process_tree_cpu, run_open_loop
 
 BENCH = Path(__file__).resolve().parent
@@ -118,7 +121,9 @@ def _wait_url(stderr: Path, process: subprocess.Popen[bytes], marker: str) -> st
     raise RuntimeError(f"server did not start:\n{stderr.read_text(errors='replace')}")
 
 
-def _start(kind: str, case: dict[str, Any], directory: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _start(
+    kind: str, case: dict[str, Any], directory: Path, baseline: str | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     stderr = directory / f"{kind}.stderr"
     if kind == "floor":
         loop = "uvloop" if case["http"] == "httptools" else "asyncio"
@@ -138,9 +143,12 @@ def _start(kind: str, case: dict[str, Any], directory: Path) -> tuple[subprocess
             "--listen", "127.0.0.1:0", "--workers", str(case["workers"]),
         ]  # fmt: skip
         marker = "scorewatch serve: listening on"
+    env = dict(os.environ)
+    if kind == "baseline":  # serve from another source tree (the code before a change)
+        env["PYTHONPATH"] = str(baseline)
     with stderr.open("wb") as sink:
         process = subprocess.Popen(
-            command, cwd=directory, stdout=subprocess.DEVNULL, stderr=sink, env=os.environ
+            command, cwd=directory, stdout=subprocess.DEVNULL, stderr=sink, env=env
         )
     return process, _wait_url(stderr, process, marker)
 
@@ -193,7 +201,7 @@ def _measure(
     rate, overload_rate = case.get("rates", (args.rate, args.overload))
     content_type = "application/x-protobuf" if traces else "application/json"
     with tempfile.TemporaryDirectory(prefix=f"bench-floor-{kind}-") as folder:
-        process, url = _start(kind, case, Path(folder))
+        process, url = _start(kind, case, Path(folder), args.baseline)
         try:
             time.sleep(1.0)  # let start-up work (imports, first connections) settle
             # What the server burns doing nothing (timers, periodic readers), per second.
@@ -212,7 +220,7 @@ def _measure(
                 pid=process.pid,
                 content_type=content_type,
             )
-            if kind == "serve" and case["sampling"] > 0:
+            if kind != "floor" and case["sampling"] > 0:
                 _idle(url, process.pid)
                 cpu = process_tree_cpu(process.pid) - cpu_before
                 moderate["server_cpu_us_per_2xx"] = round(
@@ -263,7 +271,7 @@ def _summarize(
     summary: dict[str, Any] = {"case": case}
     if spans > 1:
         summary["spans_per_request"] = spans
-    for kind in ("floor", "serve"):
+    for kind in runs:
         summary[kind] = {
             "cpu_us_per_2xx": _median(runs[kind], "moderate", "server_cpu_us_per_2xx"),
             "net_cpu_us_per_2xx": _median(runs[kind], "moderate", "server_net_cpu_us_per_2xx"),
@@ -282,47 +290,20 @@ def _summarize(
         floor_cpu, serve_cpu = summary["floor"][key], summary["serve"][key]
         if floor_cpu and serve_cpu:
             summary[f"ratio_{key}"] = round(serve_cpu / floor_cpu, 2)
+        before = summary.get("baseline", {}).get(key)
+        if floor_cpu and before:
+            summary[f"baseline_ratio_{key}"] = round(before / floor_cpu, 2)
     floor_cap = summary["floor"]["accepted_per_s_overload"]
     serve_cap = summary["serve"]["accepted_per_s_overload"]
     if floor_cap and serve_cap:
         summary["capacity_ratio"] = round(serve_cap / floor_cap, 2)
     if spans > 1:
-        for kind in ("floor", "serve"):
+        for kind in runs:
             cpu = summary[kind]["cpu_us_per_2xx"]
             summary[kind]["cpu_us_per_span"] = round(cpu / spans, 2) if cpu else None
             capacity = summary[kind]["accepted_per_s_overload"]
             summary[kind]["spans_per_s_overload"] = round(capacity * spans) if capacity else None
     return summary
-
-
-def _cell(value: Any, unit: str = "") -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}{unit}" if value >= 100 else f"{value:,.1f}{unit}"
-
-
-def markdown(report: dict[str, Any]) -> str:
-    """The BENCHMARKS.md table of a report: medians per side, ratios of the same run."""
-    lines = [
-        "| case | moderate rate: floor / serve CPU µs per 2xx | ratio "
-        "| overload: floor / serve CPU µs per answer | ratio "
-        "| overload: floor / serve answered/s (2xx/s) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, case in report["cases"].items():
-        floor, serve = case["floor"], case["serve"]
-        lines.append(
-            f"| {name} | {_cell(floor['cpu_us_per_2xx'])} / {_cell(serve['cpu_us_per_2xx'])} "
-            f"| {case.get('ratio_cpu_us_per_2xx', '-')}× "
-            f"| {_cell(floor['cpu_us_per_answer_overload'])} / "
-            f"{_cell(serve['cpu_us_per_answer_overload'])} "
-            f"| {case.get('ratio_cpu_us_per_answer_overload', '-')}× "
-            f"| {_cell(floor['answered_per_s_overload'])} "
-            f"({_cell(floor['accepted_per_s_overload'])}) / "
-            f"{_cell(serve['answered_per_s_overload'])} "
-            f"({_cell(serve['accepted_per_s_overload'])}) |"
-        )
-    return "\n".join(lines)
 
 
 def main() -> None:
@@ -335,6 +316,12 @@ def main() -> None:
     )
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--idle", type=float, default=2.0, help="idle seconds measured first")
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="also run serve from this source directory (PYTHONPATH), e.g. the code before a "
+        "change, side by side in the same run",
+    )
     parser.add_argument("-o", "--output", default=None)
     parser.add_argument("--markdown", default=None, help="print the table of this result file")
     args = parser.parse_args()
@@ -343,7 +330,8 @@ def main() -> None:
         for case in saved["cases"].values():
             runs = case["runs"]
             case.update(_summarize(case["case"], runs, case.get("spans_per_request", 1)))
-        print(markdown(saved))
+        with_baseline = all("baseline" in case["runs"] for case in saved["cases"].values())
+        print(markdown_before_after(saved) if with_baseline else markdown(saved))
         return
 
     report: dict[str, Any] = {
@@ -358,9 +346,10 @@ def main() -> None:
         bodies = [BODY]
         if case.get("app") == "traces":
             bodies, spans = _traces_bodies()
-        runs: dict[str, list[dict[str, Any]]] = {"floor": [], "serve": []}
+        kinds = ("floor", "serve", "baseline") if args.baseline else ("floor", "serve")
+        runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
         for _ in range(args.repeats):
-            for kind in ("floor", "serve"):
+            for kind in kinds:
                 runs[kind].append(_measure(kind, case, args, bodies))
         summary = _summarize(case, runs, spans)
         summary["runs"] = runs

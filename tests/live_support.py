@@ -6,9 +6,11 @@ import asyncio
 import random
 import string
 import threading
+from datetime import UTC, datetime
 from typing import Any
 
 import scorewatch as sw
+from scorewatch.core import AgentCall, ScorerRunResult
 from scorewatch.judge import JudgeProviderError, JudgeRequest
 from scorewatch.live import CallbackSink, ScoreRecord
 from scorewatch.testing import ScriptedJudge
@@ -122,3 +124,22 @@ def word_text(chars: int, seed: int) -> str:
         words.append(word)
         size += len(word) + 1
     return " ".join(words)[:chars]
+
+
+def make_result(run_id: str, *, target: str = "bot", scorer_id: str = "quality",
+                score: float = 0.5, at: datetime | None = None) -> ScoreRecord:  # fmt: skip
+    """A stored row of a successful run, as a sink receives it."""
+    result = ScorerRunResult(run_id=run_id, input="i", output="o", score=score)
+    return ScoreRecord(
+        id=run_id,
+        scorer_id=scorer_id,
+        scorer_name=scorer_id,
+        scorer_description="",
+        has_judge=False,
+        call=AgentCall(
+            input="i", output="o", target=target, trace_id=None, span_id=None, run_id=run_id
+        ),
+        status="success",
+        result=result,
+        created_at=at or datetime.now(UTC),
+    )

@@ -16,14 +16,11 @@ from typing import Any
 import pytest
 
 import scorewatch as sw
-from live_support import Collected, answering_judge, judged_scorer
-from scorewatch.core import ScorerRunResult
+from live_support import Collected, answering_judge, judged_scorer, make_result
 from scorewatch.live import (
-    AgentCall,
     CallbackSink,
     JsonlSink,
     LiveScoring,
-    ScoreRecord,
     ScoreSink,
     SqliteSink,
 )
@@ -136,24 +133,6 @@ async def test_failed_runs_are_stored_as_failures_never_as_scores(tmp_path: Path
     assert sink.query(status="success") == []
     (line,) = (tmp_path / "scores.jsonl").read_text().splitlines()
     assert json.loads(line)["score"] is None and json.loads(line)["failedStep"] == "analyze"
-
-
-def make_result(run_id: str, *, target: str = "bot", scorer_id: str = "quality",
-                score: float = 0.5, at: datetime | None = None) -> ScoreRecord:  # fmt: skip
-    result = ScorerRunResult(run_id=run_id, input="i", output="o", score=score)
-    return ScoreRecord(
-        id=run_id,
-        scorer_id=scorer_id,
-        scorer_name=scorer_id,
-        scorer_description="",
-        has_judge=False,
-        call=AgentCall(
-            input="i", output="o", target=target, trace_id=None, span_id=None, run_id=run_id
-        ),
-        status="success",
-        result=result,
-        created_at=at or datetime.now(UTC),
-    )
 
 
 async def test_redelivery_is_idempotent_and_query_filters(tmp_path: Path) -> None:

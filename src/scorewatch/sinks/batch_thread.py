@@ -2,6 +2,9 @@
 
 Each `write` puts its results on a queue and waits on a future; the thread takes everything
 waiting (up to `max_batch` writes), stores it in one go, then resolves every future of the batch.
+With a `linger`, it also waits that long after the first write for more, so that writes
+arriving one by one (scored runs finishing apart) still share a transaction and a wake-up of the
+thread instead of paying one each; closing ends the wait, and what is queued is stored first.
 One bad row must not cost the others: a result that cannot be encoded is refused alone, and a
 batch the sink refuses for another reason than being down is stored again row by row, so exactly
 the bad rows are refused (`RowsRefusedError` to their writers) and every other row is stored.
@@ -15,6 +18,7 @@ import asyncio
 import concurrent.futures
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
@@ -41,8 +45,10 @@ class BatchWriterThread:
         refuses: Callable[[Exception], bool],
         *,
         max_batch: int = 256,
+        linger: float = 0.0,
     ) -> None:
         self._encode = encode
+        self._linger = linger
         self._store = store
         self._release = release
         self._refuses = refuses
@@ -84,12 +90,7 @@ class BatchWriterThread:
     def _serve(self) -> None:
         stopping = False
         while not stopping:
-            items = [self._queue.get()]
-            while len(items) < self._max_batch:
-                try:
-                    items.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
+            items = self._take()
             writes: list[_Write] = []
             for item in items:
                 if item is _STOP:
@@ -109,6 +110,26 @@ class BatchWriterThread:
             import logging
 
             logging.getLogger("scorewatch.sinks").exception("closing a sink failed")
+
+    def _take(self) -> list[object]:
+        """The next batch: what waits now, and with `linger`, what arrives within that many
+        seconds of the first (up to `max_batch`; a close request ends the wait)."""
+        items = [self._queue.get()]
+        deadline = time.monotonic() + self._linger if self._linger > 0 else None
+        while len(items) < self._max_batch and items[-1] is not _STOP:
+            try:
+                items.append(self._queue.get_nowait())
+                continue
+            except queue.Empty:
+                pass
+            left = 0.0 if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                items.append(self._queue.get(timeout=left))
+            except queue.Empty:
+                break
+        return items
 
     def _store_writes(self, writes: list[_Write]) -> None:
         rows: list[tuple[_Write, ScoreRecord, Any]] = []
@@ -164,9 +185,9 @@ class ThreadedSink:
     name: str
     _writer: BatchWriterThread
 
-    def _start_writer(self, thread_name: str) -> None:
+    def _start_writer(self, thread_name: str, linger: float = 0.0) -> None:
         self._writer = BatchWriterThread(
-            thread_name, self._encode, self._store, self._release, self._refuses
+            thread_name, self._encode, self._store, self._release, self._refuses, linger=linger
         )
 
     def _encode(self, result: ScoreRecord) -> Any:

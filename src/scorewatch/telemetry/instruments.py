@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from opentelemetry.metrics import (
     CallbackOptions,
@@ -140,8 +141,15 @@ class Instruments:
             callbacks=[self._observe_scorer_versions],
             description="1 for every scorer version this process has scored with",
         )
-        self.live_decisions: Counter = meter.create_counter(
-            names.METRIC_LIVE_DECISIONS, description="Live-scoring sampling and queueing decisions"
+        # Decisions come by the thousand per second: a dict counts them and the SDK reads the
+        # totals when it collects, instead of an SDK counter add (attributes hashed, locks,
+        # aggregation) per decision. (scorer id, decision) -> [attributes, count].
+        self._decisions: dict[tuple[str, str], list[Any]] = {}
+        self._decisions_lock = threading.Lock()
+        meter.create_observable_counter(
+            names.METRIC_LIVE_DECISIONS,
+            callbacks=[self._observe_decisions],
+            description="Live-scoring sampling and queueing decisions",
         )
         self.live_in_flight: UpDownCounter = meter.create_up_down_counter(
             names.METRIC_LIVE_IN_FLIGHT, description="Live evaluations currently running"
@@ -169,6 +177,22 @@ class Instruments:
             attributes[names.ATTR_SCORER_VERSION],
         )
         self._scorer_versions.setdefault(key, attributes)
+
+    def count_decision(self, scorer_id: str, decision: str, amount: int = 1) -> None:
+        """Count `amount` live decisions; exported as `names.METRIC_LIVE_DECISIONS`."""
+        key = (scorer_id, decision)
+        with self._decisions_lock:
+            entry = self._decisions.get(key)
+            if entry is None:
+                attributes = {names.ATTR_EVALUATION_NAME: scorer_id, names.ATTR_DECISION: decision}
+                entry = self._decisions[key] = [attributes, 0]
+            entry[1] += amount
+
+    def _observe_decisions(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._decisions_lock:
+            return [
+                Observation(count, attributes) for attributes, count in self._decisions.values()
+            ]
 
     def _observe_scorer_versions(self, options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(1, attributes) for attributes in list(self._scorer_versions.values())]

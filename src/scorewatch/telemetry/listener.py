@@ -115,9 +115,7 @@ class TelemetryObserver(Observer):
         }
 
     def decided(self, event: Decided) -> None:
-        self.instruments.live_decisions.add(
-            1, {names.ATTR_EVALUATION_NAME: event.scorer_id, names.ATTR_DECISION: event.decision}
-        )
+        self.instruments.count_decision(event.scorer_id, event.decision)
 
     def in_flight(self, event: InFlight) -> None:
         self.instruments.live_in_flight.add(event.delta)

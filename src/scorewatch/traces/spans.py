@@ -80,9 +80,19 @@ def any_value(value: AnyValue) -> Any:
 
 
 def attributes_of(pairs: Any) -> dict[str, Any]:
-    """A `KeyValue` list as a dict (a repeated key keeps its last value)."""
-    items: list[KeyValue] = list(pairs)
-    return {pair.key: any_value(pair.value) for pair in items}
+    """A `KeyValue` list as a dict (a repeated key keeps its last value).
+
+    Most attributes are strings: those are read inline, without `any_value`'s call per value
+    (this runs for every attribute of every span received)."""
+    converted: dict[str, Any] = {}
+    pair: KeyValue
+    for pair in pairs:
+        value = pair.value
+        if value.WhichOneof("value") == "string_value":
+            converted[pair.key] = value.string_value
+        else:
+            converted[pair.key] = any_value(value)
+    return converted
 
 
 def spans_from_request(request: ExportTraceServiceRequest) -> Iterator[SpanRecord]:

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from ...sinks.base import ScoreReader, ScoreSink
 from ...sinks.jsonl import JsonlSink
-from ...sinks.sqlite import SqliteSink
+from ...sinks.sqlite import SERVICE_LINGER_S, SqliteSink
 from .file import ServeConfig
 
 __all__ = ["AnswerProbe", "ResultReader", "SinkProbe", "SqliteProbe", "Stores", "build_stores"]
@@ -123,7 +123,7 @@ def build_stores(config: ServeConfig) -> Stores:
     settings = config.sinks
     if settings.sqlite is not False:
         path = config.resolve_path(settings.sqlite)
-        sqlite = SqliteSink(path, synchronous=settings.sqlite_synchronous)
+        sqlite = SqliteSink(path, synchronous=settings.sqlite_synchronous, linger=SERVICE_LINGER_S)
         sinks.append(sqlite)
         probes.append(SqliteProbe(path))
         reader = sqlite

@@ -28,7 +28,7 @@ from .auth import require_token, resolve_token
 from .docs_page import install_docs_page
 from .errors import install_error_handlers
 from .guard import ServiceGuard
-from .routes import labels, probes, scorers, scores, traces
+from .routes import labels, probes, score_intake, scorers, scores, traces
 from .state import ServiceState
 
 __all__ = ["build_service", "create_app", "shutdown_service"]
@@ -161,5 +161,6 @@ def create_app(service: ServiceState) -> FastAPI:
         exposition = prometheus_asgi_app(registry, max_age=service.config.telemetry.metrics_max_age)
         endpoint: Any = probes.MetricsEndpoint(exposition, service)
         app.router.routes.append(Route("/metrics", endpoint, methods=["GET"]))
-    app.add_middleware(ServiceGuard, state=service)
+    # The plain `POST /v1/scores` is answered by the guard itself (score_intake.py).
+    app.add_middleware(ServiceGuard, state=service, plain_score=score_intake.answer_plain_score)
     return app

@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..config.file import key_path
 
-__all__ = ["ApiError", "error_response", "field_path", "install_error_handlers"]
+__all__ = ["ApiError", "error_body", "error_response", "field_path", "install_error_handlers"]
 
 
 class ApiError(Exception):
@@ -40,6 +40,13 @@ class ApiError(Exception):
         self.extra = extra
 
 
+def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    """The `ErrorBody` of a refusal: its code, message and the extra fields that are set."""
+    body: dict[str, Any] = {"error": code, "message": message}
+    body.update({key: value for key, value in extra.items() if value is not None})
+    return body
+
+
 def error_response(
     status: int,
     code: str,
@@ -48,9 +55,7 @@ def error_response(
     headers: dict[str, str] | None = None,
     **extra: Any,
 ) -> JSONResponse:
-    body: dict[str, Any] = {"error": code, "message": message}
-    body.update({key: value for key, value in extra.items() if value is not None})
-    return JSONResponse(body, status_code=status, headers=headers)
+    return JSONResponse(error_body(code, message, **extra), status_code=status, headers=headers)
 
 
 def field_path(location: Sequence[int | str]) -> str:

@@ -1,11 +1,13 @@
 """The ASGI layer in front of the routes: check the bearer token, refuse new work while
-draining, bound request bodies in size and time.
+draining, bound request bodies in size and time; answer the plain `POST /v1/scores` itself.
 
 All of it happens before FastAPI parses anything. The token of a `/v1/*` request is checked
 before a byte of its body is read (a client without it is answered 401 and disconnected); a
 body is never read past `server.max_body_bytes` (a declared `Content-Length` over it is refused
 without reading at all) nor for longer than `server.body_timeout` (then 408); a request arriving
-during shutdown costs next to nothing.
+during shutdown costs next to nothing. A `POST /v1/scores` without a query string is handed,
+body read, to `plain_score` (`routes/score_intake.py`), which answers it without FastAPI's layers
+or leaves it to the route.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..._asgi import ASGIApp, Message, Receive, Scope, Send
@@ -25,8 +28,10 @@ __all__ = [
     "BODY_BYTES_KEY",
     "MAX_JSON_DEPTH",
     "SCORE_PATHS",
+    "PlainScore",
     "ServiceGuard",
     "json_problem",
+    "send_json",
     "shed_answer",
 ]
 
@@ -37,7 +42,8 @@ MAX_JSON_DEPTH = 128
 
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-SCORE_PATHS = frozenset({"/v1/scores", "/v1/scores:batch"})
+_SCORE_PATH = "/v1/scores"
+SCORE_PATHS = frozenset({_SCORE_PATH, "/v1/scores:batch"})
 
 
 def shed_answer(state: ServiceState) -> dict[str, Any] | None:
@@ -57,24 +63,35 @@ def shed_answer(state: ServiceState) -> dict[str, Any] | None:
     }
 
 
-async def _answer(
-    send: Send, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+async def send_json(
+    send: Send, status: int, content: Any, headers: dict[str, str] | None = None
 ) -> None:
-    payload = json.dumps(body).encode("utf-8")
-    raw_headers = [
+    """Answer `content` as JSON with `status`, in the bytes Starlette's `JSONResponse` sends."""
+    body = json.dumps(
+        content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+    ).encode("utf-8")
+    raw = [
+        (b"content-length", str(len(body)).encode("ascii")),
         (b"content-type", b"application/json"),
-        (b"content-length", str(len(payload)).encode("ascii")),
     ]
     for name, value in (headers or {}).items():
-        raw_headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": payload})
+        raw.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+PlainScore = Callable[[ServiceState, bytes, Send], Awaitable[bool]]
+"""Answers a plain `POST /v1/scores` given its body, or returns False to leave it to the app
+(`routes.score_intake.answer_plain_score`)."""
 
 
 class ServiceGuard:
-    def __init__(self, app: ASGIApp, state: ServiceState) -> None:
+    def __init__(
+        self, app: ASGIApp, state: ServiceState, plain_score: PlainScore | None = None
+    ) -> None:
         self.app = app
         self.state = state
+        self.plain_score = plain_score
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -88,7 +105,7 @@ class ServiceGuard:
             # wait, and its connection is closed rather than drained.
             problem = authorization_problem(self.state.token, _header(scope, b"authorization"))
             if problem is not None:
-                await _answer(
+                await send_json(
                     send,
                     401,
                     {"error": "unauthorized", "message": problem},
@@ -102,7 +119,7 @@ class ServiceGuard:
             self.state.rejected_draining += 1
             await reader.discard()
             retry = str(settings.retry_after)
-            await _answer(
+            await send_json(
                 send,
                 503,
                 {
@@ -120,7 +137,7 @@ class ServiceGuard:
             shed = shed_answer(self.state)
             if shed is not None:
                 await reader.discard()
-                await _answer(send, 429, shed, {"Retry-After": str(shed["retry_after"])})
+                await send_json(send, 429, shed, {"Retry-After": str(shed["retry_after"])})
                 return
         # OTLP trace exports are protobuf or JSON, maybe gzipped: their route reads them.
         otlp = path == TRACES_PATH
@@ -128,7 +145,7 @@ class ServiceGuard:
             # Also what keeps a web page from posting to a token-less service on localhost: a
             # browser cannot send application/json cross-origin without a CORS preflight.
             await reader.discard()
-            await _answer(
+            await send_json(
                 send,
                 415,
                 {
@@ -148,7 +165,7 @@ class ServiceGuard:
             await self._too_large(send, limit)
             return
         except _TooSlow:
-            await _answer(
+            await send_json(
                 send,
                 408,
                 {
@@ -164,7 +181,7 @@ class ServiceGuard:
         if api and not otlp:
             problem = json_problem(body)
             if problem is not None:
-                await _answer(
+                await send_json(
                     send,
                     422,
                     {
@@ -174,6 +191,14 @@ class ServiceGuard:
                     },
                 )
                 return
+        if (
+            path == _SCORE_PATH
+            and self.plain_score is not None
+            and scope["method"] == "POST"
+            and not scope.get("query_string")
+            and await self.plain_score(self.state, body, send)
+        ):
+            return
         # What an accepted item holds in memory is bounded by its share of the body.
         scope[BODY_BYTES_KEY] = len(body)
         replayed = False
@@ -188,7 +213,7 @@ class ServiceGuard:
         await self.app(scope, replay, send)
 
     async def _too_large(self, send: Send, limit: int) -> None:
-        await _answer(
+        await send_json(
             send,
             413,
             {

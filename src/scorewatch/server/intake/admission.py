@@ -10,13 +10,15 @@ twice as `not_sampled`. They differ only in where accepted runs go.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
+import os
 import re
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
-from uuid import uuid4
 
 from ..._throttled_log import ThrottledLog
 from ...core.call import AgentCall
@@ -69,6 +71,27 @@ def target_problem(target: str | None) -> str | None:
     return None
 
 
+class _RunIds:
+    """Run ids for items sent without one, as unique as `uuid4().hex` (32 hex digits: 64
+    random bits drawn once per process, then a counter) without asking the OS for randomness
+    per request. A forked worker draws its own prefix, so workers never share ids. The id also
+    keys sampling of such items: SHA-256 of distinct ids spreads them evenly."""
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._prefix = secrets.token_hex(8)
+        self._counter = itertools.count()
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._counter):016x}"
+
+
+_run_ids = _RunIds()
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     """One item of a request, decided: the scorers that sampled it and the ones that did not.
@@ -98,7 +121,7 @@ def plan_items(
     plans: list[Plan] = []
     now = budgets.now() if budgets else 0.0  # one clock reading for the whole request
     for item in items:
-        run_id = item.call.run_id or uuid4().hex
+        run_id = item.call.run_id or _run_ids.next()
         call = item.call if item.call.run_id else replace(item.call, run_id=run_id)
         sample_key = call.trace_id or run_id
         chosen = item.scorers if item.scorers is not None else tuple(entries)

@@ -4,23 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from ....sinks.base import ScoreOrder, ScoreQuery
 from ....sinks.record import ScoreRecord
-from ....sinks.storable import non_finite_path, storable
-from ...config.file import key_path
+from ....sinks.storable import storable
 from ...intake.admission import BAD_ID_MESSAGE as _BAD_ID_MESSAGE
 from ...intake.admission import BAD_ID_TEXT as _BAD_ID_TEXT
 from ...intake.admission import MAX_TARGET_CHARS
-from ...intake.interface import Admission, IntakeClosedError, QueueFullError, ScoreItem
-from ...intake.redis_queue import IntakeUnavailableError, OutcomeUnknownError
 from ..errors import ApiError
 from ..guard import BODY_BYTES_KEY
 from ..models import (
@@ -35,12 +31,10 @@ from ..models import (
     SkippedRun,
 )
 from ..score_pages import BadCursorError, ScorePage, decode_cursor
-from ..state import ServiceState, service_of
+from ..state import service_of
+from .score_intake import accepted_body, admit, check_scorers, check_values, item_of
 
 __all__ = ["router"]
-
-# A number that may be past a double's range: a three-digit exponent or 309 digits in a row.
-_HUGE_NUMBER: Final = re.compile(rb"[0-9][eE]\+?[0-9]{3}|[0-9]{309}")
 
 logger = logging.getLogger("scorewatch.server")
 
@@ -64,136 +58,6 @@ _REFUSALS: dict[int | str, dict[str, Any]] = {
 
 def _body_bytes(request: Request) -> int:
     return int(request.scope.get(BODY_BYTES_KEY, 0))
-
-
-def _item_of(request: ScoreRequest, size: int = 0) -> ScoreItem:
-    scorers = tuple(request.scorers) if request.scorers is not None else None
-    return ScoreItem(request.to_call(), scorers, size)
-
-
-def _check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "") -> None:
-    """Strict JSON at the boundary: NaN and Infinity (which Python's JSON reader accepts), and
-    numbers past a double's range (`1e400`, which it reads as infinity), are refused with the
-    field that holds them, and identifiers may hold no NUL characters or unpaired surrogates.
-    Text content may hold anything: the sinks store it (see docs)."""
-    # Only a body spelling one of those can hold such a number: most are not walked.
-    maybe_non_finite = b"NaN" in raw or b"Infinity" in raw or _HUGE_NUMBER.search(raw) is not None
-    problems: list[dict[str, str]] = []
-    for index, request in enumerate(requests):
-        item = f"items[{index}]." if prefix else ""
-        for name in request.ID_FIELDS:
-            value = getattr(request, name)
-            if isinstance(value, str) and _BAD_ID_TEXT.search(value):
-                problems.append({"field": f"{item}{name}", "message": _BAD_ID_MESSAGE})
-        for position, scorer_id in enumerate(request.scorers or ()):
-            if _BAD_ID_TEXT.search(scorer_id):
-                field = f"{item}scorers[{position}]"
-                problems.append({"field": field, "message": _BAD_ID_MESSAGE})
-        for name in request.CONTENT_FIELDS if maybe_non_finite else ():
-            where = non_finite_path(getattr(request, name))
-            if where is not None:
-                problems.append(
-                    {
-                        "field": key_path([f"{item}{name}", *where]),
-                        "message": "NaN, Infinity and numbers past a double's range are "
-                        "not stored as numbers; send a finite number, null or a string",
-                    }
-                )
-    if problems:
-        summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
-        raise ApiError(422, "invalid_request", summary, fields=problems)
-
-
-# An unknown scorer id is echoed back so the client sees its typo, but only so much of it.
-_SHOWN_ID_CHARS = 64
-_SHOWN_IDS = 5
-
-
-def _shown(scorer_id: str) -> str:
-    if len(scorer_id) > _SHOWN_ID_CHARS:
-        return repr(scorer_id[:_SHOWN_ID_CHARS]) + "…"
-    return repr(scorer_id)
-
-
-def _check_scorers(service: ServiceState, requests: Sequence[ScoreRequest]) -> None:
-    unknown: list[str] = []
-    for request in requests:
-        for scorer_id in request.scorers or ():
-            if scorer_id not in service.scorers and scorer_id not in unknown:
-                unknown.append(scorer_id)
-    if unknown:
-        known = service.known_scorers
-        shown = ", ".join(_shown(s) for s in unknown[:_SHOWN_IDS])
-        if len(unknown) > _SHOWN_IDS:
-            shown += f" and {len(unknown) - _SHOWN_IDS} more"
-        raise ApiError(
-            404,
-            "unknown_scorer",
-            f"unknown scorer{'s' if len(unknown) > 1 else ''} {shown}; known: {', '.join(known)}",
-            known_scorers=known,
-        )
-
-
-async def _admit(
-    service: ServiceState, items: Sequence[ScoreItem], *, want_results: bool = False
-) -> list[Admission]:
-    retry = service.config.server.retry_after
-    try:
-        return await service.intake.admit(items, want_results=want_results)
-    except QueueFullError as full:
-        if full.needed > full.capacity:
-            raise ApiError(
-                413,
-                "batch_too_large",
-                f"the request needs {full.needed} queue slots, more than the queue holds "
-                f"({full.capacity}); split it",
-            ) from None
-        reason = full.detail or (
-            f"the scoring queue is full ({full.needed} slot(s) needed, {full.free} free)"
-        )
-        # When the intake knows how long the queue needs to make room, say so (capped).
-        wait = retry if full.retry_after is None else min(max(retry, full.retry_after), 60)
-        raise ApiError(
-            429,
-            "queue_full",
-            f"{reason}; retry after {wait}s",
-            retry_after=wait,
-        ) from None
-    except OutcomeUnknownError as unknown:
-        raise ApiError(
-            503,
-            "outcome_unknown",
-            "the work queue did not confirm the append: the runs may or may not have been "
-            "accepted; retry the same request (same trace/span or run ids give the same run "
-            "ids, stored once) or look the run ids up",
-            retry_after=retry,
-            runs=[
-                {"item": index, "scorer": scorer, "run_id": run_id}
-                for index, scorer, run_id in unknown.runs
-            ],
-        ) from None
-    except IntakeUnavailableError:
-        raise ApiError(
-            503,
-            "queue_unavailable",
-            "the work queue cannot be reached; nothing was accepted, retry later",
-            retry_after=retry,
-        ) from None
-    except IntakeClosedError:
-        raise ApiError(
-            503,
-            "shutting_down",
-            "the service is shutting down and accepts no new requests",
-            headers={"Connection": "close"},
-            retry_after=retry,
-        ) from None
-
-
-def _accepted_body(admission: Admission) -> dict[str, Any]:
-    return {
-        "accepted": [{"scorer": a.scorer, "run_id": a.run_id} for a in admission.accepted],
-        "skipped": [{"scorer": s.scorer, "decision": s.decision} for s in admission.skipped],
-    }
 
 
 def _outcome(scorer: str, run_id: str, future: asyncio.Future[ScoreRecord]) -> RunReport:
@@ -242,12 +106,12 @@ async def submit_score(
     ),
 ) -> JSONResponse:
     service = service_of(request)
-    _check_values([body], await request.body())
-    _check_scorers(service, [body])
-    item = _item_of(body, _body_bytes(request))
-    (admission,) = await _admit(service, [item], want_results=wait)
+    check_values([body], await request.body())
+    check_scorers(service, [body])
+    item = item_of(body, _body_bytes(request))
+    (admission,) = await admit(service, [item], want_results=wait)
     if not wait:
-        return JSONResponse(_accepted_body(admission), status_code=202)
+        return JSONResponse(accepted_body(admission), status_code=202)
     limit = service.config.server.wait_timeout
     budget = min(timeout, limit) if timeout is not None else limit
     futures = admission.results or {}
@@ -284,11 +148,11 @@ async def submit_batch(body: BatchRequest, request: Request) -> JSONResponse:
             f"{len(body.items)}",
             fields=[{"field": "items", "message": f"at most {limit} items"}],
         )
-    _check_values(body.items, await request.body(), prefix="items")
-    _check_scorers(service, body.items)
+    check_values(body.items, await request.body(), prefix="items")
+    check_scorers(service, body.items)
     share = _body_bytes(request) // len(body.items)
-    admissions = await _admit(service, [_item_of(item, share) for item in body.items])
-    items = [_accepted_body(admission) for admission in admissions]
+    admissions = await admit(service, [item_of(item, share) for item in body.items])
+    items = [accepted_body(admission) for admission in admissions]
     return JSONResponse(
         {
             "items": items,

@@ -1,0 +1,199 @@
+"""What `POST /v1/scores` and `POST /v1/scores:batch` do with a parsed request: check what the
+types cannot (identifiers, non-finite numbers, known scorers), admit its items, turn the
+intake's refusals into `ApiError`s; and `answer_plain_score`, the same request answered without
+FastAPI's per-request machinery.
+
+Most traffic is one plain `POST /v1/scores`. FastAPI spends more on such a request (middleware
+layers, dependency solving, parsing twice over) than serve's own work does, so the guard hands
+it here: one parse of the raw body into `ScoreRequest`, the same checks and admission as the
+route, the same answer bytes. Anything else (a query string such as `?wait=true`, a body that
+does not parse or pass the checks) goes on to the route, so every refusal keeps the one shape
+and wording the route and its error handlers give it; nothing is decided or counted before that
+hand-over.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from ...._asgi import Send
+from ....sinks.storable import non_finite_path
+from ...config.file import key_path
+from ...intake.admission import BAD_ID_MESSAGE as _BAD_ID_MESSAGE
+from ...intake.admission import BAD_ID_TEXT as _BAD_ID_TEXT
+from ...intake.interface import Admission, IntakeClosedError, QueueFullError, ScoreItem
+from ...intake.redis_queue import IntakeUnavailableError, OutcomeUnknownError
+from ..errors import ApiError, error_body
+from ..guard import send_json
+from ..models import ScoreRequest
+from ..state import ServiceState
+
+__all__ = [
+    "accepted_body",
+    "admit",
+    "answer_plain_score",
+    "check_scorers",
+    "check_values",
+    "item_of",
+]
+
+# A number that may be past a double's range: a three-digit exponent or 309 digits in a row.
+_HUGE_NUMBER: Final = re.compile(rb"[0-9][eE]\+?[0-9]{3}|[0-9]{309}")
+
+
+def item_of(request: ScoreRequest, size: int = 0) -> ScoreItem:
+    scorers = tuple(request.scorers) if request.scorers is not None else None
+    return ScoreItem(request.to_call(), scorers, size)
+
+
+def check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "") -> None:
+    """Strict JSON at the boundary: NaN and Infinity (which Python's JSON reader accepts), and
+    numbers past a double's range (`1e400`, which it reads as infinity), are refused with the
+    field that holds them, and identifiers may hold no NUL characters or unpaired surrogates.
+    Text content may hold anything: the sinks store it (see docs)."""
+    # Only a body spelling one of those can hold such a number: most are not walked.
+    maybe_non_finite = b"NaN" in raw or b"Infinity" in raw or _HUGE_NUMBER.search(raw) is not None
+    problems: list[dict[str, str]] = []
+    for index, request in enumerate(requests):
+        item = f"items[{index}]." if prefix else ""
+        for name in request.ID_FIELDS:
+            value = getattr(request, name)
+            if isinstance(value, str) and _BAD_ID_TEXT.search(value):
+                problems.append({"field": f"{item}{name}", "message": _BAD_ID_MESSAGE})
+        for position, scorer_id in enumerate(request.scorers or ()):
+            if _BAD_ID_TEXT.search(scorer_id):
+                field = f"{item}scorers[{position}]"
+                problems.append({"field": field, "message": _BAD_ID_MESSAGE})
+        for name in request.CONTENT_FIELDS if maybe_non_finite else ():
+            where = non_finite_path(getattr(request, name))
+            if where is not None:
+                problems.append(
+                    {
+                        "field": key_path([f"{item}{name}", *where]),
+                        "message": "NaN, Infinity and numbers past a double's range are "
+                        "not stored as numbers; send a finite number, null or a string",
+                    }
+                )
+    if problems:
+        summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
+        raise ApiError(422, "invalid_request", summary, fields=problems)
+
+
+# An unknown scorer id is echoed back so the client sees its typo, but only so much of it.
+_SHOWN_ID_CHARS = 64
+_SHOWN_IDS = 5
+
+
+def _shown(scorer_id: str) -> str:
+    if len(scorer_id) > _SHOWN_ID_CHARS:
+        return repr(scorer_id[:_SHOWN_ID_CHARS]) + "…"
+    return repr(scorer_id)
+
+
+def check_scorers(service: ServiceState, requests: Sequence[ScoreRequest]) -> None:
+    unknown: list[str] = []
+    for request in requests:
+        for scorer_id in request.scorers or ():
+            if scorer_id not in service.scorers and scorer_id not in unknown:
+                unknown.append(scorer_id)
+    if unknown:
+        known = service.known_scorers
+        shown = ", ".join(_shown(s) for s in unknown[:_SHOWN_IDS])
+        if len(unknown) > _SHOWN_IDS:
+            shown += f" and {len(unknown) - _SHOWN_IDS} more"
+        raise ApiError(
+            404,
+            "unknown_scorer",
+            f"unknown scorer{'s' if len(unknown) > 1 else ''} {shown}; known: {', '.join(known)}",
+            known_scorers=known,
+        )
+
+
+async def admit(
+    service: ServiceState, items: Sequence[ScoreItem], *, want_results: bool = False
+) -> list[Admission]:
+    retry = service.config.server.retry_after
+    try:
+        return await service.intake.admit(items, want_results=want_results)
+    except QueueFullError as full:
+        if full.needed > full.capacity:
+            raise ApiError(
+                413,
+                "batch_too_large",
+                f"the request needs {full.needed} queue slots, more than the queue holds "
+                f"({full.capacity}); split it",
+            ) from None
+        reason = full.detail or (
+            f"the scoring queue is full ({full.needed} slot(s) needed, {full.free} free)"
+        )
+        # When the intake knows how long the queue needs to make room, say so (capped).
+        wait = retry if full.retry_after is None else min(max(retry, full.retry_after), 60)
+        raise ApiError(
+            429,
+            "queue_full",
+            f"{reason}; retry after {wait}s",
+            retry_after=wait,
+        ) from None
+    except OutcomeUnknownError as unknown:
+        raise ApiError(
+            503,
+            "outcome_unknown",
+            "the work queue did not confirm the append: the runs may or may not have been "
+            "accepted; retry the same request (same trace/span or run ids give the same run "
+            "ids, stored once) or look the run ids up",
+            retry_after=retry,
+            runs=[
+                {"item": index, "scorer": scorer, "run_id": run_id}
+                for index, scorer, run_id in unknown.runs
+            ],
+        ) from None
+    except IntakeUnavailableError:
+        raise ApiError(
+            503,
+            "queue_unavailable",
+            "the work queue cannot be reached; nothing was accepted, retry later",
+            retry_after=retry,
+        ) from None
+    except IntakeClosedError:
+        raise ApiError(
+            503,
+            "shutting_down",
+            "the service is shutting down and accepts no new requests",
+            headers={"Connection": "close"},
+            retry_after=retry,
+        ) from None
+
+
+def accepted_body(admission: Admission) -> dict[str, Any]:
+    return {
+        "accepted": [{"scorer": a.scorer, "run_id": a.run_id} for a in admission.accepted],
+        "skipped": [{"scorer": s.scorer, "decision": s.decision} for s in admission.skipped],
+    }
+
+
+async def answer_plain_score(service: ServiceState, body: bytes, send: Send) -> bool:
+    """Answer a `POST /v1/scores` without a query string whose body is a valid `ScoreRequest`
+    (202, or the intake's refusal: 429, 503, ...) and return True; return False, having sent
+    and decided nothing, for the route to answer any other.
+
+    `model_validate_json` reads the body once, with what Python's JSON reader gives where both
+    accept it; what only the route's reader accepts (a byte-order mark, lone surrogates in
+    escapes, numbers of thousands of digits) fails here and goes on to the route."""
+    try:
+        request = ScoreRequest.model_validate_json(body)
+        check_values([request], body)
+        check_scorers(service, [request])
+    except (ValidationError, ApiError):
+        return False
+    try:
+        (admission,) = await admit(service, [item_of(request, len(body))])
+    except ApiError as error:
+        content = error_body(error.code, error.message, **error.extra)
+        await send_json(send, error.status, content, error.headers)
+        return True
+    await send_json(send, 202, accepted_body(admission))
+    return True
