@@ -99,7 +99,34 @@ def storable(value: Any, *, redact: bool = False, privacy: Redaction | None = No
     """`value` (JSON-like data, as `ScoreRecord.to_row()` builds it) in a form every sink
     stores (keys cleaned too); with `redact`, secret-looking keys' values are `REDACTED`; with
     `privacy`, personal data in its texts is replaced by the run's markers."""
-    return _walk(value, redact, 0, None if privacy is None else privacy.text)
+    if privacy is None:
+        return _walk(value, redact, 0, None)
+    # The value's texts (keys too) are scanned together, in one pass; the walk that cleans the
+    # value replaces what they hold only when one of them holds something.
+    texts: list[str] = []
+    _texts(value, texts)
+    changed = privacy.prepare(dict.fromkeys(texts))
+    return _walk(value, redact, 0, privacy.text if changed else None)
+
+
+def _texts(value: Any, into: list[str]) -> None:
+    """Every text in `value`, keys included, appended to `into` (what `_walk` scrubs)."""
+    if isinstance(value, str):
+        into.append(value)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str):
+                into.append(key)
+            if type(item) is str:
+                into.append(item)
+            elif type(item) not in _AS_IS:
+                _texts(item, into)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            if type(item) is str:
+                into.append(item)
+            elif type(item) not in _AS_IS:
+                _texts(item, into)
 
 
 # Leaves that are stored as they are; text is cleaned in place; anything else goes to `_walk`.
