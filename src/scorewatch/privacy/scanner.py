@@ -261,9 +261,14 @@ class Scanner:
 
     def _numbers_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
         assert self._numbers is not None
-        kinds = self._numeric
-        # A run inside a value found already (an IBAN's digits, a secret) is not looked at.
-        taken = [(start, end) for _, start, end, _, _ in found]
+        # A run inside a value found already (an IBAN's digits, a secret) is not looked at: the
+        # values found so far by start, and the furthest end among those starting no later.
+        taken = sorted((start, end) for _, start, end, _, _ in found)
+        starts = [start for start, _ in taken]
+        reach = list(accumulate((end for _, end in taken), max))
+        # A run's candidates depend on it and the character before it only; a run's content
+        # repeats (the input again in a prompt), so each is read once per text.
+        seen: dict[tuple[str, str], list[tuple[int, int, int, str, str]]] = {}
         for run in self._numbers.finditer(text):
             start, end = run.span()
             # The run begins at its first digit; one written `+44 ...` or `(415) ...` begins at
@@ -274,25 +279,41 @@ class Scanner:
             while lead < start and text[lead] not in NUMBER_LEADS:
                 lead += 1
             start = lead
-            if taken and any(s <= start and end <= e for s, e in taken):
+            before = bisect_right(starts, start) - 1
+            if before >= 0 and reach[before] >= end:
                 continue
-            chunk = text[start:end]
-            digits = sum(map(chunk.count, _DIGITS))
-            before = len(found)
-            if "card" in kinds and digits >= 13:
-                self._find(found, "card", text, start, end)
-            if "ip" in kinds and digits >= 4 and chunk.count(".") >= 3:
-                self._find(found, "ip", text, start, end)
-            if "phone" in kinds and digits >= 7 and len(found) == before:
-                # A run that held a card or an address is not also read as a phone number.
-                self._find(found, "phone", text, start, end)
+            key = (text[start - 1 : start], text[start:end])
+            known = seen.get(key)
+            if known is None:
+                known = seen[key] = self._run_values(text, start, end)
+            found.extend((p, start + s, start + e, kind, value) for p, s, e, kind, value in known)
+
+    def _run_values(self, text: str, start: int, end: int) -> list[tuple[int, int, int, str, str]]:
+        """The cards, IPv4 addresses and phone numbers in the run at `start:end`, placed
+        relative to its start."""
+        kinds = self._numeric
+        chunk = text[start:end]
+        digits = sum(map(chunk.count, _DIGITS))
+        values: list[tuple[int, int, int, str, str]] = []
+        if "card" in kinds and digits >= 13:
+            self._find(values, "card", text, start, end)
+        if "ip" in kinds and digits >= 4 and chunk.count(".") >= 3:
+            self._find(values, "ip", text, start, end)
+        if "phone" in kinds and digits >= 7 and not values:
+            # A run that held a card or an address is not also read as a phone number.
+            self._find(values, "phone", text, start, end)
+        return [(p, s - start, e - start, label, normal) for p, s, e, label, normal in values]
 
 
 def _without_overlaps(found: list[tuple[int, int, int, str, str]]) -> list[Match]:
+    """The matches kept, most specific kind first, then leftmost, longest: in text order."""
     found.sort()
-    taken: list[Match] = []
+    kept: list[Match] = []  # in text order, none overlapping
     for _, start, end, label, normal in found:
-        if all(end <= s or start >= e for s, e, _, _ in taken):
-            taken.append((start, end, label, normal))
-    taken.sort()
-    return taken
+        at = bisect_right(kept, (start,))  # the first kept that starts at `start` or later
+        if at > 0 and kept[at - 1][1] > start:
+            continue  # the one before reaches into this
+        if at < len(kept) and kept[at][0] < end:
+            continue  # this reaches into the next
+        kept.insert(at, (start, end, label, normal))
+    return kept
