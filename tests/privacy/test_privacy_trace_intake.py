@@ -12,7 +12,6 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,26 +21,20 @@ import pytest
 
 from otlp_receiver import OtlpReceiver
 from privacy_support import (
-    API_KEY,
-    CARD,
-    EMAIL,
-    EMPLOYEE,
-    IBAN,
-    IP,
-    PHONE,
+    PRIVACY_TABLE,
+    agent_spans,
     judge_reply,
     judge_saw_everything,
     leaks,
+    redis_bytes,
 )
 from scorewatch.testing import LoopbackJudgeServer
 from serve_support import ServeProcess, write_config
 from trace_intake_support import TOKEN, TracesServe
-from traces_support import instrumented, run_agent
 
 pytestmark = pytest.mark.e2e
 
 TESTS = Path(__file__).resolve().parents[1]
-PRIVACY = "[privacy]\nredact = [\"all\"]\npatterns = { EMPLOYEE = 'EMP-\\d{6}' }\n"
 CONFIG = """\
 [server]
 log_level = "debug"
@@ -79,20 +72,9 @@ class Outcome:
 
 
 @pytest.fixture(scope="module")
-def spans() -> Iterator[list[Any]]:
-    """The agent's spans: the corpus in the user's message, the model's answer (the loopback
-    model replies with the IBAN) and a tool call's arguments."""
-    with (
-        LoopbackJudgeServer(f"Refund sent to IBAN {IBAN}.") as llm,
-        instrumented("genai", content=True) as (tracer, exporter),
-    ):
-        run_agent(
-            tracer,
-            llm,
-            f"I am {EMAIL} ({EMPLOYEE}), call me on {PHONE}.",
-            [("charge", {"card": CARD, "client_ip": IP, "key": API_KEY}, lambda a: "ok")],
-        )
-        yield list(exporter.get_finished_spans())
+def spans() -> list[Any]:
+    """The agent's spans holding the corpus (its message, the model's answer, tool arguments)."""
+    return agent_spans()
 
 
 def _sqlite_bytes(directory: Path) -> bytes:
@@ -162,7 +144,7 @@ def _serve_traces(
             kept["metrics"] = httpx.get(f"{serve.url}/metrics", timeout=60).content
             kept["answer"] = answer.content
             if worker is not None:
-                kept["redis"] = _redis_bytes(stream)
+                kept["redis"] = redis_bytes(stream)
                 assert worker.terminate() == 0
                 kept["worker log"] = worker.stderr_path.read_bytes()
             assert serve.terminate() == 0  # flushes every exporter
@@ -176,19 +158,6 @@ def _serve_traces(
     kept["sqlite"] = _sqlite_bytes(directory)
     kept["otlp"] = exported
     return Outcome(verdicts, kept, exported)
-
-
-def _redis_bytes(stream: str) -> bytes:
-    import redis as redis_client
-
-    from scale_support import REDIS_URL
-
-    client = redis_client.Redis.from_url(REDIS_URL)
-    try:
-        keys = list(client.scan_iter(match=f"{stream}*"))
-        return b"".join(client.dump(key) or b"" for key in keys)
-    finally:
-        client.close()
 
 
 def _drop_stream(stream: str) -> None:
@@ -211,7 +180,7 @@ def test_trace_intake_keeps_and_exports_no_personal_data(
 ) -> None:
     redis = queue == "redis"
     with LoopbackJudgeServer(judge_reply) as judge:
-        private = _serve_traces(tmp_path / "private", judge, spans, PRIVACY, redis)
+        private = _serve_traces(tmp_path / "private", judge, spans, PRIVACY_TABLE, redis)
         judge_saw_everything(judge)
         plain = _serve_traces(tmp_path / "plain", judge, spans, "", redis)
     # The verdicts are those of a run whose stored rows keep the corpus as it was (the span ids

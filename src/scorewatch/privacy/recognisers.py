@@ -118,13 +118,19 @@ SECRET_SHAPES: Final = (
 )
 SECRET_PATTERNS: Final = tuple(pattern for _, pattern in SECRET_SHAPES)
 # Read in the lower-cased text (so any capitalisation): a value assigned to a secret-looking
-# name (`api_key=...`, `"password": "..."`).
-SECRET_PATTERNS_ANY_CASE: Final = (
-    *(
-        name + r"[\"']?[ \t]*[:=][ \t]*[\"']?[^\s\"',;]{6,}"
-        for name in ("api[_-]?key", "secret", "password", "passwd", "access[_-]?token")
-    ),
+# name (`api_key=...`, `"password": "..."`); each with its gate, a part of the name a text
+# must hold for the pattern to be looked for.
+SECRET_SHAPES_ANY_CASE: Final = tuple(
+    (gate, name + r"[\"']?[ \t]*[:=][ \t]*[\"']?[^\s\"',;]{6,}")
+    for gate, name in (
+        ("key", "api[_-]?key"),
+        ("secret", "secret"),
+        ("passw", "password"),
+        ("passw", "passwd"),
+        ("token", "access[_-]?token"),
+    )
 )
+SECRET_PATTERNS_ANY_CASE: Final = tuple(pattern for _, pattern in SECRET_SHAPES_ANY_CASE)
 EMAIL_PATTERN: Final = (
     r"(?<![\w.%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
 )

@@ -29,8 +29,8 @@ from .recognisers import (
     NUMBER_LEADS,
     NUMBER_RUN,
     NUMBER_SEPARATORS,
-    SECRET_PATTERNS_ANY_CASE,
     SECRET_SHAPES,
+    SECRET_SHAPES_ANY_CASE,
     Recogniser,
     builtin_recognisers,
 )
@@ -118,7 +118,9 @@ class Scanner:
         self._secrets = (
             tuple((frozenset(gate), re.compile(p)) for gate, p in SECRET_SHAPES) if secret else ()
         )
-        self._any_case = tuple(re.compile(p) for p in SECRET_PATTERNS_ANY_CASE) if secret else ()
+        self._any_case = (
+            tuple((gate, re.compile(p)) for gate, p in SECRET_SHAPES_ANY_CASE) if secret else ()
+        )
         # IBANs and number runs are found by a digit: `regex` skips to one several times faster
         # than `re` does (its patterns read the same in both).
         self._iban: Any = regex.compile(IBAN_PATTERN) if "iban" in kinds else None
@@ -254,8 +256,12 @@ class Scanner:
         flags = re.NOFLAG
         if len(lowered) != len(text):  # lower-casing moved characters: read it case-blind
             lowered, flags = text, re.IGNORECASE
-        for pattern in self._any_case:
-            for m in (re.compile(pattern.pattern, flags) if flags else pattern).finditer(lowered):
+        for gate, pattern in self._any_case:
+            if flags:  # read case-blind, where a gate would not be exact
+                pattern = re.compile(pattern.pattern, flags)
+            elif gate not in lowered:
+                continue
+            for m in pattern.finditer(lowered):
                 start, end = m.span()
                 found.append((priority, start, end, label, text[start:end]))
 
