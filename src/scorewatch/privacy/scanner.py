@@ -256,10 +256,10 @@ class Scanner:
         flags = re.NOFLAG
         if len(lowered) != len(text):  # lower-casing moved characters: read it case-blind
             lowered, flags = text, re.IGNORECASE
-        for gate, pattern in self._any_case:
+        for name, pattern in self._any_case:
             if flags:  # read case-blind, where a gate would not be exact
                 pattern = re.compile(pattern.pattern, flags)
-            elif gate not in lowered:
+            elif name not in lowered:
                 continue
             for m in pattern.finditer(lowered):
                 start, end = m.span()
