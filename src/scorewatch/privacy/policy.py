@@ -159,8 +159,8 @@ class Redaction:
             found = self._scanner.scan(new)
             for value in new:
                 done[value] = value
-            for index, matches in found.items():
-                self._replaced(new[index], matches)
+            for index in sorted(found):  # markers numbered in the texts' order
+                self._replaced(new[index], found[index])
                 changed = True
         return changed
 
