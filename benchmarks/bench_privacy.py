@@ -5,7 +5,8 @@ privacy policy; the difference is what redaction adds to every stored run.
 
 The run: a support conversation of 2,000 characters in all (input 1,000, output 600, ground
 truth 150, the judge's reason 250), scored by a scorer with a judged analyze step (whose prompt
-repeats input and output) and a judged reason: the row holds about 4.8 kB of text. Variants:
+repeats input and output) and a judged reason: the row's content columns hold 40 distinct texts,
+3.9 kB, which the redactor scans in one pass. Variants:
 
 - `row/no-policy`: the row as it is stored today (the baseline);
 - `row/policy-no-pii`: every kind redacted (`redact = ["all"]`), text holding no personal data;

@@ -33,6 +33,8 @@ FORMS = (
     "482913",
 )
 POLICY = PrivacyPolicy(redact=["all"], patterns={"EMPLOYEE": r"EMP-\d{6}"})
+# The same policy as serve's `[privacy]` table.
+PRIVACY_TABLE = "[privacy]\nredact = [\"all\"]\npatterns = { EMPLOYEE = 'EMP-\\d{6}' }\n"
 
 # Where the corpus sits in one call: input, output (with a tool call's arguments), ground
 # truth and request context.
@@ -121,3 +123,35 @@ def leaks(blob: bytes | str) -> list[str]:
     """The seeded values (in any of their forms) found in `blob`."""
     text = blob.decode("utf-8", "replace") if isinstance(blob, bytes) else blob
     return [form for form in FORMS if form in text or json.dumps(form)[1:-1] in text]
+
+
+def agent_spans() -> list[Any]:
+    """An instrumented agent's spans holding the corpus: the user's message (address, employee
+    id, phone), the model's answer (the loopback model replies with the IBAN) and a tool call's
+    arguments (card, IP address, API key)."""
+    from traces_support import instrumented, run_agent
+
+    with (
+        LoopbackJudgeServer(f"Refund sent to IBAN {IBAN}.") as llm,
+        instrumented("genai", content=True) as (tracer, exporter),
+    ):
+        run_agent(
+            tracer,
+            llm,
+            f"I am {EMAIL} ({EMPLOYEE}), call me on {PHONE}.",
+            [("charge", {"card": CARD, "client_ip": IP, "key": API_KEY}, lambda a: "ok")],
+        )
+        return list(exporter.get_finished_spans())
+
+
+def redis_bytes(prefix: str) -> bytes:
+    """Every Redis key under `prefix`, dumped: what the queue still holds."""
+    import redis
+
+    from scale_support import REDIS_URL
+
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        return b"".join(client.dump(key) or b"" for key in client.scan_iter(match=f"{prefix}*"))
+    finally:
+        client.close()

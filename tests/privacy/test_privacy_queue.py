@@ -20,10 +20,12 @@ from privacy_support import (
     GROUND_TRUTH,
     INPUT,
     OUTPUT,
+    PRIVACY_TABLE,
     REQUEST_CONTEXT,
     judge_reply,
     judge_saw_everything,
     leaks,
+    redis_bytes,
 )
 from scale_support import (
     PG_DSN,
@@ -39,7 +41,6 @@ from serve_support import ServeProcess
 pytestmark = pytest.mark.e2e
 
 TESTS = Path(__file__).resolve().parents[1]
-PRIVACY = "[privacy]\nredact = [\"all\"]\npatterns = { EMPLOYEE = 'EMP-\\d{6}' }\n"
 
 
 @pytest.fixture
@@ -123,18 +124,10 @@ def _score_through_the_queue(
     return rows, logs, row
 
 
-def _redis_bytes(prefix: str) -> bytes:
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        return b"".join(client.dump(key) or b"" for key in client.scan_iter(match=f"{prefix}*"))
-    finally:
-        client.close()
-
-
 def test_queue_workers_and_postgresql_keep_no_personal_data(tmp_path: Path, prefix: str) -> None:
     with LoopbackJudgeServer(judge_reply) as judge:
         rows, logs, listed = _score_through_the_queue(
-            judge, tmp_path / "private", f"{prefix}:work", prefix, PRIVACY
+            judge, tmp_path / "private", f"{prefix}:work", prefix, PRIVACY_TABLE
         )
         judge_saw_everything(judge)
         plain_rows, _, plain = _score_through_the_queue(
@@ -143,7 +136,7 @@ def test_queue_workers_and_postgresql_keep_no_personal_data(tmp_path: Path, pref
     assert len(rows) == 1 and "<EMAIL_1>" in rows[0] and "<CARD_1>" in rows[0]
     for where, data in {"postgresql": rows[0].encode(), "logs and answers": logs}.items():
         assert leaks(data) == [], f"personal data reached the {where}"
-    assert leaks(_redis_bytes(prefix)) == []  # the scored entry left the stream
+    assert leaks(redis_bytes(prefix)) == []  # the scored entry left the stream
     assert listed["status"] == plain["status"] == "success"
     assert listed["score"] == plain["score"] == 1.0
     assert leaks(plain_rows[0].encode()) != []  # without the policy, PostgreSQL holds the data

@@ -15,19 +15,13 @@ import pytest
 
 from otlp_receiver import OtlpReceiver
 from privacy_support import (
-    API_KEY,
-    CARD,
-    EMAIL,
-    EMPLOYEE,
-    IBAN,
-    IP,
-    PHONE,
+    agent_spans,
     judge_reply,
     judge_saw_everything,
     leaks,
 )
 from scorewatch.testing.judge_server import LoopbackJudgeServer
-from traces_support import instrumented, otlp_json, run_agent
+from traces_support import otlp_json
 
 pytestmark = pytest.mark.e2e
 
@@ -36,17 +30,7 @@ PYTHONPATH = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])
 
 
 def _trace_file(path: Path) -> Path:
-    with (
-        LoopbackJudgeServer(f"Refund sent to IBAN {IBAN}.") as llm,
-        instrumented("genai", content=True) as (tracer, exporter),
-    ):
-        run_agent(
-            tracer,
-            llm,
-            f"I am {EMAIL} ({EMPLOYEE}), call me on {PHONE}.",
-            [("charge", {"card": CARD, "client_ip": IP, "key": API_KEY}, lambda a: "ok")],
-        )
-        spans = list(exporter.get_finished_spans())
+    spans = agent_spans()
     path.write_text("".join(otlp_json([span]) + "\n" for span in spans), encoding="utf-8")
     return path
 

@@ -139,3 +139,23 @@ def test_the_current_redaction_is_scoped() -> None:
     with redacting(run):
         assert current_redaction() is run
     assert current_redaction() is None
+
+
+def test_texts_scanned_together_read_as_each_alone() -> None:
+    """`Redaction.prepare` scans a row's texts as one; each then reads as it would alone, a PEM
+    block that only the two texts together would complete included."""
+    texts = [
+        "key sk-proj-abcdefghijklmnopqrstuv and +1 (415) 555-0132",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "MIIabc\n-----END RSA PRIVATE KEY-----",
+        "call +44 20 7946 0958 or 192.168.1.20",
+        "::",
+        "ada@example.com paid with 4111 1111 1111 1111",
+        "an ordinary sentence",
+    ]
+    together = EVERYTHING.start()
+    assert together.prepare(texts) is True
+    alone = EVERYTHING.start()
+    assert [together.text(text) for text in texts] == [alone.text(text) for text in texts]
+    assert together.prepare(["an ordinary sentence", "::"]) is False
+    assert together.prepare(["ada@example.com paid with 4111 1111 1111 1111"]) is True

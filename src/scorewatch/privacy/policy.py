@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cached_property
@@ -29,7 +29,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .recognisers import KINDS, Kind, builtin_recognisers
-from .scanner import Scanner
+from .scanner import Match, Scanner
 
 __all__ = [
     "CURRENT_REDACTION",
@@ -162,7 +162,31 @@ class Redaction:
         known = self._done.get(value)
         if known is not None:
             return known
-        found = self._scanner.matches(value)
+        return self._replaced(value, self._scanner.matches(value))
+
+    def prepare(self, values: Iterable[str]) -> bool:
+        """Scan `values` (distinct texts) together, in one pass rather than one per text (a row
+        holds dozens), so that `text` of each is then a look-up. Whether any of them holds
+        something to replace."""
+        done = self._done
+        new: list[str] = []
+        changed = False
+        for value in values:
+            known = done.get(value)
+            if known is None:
+                new.append(value)
+            elif known is not value:
+                changed = True
+        if new:
+            found = self._scanner.scan(new)
+            for value in new:
+                done[value] = value
+            for index in sorted(found):  # markers numbered in the texts' order
+                self._replaced(new[index], found[index])
+                changed = True
+        return changed
+
+    def _replaced(self, value: str, found: list[Match]) -> str:
         if not found:
             self._done[value] = value
             return value

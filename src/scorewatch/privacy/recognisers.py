@@ -96,38 +96,50 @@ def _phone(region: str | None) -> Validator:
 # Secrets by their documented shapes: OpenAI and Anthropic keys (`sk-`, `sk-ant-`); Stripe secret
 # and restricted keys; GitHub tokens; AWS access key ids; Slack tokens; Google API keys; JSON Web
 # Tokens; PEM private keys. Each starts with its literal, so finding it is a fast substring search,
-# and a look-behind after the literal keeps `task-...` from reading as `sk-...`.
-SECRET_PATTERNS: Final = (
-    r"sk-(?<![\w-]sk-)(?:ant-)?[A-Za-z0-9_-]{16,}",
-    r"sk_(?<![\w-]sk_)(?:live|test)_[A-Za-z0-9]{16,}",
-    r"rk_(?<![\w-]rk_)(?:live|test)_[A-Za-z0-9]{16,}",
-    r"gh(?<![\w-]gh)[pousr]_[A-Za-z0-9]{30,}",
-    r"github_pat_(?<![\w-]github_pat_)[A-Za-z0-9_]{20,}",
-    r"A(?<![\w-]A)(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])",
-    r"xox(?<![\w-]xox)[abprs]-[A-Za-z0-9-]{10,}",
-    r"AIza(?<![\w-]AIza)[0-9A-Za-z_-]{35}",
-    r"eyJ(?<![\w-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+# and a look-behind after the literal keeps `task-...` from reading as `sk-...`. Each comes with
+# its gate: characters every match holds, the rarer the better; a text without one of them is
+# not searched for that shape (looking for one character costs far less than a search).
+SECRET_SHAPES: Final = (
+    ("k-", r"sk-(?<![\w-]sk-)(?:ant-)?[A-Za-z0-9_-]{16,}"),
+    ("k_", r"sk_(?<![\w-]sk_)(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("k_", r"rk_(?<![\w-]rk_)(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("h_", r"gh(?<![\w-]gh)[pousr]_[A-Za-z0-9]{30,}"),
+    ("_", r"github_pat_(?<![\w-]github_pat_)[A-Za-z0-9_]{20,}"),
+    ("AI", r"A(?<![\w-]A)(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])"),
+    ("x-", r"xox(?<![\w-]xox)[abprs]-[A-Za-z0-9-]{10,}"),
+    ("AIz", r"AIza(?<![\w-]AIza)[0-9A-Za-z_-]{35}"),
+    ("J.", r"eyJ(?<![\w-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ("-BEGIN", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
     # An HTTP bearer credential, as it is usually capitalised.
     *(
-        word + rf"(?<![\w-]{word})[ \t]+[A-Za-z0-9._~+/=-]{{8,}}"
+        (word[0] + word[-1], word + rf"(?<![\w-]{word})[ \t]+[A-Za-z0-9._~+/=-]{{8,}}")
         for word in ("Bearer", "bearer", "BEARER")
     ),
 )
+SECRET_PATTERNS: Final = tuple(pattern for _, pattern in SECRET_SHAPES)
 # Read in the lower-cased text (so any capitalisation): a value assigned to a secret-looking
-# name (`api_key=...`, `"password": "..."`).
-SECRET_PATTERNS_ANY_CASE: Final = (
-    *(
-        name + r"[\"']?[ \t]*[:=][ \t]*[\"']?[^\s\"',;]{6,}"
-        for name in ("api[_-]?key", "secret", "password", "passwd", "access[_-]?token")
-    ),
+# name (`api_key=...`, `"password": "..."`); each with its gate, a part of the name a text
+# must hold for the pattern to be looked for.
+SECRET_SHAPES_ANY_CASE: Final = tuple(
+    (gate, name + r"[\"']?[ \t]*[:=][ \t]*[\"']?[^\s\"',;]{6,}")
+    for gate, name in (
+        ("key", "api[_-]?key"),
+        ("secret", "secret"),
+        ("passw", "password"),
+        ("passw", "passwd"),
+        ("token", "access[_-]?token"),
+    )
 )
+SECRET_PATTERNS_ANY_CASE: Final = tuple(pattern for _, pattern in SECRET_SHAPES_ANY_CASE)
 EMAIL_PATTERN: Final = (
     r"(?<![\w.%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
 )
-# A run of digits and the separators numbers are written with (7 characters at least): card,
-# phone and IPv4 candidates are looked for inside such runs only: one scan for all three.
-NUMBER_RUN: Final = r"[+(0-9][0-9 \t().+:/-]{6,}"
+# A run of digits and the separators numbers are written with (7 characters at least from its
+# first digit): card, phone and IPv4 candidates are looked for inside such runs only, one scan
+# for all three. The run starts at a `+` or `(` among the separators before its first digit.
+NUMBER_RUN: Final = r"[0-9][0-9 \t().+:/-]{6,}"
+NUMBER_SEPARATORS: Final = " \t().+:/-"
+NUMBER_LEADS: Final = "+("
 CARD_PATTERN: Final = r"(?<![\w.])\d(?:[ -]?\d){12,18}(?!\w)"
 PHONE_PATTERN: Final = r"(?<![\w+])(?:\+|\(?)\d[\d \t().-]{5,18}\d(?![\w])"
 IPV4_PATTERN: Final = r"(?<![\w.:])(?:\d{1,3}\.){3}\d{1,3}(?![\w:]|\.\d)"

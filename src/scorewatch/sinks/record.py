@@ -31,7 +31,7 @@ from ..core.scorer import Scorer
 from ..core.steps import camel_step
 from ..judge.errors import JudgeError
 from ..privacy import Redaction
-from .storable import storable
+from .storable import redacts_any, storable
 
 __all__ = [
     "JSON_COLUMNS",
@@ -360,24 +360,37 @@ class ScoreRecord:
         metadata redacted. Each value is walked once: the metadata and the request context on
         their own (redacted where it applies), the rest of the row together."""
         call = self.call
+        truth = None if call.ground_truth is None else _jsonable(call.ground_truth)
+        extra = _jsonable(call.metadata) if call.metadata else None
+        context = None if call.request_context is None else _jsonable(call.request_context)
+        skipped = self.not_scorable
+        # The reference's score row has no column for this; metadata keeps the table as is.
+        not_scorable = None if skipped is None else skipped.model_dump(mode="json", by_alias=True)
+        row: dict[str, Any] = self._row()
         private = self.redaction
+        if private is not None and not redacts_any(
+            private,
+            [
+                {k: row[k] for k in _CONTENT_COLUMNS if k in row},
+                truth,
+                extra,
+                context,
+                not_scorable,
+            ],
+        ):
+            private = None  # nothing to replace (all texts scanned in one pass): stored as is
         metadata: dict[str, Any] = {"structuredOutput": False}
         if call.run_id:
             metadata["agentRunId"] = storable(call.run_id)
-        if call.ground_truth is not None:
-            metadata["groundTruth"] = storable(_jsonable(call.ground_truth), privacy=private)
-        if call.metadata:
-            metadata.update(storable(_jsonable(call.metadata), redact=True, privacy=private))
+        if truth is not None:
+            metadata["groundTruth"] = storable(truth, privacy=private)
+        if extra is not None:
+            metadata.update(storable(extra, redact=True, privacy=private))
         if call.score_source == "trace":
             # The reference row's `source` is LIVE or TEST; a call read from spans says so here.
             metadata["scoreSource"] = storable(call.score_source)
-        skipped = self.not_scorable
-        if skipped is not None:
-            # The reference's score row has no column for this; metadata keeps the table as is.
-            metadata["notScorable"] = storable(
-                skipped.model_dump(mode="json", by_alias=True), privacy=private
-            )
-        row: dict[str, Any] = self._row()
+        if not_scorable is not None:
+            metadata["notScorable"] = storable(not_scorable, privacy=private)
         if private is None:
             row = storable(row)
         else:  # each value is still walked once: the content columns with the redactor
@@ -386,10 +399,8 @@ class ScoreRecord:
             )
             kept = storable({k: v for k, v in row.items() if k not in _CONTENT_COLUMNS})
             row = {k: content[k] if k in _CONTENT_COLUMNS else kept[k] for k in row}
-        if call.request_context is not None:
-            row["requestContext"] = storable(
-                _jsonable(call.request_context), redact=True, privacy=private
-            )
+        if context is not None:
+            row["requestContext"] = storable(context, redact=True, privacy=private)
         row["metadata"] = metadata
         return row
 

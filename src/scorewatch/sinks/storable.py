@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
@@ -31,6 +31,7 @@ __all__ = [
     "is_secret_key",
     "non_finite_path",
     "redact_url_credentials",
+    "redacts_any",
     "storable",
     "storable_text",
     "stored_json",
@@ -99,7 +100,43 @@ def storable(value: Any, *, redact: bool = False, privacy: Redaction | None = No
     """`value` (JSON-like data, as `ScoreRecord.to_row()` builds it) in a form every sink
     stores (keys cleaned too); with `redact`, secret-looking keys' values are `REDACTED`; with
     `privacy`, personal data in its texts is replaced by the run's markers."""
-    return _walk(value, redact, 0, None if privacy is None else privacy.text)
+    if privacy is None:
+        return _walk(value, redact, 0, None)
+    # The value's texts (keys too) are scanned together, in one pass; the walk that cleans the
+    # value replaces what they hold only when one of them holds something.
+    changed = redacts_any(privacy, [value])
+    return _walk(value, redact, 0, privacy.text if changed else None)
+
+
+def redacts_any(privacy: Redaction, values: Sequence[Any]) -> bool:
+    """Whether the run's redactor replaces anything in `values` (JSON-like data): their texts,
+    keys included, scanned together in one pass, after which `privacy.text` of each is a
+    look-up."""
+    texts: list[str] = []
+    for value in values:
+        if value is not None:
+            _texts(value, texts)
+    return privacy.prepare(dict.fromkeys(texts))
+
+
+def _texts(value: Any, into: list[str]) -> None:
+    """Every text in `value`, keys included, appended to `into` (what `_walk` scrubs)."""
+    if isinstance(value, str):
+        into.append(value)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str):
+                into.append(key)
+            if type(item) is str:
+                into.append(item)
+            elif type(item) not in _AS_IS:
+                _texts(item, into)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            if type(item) is str:
+                into.append(item)
+            elif type(item) not in _AS_IS:
+                _texts(item, into)
 
 
 # Leaves that are stored as they are; text is cleaned in place; anything else goes to `_walk`.
