@@ -9,9 +9,9 @@ distinct scale gets its own histogram on a meter of its own (a View would force 
 
 from __future__ import annotations
 
+import collections
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from opentelemetry.metrics import (
     CallbackOptions,
@@ -141,11 +141,12 @@ class Instruments:
             callbacks=[self._observe_scorer_versions],
             description="1 for every scorer version this process has scored with",
         )
-        # Decisions come by the thousand per second: a dict counts them and the SDK reads the
-        # totals when it collects, instead of an SDK counter add (attributes hashed, locks,
-        # aggregation) per decision. (scorer id, decision) -> [attributes, count].
-        self._decisions: dict[tuple[str, str], list[Any]] = {}
-        self._decisions_lock = threading.Lock()
+        # Decisions come by the thousand per second: the listener counts them in this dict
+        # (under `decisions_lock`) and the SDK reads the totals when it collects, instead of an
+        # SDK counter add (attributes hashed, locks, aggregation) per decision.
+        self.decisions: collections.Counter[tuple[str, str]] = collections.Counter()
+        """(scorer id, decision) -> live decisions so far."""
+        self.decisions_lock = threading.Lock()
         meter.create_observable_counter(
             names.METRIC_LIVE_DECISIONS,
             callbacks=[self._observe_decisions],
@@ -178,21 +179,13 @@ class Instruments:
         )
         self._scorer_versions.setdefault(key, attributes)
 
-    def count_decision(self, scorer_id: str, decision: str, amount: int = 1) -> None:
-        """Count `amount` live decisions; exported as `names.METRIC_LIVE_DECISIONS`."""
-        key = (scorer_id, decision)
-        with self._decisions_lock:
-            entry = self._decisions.get(key)
-            if entry is None:
-                attributes = {names.ATTR_EVALUATION_NAME: scorer_id, names.ATTR_DECISION: decision}
-                entry = self._decisions[key] = [attributes, 0]
-            entry[1] += amount
-
     def _observe_decisions(self, options: CallbackOptions) -> Iterable[Observation]:
-        with self._decisions_lock:
-            return [
-                Observation(count, attributes) for attributes, count in self._decisions.values()
-            ]
+        with self.decisions_lock:
+            counted = list(self.decisions.items())
+        return [
+            Observation(count, {names.ATTR_EVALUATION_NAME: scorer, names.ATTR_DECISION: decision})
+            for (scorer, decision), count in counted
+        ]
 
     def _observe_scorer_versions(self, options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(1, attributes) for attributes in list(self._scorer_versions.values())]
