@@ -23,6 +23,7 @@ from typing import Any
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._card import ScorerCard
+from ._context_options import ContextSettings
 from ._judging import JudgeAnswer, Reason, bullets, field_of, items_of, judged_scorer
 from ._text import ContextExtractor, js_lower, js_trim, resolve_context, response_text
 from .utils import round_to_two_decimals
@@ -37,6 +38,7 @@ __all__ = [
     "VerdictList",
     "by_position",
     "claims_prompt",
+    "context_claims_scorer",
     "flagged_facts",
     "flagged_items_facts",
     "item_verdict_scorer",
@@ -219,6 +221,42 @@ def judged_against_context(
         return prompt(items, pieces)
 
     return create_prompt
+
+
+def context_claims_scorer(
+    card: ScorerCard,
+    model: str | JudgeModel,
+    settings: ContextSettings,
+    *,
+    analyze_description: str,
+    analyze_prompt: Callable[[Sequence[str], Sequence[str]], str],
+    verdict_schema: type[JudgeAnswer],
+    score: Callable[[Sequence[Any], float], float],
+    facts: Callable[[StepContext, ItemVerdicts], str],
+    no_items_note: str,
+    from_tools: bool = True,
+) -> Scorer:
+    """An item-verdict scorer of the output's factual claims (`CLAIMS_STEP`), each judged
+    against the context `settings` name (`judged_against_context`): faithfulness and
+    hallucination differ only in what they ask of the judge and count. `score(verdicts, scale)`
+    is the formula."""
+    scale = settings.scale
+    return item_verdict_scorer(
+        card,
+        model=model,
+        model_options=settings.model_options,
+        scale=scale,
+        items_key="claims",
+        extract=CLAIMS_STEP,
+        analyze_description=analyze_description,
+        analyze_prompt=judged_against_context(
+            analyze_prompt, settings.context, settings.context_extractor, from_tools=from_tools
+        ),
+        verdict_schema=verdict_schema,
+        score=lambda _ctx, verdicts: score(verdicts, scale),
+        facts=facts,
+        no_items_note=no_items_note,
+    )
 
 
 def item_verdict_scorer(
