@@ -306,32 +306,21 @@ class Scorer:
         Pass the run as keywords, or as a `ScorerRun` / mapping (camelCase keys accepted) for the
         less common fields. `emit_score=False` keeps telemetry from emitting an evaluation event.
         """
+        keywords: dict[str, Any] = {
+            "input": input,
+            "output": output,
+            "run_id": run_id,
+            "ground_truth": ground_truth,
+            "request_context": request_context,
+            "score_source": score_source,
+            "target": target,
+            "target_trace_id": target_trace_id,
+            "target_span_id": target_span_id,
+            "target_metadata": target_metadata,
+        }
         if run is None:
-            prepared = ScorerRun(
-                output=output,
-                input=input,
-                run_id=run_id,
-                ground_truth=ground_truth,
-                request_context=request_context,
-                score_source=score_source,
-                target=target,
-                target_trace_id=target_trace_id,
-                target_span_id=target_span_id,
-                target_metadata=target_metadata,
-            )
+            prepared = ScorerRun(**keywords)
         else:
-            keywords = {
-                "input": input,
-                "output": output,
-                "run_id": run_id,
-                "ground_truth": ground_truth,
-                "request_context": request_context,
-                "score_source": score_source,
-                "target": target,
-                "target_trace_id": target_trace_id,
-                "target_span_id": target_span_id,
-                "target_metadata": target_metadata,
-            }
             given = [name for name, value in keywords.items() if value is not None]
             if given:
                 # Silently preferring one of the two would drop the caller's data.
