@@ -45,6 +45,7 @@ __all__ = [
     "judged_against_context",
     "label_of",
     "labels_of",
+    "output_items_step",
     "verdict_share",
     "weight_of",
 ]
@@ -186,10 +187,20 @@ Example: "Paris, the capital of France, has 2.1 million people." -> \
 """
 
 
-CLAIMS_STEP = PromptStep(
-    description="Extract the factual claims of the output",
-    create_prompt=lambda ctx: claims_prompt(response_text(ctx.run.output)),
-    output_schema=ClaimList,
+def output_items_step(
+    description: str, prompt: Callable[[str], str], schema: type[JudgeAnswer]
+) -> PromptStep:
+    """The preprocess step of an item-verdict scorer: `prompt(the output's text)` asks the judge
+    to list the output's items (claims, statements, opinions) in `schema`."""
+    return PromptStep(
+        description=description,
+        create_prompt=lambda ctx: prompt(response_text(ctx.run.output)),
+        output_schema=schema,
+    )
+
+
+CLAIMS_STEP = output_items_step(
+    "Extract the factual claims of the output", claims_prompt, ClaimList
 )
 
 
