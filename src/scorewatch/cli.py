@@ -94,8 +94,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             module.add_arguments(sub)
             runners[name] = module.run
     args = parser.parse_args(args_list)
+    from .errors import ScorewatchError
+
     try:
         return runners[args.command](args)
+    except ScorewatchError as error:
+        # What a command refuses (a bad file, option or configuration) is one line naming the
+        # command, never a traceback, and exit code 2, whichever command it was.
+        print(f"scorewatch {args.command}: {error.message}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

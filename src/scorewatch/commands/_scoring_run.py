@@ -273,14 +273,11 @@ def run_scoring_command(
     args: argparse.Namespace, command: str, body: Callable[[argparse.Namespace], int]
 ) -> int:
     """Run `scorewatch <command>`'s `body` with OpenTelemetry exported when asked (`--otel`, or
-    the standard variables); a scorewatch error is printed and exits 2. Shutting the exporters
-    down at the end flushes what the runs exported."""
+    the standard variables); a scorewatch error goes on to `cli.main`, which prints it and exits
+    2. Shutting the exporters down at the end flushes what the runs exported."""
     handle = _export_telemetry(bool(getattr(args, "otel", False)), f"scorewatch-{command}")
     try:
         return body(args)
-    except ScorewatchError as error:
-        print(f"scorewatch {command}: {error.message}", file=sys.stderr)
-        return 2
     finally:
         if handle is not None:
             handle.shutdown()

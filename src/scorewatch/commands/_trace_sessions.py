@@ -1,5 +1,6 @@
 """`scorewatch score-traces --sessions`: the options that score whole conversations instead of
-single runs, and the `SessionLimits` they make (docs/traces.md, "Conversations")."""
+single runs, and the `SessionLimits` they make (docs/traces.md, "Conversations"); and
+`add_limit`, the form of every bound score-traces takes from a limits model."""
 
 from __future__ import annotations
 
@@ -11,7 +12,21 @@ from ..errors import ScorewatchError
 from ..traces import SessionLimits
 from ._eval_scorers import CLI_USAGE
 
-__all__ = ["add_session_arguments", "session_limits"]
+__all__ = ["add_limit", "add_session_arguments", "session_limits"]
+
+
+def add_limit(
+    group: argparse._ArgumentGroup, flag: str, default: float, help: str, metavar: str = "N"
+) -> None:
+    """`flag`, a bound whose default (and so its type, int or float) is the limits model's own
+    value, `SessionLimits().max_turns`: the model stays the one place that holds it."""
+    group.add_argument(
+        flag,
+        type=type(default),
+        default=default,
+        metavar=metavar,
+        help=f"{help} (default %(default)s)",
+    )
 
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,19 +47,18 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
         help="a span attribute naming the conversation (default: gen_ai.conversation.id, "
         "session.id); repeat for several, the first found wins",
     )
-    sessions.add_argument(
+    add_limit(
+        sessions,
         "--session-idle",
-        type=float,
-        default=SessionLimits().idle_s,
+        SessionLimits().idle_s,
+        "a gap this long between two turns' starts begins a new session",
         metavar="SECONDS",
-        help="a gap this long between two turns' starts begins a new session (default %(default)s)",
     )
-    sessions.add_argument(
+    add_limit(
+        sessions,
         "--session-max-turns",
-        type=int,
-        default=SessionLimits().max_turns,
-        metavar="N",
-        help="turns that close a session; the next turn begins another (default %(default)s)",
+        SessionLimits().max_turns,
+        "turns that close a session; the next turn begins another",
     )
 
 

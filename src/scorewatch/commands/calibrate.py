@@ -47,14 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=("table", "json"), default="table")
 
 
-def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except ScorewatchError as error:
-        print(f"scorewatch calibrate: {error.message}", file=sys.stderr)
-        return 2
-
-
 def _labels(path: Path) -> list[tuple[int, float | str, str | None]]:
     """(line, label, comment) of every item, in file order."""
     found: list[tuple[int, float | str, str | None]] = []
@@ -94,7 +86,7 @@ async def _score(scorer: Any, items: list[dict[str, Any]], concurrency: int) -> 
     return await asyncio.gather(*(one(item) for item in items))
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..evals.calibration import LabelledItem, calibrate
     from ._calibrate_html import print_calibration, render_calibration
     from ._dataset_file import load_dataset

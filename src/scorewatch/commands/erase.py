@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import ScorewatchError
 from ._stores import add_store_arguments, shown_store, store_kind
 
 __all__ = ["add_arguments", "run"]
@@ -61,9 +60,6 @@ def run(args: argparse.Namespace) -> int:
         kind, rows = _erase(args, erasure)
     except ValueError as error:
         print(f"scorewatch erase: {error}", file=sys.stderr)
-        return 2
-    except ScorewatchError as error:
-        print(f"scorewatch erase: {error.message}", file=sys.stderr)
         return 2
     audit = {
         "event": "scorewatch.erase",

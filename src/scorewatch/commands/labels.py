@@ -47,11 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_import(Path(args.file), args))
-    except ScorewatchError as error:
-        print(f"scorewatch labels: {error.message}", file=sys.stderr)
-        return 2
+    return asyncio.run(_import(Path(args.file), args))
 
 
 def _rows(path: Path) -> list[tuple[int, Any]]:

@@ -41,14 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except ScorewatchError as error:
-        print(f"scorewatch report: {error.message}", file=sys.stderr)
-        return 2
-
-
-def _run(args: argparse.Namespace) -> int:
     if (args.results is None) == (args.compare is None):
         raise ScorewatchError(
             "give either a results file (with --html) or --compare BASELINE CANDIDATE",

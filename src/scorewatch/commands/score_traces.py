@@ -47,7 +47,7 @@ from ._estimate import run_estimate
 from ._eval_output import failure_reasons, print_failures
 from ._eval_scorers import CLI_USAGE, load_scorers
 from ._summary import summarize_records
-from ._trace_sessions import add_session_arguments, session_limits
+from ._trace_sessions import add_limit, add_session_arguments, session_limits
 
 __all__ = ["add_arguments", "run"]
 
@@ -106,20 +106,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip lines that are not OTLP export requests (listed on stderr) instead of "
         "stopping before scoring",
     )
-    reading.add_argument(
+    add_limit(
+        reading,
         "--max-traces",
-        type=int,
-        default=BufferLimits().max_traces,
-        metavar="N",
-        help="traces held at once while assembling; beyond it the oldest is dropped and its "
-        "selected spans are lost, which fails the run (default %(default)s)",
+        BufferLimits().max_traces,
+        "traces held at once while assembling; beyond it the oldest is dropped and its "
+        "selected spans are lost, which fails the run",
     )
-    reading.add_argument(
+    add_limit(
+        reading,
         "--max-spans-per-trace",
-        type=int,
-        default=BufferLimits().max_spans_per_trace,
-        metavar="N",
-        help="spans kept per trace; later ones are dropped and counted (default %(default)s)",
+        BufferLimits().max_spans_per_trace,
+        "spans kept per trace; later ones are dropped and counted",
     )
 
 

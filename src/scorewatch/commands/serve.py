@@ -50,45 +50,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..server.config.file import ConfigError
 
-    try:
-        config = load_service_config(args)
-        if args.listen is not None:
-            check_listen("--listen", args.listen)
-            server = config.server.model_copy(update={"listen": args.listen})
-            config = config.model_copy(update={"server": server})
-        if args.workers is not None:
-            if args.workers < 1:
-                raise ConfigError(f"--workers: expected a count of at least 1, got {args.workers}")
-            server = config.server.model_copy(update={"workers": args.workers})
-            config = config.model_copy(update={"server": server})
-        if args.traces_listen is not None:
-            config = _with_traces_listen(config, args.traces_listen)
-        if args.check:
-            from ..server.config.scorer_entries import build_scorers
-            from ..server.http.auth import resolve_token
-            from ..server.queue.dependencies import DependencyUnavailableError, require_dependencies
+    config = load_service_config(args)
+    if args.listen is not None:
+        check_listen("--listen", args.listen)
+        server = config.server.model_copy(update={"listen": args.listen})
+        config = config.model_copy(update={"server": server})
+    if args.workers is not None:
+        if args.workers < 1:
+            raise ConfigError(f"--workers: expected a count of at least 1, got {args.workers}")
+        server = config.server.model_copy(update={"workers": args.workers})
+        config = config.model_copy(update={"server": server})
+    if args.traces_listen is not None:
+        config = _with_traces_listen(config, args.traces_listen)
+    if args.check:
+        from ..server.config.scorer_entries import build_scorers
+        from ..server.http.auth import resolve_token
+        from ..server.queue.dependencies import DependencyUnavailableError, require_dependencies
 
-            resolve_token(config)
-            with quiet_key_warnings():  # reported below, once per judge model
-                built = build_scorers(config)
-            missing = missing_key_lines((s.id, s.scorer) for s in built)
-            if missing:
-                for line in missing:
-                    print(f"scorewatch serve: {args.config}: {line}", file=sys.stderr)
-                return 2
-            try:
-                require_dependencies(config)
-            except DependencyUnavailableError as error:
-                print(f"scorewatch serve: {error.message}", file=sys.stderr)
-                return 1
-            print(f"{args.config}: OK ({len(built)} scorer(s): {', '.join(s.id for s in built)})")
-            return 0
-        from ..server.http.serve_process import serve
+        resolve_token(config)
+        with quiet_key_warnings():  # reported below, once per judge model
+            built = build_scorers(config)
+        missing = missing_key_lines((s.id, s.scorer) for s in built)
+        if missing:
+            for line in missing:
+                print(f"scorewatch serve: {args.config}: {line}", file=sys.stderr)
+            return 2
+        try:
+            require_dependencies(config)
+        except DependencyUnavailableError as error:
+            print(f"scorewatch serve: {error.message}", file=sys.stderr)
+            return 1
+        print(f"{args.config}: OK ({len(built)} scorer(s): {', '.join(s.id for s in built)})")
+        return 0
+    from ..server.http.serve_process import serve
 
-        return serve(config)
-    except ConfigError as error:
-        print(f"scorewatch serve: {error.message}", file=sys.stderr)
-        return 2
+    return serve(config)
 
 
 def _with_traces_listen(config: ServeConfig, listen: str) -> ServeConfig:

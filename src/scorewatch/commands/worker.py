@@ -37,25 +37,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..server.config.file import ConfigError
 
-    try:
-        config = load_service_config(args)
-        if args.concurrency is not None and args.concurrency < 1:
-            raise ConfigError("--concurrency: must be at least 1")
-        if args.metrics_listen is not None:
-            check_listen("--metrics-listen", args.metrics_listen)
-        from ..server.queue.dependencies import DependencyUnavailableError
-        from ..server.queue.worker_process import run_worker
+    config = load_service_config(args)
+    if args.concurrency is not None and args.concurrency < 1:
+        raise ConfigError("--concurrency: must be at least 1")
+    if args.metrics_listen is not None:
+        check_listen("--metrics-listen", args.metrics_listen)
+    from ..server.queue.dependencies import DependencyUnavailableError
+    from ..server.queue.worker_process import run_worker
 
-        try:
-            return run_worker(
-                config,
-                concurrency=args.concurrency,
-                consumer=args.consumer,
-                metrics_listen=args.metrics_listen,
-            )
-        except DependencyUnavailableError as error:
-            print(f"scorewatch worker: {error.message}", file=sys.stderr)
-            return 1
-    except ConfigError as error:
+    try:
+        return run_worker(
+            config,
+            concurrency=args.concurrency,
+            consumer=args.consumer,
+            metrics_listen=args.metrics_listen,
+        )
+    except DependencyUnavailableError as error:
         print(f"scorewatch worker: {error.message}", file=sys.stderr)
-        return 2
+        return 1

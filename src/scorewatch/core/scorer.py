@@ -196,9 +196,9 @@ class Scorer:
     def generate_reason(self, step: Any) -> Scorer:
         return self._with_step("generate_reason", step)
 
-    def copy(self, **changes: Any) -> Scorer:
-        """This scorer with some fields changed (`id`, `name`, `description`, `scale`, ...)."""
-        fields: dict[str, Any] = {
+    def _arguments(self) -> dict[str, Any]:
+        """The keywords that build this scorer again: `copy` and each added step start here."""
+        return {
             "id": self.id,
             "description": self.description,
             "name": self.name,
@@ -210,6 +210,10 @@ class Scorer:
             "steps": self.steps,
             "version": self.declared_version,
         }
+
+    def copy(self, **changes: Any) -> Scorer:
+        """This scorer with some fields changed (`id`, `name`, `description`, `scale`, ...)."""
+        fields = self._arguments()
         unknown = set(changes) - set(fields) - {"steps"}
         if unknown or "steps" in changes:
             raise TypeError(
@@ -231,18 +235,7 @@ class Scorer:
                     f"{' -> '.join(STEP_ORDER)}, each at most once",
                 )
         step = self._build_step(name, definition)
-        return Scorer(
-            id=self.id,
-            description=self.description,
-            name=self.name,
-            judge=self.judge,
-            type=self.type,
-            prepare_run=self.prepare_run,
-            scale=self.scale,
-            direction=self.direction,
-            steps=(*self.steps, step),
-            version=self.declared_version,
-        )
+        return Scorer(**{**self._arguments(), "steps": (*self.steps, step)})
 
     def _build_step(self, name: StepName, definition: Any) -> Step:
         if isinstance(definition, Mapping) and "create_prompt" in definition:
@@ -313,32 +306,21 @@ class Scorer:
         Pass the run as keywords, or as a `ScorerRun` / mapping (camelCase keys accepted) for the
         less common fields. `emit_score=False` keeps telemetry from emitting an evaluation event.
         """
+        keywords: dict[str, Any] = {
+            "input": input,
+            "output": output,
+            "run_id": run_id,
+            "ground_truth": ground_truth,
+            "request_context": request_context,
+            "score_source": score_source,
+            "target": target,
+            "target_trace_id": target_trace_id,
+            "target_span_id": target_span_id,
+            "target_metadata": target_metadata,
+        }
         if run is None:
-            prepared = ScorerRun(
-                output=output,
-                input=input,
-                run_id=run_id,
-                ground_truth=ground_truth,
-                request_context=request_context,
-                score_source=score_source,
-                target=target,
-                target_trace_id=target_trace_id,
-                target_span_id=target_span_id,
-                target_metadata=target_metadata,
-            )
+            prepared = ScorerRun(**keywords)
         else:
-            keywords = {
-                "input": input,
-                "output": output,
-                "run_id": run_id,
-                "ground_truth": ground_truth,
-                "request_context": request_context,
-                "score_source": score_source,
-                "target": target,
-                "target_trace_id": target_trace_id,
-                "target_span_id": target_span_id,
-                "target_metadata": target_metadata,
-            }
             given = [name for name, value in keywords.items() if value is not None]
             if given:
                 # Silently preferring one of the two would drop the caller's data.

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ._fields import field_values
+
 __all__ = [
     "FAIL",
     "PASS",
@@ -58,13 +60,7 @@ class Estimate:
     """Confidence level of the interval."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "value": self.value,
-            "low": self.low,
-            "high": self.high,
-            "n": self.n,
-            "level": self.level,
-        }
+        return field_values(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ScorewatchError
+from ._fields import field_values
 from .noise import DEFAULT_CONFIDENCE, ChangeInterval, change_interval
 
 __all__ = [
@@ -78,15 +79,7 @@ class ItemChange:
     candidate_error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "scorer_id": self.scorer_id,
-            "item": self.item,
-            "input": self.input,
-            "baseline": self.baseline,
-            "candidate": self.candidate,
-            "change": self.change,
-            "candidate_error": self.candidate_error,
-        }
+        return field_values(self)
 
 
 @dataclass(slots=True)

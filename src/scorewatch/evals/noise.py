@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 
 from ..judge.wire import WireModel
+from ._fields import field_values
 
 __all__ = [
     "BOOTSTRAP_RESAMPLES",
@@ -98,13 +99,7 @@ class ChangeInterval:
     items: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "low": self.low,
-            "high": self.high,
-            "confidence": self.confidence,
-            "method": self.method,
-            "items": self.items,
-        }
+        return field_values(self)
 
 
 def change_interval(

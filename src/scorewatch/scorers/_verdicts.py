@@ -23,6 +23,7 @@ from typing import Any
 from ..core import PromptStep, Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._card import ScorerCard
+from ._context_options import ContextSettings
 from ._judging import JudgeAnswer, Reason, bullets, field_of, items_of, judged_scorer
 from ._text import ContextExtractor, js_lower, js_trim, resolve_context, response_text
 from .utils import round_to_two_decimals
@@ -37,12 +38,14 @@ __all__ = [
     "VerdictList",
     "by_position",
     "claims_prompt",
+    "context_claims_scorer",
     "flagged_facts",
     "flagged_items_facts",
     "item_verdict_scorer",
     "judged_against_context",
     "label_of",
     "labels_of",
+    "output_items_step",
     "verdict_share",
     "weight_of",
 ]
@@ -184,10 +187,20 @@ Example: "Paris, the capital of France, has 2.1 million people." -> \
 """
 
 
-CLAIMS_STEP = PromptStep(
-    description="Extract the factual claims of the output",
-    create_prompt=lambda ctx: claims_prompt(response_text(ctx.run.output)),
-    output_schema=ClaimList,
+def output_items_step(
+    description: str, prompt: Callable[[str], str], schema: type[JudgeAnswer]
+) -> PromptStep:
+    """The preprocess step of an item-verdict scorer: `prompt(the output's text)` asks the judge
+    to list the output's items (claims, statements, opinions) in `schema`."""
+    return PromptStep(
+        description=description,
+        create_prompt=lambda ctx: prompt(response_text(ctx.run.output)),
+        output_schema=schema,
+    )
+
+
+CLAIMS_STEP = output_items_step(
+    "Extract the factual claims of the output", claims_prompt, ClaimList
 )
 
 
@@ -219,6 +232,42 @@ def judged_against_context(
         return prompt(items, pieces)
 
     return create_prompt
+
+
+def context_claims_scorer(
+    card: ScorerCard,
+    model: str | JudgeModel,
+    settings: ContextSettings,
+    *,
+    analyze_description: str,
+    analyze_prompt: Callable[[Sequence[str], Sequence[str]], str],
+    verdict_schema: type[JudgeAnswer],
+    score: Callable[[Sequence[Any], float], float],
+    facts: Callable[[StepContext, ItemVerdicts], str],
+    no_items_note: str,
+    from_tools: bool = True,
+) -> Scorer:
+    """An item-verdict scorer of the output's factual claims (`CLAIMS_STEP`), each judged
+    against the context `settings` name (`judged_against_context`): faithfulness and
+    hallucination differ only in what they ask of the judge and count. `score(verdicts, scale)`
+    is the formula."""
+    scale = settings.scale
+    return item_verdict_scorer(
+        card,
+        model=model,
+        model_options=settings.model_options,
+        scale=scale,
+        items_key="claims",
+        extract=CLAIMS_STEP,
+        analyze_description=analyze_description,
+        analyze_prompt=judged_against_context(
+            analyze_prompt, settings.context, settings.context_extractor, from_tools=from_tools
+        ),
+        verdict_schema=verdict_schema,
+        score=lambda _ctx, verdicts: score(verdicts, scale),
+        facts=facts,
+        no_items_note=no_items_note,
+    )
 
 
 def item_verdict_scorer(

@@ -19,12 +19,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import PromptStep, Scorer, StepContext
+from ..core import Scorer, StepContext
 from ..judge.protocol import JudgeModel
 from ._card import ScorerCard, prebuilt
 from ._judging import JudgeAnswer, bullets, numbered, require_scale
 from ._text import request_text, response_text
-from ._verdicts import RESULTS_FORMAT, ItemVerdicts, ResultList, item_verdict_scorer, verdict_share
+from ._verdicts import (
+    RESULTS_FORMAT,
+    ItemVerdicts,
+    ResultList,
+    item_verdict_scorer,
+    output_items_step,
+    verdict_share,
+)
 
 __all__ = [
     "ANSWER_RELEVANCY_SCORER_ID",
@@ -128,10 +135,8 @@ def create_answer_relevancy_scorer(
         model_options=model_options,
         scale=scale,
         items_key="statements",
-        extract=PromptStep(
-            description="Split the output into statements",
-            create_prompt=lambda ctx: _extract_prompt(response_text(ctx.run.output)),
-            output_schema=StatementList,
+        extract=output_items_step(
+            "Split the output into statements", _extract_prompt, StatementList
         ),
         analyze_description="Judge each statement's relevance to the user's message",
         analyze_prompt=lambda ctx, statements: _analyze_prompt(

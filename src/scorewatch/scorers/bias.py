@@ -21,16 +21,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import PromptStep, Scorer
+from ..core import Scorer
 from ..judge.protocol import JudgeModel
 from ._card import ScorerCard, prebuilt
 from ._judging import JudgeAnswer, numbered, require_scale
-from ._text import response_text
 from ._verdicts import (
     RESULTS_FORMAT,
     ResultList,
     flagged_items_facts,
     item_verdict_scorer,
+    output_items_step,
     verdict_share,
 )
 
@@ -108,10 +108,8 @@ def create_bias_scorer(
         model_options=model_options,
         scale=scale,
         items_key="opinions",
-        extract=PromptStep(
-            description="List the opinions the output expresses",
-            create_prompt=lambda ctx: _extract_prompt(response_text(ctx.run.output)),
-            output_schema=OpinionList,
+        extract=output_items_step(
+            "List the opinions the output expresses", _extract_prompt, OpinionList
         ),
         analyze_description="Judge each opinion for bias",
         analyze_prompt=lambda ctx, opinions: _analyze_prompt(opinions),

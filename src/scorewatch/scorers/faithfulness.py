@@ -26,12 +26,10 @@ from ._context_options import ContextOptions, ContextSettings
 from ._judging import bullets, numbered
 from ._text import response_text
 from ._verdicts import (
-    CLAIMS_STEP,
     VERDICTS_FORMAT,
     ItemVerdicts,
     VerdictList,
-    item_verdict_scorer,
-    judged_against_context,
+    context_claims_scorer,
     verdict_share,
 )
 
@@ -97,21 +95,14 @@ def create_faithfulness_scorer(
     `context` / `context_extractor`: what the claims are checked against (default: the output's
     tool results). Three judge calls; range 0..scale; higher is better.
     """
-    settings = ContextSettings.of(options, factory="create_faithfulness_scorer")
-    scale = settings.scale
-    return item_verdict_scorer(
+    return context_claims_scorer(
         _CARD,
-        model=model,
-        model_options=settings.model_options,
-        scale=scale,
-        items_key="claims",
-        extract=CLAIMS_STEP,
+        model,
+        ContextSettings.of(options, factory="create_faithfulness_scorer"),
         analyze_description="Judge each claim against the context",
-        analyze_prompt=judged_against_context(
-            _analyze_prompt, settings.context, settings.context_extractor
-        ),
+        analyze_prompt=_analyze_prompt,
         verdict_schema=VerdictList,
-        score=lambda _ctx, verdicts: faithfulness_score(verdicts, scale),
+        score=faithfulness_score,
         facts=_facts,
         no_items_note="The output made no factual claims, so there was nothing to check: score 0.",
     )

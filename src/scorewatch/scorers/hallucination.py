@@ -27,10 +27,8 @@ from ._card import ScorerCard, prebuilt
 from ._context_options import ContextOptions, ContextSettings
 from ._judging import JudgeAnswer, numbered
 from ._verdicts import (
-    CLAIMS_STEP,
+    context_claims_scorer,
     flagged_items_facts,
-    item_verdict_scorer,
-    judged_against_context,
     verdict_share,
 )
 
@@ -99,22 +97,16 @@ def create_hallucination_scorer(
     Three judge calls; range 0..scale; lower is better. `context` / `context_extractor`: what
     the claims are checked against (default: no context).
     """
-    settings = ContextSettings.of(options, factory="create_hallucination_scorer")
-    scale = settings.scale
-    return item_verdict_scorer(
+    return context_claims_scorer(
         _CARD,
-        model=model,
-        model_options=settings.model_options,
-        scale=scale,
-        items_key="claims",
-        extract=CLAIMS_STEP,
+        model,
+        ContextSettings.of(options, factory="create_hallucination_scorer"),
         analyze_description="Find the claims the context does not back",
-        analyze_prompt=judged_against_context(
-            _analyze_prompt, settings.context, settings.context_extractor, from_tools=False
-        ),
+        analyze_prompt=_analyze_prompt,
         verdict_schema=StatementVerdictList,
-        score=lambda _ctx, verdicts: hallucination_score(verdicts, scale),
+        score=hallucination_score,
         facts=flagged_items_facts("claims", "hallucinated"),
         no_items_note="The output made no factual claims, so nothing could be hallucinated: "
         "score 0.",
+        from_tools=False,
     )

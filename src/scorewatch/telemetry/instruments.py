@@ -66,6 +66,43 @@ _FIXED_HISTOGRAMS: Sequence[tuple[str, str, str, Sequence[float]]] = (
 )
 
 
+# The counters: (name, unit, description); "" is no unit, as `create_counter` defaults.
+_COUNTERS: Sequence[tuple[str, str, str]] = (
+    (
+        names.METRIC_JUDGE_COST,
+        names.UNIT_COST_USD,
+        "Judge spend in US dollars, provider-reported or estimated",
+    ),
+    (
+        names.METRIC_JUDGE_EXECUTIONS,
+        "",
+        "Judge executions (one per prompt step run), by status",
+    ),
+    (
+        names.METRIC_JUDGE_ATTEMPTS,
+        "",
+        "Judge call attempts, retries and structured-output fallbacks included",
+    ),
+    (
+        names.METRIC_JUDGE_CACHE_LOOKUPS,
+        "",
+        "Verdict cache lookups of prompt steps, by result (hit or miss)",
+    ),
+    (
+        names.METRIC_JUDGE_CACHE_SAVED,
+        names.UNIT_COST_USD,
+        "Judge spend in US dollars that reused verdicts saved",
+    ),
+    (names.METRIC_SCORER_RUNS, "", "Finished scorer runs, by outcome"),
+    (
+        names.METRIC_SCORE_SQUARES,
+        names.UNIT_DIMENSIONLESS,
+        "The sum of squared scores, beside the score histogram's sum and count",
+    ),
+    (names.METRIC_SINK_ERRORS, "", "Failed writes of results to a sink"),
+)
+
+
 def metric_views() -> list[View]:
     """Views pinning the explicit bucket boundaries of the fixed-bucket histograms."""
     return [
@@ -104,36 +141,18 @@ class Instruments:
         self.operation_duration: Histogram = fixed[names.METRIC_OPERATION_DURATION]
         self.run_duration: Histogram = fixed[names.METRIC_RUN_DURATION]
         self.step_duration: Histogram = fixed[names.METRIC_STEP_DURATION]
-        self.judge_cost: Counter = meter.create_counter(
-            names.METRIC_JUDGE_COST,
-            unit=names.UNIT_COST_USD,
-            description="Judge spend in US dollars, provider-reported or estimated",
-        )
-        self.judge_executions: Counter = meter.create_counter(
-            names.METRIC_JUDGE_EXECUTIONS,
-            description="Judge executions (one per prompt step run), by status",
-        )
-        self.judge_attempts: Counter = meter.create_counter(
-            names.METRIC_JUDGE_ATTEMPTS,
-            description="Judge call attempts, retries and structured-output fallbacks included",
-        )
-        self.judge_cache_lookups: Counter = meter.create_counter(
-            names.METRIC_JUDGE_CACHE_LOOKUPS,
-            description="Verdict cache lookups of prompt steps, by result (hit or miss)",
-        )
-        self.judge_cache_saved: Counter = meter.create_counter(
-            names.METRIC_JUDGE_CACHE_SAVED,
-            unit=names.UNIT_COST_USD,
-            description="Judge spend in US dollars that reused verdicts saved",
-        )
-        self.scorer_runs: Counter = meter.create_counter(
-            names.METRIC_SCORER_RUNS, description="Finished scorer runs, by outcome"
-        )
-        self.score_squares: Counter = meter.create_counter(
-            names.METRIC_SCORE_SQUARES,
-            unit=names.UNIT_DIMENSIONLESS,
-            description="The sum of squared scores, beside the score histogram's sum and count",
-        )
+        counters = {
+            name: meter.create_counter(name, unit=unit, description=description)
+            for name, unit, description in _COUNTERS
+        }
+        self.judge_cost: Counter = counters[names.METRIC_JUDGE_COST]
+        self.judge_executions: Counter = counters[names.METRIC_JUDGE_EXECUTIONS]
+        self.judge_attempts: Counter = counters[names.METRIC_JUDGE_ATTEMPTS]
+        self.judge_cache_lookups: Counter = counters[names.METRIC_JUDGE_CACHE_LOOKUPS]
+        self.judge_cache_saved: Counter = counters[names.METRIC_JUDGE_CACHE_SAVED]
+        self.scorer_runs: Counter = counters[names.METRIC_SCORER_RUNS]
+        self.score_squares: Counter = counters[names.METRIC_SCORE_SQUARES]
+        self.sink_errors: Counter = counters[names.METRIC_SINK_ERRORS]
         # (scorer id, version) -> the info gauge's attributes, one series per version scored.
         self._scorer_versions: dict[tuple[str, str], dict[str, str]] = {}
         meter.create_observable_gauge(
@@ -154,9 +173,6 @@ class Instruments:
         )
         self.live_in_flight: UpDownCounter = meter.create_up_down_counter(
             names.METRIC_LIVE_IN_FLIGHT, description="Live evaluations currently running"
-        )
-        self.sink_errors: Counter = meter.create_counter(
-            names.METRIC_SINK_ERRORS, description="Failed writes of results to a sink"
         )
         meter.create_observable_gauge(
             names.METRIC_LIVE_QUEUE_DEPTH,

@@ -10,9 +10,10 @@ import os
 import re
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from ...sinks.storable import redact_url_credentials
+from .redis_url import RedisUrlTable
 
 __all__ = ["QueueSettings", "check_queue_url"]
 
@@ -28,15 +29,13 @@ def check_queue_url(url: str) -> str:
     return url
 
 
-class QueueSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class QueueSettings(RedisUrlTable):
+    """The work stream's Redis (`url` or `url_env`; neither: the in-process queue) and its keys
+    and bounds. Stricter than the other Redis tables: the URL must be a Redis one, and an unset
+    or empty `url_env` variable means the in-process queue, not an error."""
 
-    url: str | None = Field(
-        None, description="redis://HOST:PORT/DB of the work stream; none: the in-process queue."
-    )
-    url_env: str | None = Field(
-        None, description="Environment variable holding the URL (use it when it has a password)."
-    )
+    TABLE = "[queue]"
+
     stream: str = Field("scorewatch:work", description="Key of the work stream.")
     group: str = Field("scorewatch-workers", description="Consumer group of the workers.")
     max_backlog: int = Field(
@@ -69,7 +68,7 @@ class QueueSettings(BaseModel):
 
     @field_validator("url")
     @classmethod
-    def _check_url(cls, value: str | None) -> str | None:
+    def _no_password(cls, value: str | None) -> str | None:
         if value is not None and urlsplit(value).password is not None:
             raise ValueError(
                 f"{redact_url_credentials(value)!r} holds a password; secrets never go in the "
@@ -92,12 +91,6 @@ class QueueSettings(BaseModel):
                 f"1-128 characters: letters, digits, '_', '.', ':', '-', braces; got {value!r}"
             )
         return value
-
-    @model_validator(mode="after")
-    def _one_url(self) -> QueueSettings:
-        if self.url is not None and self.url_env is not None:
-            raise ValueError("set 'url' or 'url_env', not both")
-        return self
 
     @property
     def dead_letter_stream(self) -> str:
