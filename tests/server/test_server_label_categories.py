@@ -1,0 +1,148 @@
+"""Categorical human labels over HTTP against a real `scorewatch serve` (issue 32): a
+rubric-label scorer's choices are its categories, people label runs with one, an unknown
+category is refused with the field named, and `GET /v1/agreement` compares the judge's
+category (the one of its stored score) with theirs, as scikit-learn does on the same pairs."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+from scorewatch.testing import LoopbackJudgeServer
+from serve_support import ServeProcess, judge_table, write_config
+
+pytestmark = pytest.mark.e2e
+
+TOKEN = "categories-test-token-51c0"
+CHOICES = {"good": 1.0, "ok": 0.5, "bad": 0.0}
+
+CONFIG = """\
+[server]
+auth_token_env = "SW_TEST_TOKEN"
+
+{judge}
+
+[[scorers]]
+id = "tone"
+kind = "rubric-label"
+
+[scorers.options]
+rubric = "Polite and complete is good."
+choices = {{ good = 1.0, ok = 0.5, bad = 0.0 }}
+
+[sinks]
+sqlite = "scores.db"
+
+[telemetry]
+prometheus = false
+otlp = false
+"""
+
+_OUTPUT = re.compile(r"Output:\n(\w+)")
+
+
+def _choose(body: dict[str, Any]) -> str:
+    """The judge picks the category the output names first ("good-3" -> good)."""
+    found = _OUTPUT.search(body["messages"][-1]["content"])
+    assert found is not None
+    return json.dumps({"choice": found.group(1), "reason": "as the output says"})
+
+
+# What the judge picks for each run, and what people say of the same runs.
+JUDGE = ["good", "good", "good", "ok", "ok", "ok", "bad", "bad", "bad", "good", "ok", "bad"]
+PEOPLE = ["good", "good", "ok", "ok", "ok", "bad", "bad", "bad", "ok", "bad", "good", "bad"]
+
+
+@pytest.fixture(scope="module")
+def judge() -> Iterator[LoopbackJudgeServer]:
+    with LoopbackJudgeServer(_choose) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def client(
+    tmp_path_factory: pytest.TempPathFactory, judge: LoopbackJudgeServer
+) -> Iterator[httpx.Client]:
+    directory = tmp_path_factory.mktemp("serve-categories")
+    path = write_config(directory, CONFIG.format(judge=judge_table(judge.base_url)))
+    process = ServeProcess(path, env={"SW_TEST_TOKEN": TOKEN})
+    try:
+        process.wait_listening()
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        with httpx.Client(base_url=process.url, headers=headers, timeout=60) as http:
+            yield http
+    finally:
+        process.kill()
+
+
+@pytest.fixture(scope="module")
+def runs(client: httpx.Client) -> list[str]:
+    ids = []
+    for index, category in enumerate(JUDGE):
+        answer = client.post(
+            "/v1/scores",
+            params={"wait": "true"},
+            json={
+                "scorers": ["tone"],
+                "input": "q",
+                "output": f"{category}-{index}",
+                "target": "bot",
+            },
+        )
+        assert answer.status_code == 200, answer.text
+        (result,) = answer.json()["results"]
+        assert result["status"] == "success", result
+        assert result["score"] == CHOICES[category]
+        ids.append(result["run_id"])
+    return ids
+
+
+def _label(run_id: str, verdict: str, annotator: str = "ana") -> dict[str, Any]:
+    return {"scorer": "tone", "run_id": run_id, "annotator": annotator, "verdict": verdict}
+
+
+def test_a_verdict_outside_the_categories_is_refused_naming_the_field_and_the_choices(
+    client: httpx.Client, runs: list[str]
+) -> None:
+    for verdict in ("great", "pass", "x" * 129):
+        bad = _label(runs[1], verdict, "mallory")
+        answer = client.post("/v1/labels", json={"labels": [_label(runs[0], "good"), bad]})
+        assert answer.status_code == 422, answer.text
+        problems = {p["field"]: p["message"] for p in answer.json()["fields"]}
+        assert "labels[1].verdict" in problems, answer.text
+        if len(verdict) <= 128:
+            assert all(repr(choice) in problems["labels[1].verdict"] for choice in CHOICES)
+    answer = client.get("/v1/agreement", params={"scorer": "tone"})
+    assert answer.json()["versions"] == []  # refused whole: nothing was stored
+
+
+def test_category_labels_are_stored_and_agreement_is_over_the_categories(
+    client: httpx.Client, runs: list[str]
+) -> None:
+    labels = [_label(run, said) for run, said in zip(runs, PEOPLE, strict=True)]
+    answer = client.post("/v1/labels", json={"labels": labels})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["stored"] == len(PEOPLE)
+    agreement = client.get("/v1/agreement", params={"scorer": "tone"})
+    assert agreement.status_code == 200, agreement.text
+    (version,) = agreement.json()["versions"]
+    verdicts = version["verdicts"]
+    assert verdicts["kappa"]["n"] == len(PEOPLE)
+    assert verdicts["kappa"]["value"] == pytest.approx(cohen_kappa_score(PEOPLE, JUDGE), abs=1e-9)
+    assert verdicts["accuracy"]["value"] == pytest.approx(
+        sum(p == j for p, j in zip(PEOPLE, JUDGE, strict=True)) / len(PEOPLE), abs=1e-9
+    )
+    order = sorted(CHOICES)
+    assert verdicts["categories"] == order
+    assert verdicts["confusion"] == confusion_matrix(PEOPLE, JUDGE, labels=order).tolist()
+    # Not pass/fail: no false-pass or false-fail rates.
+    assert "false_pass_rate" not in verdicts
+    # The worst disagreement: people said bad where the judge said good, a gap of the scale.
+    worst = version["disagreements"][0]
+    assert (worst["run_id"], worst["label_verdict"], worst["gap"]) == (runs[9], "bad", 1.0)
