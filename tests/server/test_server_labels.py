@@ -168,7 +168,9 @@ def test_hostile_labels_are_refused_with_the_field_named_and_store_nothing(
     _refused(_post(client, good, {**bad, "scorer": "failing"}), 422, "labels[1].scorer")
     _refused(_post(client, good, good), 422, "labels[1]")
     _refused(_post(client, good, {**bad, "comment": "x" * 4001}), 422, "labels[1].comment")
-    _refused(_post(client, good, {**bad, "verdict": "maybe"}), 422, "labels[1].verdict")
+    _refused(
+        _post(client, good, {**bad, "score": None, "verdict": "maybe"}), 422, "labels[1].verdict"
+    )
     _refused(_post(client, good, {**bad, "annotator": "a\x00b"}), 422, "labels[1].annotator")
     _refused(_post(client, {**good, "extra": 1}), 422, "labels[0].extra")
     both = {**good, "verdict": "pass"}
