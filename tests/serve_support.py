@@ -274,3 +274,13 @@ def wait_idle(client: httpx.Client, timeout: float = 60.0) -> dict[str, int]:
             return stats
         time.sleep(0.05)
     raise AssertionError(f"the service did not become idle: {stats}")
+
+
+def score_now(client: httpx.Client, scorer: str, **call: Any) -> dict[str, Any]:
+    """`POST /v1/scores?wait=true` of one call by one scorer: its one result, asserted a
+    success."""
+    answer = client.post("/v1/scores", params={"wait": "true"}, json={"scorers": [scorer], **call})
+    assert answer.status_code == 200, answer.text
+    (result,) = answer.json()["results"]
+    assert result["status"] == "success", result
+    return dict(result)

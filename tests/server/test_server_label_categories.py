@@ -15,7 +15,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from scorewatch.testing import LoopbackJudgeServer
-from serve_support import ServeProcess, judge_table, write_config
+from serve_support import ServeProcess, judge_table, score_now, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -60,44 +60,24 @@ PEOPLE = ["good", "good", "ok", "ok", "ok", "bad", "bad", "bad", "ok", "bad", "g
 
 
 @pytest.fixture(scope="module")
-def judge() -> Iterator[LoopbackJudgeServer]:
-    with LoopbackJudgeServer(_choose) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def client(
-    tmp_path_factory: pytest.TempPathFactory, judge: LoopbackJudgeServer
-) -> Iterator[httpx.Client]:
-    directory = tmp_path_factory.mktemp("serve-categories")
-    path = write_config(directory, CONFIG.format(judge=judge_table(judge.base_url)))
-    process = ServeProcess(path, env={"SW_TEST_TOKEN": TOKEN})
-    try:
-        process.wait_listening()
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        with httpx.Client(base_url=process.url, headers=headers, timeout=60) as http:
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    """serve with the rubric-label scorer `tone`, its judge a loopback server (`_choose`)."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with LoopbackJudgeServer(_choose) as judge:
+        config = CONFIG.format(judge=judge_table(judge.base_url))
+        path = write_config(tmp_path_factory.mktemp("serve-categories"), config)
+        with (
+            ServeProcess(path, env={"SW_TEST_TOKEN": TOKEN}) as process,
+            httpx.Client(base_url=process.url, headers=headers, timeout=60) as http,
+        ):
             yield http
-    finally:
-        process.kill()
 
 
 @pytest.fixture(scope="module")
 def runs(client: httpx.Client) -> list[str]:
     ids = []
     for index, category in enumerate(JUDGE):
-        answer = client.post(
-            "/v1/scores",
-            params={"wait": "true"},
-            json={
-                "scorers": ["tone"],
-                "input": "q",
-                "output": f"{category}-{index}",
-                "target": "bot",
-            },
-        )
-        assert answer.status_code == 200, answer.text
-        (result,) = answer.json()["results"]
-        assert result["status"] == "success", result
+        result = score_now(client, "tone", input="q", output=f"{category}-{index}", target="bot")
         assert result["score"] == CHOICES[category]
         ids.append(result["run_id"])
     return ids

@@ -19,7 +19,7 @@ from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score, mean_absolute_error
 
 from scorewatch.live.entry import fraction_of
-from serve_support import ServeProcess, write_config
+from serve_support import ServeProcess, score_now, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -79,21 +79,15 @@ def runs(client: httpx.Client) -> list[dict[str, Any]]:
     scored = []
     for index, length in enumerate(LENGTHS):
         trace, span = f"{index + 1:032x}", f"{index + 1:016x}"
-        answer = client.post(
-            "/v1/scores",
-            params={"wait": "true"},
-            json={
-                "scorers": ["length"],
-                "input": "q",
-                "output": "x" * length,
-                "target": "bot",
-                "trace_id": trace,
-                "span_id": span,
-            },
+        result = score_now(
+            client,
+            "length",
+            input="q",
+            output="x" * length,
+            target="bot",
+            trace_id=trace,
+            span_id=span,
         )
-        assert answer.status_code == 200, answer.text
-        (result,) = answer.json()["results"]
-        assert result["status"] == "success"
         scored.append({"run_id": result["run_id"], "trace": trace, "span": span, **result})
     return scored
 
