@@ -284,3 +284,26 @@ def score_now(client: httpx.Client, scorer: str, **call: Any) -> dict[str, Any]:
     (result,) = answer.json()["results"]
     assert result["status"] == "success", result
     return dict(result)
+
+
+def import_labels(
+    config: Path, path: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`scorewatch labels import PATH --config CONFIG`, run beside the configuration."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scorewatch",
+            "labels",
+            "import",
+            str(path),
+            "--config",
+            str(config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=config.parent,
+        env={**os.environ, **(env or {})},
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,7 +16,15 @@ import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from scorewatch.testing import LoopbackJudgeServer
-from serve_support import ServeProcess, judge_table, score_now, write_config
+from serve_support import (
+    JUDGE_KEY,
+    JUDGE_KEY_ENV,
+    ServeProcess,
+    import_labels,
+    judge_table,
+    score_now,
+    write_config,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -60,17 +69,20 @@ PEOPLE = ["good", "good", "ok", "ok", "ok", "bad", "bad", "bad", "ok", "bad", "g
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     """serve with the rubric-label scorer `tone`, its judge a loopback server (`_choose`)."""
-    headers = {"Authorization": f"Bearer {TOKEN}"}
     with LoopbackJudgeServer(_choose) as judge:
         config = CONFIG.format(judge=judge_table(judge.base_url))
         path = write_config(tmp_path_factory.mktemp("serve-categories"), config)
-        with (
-            ServeProcess(path, env={"SW_TEST_TOKEN": TOKEN}) as process,
-            httpx.Client(base_url=process.url, headers=headers, timeout=60) as http,
-        ):
-            yield http
+        with ServeProcess(path, env={"SW_TEST_TOKEN": TOKEN}) as process:
+            yield process
+
+
+@pytest.fixture(scope="module")
+def client(served: ServeProcess) -> Iterator[httpx.Client]:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=served.url, headers=headers, timeout=60) as http:
+        yield http
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +138,23 @@ def test_category_labels_are_stored_and_agreement_is_over_the_categories(
     # The worst disagreement: people said bad where the judge said good, a gap of the scale.
     worst = version["disagreements"][0]
     assert (worst["run_id"], worst["label_verdict"], worst["gap"]) == (runs[9], "bad", 1.0)
+
+
+def test_labels_import_takes_categories_and_refuses_another_verdict_by_its_line(
+    served: ServeProcess, runs: list[str], tmp_path: Path
+) -> None:
+    env = {JUDGE_KEY_ENV: JUDGE_KEY}
+    good = tmp_path / "good.csv"
+    good.write_text(
+        f"scorer,run_id,annotator,verdict\ntone,{runs[0]},dee,ok\ntone,{runs[1]},dee,bad\n",
+        encoding="utf-8",
+    )
+    done = import_labels(served.config, good, env)
+    assert done.returncode == 0, done.stderr
+    assert "stored 2 labels" in done.stdout
+    bad = tmp_path / "bad.jsonl"
+    lines = [_label(runs[2], "good", "eli"), _label(runs[3], "fail", "eli")]
+    bad.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    refused = import_labels(served.config, bad, env)
+    assert refused.returncode == 1
+    assert f"{bad}:2: verdict: not a verdict of this scorer" in refused.stderr
