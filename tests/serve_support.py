@@ -307,3 +307,9 @@ def import_labels(
         cwd=config.parent,
         env={**os.environ, **(env or {})},
     )
+
+
+def authorized_client(process: ServeProcess, token: str) -> httpx.Client:
+    """A client of `process` sending `token` as its bearer token."""
+    headers = {"Authorization": f"Bearer {token}"}
+    return httpx.Client(base_url=process.url, headers=headers, timeout=60)

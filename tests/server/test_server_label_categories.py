@@ -20,6 +20,7 @@ from serve_support import (
     JUDGE_KEY,
     JUDGE_KEY_ENV,
     ServeProcess,
+    authorized_client,
     import_labels,
     judge_table,
     score_now,
@@ -80,8 +81,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
 
 @pytest.fixture(scope="module")
 def client(served: ServeProcess) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    with httpx.Client(base_url=served.url, headers=headers, timeout=60) as http:
+    with authorized_client(served, TOKEN) as http:
         yield http
 
 

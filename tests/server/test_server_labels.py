@@ -17,7 +17,7 @@ from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score, mean_absolute_error
 
 from scorewatch.live.entry import fraction_of
-from serve_support import ServeProcess, import_labels, score_now, write_config
+from serve_support import ServeProcess, authorized_client, import_labels, score_now, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -66,8 +66,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
 
 @pytest.fixture(scope="module")
 def client(served: ServeProcess) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    with httpx.Client(base_url=served.url, headers=headers, timeout=60) as http:
+    with authorized_client(served, TOKEN) as http:
         yield http
 
 
