@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from scorewatch.testing import LoopbackJudgeServer
@@ -50,7 +52,7 @@ choices = {{ good = 1.0, ok = 0.5, bad = 0.0 }}
 sqlite = "scores.db"
 
 [telemetry]
-prometheus = false
+prometheus = true
 otlp = false
 """
 
@@ -114,6 +116,16 @@ def test_a_verdict_outside_the_categories_is_refused_naming_the_field_and_the_ch
     assert answer.json()["versions"] == []  # refused whole: nothing was stored
 
 
+def _metric_kappa(client: httpx.Client) -> float | None:
+    """`scorewatch_judge_agreement{measure="kappa"}` on serve's /metrics, once computed."""
+    for family in text_string_to_metric_families(client.get("/metrics").text):
+        for sample in family.samples:
+            measure = sample.labels.get("scorewatch_agreement_measure")
+            if sample.name == "scorewatch_judge_agreement" and measure == "kappa":
+                return float(sample.value)
+    return None
+
+
 def test_category_labels_are_stored_and_agreement_is_over_the_categories(
     client: httpx.Client, runs: list[str]
 ) -> None:
@@ -138,6 +150,11 @@ def test_category_labels_are_stored_and_agreement_is_over_the_categories(
     # The worst disagreement: people said bad where the judge said good, a gap of the scale.
     worst = version["disagreements"][0]
     assert (worst["run_id"], worst["label_verdict"], worst["gap"]) == (runs[9], "bad", 1.0)
+    # The agreement metric carries the same categorical kappa (recomputed after labels arrive).
+    deadline = time.monotonic() + 30
+    while _metric_kappa(client) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _metric_kappa(client) == pytest.approx(cohen_kappa_score(PEOPLE, JUDGE), abs=1e-9)
 
 
 def test_labels_import_takes_categories_and_refuses_another_verdict_by_its_line(
