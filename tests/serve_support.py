@@ -274,3 +274,42 @@ def wait_idle(client: httpx.Client, timeout: float = 60.0) -> dict[str, int]:
             return stats
         time.sleep(0.05)
     raise AssertionError(f"the service did not become idle: {stats}")
+
+
+def score_now(client: httpx.Client, scorer: str, **call: Any) -> dict[str, Any]:
+    """`POST /v1/scores?wait=true` of one call by one scorer: its one result, asserted a
+    success."""
+    answer = client.post("/v1/scores", params={"wait": "true"}, json={"scorers": [scorer], **call})
+    assert answer.status_code == 200, answer.text
+    (result,) = answer.json()["results"]
+    assert result["status"] == "success", result
+    return dict(result)
+
+
+def import_labels(
+    config: Path, path: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`scorewatch labels import PATH --config CONFIG`, run beside the configuration."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scorewatch",
+            "labels",
+            "import",
+            str(path),
+            "--config",
+            str(config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=config.parent,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def authorized_client(process: ServeProcess, token: str) -> httpx.Client:
+    """A client of `process` sending `token` as its bearer token."""
+    headers = {"Authorization": f"Bearer {token}"}
+    return httpx.Client(base_url=process.url, headers=headers, timeout=60)

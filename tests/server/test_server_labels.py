@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +17,7 @@ from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score, mean_absolute_error
 
 from scorewatch.live.entry import fraction_of
-from serve_support import ServeProcess, write_config
+from serve_support import ServeProcess, authorized_client, import_labels, score_now, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -68,8 +66,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
 
 @pytest.fixture(scope="module")
 def client(served: ServeProcess) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    with httpx.Client(base_url=served.url, headers=headers, timeout=60) as http:
+    with authorized_client(served, TOKEN) as http:
         yield http
 
 
@@ -79,21 +76,15 @@ def runs(client: httpx.Client) -> list[dict[str, Any]]:
     scored = []
     for index, length in enumerate(LENGTHS):
         trace, span = f"{index + 1:032x}", f"{index + 1:016x}"
-        answer = client.post(
-            "/v1/scores",
-            params={"wait": "true"},
-            json={
-                "scorers": ["length"],
-                "input": "q",
-                "output": "x" * length,
-                "target": "bot",
-                "trace_id": trace,
-                "span_id": span,
-            },
+        result = score_now(
+            client,
+            "length",
+            input="q",
+            output="x" * length,
+            target="bot",
+            trace_id=trace,
+            span_id=span,
         )
-        assert answer.status_code == 200, answer.text
-        (result,) = answer.json()["results"]
-        assert result["status"] == "success"
         scored.append({"run_id": result["run_id"], "trace": trace, "span": span, **result})
     return scored
 
@@ -168,7 +159,9 @@ def test_hostile_labels_are_refused_with_the_field_named_and_store_nothing(
     _refused(_post(client, good, {**bad, "scorer": "failing"}), 422, "labels[1].scorer")
     _refused(_post(client, good, good), 422, "labels[1]")
     _refused(_post(client, good, {**bad, "comment": "x" * 4001}), 422, "labels[1].comment")
-    _refused(_post(client, good, {**bad, "verdict": "maybe"}), 422, "labels[1].verdict")
+    _refused(
+        _post(client, good, {**bad, "score": None, "verdict": "maybe"}), 422, "labels[1].verdict"
+    )
     _refused(_post(client, good, {**bad, "annotator": "a\x00b"}), 422, "labels[1].annotator")
     _refused(_post(client, {**good, "extra": 1}), 422, "labels[0].extra")
     both = {**good, "verdict": "pass"}
@@ -241,25 +234,6 @@ def test_a_store_path_holds_the_labels_table(served: ServeProcess) -> None:
     assert {"mastra_scorers", "scorewatch_labels"} <= tables
 
 
-def _import(served: ServeProcess, path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scorewatch",
-            "labels",
-            "import",
-            str(path),
-            "--config",
-            str(served.config),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=served.config.parent,
-    )
-
-
 def test_labels_import_reads_jsonl_and_csv_and_refuses_a_bad_file_whole(
     served: ServeProcess, runs: list[dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -270,7 +244,7 @@ def test_labels_import_reads_jsonl_and_csv_and_refuses_a_bad_file_whole(
         f"length,,bot,{runs[4]['trace']},{runs[4]['span']},dee,,pass,\n",
         encoding="utf-8",
     )
-    done = _import(served, good)
+    done = import_labels(served.config, good)
     assert done.returncode == 0, done.stderr
     assert "stored 2 labels" in done.stdout
     rows = {(r["runId"], r["annotator"]): r for r in _label_rows(served)}
@@ -283,12 +257,12 @@ def test_labels_import_reads_jsonl_and_csv_and_refuses_a_bad_file_whole(
         {"scorer": "length", "run_id": "gone", "annotator": "dee", "score": 0.5},
     ]
     bad.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
-    refused = _import(served, bad)
+    refused = import_labels(served.config, bad)
     assert refused.returncode == 1
     assert f"{bad}:2: run_id: no such stored run" in refused.stderr
     invalid = tmp_path / "invalid.jsonl"
     invalid.write_text(json.dumps({**lines[0], "score": 7}) + "\n", encoding="utf-8")
-    out_of_scale = _import(served, invalid)
+    out_of_scale = import_labels(served.config, invalid)
     assert out_of_scale.returncode == 1
     assert f"{invalid}:1: score: outside the scale 0 to 1" in out_of_scale.stderr
     assert sorted((r["id"], r["updatedAt"]) for r in _label_rows(served)) == before

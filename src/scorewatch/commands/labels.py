@@ -4,10 +4,10 @@
 
 Each line (JSONL) or row (CSV, a header naming the fields) is a label as `POST /v1/labels`
 takes it: `scorer`, `run_id` (or `target`, `trace_id`, `span_id`), `annotator`, `score` or
-`verdict`, and optionally `comment` and `created_at`. The labels are checked as the service
-checks them, then stored all together, or, when any is refused, none (exit 1, each problem
-named by its line). Importing the same file again changes nothing: one label per run, scorer
-and annotator.
+`verdict` (`pass`/`fail`, or one of the scorer's categories), and optionally `comment` and
+`created_at`. The labels are checked as the service checks them, then stored all together,
+or, when any is refused, none (exit 1, each problem named by its line). Importing the same
+file again changes nothing: one label per run, scorer and annotator.
 """
 
 from __future__ import annotations
@@ -115,7 +115,9 @@ async def _import(path: Path, args: argparse.Namespace) -> int:
         _report(path, lines, problems)
         return 1
     config = load_service_config(args)
-    scales = {c.id: float(c.scorer.scale) for c in build_scorers(config)}
+    built = build_scorers(config)
+    scales = {c.id: float(c.scorer.scale) for c in built}
+    categories = {c.id: c.scorer.categories for c in built}
     stores = build_label_stores(config)
     if stores.reader is None:
         raise ScorewatchError(
@@ -123,7 +125,7 @@ async def _import(path: Path, args: argparse.Namespace) -> int:
             code="SCOREWATCH_CLI_USAGE",
         )
     try:
-        labels, _runs = await check_labels(requests, scales, stores.reader)
+        labels, _runs = await check_labels(requests, scales, stores.reader, categories=categories)
     except LabelsRefused as refused:
         _report(path, lines, refused.problems)
         return 1

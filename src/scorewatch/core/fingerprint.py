@@ -18,10 +18,11 @@ template kept in a module constant). Without source (a function typed into an in
 session) its bytecode stands in, which is stable for one Python version. What is NOT covered: an
 object's state other than plain data, dataclasses and pydantic models (other objects count by
 their type), module attributes read through a module (`templates.PROMPT`), and code of other
-packages than the function's own. The name, description, scale and direction are not inputs:
-they label scores, they do not decide them. Nor are keys, endpoints, timeouts and retries,
-wherever they appear (mapping keys such as `api_key`, `api_base`, `timeout`): a key rotation or a
-new proxy is the same scorer.
+packages than the function's own. The name, description, scale, direction and categories are
+not inputs: they label scores, they do not decide them (a rubric-label scorer's categories are
+its choices, which its steps close over, so they count there). Nor are keys, endpoints,
+timeouts and retries, wherever they appear (mapping keys such as `api_key`, `api_base`,
+`timeout`): a key rotation or a new proxy is the same scorer.
 """
 
 from __future__ import annotations

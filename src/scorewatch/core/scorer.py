@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from ..errors import ScorewatchError
 from ..judge.protocol import JsonPromptInjection, JudgeModel
+from .categories import frozen_categories
 from .definition import JudgeConfig, PromptStep
 from .errors import INVALID_SCORER_DEFINITION, MISSING_ID
 from .result import ScorerRun, ScorerRunResult, ScoreSource, coerce_run
@@ -52,6 +53,17 @@ def _definition_error(scorer_id: str, step: str, problem: str) -> ScorewatchErro
         code=INVALID_SCORER_DEFINITION,
         details={"scorerId": scorer_id, "step": step},
     )
+
+
+def _checked_categories(
+    scorer_id: str, categories: Mapping[str, float] | None
+) -> Mapping[str, float] | None:
+    if categories is None:
+        return None
+    try:
+        return frozen_categories(categories)
+    except ValueError as error:
+        raise _definition_error(scorer_id, "categories", str(error)) from None
 
 
 def _as_judge_config(value: Any, where: str) -> JudgeConfig | None:
@@ -111,6 +123,7 @@ class Scorer:
     # the version, computed on first use, is a `cached_property` kept in `__dict__`.
     __slots__ = (
         "__dict__",
+        "categories",
         "declared_version",
         "description",
         "direction",
@@ -138,6 +151,7 @@ class Scorer:
         direction: Direction = "higher_is_better",
         steps: tuple[Step, ...] = (),
         version: str | None = None,
+        categories: Mapping[str, float] | None = None,
     ) -> None:
         self.id = id
         self.name = name or id
@@ -151,6 +165,7 @@ class Scorer:
         self.has_generate_score = any(step.name == "generate_score" for step in steps)
         self.has_judge = judge is not None or any(step.type == "prompt" for step in steps)
         self.declared_version = version
+        self.categories = _checked_categories(id, categories)
 
     def __repr__(self) -> str:
         return f"Scorer(id={self.id!r}, steps={[s.name for s in self.steps]})"
@@ -209,6 +224,7 @@ class Scorer:
             "direction": self.direction,
             "steps": self.steps,
             "version": self.declared_version,
+            "categories": self.categories,
         }
 
     def copy(self, **changes: Any) -> Scorer:
@@ -361,6 +377,7 @@ def create_scorer(
     scale: float = 1,
     direction: Direction = "higher_is_better",
     version: str | None = None,
+    categories: Mapping[str, float] | None = None,
 ) -> Scorer:
     """Start a scorer. Chain `.preprocess()`, `.analyze()`, `.generate_score()` (required) and
     `.generate_reason()`; each returns a new scorer.
@@ -368,7 +385,10 @@ def create_scorer(
     `scale` is the top of the score range (telemetry buckets scale with it); `direction` says
     whether a higher score is better, so dashboards and alerts can invert it. `version` is a
     version you declare (`"2025-06-rubric-v3"`): it is one input of the scorer's
-    `version_fingerprint` and is carried beside it, for people to read.
+    `version_fingerprint` and is carried beside it, for people to read. `categories` (label ->
+    score, each score once) says the scorer's scores are categories: human labels may then
+    name one (`verdict`), and agreement compares categories. Like `scale`, they label scores
+    rather than decide them, so they are not an input of the fingerprint.
     """
     if not id or not isinstance(id, str):
         raise ScorewatchError(
@@ -392,4 +412,5 @@ def create_scorer(
         scale=scale,
         direction=direction,
         version=version,
+        categories=categories,
     )

@@ -4,14 +4,20 @@ Each label is one pair: the person's label and the judge's stored score of the s
 labelled by three people is three pairs). Labels with a `score` are compared on the scale
 (`scale_agreement`); labels with a `verdict` against the judge's score cut at the threshold
 (`verdict_agreement`). Runs the judge failed (no score) are left out.
+
+A scorer with `categories` (label -> score, e.g. a rubric-label scorer's choices) is compared
+category by category instead: its verdicts are its categories, and the judge's category of a
+run is the one whose score equals the stored judge score (core/categories.py), so Cohen's
+kappa, accuracy and the confusion matrix are over the categories.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.categories import category_of
 from ..sinks.labels import LabelledRun
 from .agreement import AgreementReport, scale_agreement, verdict_agreement, verdicts_at
 
@@ -48,6 +54,7 @@ def _report(
     threshold: float,
     scale: float,
     higher_passes: bool,
+    categories: Mapping[str, float] | None,
 ) -> AgreementReport:
     scored = [r for r in runs if r.label["score"] is not None and r.judge_score is not None]
     judged = [r for r in runs if r.label["verdict"] is not None and r.judge_score is not None]
@@ -63,13 +70,19 @@ def _report(
     verdict_result = None
     if judged:
         human_verdicts = [str(r.label["verdict"]) for r in judged]
-        judge_verdicts = verdicts_at(
-            [float(r.judge_score or 0.0) for r in judged], threshold, higher_passes=higher_passes
-        )
+        judge_scores = [float(r.judge_score or 0.0) for r in judged]
+        if categories:
+            judge_verdicts = [category_of(score, categories) for score in judge_scores]
+            meant = [categories.get(h, 0.0) for h in human_verdicts]
+        else:
+            judge_verdicts = verdicts_at(judge_scores, threshold, higher_passes=higher_passes)
+            meant = [scale if h == "pass" else 0.0 for h in human_verdicts]
         verdict_result = verdict_agreement(human_verdicts, judge_verdicts)
         gaps += [
-            (r, 0.0 if h == j else abs(float(r.judge_score or 0.0) - (scale if h == "pass" else 0)))
-            for r, h, j in zip(judged, human_verdicts, judge_verdicts, strict=True)
+            (r, 0.0 if h == j else abs(score - m))
+            for r, h, j, score, m in zip(
+                judged, human_verdicts, judge_verdicts, judge_scores, meant, strict=True
+            )
         ]
     return AgreementReport(
         scorer=scorer,
@@ -88,12 +101,14 @@ def agreement_by_version(
     threshold: float,
     scale: float = 1.0,
     higher_passes: bool = True,
+    categories: Mapping[str, float] | None = None,
 ) -> list[AgreementReport]:
-    """One report per scorer version the labelled runs were scored by (newest label last)."""
+    """One report per scorer version the labelled runs were scored by (newest label last);
+    with `categories`, verdicts are compared as categories (see the module docstring)."""
     by_version: dict[str | None, list[LabelledRun]] = defaultdict(list)
     for run in runs:
         by_version[run.scorer_version].append(run)
     return [
-        _report(scorer, version, group, threshold, scale, higher_passes)
+        _report(scorer, version, group, threshold, scale, higher_passes, categories)
         for version, group in by_version.items()
     ]

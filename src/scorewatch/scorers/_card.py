@@ -12,7 +12,7 @@ signature's: the keyword parameters without a default.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Literal, TypeVar
 
@@ -57,6 +57,7 @@ class ScorerCard:
         id: str | None = None,
         description: str | None = None,
         direction: Direction | None = None,
+        categories: Mapping[str, float] | None = None,
     ) -> Scorer:
         """The scorer this card describes, before its steps; `id`, `description` and
         `direction` override the card's for a scorer configured otherwise."""
@@ -68,6 +69,7 @@ class ScorerCard:
             type=self.type,
             scale=scale,
             direction=direction or self.direction,
+            categories=categories,
         )
 
 

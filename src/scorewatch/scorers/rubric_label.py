@@ -12,9 +12,12 @@ call, as for every structured step).
 3. generate_reason (function): "<label>: <the judge's reason>" - no extra call.
 
 `choices` maps labels to scores (default `{"pass": 1, "fail": 0}`); `scale` is the highest
-choice score, so the range is min..max of the choices. `direction` defaults to higher is
-better. An empty output is still graded: whether it meets the rubric is the rubric's call.
-Routing marker of the analyze prompt: `Grade the output against the rubric`.
+choice score, so the range is min..max of the choices. When every choice has its own score,
+the choices are the scorer's `categories`: people label its runs with a choice (`verdict`) and
+agreement compares the judge's choice with theirs. Choices that share a score declare no
+categories (the judge's choice could not be read back from its stored score). `direction`
+defaults to higher is better. An empty output is still graded: whether it meets the rubric is
+the rubric's call. Routing marker of the analyze prompt: `Grade the output against the rubric`.
 """
 
 from __future__ import annotations
@@ -132,6 +135,7 @@ Format: {{"choice":<one of the labels>,"reason":str}}
             scale=scale,
             id=id,
             direction=direction,
+            categories=table if len(set(table.values())) == len(table) else None,
         )
         .analyze(
             PromptStep(

@@ -29,11 +29,12 @@ logger = logging.getLogger("scorewatch.server")
 @dataclass(frozen=True, slots=True)
 class ScorerScale:
     """What agreement needs of a scorer: the top of its scale, its direction, its review rate
-    (a rate above 0 reports the counts of its review sample)."""
+    (a rate above 0 reports the counts of its review sample) and its categories, if any."""
 
     top: float
     higher_passes: bool
     review_rate: float = 0.0
+    categories: Mapping[str, float] | None = None
 
 
 def measures_of(report: AgreementReport) -> dict[str, float]:
@@ -118,6 +119,7 @@ class AgreementWatch:
             threshold=scale.top / 2,
             scale=scale.top,
             higher_passes=scale.higher_passes,
+            categories=scale.categories,
         )
         fresh = {
             (scorer, report.scorer_version or "", measure): value

@@ -77,6 +77,7 @@ def build_service(config: ServeConfig) -> ServiceState:
                 float(c.scorer.scale),
                 c.scorer.direction == "higher_is_better",
                 c.entry.review_rate,
+                c.scorer.categories,
             )
             for scorer_id, c in built.items()
         }

@@ -1,5 +1,10 @@
 """Checking labels before they are stored, for `POST /v1/labels` and `scorewatch labels import`
-alike: identifiers, scorers, duplicates, the runs they name and the scorers' scales.
+alike: identifiers, scorers, duplicates, verdicts, the runs they name and the scorers' scales.
+
+A verdict is `pass` or `fail`, or, for a scorer that declares `categories` (core/scorer.py), one
+of those categories and nothing else: its agreement compares categories, and a pass/fail
+beside them would be a second vocabulary no kappa can hold (a rubric-label scorer with the
+default choices has `pass` and `fail` as its categories).
 
 `check_labels` returns the `Label`s to store, or raises `LabelsRefused` with the HTTP status,
 the error code and every problem (`field`, `message`); nothing is stored then.
@@ -11,11 +16,12 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ...evals.agreement import FAIL, PASS
 from ...sinks.labels import Label, RunRef, RunResolver, StoredRun
 from ..intake.admission import BAD_ID_MESSAGE, BAD_ID_TEXT
 from .label_models import LabelRequest
 
-__all__ = ["LabelsRefused", "check_labels"]
+__all__ = ["LabelsRefused", "allowed_verdicts", "check_labels"]
 
 _ID_FIELDS = ("scorer", "run_id", "target", "trace_id", "span_id", "annotator")
 
@@ -34,7 +40,26 @@ class LabelsRefused(Exception):
         self.problems = problems
 
 
-def _check_fields(scales: Mapping[str, float], labels: Sequence[LabelRequest]) -> None:
+Categories = Mapping[str, Mapping[str, float] | None]
+
+
+def allowed_verdicts(categories: Mapping[str, float] | None) -> list[str]:
+    """The verdicts a label of a scorer with these categories (or none) may give."""
+    return list(categories) if categories else [PASS, FAIL]
+
+
+def _check_verdict(index: int, label: LabelRequest, categories: Categories) -> list[dict[str, str]]:
+    allowed = allowed_verdicts(categories.get(label.scorer))
+    if label.verdict is None or label.verdict in allowed:
+        return []
+    shown = ", ".join(repr(value) for value in allowed)
+    message = f"not a verdict of this scorer; one of {shown}"
+    return [{"field": f"labels[{index}].verdict", "message": message}]
+
+
+def _check_fields(
+    scales: Mapping[str, float], labels: Sequence[LabelRequest], categories: Categories
+) -> None:
     problems: list[dict[str, str]] = []
     unknown: list[dict[str, str]] = []
     seen: dict[tuple[Any, ...], int] = {}
@@ -51,6 +76,8 @@ def _check_fields(scales: Mapping[str, float], labels: Sequence[LabelRequest]) -
             unknown.append(
                 {"field": f"labels[{index}].scorer", "message": "not a configured scorer"}
             )
+        else:
+            problems += _check_verdict(index, label, categories)
         key = (
             label.scorer,
             label.run_id,
@@ -106,11 +133,13 @@ async def check_labels(
     scales: Mapping[str, float],
     resolver: RunResolver,
     *,
+    categories: Categories | None = None,
     now: datetime | None = None,
 ) -> tuple[list[Label], list[StoredRun]]:
     """The labels to store and the runs they name; `scales` maps each configured scorer to the
-    top of its scale. Errors of the store itself propagate as they are."""
-    _check_fields(scales, labels)
+    top of its scale, `categories` to its categories (none: pass/fail verdicts). Errors of the
+    store itself propagate as they are."""
+    _check_fields(scales, labels, categories or {})
     refs = [
         RunRef(label.scorer, label.run_id, label.target, label.trace_id, label.span_id)
         for label in labels

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..intake.admission import MAX_TARGET_CHARS
 
-__all__ = ["MAX_COMMENT_CHARS", "MAX_LABELS", "LabelBatch", "LabelRequest", "LabelsStored"]
+__all__ = [
+    "MAX_COMMENT_CHARS",
+    "MAX_LABELS",
+    "MAX_VERDICT_CHARS",
+    "LabelBatch",
+    "LabelRequest",
+    "LabelsStored",
+]
 
 MAX_LABELS = 500
 """Labels in one request."""
 MAX_COMMENT_CHARS = 4000
 """Characters of one label's comment."""
+MAX_VERDICT_CHARS = 128
+"""Characters of one verdict (`pass`, `fail` or one of the scorer's categories)."""
 
 _EXAMPLE: dict[str, Any] = {
     "scorer": "summary",
@@ -48,7 +57,13 @@ class LabelRequest(BaseModel):
     score: float | None = Field(
         None, allow_inf_nan=False, description="The label on the scorer's scale (0 to its top)."
     )
-    verdict: Literal["pass", "fail"] | None = Field(None, description="The label as pass/fail.")
+    verdict: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_VERDICT_CHARS,
+        description="The label as `pass`/`fail`, or as one of the scorer's categories (a "
+        "rubric-label scorer's choices); which are allowed is checked against the scorer.",
+    )
     comment: str | None = Field(None, max_length=MAX_COMMENT_CHARS, description="Why.")
     created_at: datetime | None = Field(None, description="When given (default: now).")
 

@@ -91,8 +91,10 @@ _READ_ANSWERS: dict[int | str, dict[str, Any]] = {
     response_model=LabelsStored,
     summary="Store human labels of scored runs",
     description="Each label names a stored run (by `run_id`, or by target, trace and span id) "
-    "of a configured scorer, and gives a `score` on the scorer's scale or a pass/fail "
-    "`verdict`. One label per run, scorer and annotator: sending it again replaces that "
+    "of a configured scorer, and gives a `score` on the scorer's scale or a `verdict`: "
+    "`pass`/`fail`, or one of the scorer's categories when it has them (a rubric-label "
+    "scorer's choices; any other verdict is a 422 listing the allowed ones). One label per "
+    "run, scorer and annotator: sending it again replaces that "
     "annotator's label and no other. All labels of a request are stored, or none.",
     responses={
         401: {"model": ErrorBody, "description": "Missing or wrong bearer token."},
@@ -114,8 +116,9 @@ async def submit_labels(body: LabelBatch, request: Request) -> JSONResponse:
     resolver = _resolver(service)
     _admit(service, body)
     scales = {sid: float(c.scorer.scale) for sid, c in service.scorers.items()}
+    categories = {sid: c.scorer.categories for sid, c in service.scorers.items()}
     try:
-        labels, runs = await check_labels(body.labels, scales, resolver)
+        labels, runs = await check_labels(body.labels, scales, resolver, categories=categories)
     except LabelsRefused as refused:
         extra: dict[str, Any] = {"fields": refused.problems}
         if refused.code == "unknown_scorer":
@@ -150,7 +153,9 @@ async def submit_labels(body: LabelBatch, request: Request) -> JSONResponse:
     "/agreement",
     summary="How well a scorer agrees with its human labels",
     description="Per scorer version: Cohen's kappa, accuracy, confusion and false-pass/"
-    "false-fail rates for pass/fail labels; Spearman, mean absolute error and pass/fail "
+    "false-fail rates for pass/fail labels (over the categories, for a scorer that has them: "
+    "the judge's category is the one of its stored score); Spearman, mean absolute error and "
+    "pass/fail "
     "agreement at `threshold` for labels on the scale; each with a 95% interval and the "
     "number of labels, and the runs where judge and people differ most.",
     responses=_READ_ANSWERS,
@@ -181,7 +186,13 @@ async def agreement(
     higher = configured.scorer.direction == "higher_is_better"
     # The statistics are CPU work: never on the loop that serves requests.
     reports = await asyncio.to_thread(
-        agreement_by_version, scorer, runs, threshold=cut, scale=top, higher_passes=higher
+        agreement_by_version,
+        scorer,
+        runs,
+        threshold=cut,
+        scale=top,
+        higher_passes=higher,
+        categories=configured.scorer.categories,
     )
     return JSONResponse(
         {"scorer": scorer, "threshold": cut, "versions": [r.as_dict() for r in reports]}
