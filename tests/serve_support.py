@@ -12,7 +12,8 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,37 @@ def judge_table(base_url: str, **extra: Any) -> str:
         f'[judge]\nmodel = "openai/loopback-judge"\napi_key_env = "{JUDGE_KEY_ENV}"\n'
         f"model_options = {{ {inline} }}\n"
     )
+
+
+# The two scorers most serve tests configure: one judge call per run, and a model-free one.
+JUDGED_AND_LENGTH_SCORERS = """
+[[scorers]]
+id = "judged"
+factory = "sw_test_scorers:make_judged_scorer"
+
+[[scorers]]
+id = "length"
+factory = "sw_test_scorers:make_length_scorer"
+"""
+
+
+@contextmanager
+def serving_with_judge(
+    directory: Path, config: str, reply: Any
+) -> Iterator[tuple[ServeProcess, Any]]:
+    """serve on `config` (its `{judge}` filled in) with a loopback judge answering `reply` (a
+    `Reply`, or a script of the request body), listening; both stopped afterwards."""
+    from scorewatch.testing import LoopbackJudgeServer
+
+    script = reply if callable(reply) else (lambda body: reply)
+    with LoopbackJudgeServer(script) as judge:
+        path = write_config(directory, config.format(judge=judge_table(judge.base_url)))
+        process = ServeProcess(path, env={"SW_TEST_JUDGE_BASE": judge.base_url})
+        try:
+            process.wait_listening()
+            yield process, judge
+        finally:
+            process.kill()
 
 
 # serve's default is one worker process per core; the tests of one process's behaviour (its

@@ -30,40 +30,30 @@ from scorewatch.server.queue.stream import StreamNames, connect
 from scorewatch.server.queue.worker import StreamWorker
 from scorewatch.sinks.record import ScoreRecord
 from scorewatch.testing import LoopbackJudgeServer, Reply
-from serve_support import ServeProcess, judge_table, write_config
+from serve_support import JUDGED_AND_LENGTH_SCORERS, ServeProcess, serving_with_judge
 
 pytestmark = pytest.mark.e2e
 
 COST = 0.01
 
-CONFIG = """\
+CONFIG = (
+    """\
 {judge}
 [budget]
 usd_per_day = 0.05
-
-[[scorers]]
-id = "judged"
-factory = "sw_test_scorers:make_judged_scorer"
-
-[[scorers]]
-id = "length"
-factory = "sw_test_scorers:make_length_scorer"
-
+"""
+    + JUDGED_AND_LENGTH_SCORERS
+    + """
 [sinks]
 sqlite = "scores.db"
 """
+)
 
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[ServeProcess, LoopbackJudgeServer]]:
-    with LoopbackJudgeServer(lambda body: Reply('{"score": 0.8}', cost=COST)) as judge:
-        path = write_config(tmp_path, CONFIG.format(judge=judge_table(judge.base_url)))
-        process = ServeProcess(path, env={"SW_TEST_JUDGE_BASE": judge.base_url})
-        try:
-            process.wait_listening()
-            yield process, judge
-        finally:
-            process.kill()
+    with serving_with_judge(tmp_path, CONFIG, Reply('{"score": 0.8}', cost=COST)) as serving:
+        yield serving
 
 
 def _metric(text: str, name: str, **labels: str) -> float:

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from scorewatch.testing import LoopbackJudgeServer, Reply
-from serve_support import ServeProcess, judge_table, write_config
+from serve_support import ServeProcess, serving_with_judge
 
 pytestmark = pytest.mark.e2e
 
@@ -35,14 +35,8 @@ sqlite = "scores.db"
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[ServeProcess, LoopbackJudgeServer]]:
-    with LoopbackJudgeServer(lambda body: Reply('{"score": 0.8}')) as judge:
-        path = write_config(tmp_path, CONFIG.format(judge=judge_table(judge.base_url)))
-        process = ServeProcess(path, env={"SW_TEST_JUDGE_BASE": judge.base_url})
-        try:
-            process.wait_listening()
-            yield process, judge
-        finally:
-            process.kill()
+    with serving_with_judge(tmp_path, CONFIG, Reply('{"score": 0.8}')) as serving:
+        yield serving
 
 
 def test_a_repeated_call_reuses_the_verdict(
