@@ -136,12 +136,8 @@ def serving_with_judge(
     script = reply if callable(reply) else (lambda body: reply)
     with LoopbackJudgeServer(script) as judge:
         path = write_config(directory, config.format(judge=judge_table(judge.base_url)))
-        process = ServeProcess(path, env={"SW_TEST_JUDGE_BASE": judge.base_url})
-        try:
-            process.wait_listening()
+        with ServeProcess(path, env={"SW_TEST_JUDGE_BASE": judge.base_url}) as process:
             yield process, judge
-        finally:
-            process.kill()
 
 
 # serve's default is one worker process per core; the tests of one process's behaviour (its

@@ -17,24 +17,27 @@ import httpx
 import pytest
 
 from scorewatch.testing import LoopbackJudgeServer, Reply
-from serve_support import ServeProcess, judge_table, sqlite_rows, wait_idle, write_config
+from serve_support import (
+    JUDGED_AND_LENGTH_SCORERS,
+    ServeProcess,
+    judge_table,
+    sqlite_rows,
+    wait_idle,
+    write_config,
+)
 
 pytestmark = pytest.mark.e2e
 
-CONFIG = """\
+CONFIG = (
+    """\
 [server]
 shutdown_timeout = {shutdown_timeout}
 
 {judge}
 
-[[scorers]]
-id = "judged"
-factory = "sw_test_scorers:make_judged_scorer"
-
-[[scorers]]
-id = "length"
-factory = "sw_test_scorers:make_length_scorer"
-
+"""
+    + JUDGED_AND_LENGTH_SCORERS
+    + """
 [live]
 max_concurrency = 8
 
@@ -42,6 +45,7 @@ max_concurrency = 8
 sqlite = "scores.db"
 jsonl = "scores.jsonl"
 """
+)
 
 
 @pytest.fixture

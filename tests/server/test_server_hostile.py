@@ -46,12 +46,8 @@ otlp = false
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     path = write_config(tmp_path_factory.mktemp("serve-hostile"), CONFIG)
-    process = ServeProcess(path, env={"SW_TEST_TOKEN": TOKEN})
-    try:
-        process.wait_listening()
+    with ServeProcess(path, env={"SW_TEST_TOKEN": TOKEN}) as process:
         yield process
-    finally:
-        process.kill()
 
 
 @pytest.fixture

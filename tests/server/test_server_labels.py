@@ -17,7 +17,13 @@ from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score, mean_absolute_error
 
 from scorewatch.live.entry import fraction_of
-from serve_support import ServeProcess, authorized_client, import_labels, score_now, write_config
+from serve_support import (
+    ServeProcess,
+    authorized_client,
+    import_labels,
+    score_now,
+    write_config,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -56,12 +62,8 @@ LENGTHS = [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     path = write_config(tmp_path_factory.mktemp("serve-labels"), CONFIG)
-    process = ServeProcess(path, env={"SW_TEST_TOKEN": TOKEN})
-    try:
-        process.wait_listening()
+    with ServeProcess(path, env={"SW_TEST_TOKEN": TOKEN}) as process:
         yield process
-    finally:
-        process.kill()
 
 
 @pytest.fixture(scope="module")

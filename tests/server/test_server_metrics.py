@@ -14,24 +14,26 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from prometheus_support import query, running_prometheus
 from scorewatch.testing import LoopbackJudgeServer, Reply
-from serve_support import ServeProcess, judge_table, wait_idle, write_config
+from serve_support import (
+    JUDGED_AND_LENGTH_SCORERS,
+    ServeProcess,
+    judge_table,
+    wait_idle,
+    write_config,
+)
 
 pytestmark = pytest.mark.e2e
 
-CONFIG = """\
+CONFIG = (
+    """\
 [server]
 {server}
 
 {judge}
 
-[[scorers]]
-id = "judged"
-factory = "sw_test_scorers:make_judged_scorer"
-
-[[scorers]]
-id = "length"
-factory = "sw_test_scorers:make_length_scorer"
-
+"""
+    + JUDGED_AND_LENGTH_SCORERS
+    + """
 [sinks]
 sqlite = "scores.db"
 
@@ -39,6 +41,7 @@ sqlite = "scores.db"
 service_name = "scorewatch-test"
 metrics_require_token = {protected}
 """
+)
 
 
 @pytest.fixture(scope="module")

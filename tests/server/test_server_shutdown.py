@@ -12,25 +12,28 @@ import httpx
 import pytest
 
 from scorewatch.testing import HttpError, LoopbackJudgeServer, Reply
-from serve_support import ServeProcess, judge_table, sqlite_rows, wait_idle, write_config
+from serve_support import (
+    JUDGED_AND_LENGTH_SCORERS,
+    ServeProcess,
+    judge_table,
+    sqlite_rows,
+    wait_idle,
+    write_config,
+)
 
 pytestmark = pytest.mark.e2e
 
-CONFIG = """\
+CONFIG = (
+    """\
 [server]
 shutdown_timeout = {shutdown_timeout}
 retry_after = 2
 
 {judge}
 
-[[scorers]]
-id = "judged"
-factory = "sw_test_scorers:make_judged_scorer"
-
-[[scorers]]
-id = "length"
-factory = "sw_test_scorers:make_length_scorer"
-
+"""
+    + JUDGED_AND_LENGTH_SCORERS
+    + """
 [live]
 max_concurrency = {concurrency}
 max_queue = {max_queue}
@@ -39,6 +42,7 @@ max_queue_bytes = {max_queue_bytes}
 [sinks]
 sqlite = "scores.db"
 """
+)
 
 
 def start(
