@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import socket
 import tomllib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from scorewatch.live import CallbackSink, LiveScorerEntry
 from scorewatch.live.budgets import Budgets, record_cost_usd
 from scorewatch.server.config.budget_settings import build_budgets
 from scorewatch.server.config.file import ConfigError, ServeConfig
+from scorewatch.server.intake.admission import plan_items_off_loop
 from scorewatch.server.intake.interface import ScoreItem
 from scorewatch.server.intake.redis_queue import RedisIntake
 from scorewatch.server.queue.stream import StreamNames, connect
@@ -200,3 +202,37 @@ def test_the_documented_budget_config_is_valid_and_builds_both_budgets() -> None
     assert budgets is not None and budgets.shared is not None
     assert budgets.shared.usd_per_day == 20.0
     assert budgets.per_scorer["faithfulness"].usd_per_day == 5.0
+
+
+async def test_a_silent_redis_budget_never_blocks_the_serving_loop() -> None:
+    # A "Redis" that accepts connections and never answers: every ledger round trip waits for
+    # its timeout. serve plans a request off its loop when the budget is kept in Redis, so the
+    # loop keeps serving meanwhile, and the budget fails closed (the call is skipped).
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    try:
+        port = silent.getsockname()[1]
+        budgets = Budgets.build(1.0, redis_url=f"redis://127.0.0.1:{port}/0")
+        judge = LiteLLMJudge("openai/judge", api_base="http://127.0.0.1:9", api_key="sk-test")
+        entries = {"judged": LiveScorerEntry(judged_scorer(judge, "judged"))}
+        item = ScoreItem(AgentCall("q", "a", "agent", f"{1:032x}"))
+        loop = asyncio.get_running_loop()
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.create_task(tick())
+        started = loop.time()
+        (plan,) = await plan_items_off_loop(entries, [item], budgets)
+        waited = loop.time() - started
+        ticker.cancel()
+    finally:
+        silent.close()
+    assert [skip.decision for skip in plan.skipped] == ["skipped_budget"]
+    assert waited >= 0.4, waited  # it did wait for the silent Redis
+    assert ticks >= 10, (ticks, waited)  # ... and the loop ran other work all along

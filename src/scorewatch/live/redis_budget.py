@@ -10,7 +10,8 @@ of processes.
 
 The client is synchronous (live sampling decides without awaiting) with a short timeout: a
 call's decision waits at most `timeout_s` for Redis, and only calls the local pacing would sample
-ask Redis at all, plus one refresh a second.
+ask Redis at all, plus one refresh a second. serve makes its decisions on a worker thread when
+a budget is kept here (`plan_items_off_loop`), so a slow Redis never stalls its serving loop.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ twice as `not_sampled`. They differ only in where accepted runs go.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import json
@@ -37,6 +38,7 @@ __all__ = [
     "Plan",
     "plan_digest",
     "plan_items",
+    "plan_items_off_loop",
     "release_holds",
     "request_digest",
     "request_run_id",
@@ -142,6 +144,20 @@ def plan_items(
                 skipped.append(Skipped(scorer_id, decision))
         plans.append(Plan(item, call, sampled, skipped, holds))
     return plans
+
+
+async def plan_items_off_loop(
+    entries: Mapping[str, LiveScorerEntry],
+    items: Sequence[ScoreItem],
+    budgets: Budgets | None = None,
+) -> list[Plan]:
+    """`plan_items` for a request on serve's loop. With a budget kept in Redis, each sampled
+    run's reservation is a round trip that waits up to the ledger's timeout when Redis is slow,
+    so the plan is made on a worker thread and the loop goes on serving other requests (and
+    `/healthz`) meanwhile; without one, deciding is CPU work of microseconds and stays here."""
+    if budgets and budgets.remote:
+        return await asyncio.to_thread(plan_items, entries, items, budgets)
+    return plan_items(entries, items, budgets)
 
 
 def release_holds(budgets: Budgets | None, plans: Iterable[Plan]) -> None:

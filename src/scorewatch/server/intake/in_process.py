@@ -39,7 +39,7 @@ from ...privacy import PrivacyPolicy
 from ...sinks.base import ScoreSink
 from ...sinks.delivery import SinkRetry
 from ...sinks.record import ScoreRecord
-from .admission import IntakeCounts, plan_digest, plan_items, request_run_id
+from .admission import IntakeCounts, plan_digest, plan_items_off_loop, request_run_id
 from .interface import Accepted, Admission, IntakeClosedError, QueueFullError, ScoreItem
 from .loop_lag import LoopLag
 from .scoring_loop import ScoringLoop
@@ -169,10 +169,10 @@ class InProcessIntake:
     async def admit(
         self, items: Sequence[ScoreItem], *, want_results: bool = False
     ) -> list[Admission]:
+        entries = self._engine.entries
+        plans = await plan_items_off_loop(entries, items, self._budgets)
         # No await from here to the end: on the event loop, the capacity check and the offers
         # that follow it cannot interleave with another request's.
-        entries = self._engine.entries
-        plans = plan_items(entries, items, self._budgets)
         needed = sum(len(plan.sampled) for plan in plans)
         needed_bytes = sum(plan.item.size for plan in plans if plan.sampled)
 

@@ -41,7 +41,7 @@ from ..queue.stream import (
     ensure_group,
     never_sent,
 )
-from .admission import IntakeCounts, plan_digest, plan_items, request_run_id
+from .admission import IntakeCounts, plan_digest, plan_items_off_loop, request_run_id
 from .interface import Accepted, Admission, IntakeClosedError, QueueFullError, ScoreItem
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ class RedisIntake:
     async def admit(
         self, items: Sequence[ScoreItem], *, want_results: bool = False
     ) -> list[Admission]:
-        plans = plan_items(self._entries, items, self._budgets)
+        plans = await plan_items_off_loop(self._entries, items, self._budgets)
         if self._closed:
             self._counts.refused(plans, "dropped_shutdown")
             raise IntakeClosedError("the service is shutting down")
