@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -117,11 +118,23 @@ class SqliteSink(ThreadedSink):
         self._start_writer("sqlite-sink", linger=linger)
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-        return conn
+        # Switching a new file to WAL takes an exclusive lock, and SQLite answers a second
+        # process switching at the same moment (serve's workers starting together) with
+        # "database is locked" at once, without waiting on the busy timeout: retried here until
+        # that timeout has passed.
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        while True:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+                return conn
+            except sqlite3.OperationalError as error:
+                conn.close()
+                if "locked" not in str(error) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.02)
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         for statement in create_table_sql(self._table_sql, self.table, _TYPES, text_type="TEXT"):
