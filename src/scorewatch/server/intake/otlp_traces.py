@@ -44,7 +44,7 @@ from dataclasses import replace
 from typing import Literal
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from pydantic_core import to_json, to_jsonable_python
+from pydantic_core import from_json, to_json
 
 from ...core.events import current_observers
 from ...live.entry import LiveScorerEntry
@@ -343,15 +343,12 @@ def _item(run: ExtractedRun, scorers: tuple[str, ...] | None) -> ScoreItem:
     if run.tool_calls:  # a served row has no other place for them (score_traces reports them)
         metadata["toolCalls"] = list(run.tool_calls)
     # Plain JSON values (timestamps as ISO text): the Redis queue carries them unchanged, and
-    # in-process and queued scoring see the same run.
-    plain = replace(
-        call,
-        input=to_jsonable_python(call.input),
-        output=to_jsonable_python(call.output),
-        metadata=metadata,
-    )
-    # What the item holds, as the queue counts it.
-    return ScoreItem(plain, scorers, len(to_json([plain.input, plain.output])))
+    # in-process and queued scoring see the same run. One encoding gives them and the size the
+    # queue counts (reading JSON back costs less than a second conversion of the objects).
+    encoded = to_json([call.input, call.output])
+    plain_input, plain_output = from_json(encoded)
+    plain = replace(call, input=plain_input, output=plain_output, metadata=metadata)
+    return ScoreItem(plain, scorers, len(encoded))
 
 
 def _every(trace_id: bytes) -> bool:
