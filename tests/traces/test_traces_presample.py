@@ -157,3 +157,47 @@ async def test_with_sessions_every_trace_is_extracted() -> None:
     assert "not_sampled" not in intake.trace_counts().spans_dropped
     await intake.shutdown(5)
     await intake.aclose()
+
+
+def test_a_buffer_holds_unsampled_traces_as_ids_within_its_bounds() -> None:
+    from scorewatch.traces.assembly import BufferLimits, TraceBuffer
+    from scorewatch.traces.spans import UnsampledSpans
+
+    now = [0.0]
+    limits = BufferLimits(
+        max_bytes=4096, max_spans_per_trace=3, linger_s=10, quiet_period_s=1, max_age_s=100
+    )
+    buffer = TraceBuffer(limits=limits, clock=lambda: now[0])
+    resource = {"service.name": "shop"}
+
+    def group(trace: str, *ids: int, size: int = 100) -> UnsampledSpans:
+        return UnsampledSpans(
+            trace, resource, 50, [i.to_bytes(8, "big") for i in ids], [size] * len(ids)
+        )
+
+    offer = buffer.offer([], "10.0.0.1", [group("a" * 32, 1, 2, 2), group("b" * 32, 1)])
+    assert offer.refused is None and offer.dropped == 1  # the second 2: a duplicate
+    assert (len(buffer), buffer.spans_held, buffer.bytes_held) == (2, 3, 350)
+    offer = buffer.offer([], "10.0.0.1", [group("a" * 32, 2, 3, 4)])
+    assert offer.dropped == 2  # 2 again, and 4 past max_spans_per_trace
+    assert buffer.counts.spans_dropped == {"duplicate": 2, "max_spans_per_trace": 1}
+    assert buffer.counts.spans_unsampled == 4
+    # The bounds count them by their sizes: one client may hold half of max_bytes.
+    too_much = buffer.offer([], "10.0.0.1", [group("c" * 32, 1, size=2000)])
+    assert too_much.refused == "client_share"
+    now[0] = 5.0
+    buffer.offer([], "10.0.0.1", [group("b" * 32, 9)])  # b arrives again: stays longer
+    now[0] = 12.0
+    assert buffer.pop_ready() == [] and len(buffer) == 1  # a lingered 12 s, b only 7
+    now[0] = 15.0
+    buffer.pop_ready()
+    assert (len(buffer), buffer.spans_held, buffer.bytes_held) == (0, 0, 0)
+    assert buffer.counts.traces_completed == 2
+    # A trace that never goes quiet ends at max_age_s, at its next span.
+    longer = limits.model_copy(update={"max_spans_per_trace": 100})
+    buffer = TraceBuffer(limits=longer, clock=lambda: now[0])
+    for moment in range(20, 130, 5):
+        now[0] = float(moment)
+        buffer.offer([], "10.0.0.1", [group("d" * 32, moment)])
+        buffer.pop_ready()
+    assert buffer.counts.traces_evicted == {"max_age": 1} and len(buffer) == 1

@@ -94,7 +94,8 @@ class _Trace:
 @dataclass(slots=True)
 class _Unsampled:
     """A trace no scorer samples: its span ids, and what its spans hold per resource (the
-    resource, spans, bytes) for the ledger."""
+    resource, spans, bytes) for the ledger. It has nothing to hand out: it is let go once
+    quiet for `linger_s` (ended by `max_age_s` when it never is)."""
 
     owner: Owner
     first_seen: float
@@ -190,6 +191,12 @@ class TraceBuffer:
         """Keep the ids of a group's spans; returns how many were dropped (counted)."""
         key = (owner, group.trace_id)
         trace = self._unsampled.get(key)
+        if trace is not None and now - trace.first_seen >= self.limits.max_age_s:
+            # A trace that never stops receiving spans ends at max_age, as a sampled one does
+            # (found here rather than by a round: the rounds look only at quiet ones).
+            self.counts.traces_evicted["max_age"] += 1
+            self._forget_unsampled(key)
+            trace = None
         if trace is None:
             trace = self._unsampled[key] = _Unsampled(owner, first_seen=now, last_arrival=now)
             self._ledger.open_trace(owner)
@@ -208,6 +215,7 @@ class TraceBuffer:
                 size += span_size
         if kept:
             trace.last_arrival = now
+            self._unsampled.move_to_end(key)  # kept in order of their latest arrival
             resource = group.resource
             _, spans, held = trace.held.get(id(resource), (resource, 0, 0))
             trace.held[id(resource)] = (resource, spans + kept, held + size)
@@ -287,14 +295,17 @@ class TraceBuffer:
                 self._evict(key, "max_age")
             elif not trace.pending and (flush or now - trace.last_arrival >= limits.linger_s):
                 self._retire(key)
-        for key in list(self._unsampled):
-            unsampled = self._unsampled[key]
+        # Traces no scorer samples, least recently added to first: the first one not quiet
+        # for `linger_s` ends the look, so a round costs the traces it lets go.
+        while self._unsampled:
+            key, unsampled = next(iter(self._unsampled.items()))
+            if not flush and now - unsampled.last_arrival < limits.linger_s:
+                break
             if not flush and now - unsampled.first_seen >= limits.max_age_s:
                 self.counts.traces_evicted["max_age"] += 1
-                self._forget_unsampled(key)
-            elif flush or now - unsampled.last_arrival >= limits.linger_s:
+            else:
                 self.counts.traces_completed += 1
-                self._forget_unsampled(key)
+            self._forget_unsampled(key)
         self.counts.ready += len(ready)
         return ready
 
