@@ -23,6 +23,13 @@ Cases:
 - `traces`: `POST /v1/traces`, OTLP protobuf batches of 512 spans (whole runs of an agent
   instrumented by the official GenAI instrumentation, 64 variants with distinct trace ids),
   nothing scored; the floor decodes the protobuf. Reported per span as well.
+- `traces-scored`: the same payload with a model-free scorer that reads the extracted run
+  (tool-call accuracy: did the agent call `lookup_order`) on every agent span, SQLite sink;
+  serve's CPU includes extracting and scoring every run, until its queue is empty.
+
+In both trace cases serve's `quiet_period_s` is 0.5 s and `parent_wait_s` 1 s (defaults 5 and
+60), and serve's CPU is counted from the load's start until the quiet period has passed and its
+CPU stops moving: the runs are extracted (and scored) within the measurement.
 """
 
 from __future__ import annotations
@@ -53,8 +60,9 @@ shutdown_timeout = 120
 
 [[scorers]]
 id = "similarity"
-kind = "content-similarity"
+kind = "{kind}"
 sampling = {sampling}
+{options}
 
 [live]
 max_queue = 100000
@@ -75,7 +83,20 @@ CASES: dict[str, dict[str, Any]] = {
         "app": "traces",
         "rates": (4.0, 60.0),  # batches of 512 spans per second: moderate, overload
     },
+    "traces-scored": {
+        "http": "httptools",
+        "workers": 1,
+        "sampling": 1.0,
+        "app": "traces",
+        "kind": "tool-call-accuracy-code",
+        "options": 'options = { expected_tool = "lookup_order" }',
+        "rates": (4.0, 60.0),
+    },
 }
+TRACES_TABLE = "\n[traces]\n\n[traces.buffer]\nquiet_period_s = 0.5\nparent_wait_s = 1.0\n"
+# Seconds after the load until every run is out of the buffer: quiet period, parent wait,
+# assembly interval, with room.
+TRACES_SETTLE_S = 2.5
 SPANS_PER_BATCH = 512
 
 BODY = json.dumps(
@@ -134,9 +155,15 @@ def _start(
         ]  # fmt: skip
         marker = "floor: listening on"
     else:
-        extra = "\n[traces]\n" if case.get("app") == "traces" else ""
+        extra = TRACES_TABLE if case.get("app") == "traces" else ""
         (directory / "scorewatch.toml").write_text(
-            CONFIG.format(http=case["http"], sampling=case["sampling"], extra=extra)
+            CONFIG.format(
+                http=case["http"],
+                sampling=case["sampling"],
+                kind=case.get("kind", "content-similarity"),
+                options=case.get("options", ""),
+                extra=extra,
+            )
         )
         command = [
             sys.executable, "-m", "scorewatch", "serve", "--config", "scorewatch.toml",
@@ -220,7 +247,13 @@ def _measure(
                 pid=process.pid,
                 content_type=content_type,
             )
-            if kind != "floor" and case["sampling"] > 0:
+            if kind != "floor" and traces:
+                time.sleep(TRACES_SETTLE_S)  # the runs leave the buffer, are extracted
+                if case["sampling"] > 0:
+                    _idle(url, process.pid)
+                _settle(process.pid, moderate, cpu_before, started)
+                moderate["includes_scoring"] = case["sampling"] > 0
+            elif kind != "floor" and case["sampling"] > 0:
                 _idle(url, process.pid)
                 cpu = process_tree_cpu(process.pid) - cpu_before
                 moderate["server_cpu_us_per_2xx"] = round(
@@ -243,6 +276,8 @@ def _measure(
                     content_type=content_type,
                 )
                 if traces:
+                    if kind != "floor":
+                        time.sleep(TRACES_SETTLE_S)
                     _settle(process.pid, overload, cpu_before, started)
         finally:
             _stop(process)

@@ -485,7 +485,8 @@ _METRICS: Final = (
         ("ATTR_TRACES_REASON",),
         "Spans not kept on arrival, by reason: `max_bytes`, `max_spans_per_trace`, `duplicate` "
         "(answered as rejected spans), `own` (scorewatch's own telemetry, never scored), "
-        "`shutdown`.",
+        "`not_sampled` (of a trace no scorer samples, decided from its trace id: held as ids "
+        "only, never extracted), `shutdown`.",
     ),
     _Metric(
         "METRIC_TRACES_EVICTED",

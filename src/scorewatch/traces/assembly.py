@@ -14,6 +14,11 @@ that never meet. So a span another client sends never replaces one already recei
 joins another client's run as its child, and never makes one look nested. The batch reader
 `add`s spans of one owner.
 
+Serve's intake offers the spans of traces no scorer samples unconverted (`UnsampledSpans`):
+such a trace is held as its span ids only, which is what refuses a span sent twice or past
+`max_spans_per_trace` as before; it counts against the same bounds, by the same sizes, and is
+let go as any trace with nothing to hand out.
+
 Memory is bounded (see `bounds`): at most `max_traces` traces of at most `max_spans_per_trace`
 spans and at most `max_bytes` in all, each trace kept at most `max_age_s`; a trace with nothing
 left to hand out is dropped after `linger_s` without new spans (late spans of a parent may
@@ -29,14 +34,14 @@ from __future__ import annotations
 
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from .bounds import ANYONE, BufferLimits, Ledger, Offer, Owner
 from .conventions import DEFAULT_SELECTORS
 from .select import SpanSelector, matching_selector
-from .spans import SpanRecord
+from .spans import SpanRecord, UnsampledSpans
 
 __all__ = ["BufferCounts", "BufferLimits", "Offer", "ReadySpan", "TraceBuffer"]
 
@@ -51,7 +56,8 @@ class BufferCounts:
     already), `duplicate` (a span id its owner sent before in its trace). `max_age` also ends a
     trace that never stops receiving spans. `lost_selected` counts the selected spans that
     evictions took before they were handed out. `requests_refused` counts the requests offered
-    and refused whole, by reason (`bounds.Refusal`); their spans are not counted as received."""
+    and refused whole, by reason (`bounds.Refusal`); their spans are not counted as received.
+    `spans_unsampled` counts the spans kept as ids only (`UnsampledSpans`, not duplicates)."""
 
     spans_received: int = 0
     spans_dropped: Counter[str] = field(default_factory=Counter)
@@ -59,6 +65,7 @@ class BufferCounts:
     lost_selected: Counter[str] = field(default_factory=Counter)
     requests_refused: Counter[str] = field(default_factory=Counter)
     nested_skipped: int = 0
+    spans_unsampled: int = 0
     ready: int = 0
     traces_completed: int = 0
 
@@ -84,6 +91,19 @@ class _Trace:
     pending: dict[str, bool] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class _Unsampled:
+    """A trace no scorer samples: its span ids, and what its spans hold per resource (the
+    resource, spans, bytes) for the ledger. It has nothing to hand out: it is let go once
+    quiet for `linger_s` (ended by `max_age_s` when it never is)."""
+
+    owner: Owner
+    first_seen: float
+    last_arrival: float
+    span_ids: set[bytes] = field(default_factory=set)
+    held: dict[int, tuple[Mapping[str, Any], int, int]] = field(default_factory=dict)
+
+
 class TraceBuffer:
     """Partial traces, bounded; `add` or `offer` spans as they arrive, `pop_ready` the runs to
     score."""
@@ -100,11 +120,12 @@ class TraceBuffer:
         self.counts = BufferCounts()
         self._clock = clock
         self._traces: OrderedDict[tuple[Owner, str], _Trace] = OrderedDict()  # oldest first
+        self._unsampled: OrderedDict[tuple[Owner, str], _Unsampled] = OrderedDict()
         self._ledger = Ledger(self.limits)
         self._span_total = 0
 
     def __len__(self) -> int:
-        return len(self._traces)
+        return len(self._traces) + len(self._unsampled)
 
     @property
     def spans_held(self) -> int:
@@ -136,25 +157,72 @@ class TraceBuffer:
                 dropped += 1
         return dropped
 
-    def offer(self, spans: Sequence[SpanRecord], source: str) -> Offer:
+    def offer(
+        self,
+        spans: Sequence[SpanRecord],
+        source: str,
+        unsampled: Sequence[UnsampledSpans] = (),
+    ) -> Offer:
         """Keep one export request's spans, sent from `source` (an address), all of them or
         none: refused whole when a client in it would pass its share or the buffer its bounds
-        (nothing is evicted to make room). Each span's owner is (`source`, its service name)."""
+        (nothing is evicted to make room). Each span's owner is (`source`, its service name).
+        `unsampled`: the request's spans of traces no scorer samples, kept as ids only."""
 
-        def owner_of(span: SpanRecord) -> Owner:
+        def owner_of(span: SpanRecord | UnsampledSpans) -> Owner:
             return (source, span.service_name or "")
 
         def opens_trace(owner: Owner, trace_id: str) -> bool:
-            return (owner, trace_id) not in self._traces
+            key = (owner, trace_id)
+            return key not in self._traces and key not in self._unsampled
 
-        refusal = self._ledger.refusal(spans, owner_of, opens_trace)
+        refusal = self._ledger.refusal(spans, owner_of, opens_trace, unsampled)
         if refusal is not None:
             self.counts.requests_refused[refusal.refused or ""] += 1
             return refusal
         now = self._clock()
         self.counts.spans_received += len(spans)
         dropped = sum(not self._keep(span, owner_of(span), now) for span in spans)
+        for group in unsampled:
+            self.counts.spans_received += len(group.span_ids)
+            dropped += self._keep_unsampled(group, owner_of(group), now)
         return Offer(dropped=dropped)
+
+    def _keep_unsampled(self, group: UnsampledSpans, owner: Owner, now: float) -> int:
+        """Keep the ids of a group's spans; returns how many were dropped (counted)."""
+        key = (owner, group.trace_id)
+        trace = self._unsampled.get(key)
+        if trace is not None and now - trace.first_seen >= self.limits.max_age_s:
+            # A trace that never stops receiving spans ends at max_age, as a sampled one does
+            # (found here rather than by a round: the rounds look only at quiet ones).
+            self.counts.traces_evicted["max_age"] += 1
+            self._forget_unsampled(key)
+            trace = None
+        if trace is None:
+            trace = self._unsampled[key] = _Unsampled(owner, first_seen=now, last_arrival=now)
+            self._ledger.open_trace(owner)
+        ids = trace.span_ids
+        limit = self.limits.max_spans_per_trace
+        dropped = self.counts.spans_dropped
+        kept = size = 0
+        for span_id, span_size in zip(group.span_ids, group.sizes, strict=True):
+            if span_id in ids:
+                dropped["duplicate"] += 1
+            elif len(ids) >= limit:
+                dropped["max_spans_per_trace"] += 1
+            else:
+                ids.add(span_id)
+                kept += 1
+                size += span_size
+        if kept:
+            trace.last_arrival = now
+            self._unsampled.move_to_end(key)  # kept in order of their latest arrival
+            resource = group.resource
+            _, spans, held = trace.held.get(id(resource), (resource, 0, 0))
+            trace.held[id(resource)] = (resource, spans + kept, held + size)
+            self._ledger.hold_size(resource, group.resource_size, size, owner, kept)
+            self._span_total += kept
+            self.counts.spans_unsampled += kept
+        return len(group.span_ids) - kept
 
     def _keep(self, span: SpanRecord, owner: Owner, now: float) -> bool:
         key = (owner, span.trace_id)
@@ -227,8 +295,26 @@ class TraceBuffer:
                 self._evict(key, "max_age")
             elif not trace.pending and (flush or now - trace.last_arrival >= limits.linger_s):
                 self._retire(key)
+        # Traces no scorer samples, least recently added to first: the first one not quiet
+        # for `linger_s` ends the look, so a round costs the traces it lets go.
+        while self._unsampled:
+            key, unsampled = next(iter(self._unsampled.items()))
+            if not flush and now - unsampled.last_arrival < limits.linger_s:
+                break
+            if not flush and now - unsampled.first_seen >= limits.max_age_s:
+                self.counts.traces_evicted["max_age"] += 1
+            else:
+                self.counts.traces_completed += 1
+            self._forget_unsampled(key)
         self.counts.ready += len(ready)
         return ready
+
+    def _forget_unsampled(self, key: tuple[Owner, str]) -> None:
+        trace = self._unsampled.pop(key)
+        self._span_total -= len(trace.span_ids)
+        for resource, spans, size in trace.held.values():
+            self._ledger.release_size(resource, size, trace.owner, spans)
+        self._ledger.close_trace(trace.owner)
 
     def _hand_out(self, trace: _Trace, now: float, flush: bool) -> list[ReadySpan]:
         limits = self.limits

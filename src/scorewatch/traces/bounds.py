@@ -13,13 +13,14 @@ send it again later and nothing of it is half kept.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import itertools
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .spans import SpanRecord
+from .spans import SpanRecord, UnsampledSpans
 
 __all__ = ["ANYONE", "BufferLimits", "Ledger", "Offer", "Owner", "Refusal"]
 
@@ -131,29 +132,47 @@ class Ledger:
     def span_cost(self, span: SpanRecord, counted: set[int] | None = None) -> int:
         """The bytes keeping `span` adds: its own, and its resource's unless already held (or
         in `counted`, which this adds it to)."""
-        key = id(span.resource)
+        return span.size + self._resource_cost(span.resource, span.resource_size, counted)
+
+    def _resource_cost(
+        self, resource: Mapping[str, Any], size: int, counted: set[int] | None
+    ) -> int:
+        key = id(resource)
         if key in self._resources or (counted is not None and key in counted):
-            return span.size
+            return 0
         if counted is not None:
             counted.add(key)
-        return span.size + span.resource_size
+        return size
 
     def refusal(
         self,
         spans: Iterable[SpanRecord],
-        owner_of: Callable[[SpanRecord], Owner],
+        owner_of: Callable[[SpanRecord | UnsampledSpans], Owner],
         opens_trace: Callable[[Owner, str], bool],
+        unsampled: Iterable[UnsampledSpans] = (),
     ) -> Offer | None:
-        """Why the spans cannot all be kept now, or None when they can."""
+        """Why the spans (and the `unsampled` ones, counted as held by their sizes) cannot all
+        be kept now, or None when they can."""
         costs: dict[Owner, _Held] = {}
         counted: set[int] = set()
         opened: set[tuple[Owner, str]] = set()
-        for span in spans:
-            owner = owner_of(span)
+        parts: Iterable[tuple[SpanRecord | UnsampledSpans, int]] = itertools.chain(
+            ((span, self.span_cost(span, counted)) for span in spans),
+            (
+                (
+                    group,
+                    sum(group.sizes)
+                    + self._resource_cost(group.resource, group.resource_size, counted),
+                )
+                for group in unsampled
+            ),
+        )
+        for part, size in parts:
+            owner = owner_of(part)
             cost = costs.setdefault(owner, _Held())
-            cost.bytes += self.span_cost(span, counted)
-            key = (owner, span.trace_id)
-            if key not in opened and opens_trace(owner, span.trace_id):
+            cost.bytes += size
+            key = (owner, part.trace_id)
+            if key not in opened and opens_trace(owner, part.trace_id):
                 opened.add(key)
                 cost.traces += 1
         limits = self.limits
@@ -208,26 +227,44 @@ class Ledger:
 
     def hold(self, span: SpanRecord, owner: Owner) -> None:
         """Count a span kept (and its resource, with the first of its spans)."""
-        added = span.size
-        key = id(span.resource)
-        resource = self._resources.get(key)
-        if resource is None:
-            self._resources[key] = _Resource(1, span.resource_size)
-            added += span.resource_size
+        self.hold_size(span.resource, span.resource_size, span.size, owner)
+
+    def hold_size(
+        self,
+        resource: Mapping[str, Any],
+        resource_size: int,
+        size: int,
+        owner: Owner,
+        spans: int = 1,
+    ) -> None:
+        """Count `spans` spans of `size` bytes in all kept (spans kept as their ids only:
+        `UnsampledSpans`), and their resource with the first of its spans."""
+        added = size
+        key = id(resource)
+        held = self._resources.get(key)
+        if held is None:
+            self._resources[key] = _Resource(spans, resource_size)
+            added += resource_size
         else:
-            resource.refs += 1
+            held.refs += spans
         self.bytes += added
         self._owners.setdefault(owner, _Held()).bytes += added
 
     def release(self, span: SpanRecord, owner: Owner) -> None:
         """Count a span let go (and its resource, with the last of its spans)."""
-        freed = span.size
-        key = id(span.resource)
-        resource = self._resources[key]
-        resource.refs -= 1
-        if resource.refs == 0:
+        self.release_size(span.resource, span.size, owner)
+
+    def release_size(
+        self, resource: Mapping[str, Any], size: int, owner: Owner, spans: int = 1
+    ) -> None:
+        """`release` of spans counted by `hold_size`."""
+        freed = size
+        key = id(resource)
+        held = self._resources[key]
+        held.refs -= spans
+        if held.refs == 0:
             del self._resources[key]
-            freed += resource.size
+            freed += held.size
         self.bytes -= freed
         self._release(owner, freed, 0)
 

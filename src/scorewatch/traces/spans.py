@@ -3,12 +3,15 @@
 `spans_from_request` flattens an `ExportTraceServiceRequest` (resource → scope → span) into
 `SpanRecord`s, each carrying its resource's attributes (one mapping shared by the spans of a
 resource) and what they all weigh, so later stages never walk protobuf messages or care which
-request a span came in.
+request a span came in. `split_request` does the same for the traces a predicate on the trace id
+keeps, and leaves the spans of the other traces as `UnsampledSpans`: their ids and sizes only,
+what the trace buffer's bounds and duplicate check need (serve's intake, for traces no scorer
+samples: converting a span costs many times its decoding).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +19,16 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-__all__ = ["SpanEvent", "SpanRecord", "any_value", "attributes_of", "spans_from_request"]
+__all__ = [
+    "RequestSpans",
+    "SpanEvent",
+    "SpanRecord",
+    "UnsampledSpans",
+    "any_value",
+    "attributes_of",
+    "spans_from_request",
+    "split_request",
+]
 
 _STATUS_ERROR = 2
 
@@ -95,6 +107,106 @@ def attributes_of(pairs: Any) -> dict[str, Any]:
     return converted
 
 
+@dataclass(slots=True)
+class UnsampledSpans:
+    """The spans of one trace and one resource of a request, not converted: their raw span ids
+    in request order, and what each weighs as a `SpanRecord.size` would say."""
+
+    trace_id: str
+    """Lowercase hex, as `SpanRecord.trace_id`."""
+    resource: Mapping[str, Any]
+    """The resource's attributes: the same mapping as its converted spans'."""
+    resource_size: int
+    span_ids: list[bytes] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+
+    @property
+    def service_name(self) -> str | None:
+        name = self.resource.get("service.name")
+        return name if isinstance(name, str) else None
+
+
+@dataclass(slots=True)
+class RequestSpans:
+    """One request's spans, as `split_request` leaves them: converted (`spans`), not converted
+    (`unsampled`, per trace and resource), and `ignored` (of the scope asked to ignore)."""
+
+    spans: list[SpanRecord] = field(default_factory=list)
+    unsampled: list[UnsampledSpans] = field(default_factory=list)
+    ignored: int = 0
+
+    @property
+    def unsampled_count(self) -> int:
+        return sum(len(group.span_ids) for group in self.unsampled)
+
+
+def split_request(
+    request: ExportTraceServiceRequest,
+    keep: Callable[[bytes], bool],
+    *,
+    ignore_scope: str | None = None,
+) -> RequestSpans:
+    """The request's spans: those of traces `keep` (asked once per raw trace id) keeps as
+    `SpanRecord`s, the others as `UnsampledSpans`; spans of the scope named `ignore_scope` are
+    only counted (`ignored`)."""
+    found = RequestSpans()
+    kept: dict[bytes, bool] = {}
+    for resource_spans in request.resource_spans:
+        resource = attributes_of(resource_spans.resource.attributes)
+        resource_size = resource_spans.resource.ByteSize()
+        groups: dict[bytes, UnsampledSpans] = {}
+        for scope_spans in resource_spans.scope_spans:
+            scope = scope_spans.scope.name
+            if ignore_scope is not None and scope == ignore_scope:
+                found.ignored += len(scope_spans.spans)
+                continue
+            scope_size = len(scope.encode("utf-8"))
+            for span in scope_spans.spans:
+                trace_id = span.trace_id
+                wanted = kept.get(trace_id)
+                if wanted is None:
+                    wanted = kept[trace_id] = keep(trace_id)
+                if wanted:
+                    found.spans.append(_record(span, resource, resource_size, scope, scope_size))
+                    continue
+                group = groups.get(trace_id)
+                if group is None:
+                    group = groups[trace_id] = UnsampledSpans(
+                        trace_id.hex(), resource, resource_size
+                    )
+                    found.unsampled.append(group)
+                group.span_ids.append(span.span_id)
+                group.sizes.append(span.ByteSize() + scope_size)
+    return found
+
+
+def _record(
+    span: Any, resource: Mapping[str, Any], resource_size: int, scope: str, scope_size: int
+) -> SpanRecord:
+    return SpanRecord(
+        trace_id=span.trace_id.hex(),
+        span_id=span.span_id.hex(),
+        parent_span_id=span.parent_span_id.hex() or None,
+        name=span.name,
+        start_ns=span.start_time_unix_nano,
+        end_ns=span.end_time_unix_nano,
+        attributes=attributes_of(span.attributes),
+        events=tuple(
+            SpanEvent(
+                name=event.name,
+                time_ns=event.time_unix_nano,
+                attributes=attributes_of(event.attributes),
+            )
+            for event in span.events
+        ),
+        resource=resource,
+        scope=scope,
+        error=span.status.code == _STATUS_ERROR,
+        size=span.ByteSize() + scope_size,
+        resource_size=resource_size,
+    )
+
+
 def spans_from_request(request: ExportTraceServiceRequest) -> Iterator[SpanRecord]:
     """Every span of the request, in the order the request lists them."""
     for resource_spans in request.resource_spans:
@@ -104,25 +216,4 @@ def spans_from_request(request: ExportTraceServiceRequest) -> Iterator[SpanRecor
             scope = scope_spans.scope.name
             scope_size = len(scope.encode("utf-8"))
             for span in scope_spans.spans:
-                yield SpanRecord(
-                    trace_id=span.trace_id.hex(),
-                    span_id=span.span_id.hex(),
-                    parent_span_id=span.parent_span_id.hex() or None,
-                    name=span.name,
-                    start_ns=span.start_time_unix_nano,
-                    end_ns=span.end_time_unix_nano,
-                    attributes=attributes_of(span.attributes),
-                    events=tuple(
-                        SpanEvent(
-                            name=event.name,
-                            time_ns=event.time_unix_nano,
-                            attributes=attributes_of(event.attributes),
-                        )
-                        for event in span.events
-                    ),
-                    resource=resource,
-                    scope=scope,
-                    error=span.status.code == _STATUS_ERROR,
-                    size=span.ByteSize() + scope_size,
-                    resource_size=resource_size,
-                )
+                yield _record(span, resource, resource_size, scope, scope_size)

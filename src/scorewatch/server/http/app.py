@@ -58,7 +58,7 @@ def build_service(config: ServeConfig) -> ServiceState:
     dependencies: list[SinkProbe] = []
     if isinstance(intake, RedisIntake):
         dependencies.append(intake.probe())
-    intake = build_traces_intake(config, intake)
+    intake = build_traces_intake(config, intake, entries)
     service = ServiceState(
         config=config,
         scorers=built,

@@ -20,6 +20,11 @@ With `[traces.sessions]`, a run that names its conversation is also a turn of it
 thread keeps it in the process's `SessionBuffer` and, each round, admits the sessions that
 closed as runs of their own for the session scorers (docs/traces.md, "Conversations").
 
+When no scorer that may sample has a filter or a spend budget (and without sessions), which
+traces any scorer samples follows from the trace id (`TraceSampling`): the spans of the other
+traces are not converted, assembled or extracted, only counted (`not_sampled`) and held as ids,
+so duplicates and `max_spans_per_trace` are still refused as before.
+
 Everything else of the `Intake` protocol is the wrapped intake's. `shutdown` first stops the
 assembly and admits every selected span still held (its subtree as far as it arrived), so the
 drain budget covers them; what cannot be admitted is counted.
@@ -33,26 +38,29 @@ import logging
 import time
 import traceback
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Literal
 
-from pydantic_core import to_json, to_jsonable_python
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from pydantic_core import from_json, to_json
 
 from ...core.events import current_observers
+from ...live.entry import LiveScorerEntry
 from ...telemetry.names import INSTRUMENTATION_SCOPE
 from ...traces.assembly import Offer, TraceBuffer
 from ...traces.collect import Extraction, extract_ready
 from ...traces.counts import TraceCounts
 from ...traces.run import ExtractedRun
 from ...traces.sessions import SessionBuffer
-from ...traces.spans import SpanRecord
+from ...traces.spans import SpanRecord, UnsampledSpans, split_request
 from ..config.file import ServeConfig
 from ..config.traces_settings import TracesSettings
 from .admission import InvalidTargetError
 from .interface import Admission, Intake, IntakeClosedError, QueueFullError, ScoreItem
 from .redis_queue import IntakeUnavailableError, OutcomeUnknownError
+from .trace_sampling import TraceSampling
 
 __all__ = ["Busy", "TracesIntake", "build_traces_intake"]
 
@@ -76,10 +84,14 @@ class TracesIntake:
         *,
         clock: Callable[[], float] = time.monotonic,
         scorer_ids: Sequence[str] = (),
+        sampling: TraceSampling | None = None,
     ) -> None:
         self.inner = inner
         self.settings = settings
         sessions = settings.sessions
+        # Sessions take every run that names a conversation, sampled or not: every trace is
+        # extracted then.
+        self._sampling = sampling if sessions is None else None
         self._scorers: tuple[str, ...] | None = None
         if settings.scorers is not None:
             self._scorers = tuple(settings.scorers)
@@ -176,25 +188,43 @@ class TracesIntake:
         self._busy += 1
         return reason
 
-    async def receive(self, decode: Callable[[], Sequence[SpanRecord]], source: str) -> Offer:
-        """Decode one export request (`decode`, which may raise) and offer its spans to the
-        buffer as sent from `source` (the client's address), on the trace thread. The offer
-        says what was kept, or why nothing was (OTLP's partial success, or a status to retry)."""
+    async def receive(
+        self,
+        decode: Callable[[], ExportTraceServiceRequest | Sequence[SpanRecord]],
+        source: str,
+    ) -> Offer:
+        """Decode one export request (`decode`, which may raise; a parsed request, or its spans
+        already converted) and offer its spans to the buffer as sent from `source` (the client's
+        address), on the trace thread. The offer says what was kept, or why nothing was (OTLP's
+        partial success, or a status to retry)."""
         loop = asyncio.get_running_loop()
         if self._task is None and not self._closed:
             self._task = loop.create_task(self._assemble())
         return await loop.run_in_executor(self._thread, self._file, decode, source)
 
-    def _file(self, decode: Callable[[], Sequence[SpanRecord]], source: str) -> Offer:
-        spans = decode()
-        kept = [span for span in spans if span.scope != INSTRUMENTATION_SCOPE]
+    def _file(
+        self, decode: Callable[[], ExportTraceServiceRequest | Sequence[SpanRecord]], source: str
+    ) -> Offer:
+        decoded = decode()
+        unsampled: Sequence[UnsampledSpans] = ()
+        if isinstance(decoded, ExportTraceServiceRequest):
+            sampling = self._sampling
+            split = split_request(
+                decoded,
+                _every if sampling is None else sampling.sampled,
+                ignore_scope=INSTRUMENTATION_SCOPE,
+            )
+            kept, unsampled, own = split.spans, split.unsampled, split.ignored
+        else:
+            kept = [span for span in decoded if span.scope != INSTRUMENTATION_SCOPE]
+            own = len(decoded) - len(kept)
         if self._closed:
             # Shutting down (the guard answers 503 before this, but a request may be past it).
             self._buffer.counts.requests_refused["shutdown"] += 1
             return Offer(refused="shutdown", message="the service is shutting down")
-        offer = self._buffer.offer(kept, source)
+        offer = self._buffer.offer(kept, source, unsampled)
         if offer.refused is None:
-            self._own += len(spans) - len(kept)
+            self._own += own
         return offer
 
     def trace_counts(self) -> TraceCounts:
@@ -211,6 +241,8 @@ class TracesIntake:
         counts.spans_dropped.update(dict(buffer.spans_dropped))
         if self._own:
             counts.spans_dropped["own"] = self._own
+        if buffer.spans_unsampled:
+            counts.spans_dropped["not_sampled"] = buffer.spans_unsampled
         counts.traces_evicted.update(dict(buffer.traces_evicted))
         counts.runs.update(runs)
         if self._sessions is not None:
@@ -311,21 +343,36 @@ def _item(run: ExtractedRun, scorers: tuple[str, ...] | None) -> ScoreItem:
     if run.tool_calls:  # a served row has no other place for them (score_traces reports them)
         metadata["toolCalls"] = list(run.tool_calls)
     # Plain JSON values (timestamps as ISO text): the Redis queue carries them unchanged, and
-    # in-process and queued scoring see the same run.
-    plain = replace(
-        call,
-        input=to_jsonable_python(call.input),
-        output=to_jsonable_python(call.output),
-        metadata=metadata,
-    )
-    # What the item holds, as the queue counts it.
-    return ScoreItem(plain, scorers, len(to_json([plain.input, plain.output])))
+    # in-process and queued scoring see the same run. One encoding gives them and the size the
+    # queue counts (reading JSON back costs less than a second conversion of the objects).
+    encoded = to_json([call.input, call.output])
+    plain_input, plain_output = from_json(encoded)
+    plain = replace(call, input=plain_input, output=plain_output, metadata=metadata)
+    return ScoreItem(plain, scorers, len(encoded))
 
 
-def build_traces_intake(config: ServeConfig, inner: Intake) -> Intake:
-    """`inner` with the trace intake in front when `[traces]` is configured, else `inner`."""
+def _every(trace_id: bytes) -> bool:
+    return True
+
+
+def build_traces_intake(
+    config: ServeConfig, inner: Intake, entries: Mapping[str, LiveScorerEntry] | None = None
+) -> Intake:
+    """`inner` with the trace intake in front when `[traces]` is configured, else `inner`.
+    With the scorers' `entries`, traces no scorer samples are decided on arrival."""
     settings = config.traces
     if settings is None:
         return inner
+    scorer_ids = [spec.id for spec in config.scorers]
+    sampling = None
+    if entries is not None:
+        chosen = settings.scorers if settings.scorers is not None else scorer_ids
+        shared = config.budget is not None and config.budget.usd_per_day is not None
+        own = {spec.id for spec in config.scorers if spec.budget_usd_per_day is not None}
+
+        def governed(entry: LiveScorerEntry) -> bool:  # as `Budgets.governs` will decide
+            return entry.scorer.has_judge and (shared or entry.scorer.id in own)
+
+        sampling = TraceSampling.of((entries[i] for i in chosen), governed=governed)
     # A non-loopback `[traces] listen` without a token was refused by `resolve_token`.
-    return TracesIntake(inner, settings, scorer_ids=[spec.id for spec in config.scorers])
+    return TracesIntake(inner, settings, scorer_ids=scorer_ids, sampling=sampling)

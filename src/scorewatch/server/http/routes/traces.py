@@ -27,7 +27,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from ....traces.assembly import Offer
 from ....traces.otlp import TraceDataError, parse_json, parse_protobuf
-from ....traces.spans import SpanRecord, spans_from_request
 from ...config.traces_settings import TRACES_PATH
 from ...intake.otlp_traces import TracesIntake
 from ..guard import json_problem
@@ -88,8 +87,11 @@ def _inflate(body: bytes, limit: int) -> bytes:
     return data
 
 
-def _decode(body: bytes, encoding: Encoding, gzipped: bool, limit: int) -> list[SpanRecord]:
-    """The spans of one export request; raises `_Refusal`. Runs on the trace thread."""
+def _decode(
+    body: bytes, encoding: Encoding, gzipped: bool, limit: int
+) -> ExportTraceServiceRequest:
+    """One export request, parsed; raises `_Refusal`. Runs on the trace thread, which converts
+    its spans (`TracesIntake`)."""
     if gzipped:
         body = _inflate(body, limit)
     try:
@@ -103,7 +105,7 @@ def _decode(body: bytes, encoding: Encoding, gzipped: bool, limit: int) -> list[
             request = parse_protobuf(body, where="body")
     except TraceDataError as error:
         raise _Refusal(400, _INVALID_ARGUMENT, error.message) from None
-    return list(spans_from_request(request))
+    return request
 
 
 def _media(request: Request) -> Encoding | None:
