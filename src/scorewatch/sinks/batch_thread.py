@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import queue
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
@@ -56,6 +55,7 @@ class BatchWriterThread:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._closed = False
         self._lock = threading.Lock()
+        self._wake = threading.Event()  # ends the writer's linger early (close, full batch)
         self._thread = threading.Thread(target=self._serve, name=f"scorewatch-{name}", daemon=True)
         self._thread.start()
 
@@ -70,6 +70,8 @@ class BatchWriterThread:
             if self._closed:
                 raise SinkClosedError("the sink is closed")
             self._queue.put((list(results), loop, future))
+            if self._linger > 0 and self._queue.qsize() >= self._max_batch:
+                self._wake.set()  # a whole batch waits: no reason to linger
         await future
 
     def close(self, timeout: float | None = None) -> None:
@@ -81,6 +83,7 @@ class BatchWriterThread:
                 already = False
                 self._closed = True
                 self._queue.put(_STOP)
+                self._wake.set()  # ends a linger under way
         if not already or self._thread.is_alive():
             self._thread.join(timeout)
 
@@ -115,18 +118,15 @@ class BatchWriterThread:
         """The next batch: what waits now, and with `linger`, what arrives within that many
         seconds of the first (up to `max_batch`; a close request ends the wait)."""
         items = [self._queue.get()]
-        deadline = time.monotonic() + self._linger if self._linger > 0 else None
+        if self._linger > 0 and items[0] is not _STOP:
+            # One wake-up per batch: the thread sleeps out the linger instead of waking for
+            # every row that arrives meanwhile; a close, or a full batch waiting, ends it early.
+            self._wake.clear()
+            if not self._closed and self._queue.qsize() < self._max_batch - 1:
+                self._wake.wait(self._linger)
         while len(items) < self._max_batch and items[-1] is not _STOP:
             try:
                 items.append(self._queue.get_nowait())
-                continue
-            except queue.Empty:
-                pass
-            left = 0.0 if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                items.append(self._queue.get(timeout=left))
             except queue.Empty:
                 break
         return items
