@@ -273,6 +273,9 @@ class _OpenSpan:
     span: Span
     token: object
     model: str | None = None
+    # A step's: its name, and the attributes of its duration, looked up when it started.
+    step: str | None = None
+    metric_attributes: Attributes | None = None
 
 
 class RunTelemetry(RunListener):
@@ -414,7 +417,8 @@ class RunTelemetry(RunListener):
     def step_started(self, step: StepName, step_type: StepType) -> None:
         if self._steps or self._attempts:
             self._close_steps()
-        known = self._profile.step_span.get((step, step_type))
+        profile, key = self._profile, (step, step_type)
+        known = profile.step_span.get(key)
         span_name, attributes = known or (
             names.step_span_name(step),
             {names.ATTR_STEP: step, names.ATTR_STEP_TYPE: step_type},
@@ -426,12 +430,15 @@ class RunTelemetry(RunListener):
             attributes=attributes,
         )
         token = otel_context.attach(trace.set_span_in_context(span))
-        self._steps.append(_OpenSpan(span, token))
+        self._steps.append(
+            _OpenSpan(span, token, None, step, profile.step_metric_attributes.get(key))
+        )
 
     def step_finished(self, outcome: StepOutcome) -> None:
         if self._attempts:
             self._close_attempts()
         open_step = self._steps.pop() if self._steps else None
+        step_attributes = None
         if open_step is not None:
             self._detach(open_step.token)
             if outcome.error is not None:
@@ -439,13 +446,13 @@ class RunTelemetry(RunListener):
                     open_step.span, outcome.error, self._capture.on_spans, self._redact
                 )
             open_step.span.end()
+            if open_step.step == outcome.step:
+                step_attributes = open_step.metric_attributes
         if self._steps:
             self._close_steps()
 
         ins = self._instruments
-        step_attributes = self._profile.step_metric_attributes.get(
-            (outcome.step, outcome.step_type)
-        ) or {
+        step_attributes = step_attributes or {
             names.ATTR_EVALUATION_NAME: self._scorer_id,
             names.ATTR_STEP: outcome.step,
             names.ATTR_STEP_TYPE: outcome.step_type,
