@@ -69,7 +69,14 @@ async def _scored(intake: Any, count: int) -> None:
 
 
 async def _run(
-    items: int, rate: float, profile: bool, cumulative: int, thread: str, directory: Path
+    items: int,
+    rate: float,
+    profile: bool,
+    cumulative: int,
+    thread: str,
+    directory: Path,
+    with_telemetry: bool = True,
+    linger: float | None = None,
 ) -> None:
     from scorewatch import telemetry
     from scorewatch.core.call import AgentCall
@@ -91,10 +98,16 @@ async def _run(
             profiler.runcall(serve, writer)
 
         BatchWriterThread._serve = profiled  # type: ignore[method-assign]
-    handle = telemetry.configure(prometheus="127.0.0.1:0", prometheus_server=False)
+    handle = (
+        telemetry.configure(prometheus="127.0.0.1:0", prometheus_server=False)
+        if with_telemetry
+        else None
+    )
     scorer = build_scorer("content-similarity")
     entries = {"similarity": LiveScorerEntry(scorer, sampling=Sampling.ratio(1.0))}
-    sink = SqliteSink(str(directory / "scores.db"), linger=SERVICE_LINGER_S)
+    sink = SqliteSink(
+        str(directory / "scores.db"), linger=SERVICE_LINGER_S if linger is None else linger
+    )
     scoring = ScoringLoop()
     intake = InProcessIntake(
         entries, sinks=[sink], max_concurrency=64, max_queue=100_000, scoring=scoring
@@ -137,7 +150,8 @@ async def _run(
             print(f"  - thread {name}: {spent / items * 1e6:.0f} µs per item")
     await intake.shutdown(10)
     await intake.aclose()
-    handle.shutdown()
+    if handle is not None:
+        handle.shutdown()
     if profiler is not None:
         stats = pstats.Stats(profiler)
         groups: collections.Counter[str] = collections.Counter()
@@ -169,6 +183,8 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=3000)
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--no-telemetry", action="store_true", help="serve without telemetry")
+    parser.add_argument("--linger", type=float, help="the SQLite writer's linger (serve's)")
     parser.add_argument(
         "--thread", choices=("scoring", "sqlite"), default="scoring", help="the thread profiled"
     )
@@ -183,6 +199,8 @@ def main() -> None:
                 args.cumulative,
                 args.thread,
                 Path(directory),
+                not args.no_telemetry,
+                args.linger,
             )
         )
 

@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/profile_telemetry.py [--variant in-memory|prometheus] [--runs 3000]
 
-Three measurements (CPU time of the calling thread, median of 7 batches after a warm-up batch):
+Three measurements (CPU time of the calling thread, median of 7 batches after a warm-up batch;
+the batches of (1) and (2) alternate):
 
 0. the quality scorer's run before anything is instrumented (what the run costs without
    telemetry, so "telemetry per run" is the instrumented run less this);
@@ -46,6 +47,27 @@ def cpu_per_call_us(batch: Callable[[int], None], runs: int, after: Callable[[],
         values.append((time.thread_time() - started) / runs * 1e6)
         after()
     return statistics.median(values)
+
+
+def paired_cpu_us(
+    first: Callable[[int], None],
+    second: Callable[[int], None],
+    runs: int,
+    after: Callable[[], None],
+) -> tuple[float, float]:
+    """`cpu_per_call_us` of both, their batches alternating (first, second, first, ...), so a
+    machine whose load changes meanwhile moves both sides alike."""
+    for batch in (first, second):
+        batch(runs // 4)
+        after()
+    values: tuple[list[float], list[float]] = ([], [])
+    for _ in range(7):
+        for batch, measured in zip((first, second), values, strict=True):
+            started = time.thread_time()
+            batch(runs)
+            measured.append((time.thread_time() - started) / runs * 1e6)
+            after()
+    return statistics.median(values[0]), statistics.median(values[1])
 
 
 def setup(variant: str) -> tuple[Any, Any, Any, Callable[[], None]]:
@@ -194,8 +216,7 @@ def main() -> None:
     bare = cpu_per_call_us(run, args.runs, lambda: None)  # before anything is instrumented
     tracer_provider, meter_provider, logger_provider, after = setup(args.variant)
     floor = floor_batch(tracer_provider, meter_provider, logger_provider)
-    measured = cpu_per_call_us(run, args.runs, after)
-    sdk_only = cpu_per_call_us(floor, args.runs, after)
+    measured, sdk_only = paired_cpu_us(run, floor, args.runs, after)
     telemetry = measured - bare
     print(f"### Telemetry ({args.variant}): CPU per quality-scorer run\n")
     print(f"- scorer run with telemetry: **{measured:.0f} µs** (without: {bare:.1f} µs)")
