@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import _common  # noqa: F401  (sets the environment before scorewatch is imported)
+from profile_telemetry import GROUPS, group_of
 
 
 def _thread_cpu() -> dict[str, float]:
@@ -42,24 +43,16 @@ def _thread_cpu() -> dict[str, float]:
     return seconds
 
 
-def _group(path: str, function: str) -> str:
-    for marker, name in (
-        ("opentelemetry/sdk/trace", "OpenTelemetry SDK: traces"),
-        ("opentelemetry/sdk/metrics", "OpenTelemetry SDK: metrics"),
-        ("opentelemetry/sdk/_logs", "OpenTelemetry SDK: logs"),
-        ("opentelemetry/attributes", "OpenTelemetry: attribute cleaning"),
-        ("opentelemetry", "OpenTelemetry API, context"),
-        ("scorewatch/telemetry", "scorewatch telemetry listener"),
-        ("scorewatch/scorers", "scorewatch scorer"),
-        ("scorewatch/sinks", "scorewatch sinks"),
-        ("scorewatch/live", "scorewatch live engine"),
-        ("scorewatch/core", "scorewatch core"),
-        ("scorewatch", "scorewatch other"),
-        ("asyncio", "asyncio"),
-    ):
-        if marker in path:
-            return name
-    return f"builtin {function}" if path == "~" else "other Python"
+# serve's parts told apart: the scorer, the sinks and the live engine besides the core.
+_GROUPS = (
+    *GROUPS[:-2],
+    ("scorewatch/scorers", "scorewatch scorer"),
+    ("scorewatch/sinks", "scorewatch sinks"),
+    ("scorewatch/live", "scorewatch live engine"),
+    ("scorewatch/core", "scorewatch core"),
+    ("scorewatch", "scorewatch other"),
+    ("asyncio", "asyncio"),
+)
 
 
 async def _scored(intake: Any, count: int) -> None:
@@ -157,7 +150,7 @@ async def _run(
         groups: collections.Counter[str] = collections.Counter()
         rows = []
         for (path, line, function), (_, calls, own, _c, _) in stats.stats.items():  # type: ignore[attr-defined]
-            groups[_group(path, function)] += own
+            groups[group_of(path, function, _GROUPS)] += own
             rows.append((own, calls, f"{path.rsplit('site-packages/', 1)[-1]}:{line}({function})"))
         total = sum(groups.values()) or 1.0
         per_item = total / items * 1e6

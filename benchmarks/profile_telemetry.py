@@ -168,17 +168,21 @@ def scorer_batch(loop: asyncio.AbstractEventLoop) -> Callable[[int], None]:
     return lambda count: loop.run_until_complete(runs(count))
 
 
-def group_of(path: str, function: str) -> str:
-    for marker, name in (
-        ("opentelemetry/sdk/trace", "OpenTelemetry SDK: traces"),
-        ("opentelemetry/sdk/metrics", "OpenTelemetry SDK: metrics"),
-        ("opentelemetry/sdk/_logs", "OpenTelemetry SDK: logs"),
-        ("opentelemetry/attributes", "OpenTelemetry: attribute cleaning"),
-        ("opentelemetry", "OpenTelemetry API, context, exporters"),
-        ("scorewatch/telemetry", "scorewatch telemetry listener"),
-        ("scorewatch", "scorewatch core"),
-        ("asyncio", "asyncio"),
-    ):
+# (part of a file's path, the group its functions' time is counted in), first match wins.
+GROUPS: tuple[tuple[str, str], ...] = (
+    ("opentelemetry/sdk/trace", "OpenTelemetry SDK: traces"),
+    ("opentelemetry/sdk/metrics", "OpenTelemetry SDK: metrics"),
+    ("opentelemetry/sdk/_logs", "OpenTelemetry SDK: logs"),
+    ("opentelemetry/attributes", "OpenTelemetry: attribute cleaning"),
+    ("opentelemetry", "OpenTelemetry API, context, exporters"),
+    ("scorewatch/telemetry", "scorewatch telemetry listener"),
+    ("scorewatch", "scorewatch core"),
+    ("asyncio", "asyncio"),
+)
+
+
+def group_of(path: str, function: str, groups: tuple[tuple[str, str], ...] = GROUPS) -> str:
+    for marker, name in groups:
         if marker in path:
             return name
     return f"builtin {function}" if path == "~" else "other Python"
