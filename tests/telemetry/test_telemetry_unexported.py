@@ -37,9 +37,7 @@ def handle() -> Iterator[telemetry.TelemetryHandle]:
 
 
 def _scorer() -> sw.Scorer:
-    return sw.create_scorer(id="plain", description="a constant").generate_score(
-        lambda ctx: 0.75
-    )
+    return sw.create_scorer(id="plain", description="a constant").generate_score(lambda ctx: 0.75)
 
 
 async def test_without_an_exporter_runs_keep_their_trace_ids_and_exemplars(
