@@ -2,12 +2,18 @@
 
     .venv/bin/python benchmarks/profile_telemetry.py [--variant in-memory|prometheus] [--runs 3000]
 
-Two measurements (CPU time of the calling thread, median of 7 batches after a warm-up batch):
+Three measurements (CPU time of the calling thread, median of 7 batches after a warm-up batch;
+the batches of (1) and (2) alternate):
 
+0. the quality scorer's run before anything is instrumented (what the run costs without
+   telemetry, so "telemetry per run" is the instrumented run less this);
 1. the quality scorer's run with telemetry instrumented, as benchmark #1 runs it;
-2. the SDK floor: the same telemetry made DIRECTLY through the OpenTelemetry SDK with no
-   scorewatch code at all — one run span (made current), four step spans (each made current),
-   seven metric measurements with prebuilt attribute dicts, one evaluation event. No listener
+2. the SDK floor: the same SDK calls made DIRECTLY through the OpenTelemetry SDK with no
+   scorewatch code at all, with the attributes a run has — one run span (made current), four
+   step spans (each made current), six histogram measurements (four step durations, the run
+   duration, the score) with prebuilt attribute dicts, the logs API's `enabled()` check and one
+   evaluation event. The run counter and the squared-score sum are tallied by scorewatch and
+   read at collection (`telemetry/tally.py`), so they are no SDK call in either. No listener
    can cost less than this while emitting what telemetry.md requires.
 
 Then a cProfile of (1), self time grouped by package, and the top functions. Prints Markdown.
@@ -43,6 +49,27 @@ def cpu_per_call_us(batch: Callable[[int], None], runs: int, after: Callable[[],
     return statistics.median(values)
 
 
+def paired_cpu_us(
+    first: Callable[[int], None],
+    second: Callable[[int], None],
+    runs: int,
+    after: Callable[[], None],
+) -> tuple[float, float]:
+    """`cpu_per_call_us` of both, their batches alternating (first, second, first, ...), so a
+    machine whose load changes meanwhile moves both sides alike."""
+    for batch in (first, second):
+        batch(runs // 4)
+        after()
+    values: tuple[list[float], list[float]] = ([], [])
+    for _ in range(7):
+        for batch, measured in zip((first, second), values, strict=True):
+            started = time.thread_time()
+            batch(runs)
+            measured.append((time.thread_time() - started) / runs * 1e6)
+            after()
+    return statistics.median(values[0]), statistics.median(values[1])
+
+
 def setup(variant: str) -> tuple[Any, Any, Any, Callable[[], None]]:
     """Instrument scorewatch; return the providers (traces, metrics, logs) and a cleanup."""
     if variant == "in-memory":
@@ -57,6 +84,7 @@ def floor_batch(
     tracer_provider: Any, meter_provider: Any, logger_provider: Any
 ) -> Callable[[int], None]:
     from opentelemetry import context, trace
+    from opentelemetry._logs import SeverityNumber
 
     tracer = tracer_provider.get_tracer("floor")
     meter = meter_provider.get_meter("floor")
@@ -64,15 +92,17 @@ def floor_batch(
     step_duration = meter.create_histogram("floor.step.duration", unit="s")
     run_duration = meter.create_histogram("floor.run.duration", unit="s")
     histogram = meter.create_histogram("floor.score", unit="1")
-    scorer_runs = meter.create_counter("floor.runs")
+    version = "1345abb4b4b7"  # the scorer's version fingerprint, on its spans and events
+    run_id = "c553814e-ad5a-4810-a9f1-1ff13f344bf2"
 
     run_attributes = {
         "gen_ai.operation.name": "evaluation",
         "gen_ai.evaluation.name": "quality",
         "scorewatch.scorer.id": "quality",
         "scorewatch.scorer.name": "Quality Scorer",
+        "scorewatch.scorer.version": version,
         "scorewatch.score_source": "direct",
-        "scorewatch.run_id": "c553814e-ad5a-4810-a9f1-1ff13f344bf2",
+        "scorewatch.run_id": run_id,
     }
     step_attributes = [
         {"scorewatch.step": step, "scorewatch.step.type": "function"} for step in STEPS
@@ -81,8 +111,18 @@ def floor_batch(
         {"gen_ai.evaluation.name": "quality", **attributes} for attributes in step_attributes
     ]
     outcome = {"gen_ai.evaluation.name": "quality", "scorewatch.outcome": "success"}
-    score = {"gen_ai.evaluation.name": "quality", "scorewatch.score_source": "direct"}
-    event = {"gen_ai.evaluation.name": "quality", "gen_ai.evaluation.score.value": 1.0}
+    score = {
+        "gen_ai.evaluation.name": "quality",
+        "scorewatch.score_source": "direct",
+        "scorewatch.scorer.version": version,
+    }
+    event = {
+        "gen_ai.evaluation.name": "quality",
+        "scorewatch.scorer.version": version,
+        "gen_ai.evaluation.score.value": 1.0,
+        "scorewatch.run_id": run_id,
+    }
+    info = SeverityNumber.INFO
 
     def batch(runs: int) -> None:
         for _ in range(runs):
@@ -99,13 +139,19 @@ def floor_batch(
                 context.detach(step_token)
                 step.end()
                 step_duration.record(1e-5, step_metric_attributes[index])
-            scorer_runs.add(1, outcome)
             run_duration.record(1e-4, outcome)
             histogram.record(1.0, score)
             span.set_attribute("scorewatch.score", 1.0)
-            event_logger.emit(
-                event_name="gen_ai.evaluation.result", context=run_context, attributes=event
-            )
+            if event_logger.enabled(
+                context=run_context, severity_number=info, event_name="gen_ai.evaluation.result"
+            ):
+                event_logger.emit(
+                    event_name="gen_ai.evaluation.result",
+                    context=run_context,
+                    severity_number=info,
+                    severity_text="INFO",
+                    attributes=event,
+                )
             context.detach(token)
             span.end()
 
@@ -122,17 +168,21 @@ def scorer_batch(loop: asyncio.AbstractEventLoop) -> Callable[[int], None]:
     return lambda count: loop.run_until_complete(runs(count))
 
 
-def group_of(path: str, function: str) -> str:
-    for marker, name in (
-        ("opentelemetry/sdk/trace", "OpenTelemetry SDK: traces"),
-        ("opentelemetry/sdk/metrics", "OpenTelemetry SDK: metrics"),
-        ("opentelemetry/sdk/_logs", "OpenTelemetry SDK: logs"),
-        ("opentelemetry/attributes", "OpenTelemetry: attribute cleaning"),
-        ("opentelemetry", "OpenTelemetry API, context, exporters"),
-        ("scorewatch/telemetry", "scorewatch telemetry listener"),
-        ("scorewatch", "scorewatch core"),
-        ("asyncio", "asyncio"),
-    ):
+# (part of a file's path, the group its functions' time is counted in), first match wins.
+GROUPS: tuple[tuple[str, str], ...] = (
+    ("opentelemetry/sdk/trace", "OpenTelemetry SDK: traces"),
+    ("opentelemetry/sdk/metrics", "OpenTelemetry SDK: metrics"),
+    ("opentelemetry/sdk/_logs", "OpenTelemetry SDK: logs"),
+    ("opentelemetry/attributes", "OpenTelemetry: attribute cleaning"),
+    ("opentelemetry", "OpenTelemetry API, context, exporters"),
+    ("scorewatch/telemetry", "scorewatch telemetry listener"),
+    ("scorewatch", "scorewatch core"),
+    ("asyncio", "asyncio"),
+)
+
+
+def group_of(path: str, function: str, groups: tuple[tuple[str, str], ...] = GROUPS) -> str:
+    for marker, name in groups:
         if marker in path:
             return name
     return f"builtin {function}" if path == "~" else "other Python"
@@ -166,16 +216,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2000)
     args = parser.parse_args()
     loop = asyncio.new_event_loop()
-    tracer_provider, meter_provider, logger_provider, after = setup(args.variant)
     run = scorer_batch(loop)
+    bare = cpu_per_call_us(run, args.runs, lambda: None)  # before anything is instrumented
+    tracer_provider, meter_provider, logger_provider, after = setup(args.variant)
     floor = floor_batch(tracer_provider, meter_provider, logger_provider)
-    measured = cpu_per_call_us(run, args.runs, after)
-    sdk_only = cpu_per_call_us(floor, args.runs, after)
+    measured, sdk_only = paired_cpu_us(run, floor, args.runs, after)
+    telemetry = measured - bare
     print(f"### Telemetry ({args.variant}): CPU per quality-scorer run\n")
-    print(f"- scorer run with telemetry: **{measured:.0f} µs**")
+    print(f"- scorer run with telemetry: **{measured:.0f} µs** (without: {bare:.1f} µs)")
     print(
-        f"- the SDK floor (the same spans, measurements and event made directly through the "
-        f"SDK, no scorewatch code): **{sdk_only:.0f} µs**"
+        f"- the SDK floor (the same SDK calls made directly through the SDK, no scorewatch "
+        f"code): **{sdk_only:.0f} µs**"
+    )
+    print(
+        f"- ratios: the instrumented run / floor **{measured / sdk_only:.2f}×**; its telemetry "
+        f"(with - without, {telemetry:.0f} µs) / floor **{telemetry / sdk_only:.2f}×**"
     )
     print(f"- so scorewatch's own share is at most {max(0.0, measured - sdk_only):.0f} µs\n")
     print(f"cProfile of the instrumented run ({args.runs} runs):\n")

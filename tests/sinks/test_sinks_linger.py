@@ -66,3 +66,38 @@ async def test_closing_mid_linger_stores_every_queued_row_once(tmp_path: Path) -
     assert sink.transactions == 1
     with pytest.raises(RuntimeError, match="closed"):
         await sink.write([make_result("late")])
+
+
+def test_writes_from_two_loops_in_one_batch_are_each_settled_on_their_own_loop(
+    tmp_path: Path,
+) -> None:
+    # One transaction takes the rows of both loops; each writer is answered on its own loop
+    # (the batch's futures are settled with one hand-off per loop).
+    import threading
+
+    sink = CountingSink(tmp_path / "scores.db", linger=0.5)
+    answered: dict[str, list[bool]] = {}
+
+    def writer(name: str) -> None:
+        async def write() -> None:
+            loop = asyncio.get_running_loop()
+            seen = []
+
+            async def one(i: int) -> None:
+                await sink.write([make_result(f"{name}-{i}")])
+                seen.append(asyncio.get_running_loop() is loop)
+
+            await asyncio.gather(*(one(i) for i in range(3)))
+            answered[name] = seen
+
+        asyncio.run(write())
+
+    threads = [threading.Thread(target=writer, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    sink.close(10)
+    assert answered == {"a": [True] * 3, "b": [True] * 3}
+    assert _ids(tmp_path / "scores.db") == [f"{n}-{i}" for n in "ab" for i in range(3)]
+    assert sink.transactions == 1

@@ -86,10 +86,13 @@ class TraceLink:
         return cls(format(trace_id, "032x"), format(span_id, "016x"))
 
 
-@dataclass(frozen=True, slots=True)
+# Made once per run (RunStart) and once per step (StepOutcome): not `frozen`, whose generated
+# `__init__` sets each field through `object.__setattr__`, at about twice the cost of a plain
+# one. Listeners read them and never change them; every listener of a run gets the same object.
+@dataclass(slots=True)
 class RunStart:
     """A run is starting. `links`: spans it was started on behalf of (e.g. the request that
-    enqueued it), besides the evaluated agent span its `run.target_*` ids name."""
+    enqueued it), besides the evaluated agent span its `run.target_*` ids name. Read-only."""
 
     scorer: Scorer
     run: ScorerRun
@@ -133,8 +136,10 @@ class JudgeCacheLookup:
     saved_cost_usd: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StepOutcome:
+    """A step has finished (read-only, as `RunStart`)."""
+
     step: StepName
     step_type: StepType
     duration_s: float

@@ -61,8 +61,14 @@ def compare_two_strings(first: str, second: str) -> float:
     a, b = utf16_units(first, second)
     if len(a) < 2 or len(b) < 2:
         return 0
-    shared = _bigrams(a) & _bigrams(b)
-    return 2.0 * sum(shared.values()) / (len(a) + len(b) - 2)
+    # The size of the multiset intersection, summed directly (`Counter.__and__` builds a third
+    # Counter, indexing the other for every key of the first, absent ones through `__missing__`).
+    smaller, larger = _bigrams(a), _bigrams(b)
+    if len(smaller) > len(larger):
+        smaller, larger = larger, smaller
+    found = larger.get
+    shared = sum(min(count, found(pair, 0)) for pair, count in smaller.items())
+    return 2.0 * shared / (len(a) + len(b) - 2)
 
 
 # Counting and substituting are C loops that keep the GIL until they return; done a slice at a

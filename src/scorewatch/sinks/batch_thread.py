@@ -15,10 +15,9 @@ A plain thread (not an executor) so that writes still work from `atexit` handler
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
 import queue
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
@@ -56,21 +55,24 @@ class BatchWriterThread:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._closed = False
         self._lock = threading.Lock()
+        self._wake = threading.Event()  # ends the writer's linger early (close, full batch)
         self._thread = threading.Thread(target=self._serve, name=f"scorewatch-{name}", daemon=True)
         self._thread.start()
-
-    def submit(self, results: Sequence[ScoreRecord]) -> concurrent.futures.Future[None]:
-        future: concurrent.futures.Future[None] = concurrent.futures.Future()
-        with self._lock:
-            if self._closed:
-                raise SinkClosedError("the sink is closed")
-            self._queue.put((list(results), future))
-        return future
 
     async def write(self, results: Sequence[ScoreRecord]) -> None:
         if not results:
             return
-        await asyncio.wrap_future(self.submit(results))
+        loop = asyncio.get_running_loop()
+        # An asyncio future the thread settles on its loop: the writes of one batch are settled
+        # by one hand-off per loop (one wake-up), not one each through a concurrent future.
+        future: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            if self._closed:
+                raise SinkClosedError("the sink is closed")
+            self._queue.put((list(results), loop, future))
+            if self._linger > 0 and self._queue.qsize() >= self._max_batch:
+                self._wake.set()  # a whole batch waits: no reason to linger
+        await future
 
     def close(self, timeout: float | None = None) -> None:
         """Store what is queued, release the resource and stop the thread."""
@@ -81,6 +83,7 @@ class BatchWriterThread:
                 already = False
                 self._closed = True
                 self._queue.put(_STOP)
+                self._wake.set()  # ends a linger under way
         if not already or self._thread.is_alive():
             self._thread.join(timeout)
 
@@ -96,14 +99,14 @@ class BatchWriterThread:
                 if item is _STOP:
                     stopping = True
                     continue
-                results, future = cast(
-                    "tuple[list[ScoreRecord], concurrent.futures.Future[None]]", item
+                results, loop, future = cast(
+                    "tuple[list[ScoreRecord], asyncio.AbstractEventLoop, asyncio.Future[None]]",
+                    item,
                 )
-                writes.append(_Write(results, future))
+                writes.append(_Write(results, loop, future))
             if writes:
                 self._store_writes(writes)
-                for write in writes:
-                    write.settle()
+                _settle_all(writes)
         try:
             self._release()
         except Exception:  # nothing left to report it to but the log
@@ -115,18 +118,15 @@ class BatchWriterThread:
         """The next batch: what waits now, and with `linger`, what arrives within that many
         seconds of the first (up to `max_batch`; a close request ends the wait)."""
         items = [self._queue.get()]
-        deadline = time.monotonic() + self._linger if self._linger > 0 else None
+        if self._linger > 0 and items[0] is not _STOP:
+            # One wake-up per batch: the thread sleeps out the linger instead of waking for
+            # every row that arrives meanwhile; a close, or a full batch waiting, ends it early.
+            self._wake.clear()
+            if not self._closed and self._queue.qsize() < self._max_batch - 1:
+                self._wake.wait(self._linger)
         while len(items) < self._max_batch and items[-1] is not _STOP:
             try:
                 items.append(self._queue.get_nowait())
-                continue
-            except queue.Empty:
-                pass
-            left = 0.0 if deadline is None else deadline - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                items.append(self._queue.get(timeout=left))
             except queue.Empty:
                 break
         return items
@@ -165,15 +165,27 @@ class BatchWriterThread:
 @dataclass(slots=True)
 class _Write:
     results: list[ScoreRecord]
-    future: concurrent.futures.Future[None]
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[None]
     refused: list[tuple[ScoreRecord, BaseException]] = field(default_factory=list)
     error: BaseException | None = None
 
-    def settle(self) -> None:
+    def outcome(self) -> BaseException | None:
+        """What the writer is told: None (stored), the sink's error, or the refused rows."""
         if self.error is None and self.refused:
-            _settle(self.future, RowsRefusedError(self.refused))
-        else:
-            _settle(self.future, self.error)
+            return RowsRefusedError(self.refused)
+        return self.error
+
+
+def _settle_all(writes: list[_Write]) -> None:
+    """Settle a batch's futures: one hand-off to each loop that wrote."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[None], Any]]] = {}
+    for write in writes:
+        by_loop.setdefault(write.loop, []).append((write.future, write.outcome()))
+    for loop, settled in by_loop.items():
+        # A loop closed meanwhile has nobody waiting for these any more.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_settle, settled)
 
 
 class ThreadedSink:
@@ -214,13 +226,12 @@ class ThreadedSink:
         self._writer.close(timeout)
 
 
-def _settle(future: concurrent.futures.Future[None], error: BaseException | None) -> None:
-    if future.cancelled():
-        return
-    try:
+def _settle(settled: list[tuple[asyncio.Future[None], BaseException | None]]) -> None:
+    """On the writers' loop: each future's outcome (a cancelled writer is skipped)."""
+    for future, error in settled:
+        if future.done():
+            continue
         if error is None:
             future.set_result(None)
         else:
             future.set_exception(error)
-    except concurrent.futures.InvalidStateError:
-        pass

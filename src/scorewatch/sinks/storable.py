@@ -15,11 +15,11 @@ Two rules, applied in one walk by `storable`:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -50,13 +50,15 @@ _SECRET_WORD = re.compile(
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#@]*@")
 _URL_PARAMETER = re.compile(r"([?&;])([^=&;#\s]+)=([^&;#\s]*)")
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-# The JSON text of a stored value, as every sink writes it; a partial, so a row's JSON columns
-# cost no Python frame of their own.
-stored_json: Final[Callable[[Any], str]] = partial(json.dumps, ensure_ascii=False, default=repr)
+# The JSON text of a stored value, as every sink writes it: what `json.dumps(value,
+# ensure_ascii=False, default=repr)` writes, from one encoder made once (`json.dumps` makes a
+# new encoder per call when given options, a row's JSON columns made seven).
+stored_json: Final[Callable[[Any], str]] = json.JSONEncoder(ensure_ascii=False, default=repr).encode
 # Redaction looks this deep (mappings and lists count a level each); cleaning has no limit.
 _MAX_DEPTH: Final = 16
 
 
+@functools.lru_cache(maxsize=4096)  # rows repeat their keys; hostile ones only churn it
 def is_secret_key(key: str) -> bool:
     """`apiKey`, `openai_key`, `X-API-Key`, `access_token`, `Authorization`, `bearer`, `pass`:
     yes. `author`, `tokens_used`, `keywords`, `passage`: no."""
@@ -144,6 +146,20 @@ _AS_IS: Final = frozenset({int, bool, type(None)})
 _find_unstorable: Final = _UNSTORABLE_TEXT.search
 
 
+# Keys already seen storable as they are: rows repeat the same few dozen keys, and a set look-up
+# costs less than a search per key. Bounded, so hostile keys only stop being remembered.
+_STORABLE_KEYS: Final[set[str]] = set()
+_STORABLE_KEYS_LIMIT: Final = 4096
+
+
+def _storable_key(key: str) -> str:
+    if _find_unstorable(key) is not None:
+        return _UNSTORABLE_TEXT.sub(REPLACEMENT, key)
+    if len(_STORABLE_KEYS) < _STORABLE_KEYS_LIMIT:
+        _STORABLE_KEYS.add(key)
+    return key
+
+
 def _walk(value: Any, redact: bool, depth: int, scrub: Callable[[str], str] | None) -> Any:
     # The common leaves (text, integers, None) are handled in the loops, so a row costs about
     # one call per container rather than one per value.
@@ -161,8 +177,8 @@ def _walk(value: Any, redact: bool, depth: int, scrub: Callable[[str], str] | No
                     item = REDACTED
                 if scrub is not None:
                     key = scrub(key)
-                if _find_unstorable(key) is not None:
-                    key = _UNSTORABLE_TEXT.sub(REPLACEMENT, key)
+                if key not in _STORABLE_KEYS:
+                    key = _storable_key(key)
             kind = type(item)
             if kind is str:
                 if scrub is not None:

@@ -9,9 +9,9 @@ distinct scale gets its own histogram on a meter of its own (a View would force 
 
 from __future__ import annotations
 
-import collections
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
+from typing import cast
 
 from opentelemetry.metrics import (
     CallbackOptions,
@@ -20,7 +20,6 @@ from opentelemetry.metrics import (
     Meter,
     MeterProvider,
     Observation,
-    UpDownCounter,
 )
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 
@@ -29,8 +28,10 @@ from ..core.events import Observers
 from ..live.events import QueueDepth
 from . import names
 from .budget_metrics import BudgetMetrics
+from .describe import Attributes
 from .label_metrics import LabelMetrics
 from .queue_metrics import QueueMetrics
+from .tally import Tally
 from .trace_metrics import TraceMetrics
 
 __all__ = ["Instruments", "metric_views"]
@@ -93,14 +94,13 @@ _COUNTERS: Sequence[tuple[str, str, str]] = (
         names.UNIT_COST_USD,
         "Judge spend in US dollars that reused verdicts saved",
     ),
-    (names.METRIC_SCORER_RUNS, "", "Finished scorer runs, by outcome"),
-    (
-        names.METRIC_SCORE_SQUARES,
-        names.UNIT_DIMENSIONLESS,
-        "The sum of squared scores, beside the score histogram's sum and count",
-    ),
     (names.METRIC_SINK_ERRORS, "", "Failed writes of results to a sink"),
 )
+
+
+def _decision_attributes(key: Hashable) -> Attributes:
+    scorer, decision = cast(tuple[str, str], key)
+    return {names.ATTR_EVALUATION_NAME: scorer, names.ATTR_DECISION: decision}
 
 
 def metric_views() -> list[View]:
@@ -150,9 +150,24 @@ class Instruments:
         self.judge_attempts: Counter = counters[names.METRIC_JUDGE_ATTEMPTS]
         self.judge_cache_lookups: Counter = counters[names.METRIC_JUDGE_CACHE_LOOKUPS]
         self.judge_cache_saved: Counter = counters[names.METRIC_JUDGE_CACHE_SAVED]
-        self.scorer_runs: Counter = counters[names.METRIC_SCORER_RUNS]
-        self.score_squares: Counter = counters[names.METRIC_SCORE_SQUARES]
         self.sink_errors: Counter = counters[names.METRIC_SINK_ERRORS]
+        # Counted once per run or decision: tallied, and read by the SDK when it collects
+        # (`tally.py`), instead of an SDK add (attributes hashed, locks, exemplar offered) each.
+        self.scorer_runs = Tally()
+        """Finished runs; keys: the attributes' items (see `Tally`)."""
+        meter.create_observable_counter(
+            names.METRIC_SCORER_RUNS,
+            callbacks=[self.scorer_runs.observe],
+            description="Finished scorer runs, by outcome",
+        )
+        self.score_squares = Tally()
+        """Squared scores, keyed as the score histogram's attributes."""
+        meter.create_observable_counter(
+            names.METRIC_SCORE_SQUARES,
+            callbacks=[self.score_squares.observe],
+            unit=names.UNIT_DIMENSIONLESS,
+            description="The sum of squared scores, beside the score histogram's sum and count",
+        )
         # (scorer id, version) -> the info gauge's attributes, one series per version scored.
         self._scorer_versions: dict[tuple[str, str], dict[str, str]] = {}
         meter.create_observable_gauge(
@@ -160,19 +175,21 @@ class Instruments:
             callbacks=[self._observe_scorer_versions],
             description="1 for every scorer version this process has scored with",
         )
-        # Decisions come by the thousand per second: the listener counts them in this dict
-        # (under `decisions_lock`) and the SDK reads the totals when it collects, instead of an
-        # SDK counter add (attributes hashed, locks, aggregation) per decision.
-        self.decisions: collections.Counter[tuple[str, str]] = collections.Counter()
-        """(scorer id, decision) -> live decisions so far."""
-        self.decisions_lock = threading.Lock()
+        # Decisions come by the thousand per second.
+        self.decisions = Tally(_decision_attributes)
+        """Live decisions; keys: (scorer id, decision)."""
         meter.create_observable_counter(
             names.METRIC_LIVE_DECISIONS,
-            callbacks=[self._observe_decisions],
+            callbacks=[self.decisions.observe],
             description="Live-scoring sampling and queueing decisions",
         )
-        self.live_in_flight: UpDownCounter = meter.create_up_down_counter(
-            names.METRIC_LIVE_IN_FLIGHT, description="Live evaluations currently running"
+        self.live_in_flight = Tally()
+        """Live evaluations running (one key, `()`: no attributes), reported from the start."""
+        self.live_in_flight.add((), 0)
+        meter.create_observable_up_down_counter(
+            names.METRIC_LIVE_IN_FLIGHT,
+            callbacks=[self.live_in_flight.observe],
+            description="Live evaluations currently running",
         )
         meter.create_observable_gauge(
             names.METRIC_LIVE_QUEUE_DEPTH,
@@ -194,14 +211,6 @@ class Instruments:
             attributes[names.ATTR_SCORER_VERSION],
         )
         self._scorer_versions.setdefault(key, attributes)
-
-    def _observe_decisions(self, options: CallbackOptions) -> Iterable[Observation]:
-        with self.decisions_lock:
-            counted = list(self.decisions.items())
-        return [
-            Observation(count, {names.ATTR_EVALUATION_NAME: scorer, names.ATTR_DECISION: decision})
-            for (scorer, decision), count in counted
-        ]
 
     def _observe_scorer_versions(self, options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(1, attributes) for attributes in list(self._scorer_versions.values())]

@@ -17,6 +17,7 @@ exported figures add up to the judge records exactly.
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,13 +116,11 @@ class TelemetryObserver(Observer):
         }
 
     def decided(self, event: Decided) -> None:
-        # Counted here, a dict increment, so a decision costs no call into the instruments.
-        instruments = self.instruments
-        with instruments.decisions_lock:
-            instruments.decisions[event.scorer_id, event.decision] += 1
+        # Tallied, so a decision costs no call into the SDK.
+        self.instruments.decisions.add((event.scorer_id, event.decision))
 
     def in_flight(self, event: InFlight) -> None:
-        self.instruments.live_in_flight.add(event.delta)
+        self.instruments.live_in_flight.add((), event.delta)
 
     def sink_failed(self, event: SinkFailed) -> None:
         self.instruments.sink_errors.add(1, {names.ATTR_SINK: event.sink})
@@ -201,10 +200,12 @@ class ScorerProfile:
         self.step_metric_attributes: dict[tuple[str, str], Attributes] = {}
         # Keyed by (score source, target as the run gave it); a target the cardinality guard
         # turned into `_other` is looked up under `_other`, so at most `limit` targets are kept.
-        self.score_attributes: dict[tuple[str, str | None], Attributes] = {}
+        # Each with its key in the squared-score tally (its items).
+        self.score_attributes: dict[tuple[str, str | None], tuple[Attributes, Hashable]] = {}
         # The histogram of this scorer's scale, once the first score was recorded.
         self.score_histogram: Histogram | None = None
-        self.by_outcome: dict[str, Attributes] = {}
+        # Each with its key in the runs tally (its items).
+        self.by_outcome: dict[str, tuple[Attributes, Hashable]] = {}
         for step in getattr(scorer, "steps", ()):
             name, kind = str(getattr(step, "name", "")), str(getattr(step, "type", ""))
             self.step_span[(name, kind)] = (
@@ -217,14 +218,16 @@ class ScorerProfile:
                 names.ATTR_STEP_TYPE: kind,
             }
 
-    def outcome_attributes(self, outcome: str) -> Attributes:
-        attributes = self.by_outcome.get(outcome)
-        if attributes is None:
-            attributes = self.by_outcome[outcome] = {
+    def outcome_attributes(self, outcome: str) -> tuple[Attributes, Hashable]:
+        """The attributes of a run's outcome, and their key in the runs tally."""
+        known = self.by_outcome.get(outcome)
+        if known is None:
+            attributes: Attributes = {
                 names.ATTR_EVALUATION_NAME: self.scorer.id,
                 names.ATTR_OUTCOME: outcome,
             }
-        return attributes
+            known = self.by_outcome[outcome] = (attributes, tuple(attributes.items()))
+        return known
 
 
 def _step_models(scorer: Any) -> dict[str, tuple[str, str | None]]:
@@ -270,10 +273,39 @@ class _OpenSpan:
     span: Span
     token: object
     model: str | None = None
+    # A step's: its name, and the attributes of its duration, looked up when it started.
+    step: str | None = None
+    metric_attributes: Attributes | None = None
 
 
 class RunTelemetry(RunListener):
     """The listener of one run. Its `trace_id` becomes `score_trace_id`."""
+
+    __slots__ = (
+        "_attempts",
+        "_capture",
+        "_direction",
+        "_emit_score",
+        "_evaluated",
+        "_evaluated_response_id",
+        "_instruments",
+        "_models",
+        "_observer",
+        "_profile",
+        "_providers",
+        "_redact",
+        "_run_context",
+        "_run_id",
+        "_run_span",
+        "_run_token",
+        "_scale",
+        "_score_source",
+        "_scorer_id",
+        "_steps",
+        "_target",
+        "_threshold",
+        "trace_id",
+    )
 
     def __init__(
         self, observer: TelemetryObserver, start: RunStart, profile: ScorerProfile
@@ -385,7 +417,8 @@ class RunTelemetry(RunListener):
     def step_started(self, step: StepName, step_type: StepType) -> None:
         if self._steps or self._attempts:
             self._close_steps()
-        known = self._profile.step_span.get((step, step_type))
+        profile, key = self._profile, (step, step_type)
+        known = profile.step_span.get(key)
         span_name, attributes = known or (
             names.step_span_name(step),
             {names.ATTR_STEP: step, names.ATTR_STEP_TYPE: step_type},
@@ -397,12 +430,15 @@ class RunTelemetry(RunListener):
             attributes=attributes,
         )
         token = otel_context.attach(trace.set_span_in_context(span))
-        self._steps.append(_OpenSpan(span, token))
+        self._steps.append(
+            _OpenSpan(span, token, None, step, profile.step_metric_attributes.get(key))
+        )
 
     def step_finished(self, outcome: StepOutcome) -> None:
         if self._attempts:
             self._close_attempts()
         open_step = self._steps.pop() if self._steps else None
+        step_attributes = None
         if open_step is not None:
             self._detach(open_step.token)
             if outcome.error is not None:
@@ -410,13 +446,13 @@ class RunTelemetry(RunListener):
                     open_step.span, outcome.error, self._capture.on_spans, self._redact
                 )
             open_step.span.end()
+            if open_step.step == outcome.step:
+                step_attributes = open_step.metric_attributes
         if self._steps:
             self._close_steps()
 
         ins = self._instruments
-        step_attributes = self._profile.step_metric_attributes.get(
-            (outcome.step, outcome.step_type)
-        ) or {
+        step_attributes = step_attributes or {
             names.ATTR_EVALUATION_NAME: self._scorer_id,
             names.ATTR_STEP: outcome.step,
             names.ATTR_STEP_TYPE: outcome.step_type,
@@ -503,23 +539,23 @@ class RunTelemetry(RunListener):
         if self._capture.on_spans and result.reason is not None:
             span.set_attribute(names.ATTR_REASON, self._content(result.reason))
         ins = self._instruments
-        outcome_attributes = self._profile.outcome_attributes(outcome)
-        ins.scorer_runs.add(1, outcome_attributes)
+        outcome_attributes, runs_key = self._profile.outcome_attributes(outcome)
+        ins.scorer_runs.add(runs_key)
         ins.run_duration.record(duration_s, outcome_attributes)
         if score is not None and not not_scorable:
             profile = self._profile
             histogram = profile.score_histogram
             if histogram is None:
                 histogram = profile.score_histogram = ins.score_histogram(self._scale)
-            attributes = self._score_attributes()
+            attributes, squares_key = self._score_attributes()
             histogram.record(float(score), attributes)
-            ins.score_squares.add(float(score) ** 2, attributes)
+            ins.score_squares.add(squares_key, float(score) ** 2)
         if self._emit_score:
             reason = result.reason if self._capture.on_events else None
             self._emit_event(score=None if not_scorable else score, reason=reason, error=None)
         self._end_run()
 
-    def _score_attributes(self) -> Attributes:
+    def _score_attributes(self) -> tuple[Attributes, Hashable]:
         # A target the guard admitted keeps its series forever, so a cached entry stands for
         # the guard's answer; only a target it has not seen (or refused) asks the guard.
         profile, source = self._profile, self._score_source
@@ -528,9 +564,9 @@ class RunTelemetry(RunListener):
             return cached
         target = self._observer.target_guard(self._target) if self._target else None
         key = (source, target)
-        attributes = profile.score_attributes.get(key)
-        if attributes is None:
-            attributes = {
+        known = profile.score_attributes.get(key)
+        if known is None:
+            attributes: Attributes = {
                 names.ATTR_EVALUATION_NAME: self._scorer_id,
                 names.ATTR_SCORE_SOURCE: source,
             }
@@ -538,8 +574,8 @@ class RunTelemetry(RunListener):
                 attributes[names.ATTR_SCORER_VERSION] = profile.metric_version
             if target is not None:
                 attributes[names.ATTR_TARGET] = target
-            profile.score_attributes[key] = attributes
-        return attributes
+            known = profile.score_attributes[key] = (attributes, tuple(attributes.items()))
+        return known
 
     def run_failed(self, error: BaseException, duration_s: float) -> None:
         if not isinstance(error, Exception):
@@ -563,7 +599,7 @@ class RunTelemetry(RunListener):
         ins.run_duration.record(duration_s, run_attributes)
         if failed_step:
             run_attributes[names.ATTR_FAILED_STEP] = str(failed_step)
-        ins.scorer_runs.add(1, run_attributes)
+        ins.scorer_runs.add(tuple(run_attributes.items()))
         if self._emit_score:
             self._emit_event(score=None, reason=None, error=error)
         self._end_run()
@@ -574,6 +610,19 @@ class RunTelemetry(RunListener):
         self._run_span.end()
 
     def _emit_event(self, score: float | None, reason: Any, error: BaseException | None) -> None:
+        severity = SeverityNumber.WARN if error is not None else SeverityNumber.INFO
+        parent = (
+            trace.set_span_in_context(NonRecordingSpan(self._evaluated))
+            if self._evaluated is not None
+            else self._run_context
+        )
+        event_logger = self._observer.event_logger
+        # As the logs API asks: no record is built that no processor would take (an SDK
+        # LoggerProvider without one, serve with no log exporter).
+        if not event_logger.enabled(
+            context=parent, severity_number=severity, event_name=names.EVENT_EVALUATION_RESULT
+        ):
+            return
         attributes: Attributes = {names.ATTR_EVALUATION_NAME: self._scorer_id}
         profile = self._profile
         if profile.version is not None:
@@ -593,15 +642,10 @@ class RunTelemetry(RunListener):
             attributes[names.ATTR_RUN_ID] = self._run_id
         if error is not None:
             attributes[names.ATTR_ERROR_TYPE] = describe.error_type(error)
-        parent = (
-            trace.set_span_in_context(NonRecordingSpan(self._evaluated))
-            if self._evaluated is not None
-            else self._run_context
-        )
-        self._observer.event_logger.emit(
+        event_logger.emit(
             event_name=names.EVENT_EVALUATION_RESULT,
             context=parent,
-            severity_number=SeverityNumber.WARN if error is not None else SeverityNumber.INFO,
+            severity_number=severity,
             severity_text="WARN" if error is not None else "INFO",
             attributes=attributes,
         )

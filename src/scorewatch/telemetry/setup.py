@@ -22,7 +22,6 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Tracer, TracerProvider
 from prometheus_client import CollectorRegistry
@@ -48,6 +47,7 @@ from .prometheus import (
     prometheus_metric_reader,
     set_default_registry,
 )
+from .unexported import ExportAwareTracerProvider
 
 __all__ = [
     "OtlpProtocol",
@@ -352,7 +352,9 @@ def configure(
     log_processors: list[BatchLogRecordProcessor] = []
     tracer_provider: Any = found_tracer
     if tracer_provider is None:
-        tracer_provider = SdkTracerProvider(resource=resource)
+        # Records spans only once a processor receives them: with no trace exporter, runs pay
+        # for span ids (score_trace_id, exemplars), not for spans nobody gets.
+        tracer_provider = ExportAwareTracerProvider(resource=resource)
         span_processors = batched(
             plan.traces, span_exporter, BatchSpanProcessor, tracer_provider.add_span_processor
         )

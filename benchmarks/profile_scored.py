@@ -1,0 +1,202 @@
+"""serve's scored path in one process: CPU per scored item, and where the scoring thread spends it.
+
+    .venv/bin/python benchmarks/profile_scored.py [--items 3000] [--rate 500] [--profile]
+
+What `scorewatch serve` runs for the `scored` case of `bench_floor.py`, without HTTP: telemetry
+configured as serve configures it (Prometheus registry, no push exporter), one content-similarity
+scorer sampling every call, the SQLite sink with serve's linger, the in-process intake with its
+scoring loop. Items are admitted from a loop of their own at `--rate` per second (as the open-loop
+generator offers them) and the process's CPU is counted until every run is stored. `--profile`
+adds a cProfile of the scoring thread (self time grouped as in `profile_telemetry.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import cProfile
+import os
+import pstats
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import _common  # noqa: F401  (sets the environment before scorewatch is imported)
+from profile_telemetry import GROUPS, group_of
+
+
+def _thread_cpu() -> dict[str, float]:
+    """CPU seconds of each live thread of this process, by thread name (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    named = {thread.native_id: thread.name for thread in threading.enumerate()}
+    seconds: dict[str, float] = collections.Counter()
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        name = named.get(int(task.name), "other")
+        seconds[name] += (int(fields[11]) + int(fields[12])) / tick
+    return seconds
+
+
+# serve's parts told apart: the scorer, the sinks and the live engine besides the core.
+_GROUPS = (
+    *GROUPS[:-2],
+    ("scorewatch/scorers", "scorewatch scorer"),
+    ("scorewatch/sinks", "scorewatch sinks"),
+    ("scorewatch/live", "scorewatch live engine"),
+    ("scorewatch/core", "scorewatch core"),
+    ("scorewatch", "scorewatch other"),
+    ("asyncio", "asyncio"),
+)
+
+
+async def _scored(intake: Any, count: int) -> None:
+    # The intake signals nothing when a run is stored: its counts are polled.
+    while intake.stats().get("scored", 0) < count:  # noqa: ASYNC110
+        await asyncio.sleep(0.002)
+
+
+async def _run(
+    items: int,
+    rate: float,
+    profile: bool,
+    cumulative: int,
+    thread: str,
+    directory: Path,
+    with_telemetry: bool = True,
+    linger: float | None = None,
+) -> None:
+    from scorewatch import telemetry
+    from scorewatch.core.call import AgentCall
+    from scorewatch.live.entry import LiveScorerEntry, Sampling
+    from scorewatch.scorers.registry import build_scorer
+    from scorewatch.server.intake.in_process import InProcessIntake
+    from scorewatch.server.intake.interface import ScoreItem
+    from scorewatch.server.intake.scoring_loop import ScoringLoop
+    from scorewatch.sinks.sqlite import SERVICE_LINGER_S, SqliteSink
+
+    profiler = cProfile.Profile(time.thread_time) if profile else None
+    if profiler is not None and thread == "sqlite":
+        # The writer thread starts with the sink: its whole life is profiled (warm-up included).
+        from scorewatch.sinks.batch_thread import BatchWriterThread
+
+        serve = BatchWriterThread._serve
+
+        def profiled(writer: Any) -> None:
+            profiler.runcall(serve, writer)
+
+        BatchWriterThread._serve = profiled  # type: ignore[method-assign]
+    handle = (
+        telemetry.configure(prometheus="127.0.0.1:0", prometheus_server=False)
+        if with_telemetry
+        else None
+    )
+    scorer = build_scorer("content-similarity")
+    entries = {"similarity": LiveScorerEntry(scorer, sampling=Sampling.ratio(1.0))}
+    sink = SqliteSink(
+        str(directory / "scores.db"), linger=SERVICE_LINGER_S if linger is None else linger
+    )
+    scoring = ScoringLoop()
+    intake = InProcessIntake(
+        entries, sinks=[sink], max_concurrency=64, max_queue=100_000, scoring=scoring
+    )
+
+    async def on_scoring_loop(start: bool) -> None:
+        if profiler is not None and thread == "scoring":
+            profiler.enable() if start else profiler.disable()
+
+    def call(index: int) -> ScoreItem:
+        return ScoreItem(
+            AgentCall(
+                input="What is our refund policy for items bought in a sale?",
+                output=f"Sale items can be refunded within 30 days with the receipt. {index}",
+                target="support-bot",
+            ),
+            size=200,
+        )
+
+    # Warm-up: the first runs build profiles, statements and caches.
+    for index in range(200):
+        await intake.admit([call(index)])
+    await _scored(intake, 200)
+    await scoring.run(on_scoring_loop(True))
+    threads_before = _thread_cpu()
+    started_cpu, started = time.process_time(), time.monotonic()
+    for index in range(items):
+        await intake.admit([call(index)])
+        delay = started + (index + 1) / rate - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+    await _scored(intake, items + 200)
+    cpu = time.process_time() - started_cpu
+    threads_after = _thread_cpu()
+    await scoring.run(on_scoring_loop(False))
+    print(f"- process CPU per scored item: **{cpu / items * 1e6:.0f} µs** ({items} items)")
+    for name in sorted(threads_after, key=lambda n: -threads_after[n]):
+        spent = threads_after[name] - threads_before.get(name, 0.0)
+        if spent > 0:
+            print(f"  - thread {name}: {spent / items * 1e6:.0f} µs per item")
+    await intake.shutdown(10)
+    await intake.aclose()
+    if handle is not None:
+        handle.shutdown()
+    if profiler is not None:
+        stats = pstats.Stats(profiler)
+        groups: collections.Counter[str] = collections.Counter()
+        rows = []
+        for (path, line, function), (_, calls, own, _c, _) in stats.stats.items():  # type: ignore[attr-defined]
+            groups[group_of(path, function, _GROUPS)] += own
+            rows.append((own, calls, f"{path.rsplit('site-packages/', 1)[-1]}:{line}({function})"))
+        total = sum(groups.values()) or 1.0
+        per_item = total / items * 1e6
+        print(f"\nscoring thread, profiled: {per_item:.0f} µs per item (with cProfile)\n")
+        print("| self time share | group |\n|---:|---|")
+        for name, own in groups.most_common(14):
+            print(f"| {own / total:5.1%} | {name} |")
+        print("\n| self time share | calls/item | function |\n|---:|---:|---|")
+        for own, calls, name in sorted(rows, reverse=True)[:20]:
+            print(f"| {own / total:5.1%} | {calls / items:.1f} | `{name}` |")
+        if cumulative:
+            print("\n| cumulative share | calls/item | function |\n|---:|---:|---|")
+            rows = [
+                (cum, calls, f"{path.rsplit('site-packages/', 1)[-1]}:{line}({function})")
+                for (path, line, function), (_, calls, _o, cum, _) in stats.stats.items()  # type: ignore[attr-defined]
+            ]
+            for cum, calls, name in sorted(rows, reverse=True)[:cumulative]:
+                print(f"| {cum / total:5.1%} | {calls / items:.1f} | `{name}` |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=3000)
+    parser.add_argument("--rate", type=float, default=500.0)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--no-telemetry", action="store_true", help="serve without telemetry")
+    parser.add_argument("--linger", type=float, help="the SQLite writer's linger (serve's)")
+    parser.add_argument(
+        "--thread", choices=("scoring", "sqlite"), default="scoring", help="the thread profiled"
+    )
+    parser.add_argument("--cumulative", type=int, default=0, help="also the top N by cumulative")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        asyncio.run(
+            _run(
+                args.items,
+                args.rate,
+                args.profile,
+                args.cumulative,
+                args.thread,
+                Path(directory),
+                not args.no_telemetry,
+                args.linger,
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()

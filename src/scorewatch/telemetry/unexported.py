@@ -1,0 +1,155 @@
+"""`ExportAwareTracerProvider`: the tracer provider `configure` builds, which records spans only
+while something receives them.
+
+An SDK `TracerProvider` records every sampled span (attributes cleaned twice, a readable copy
+made at its end) even when it has no span processor: `scorewatch serve` without a trace
+exporter paid for three such spans per scored run that nobody ever received. This provider's
+tracers, while it has no span processor, make what the SDK's sampler decides but record
+nothing: each span still has its own trace and span ids and the sampler's flags, so what
+depends on them keeps working (a run's `score_trace_id`, the exemplars of `/metrics`, which
+the SDK takes from the sampled span current when a measurement is made, links and propagated
+context), while its attributes, events, status and end are dropped. Once a span processor is
+added (by `configure` for an exporter, or later by the application through
+`handle.tracer_provider.add_span_processor`), every span started from then on is recorded by
+the SDK as usual.
+
+Providers an application brought are never wrapped: only the one `configure` builds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import Tracer as SdkTracer
+from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+from opentelemetry.sdk.trace.sampling import DEFAULT_ON, Decision
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    TraceFlags,
+    Tracer,
+)
+
+# The API's own decorator for start_as_current_span (usable on coroutine functions too).
+from opentelemetry.util._decorator import _agnosticcontextmanager
+from opentelemetry.util.types import Attributes
+
+__all__ = ["ExportAwareTracerProvider"]
+
+
+class ExportAwareTracerProvider(SdkTracerProvider):
+    """An SDK tracer provider whose spans are recorded only once it has a span processor."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.exporting: bool = kwargs.get("active_span_processor") is not None
+        """True once a span processor receives this provider's spans."""
+
+    def add_span_processor(self, span_processor: Any) -> None:
+        super().add_span_processor(span_processor)
+        self.exporting = True
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> Tracer:
+        tracer = super().get_tracer(*args, **kwargs)
+        # A disabled SDK (OTEL_SDK_DISABLED) hands out a no-op tracer: kept as it is.
+        return _ExportAwareTracer(tracer, self) if isinstance(tracer, SdkTracer) else tracer
+
+
+class _ExportAwareTracer(Tracer):
+    """The SDK's tracer while its provider exports; ids and sampling flags only until then."""
+
+    __slots__ = ("_provider", "_tracer")
+
+    def __init__(self, tracer: SdkTracer, provider: ExportAwareTracerProvider) -> None:
+        self._tracer = tracer
+        self._provider = provider
+
+    def start_span(
+        self,
+        name: str,
+        context: Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = (),
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+    ) -> Span:
+        provider = self._provider
+        if provider.exporting:
+            return self._tracer.start_span(
+                name,
+                context,
+                kind,
+                attributes,
+                links,
+                start_time,
+                record_exception,
+                set_status_on_exception,
+            )
+        # What the SDK's start_span decides, without the span it would record.
+        ids = provider.id_generator
+        parent = trace.get_current_span(context).get_span_context()
+        if parent.is_valid:
+            trace_id, random_id = parent.trace_id, parent.trace_flags.random_trace_id
+        else:
+            trace_id, random_id = ids.generate_trace_id(), ids.is_trace_id_random()
+        sampler = provider.sampler
+        if sampler is DEFAULT_ON:
+            # The SDK's default sampler, decided here as it decides: the parent's flag and
+            # trace state when there is a parent, else sampled.
+            sampled = parent.trace_flags.sampled if parent.is_valid else True
+            state = parent.trace_state if parent.is_valid else None
+        else:
+            decision = sampler.should_sample(context, trace_id, name, kind, attributes, links)
+            sampled = decision.decision is Decision.RECORD_AND_SAMPLE
+            state = decision.trace_state
+        flags = TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT
+        if random_id:
+            flags |= TraceFlags.RANDOM_TRACE_ID
+        return NonRecordingSpan(
+            SpanContext(
+                trace_id,
+                ids.generate_span_id(),
+                is_remote=False,
+                trace_flags=TraceFlags(flags),
+                trace_state=state,
+            )
+        )
+
+    @_agnosticcontextmanager
+    def start_as_current_span(
+        self,
+        name: str,
+        context: Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = (),
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+        end_on_exit: bool = True,
+    ) -> Iterator[Span]:
+        span = self.start_span(
+            name,
+            context,
+            kind,
+            attributes,
+            links,
+            start_time,
+            record_exception,
+            set_status_on_exception,
+        )
+        with trace.use_span(
+            span,
+            end_on_exit=end_on_exit,
+            record_exception=record_exception,
+            set_status_on_exception=set_status_on_exception,
+        ) as current:
+            yield current

@@ -1,0 +1,117 @@
+"""`configure()` with no trace or log exporter records no span and builds no event nobody
+receives, and keeps what needs span ids: each run's trace id and the exemplars of /metrics. A
+processor added later receives what follows, as with any SDK provider."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+import scorewatch as sw
+from scorewatch import telemetry
+from scorewatch.telemetry.exposition import render_openmetrics
+from scorewatch.telemetry.unexported import ExportAwareTracerProvider
+
+pytestmark = pytest.mark.integration
+
+_EXEMPLAR = re.compile(
+    r'scorewatch_evaluation_score_bucket\{[^}]*\} \d+\.0 # \{span_id="([0-9a-f]{16})",'
+    r'trace_id="([0-9a-f]{32})"\}'
+)
+
+
+@pytest.fixture
+def handle() -> Iterator[telemetry.TelemetryHandle]:
+    configured = telemetry.configure(prometheus="127.0.0.1:0", otlp=False, set_global=False)
+    try:
+        yield configured
+    finally:
+        configured.shutdown()
+
+
+def _scorer() -> sw.Scorer:
+    return sw.create_scorer(id="plain", description="a constant").generate_score(lambda ctx: 0.75)
+
+
+async def test_without_an_exporter_runs_keep_their_trace_ids_and_exemplars(
+    handle: telemetry.TelemetryHandle,
+) -> None:
+    provider = handle.tracer_provider
+    assert isinstance(provider, ExportAwareTracerProvider) and not provider.exporting
+    traces = set()
+    for _ in range(3):
+        result = await _scorer().run(output="x")
+        assert result.score_trace_id is not None and re.fullmatch(
+            "[0-9a-f]{32}", result.score_trace_id
+        )
+        traces.add(result.score_trace_id)
+    assert len(traces) == 3  # a trace of its own per run, as a recorded span would have
+
+    # Nothing recorded the spans, yet the score histogram's exemplar names the last run.
+    assert handle.registry is not None
+    found = _EXEMPLAR.findall(render_openmetrics(handle.registry).decode())
+    assert found and {trace_id for _span, trace_id in found} <= traces
+
+    # Spans are not recorded: one started by the scorer's tracer holds ids, nothing else.
+    span = provider.get_tracer("check").start_span("unexported", attributes={"a": 1})
+    assert not span.is_recording()
+    assert span.get_span_context().is_valid and span.get_span_context().trace_flags.sampled
+
+
+async def test_a_processor_added_later_receives_the_runs_that_follow(
+    handle: telemetry.TelemetryHandle,
+) -> None:
+    await _scorer().run(output="before")
+    spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    handle.tracer_provider.add_span_processor(SimpleSpanProcessor(spans))  # type: ignore[attr-defined]
+    handle.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))  # type: ignore[attr-defined]
+
+    result = await _scorer().run(output="after")
+    finished = spans.get_finished_spans()
+    assert [s.name for s in finished] == ["evaluation.step generate_score", "evaluation plain"]
+    run_span = finished[-1]
+    assert run_span.attributes is not None and run_span.attributes["scorewatch.score"] == 0.75
+    assert format(run_span.context.trace_id, "032x") == result.score_trace_id
+    events = logs.get_finished_logs()
+    assert len(events) == 1  # the run before the processor built no event
+    assert events[0].log_record.event_name == "gen_ai.evaluation.result"
+    assert events[0].log_record.attributes is not None
+    assert events[0].log_record.attributes["gen_ai.evaluation.score.value"] == 0.75
+
+
+def test_the_sampler_still_decides_the_flags() -> None:
+    provider = ExportAwareTracerProvider(sampler=ALWAYS_OFF)
+    tracer = provider.get_tracer("check")
+    with tracer.start_as_current_span("root") as root:
+        assert not root.is_recording()
+        assert not root.get_span_context().trace_flags.sampled
+        assert trace.get_current_span() is root
+        child = tracer.start_span("child")
+        # A child continues its parent's trace, as the SDK's spans do.
+        assert child.get_span_context().trace_id == root.get_span_context().trace_id
+        assert child.get_span_context().span_id != root.get_span_context().span_id
+    provider.shutdown()
+
+
+def test_the_default_sampler_follows_the_parent_as_the_sdk_does() -> None:
+    provider = ExportAwareTracerProvider()
+    tracer = provider.get_tracer("check")
+    state = trace.TraceState([("vendor", "value")])
+    for flags in (trace.TraceFlags.DEFAULT, trace.TraceFlags.SAMPLED):
+        remote = trace.SpanContext(
+            0xABC, 0xDEF, is_remote=True, trace_flags=trace.TraceFlags(flags), trace_state=state
+        )
+        parent = trace.set_span_in_context(trace.NonRecordingSpan(remote))
+        child = tracer.start_span("child", context=parent).get_span_context()
+        assert child.trace_id == 0xABC and child.trace_state == state
+        assert child.trace_flags.sampled == bool(flags & trace.TraceFlags.SAMPLED)
+    root = tracer.start_span("root").get_span_context()
+    assert root.trace_flags.sampled and len(root.trace_state) == 0
+    provider.shutdown()
