@@ -108,6 +108,7 @@ def test_compiled_anchors_find_what_the_python_gates_find(
 ) -> None:
     compiled = Scanner(policy.redact, policy.patterns, policy.phone_region)
     python = Scanner(policy.redact, policy.patterns, policy.phone_region, compiled=False)
-    assert compiled._anchors is not None  # hyperscan is a dependency: the compiled path runs
+    # Hyperscan is a dependency: where a policy has anchors, the compiled path runs.
+    assert (compiled._anchors is not None) == bool({"secret", "iban"} & set(policy.redact))
     assert compiled.scan(texts) == python.scan(texts)
     assert [compiled.matches(text) for text in texts] == [python.matches(text) for text in texts]
