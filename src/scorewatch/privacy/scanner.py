@@ -2,10 +2,9 @@
 
 Speed matters (every stored text passes through here), so a text is not scanned once per kind:
 - addresses are looked for only around an `@` (`str.find`, not a regular expression);
-- each secret pattern starts with a literal (`sk-`, `ghp_`, `Bearer`), which the regular
-  expression engine finds by a substring search; `name = value` ones need a `:` or `=`;
+- secrets and IBANs where their anchors are (`sk-`, `Bearer`, `api_key`, two capitals and two
+  digits), all found in one Hyperscan pass (`privacy.anchors`, `privacy.secrets`);
 - card, phone and IPv4 candidates only inside runs of digits and separators, found by one scan;
-- IBANs by one scan for two capitals and two digits;
 - IPv6 candidates only near a colon-framed hex group (`:db8:`) or a `::`.
 Where matches overlap, the most specific kind wins (custom patterns first, then secret, email,
 IBAN, card, IP, phone), and a text's matches come back in order.
@@ -30,11 +29,10 @@ from .recognisers import (
     NUMBER_LEADS,
     NUMBER_RUN,
     NUMBER_SEPARATORS,
-    SECRET_SHAPES,
-    SECRET_SHAPES_ANY_CASE,
     Recogniser,
     builtin_recognisers,
 )
+from .secrets import ANCHORS, NAME_ANCHORS, Secrets
 
 __all__ = ["Match", "Scanner"]
 
@@ -48,8 +46,6 @@ _EMAIL_WINDOW: Final = (64, 256)  # characters before and after an `@` an addres
 _IPV6_HINT: Final = re.compile(r":[0-9A-Fa-f]{1,4}:|::")
 # No built-in kind matches fewer characters (`a@b.co`, `1.2.3.4`).
 _SHORTEST: Final = 6
-# The characters the secret shapes' gates name: which of them a text holds is found once.
-_GATE_CHARACTERS: Final = "".join(sorted({c for gate, _, _ in SECRET_SHAPES for c in gate}))
 # Between the texts of a batch scanned as one: no built-in pattern matches across a line break
 # or reads one as part of a value (only a PEM block may span lines; see `Scanner.scan`).
 _SEPARATOR: Final = "\n"
@@ -96,18 +92,16 @@ class Scanner:
     __slots__ = (
         "_addresses",
         "_anchors",
-        "_any_case",
-        "_blind",
         "_builtin",
         "_custom",
         "_email",
         "_iban",
         "_ipv6",
+        "_names",
         "_numbers",
         "_numeric",
         "_runs",
         "_secrets",
-        "_shapes",
         "_validated",
     )
 
@@ -136,35 +130,15 @@ class Scanner:
         self._runs: dict[tuple[str, str], list[tuple[int, int, int, str, str]]] = {}
         # An address's window (and the character before it) -> where the address is in it.
         self._addresses: dict[tuple[str, str], tuple[int, int] | None] = {}
-        secret = "secret" in kinds
-        self._secrets = (
-            tuple((frozenset(gate), re.compile(p)) for gate, _, p in SECRET_SHAPES)
-            if secret
-            else ()
-        )
-        self._shapes = tuple(pattern for _, pattern in self._secrets)
-        anchors = [anchor for _, anchor, _ in SECRET_SHAPES] if secret else []
+        self._secrets = Secrets(_PRIORITY["secret"]) if "secret" in kinds else None
+        # The anchors: the secret shapes', the IBANs', the secret names' (found in any case).
+        anchors = list(ANCHORS) if self._secrets is not None else []
         if "iban" in kinds:
-            anchors.append(IBAN_ANCHOR)  # after the shapes
-        caseless = len(anchors)  # then the names' spellings, one anchor each in `_blind`
-        if secret:
-            anchors.extend(
-                (s, len(s)) for _, spellings, _ in SECRET_SHAPES_ANY_CASE for s in spellings
-            )
-        self._anchors = Anchors.compile(anchors, caseless) if compiled and anchors else None
-        self._any_case = (
-            tuple((gate, re.compile(p)) for gate, _, p in SECRET_SHAPES_ANY_CASE) if secret else ()
-        )
-        # In ASCII text, reading case-blind is reading the lower-cased text.
-        self._blind = (
-            tuple(
-                (shape, re.compile(pattern, re.IGNORECASE))
-                for shape, (_, spellings, pattern) in enumerate(SECRET_SHAPES_ANY_CASE)
-                for _ in spellings
-            )
-            if secret
-            else ()
-        )
+            anchors.append(IBAN_ANCHOR)
+        self._names = len(anchors)
+        if self._secrets is not None:
+            anchors.extend(NAME_ANCHORS)
+        self._anchors = Anchors.compile(anchors, self._names) if compiled and anchors else None
         # IBANs and number runs are found by a digit: `regex` skips to one several times faster
         # than `re` does (its patterns read the same in both). Imported here, so that `import
         # scorewatch` pays nothing for it.
@@ -241,12 +215,8 @@ class Scanner:
 
     def _builtin_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
         hits = None if self._anchors is None else self._anchors.find(text)
-        if self._secrets:
-            if hits is None:
-                self._secrets_in(found, text)
-            elif hits:
-                self._secrets_at(found, text, hits)
-            self._any_case_in(found, text, hits)
+        if self._secrets is not None:
+            self._secrets.find(found, text, hits, self._names)
         if self._email is not None and "@" in text:
             self._emails(found, text)
         # IBANs, cards, phone numbers and IP addresses all hold digits (an IPv6 address may
@@ -322,38 +292,11 @@ class Scanner:
             else:
                 at = text.find("@", at + 1)
 
-    def _secrets_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
-        # Each pattern starts with a literal, which `re` finds by a substring search (~0.5 ns a
-        # character); a gate's characters are found by `in` (memchr, ~20 times faster), so a
-        # shape is searched for only in a text holding every character of its gate.
-        present = frozenset(c for c in _GATE_CHARACTERS if c in text)
-        label, priority = "SECRET", _PRIORITY["secret"]
-        for gate, pattern in self._secrets:
-            if not gate <= present:
-                continue
-            for m in pattern.finditer(text):
-                found.append((priority, m.start(), m.end(), label, m.group()))
-
-    def _secrets_at(
-        self, found: list[tuple[int, int, int, str, str]], text: str, hits: list[tuple[int, int]]
-    ) -> None:
-        # What `finditer` of each shape finds: a match starts where its anchor does, and the
-        # next one of the same shape after the end of the last.
-        shapes = self._shapes
-        ends = [0] * len(shapes)
-        label, priority = "SECRET", _PRIORITY["secret"]
-        for anchor, start in hits:
-            if anchor < len(shapes) and start >= ends[anchor]:
-                m = shapes[anchor].match(text, start)
-                if m is not None:
-                    ends[anchor] = end = m.end()
-                    found.append((priority, start, end, label, m.group()))
-
     def _ibans_at(
         self, found: list[tuple[int, int, int, str, str]], text: str, hits: list[tuple[int, int]]
     ) -> None:
         # What `finditer` finds (the pattern starts at the check digits, `IBAN_LEAD` in).
-        iban, anchor = self._iban, len(self._shapes)
+        iban, anchor = self._iban, self._names - 1
         candidates = []
         end = 0
         for which, start in hits:
@@ -363,44 +306,6 @@ class Scanner:
                     candidates.append(m)
                     end = m.end()
         self._confirmed(found, "iban", text, candidates, lead=IBAN_LEAD)
-
-    def _any_case_in(
-        self,
-        found: list[tuple[int, int, int, str, str]],
-        text: str,
-        hits: list[tuple[int, int]] | None,
-    ) -> None:
-        # The case-blind ones (`name = value`) read the lower-cased text, and only when it can
-        # hold them.
-        label, priority = "SECRET", _PRIORITY["secret"]
-        if ":" not in text and "=" not in text:
-            return
-        if hits is not None and text.isascii():
-            # Where a name is spelled, in any case; then what `finditer` of its pattern finds.
-            blind, first = self._blind, len(self._shapes) + (self._iban is not None)
-            ends = [0] * len(self._any_case)
-            for start, anchor in sorted(
-                (start, anchor) for anchor, start in hits if anchor >= first
-            ):
-                shape, pattern = blind[anchor - first]
-                if start >= ends[shape]:
-                    m = pattern.match(text, start)
-                    if m is not None:
-                        ends[shape] = m.end()
-                        found.append((priority, start, m.end(), label, m.group()))
-            return
-        lowered = text.lower()
-        flags = re.NOFLAG
-        if len(lowered) != len(text):  # lower-casing moved characters: read it case-blind
-            lowered, flags = text, re.IGNORECASE
-        for name, pattern in self._any_case:
-            if flags:  # read case-blind, where a gate would not be exact
-                pattern = re.compile(pattern.pattern, flags)
-            elif name not in lowered:
-                continue
-            for m in pattern.finditer(lowered):
-                start, end = m.span()
-                found.append((priority, start, end, label, text[start:end]))
 
     def _numbers_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
         assert self._numbers is not None
