@@ -309,8 +309,10 @@ class Scanner:
 
     def _numbers_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
         assert self._numbers is not None
-        # A run inside a value found already (an IBAN's digits, a secret) is not looked at: the
-        # values found so far by start, and the furthest end among those starting no later.
+        # A run whose digits lie inside a value found already (an IBAN's digits, a secret) is
+        # not looked at (every card, phone or IP address in it ends with a digit, so it would
+        # overlap that value and be dropped): the values found so far by start, and the
+        # furthest end among those starting no later.
         taken = sorted((start, end) for _, start, end, _, _ in found)
         starts = [start for start, _ in taken]
         reach = list(accumulate((end for _, end in taken), max))
@@ -326,8 +328,12 @@ class Scanner:
                 lead += 1
             start = lead
             before = bisect_right(starts, start) - 1
-            if before >= 0 and reach[before] >= end:
-                continue
+            if before >= 0:
+                last = end  # the run's last digit's end (a run may end with separators)
+                while text[last - 1] in NUMBER_SEPARATORS:
+                    last -= 1
+                if reach[before] >= last:
+                    continue
             key = (text[start - 1 : start], text[start:end])
             known = seen.get(key)
             if known is None and len(seen) >= _CACHE_SIZE:
