@@ -151,8 +151,8 @@ class Scanner:
         self._numbers: Any = regex.compile(NUMBER_RUN) if self._numeric else None
 
     def forget(self) -> None:
-        """Empty the caches of what was validated (the outcomes stay the same; the first
-        reading of each value costs its validation again)."""
+        """Empty the caches (validated values, number runs, address windows): the outcomes
+        stay the same, the first reading of each value costs its validation again."""
         for cache in self._validated.values():
             cache.clear()
         self._runs.clear()
