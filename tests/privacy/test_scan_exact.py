@@ -5,6 +5,8 @@ number runs change no outcome."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -127,3 +129,12 @@ def test_a_number_run_inside_an_iban_is_not_read_as_a_phone_or_card() -> None:
     ]
     assert list(scanner._validated["phone"]) == ["(415) 555-0132"]
     assert scanner._validated["card"] == {}
+
+
+def test_a_policy_in_use_can_be_deep_copied() -> None:
+    """Configuration holding a policy may be deep-copied after the policy has scanned: the
+    compiled anchors are shared, not copied (Hyperscan's database cannot be)."""
+    policy = PrivacyPolicy(redact=["all"])
+    assert policy.start().text("key sk-proj-abcdefghijklmnopqrstuv") == "key <SECRET_1>"
+    copied = copy.deepcopy(policy)
+    assert copied.start().text("key sk-proj-abcdefghijklmnopqrstuv") == "key <SECRET_1>"

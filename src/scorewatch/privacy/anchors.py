@@ -63,6 +63,12 @@ class Anchors:
             return None
         return cls(hyperscan, expressions, len(expressions) if caseless is None else caseless)
 
+    def __copy__(self) -> Anchors:
+        return self  # compiled once and never changed (a policy copied keeps its scanner)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Anchors:
+        return self
+
     def find(self, text: str) -> list[tuple[int, int]]:
         """(anchor index, where it starts in `text`) of every occurrence, by where it ends."""
         data = text.encode("utf-8", "surrogatepass")
