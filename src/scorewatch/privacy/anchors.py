@@ -9,8 +9,9 @@ all in one (~1 us). It only finds where a pattern may start: the pattern itself 
 included) is then matched by `re` at that place, so what matches is decided as before.
 
 Hyperscan is optional at run time: `Anchors.compile` returns None when it does not import (a
-platform without a wheel), and the scanner then looks for each pattern on its own, gated by
-the characters it needs (`Scanner`, `compiled=False`), finding the same matches.
+platform without a wheel) or cannot run (a CPU without SSSE3), and the scanner then looks for
+each pattern on its own, gated by the characters it needs (`Scanner`, `compiled=False`),
+finding the same matches.
 """
 
 from __future__ import annotations
@@ -56,12 +57,19 @@ class Anchors:
         cls, expressions: Sequence[tuple[str, int]], caseless: int | None = None
     ) -> Anchors | None:
         """The anchors (expression, its length in characters), the ones from index `caseless`
-        on found in any (ASCII) case; None without Hyperscan."""
+        on found in any (ASCII) case; None without Hyperscan, or where it cannot run (a CPU
+        without the instructions it needs)."""
         try:
             import hyperscan
         except ImportError:
             return None
-        return cls(hyperscan, expressions, len(expressions) if caseless is None else caseless)
+        start = len(expressions) if caseless is None else caseless
+        try:
+            anchors = cls(hyperscan, expressions, start)
+            anchors.find("")  # allocates this thread's scratch space: the library runs here
+        except hyperscan.error:
+            return None
+        return anchors
 
     def __copy__(self) -> Anchors:
         return self  # compiled once and never changed (a policy copied keeps its scanner)
