@@ -1,7 +1,7 @@
 """The scanner's shortcuts change nothing: a batch read in one pass (its texts repeating each
 other, as a prompt repeats the input) finds what each text read alone finds; the compiled
-anchors (Hyperscan) find what the pure-Python gates find; the caches of validated values and
-number runs change no outcome."""
+anchors (Hyperscan) find what the pure-Python gates find; a scanner's caches (validated
+values, number runs, address windows) change no outcome."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ pytestmark = pytest.mark.unit
 
 # Values of every kind, look-alikes, and what sits next to them: letters ending in `r` (a
 # bearer token's word), capitals and digits (an IBAN's), separators (a number run's), `:` and
-# `=` (a `name = value` secret's), line breaks.
+# `=` (a `name = value` secret's), line breaks, and letters whose case folds reach ASCII (the
+# Kelvin sign, the long s, a dotted capital I: the case-blind names read differently there).
 _VALUES = [
     "ada.lovelace@example.com",
     "x@y.co",
@@ -112,7 +113,9 @@ def test_compiled_anchors_find_what_the_python_gates_find(
     python = Scanner(policy.redact, policy.patterns, policy.phone_region, compiled=False)
     # Hyperscan is a dependency: where a policy has anchors, the compiled path runs.
     assert (compiled._anchors is not None) == bool({"secret", "iban"} & set(policy.redact))
-    assert compiled.scan(texts) == python.scan(texts)
+    cold = compiled.scan(texts)  # a fresh scanner: nothing cached yet
+    assert cold == python.scan(texts)
+    assert compiled.scan(texts) == cold  # every cache warm: the same outcome
     assert [compiled.matches(text) for text in texts] == [python.matches(text) for text in texts]
 
 
