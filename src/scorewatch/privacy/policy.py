@@ -169,18 +169,20 @@ class Redaction:
         holds dozens), so that `text` of each is then a look-up. Whether any of them holds
         something to replace."""
         done = self._done
-        new: list[str] = []
         changed = False
-        for value in values:
-            known = done.get(value)
-            if known is None:
-                new.append(value)
-            elif known is not value:
-                changed = True
+        if not done:  # the run's first batch (the common case: its row)
+            new = values if isinstance(values, list) else list(values)
+        else:
+            new = []
+            for value in values:
+                known = done.get(value)
+                if known is None:
+                    new.append(value)
+                elif known is not value:
+                    changed = True
         if new:
             found = self._scanner.scan(new)
-            for value in new:
-                done[value] = value
+            done.update(zip(new, new, strict=True))
             for index in sorted(found):  # markers numbered in the texts' order
                 self._replaced(new[index], found[index])
                 changed = True
@@ -192,9 +194,10 @@ class Redaction:
             return value
         parts: list[str] = []
         done = 0
+        markers = self._markers
         for start, end, label, normal in found:
             parts.append(value[done:start])
-            parts.append(self._marker(label, normal))
+            parts.append(markers.get((label, normal)) or self._marker(label, normal))
             done = end
         parts.append(value[done:])
         redacted = self._done[value] = "".join(parts)

@@ -95,42 +95,55 @@ def _phone(region: str | None) -> Validator:
 
 # Secrets by their documented shapes: OpenAI and Anthropic keys (`sk-`, `sk-ant-`); Stripe secret
 # and restricted keys; GitHub tokens; AWS access key ids; Slack tokens; Google API keys; JSON Web
-# Tokens; PEM private keys. Each starts with its literal, so finding it is a fast substring search,
-# and a look-behind after the literal keeps `task-...` from reading as `sk-...`. Each comes with
-# its gate: characters every match holds, the rarer the better; a text without one of them is
-# not searched for that shape (looking for one character costs far less than a search).
+# Tokens; PEM private keys. Each starts with its literal, and a look-behind after the literal
+# keeps `task-...` from reading as `sk-...`. Each comes with
+# - its gate: characters every match holds, the rarer the better; a text without one of them is
+#   not searched for that shape (looking for one character costs far less than a search);
+# - its anchor: how it starts, a Hyperscan expression of a fixed number of characters (there:
+#   `privacy.anchors`), all of them found in one pass; the pattern is then matched there.
+# (gate, (anchor, its length), pattern)
 SECRET_SHAPES: Final = (
-    ("k-", r"sk-(?<![\w-]sk-)(?:ant-)?[A-Za-z0-9_-]{16,}"),
-    ("k_", r"sk_(?<![\w-]sk_)(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("k_", r"rk_(?<![\w-]rk_)(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("h_", r"gh(?<![\w-]gh)[pousr]_[A-Za-z0-9]{30,}"),
-    ("_", r"github_pat_(?<![\w-]github_pat_)[A-Za-z0-9_]{20,}"),
-    ("AI", r"A(?<![\w-]A)(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])"),
-    ("x-", r"xox(?<![\w-]xox)[abprs]-[A-Za-z0-9-]{10,}"),
-    ("AIz", r"AIza(?<![\w-]AIza)[0-9A-Za-z_-]{35}"),
-    ("J.", r"eyJ(?<![\w-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    ("-BEGIN", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+    ("k-", ("sk-", 3), r"sk-(?<![\w-]sk-)(?:ant-)?[A-Za-z0-9_-]{16,}"),
+    ("k_", ("sk_", 3), r"sk_(?<![\w-]sk_)(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("k_", ("rk_", 3), r"rk_(?<![\w-]rk_)(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("h_", ("gh[pousr]_", 4), r"gh(?<![\w-]gh)[pousr]_[A-Za-z0-9]{30,}"),
+    ("_", ("github_pat_", 11), r"github_pat_(?<![\w-]github_pat_)[A-Za-z0-9_]{20,}"),
+    ("AI", ("A(?:KIA|SIA)", 4), r"A(?<![\w-]A)(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])"),
+    ("x-", ("xox[abprs]-", 5), r"xox(?<![\w-]xox)[abprs]-[A-Za-z0-9-]{10,}"),
+    ("AIz", ("AIza", 4), r"AIza(?<![\w-]AIza)[0-9A-Za-z_-]{35}"),
+    ("J.", ("eyJ", 3), r"eyJ(?<![\w-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    (
+        "-BEGIN",
+        ("-----BEGIN ", 11),
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    ),
     # An HTTP bearer credential, as it is usually capitalised.
     *(
-        (word[0] + word[-1], word + rf"(?<![\w-]{word})[ \t]+[A-Za-z0-9._~+/=-]{{8,}}")
+        (
+            word[0] + word[-1],
+            (word, len(word)),
+            word + rf"(?<![\w-]{word})[ \t]+[A-Za-z0-9._~+/=-]{{8,}}",
+        )
         for word in ("Bearer", "bearer", "BEARER")
     ),
 )
-SECRET_PATTERNS: Final = tuple(pattern for _, pattern in SECRET_SHAPES)
+SECRET_PATTERNS: Final = tuple(pattern for _, _, pattern in SECRET_SHAPES)
 # Read in the lower-cased text (so any capitalisation): a value assigned to a secret-looking
 # name (`api_key=...`, `"password": "..."`); each with its gate, a part of the name a text
-# must hold for the pattern to be looked for.
+# must hold for the pattern to be looked for, and its anchors, the name's spellings (found
+# case-blind in one pass, `privacy.anchors`, in ASCII text).
+# (gate, anchors, pattern)
 SECRET_SHAPES_ANY_CASE: Final = tuple(
-    (gate, name + r"[\"']?[ \t]*[:=][ \t]*[\"']?[^\s\"',;]{6,}")
-    for gate, name in (
-        ("key", "api[_-]?key"),
-        ("secret", "secret"),
-        ("passw", "password"),
-        ("passw", "passwd"),
-        ("token", "access[_-]?token"),
+    (gate, spellings, name + r"[\"']?[ \t]*[:=][ \t]*[\"']?[^\s\"',;]{6,}")
+    for gate, name, spellings in (
+        ("key", "api[_-]?key", ("api_key", "api-key", "apikey")),
+        ("secret", "secret", ("secret",)),
+        ("passw", "password", ("password",)),
+        ("passw", "passwd", ("passwd",)),
+        ("token", "access[_-]?token", ("access_token", "access-token", "accesstoken")),
     )
 )
-SECRET_PATTERNS_ANY_CASE: Final = tuple(pattern for _, pattern in SECRET_SHAPES_ANY_CASE)
+SECRET_PATTERNS_ANY_CASE: Final = tuple(pattern for _, _, pattern in SECRET_SHAPES_ANY_CASE)
 EMAIL_PATTERN: Final = (
     r"(?<![\w.%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
 )
@@ -151,6 +164,8 @@ IBAN_PATTERN: Final = (
     r"(?![0-9A-Za-z_])"
 )
 IBAN_LEAD: Final = 2
+# Where an IBAN may start (its country code and check digits): its anchor (`privacy.anchors`).
+IBAN_ANCHOR: Final = ("[A-Z]{2}[0-9]{2}", 4)
 
 
 def builtin_recognisers(phone_region: str | None) -> dict[str, Recogniser]:

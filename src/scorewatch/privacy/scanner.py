@@ -2,10 +2,9 @@
 
 Speed matters (every stored text passes through here), so a text is not scanned once per kind:
 - addresses are looked for only around an `@` (`str.find`, not a regular expression);
-- each secret pattern starts with a literal (`sk-`, `ghp_`, `Bearer`), which the regular
-  expression engine finds by a substring search; `name = value` ones need a `:` or `=`;
+- secrets and IBANs where their anchors are (`sk-`, `Bearer`, `api_key`, two capitals and two
+  digits), all found in one Hyperscan pass (`privacy.anchors`, `privacy.secrets`);
 - card, phone and IPv4 candidates only inside runs of digits and separators, found by one scan;
-- IBANs by one scan for two capitals and two digits;
 - IPv6 candidates only near a colon-framed hex group (`:db8:`) or a `::`.
 Where matches overlap, the most specific kind wins (custom patterns first, then secret, email,
 IBAN, card, IP, phone), and a text's matches come back in order.
@@ -15,23 +14,25 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
-from itertools import accumulate
+from collections.abc import Callable, Iterable, Sequence
+from itertools import accumulate, pairwise
+from operator import itemgetter
 from typing import Any, Final
 
+from .anchors import Anchors
 from .recognisers import (
     EMAIL_PATTERN,
+    IBAN_ANCHOR,
     IBAN_LEAD,
     IBAN_PATTERN,
     IPV6_PATTERN,
     NUMBER_LEADS,
     NUMBER_RUN,
     NUMBER_SEPARATORS,
-    SECRET_SHAPES,
-    SECRET_SHAPES_ANY_CASE,
     Recogniser,
     builtin_recognisers,
 )
+from .secrets import ANCHORS, NAME_ANCHORS, Secrets
 
 __all__ = ["Match", "Scanner"]
 
@@ -45,8 +46,6 @@ _EMAIL_WINDOW: Final = (64, 256)  # characters before and after an `@` an addres
 _IPV6_HINT: Final = re.compile(r":[0-9A-Fa-f]{1,4}:|::")
 # No built-in kind matches fewer characters (`a@b.co`, `1.2.3.4`).
 _SHORTEST: Final = 6
-# The characters the secret shapes' gates name: which of them a text holds is found once.
-_GATE_CHARACTERS: Final = "".join(sorted({c for gate, _ in SECRET_SHAPES for c in gate}))
 # Between the texts of a batch scanned as one: no built-in pattern matches across a line break
 # or reads one as part of a value (only a PEM block may span lines; see `Scanner.scan`).
 _SEPARATOR: Final = "\n"
@@ -54,6 +53,7 @@ _PRIORITY: Final = {"secret": 0, "email": 1, "iban": 2, "card": 3, "ip": 4, "pho
 
 
 _CACHE_SIZE: Final = 4096
+_UNSEEN: Final = (-1, -1)  # not in a cache (where None is an outcome)
 
 
 def _confirm(
@@ -90,19 +90,31 @@ class Scanner:
     """The recognisers of one policy, compiled once."""
 
     __slots__ = (
-        "_any_case",
+        "_addresses",
+        "_anchors",
         "_builtin",
         "_custom",
         "_email",
         "_iban",
         "_ipv6",
+        "_names",
         "_numbers",
         "_numeric",
+        "_runs",
         "_secrets",
         "_validated",
     )
 
-    def __init__(self, kinds: tuple[str, ...], custom: dict[str, str], region: str | None):
+    def __init__(
+        self,
+        kinds: tuple[str, ...],
+        custom: dict[str, str],
+        region: str | None,
+        *,
+        compiled: bool = True,
+    ):
+        """`compiled=False`: without the Hyperscan anchors (what happens when it does not
+        import), each secret shape and the IBANs looked for on their own."""
         builtin = builtin_recognisers(region)
         self._builtin: dict[str, tuple[re.Pattern[str], Recogniser]] = {
             kind: (re.compile(r.pattern), r) for kind, r in builtin.items() if kind in kinds
@@ -112,13 +124,21 @@ class Scanner:
         self._validated: dict[str, dict[str, tuple[str, str] | None]] = {
             kind: {} for kind in self._builtin
         }
-        secret = "secret" in kinds
-        self._secrets = (
-            tuple((frozenset(gate), re.compile(p)) for gate, p in SECRET_SHAPES) if secret else ()
-        )
-        self._any_case = (
-            tuple((gate, re.compile(p)) for gate, p in SECRET_SHAPES_ANY_CASE) if secret else ()
-        )
+        # A number run (and the character before it) -> the values in it: what a run holds
+        # depends on those only, and a run's content repeats (the input again in a prompt, a
+        # customer's number in their every message).
+        self._runs: dict[tuple[str, str], list[tuple[int, int, int, str, str]]] = {}
+        # An address's window (and the character before it) -> where the address is in it.
+        self._addresses: dict[tuple[str, str], tuple[int, int] | None] = {}
+        self._secrets = Secrets(_PRIORITY["secret"]) if "secret" in kinds else None
+        # The anchors: the secret shapes', the IBANs', the secret names' (found in any case).
+        anchors = list(ANCHORS) if self._secrets is not None else []
+        if "iban" in kinds:
+            anchors.append(IBAN_ANCHOR)
+        self._names = len(anchors)
+        if self._secrets is not None:
+            anchors.extend(NAME_ANCHORS)
+        self._anchors = Anchors.compile(anchors, self._names) if compiled and anchors else None
         # IBANs and number runs are found by a digit: `regex` skips to one several times faster
         # than `re` does (its patterns read the same in both). Imported here, so that `import
         # scorewatch` pays nothing for it.
@@ -129,6 +149,14 @@ class Scanner:
         self._ipv6 = re.compile(IPV6_PATTERN) if "ip" in kinds else None
         self._numeric = tuple(k for k in ("card", "ip", "phone") if k in kinds)
         self._numbers: Any = regex.compile(NUMBER_RUN) if self._numeric else None
+
+    def forget(self) -> None:
+        """Empty the caches (validated values, number runs, address windows): the outcomes
+        stay the same, the first reading of each value costs its validation again."""
+        for cache in self._validated.values():
+            cache.clear()
+        self._runs.clear()
+        self._addresses.clear()
 
     def matches(self, text: str) -> list[Match]:
         """Where `text` holds data to redact: non-overlapping, in order."""
@@ -186,14 +214,18 @@ class Scanner:
                     found.append((index - 100, m.start(), m.end(), label, m.group()))
 
     def _builtin_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
-        if self._secrets:
-            self._secrets_in(found, text)
+        hits = None if self._anchors is None else self._anchors.find(text)
+        if self._secrets is not None:
+            self._secrets.find(found, text, hits, self._names)
         if self._email is not None and "@" in text:
             self._emails(found, text)
         # IBANs, cards, phone numbers and IP addresses all hold digits (an IPv6 address may
         # not: `fe80::` is looked for regardless).
         digits = any(digit in text for digit in "0123456789")
-        if self._iban is not None and digits:
+        if self._iban is not None and hits is not None:
+            if hits:
+                self._ibans_at(found, text, hits)
+        elif self._iban is not None and digits:
             self._find(found, "iban", text, 0, len(text), self._iban, lead=IBAN_LEAD)
         if self._numbers is not None and digits:
             self._numbers_in(found, text)
@@ -213,9 +245,20 @@ class Scanner:
         lead: int = 0,
     ) -> None:
         # `lead`: how many characters of the value come before where its pattern matches.
-        compiled, recogniser = self._builtin[kind]
+        compiled, _ = self._builtin[kind]
+        self._confirmed(found, kind, text, (pattern or compiled).finditer(text, start, end), lead)
+
+    def _confirmed(
+        self,
+        found: list[tuple[int, int, int, str, str]],
+        kind: str,
+        text: str,
+        candidates: Iterable[Any],
+        lead: int = 0,
+    ) -> None:
+        _, recogniser = self._builtin[kind]
         validate = recogniser.validate
-        for m in (pattern or compiled).finditer(text, start, end):
+        for m in candidates:
             if validate is None:
                 continue
             at = m.start() - lead
@@ -229,53 +272,51 @@ class Scanner:
         before, after = _EMAIL_WINDOW
         done = 0  # where the last address ended: the next one starts after it
         at = text.find("@")
+        search, seen = self._email.search, self._addresses
         while at != -1:
-            m = self._email.search(text, max(done, at - before), at + after)
-            if m is not None and m.start() <= at < m.end():
-                found.append((_PRIORITY["email"], m.start(), m.end(), "EMAIL", m.group().lower()))
-                done = m.end()
+            # What the search finds depends on the window and the character before it only
+            # (the look-behind's); a window repeats (the input's address again in a prompt).
+            low = max(done, at - before)
+            key = (text[low - 1 : low], text[low : at + after])
+            span = seen.get(key, _UNSEEN)
+            if span is _UNSEEN:
+                if len(seen) >= _CACHE_SIZE:
+                    seen.clear()
+                m = search(text, low, at + after)
+                span = seen[key] = None if m is None else (m.start() - low, m.end() - low)
+            if span is not None and span[0] <= at - low < span[1]:
+                start, end = low + span[0], low + span[1]
+                found.append((_PRIORITY["email"], start, end, "EMAIL", text[start:end].lower()))
+                done = end
                 at = text.find("@", done)
             else:
                 at = text.find("@", at + 1)
 
-    def _secrets_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
-        # Each pattern starts with a literal, which `re` finds by a substring search (~0.5 ns a
-        # character); a gate's characters are found by `in` (memchr, ~20 times faster), so a
-        # shape is searched for only in a text holding every character of its gate.
-        present = frozenset(c for c in _GATE_CHARACTERS if c in text)
-        label, priority = "SECRET", _PRIORITY["secret"]
-        for gate, pattern in self._secrets:
-            if not gate <= present:
-                continue
-            for m in pattern.finditer(text):
-                found.append((priority, m.start(), m.end(), label, m.group()))
-        # The case-blind ones (`name = value`) read the lower-cased text, and only when it can
-        # hold them.
-        if ":" not in text and "=" not in text:
-            return
-        lowered = text.lower()
-        flags = re.NOFLAG
-        if len(lowered) != len(text):  # lower-casing moved characters: read it case-blind
-            lowered, flags = text, re.IGNORECASE
-        for name, pattern in self._any_case:
-            if flags:  # read case-blind, where a gate would not be exact
-                pattern = re.compile(pattern.pattern, flags)
-            elif name not in lowered:
-                continue
-            for m in pattern.finditer(lowered):
-                start, end = m.span()
-                found.append((priority, start, end, label, text[start:end]))
+    def _ibans_at(
+        self, found: list[tuple[int, int, int, str, str]], text: str, hits: list[tuple[int, int]]
+    ) -> None:
+        # What `finditer` finds (the pattern starts at the check digits, `IBAN_LEAD` in).
+        iban, anchor = self._iban, self._names - 1
+        candidates = []
+        end = 0
+        for which, start in hits:
+            if which == anchor and start + IBAN_LEAD >= end:
+                m = iban.match(text, start + IBAN_LEAD)
+                if m is not None:
+                    candidates.append(m)
+                    end = m.end()
+        self._confirmed(found, "iban", text, candidates, lead=IBAN_LEAD)
 
     def _numbers_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
         assert self._numbers is not None
-        # A run inside a value found already (an IBAN's digits, a secret) is not looked at: the
-        # values found so far by start, and the furthest end among those starting no later.
+        # A run whose digits lie inside a value found already (an IBAN's digits, a secret) is
+        # not looked at (every card, phone or IP address in it ends with a digit, so it would
+        # overlap that value and be dropped): the values found so far by start, and the
+        # furthest end among those starting no later.
         taken = sorted((start, end) for _, start, end, _, _ in found)
         starts = [start for start, _ in taken]
         reach = list(accumulate((end for _, end in taken), max))
-        # A run's candidates depend on it and the character before it only; a run's content
-        # repeats (the input again in a prompt), so each is read once per text.
-        seen: dict[tuple[str, str], list[tuple[int, int, int, str, str]]] = {}
+        seen = self._runs  # a run's values depend on it and the character before it only
         for run in self._numbers.finditer(text):
             start, end = run.span()
             # The run begins at its first digit; one written `+44 ...` or `(415) ...` begins at
@@ -287,10 +328,16 @@ class Scanner:
                 lead += 1
             start = lead
             before = bisect_right(starts, start) - 1
-            if before >= 0 and reach[before] >= end:
-                continue
+            if before >= 0:
+                last = end  # the run's last digit's end (a run may end with separators)
+                while text[last - 1] in NUMBER_SEPARATORS:
+                    last -= 1
+                if reach[before] >= last:
+                    continue
             key = (text[start - 1 : start], text[start:end])
             known = seen.get(key)
+            if known is None and len(seen) >= _CACHE_SIZE:
+                seen.clear()
             if known is None:
                 known = seen[key] = self._run_values(text, start, end)
             found.extend((p, start + s, start + e, kind, value) for p, s, e, kind, value in known)
@@ -314,6 +361,9 @@ class Scanner:
 
 def _without_overlaps(found: list[tuple[int, int, int, str, str]]) -> list[Match]:
     """The matches kept, most specific kind first, then leftmost, longest: in text order."""
+    by_start = sorted(found, key=itemgetter(1))
+    if all(a[2] <= b[1] for a, b in pairwise(by_start)):  # none overlaps: all are kept
+        return [(start, end, label, normal) for _, start, end, label, normal in by_start]
     found.sort()
     kept: list[Match] = []  # in text order, none overlapping
     for _, start, end, label, normal in found:

@@ -383,24 +383,26 @@ class ScoreRecord:
         if call.run_id:
             metadata["agentRunId"] = storable(call.run_id)
         if truth is not None:
-            metadata["groundTruth"] = storable(truth, privacy=private)
+            metadata["groundTruth"] = storable(truth, privacy=private, prepared=True)
         if extra is not None:
-            metadata.update(storable(extra, redact=True, privacy=private))
+            metadata.update(storable(extra, redact=True, privacy=private, prepared=True))
         if call.score_source == "trace":
             # The reference row's `source` is LIVE or TEST; a call read from spans says so here.
             metadata["scoreSource"] = storable(call.score_source)
         if not_scorable is not None:
-            metadata["notScorable"] = storable(not_scorable, privacy=private)
+            metadata["notScorable"] = storable(not_scorable, privacy=private, prepared=True)
         if private is None:
             row = storable(row)
         else:  # each value is still walked once: the content columns with the redactor
             content = storable(
-                {k: v for k, v in row.items() if k in _CONTENT_COLUMNS}, privacy=private
+                {k: v for k, v in row.items() if k in _CONTENT_COLUMNS},
+                privacy=private,
+                prepared=True,
             )
             kept = storable({k: v for k, v in row.items() if k not in _CONTENT_COLUMNS})
             row = {k: content[k] if k in _CONTENT_COLUMNS else kept[k] for k in row}
         if context is not None:
-            row["requestContext"] = storable(context, redact=True, privacy=private)
+            row["requestContext"] = storable(context, redact=True, privacy=private, prepared=True)
         row["metadata"] = metadata
         return row
 

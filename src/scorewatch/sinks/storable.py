@@ -98,15 +98,19 @@ def _number(value: float) -> float | str:
     return "NaN" if math.isnan(value) else _NON_FINITE[value]
 
 
-def storable(value: Any, *, redact: bool = False, privacy: Redaction | None = None) -> Any:
+def storable(
+    value: Any, *, redact: bool = False, privacy: Redaction | None = None, prepared: bool = False
+) -> Any:
     """`value` (JSON-like data, as `ScoreRecord.to_row()` builds it) in a form every sink
     stores (keys cleaned too); with `redact`, secret-looking keys' values are `REDACTED`; with
-    `privacy`, personal data in its texts is replaced by the run's markers."""
+    `privacy`, personal data in its texts is replaced by the run's markers. `prepared`: the
+    caller's `redacts_any` of `value` (among others) said something is to be replaced, so its
+    texts are not collected and looked up again."""
     if privacy is None:
         return _walk(value, redact, 0, None)
     # The value's texts (keys too) are scanned together, in one pass; the walk that cleans the
     # value replaces what they hold only when one of them holds something.
-    changed = redacts_any(privacy, [value])
+    changed = prepared or redacts_any(privacy, [value])
     return _walk(value, redact, 0, privacy.text if changed else None)
 
 

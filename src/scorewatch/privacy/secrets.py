@@ -1,0 +1,113 @@
+"""`Secrets`: where a text holds a secret's shape (`recognisers.SECRET_SHAPES`) or a value
+assigned to a secret-looking name (`recognisers.SECRET_SHAPES_ANY_CASE`).
+
+Two ways, finding the same matches (tests/privacy/test_scan_exact.py):
+- with the anchors' hits (`privacy.anchors`, one Hyperscan pass): each pattern is matched where
+  its anchor starts, as `finditer` would (the next match of a pattern starts after the end of
+  its last); the names' spellings are found case-blind, which in ASCII text is reading the
+  lower-cased text;
+- without (no Hyperscan, or text that is not ASCII for the names): a shape is searched for only
+  in a text holding every character of its gate (found by `in`, memchr), a name's pattern only
+  in a lower-cased text holding part of the name.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from .recognisers import SECRET_SHAPES, SECRET_SHAPES_ANY_CASE
+
+__all__ = ["ANCHORS", "NAME_ANCHORS", "Secrets"]
+
+Found = list[tuple[int, int, int, str, str]]
+"""(priority, start, end, marker label, normal form) of each candidate."""
+
+ANCHORS: Final = tuple(anchor for _, anchor, _ in SECRET_SHAPES)
+"""The shapes' anchors, in their order."""
+NAME_ANCHORS: Final = tuple(
+    (spelling, len(spelling))
+    for _, spellings, _ in SECRET_SHAPES_ANY_CASE
+    for spelling in spellings
+)
+"""The names' spellings, found in any case."""
+# The characters the shapes' gates name: which of them a text holds is found once.
+_GATE_CHARACTERS: Final = "".join(sorted({c for gate, _, _ in SECRET_SHAPES for c in gate}))
+_LABEL: Final = "SECRET"
+
+
+class Secrets:
+    """The secret patterns, compiled once; candidates get `priority`."""
+
+    __slots__ = ("_any_case", "_blind", "_gated", "_priority", "_shapes")
+
+    def __init__(self, priority: int) -> None:
+        self._priority = priority
+        self._gated = tuple((frozenset(gate), re.compile(p)) for gate, _, p in SECRET_SHAPES)
+        self._shapes = tuple(pattern for _, pattern in self._gated)
+        self._any_case = tuple((gate, re.compile(p)) for gate, _, p in SECRET_SHAPES_ANY_CASE)
+        # Per name anchor: its pattern's index, the pattern read case-blind.
+        self._blind = tuple(
+            (index, re.compile(pattern, re.IGNORECASE))
+            for index, (_, spellings, pattern) in enumerate(SECRET_SHAPES_ANY_CASE)
+            for _ in spellings
+        )
+
+    def find(self, found: Found, text: str, hits: list[tuple[int, int]] | None, names: int) -> None:
+        """Append the candidates in `text` to `found`. `hits`: the anchors' (anchor, start),
+        the shapes' anchors numbered from 0 and the names' from `names` (None: no anchors)."""
+        if hits is None:
+            self._gated_in(found, text)
+        elif hits:
+            self._shapes_at(found, text, hits)
+        if ":" not in text and "=" not in text:
+            return  # a `name = value` needs one or the other
+        if hits is not None and text.isascii():
+            self._names_at(found, text, hits, names)
+        else:
+            self._names_in(found, text)
+
+    def _gated_in(self, found: Found, text: str) -> None:
+        present = frozenset(c for c in _GATE_CHARACTERS if c in text)
+        priority = self._priority
+        for gate, pattern in self._gated:
+            if gate <= present:
+                for m in pattern.finditer(text):
+                    found.append((priority, m.start(), m.end(), _LABEL, m.group()))
+
+    def _shapes_at(self, found: Found, text: str, hits: list[tuple[int, int]]) -> None:
+        shapes, priority = self._shapes, self._priority
+        ends = [0] * len(shapes)
+        for anchor, start in hits:
+            if anchor < len(shapes) and start >= ends[anchor]:
+                m = shapes[anchor].match(text, start)
+                if m is not None:
+                    ends[anchor] = end = m.end()
+                    found.append((priority, start, end, _LABEL, m.group()))
+
+    def _names_at(self, found: Found, text: str, hits: list[tuple[int, int]], names: int) -> None:
+        blind, priority = self._blind, self._priority
+        ends = [0] * len(self._any_case)
+        # By start: one pattern's spellings differ in length, and hits come by where they end.
+        for start, anchor in sorted((start, anchor) for anchor, start in hits if anchor >= names):
+            index, pattern = blind[anchor - names]
+            if start >= ends[index]:
+                m = pattern.match(text, start)
+                if m is not None:
+                    ends[index] = m.end()
+                    found.append((priority, start, m.end(), _LABEL, m.group()))
+
+    def _names_in(self, found: Found, text: str) -> None:
+        lowered = text.lower()
+        flags = re.NOFLAG
+        if len(lowered) != len(text):  # lower-casing moved characters: read it case-blind
+            lowered, flags = text, re.IGNORECASE
+        priority = self._priority
+        for name, pattern in self._any_case:
+            if flags:  # read case-blind, where a gate would not be exact
+                pattern = re.compile(pattern.pattern, flags)
+            elif name not in lowered:
+                continue
+            for m in pattern.finditer(lowered):
+                start, end = m.span()
+                found.append((priority, start, end, _LABEL, text[start:end]))

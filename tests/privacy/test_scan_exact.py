@@ -1,0 +1,143 @@
+"""The scanner's shortcuts change nothing: a batch read in one pass (its texts repeating each
+other, as a prompt repeats the input) finds what each text read alone finds; the compiled
+anchors (Hyperscan) find what the pure-Python gates find; a scanner's caches (validated
+values, number runs, address windows) change no outcome."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scorewatch.privacy import PrivacyPolicy
+from scorewatch.privacy.scanner import Scanner
+
+pytestmark = pytest.mark.unit
+
+# Values of every kind, look-alikes, and what sits next to them: letters ending in `r` (a
+# bearer token's word), capitals and digits (an IBAN's), separators (a number run's), `:` and
+# `=` (a `name = value` secret's), line breaks, and letters whose case folds reach ASCII (the
+# Kelvin sign, the long s, a dotted capital I: the case-blind names read differently there).
+_VALUES = [
+    "ada.lovelace@example.com",
+    "x@y.co",
+    "+44 20 7946 0958",
+    "(415) 555-0132",
+    "415 555 0132",
+    "4111 1111 1111 1111",
+    "4111-1111-1111-1112",
+    "DE89 3704 0044 0532 0130 00",
+    "GB82WEST12345698765432",
+    "203.0.113.42",
+    "1.2.3.4.5",
+    "2001:db8::1",
+    "::1",
+    "Bearer eyAbCdEfGhIjKlMnOp123",
+    "bearer abcdefghijk",
+    "sk-proj-Q2xhdWRlU2VjcmV0S2V5MDEy",
+    "task-abcdefghijklmnopqrstu",
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "AKIAIOSFODNN7EXAMPLE",
+    "eyJhbGciOiJI.eyJzdWIiOiIx.SflKxwRJSMeK",
+    "api_key=abcdef123456",
+    '"Password": "hunter2secret"',
+    "secret : s3cr3tvalue",
+    "PASSWORD=Hunter2Hunter2",
+    "Api-Key: abcdefgh12",
+    "x-ApiKey='abcdefgh12'",
+    "ACCESS_TOKEN =abc123def456",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIabc\n-----END RSA PRIVATE KEY-----",
+]
+_WORDS = ["a", "or", "bearer", "key", "the", "call", "paid", "DE", "ZZ", "12", "x", "r", "é"]
+_GLUE = [
+    " ",
+    "  ",
+    "\n",
+    ".",
+    ". ",
+    ", ",
+    "-",
+    ":",
+    "=",
+    "(",
+    "+",
+    "/",
+    "",
+    "\t",
+    '"',
+    "@",
+    "\u212a",
+    "\u017f",
+    "\u0130",
+]
+_piece = st.one_of(st.sampled_from(_VALUES), st.sampled_from(_WORDS), st.sampled_from(_GLUE))
+_text = st.lists(_piece, max_size=14).map("".join)
+_POLICIES = [
+    PrivacyPolicy(redact=["all"]),
+    PrivacyPolicy(redact=["all"], phone_region=None),
+    PrivacyPolicy(redact=["phone", "email"]),
+    PrivacyPolicy(redact=["secret", "iban", "card"]),
+]
+
+
+@st.composite
+def _batch(draw: st.DrawFn) -> list[str]:
+    """Texts, some of them repeated inside others between random edges."""
+    texts = draw(st.lists(_text, min_size=1, max_size=5))
+    filler = " word and more words here "
+    for _ in range(draw(st.integers(0, 3))):
+        inner = draw(st.sampled_from(texts)) + filler * draw(st.integers(0, 3))
+        texts.append(draw(_text) + inner + draw(_text) + filler + inner + draw(_text))
+        texts.append(inner)
+    return list(dict.fromkeys(texts))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_batch(), st.sampled_from(_POLICIES))
+def test_a_batch_reads_as_each_text_alone(texts: list[str], policy: PrivacyPolicy) -> None:
+    together = policy.start()
+    together.prepare(texts)
+    alone = policy.start()
+    assert [together.text(text) for text in texts] == [alone.text(text) for text in texts]
+
+
+@pytest.mark.parametrize("policy", _POLICIES)
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_text, min_size=1, max_size=6))
+def test_compiled_anchors_find_what_the_python_gates_find(
+    policy: PrivacyPolicy, texts: list[str]
+) -> None:
+    compiled = Scanner(policy.redact, policy.patterns, policy.phone_region)
+    python = Scanner(policy.redact, policy.patterns, policy.phone_region, compiled=False)
+    # Hyperscan is a dependency: where a policy has anchors, the compiled path runs.
+    assert (compiled._anchors is not None) == bool({"secret", "iban"} & set(policy.redact))
+    cold = compiled.scan(texts)  # a fresh scanner: nothing cached yet
+    assert cold == python.scan(texts)
+    assert compiled.scan(texts) == cold  # every cache warm: the same outcome
+    assert [compiled.matches(text) for text in texts] == [python.matches(text) for text in texts]
+
+
+def test_a_number_run_inside_an_iban_is_not_read_as_a_phone_or_card() -> None:
+    """The IBAN's digits followed by separators (`... 00. `) form a number run that reaches
+    past the IBAN; what it could hold would overlap the IBAN, so it is not validated at all
+    (a phone number's parse costs ~50-150 us) and the text reads as before."""
+    policy = PrivacyPolicy(redact=["all"])
+    scanner = Scanner(policy.redact, policy.patterns, policy.phone_region)
+    text = "refund to DE89 3704 0044 0532 0130 00. Thanks, call (415) 555-0132 today"
+    assert [(m[2], text[m[0] : m[1]]) for m in scanner.matches(text)] == [
+        ("IBAN", "DE89 3704 0044 0532 0130 00"),
+        ("PHONE", "(415) 555-0132"),
+    ]
+    assert list(scanner._validated["phone"]) == ["(415) 555-0132"]
+    assert scanner._validated["card"] == {}
+
+
+def test_a_policy_in_use_can_be_deep_copied() -> None:
+    """Configuration holding a policy may be deep-copied after the policy has scanned: the
+    compiled anchors are shared, not copied (Hyperscan's database cannot be)."""
+    policy = PrivacyPolicy(redact=["all"])
+    assert policy.start().text("key sk-proj-abcdefghijklmnopqrstuv") == "key <SECRET_1>"
+    copied = copy.deepcopy(policy)
+    assert copied.start().text("key sk-proj-abcdefghijklmnopqrstuv") == "key <SECRET_1>"
