@@ -24,9 +24,9 @@ from typing import Any, Final, Literal
 from ..._throttled_log import ThrottledLog
 from ...core.call import AgentCall
 from ...live.budgets import Budgets, Hold
-from ...live.engine import Counts, live_run_id
+from ...live.engine import Counts, decided_event, live_run_id
 from ...live.entry import LiveScorerEntry, fraction_of
-from ...live.events import Decided, LiveDecision
+from ...live.events import LiveDecision
 from .interface import ScoreItem, SkipDecision, Skipped
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "plan_digest",
     "plan_items",
     "plan_items_off_loop",
+    "plans_off_loop",
     "release_holds",
     "request_digest",
     "request_run_id",
@@ -97,7 +98,10 @@ _run_ids = _RunIds()
 @dataclass(frozen=True, slots=True)
 class Plan:
     """One item of a request, decided: the scorers that sampled it and the ones that did not.
-    `call` is the item's call with a run id (made up when the client sent none)."""
+    `call` is the item's call with a run id (made up when the client sent none) whenever a
+    scorer sampled it or a filter was asked about it; an item nothing sampled may keep the
+    client's call as it is (copying a call for a run id nobody reads costs more than deciding
+    it)."""
 
     item: ScoreItem
     call: AgentCall
@@ -123,8 +127,8 @@ def plan_items(
     plans: list[Plan] = []
     now = budgets.now() if budgets else 0.0  # one clock reading for the whole request
     for item in items:
-        run_id = item.call.run_id or _run_ids.next()
-        call = item.call if item.call.run_id else replace(item.call, run_id=run_id)
+        call = item.call
+        run_id = call.run_id or _run_ids.next()
         sample_key = call.trace_id or run_id
         chosen = item.scorers if item.scorers is not None else tuple(entries)
         sampled: list[str] = []
@@ -132,6 +136,8 @@ def plan_items(
         holds: dict[str, Hold] = {}
         for scorer_id in dict.fromkeys(chosen):
             entry = entries[scorer_id]
+            if entry.filter is not None and call.run_id != run_id:
+                call = replace(call, run_id=run_id)  # what a filter sees has its run id
             decision: SkipDecision | Literal["sampled"] = entry.decide(call, sample_key, _warn)
             if budgets and decision != "filtered" and budgets.governs(entry.scorer):
                 fraction = fraction_of(sample_key)
@@ -142,6 +148,8 @@ def plan_items(
                 sampled.append(scorer_id)
             else:
                 skipped.append(Skipped(scorer_id, decision))
+        if sampled and call.run_id != run_id:
+            call = replace(call, run_id=run_id)
         plans.append(Plan(item, call, sampled, skipped, holds))
     return plans
 
@@ -155,9 +163,15 @@ async def plan_items_off_loop(
     run's reservation is a round trip that waits up to the ledger's timeout when Redis is slow,
     so the plan is made on a worker thread and the loop goes on serving other requests (and
     `/healthz`) meanwhile; without one, deciding is CPU work of microseconds and stays here."""
-    if budgets and budgets.remote:
+    if plans_off_loop(budgets):
         return await asyncio.to_thread(plan_items, entries, items, budgets)
     return plan_items(entries, items, budgets)
+
+
+def plans_off_loop(budgets: Budgets | None) -> bool:
+    """Whether `plan_items_off_loop` leaves the loop under `budgets` (a budget kept in Redis);
+    when not, a caller on the loop may call `plan_items` itself and spare a coroutine."""
+    return bool(budgets and budgets.remote)
 
 
 def release_holds(budgets: Budgets | None, plans: Iterable[Plan]) -> None:
@@ -190,7 +204,7 @@ class IntakeCounts(Counts):
         refused = 0
         for plan in plans:
             for scorer_id in plan.sampled:
-                self.observers.emit(Decided(scorer_id, decision))
+                self.observers.emit(decided_event(scorer_id, decision))
                 refused += 1
         self.add(decision, refused)
         self.add("rejected_requests")

@@ -39,7 +39,14 @@ from ...privacy import PrivacyPolicy
 from ...sinks.base import ScoreSink
 from ...sinks.delivery import SinkRetry
 from ...sinks.record import ScoreRecord
-from .admission import IntakeCounts, plan_digest, plan_items_off_loop, request_run_id
+from .admission import (
+    IntakeCounts,
+    plan_digest,
+    plan_items,
+    plan_items_off_loop,
+    plans_off_loop,
+    request_run_id,
+)
 from .interface import Accepted, Admission, IntakeClosedError, QueueFullError, ScoreItem
 from .loop_lag import LoopLag
 from .scoring_loop import ScoringLoop
@@ -170,11 +177,18 @@ class InProcessIntake:
         self, items: Sequence[ScoreItem], *, want_results: bool = False
     ) -> list[Admission]:
         entries = self._engine.entries
-        plans = await plan_items_off_loop(entries, items, self._budgets)
+        budgets = self._budgets
+        if plans_off_loop(budgets):
+            plans = await plan_items_off_loop(entries, items, budgets)
+        else:  # CPU work of microseconds: no coroutine of its own
+            plans = plan_items(entries, items, budgets)
         # No await from here to the end: on the event loop, the capacity check and the offers
         # that follow it cannot interleave with another request's.
-        needed = sum(len(plan.sampled) for plan in plans)
-        needed_bytes = sum(plan.item.size for plan in plans if plan.sampled)
+        needed = needed_bytes = 0
+        for plan in plans:
+            if plan.sampled:
+                needed += len(plan.sampled)
+                needed_bytes += plan.item.size
 
         if self._closed or self._queue.closed:
             self._counts.refused(plans, "dropped_shutdown")
