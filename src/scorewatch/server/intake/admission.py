@@ -128,16 +128,20 @@ def plan_items(
     now = budgets.now() if budgets else 0.0  # one clock reading for the whole request
     for item in items:
         call = item.call
-        run_id = call.run_id or _run_ids.next()
-        sample_key = call.trace_id or run_id
-        chosen = item.scorers if item.scorers is not None else tuple(entries)
+        # Made up (when the client sent none) only once something reads it: a filter, a
+        # sampling rate strictly between 0 and 1, a budget, or a sampled run.
+        run_id = call.run_id
+        chosen = entries if item.scorers is None else dict.fromkeys(item.scorers)
         sampled: list[str] = []
         skipped: list[Skipped] = []
         holds: dict[str, Hold] = {}
-        for scorer_id in dict.fromkeys(chosen):
+        for scorer_id in chosen:
             entry = entries[scorer_id]
+            if not run_id and (entry.filter is not None or entry.sampling.keyed or budgets):
+                run_id = _run_ids.next()
             if entry.filter is not None and call.run_id != run_id:
                 call = replace(call, run_id=run_id)  # what a filter sees has its run id
+            sample_key = call.trace_id or run_id or ""
             decision: SkipDecision | Literal["sampled"] = entry.decide(call, sample_key, _warn)
             if budgets and decision != "filtered" and budgets.governs(entry.scorer):
                 fraction = fraction_of(sample_key)
@@ -147,11 +151,26 @@ def plan_items(
             if decision == "sampled":
                 sampled.append(scorer_id)
             else:
-                skipped.append(Skipped(scorer_id, decision))
-        if sampled and call.run_id != run_id:
-            call = replace(call, run_id=run_id)
+                skipped.append(skip_of(scorer_id, decision))
+        if sampled and not call.run_id:
+            call = replace(call, run_id=run_id or _run_ids.next())
         plans.append(Plan(item, call, sampled, skipped, holds))
     return plans
+
+
+# Skip decisions are immutable and few (scorers times decisions): one of each is made.
+_SKIPS: dict[tuple[str, SkipDecision], Skipped] = {}
+_MAX_SKIPS: Final = 4096
+
+
+def skip_of(scorer_id: str, decision: SkipDecision) -> Skipped:
+    """The `Skipped` of `decision` for `scorer_id` (shared: it is immutable)."""
+    skip = _SKIPS.get((scorer_id, decision))
+    if skip is None:
+        if len(_SKIPS) >= _MAX_SKIPS:
+            _SKIPS.clear()
+        skip = _SKIPS[scorer_id, decision] = Skipped(scorer_id, decision)
+    return skip
 
 
 async def plan_items_off_loop(
