@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -106,18 +107,10 @@ class Run:
 
 # Decision events are immutable and few (scorers times decisions): one of each is made, not
 # one per decision (a frozen dataclass costs a microsecond to build).
-_DECIDED_EVENTS: dict[tuple[str, LiveDecision], Decided] = {}
-_MAX_DECIDED_EVENTS = 4096
-
-
+@functools.lru_cache(maxsize=4096)
 def decided_event(scorer_id: str, decision: LiveDecision) -> Decided:
     """The `Decided` event of `decision` for `scorer_id` (shared: events are immutable)."""
-    event = _DECIDED_EVENTS.get((scorer_id, decision))
-    if event is None:
-        if len(_DECIDED_EVENTS) >= _MAX_DECIDED_EVENTS:
-            _DECIDED_EVENTS.clear()
-        event = _DECIDED_EVENTS[scorer_id, decision] = Decided(scorer_id, decision)
-    return event
+    return Decided(scorer_id, decision)
 
 
 class Counts:

@@ -12,6 +12,7 @@ or leaves it to the route.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -305,21 +306,13 @@ def _body_headers(scope: Scope) -> tuple[bytes | None, int | None]:
 
 
 def _is_json(content_type: bytes | None) -> bool:
-    if content_type is None:
-        return False
-    known = _JSON_TYPES.get(content_type)
-    if known is not None:
-        return known
+    return content_type is not None and _says_json(content_type)
+
+
+# Clients send a few Content-Type values, again and again: each is read once.
+@functools.lru_cache(maxsize=64)
+def _says_json(content_type: bytes) -> bool:
     media = content_type.split(b";", 1)[0].strip().lower()
-    says_json = media == b"application/json" or (
+    return media == b"application/json" or (
         media.startswith(b"application/") and media.endswith(b"+json")
     )
-    if len(_JSON_TYPES) >= _MAX_JSON_TYPES:  # a client's own spellings cannot grow it
-        _JSON_TYPES.clear()
-    _JSON_TYPES[content_type] = says_json
-    return says_json
-
-
-# Content-Type values seen, and whether each says JSON: clients send a few, again and again.
-_JSON_TYPES: dict[bytes, bool] = {}
-_MAX_JSON_TYPES = 64

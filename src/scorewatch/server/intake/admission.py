@@ -10,6 +10,7 @@ twice as `not_sampled`. They differ only in where accepted runs go.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import itertools
 import json
@@ -159,18 +160,10 @@ def plan_items(
 
 
 # Skip decisions are immutable and few (scorers times decisions): one of each is made.
-_SKIPS: dict[tuple[str, SkipDecision], Skipped] = {}
-_MAX_SKIPS: Final = 4096
-
-
+@functools.lru_cache(maxsize=4096)
 def skip_of(scorer_id: str, decision: SkipDecision) -> Skipped:
     """The `Skipped` of `decision` for `scorer_id` (shared: it is immutable)."""
-    skip = _SKIPS.get((scorer_id, decision))
-    if skip is None:
-        if len(_SKIPS) >= _MAX_SKIPS:
-            _SKIPS.clear()
-        skip = _SKIPS[scorer_id, decision] = Skipped(scorer_id, decision)
-    return skip
+    return Skipped(scorer_id, decision)
 
 
 async def plan_items_off_loop(

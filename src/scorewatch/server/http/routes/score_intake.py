@@ -14,6 +14,7 @@ hand-over.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any, Final
@@ -223,17 +224,11 @@ async def answer_plain_score(service: ServiceState, body: bytes, send: Send) -> 
         await send_json(send, 202, accepted_body(admission))
         return True
     # Nothing accepted: the answer depends on the skipped decisions alone, few and repeated.
-    key = tuple(admission.skipped)
-    answer = _SKIPPED_ANSWERS.get(key)
-    if answer is None:
-        answer = json_answer(accepted_body(admission))
-        if len(_SKIPPED_ANSWERS) >= _MAX_SKIPPED_ANSWERS:
-            _SKIPPED_ANSWERS.clear()
-        _SKIPPED_ANSWERS[key] = answer
-    await send_answer(send, 202, *answer)
+    await send_answer(send, 202, *_skipped_answer(tuple(admission.skipped)))
     return True
 
 
-# The 202 bodies and headers of items nothing accepted, by their skipped decisions.
-_SKIPPED_ANSWERS: dict[tuple[Skipped, ...], tuple[bytes, tuple[tuple[bytes, bytes], ...]]] = {}
-_MAX_SKIPPED_ANSWERS: Final = 256
+@functools.lru_cache(maxsize=256)
+def _skipped_answer(skipped: tuple[Skipped, ...]) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
+    """The 202 body and headers of an item nothing accepted, made once per set of decisions."""
+    return json_answer(accepted_body(Admission(skipped=list(skipped))))
