@@ -320,6 +320,7 @@ def _summarize(
             ),
             "accepted_per_s_overload": _median(runs[kind], "overload", "accepted_per_s"),
             "cores_busy_overload": _median(runs[kind], "overload", "server_cores_busy"),
+            "generator_cores_overload": _median(runs[kind], "overload", "generator_cores_busy"),
         }
     for key in ("cpu_us_per_2xx", "net_cpu_us_per_2xx", "cpu_us_per_answer_overload"):
         floor_cpu, serve_cpu = summary["floor"][key], summary["serve"][key]

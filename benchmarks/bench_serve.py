@@ -89,7 +89,8 @@ def _start_serve(
         text = (directory / "serve.stderr").read_text(errors="replace")
         for line in text.splitlines():
             if "listening on http://" in line:
-                return process, line.rsplit("http://", 1)[1].strip()
+                # "... listening on http://HOST:PORT (h11 + uvloop)": the address alone.
+                return process, line.rsplit("http://", 1)[1].split()[0]
         if process.poll() is not None:
             raise RuntimeError(f"serve exited:\n{text}")
         time.sleep(0.05)

@@ -206,9 +206,11 @@ def _one_process(
         runner: Any = uvloop.run
     except ImportError:
         runner = asyncio.run
+    cpu = time.process_time()
     result: dict[str, Any] = runner(
         _open_loop(url, bodies, content_type, rate, duration, connections)
     )
+    result["generator_cpu_s"] = time.process_time() - cpu
     return result
 
 
@@ -231,6 +233,7 @@ def run_open_loop(
     wall = time.perf_counter()
     if processes == 1:
         result = _one_process(url, bodies, content_type, rate, duration, connections)
+        generator_cpu = result.pop("generator_cpu_s")
     else:
         share = (url, bodies, content_type, rate / processes, duration, connections // processes)
         with ProcessPoolExecutor(processes) as pool:
@@ -248,7 +251,13 @@ def run_open_loop(
             {k: sum(p[k] for p in parts) for k in ("not_sent", "errors")},
             sum(p["connections_opened"] for p in parts),
         )
+        generator_cpu = sum(p["generator_cpu_s"] for p in parts)
     result.pop("_latencies")
+    # The generator shares the machine with the server: what it takes is not the server's.
+    result["generator_cpu_s"] = round(generator_cpu, 3)
+    result["generator_cores_busy"] = round(generator_cpu / (time.perf_counter() - wall), 2)
+    if result["answered"]:
+        result["generator_cpu_us_per_answer"] = round(generator_cpu / result["answered"] * 1e6, 1)
     if pid is not None:
         cpu = process_tree_cpu(pid) - cpu_before
         result["server_cpu_s"] = round(cpu, 3)

@@ -40,6 +40,35 @@ BODIES: list[bytes] = [
     b"[1, 2]",
     b"",
 ]
+# Bodies 3 to 15: what the guard leaves to the route (unknown scorer, invalid or refused).
+LEFT_TO_THE_ROUTE = BODIES[3:]
+BODIES += [
+    # What the checks of identifiers and numbers skip or scan (`check_values`).
+    b'{"input": {"a": [1, NaN]}, "output": "a", "target": "bot"}',
+    b'{"input": "q", "output": [1e999], "target": "bot"}',
+    b'{"input": "q", "output": {"n": 1E+308}, "target": "bot", "run_id": "r3"}',
+    b'{"input": "q", "output": "a", "target": "bot", "metadata": {"n": 1.5, "s": "\\u0000"}}',
+    b'{"input": ["\\u0000", 7], "output": "a", "target": "bot", "run_id": "r4"}',
+    b'{"input": "q", "output": "a", "target": "b\\\\u0000t", "run_id": "r5"}',
+    b'{"input": "q", "output": "a", "target": "bot", "scorers": ["similar", "sim\\u0000"]}',
+    b'{"input": "q", "output": "a", "target": "bot", "trace_id": "\\ud83d\\ude00"}',
+    b'{"input": "q", "output": "a", "target": "bot", "conversation_id": "c\\ud800"}',
+    b'{"input": 12, "output": 1.5, "target": "bot", "ground_truth": true, "run_id": "r6"}',
+    b'{"input": "Infinity", "output": "NaN", "target": "bot", "run_id": "r7"}',
+    b'{"input": "q", "output": "a", "target": "bot", "span_id": "\\u0041"}',
+    # Answers made once per set of skipped decisions (nothing accepted), and the others.
+    b'{"input": "q", "output": "a", "target": "bot", "scorers": ["rare"]}',
+    b'{"input": "q", "output": "a", "target": "bot", "scorers": ["rare"], "trace_id": "t9"}',
+    b'{"input": "q", "output": "a", "target": "bot", "scorers": ["rare", "rare"]}',
+    b'{"input": "q", "output": "a", "target": "bot", "scorers": ["rare", "similar"]}',
+    b'{"input": "q", "output": "a", "target": "bot", "scorers": ["similar", "similar"]}',
+    # Hostile shapes: deep nesting, a huge number of digits, a lone brace, invalid UTF-8.
+    b'{"input": ' + b"[" * 200 + b"]" * 200 + b', "output": "a", "target": "bot"}',
+    b'{"input": ' + b"9" * 400 + b', "output": "a", "target": "bot"}',
+    b"{",
+    b'{"input": "\xff", "output": "a", "target": "bot"}',
+    b'{"input": "q", "output": "a", "target": "bot", "trace_id": "\x00"}',
+]
 
 
 def _document(tmp_path: Path) -> dict[str, Any]:
@@ -73,6 +102,20 @@ async def test_guard_and_route_answer_alike(service: ServiceState) -> None:
             assert plain.json() == routed.json(), body[:60]
             assert plain.headers["content-type"] == routed.headers["content-type"]
             assert plain.headers.get("retry-after") == routed.headers.get("retry-after")
+        for content_type in (
+            "application/json; charset=utf-8",
+            "Application/JSON",
+            "application/problem+json",
+            "text/plain",
+            "application/jsonx",
+        ):
+            # The guard remembers what each Content-Type says: asked twice, it says the same.
+            for _ in range(2):
+                typed = {"Content-Type": content_type}
+                plain = await client.post("/v1/scores", content=GOOD, headers=typed)
+                routed = await client.post("/v1/scores?wait=false", content=GOOD, headers=typed)
+                assert plain.status_code == routed.status_code, content_type
+                assert plain.json() == routed.json(), content_type
     # Every body was decided twice or not at all: the guard's refusals counted nothing extra.
     stats = service.stats()
     assert stats["sampled"] % 2 == 0 and stats["not_sampled"] % 2 == 0
@@ -92,7 +135,7 @@ async def test_the_guard_answers_a_plain_request_and_leaves_the_rest(
     assert b'"accepted":[{"scorer":"similar","run_id":"scoring-similar-ab12-cd-' in sent[1]["body"]
     before = service.stats()
     sent.clear()
-    for body in BODIES[3:]:
+    for body in LEFT_TO_THE_ROUTE:
         assert not await answer_plain_score(service, body, send), body[:60]
     assert sent == []
     assert service.stats() == before

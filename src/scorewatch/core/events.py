@@ -288,7 +288,12 @@ class Observers:
         ignored."""
         handlers = self.handlers.get(type(event))
         if handlers:
-            notify(handlers, lambda handler: handler(event), "handler")
+            # `notify`, inlined: some events come once per live decision.
+            for handler in handlers:
+                try:
+                    handler(event)
+                except Exception:
+                    logger.exception("handler %r failed; ignored", handler)
 
     # -- pulled values ---------------------------------------------------------------------------
 

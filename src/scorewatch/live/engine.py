@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -67,6 +68,7 @@ __all__ = [
     "RunIdIssuer",
     "ScoringEngine",
     "call_is_heavy",
+    "decided_event",
     "live_run_id",
     "log_failed_run",
     "score_call",
@@ -103,6 +105,14 @@ class Run:
     """What the run reserved of the spend budgets, settled with its cost when it ends."""
 
 
+# Decision events are immutable and few (scorers times decisions): one of each is made, not
+# one per decision (a frozen dataclass costs a microsecond to build).
+@functools.lru_cache(maxsize=4096)
+def decided_event(scorer_id: str, decision: LiveDecision) -> Decided:
+    """The `Decided` event of `decision` for `scorer_id` (shared: events are immutable)."""
+    return Decided(scorer_id, decision)
+
+
 class Counts:
     """Decision and outcome counts since start (every `LIVE_COUNTS` key, then `extra` keys), all
     zero at first; a decision is counted and told to the event bus `observers` together
@@ -118,10 +128,11 @@ class Counts:
             self._counts[key] += amount
 
     def decided(self, scorer_id: str, decision: LiveDecision) -> None:
-        self.add(decision)
+        with self._lock:
+            self._counts[decision] += 1
         observers = self.observers
         if observers.hears(Decided):
-            observers.emit(Decided(scorer_id, decision))
+            observers.emit(decided_event(scorer_id, decision))
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:
@@ -400,7 +411,7 @@ class ScoringEngine:
         self.counts.add("not_sampled", len(self.entries))
         if self.observers.hears(Decided):
             for entry in self.entries.values():
-                self.observers.emit(Decided(entry.scorer.id, "not_sampled"))
+                self.observers.emit(decided_event(entry.scorer.id, "not_sampled"))
         return self._none_sampled
 
     def enqueue(self, run: Run, loop: asyncio.AbstractEventLoop | None = None) -> LiveDecision:
@@ -453,7 +464,7 @@ class ScoringEngine:
         if outcome == "dropped_shutdown":
             if self.budgets is not None:
                 self.budgets.release(run.hold)  # never ran: nothing spent (after `settle`: none)
-            self.observers.emit(Decided(run.scorer.id, "dropped_shutdown"))
+            self.observers.emit(decided_event(run.scorer.id, "dropped_shutdown"))
             if run.done is not None:
                 _settle(run.done, None)
         if self._on_finished is not None:

@@ -81,11 +81,20 @@ class Sampling:
             raise ValueError(f"unknown sampling type {kind!r}; expected 'none' or 'ratio'")
         raise TypeError(f"sampling must be a Sampling or a mapping, got {type(value).__name__}")
 
+    @property
+    def keyed(self) -> bool:
+        """Whether `should_sample` reads its key: rates 0 and 1 (and none) decide without it."""
+        rate = self.rate
+        return rate is not None and 0.0 < rate < 1.0
+
     def should_sample(self, key: str) -> bool:
         """True when the trace or run identified by `key` is to be scored."""
-        if self.rate is None:
+        rate = self.rate
+        if rate is None or rate >= 1.0:
             return True
-        return fraction_of(key) < self.rate
+        if rate <= 0.0:  # no key falls below 0: nothing to hash
+            return False
+        return fraction_of(key) < rate
 
 
 def fraction_of(key: str) -> float:

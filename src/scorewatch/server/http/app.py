@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import Depends, FastAPI
 from starlette.routing import Route
 
+from ..._asgi import Receive, Scope, Send
 from ..._version import __version__
 from ...sinks.delivery import close_sinks
 from ..config.cache_settings import install_configured_caching
@@ -31,7 +32,7 @@ from .guard import ServiceGuard
 from .routes import labels, probes, score_intake, scorers, scores, traces
 from .state import ServiceState
 
-__all__ = ["build_service", "create_app", "shutdown_service"]
+__all__ = ["ServiceApp", "build_service", "create_app", "shutdown_service"]
 
 logger = logging.getLogger("scorewatch.server")
 
@@ -45,6 +46,28 @@ Every refusal has the same JSON shape (`ErrorBody`): 401 bad token, 404 unknown 
 too slow, 413 body too large, 415 body not declared JSON, 422 invalid field (named), 429 queue
 full (with `Retry-After`), 503 shutting down.
 """
+
+
+class ServiceApp(FastAPI):
+    """FastAPI with serve's guard (`guard.py`) in front of all of it, Starlette's own middleware
+    included: what the guard refuses or answers itself (the plain `POST /v1/scores`) costs none
+    of the layers it never needs (the error middleware, FastAPI's telemetry and body-limit
+    wrappers). What escapes the guard's own code is answered 500 by the server, as Starlette's
+    error middleware would."""
+
+    guard: ServiceGuard | None = None
+    """Set by `create_app`; None: a plain FastAPI application."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        guard = self.guard
+        if guard is None:
+            await super().__call__(scope, receive, send)
+        else:
+            await guard(scope, receive, send)
+
+    async def beneath_guard(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The application the guard hands on to: FastAPI, its middleware, the routes."""
+        await super().__call__(scope, receive, send)
 
 
 def build_service(config: ServeConfig) -> ServiceState:
@@ -103,7 +126,7 @@ async def shutdown_service(service: ServiceState) -> dict[str, int]:
     return service.stats()
 
 
-def create_app(service: ServiceState) -> FastAPI:
+def create_app(service: ServiceState) -> ServiceApp:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if service.agreement is not None:
@@ -112,7 +135,7 @@ def create_app(service: ServiceState) -> FastAPI:
         await shutdown_service(service)
 
     docs = service.config.server.docs
-    app = FastAPI(
+    app = ServiceApp(
         title="scorewatch",
         version=__version__,
         summary="Score AI agents' outputs with LLM judges and watch those scores in production.",
@@ -163,5 +186,7 @@ def create_app(service: ServiceState) -> FastAPI:
         endpoint: Any = probes.MetricsEndpoint(exposition, service)
         app.router.routes.append(Route("/metrics", endpoint, methods=["GET"]))
     # The plain `POST /v1/scores` is answered by the guard itself (score_intake.py).
-    app.add_middleware(ServiceGuard, state=service, plain_score=score_intake.answer_plain_score)
+    app.guard = ServiceGuard(
+        app.beneath_guard, state=service, plain_score=score_intake.answer_plain_score
+    )
     return app

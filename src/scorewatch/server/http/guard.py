@@ -12,8 +12,7 @@ or leaves it to the route.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import functools
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -22,6 +21,7 @@ from typing import Any
 from ..._asgi import ASGIApp, Message, Receive, Scope, Send
 from ..config.traces_settings import TRACES_PATH
 from .auth import authorization_problem
+from .body import BodyReader, TooLarge, TooSlow
 from .state import ServiceState
 
 __all__ = [
@@ -30,7 +30,9 @@ __all__ = [
     "SCORE_PATHS",
     "PlainScore",
     "ServiceGuard",
+    "json_answer",
     "json_problem",
+    "send_answer",
     "send_json",
     "shed_answer",
 ]
@@ -63,10 +65,11 @@ def shed_answer(state: ServiceState) -> dict[str, Any] | None:
     }
 
 
-async def send_json(
-    send: Send, status: int, content: Any, headers: dict[str, str] | None = None
-) -> None:
-    """Answer `content` as JSON with `status`, in the bytes Starlette's `JSONResponse` sends."""
+def json_answer(
+    content: Any, headers: dict[str, str] | None = None
+) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
+    """`content` as JSON and the answer's headers, in the bytes Starlette's `JSONResponse`
+    sends (`send_answer` sends them)."""
     body = json.dumps(
         content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
     ).encode("utf-8")
@@ -76,8 +79,24 @@ async def send_json(
     ]
     for name, value in (headers or {}).items():
         raw.append((name.lower().encode("latin-1"), value.encode("latin-1")))
-    await send({"type": "http.response.start", "status": status, "headers": raw})
+    return body, tuple(raw)
+
+
+async def send_answer(
+    send: Send, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...]
+) -> None:
+    """Send an answer `json_answer` made (the messages are new each time: a middleware around
+    the application may change them)."""
+    await send({"type": "http.response.start", "status": status, "headers": list(headers)})
     await send({"type": "http.response.body", "body": body})
+
+
+async def send_json(
+    send: Send, status: int, content: Any, headers: dict[str, str] | None = None
+) -> None:
+    """Answer `content` as JSON with `status`, in the bytes Starlette's `JSONResponse` sends."""
+    body, raw = json_answer(content, headers)
+    await send_answer(send, status, body, raw)
 
 
 PlainScore = Callable[[ServiceState, bytes, Send], Awaitable[bool]]
@@ -92,6 +111,8 @@ class ServiceGuard:
         self.app = app
         self.state = state
         self.plain_score = plain_score
+        settings = state.config.server
+        self._reader = BodyReader(settings.max_body_bytes, settings.body_timeout)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -112,12 +133,12 @@ class ServiceGuard:
                     {"WWW-Authenticate": "Bearer", "Connection": "close"},
                 )
                 return
-        reader = _BodyReader(receive, settings.max_body_bytes, settings.body_timeout)
+        reader = self._reader
         if self.state.draining and api:
             # Read the (bounded) body first: closing a connection with unread data resets it,
             # and the client might never see the answer.
             self.state.rejected_draining += 1
-            await reader.discard()
+            await reader.discard(receive)
             retry = str(settings.retry_after)
             await send_json(
                 send,
@@ -133,18 +154,19 @@ class ServiceGuard:
         if scope.get("method") not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
+        content_type, declared = _body_headers(scope)
         if path in SCORE_PATHS:
             shed = shed_answer(self.state)
             if shed is not None:
-                await reader.discard()
+                await reader.discard(receive)
                 await send_json(send, 429, shed, {"Retry-After": str(shed["retry_after"])})
                 return
         # OTLP trace exports are protobuf or JSON, maybe gzipped: their route reads them.
         otlp = path == TRACES_PATH
-        if api and not otlp and not _is_json(scope):
+        if api and not otlp and not _is_json(content_type):
             # Also what keeps a web page from posting to a token-less service on localhost: a
             # browser cannot send application/json cross-origin without a CORS preflight.
-            await reader.discard()
+            await reader.discard(receive)
             await send_json(
                 send,
                 415,
@@ -155,16 +177,15 @@ class ServiceGuard:
             )
             return
         limit = settings.max_body_bytes
-        declared = _content_length(scope)
         if declared is not None and declared > limit:
             await self._too_large(send, limit)
             return
         try:
-            body = await reader.read()
-        except _TooLarge:
+            body = await reader.read(receive)
+        except TooLarge:
             await self._too_large(send, limit)
             return
-        except _TooSlow:
+        except TooSlow:
             await send_json(
                 send,
                 408,
@@ -224,64 +245,13 @@ class ServiceGuard:
         )
 
 
-class _TooLarge(Exception):
-    pass
-
-
-class _TooSlow(Exception):
-    pass
-
-
-class _BodyReader:
-    """Reads a request body within a size limit and a time limit (for the whole body, so a
-    client dribbling a byte now and then cannot hold a connection and its buffer open)."""
-
-    def __init__(self, receive: Receive, limit: int, timeout: float) -> None:
-        self._receive = receive
-        self._limit = limit
-        self._timeout = timeout
-
-    async def read(self) -> bytes | None:
-        """The body; None when the client disconnected. Raises `_TooLarge` / `_TooSlow`."""
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            async with asyncio.timeout(self._timeout):
-                more = True
-                while more:
-                    message = await self._receive()
-                    if message["type"] == "http.disconnect":
-                        return None
-                    chunk = message.get("body", b"")
-                    size += len(chunk)
-                    if size > self._limit:
-                        raise _TooLarge
-                    chunks.append(chunk)
-                    more = bool(message.get("more_body", False))
-        except TimeoutError:
-            raise _TooSlow from None
-        return b"".join(chunks)
-
-    async def discard(self) -> None:
-        """Read and drop up to the limit, within the time limit; never raises."""
-        size = 0
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self._timeout):
-                while size <= self._limit:
-                    message = await self._receive()
-                    if message["type"] != "http.request":
-                        return
-                    size += len(message.get("body", b""))
-                    if not message.get("more_body", False):
-                        return
-
-
 def json_problem(body: bytes) -> str | None:
     """Why a JSON body is refused before parsing (invalid UTF-8, nested too deep), or None."""
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return f"invalid JSON: not valid UTF-8 (at byte {error.start})"
+    if not body.isascii():  # ASCII is UTF-8; only the rest is decoded to find out
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as error:
+            return f"invalid JSON: not valid UTF-8 (at byte {error.start})"
     if _nested_deeper_than(body, MAX_JSON_DEPTH):
         return f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels"
     return None
@@ -317,21 +287,32 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def _is_json(scope: Scope) -> bool:
+def _body_headers(scope: Scope) -> tuple[bytes | None, int | None]:
+    """The first Content-Type and Content-Length (None when absent or not a number)."""
+    content_type: bytes | None = None
+    length: bytes | None = None
     for name, value in scope.get("headers", ()):
         if name == b"content-type":
-            media: bytes = value.split(b";", 1)[0].strip().lower()
-            return media == b"application/json" or (
-                media.startswith(b"application/") and media.endswith(b"+json")
-            )
-    return False
+            if content_type is None:
+                content_type = value
+        elif name == b"content-length" and length is None:
+            length = value
+    if length is None:
+        return content_type, None
+    try:
+        return content_type, int(length)
+    except ValueError:
+        return content_type, None
 
 
-def _content_length(scope: Scope) -> int | None:
-    for name, value in scope.get("headers", ()):
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+def _is_json(content_type: bytes | None) -> bool:
+    return content_type is not None and _says_json(content_type)
+
+
+# Clients send a few Content-Type values, again and again: each is read once.
+@functools.lru_cache(maxsize=64)
+def _says_json(content_type: bytes) -> bool:
+    media = content_type.split(b";", 1)[0].strip().lower()
+    return media == b"application/json" or (
+        media.startswith(b"application/") and media.endswith(b"+json")
+    )

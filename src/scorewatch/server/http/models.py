@@ -122,7 +122,8 @@ class ScoreRequest(BaseModel):
     def to_call(self) -> AgentCall:
         """The call this request describes: every field it shares with `AgentCall`, by name
         (a call's `score_source` is not the client's to choose: `live`)."""
-        return AgentCall(**{name: getattr(self, name) for name in _CALL_FIELDS})
+        values = self.__dict__  # a model's field values, by name
+        return AgentCall(**{name: values[name] for name in _CALL_FIELDS})
 
 
 _CALL_FIELDS = tuple(name for name in CALL_FIELDS if name in ScoreRequest.model_fields)

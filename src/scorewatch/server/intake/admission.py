@@ -10,6 +10,7 @@ twice as `not_sampled`. They differ only in where accepted runs go.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import itertools
 import json
@@ -24,9 +25,9 @@ from typing import Any, Final, Literal
 from ..._throttled_log import ThrottledLog
 from ...core.call import AgentCall
 from ...live.budgets import Budgets, Hold
-from ...live.engine import Counts, live_run_id
+from ...live.engine import Counts, decided_event, live_run_id
 from ...live.entry import LiveScorerEntry, fraction_of
-from ...live.events import Decided, LiveDecision
+from ...live.events import LiveDecision
 from .interface import ScoreItem, SkipDecision, Skipped
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "plan_digest",
     "plan_items",
     "plan_items_off_loop",
+    "plans_off_loop",
     "release_holds",
     "request_digest",
     "request_run_id",
@@ -97,7 +99,10 @@ _run_ids = _RunIds()
 @dataclass(frozen=True, slots=True)
 class Plan:
     """One item of a request, decided: the scorers that sampled it and the ones that did not.
-    `call` is the item's call with a run id (made up when the client sent none)."""
+    `call` is the item's call with a run id (made up when the client sent none) whenever a
+    scorer sampled it or a filter was asked about it; an item nothing sampled may keep the
+    client's call as it is (copying a call for a run id nobody reads costs more than deciding
+    it)."""
 
     item: ScoreItem
     call: AgentCall
@@ -123,15 +128,21 @@ def plan_items(
     plans: list[Plan] = []
     now = budgets.now() if budgets else 0.0  # one clock reading for the whole request
     for item in items:
-        run_id = item.call.run_id or _run_ids.next()
-        call = item.call if item.call.run_id else replace(item.call, run_id=run_id)
-        sample_key = call.trace_id or run_id
-        chosen = item.scorers if item.scorers is not None else tuple(entries)
+        call = item.call
+        # Made up (when the client sent none) only once something reads it: a filter, a
+        # sampling rate strictly between 0 and 1, a budget, or a sampled run.
+        run_id = call.run_id
+        chosen = entries if item.scorers is None else dict.fromkeys(item.scorers)
         sampled: list[str] = []
         skipped: list[Skipped] = []
         holds: dict[str, Hold] = {}
-        for scorer_id in dict.fromkeys(chosen):
+        for scorer_id in chosen:
             entry = entries[scorer_id]
+            if not run_id and (entry.filter is not None or entry.sampling.keyed or budgets):
+                run_id = _run_ids.next()
+            if entry.filter is not None and call.run_id != run_id:
+                call = replace(call, run_id=run_id)  # what a filter sees has its run id
+            sample_key = call.trace_id or run_id or ""
             decision: SkipDecision | Literal["sampled"] = entry.decide(call, sample_key, _warn)
             if budgets and decision != "filtered" and budgets.governs(entry.scorer):
                 fraction = fraction_of(sample_key)
@@ -141,9 +152,18 @@ def plan_items(
             if decision == "sampled":
                 sampled.append(scorer_id)
             else:
-                skipped.append(Skipped(scorer_id, decision))
+                skipped.append(skip_of(scorer_id, decision))
+        if sampled and not call.run_id:
+            call = replace(call, run_id=run_id or _run_ids.next())
         plans.append(Plan(item, call, sampled, skipped, holds))
     return plans
+
+
+# Skip decisions are immutable and few (scorers times decisions): one of each is made.
+@functools.lru_cache(maxsize=4096)
+def skip_of(scorer_id: str, decision: SkipDecision) -> Skipped:
+    """The `Skipped` of `decision` for `scorer_id` (shared: it is immutable)."""
+    return Skipped(scorer_id, decision)
 
 
 async def plan_items_off_loop(
@@ -155,9 +175,15 @@ async def plan_items_off_loop(
     run's reservation is a round trip that waits up to the ledger's timeout when Redis is slow,
     so the plan is made on a worker thread and the loop goes on serving other requests (and
     `/healthz`) meanwhile; without one, deciding is CPU work of microseconds and stays here."""
-    if budgets and budgets.remote:
+    if plans_off_loop(budgets):
         return await asyncio.to_thread(plan_items, entries, items, budgets)
     return plan_items(entries, items, budgets)
+
+
+def plans_off_loop(budgets: Budgets | None) -> bool:
+    """Whether `plan_items_off_loop` leaves the loop under `budgets` (a budget kept in Redis);
+    when not, a caller on the loop may call `plan_items` itself and spare a coroutine."""
+    return bool(budgets and budgets.remote)
 
 
 def release_holds(budgets: Budgets | None, plans: Iterable[Plan]) -> None:
@@ -190,7 +216,7 @@ class IntakeCounts(Counts):
         refused = 0
         for plan in plans:
             for scorer_id in plan.sampled:
-                self.observers.emit(Decided(scorer_id, decision))
+                self.observers.emit(decided_event(scorer_id, decision))
                 refused += 1
         self.add(decision, refused)
         self.add("rejected_requests")

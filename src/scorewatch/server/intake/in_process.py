@@ -39,7 +39,14 @@ from ...privacy import PrivacyPolicy
 from ...sinks.base import ScoreSink
 from ...sinks.delivery import SinkRetry
 from ...sinks.record import ScoreRecord
-from .admission import IntakeCounts, plan_digest, plan_items_off_loop, request_run_id
+from .admission import (
+    IntakeCounts,
+    plan_digest,
+    plan_items,
+    plan_items_off_loop,
+    plans_off_loop,
+    request_run_id,
+)
 from .interface import Accepted, Admission, IntakeClosedError, QueueFullError, ScoreItem
 from .loop_lag import LoopLag
 from .scoring_loop import ScoringLoop
@@ -52,6 +59,10 @@ logger = logging.getLogger("scorewatch.server")
 # Past this average lateness of the admitting loop, requests are refused unread: its answers
 # are already slower than the 100 ms a client may expect of a 202 or a 429 (BENCHMARKS.md).
 _MAX_ADMIT_LAG_S = 0.1
+# How often the admitting loop's lateness is sampled. Each sample is a timer waking the loop,
+# tens of µs of CPU on a virtual machine: at 100 a second that was as much as the work of the
+# requests themselves at a moderate rate. A lag of 100 ms shows as well in 20 samples a second.
+_ADMIT_LAG_INTERVAL_S = 0.05
 
 
 @dataclass(slots=True)
@@ -121,7 +132,7 @@ class InProcessIntake:
         self._closed = False
         # Owned: its runs and sinks are closed on it, then it is closed (`aclose`).
         self._scoring = scoring
-        self._admit_lag = LoopLag()
+        self._admit_lag = LoopLag(interval=_ADMIT_LAG_INTERVAL_S)
 
     # -- introspection ---------------------------------------------------------------------------
 
@@ -170,11 +181,18 @@ class InProcessIntake:
         self, items: Sequence[ScoreItem], *, want_results: bool = False
     ) -> list[Admission]:
         entries = self._engine.entries
-        plans = await plan_items_off_loop(entries, items, self._budgets)
+        budgets = self._budgets
+        if plans_off_loop(budgets):
+            plans = await plan_items_off_loop(entries, items, budgets)
+        else:  # CPU work of microseconds: no coroutine of its own
+            plans = plan_items(entries, items, budgets)
         # No await from here to the end: on the event loop, the capacity check and the offers
         # that follow it cannot interleave with another request's.
-        needed = sum(len(plan.sampled) for plan in plans)
-        needed_bytes = sum(plan.item.size for plan in plans if plan.sampled)
+        needed = needed_bytes = 0
+        for plan in plans:
+            if plan.sampled:
+                needed += len(plan.sampled)
+                needed_bytes += plan.item.size
 
         if self._closed or self._queue.closed:
             self._counts.refused(plans, "dropped_shutdown")

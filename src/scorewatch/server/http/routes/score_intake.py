@@ -14,6 +14,7 @@ hand-over.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any, Final
@@ -25,10 +26,16 @@ from ....sinks.storable import non_finite_path
 from ...config.file import key_path
 from ...intake.admission import BAD_ID_MESSAGE as _BAD_ID_MESSAGE
 from ...intake.admission import BAD_ID_TEXT as _BAD_ID_TEXT
-from ...intake.interface import Admission, IntakeClosedError, QueueFullError, ScoreItem
+from ...intake.interface import (
+    Admission,
+    IntakeClosedError,
+    QueueFullError,
+    ScoreItem,
+    Skipped,
+)
 from ...intake.redis_queue import IntakeUnavailableError, OutcomeUnknownError
 from ..errors import ApiError, error_body
-from ..guard import send_json
+from ..guard import json_answer, send_answer, send_json
 from ..models import ScoreRequest
 from ..state import ServiceState
 
@@ -39,6 +46,7 @@ __all__ = [
     "check_scorers",
     "check_values",
     "item_of",
+    "refusal_error",
 ]
 
 # A number that may be past a double's range: a three-digit exponent or 309 digits in a row.
@@ -55,21 +63,33 @@ def check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "")
     numbers past a double's range (`1e400`, which it reads as infinity), are refused with the
     field that holds them, and identifiers may hold no NUL characters or unpaired surrogates.
     Text content may hold anything: the sinks store it (see docs)."""
-    # Only a body spelling one of those can hold such a number: most are not walked.
-    maybe_non_finite = b"NaN" in raw or b"Infinity" in raw or _HUGE_NUMBER.search(raw) is not None
+    # A NUL or a lone surrogate reaches a string only through a `\u` escape: JSON readers
+    # refuse raw control characters, and the guard refuses a body that is not UTF-8.
+    escaped = b"\\u" in raw
+    # Only a body spelling one of those numbers can hold one: most are not walked. Scanned for
+    # once, and only when some content is a number or structure (text holds no number).
+    maybe_non_finite: bool | None = None
     problems: list[dict[str, str]] = []
     for index, request in enumerate(requests):
         item = f"items[{index}]." if prefix else ""
-        for name in request.ID_FIELDS:
-            value = getattr(request, name)
-            if isinstance(value, str) and _BAD_ID_TEXT.search(value):
-                problems.append({"field": f"{item}{name}", "message": _BAD_ID_MESSAGE})
-        for position, scorer_id in enumerate(request.scorers or ()):
-            if _BAD_ID_TEXT.search(scorer_id):
-                field = f"{item}scorers[{position}]"
-                problems.append({"field": field, "message": _BAD_ID_MESSAGE})
-        for name in request.CONTENT_FIELDS if maybe_non_finite else ():
-            where = non_finite_path(getattr(request, name))
+        if escaped:
+            for name in request.ID_FIELDS:
+                value = getattr(request, name)
+                if isinstance(value, str) and _BAD_ID_TEXT.search(value):
+                    problems.append({"field": f"{item}{name}", "message": _BAD_ID_MESSAGE})
+            for position, scorer_id in enumerate(request.scorers or ()):
+                if _BAD_ID_TEXT.search(scorer_id):
+                    field = f"{item}scorers[{position}]"
+                    problems.append({"field": field, "message": _BAD_ID_MESSAGE})
+        for name in request.CONTENT_FIELDS:
+            content = getattr(request, name)
+            if content is None or isinstance(content, str):
+                continue
+            if maybe_non_finite is None:
+                maybe_non_finite = (
+                    b"NaN" in raw or b"Infinity" in raw or _HUGE_NUMBER.search(raw) is not None
+                )
+            where = non_finite_path(content) if maybe_non_finite else None
             if where is not None:
                 problems.append(
                     {
@@ -116,30 +136,34 @@ def check_scorers(service: ServiceState, requests: Sequence[ScoreRequest]) -> No
 async def admit(
     service: ServiceState, items: Sequence[ScoreItem], *, want_results: bool = False
 ) -> list[Admission]:
-    retry = service.config.server.retry_after
     try:
         return await service.intake.admit(items, want_results=want_results)
-    except QueueFullError as full:
-        if full.needed > full.capacity:
-            raise ApiError(
+    except _REFUSALS as refusal:
+        raise refusal_error(service, refusal) from None
+
+
+_REFUSALS: Final = (QueueFullError, OutcomeUnknownError, IntakeUnavailableError, IntakeClosedError)
+
+
+def refusal_error(service: ServiceState, refusal: Exception) -> ApiError:
+    """The answer to an intake's refusal to admit a request (one of `_REFUSALS`)."""
+    retry = service.config.server.retry_after
+    if isinstance(refusal, QueueFullError):
+        if refusal.needed > refusal.capacity:
+            return ApiError(
                 413,
                 "batch_too_large",
-                f"the request needs {full.needed} queue slots, more than the queue holds "
-                f"({full.capacity}); split it",
-            ) from None
-        reason = full.detail or (
-            f"the scoring queue is full ({full.needed} slot(s) needed, {full.free} free)"
+                f"the request needs {refusal.needed} queue slots, more than the queue holds "
+                f"({refusal.capacity}); split it",
+            )
+        reason = refusal.detail or (
+            f"the scoring queue is full ({refusal.needed} slot(s) needed, {refusal.free} free)"
         )
         # When the intake knows how long the queue needs to make room, say so (capped).
-        wait = retry if full.retry_after is None else min(max(retry, full.retry_after), 60)
-        raise ApiError(
-            429,
-            "queue_full",
-            f"{reason}; retry after {wait}s",
-            retry_after=wait,
-        ) from None
-    except OutcomeUnknownError as unknown:
-        raise ApiError(
+        wait = retry if refusal.retry_after is None else min(max(retry, refusal.retry_after), 60)
+        return ApiError(429, "queue_full", f"{reason}; retry after {wait}s", retry_after=wait)
+    if isinstance(refusal, OutcomeUnknownError):
+        return ApiError(
             503,
             "outcome_unknown",
             "the work queue did not confirm the append: the runs may or may not have been "
@@ -148,24 +172,23 @@ async def admit(
             retry_after=retry,
             runs=[
                 {"item": index, "scorer": scorer, "run_id": run_id}
-                for index, scorer, run_id in unknown.runs
+                for index, scorer, run_id in refusal.runs
             ],
-        ) from None
-    except IntakeUnavailableError:
-        raise ApiError(
+        )
+    if isinstance(refusal, IntakeUnavailableError):
+        return ApiError(
             503,
             "queue_unavailable",
             "the work queue cannot be reached; nothing was accepted, retry later",
             retry_after=retry,
-        ) from None
-    except IntakeClosedError:
-        raise ApiError(
-            503,
-            "shutting_down",
-            "the service is shutting down and accepts no new requests",
-            headers={"Connection": "close"},
-            retry_after=retry,
-        ) from None
+        )
+    return ApiError(  # IntakeClosedError
+        503,
+        "shutting_down",
+        "the service is shutting down and accepts no new requests",
+        headers={"Connection": "close"},
+        retry_after=retry,
+    )
 
 
 def accepted_body(admission: Admission) -> dict[str, Any]:
@@ -185,15 +208,27 @@ async def answer_plain_score(service: ServiceState, body: bytes, send: Send) -> 
     escapes, numbers of thousands of digits) fails here and goes on to the route."""
     try:
         request = ScoreRequest.model_validate_json(body)
-        check_values([request], body)
-        check_scorers(service, [request])
+        check_values((request,), body)
+        if request.scorers is not None:
+            check_scorers(service, (request,))
     except (ValidationError, ApiError):
         return False
-    try:
-        (admission,) = await admit(service, [item_of(request, len(body))])
-    except ApiError as error:
+    try:  # `admit`, without a coroutine of its own
+        (admission,) = await service.intake.admit((item_of(request, len(body)),))
+    except _REFUSALS as refusal:
+        error = refusal_error(service, refusal)
         content = error_body(error.code, error.message, **error.extra)
         await send_json(send, error.status, content, error.headers)
         return True
-    await send_json(send, 202, accepted_body(admission))
+    if admission.accepted:
+        await send_json(send, 202, accepted_body(admission))
+        return True
+    # Nothing accepted: the answer depends on the skipped decisions alone, few and repeated.
+    await send_answer(send, 202, *_skipped_answer(tuple(admission.skipped)))
     return True
+
+
+@functools.lru_cache(maxsize=256)
+def _skipped_answer(skipped: tuple[Skipped, ...]) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
+    """The 202 body and headers of an item nothing accepted, made once per set of decisions."""
+    return json_answer(accepted_body(Admission(skipped=list(skipped))))

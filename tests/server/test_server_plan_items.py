@@ -1,0 +1,91 @@
+"""Deciding a request's items (`plan_items`): a run id is made up for an item sent without one
+only once something reads it (a filter, a sampling rate strictly between 0 and 1, a sampled
+run), and decisions are those of the reference hash whichever way they are reached."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from live_support import constant_scorer
+from scorewatch.core.call import AgentCall
+from scorewatch.live import LiveScorerEntry, Sampling
+from scorewatch.live.entry import fraction_of
+from scorewatch.server.intake.admission import plan_items
+from scorewatch.server.intake.interface import ScoreItem, Skipped
+
+pytestmark = pytest.mark.unit
+
+HEX32 = frozenset("0123456789abcdef")
+
+
+def _entries(**rates: float) -> dict[str, LiveScorerEntry]:
+    return {
+        name: LiveScorerEntry(constant_scorer(name), Sampling.ratio(rate))
+        for name, rate in rates.items()
+    }
+
+
+def _item(**fields: str) -> ScoreItem:
+    return ScoreItem(AgentCall(input="q", output="a", target="bot", **fields))
+
+
+def test_a_sampled_item_without_a_run_id_gets_a_fresh_one() -> None:
+    item = _item()
+    (first,) = plan_items(_entries(every=1.0), [item])
+    (second,) = plan_items(_entries(every=1.0), [item])
+    assert first.sampled == ["every"] and first.skipped == []
+    run_id = first.call.run_id
+    assert run_id is not None and len(run_id) == 32 and set(run_id) <= HEX32
+    assert second.call.run_id not in (None, run_id)
+    assert item.call.run_id is None  # the client's call, as sent (it keys the request digest)
+    assert first.call.input == "q" and first.call.target == "bot"
+
+
+def test_an_item_nothing_samples_keeps_the_call_as_sent() -> None:
+    item = _item()
+    (plan,) = plan_items(_entries(never=0.0), [item])
+    assert plan.sampled == [] and plan.skipped == [Skipped("never", "not_sampled")]
+    assert plan.call is item.call
+    # A client's own run id is kept either way.
+    (kept,) = plan_items(_entries(never=0.0, every=1.0), [_item(run_id="r1")])
+    assert kept.call.run_id == "r1" and kept.sampled == ["every"]
+
+
+def test_a_filter_sees_the_made_up_run_id_that_the_sampled_run_keeps() -> None:
+    seen: list[str | None] = []
+
+    def keep(call: AgentCall) -> bool:
+        seen.append(call.run_id)
+        return True
+
+    entries = {"filtered": LiveScorerEntry(constant_scorer("filtered"), filter=keep)}
+    (plan,) = plan_items(entries, [_item()])
+    assert plan.sampled == ["filtered"]
+    assert seen == [plan.call.run_id] and seen[0] is not None
+
+
+def test_ratio_decisions_follow_the_hash_of_the_trace_or_the_made_up_run_id() -> None:
+    rng = random.Random(11)
+    traces = [f"{rng.getrandbits(128):032x}" for _ in range(300)]
+    entries = _entries(half=0.5, never=0.0, every=1.0)
+    plans = plan_items(entries, [_item(trace_id=trace) for trace in traces])
+    for trace, plan in zip(traces, plans, strict=True):
+        assert ("half" in plan.sampled) == (fraction_of(trace) < 0.5)
+        assert "every" in plan.sampled and "never" not in plan.sampled
+    # Without a trace id, the run id keys sampling: a sampled item's id is below the rate.
+    plans = plan_items(_entries(half=0.5), [_item() for _ in range(200)])
+    sampled = [plan for plan in plans if plan.sampled]
+    assert 60 <= len(sampled) <= 140
+    for plan in sampled:
+        assert plan.call.run_id is not None and fraction_of(plan.call.run_id) < 0.5
+
+
+def test_only_rates_strictly_between_0_and_1_read_the_key() -> None:
+    assert Sampling.ratio(0.5).keyed and Sampling.ratio(1e-9).keyed
+    assert not any(s.keyed for s in (Sampling.none(), Sampling.ratio(0.0), Sampling.ratio(1.0)))
+    # Not reading it changes no decision: 0 samples nothing and 1 everything, any key.
+    keys = ["", "a", *(f"{n:032x}" for n in range(100))]
+    assert not any(Sampling.ratio(0.0).should_sample(k) for k in keys)
+    assert all(Sampling.ratio(1.0).should_sample(k) for k in keys)
