@@ -1,6 +1,7 @@
 """serve's scored path in one process: CPU per scored item, and where the scoring thread spends it.
 
     .venv/bin/python benchmarks/profile_scored.py [--items 3000] [--rate 500] [--profile]
+    .venv/bin/python benchmarks/profile_scored.py --encode-only
 
 What `scorewatch serve` runs for the `scored` case of `bench_floor.py`, without HTTP: telemetry
 configured as serve configures it (Prometheus registry, no push exporter), one content-similarity
@@ -8,6 +9,8 @@ scorer sampling every call, the SQLite sink with serve's linger, the in-process 
 scoring loop. Items are admitted from a loop of their own at `--rate` per second (as the open-loop
 generator offers them) and the process's CPU is counted until every run is stored. `--profile`
 adds a cProfile of the scoring thread (self time grouped as in `profile_telemetry.py`).
+`--encode-only` measures instead what the SQLite writer spends encoding one such run's record
+as its row (CPU per row, best of five batches, on one thread with nothing else running).
 """
 
 from __future__ import annotations
@@ -171,6 +174,33 @@ async def _run(
                 print(f"| {cum / total:5.1%} | {calls / items:.1f} | `{name}` |")
 
 
+def _encode_only(rows: int) -> None:
+    from scorewatch.core.call import AgentCall
+    from scorewatch.live.engine import score_call
+    from scorewatch.scorers.registry import build_scorer
+    from scorewatch.sinks.sqlite import SqliteSink
+
+    call = AgentCall(
+        input="What is our refund policy for items bought in a sale?",
+        output="Sale items can be refunded within 30 days with the receipt. 7",
+        target="support-bot",
+    )
+    record = asyncio.run(score_call(build_scorer("content-similarity"), call, "scoring-a-b-c"))
+    with tempfile.TemporaryDirectory() as directory:
+        sink = SqliteSink(Path(directory) / "scores.db")
+        sink.close()
+        encode = sink._encode
+        for _ in range(500):  # warm-up
+            encode(record)
+        batches = []
+        for _ in range(5):
+            started = time.thread_time()
+            for _ in range(rows):
+                encode(record)
+            batches.append((time.thread_time() - started) / rows * 1e6)
+    print(f"- SQLite row encoding: **{min(batches):.1f} µs** per row (best of 5 x {rows})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=3000)
@@ -182,7 +212,13 @@ def main() -> None:
         "--thread", choices=("scoring", "sqlite"), default="scoring", help="the thread profiled"
     )
     parser.add_argument("--cumulative", type=int, default=0, help="also the top N by cumulative")
+    parser.add_argument(
+        "--encode-only", action="store_true", help="only the SQLite writer's row encoding"
+    )
     args = parser.parse_args()
+    if args.encode_only:
+        _encode_only(max(args.items, 1000) * 10)
+        return
     with tempfile.TemporaryDirectory() as directory:
         asyncio.run(
             _run(

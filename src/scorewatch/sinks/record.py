@@ -478,6 +478,11 @@ class ScoreRecord:
         return fields
 
 
+# Each column with whether it holds JSON, in `SCORE_COLUMNS` order: what `encode_row` asks of
+# every column of every row.
+_COLUMN_KINDS: Final = tuple((column, column in JSON_COLUMNS) for column in SCORE_COLUMNS)
+
+
 def encode_row(
     row: Mapping[str, Any],
     *,
@@ -491,11 +496,12 @@ def encode_row(
     to_json = dumps if as_json is None else as_json
     special = convert or {}
     values: list[Any] = []
-    for column in SCORE_COLUMNS:
-        value = row.get(column)
+    get = row.get
+    for column, is_json in _COLUMN_KINDS:
+        value = get(column)
         if value is None:
             pass
-        elif column in JSON_COLUMNS:
+        elif is_json:
             value = to_json(value)
         elif column in special:
             value = special[column](value)

@@ -50,10 +50,42 @@ _SECRET_WORD = re.compile(
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#@]*@")
 _URL_PARAMETER = re.compile(r"([?&;])([^=&;#\s]+)=([^&;#\s]*)")
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-# The JSON text of a stored value, as every sink writes it: what `json.dumps(value,
-# ensure_ascii=False, default=repr)` writes, from one encoder made once (`json.dumps` makes a
-# new encoder per call when given options, a row's JSON columns made seven).
-stored_json: Final[Callable[[Any], str]] = json.JSONEncoder(ensure_ascii=False, default=repr).encode
+
+
+def _stored_json_encoder() -> Callable[[Any], str]:
+    """What `json.dumps(value, ensure_ascii=False, default=repr)` writes, from one encoder made
+    once: `json.dumps` makes a new encoder per call when given options, and `JSONEncoder.encode`
+    its C encoder per call (about a microsecond of a row's seven JSON columns each). The values
+    are `storable` ones, trees the walk has just built, so the encoder keeps no record of the
+    containers it is in (the check for a circular reference); without the C encoder (another
+    interpreter), `JSONEncoder.encode`."""
+    encoder = json.JSONEncoder(ensure_ascii=False, default=repr)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython has it
+        return encoder.encode
+    text = json.encoder.encode_basestring
+    chunks = make(
+        None,
+        encoder.default,
+        text,
+        None,
+        encoder.key_separator,
+        encoder.item_separator,
+        False,  # sort_keys
+        False,  # skipkeys
+        True,  # allow_nan
+    )
+
+    def dumps(value: Any) -> str:
+        if type(value) is str:
+            return text(value)
+        return "".join(chunks(value, 0))
+
+    return dumps
+
+
+# The JSON text of a stored value, as every sink writes it.
+stored_json: Final[Callable[[Any], str]] = _stored_json_encoder()
 # Redaction looks this deep (mappings and lists count a level each); cleaning has no limit.
 _MAX_DEPTH: Final = 16
 
@@ -165,36 +197,18 @@ def _storable_key(key: str) -> str:
 
 
 def _walk(value: Any, redact: bool, depth: int, scrub: Callable[[str], str] | None) -> Any:
-    # The common leaves (text, integers, None) are handled in the loops, so a row costs about
-    # one call per container rather than one per value.
+    # The common leaves (text, integers, None, numbers) are handled in the loops, so a row costs
+    # about one call per container rather than one per value. A plain dict is told by its type
+    # first: `isinstance(value, Mapping)` asks the ABC machinery, several times the cost.
+    if type(value) is dict:
+        return _walk_mapping(value, redact, depth, scrub)
     if isinstance(value, str):
         text = storable_text(value if scrub is None else scrub(value))
         return redact_url_credentials(text) if redact and depth <= _MAX_DEPTH else text
     if isinstance(value, float):
         return value if math.isfinite(value) else _number(value)
     if isinstance(value, Mapping):
-        hide = redact and depth <= _MAX_DEPTH
-        cleaned: dict[Any, Any] = {}
-        for key, item in value.items():
-            if isinstance(key, str):
-                if hide and is_secret_key(key):
-                    item = REDACTED
-                if scrub is not None:
-                    key = scrub(key)
-                if key not in _STORABLE_KEYS:
-                    key = _storable_key(key)
-            kind = type(item)
-            if kind is str:
-                if scrub is not None:
-                    item = scrub(item)
-                if _find_unstorable(item) is not None:
-                    item = _UNSTORABLE_TEXT.sub(REPLACEMENT, item)
-                if hide:
-                    item = redact_url_credentials(item)
-            elif kind not in _AS_IS:
-                item = _walk(item, redact, depth + 1, scrub)
-            cleaned[key] = item
-        return cleaned
+        return _walk_mapping(value, redact, depth, scrub)
     if isinstance(value, list | tuple):
         if scrub is not None:
             return [
@@ -209,6 +223,36 @@ def _walk(value: Any, redact: bool, depth: int, scrub: Callable[[str], str] | No
             for item in value
         ]
     return value
+
+
+def _walk_mapping(
+    value: Mapping[Any, Any], redact: bool, depth: int, scrub: Callable[[str], str] | None
+) -> dict[Any, Any]:
+    hide = redact and depth <= _MAX_DEPTH
+    cleaned: dict[Any, Any] = {}
+    for key, item in value.items():
+        if isinstance(key, str):
+            if hide and is_secret_key(key):
+                item = REDACTED
+            if scrub is not None:
+                key = scrub(key)
+            if key not in _STORABLE_KEYS:
+                key = _storable_key(key)
+        kind = type(item)
+        if kind is str:
+            if scrub is not None:
+                item = scrub(item)
+            if _find_unstorable(item) is not None:
+                item = _UNSTORABLE_TEXT.sub(REPLACEMENT, item)
+            if hide:
+                item = redact_url_credentials(item)
+        elif kind is float:
+            if not math.isfinite(item):
+                item = _number(item)
+        elif kind not in _AS_IS:
+            item = _walk(item, redact, depth + 1, scrub)
+        cleaned[key] = item
+    return cleaned
 
 
 def non_finite_path(value: Any) -> list[str | int] | None:
