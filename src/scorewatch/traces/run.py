@@ -226,10 +226,12 @@ def extract_run(
         (s.attributes for s in [span, *below, *tree.ancestors(span)]), keys or ConversationKeys()
     )
     own = read_span(span)
+    # Each span below is read once: as a tool call, else as a model call's messages.
+    tool_calls = [tool_call_of_span(s) for s in below]
     model_spans = [
         (s, content)
-        for s in below
-        if tool_call_of_span(s) is None and (content := read_span(s)) is not None
+        for s, call in zip(below, tool_calls, strict=True)
+        if call is None and (content := read_span(s)) is not None
     ]
     models = [content for _, content in model_spans]
     first = models[0] if models else None
@@ -237,7 +239,7 @@ def extract_run(
     inputs = _pick(own, first, "input")
     outputs = _pick(own, last, "output")
     system = (own.system if own is not None else []) or (first.system if first else [])
-    calls = [call for call in map(tool_call_of_span, below) if call is not None]
+    calls = [call for call in tool_calls if call is not None]
     if not calls:
         turn_inputs = (last.input if last is not None and last.input else None) or inputs
         calls = _turn_tool_calls(turn_inputs, outputs)

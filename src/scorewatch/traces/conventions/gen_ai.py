@@ -122,6 +122,8 @@ def _event_body(attributes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _from_events(span: SpanRecord) -> SpanContent | None:
+    if not span.events:
+        return None
     content = SpanContent(convention="gen_ai_events")
     for event in span.events:
         details = _from_attributes(event.attributes)
