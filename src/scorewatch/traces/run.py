@@ -65,17 +65,25 @@ class ExtractedRun:
     # A scored conversation's facts (`sessions.Session.to_run`): kept in its rows' metadata.
     session: dict[str, Any] | None = None
 
-    def to_call(self) -> AgentCall:
+    def to_call(
+        self,
+        *,
+        content: tuple[Any, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> AgentCall:
         """The agent call this span records: a `trace` call named after its agent (else its
-        service), its own span id as the call's run id (the row's `metadata.agentRunId`)."""
+        service), its own span id as the call's run id (the row's `metadata.agentRunId`).
+        `content`: (input, output) to carry instead of the run's own (serve's plain JSON copy
+        of them); `metadata`: instead of `metadata()`."""
+        run_input, run_output = (self.input, self.output) if content is None else content
         return AgentCall(
-            input=self.input,
-            output=self.output,
+            input=run_input,
+            output=run_output,
             target=self.agent or self.service_name,
             trace_id=self.trace_id,
             span_id=self.span_id,
             run_id=self.span_id,
-            metadata=self.metadata(),
+            metadata=self.metadata() if metadata is None else metadata,
             score_source="trace",
             entity_type=self.entity_type,
             conversation_id=self.conversation_id,
