@@ -11,7 +11,7 @@ tool results as context read this shape (docs/traces.md, "From a span to a run")
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -26,7 +26,7 @@ from .conventions import (
     tool_call_of_span,
 )
 from .conversation import ConversationKeys, read_conversation
-from .messages import Message, SpanContent, ToolCall, from_json_text
+from .messages import JSON_OBJECT, Message, SpanContent, ToolCall, from_json_text
 from .spans import SpanRecord
 
 __all__ = ["ExtractedRun", "SkipReason", "Skipped", "extract_run"]
@@ -167,7 +167,7 @@ def _invocation(call: ToolCall, fallback_id: str) -> dict[str, Any]:
         # The reference's tool id is the tool's own id; a trace names a tool only once.
         "toolId": call.name,
         "args": dict(arguments)
-        if isinstance(arguments, Mapping)
+        if isinstance(arguments, JSON_OBJECT)
         else ({} if arguments is None else {"value": arguments}),
         "result": call.result if call.has_result else None,
         "state": "result" if call.has_result else "call",
