@@ -171,8 +171,15 @@ class TraceBuffer:
         (nothing is evicted to make room). Each span's owner is (`source`, its service name).
         `unsampled`: the request's spans of traces no scorer samples, kept as ids only."""
 
+        owners: dict[int, Owner] = {}  # by id() of the resource, alive while its spans are
+
         def owner_of(span: SpanRecord | UnsampledSpans) -> Owner:
-            return (source, span.service_name or "")
+            # service.name is the resource's: one owner per resource, asked twice per span.
+            key = id(span.resource)
+            owner = owners.get(key)
+            if owner is None:
+                owner = owners[key] = (source, span.service_name or "")
+            return owner
 
         def opens_trace(owner: Owner, trace_id: str) -> bool:
             key = (owner, trace_id)
