@@ -89,6 +89,9 @@ class _Trace:
     latest: dict[str, float] = field(default_factory=dict)
     # Selected span id -> whether it is skipped under a selected ancestor (`nested = false`).
     pending: dict[str, bool] = field(default_factory=dict)
+    # Every span id a selector matched, handed out or not: what `_ancestry` asks of an
+    # ancestor (selectors are matched once per span, when it arrives).
+    selected: set[str] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -168,8 +171,15 @@ class TraceBuffer:
         (nothing is evicted to make room). Each span's owner is (`source`, its service name).
         `unsampled`: the request's spans of traces no scorer samples, kept as ids only."""
 
+        owners: dict[int, Owner] = {}  # by id() of the resource, alive while its spans are
+
         def owner_of(span: SpanRecord | UnsampledSpans) -> Owner:
-            return (source, span.service_name or "")
+            # service.name is the resource's: one owner per resource, asked twice per span.
+            key = id(span.resource)
+            owner = owners.get(key)
+            if owner is None:
+                owner = owners[key] = (source, span.service_name or "")
+            return owner
 
         def opens_trace(owner: Owner, trace_id: str) -> bool:
             key = (owner, trace_id)
@@ -243,6 +253,7 @@ class TraceBuffer:
         selector = matching_selector(span, self.selectors)
         if selector is not None:
             trace.pending[span.span_id] = not selector.nested
+            trace.selected.add(span.span_id)
         self._arrived(trace, span, now)
         return True
 
@@ -363,7 +374,7 @@ class TraceBuffer:
             if parent is None:
                 found = "missing"
                 break
-            if matching_selector(parent, self.selectors) is not None:
+            if parent_id in trace.selected:
                 found = "selected"
                 break
             seen.add(parent_id)

@@ -11,7 +11,7 @@ tool results as context read this shape (docs/traces.md, "From a span to a run")
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -26,7 +26,7 @@ from .conventions import (
     tool_call_of_span,
 )
 from .conversation import ConversationKeys, read_conversation
-from .messages import Message, SpanContent, ToolCall, from_json_text
+from .messages import JSON_OBJECT, Message, SpanContent, ToolCall, from_json_text
 from .spans import SpanRecord
 
 __all__ = ["ExtractedRun", "SkipReason", "Skipped", "extract_run"]
@@ -65,17 +65,25 @@ class ExtractedRun:
     # A scored conversation's facts (`sessions.Session.to_run`): kept in its rows' metadata.
     session: dict[str, Any] | None = None
 
-    def to_call(self) -> AgentCall:
+    def to_call(
+        self,
+        *,
+        content: tuple[Any, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> AgentCall:
         """The agent call this span records: a `trace` call named after its agent (else its
-        service), its own span id as the call's run id (the row's `metadata.agentRunId`)."""
+        service), its own span id as the call's run id (the row's `metadata.agentRunId`).
+        `content`: (input, output) to carry instead of the run's own (serve's plain JSON copy
+        of them); `metadata`: instead of `metadata()`."""
+        run_input, run_output = (self.input, self.output) if content is None else content
         return AgentCall(
-            input=self.input,
-            output=self.output,
+            input=run_input,
+            output=run_output,
             target=self.agent or self.service_name,
             trace_id=self.trace_id,
             span_id=self.span_id,
             run_id=self.span_id,
-            metadata=self.metadata(),
+            metadata=self.metadata() if metadata is None else metadata,
             score_source="trace",
             entity_type=self.entity_type,
             conversation_id=self.conversation_id,
@@ -159,7 +167,7 @@ def _invocation(call: ToolCall, fallback_id: str) -> dict[str, Any]:
         # The reference's tool id is the tool's own id; a trace names a tool only once.
         "toolId": call.name,
         "args": dict(arguments)
-        if isinstance(arguments, Mapping)
+        if isinstance(arguments, JSON_OBJECT)
         else ({} if arguments is None else {"value": arguments}),
         "result": call.result if call.has_result else None,
         "state": "result" if call.has_result else "call",
@@ -226,10 +234,12 @@ def extract_run(
         (s.attributes for s in [span, *below, *tree.ancestors(span)]), keys or ConversationKeys()
     )
     own = read_span(span)
+    # Each span below is read once: as a tool call, else as a model call's messages.
+    tool_calls = [tool_call_of_span(s) for s in below]
     model_spans = [
         (s, content)
-        for s in below
-        if tool_call_of_span(s) is None and (content := read_span(s)) is not None
+        for s, call in zip(below, tool_calls, strict=True)
+        if call is None and (content := read_span(s)) is not None
     ]
     models = [content for _, content in model_spans]
     first = models[0] if models else None
@@ -237,7 +247,7 @@ def extract_run(
     inputs = _pick(own, first, "input")
     outputs = _pick(own, last, "output")
     system = (own.system if own is not None else []) or (first.system if first else [])
-    calls = [call for call in map(tool_call_of_span, below) if call is not None]
+    calls = [call for call in tool_calls if call is not None]
     if not calls:
         turn_inputs = (last.input if last is not None and last.input else None) or inputs
         calls = _turn_tool_calls(turn_inputs, outputs)

@@ -65,10 +65,16 @@ class SpanSelector(BaseModel):
         pattern = self._pattern
         if pattern is not None and pattern.fullmatch(span.name) is None:
             return False
-        return all(_equal(attributes.get(key), want) for key, want in self.attributes.items())
+        # A loop rather than all() over a generator: this runs for every span received.
+        for key, want in self.attributes.items():  # noqa: SIM110
+            if not _equal(attributes.get(key), want):
+                return False
+        return True
 
 
 def _equal(value: Any, want: Scalar) -> bool:
+    if value is None:  # the common case: the span has no such attribute (want is never None)
+        return False
     if isinstance(value, list):
         return any(_equal(item, want) for item in value)
     if isinstance(value, bool) or isinstance(want, bool):

@@ -40,7 +40,6 @@ import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import Literal
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -338,17 +337,16 @@ class TracesIntake:
 
 
 def _item(run: ExtractedRun, scorers: tuple[str, ...] | None) -> ScoreItem:
-    call = run.to_call()
-    metadata = dict(call.metadata or {})
+    metadata = run.metadata()
     if run.tool_calls:  # a served row has no other place for them (score_traces reports them)
         metadata["toolCalls"] = list(run.tool_calls)
     # Plain JSON values (timestamps as ISO text): the Redis queue carries them unchanged, and
     # in-process and queued scoring see the same run. One encoding gives them and the size the
     # queue counts (reading JSON back costs less than a second conversion of the objects).
-    encoded = to_json([call.input, call.output])
+    encoded = to_json([run.input, run.output])
     plain_input, plain_output = from_json(encoded)
-    plain = replace(call, input=plain_input, output=plain_output, metadata=metadata)
-    return ScoreItem(plain, scorers, len(encoded))
+    call = run.to_call(content=(plain_input, plain_output), metadata=metadata)
+    return ScoreItem(call, scorers, len(encoded))
 
 
 def _every(trace_id: bytes) -> bool:

@@ -53,17 +53,29 @@ def read_span(span: SpanRecord) -> SpanContent | None:
     return None
 
 
+# The markers as (attribute, values, ...) read inline: asked of every span of every run read.
+_TOOL_MARKERS: Final = tuple(
+    (c.tool_spans.marker.attribute, c.tool_spans.marker.values, c.tool_spans) for c in CONVENTIONS
+)
+_AGENT_MARKERS: Final = tuple((c.agent.attribute, c.agent.values) for c in CONVENTIONS)
+
+
 def tool_call_of_span(span: SpanRecord) -> ToolCall | None:
     """The tool call a tool-execution span records, in any convention; None for other spans."""
-    for convention in CONVENTIONS:
-        if convention.tool_spans.marker.on(span):
-            return convention.tool_spans.call_of(span)
+    attributes = span.attributes
+    for attribute, values, tool_spans in _TOOL_MARKERS:
+        if attributes.get(attribute) in values:
+            return tool_spans.call_of(span)
     return None
 
 
 def is_agent_span(span: SpanRecord) -> bool:
     """Whether any convention marks the span as an agent's."""
-    return any(convention.agent.on(span) for convention in CONVENTIONS)
+    attributes = span.attributes
+    for attribute, values in _AGENT_MARKERS:  # noqa: SIM110 - a loop: no generator per span
+        if attributes.get(attribute) in values:
+            return True
+    return False
 
 
 def agent_name(span: SpanRecord) -> str | None:

@@ -101,11 +101,12 @@ class FlattenedMessages:
         attributes = span.attributes
         inputs = indexed(attributes, self.messages[0])
         outputs = indexed(attributes, self.messages[1])
-        content = SpanContent(convention=self.convention)
         if inputs or outputs:
+            content = SpanContent(convention=self.convention)
             content.input = [self._message(item, "user") for item in inputs] or None
             content.output = [self._message(item, "assistant") for item in outputs] or None
         elif self.values[0] in attributes or self.values[1] in attributes:
+            content = SpanContent(convention=self.convention)
             content.input = _value_messages(attributes.get(self.values[0]), "user")
             content.output = _value_messages(attributes.get(self.values[1]), "assistant")
         else:

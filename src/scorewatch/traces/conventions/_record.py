@@ -100,9 +100,10 @@ class Convention:
 def indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     """`prefix.N.rest` attributes grouped by N (in N order), keyed by `rest`."""
     groups: dict[int, dict[str, Any]] = {}
-    start = len(prefix) + 1
+    dotted = prefix + "."  # once, not per attribute: every reader scans every attribute
+    start = len(dotted)
     for key, value in attributes.items():
-        if not key.startswith(prefix + "."):
+        if not key.startswith(dotted):
             continue
         number, _, rest = key[start:].partition(".")
         if number.isdigit() and rest:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..messages import (
+    JSON_OBJECT,
     Message,
     SpanContent,
     ToolCall,
@@ -33,7 +34,7 @@ _OPERATION = "gen_ai.operation.name"
 def _message(raw: Any, default_role: str) -> list[Message]:
     """One message, in parts; each tool result becomes a `tool` message of its own (producers
     send several results in one `user` or `tool` message)."""
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("parts"), list):
+    if not isinstance(raw, JSON_OBJECT) or not isinstance(raw.get("parts"), list):
         message = openai_message(raw, default_role)
         return [message] if message is not None else []
     role = raw.get("role")
@@ -41,7 +42,7 @@ def _message(raw: Any, default_role: str) -> list[Message]:
     results: list[Message] = []
     texts = []
     for part in raw["parts"]:
-        if not isinstance(part, Mapping):
+        if not isinstance(part, JSON_OBJECT):
             continue
         kind = part.get("type")
         if kind == "text" and isinstance(part.get("content"), str):
@@ -71,7 +72,7 @@ def _message(raw: Any, default_role: str) -> list[Message]:
 
 def _messages(value: Any, default_role: str) -> list[Message] | None:
     decoded = from_json_text(value)
-    if isinstance(decoded, Mapping):
+    if isinstance(decoded, JSON_OBJECT):
         decoded = [decoded]
     if not isinstance(decoded, list):
         return None
@@ -83,11 +84,13 @@ def _system_texts(value: Any) -> list[str]:
     decoded = from_json_text(value)
     if isinstance(decoded, str):
         return [decoded] if decoded.strip() else []
-    if isinstance(decoded, Mapping):
+    if isinstance(decoded, JSON_OBJECT):
         decoded = [decoded]
     if not isinstance(decoded, list):
         return []
-    texts = [text_of([part]) if isinstance(part, Mapping) else text_of(part) for part in decoded]
+    texts = [
+        text_of([part]) if isinstance(part, JSON_OBJECT) else text_of(part) for part in decoded
+    ]
     joined = "\n".join(text for text in texts if text)
     return [joined] if joined.strip() else []
 
@@ -116,12 +119,14 @@ def _event_body(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """An event's body: the `gen_ai.event.content` JSON some producers attach, else its
     attributes (with JSON-encoded values decoded)."""
     body = from_json_text(attributes.get("gen_ai.event.content"))
-    if isinstance(body, Mapping):
+    if isinstance(body, JSON_OBJECT):
         return dict(body)
     return {key: from_json_text(value) for key, value in attributes.items()}
 
 
 def _from_events(span: SpanRecord) -> SpanContent | None:
+    if not span.events:
+        return None
     content = SpanContent(convention="gen_ai_events")
     for event in span.events:
         details = _from_attributes(event.attributes)
