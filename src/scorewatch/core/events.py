@@ -288,7 +288,7 @@ class Observers:
         ignored."""
         handlers = self.handlers.get(type(event))
         if handlers:
-            # `notify`, inlined: some events come once per live decision.
+            # `notify`, inlined: some producers emit an event per request.
             for handler in handlers:
                 try:
                     handler(event)
