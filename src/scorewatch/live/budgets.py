@@ -23,7 +23,7 @@ from ..sinks.record import ScoreRecord
 from .events import BudgetReading, BudgetReadings
 from .spend_budget import BudgetDecision, Reservation, SpendBudget
 
-__all__ = ["SHARED_NAME", "Budgets", "Hold", "record_cost_usd"]
+__all__ = ["SHARED_NAME", "Budgets", "Hold", "budgeted", "record_cost_usd"]
 
 SHARED_NAME = "all"
 """The name of the budget every scorer shares (a per-scorer budget is `scorer:<id>`)."""
@@ -52,6 +52,13 @@ def record_cost_usd(record: ScoreRecord) -> float | None:
     """What the run's judge calls cost (every attempt), None when no cost was known."""
     result = record.result
     return judge_cost_usd(None if result is None else result.judge)
+
+
+def budgeted(scorer: Scorer, *, has_budget: bool) -> bool:
+    """Whether `scorer` samples under a budget when one applies to it (`has_budget`): only a
+    judged scorer spends anything. The one rule for `Budgets.governs` and for deciders that
+    know the configuration before any `Budgets` exists (serve's trace intake)."""
+    return has_budget and scorer.has_judge
 
 
 @dataclass(frozen=True)
@@ -101,8 +108,8 @@ class Budgets:
         return self.shared is not None or bool(self.per_scorer)
 
     def governs(self, scorer: Scorer) -> bool:
-        """Whether `scorer` samples under a budget: only a judged scorer spends anything."""
-        return scorer.has_judge and bool(self.of(scorer.id))
+        """Whether `scorer` samples under a budget (`budgeted`)."""
+        return budgeted(scorer, has_budget=bool(self.of(scorer.id)))
 
     def of(self, scorer_id: str) -> tuple[SpendBudget, ...]:
         own = self.per_scorer.get(scorer_id)

@@ -46,6 +46,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from pydantic_core import from_json, to_json
 
 from ...core.events import current_observers
+from ...live.budgets import budgeted
 from ...live.entry import LiveScorerEntry
 from ...telemetry.names import INSTRUMENTATION_SCOPE
 from ...traces.assembly import Offer, TraceBuffer
@@ -368,8 +369,8 @@ def build_traces_intake(
         shared = config.budget is not None and config.budget.usd_per_day is not None
         own = {spec.id for spec in config.scorers if spec.budget_usd_per_day is not None}
 
-        def governed(entry: LiveScorerEntry) -> bool:  # as `Budgets.governs` will decide
-            return entry.scorer.has_judge and (shared or entry.scorer.id in own)
+        def governed(entry: LiveScorerEntry) -> bool:
+            return budgeted(entry.scorer, has_budget=shared or entry.scorer.id in own)
 
         sampling = TraceSampling.of((entries[i] for i in chosen), governed=governed)
     # A non-loopback `[traces] listen` without a token was refused by `resolve_token`.
