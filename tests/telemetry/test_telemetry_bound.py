@@ -41,7 +41,8 @@ from scorewatch.telemetry.exposition import render_openmetrics, render_text
 from scorewatch.telemetry.instruments import Instruments, metric_views
 from scorewatch.telemetry.listener import TelemetryObserver
 from scorewatch.telemetry.prometheus import prometheus_metric_reader
-from telemetry_helpers import in_memory_telemetry
+from scorewatch.testing import ScriptedJudge
+from telemetry_helpers import in_memory_telemetry, prompt_scorer, verdicts
 
 pytestmark = pytest.mark.unit
 
@@ -286,3 +287,29 @@ async def test_a_runs_histograms_are_recorded_bound() -> None:
         assert (
             otel.point("scorewatch.evaluation.score", gen_ai__evaluation__name="bound").sum == 2.25
         )
+
+
+async def test_a_judge_attempts_histograms_are_recorded_bound() -> None:
+    """Token usage and call duration of a prompt step's attempts take the bound path from the
+    scorer's second attempt under the same model, step and outcome; the totals are the judge
+    records'."""
+    bus = Observers()
+    usage = sw.judge.JudgeUsage(input_tokens=120, output_tokens=7)
+    judge = ScriptedJudge([verdicts(2), "ok"] * 3, usage=usage)
+    scorer = prompt_scorer(judge)
+    with observed_by(bus), in_memory_telemetry(observers=bus) as otel:
+        for index in range(3):
+            await scorer.run(output=f"answer {index}")
+        (observer,) = bus.subscribers
+        assert isinstance(observer, TelemetryObserver)
+        series = [s for known in observer.profile(scorer).attempt_series.values() for s in known]
+        assert len(series) == 6  # two prompt steps: input, output, duration each
+        assert all(s.bound for s in series) == sdk_shaped()
+        inputs = [
+            point
+            for point in otel.points("gen_ai.client.token.usage")
+            if point.attributes["gen_ai.token.type"] == "input"
+        ]
+        assert sum(point.sum or 0 for point in inputs) == 6 * 120
+        durations = otel.points("gen_ai.client.operation.duration")
+        assert sum(point.count or 0 for point in durations) == 6

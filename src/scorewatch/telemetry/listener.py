@@ -142,6 +142,7 @@ class ScorerProfile:
     """
 
     __slots__ = (
+        "attempt_series",
         "by_outcome",
         "declared_version",
         "direction",
@@ -208,6 +209,8 @@ class ScorerProfile:
         self.run_attributes = base
         self.step_span: dict[tuple[str, str], tuple[str, Attributes]] = {}
         self.step_durations: dict[tuple[str, str], BoundHistogram] = {}
+        # Judge attempts' histogram series (`judge_calls.record_attempt`).
+        self.attempt_series: dict[Hashable, judge_calls.AttemptSeries] = {}
         # Keyed by (score source, target as the run gave it); a target the cardinality guard
         # turned into `_other` is looked up under `_other`, so at most `limit` targets are kept.
         # Each a series of the score histogram, with its key in the squared-score tally.
@@ -524,7 +527,11 @@ class RunTelemetry(RunListener):
             )
         self._providers[attempt.model_id] = attempt.provider
         judge_calls.record_attempt(
-            self._instruments, self._observer.model_guard, self._scorer_id, attempt
+            self._instruments,
+            self._observer.model_guard,
+            self._scorer_id,
+            attempt,
+            self._profile.attempt_series,
         )
 
     def judge_cache_lookup(self, lookup: JudgeCacheLookup) -> None:
