@@ -11,10 +11,12 @@ the batches of (1) and (2) alternate):
 2. the SDK floor: the same SDK calls made DIRECTLY through the OpenTelemetry SDK with no
    scorewatch code at all, with the attributes a run has — one run span (made current), four
    step spans (each made current), six histogram measurements (four step durations, the run
-   duration, the score) with prebuilt attribute dicts, the logs API's `enabled()` check and one
-   evaluation event. The run counter and the squared-score sum are tallied by scorewatch and
-   read at collection (`telemetry/tally.py`), so they are no SDK call in either. No listener
-   can cost less than this while emitting what telemetry.md requires.
+   duration, the score) with prebuilt attribute dicts, two counter additions (the run counter
+   and the squared-score sum), the logs API's `enabled()` check and one evaluation event. The
+   floor is what a plain SDK instrumentation pays for the same exported output: scorewatch
+   tallies the two counters (`telemetry/tally.py`), but a plain instrumentation would `add`, so
+   the floor does. (Until 2026-12-06 the floor left both additions out; `--old-floor` also
+   measures that floor, for comparison with the figures of before.)
 
 Then a cProfile of (1), self time grouped by package, and the top functions. Prints Markdown.
 """
@@ -28,7 +30,7 @@ import cProfile
 import pstats
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import _common
@@ -50,24 +52,21 @@ def cpu_per_call_us(batch: Callable[[int], None], runs: int, after: Callable[[],
 
 
 def paired_cpu_us(
-    first: Callable[[int], None],
-    second: Callable[[int], None],
-    runs: int,
-    after: Callable[[], None],
-) -> tuple[float, float]:
-    """`cpu_per_call_us` of both, their batches alternating (first, second, first, ...), so a
-    machine whose load changes meanwhile moves both sides alike."""
-    for batch in (first, second):
+    batches: Sequence[Callable[[int], None]], runs: int, after: Callable[[], None]
+) -> list[float]:
+    """`cpu_per_call_us` of each, their batches alternating (first, second, ..., first, ...),
+    so a machine whose load changes meanwhile moves every side alike."""
+    for batch in batches:
         batch(runs // 4)
         after()
-    values: tuple[list[float], list[float]] = ([], [])
+    values: list[list[float]] = [[] for _ in batches]
     for _ in range(7):
-        for batch, measured in zip((first, second), values, strict=True):
+        for batch, measured in zip(batches, values, strict=True):
             started = time.thread_time()
             batch(runs)
             measured.append((time.thread_time() - started) / runs * 1e6)
             after()
-    return statistics.median(values[0]), statistics.median(values[1])
+    return [statistics.median(measured) for measured in values]
 
 
 def setup(variant: str) -> tuple[Any, Any, Any, Callable[[], None]]:
@@ -81,8 +80,10 @@ def setup(variant: str) -> tuple[Any, Any, Any, Callable[[], None]]:
 
 
 def floor_batch(
-    tracer_provider: Any, meter_provider: Any, logger_provider: Any
+    tracer_provider: Any, meter_provider: Any, logger_provider: Any, counters: bool = True
 ) -> Callable[[int], None]:
+    """The SDK floor's runs; `counters=False`: without the two counter additions (the floor
+    of before 2026-12-06, which a tallied counter wrongly made cheaper)."""
     from opentelemetry import context, trace
     from opentelemetry._logs import SeverityNumber
 
@@ -92,6 +93,8 @@ def floor_batch(
     step_duration = meter.create_histogram("floor.step.duration", unit="s")
     run_duration = meter.create_histogram("floor.run.duration", unit="s")
     histogram = meter.create_histogram("floor.score", unit="1")
+    runs_counter = meter.create_counter("floor.runs")
+    squares = meter.create_counter("floor.score.squares", unit="1")
     version = "1345abb4b4b7"  # the scorer's version fingerprint, on its spans and events
     run_id = "c553814e-ad5a-4810-a9f1-1ff13f344bf2"
 
@@ -140,7 +143,11 @@ def floor_batch(
                 step.end()
                 step_duration.record(1e-5, step_metric_attributes[index])
             run_duration.record(1e-4, outcome)
+            if counters:
+                runs_counter.add(1, outcome)
             histogram.record(1.0, score)
+            if counters:
+                squares.add(1.0, score)
             span.set_attribute("scorewatch.score", 1.0)
             if event_logger.enabled(
                 context=run_context, severity_number=info, event_name="gen_ai.evaluation.result"
@@ -214,13 +221,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", choices=("in-memory", "prometheus"), default="in-memory")
     parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument(
+        "--old-floor",
+        action="store_true",
+        help="also measure the floor without the two counter additions (before 2026-12-06)",
+    )
     args = parser.parse_args()
     loop = asyncio.new_event_loop()
     run = scorer_batch(loop)
     bare = cpu_per_call_us(run, args.runs, lambda: None)  # before anything is instrumented
     tracer_provider, meter_provider, logger_provider, after = setup(args.variant)
-    floor = floor_batch(tracer_provider, meter_provider, logger_provider)
-    measured, sdk_only = paired_cpu_us(run, floor, args.runs, after)
+    providers = (tracer_provider, meter_provider, logger_provider)
+    batches = [run, floor_batch(*providers)]
+    if args.old_floor:
+        batches.append(floor_batch(*providers, counters=False))
+    measured, sdk_only, *old = paired_cpu_us(batches, args.runs, after)
     telemetry = measured - bare
     print(f"### Telemetry ({args.variant}): CPU per quality-scorer run\n")
     print(f"- scorer run with telemetry: **{measured:.0f} µs** (without: {bare:.1f} µs)")
@@ -232,6 +247,11 @@ def main() -> None:
         f"- ratios: the instrumented run / floor **{measured / sdk_only:.2f}×**; its telemetry "
         f"(with - without, {telemetry:.0f} µs) / floor **{telemetry / sdk_only:.2f}×**"
     )
+    for old_floor in old:
+        print(
+            f"- the floor without the two counter additions (before 2026-12-06): "
+            f"{old_floor:.0f} µs; ratios {measured / old_floor:.2f}×, {telemetry / old_floor:.2f}×"
+        )
     print(f"- so scorewatch's own share is at most {max(0.0, measured - sdk_only):.0f} µs\n")
     print(f"cProfile of the instrumented run ({args.runs} runs):\n")
     print(profile(run, args.runs, after))

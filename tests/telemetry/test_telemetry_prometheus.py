@@ -330,3 +330,34 @@ async def test_registry_without_a_server_is_served_by_the_asgi_app() -> None:
         assert refused.status_code == 405
     finally:
         configured.shutdown()
+
+
+def test_exemplars_survive_series_with_fewer_labels_than_their_family() -> None:
+    """The exporter gives every series of a family all the family's labels ("" where a series
+    has none: a score without a target beside one with): each still shows its exemplar."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+    from prometheus_client import CollectorRegistry
+
+    from scorewatch.telemetry.exposition import render_openmetrics
+    from scorewatch.telemetry.instruments import Instruments, metric_views
+    from scorewatch.telemetry.prometheus import prometheus_metric_reader
+
+    registry = CollectorRegistry()
+    provider = MeterProvider(
+        metric_readers=[prometheus_metric_reader(registry)], views=metric_views()
+    )
+    scores = Instruments(provider).score_histogram(1.0)
+    tracer = TracerProvider().get_tracer("test")
+    base = {names.ATTR_EVALUATION_NAME: "q", names.ATTR_SCORE_SOURCE: "live"}
+    trace_ids = []
+    for value, attributes in ((0.2, base), (0.7, {**base, names.ATTR_TARGET: "agent"})):
+        with tracer.start_as_current_span("run") as span:
+            scores.record(value, attributes)
+            trace_ids.append(format(span.get_span_context().trace_id, "032x"))
+    text = render_openmetrics(registry).decode()
+    provider.shutdown()
+    exemplars = [line for line in text.splitlines() if " # {" in line]
+    assert len(exemplars) == 2
+    assert 'le="0.2",scorewatch_score_source="live",scorewatch_target=""' in exemplars[0]
+    assert trace_ids[0] in exemplars[0] and trace_ids[1] in exemplars[1]

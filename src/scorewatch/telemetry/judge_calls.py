@@ -6,7 +6,7 @@ The run's listener keeps the open spans and calls these as the core reports each
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -16,10 +16,18 @@ from ..core.events import JudgeAttempt
 from ..core.steps import StepName
 from ..judge.protocol import JudgeReply, JudgeRequest
 from . import describe, names
+from .bound import BoundHistogram
 from .describe import Attributes
 from .instruments import Instruments
 
-__all__ = ["finish_chat_span", "open_chat_span", "record_attempt"]
+__all__ = ["AttemptSeries", "finish_chat_span", "open_chat_span", "record_attempt"]
+
+AttemptSeries = tuple[BoundHistogram, BoundHistogram, BoundHistogram]
+"""An attempt's histogram series: input tokens, output tokens, call duration."""
+
+# Kept per scorer, keyed by what decides the attributes (guarded model, provider, step, error
+# type); emptied when it reaches this many (error types are exception names: not bounded).
+_ATTEMPT_SERIES_LIMIT = 1024
 
 
 def open_chat_span(
@@ -108,39 +116,53 @@ def record_attempt(
     model_guard: Callable[[str], str],
     scorer_id: str,
     attempt: JudgeAttempt,
+    series: dict[Hashable, AttemptSeries],
 ) -> None:
     """The attempt's token usage, duration and (US dollar) cost, under the model name
-    `model_guard` admits."""
-    base: Attributes = {
-        names.ATTR_OPERATION_NAME: names.OPERATION_CHAT,
-        names.ATTR_REQUEST_MODEL: model_guard(
-            describe.provider_model(attempt.model_id, attempt.provider)
-        ),
-        names.ATTR_EVALUATION_NAME: scorer_id,
-        names.ATTR_STEP: attempt.step,
-    }
-    if attempt.provider:
-        base[names.ATTR_PROVIDER_NAME] = describe.provider_name(attempt.provider)
+    `model_guard` admits. `series`: the scorer's histogram series of earlier attempts (a
+    guard's answer for a value never changes, so its key stands for the attributes)."""
+    model = model_guard(describe.provider_model(attempt.model_id, attempt.provider))
+    provider = describe.provider_name(attempt.provider) if attempt.provider else None
+    error = describe.error_type(attempt.error) if attempt.error is not None else None
+    key = (model, provider, attempt.step, error)
+    known = series.get(key)
+    if known is None:
+        base: Attributes = {
+            names.ATTR_OPERATION_NAME: names.OPERATION_CHAT,
+            names.ATTR_REQUEST_MODEL: model,
+            names.ATTR_EVALUATION_NAME: scorer_id,
+            names.ATTR_STEP: attempt.step,
+        }
+        if provider is not None:
+            base[names.ATTR_PROVIDER_NAME] = provider
+        duration_attributes = dict(base)
+        if error is not None:
+            duration_attributes[names.ATTR_ERROR_TYPE] = error
+        known = (
+            BoundHistogram(
+                instruments.token_usage, {**base, names.ATTR_TOKEN_TYPE: names.TOKEN_TYPE_INPUT}
+            ),
+            BoundHistogram(
+                instruments.token_usage, {**base, names.ATTR_TOKEN_TYPE: names.TOKEN_TYPE_OUTPUT}
+            ),
+            BoundHistogram(instruments.operation_duration, duration_attributes),
+        )
+        if len(series) >= _ATTEMPT_SERIES_LIMIT:
+            series.clear()
+        series[key] = known
     usage = attempt.usage
     if usage.input_tokens is not None:
-        instruments.token_usage.record(
-            usage.input_tokens, {**base, names.ATTR_TOKEN_TYPE: names.TOKEN_TYPE_INPUT}
-        )
+        known[0].record(usage.input_tokens)
     if usage.output_tokens is not None:
-        instruments.token_usage.record(
-            usage.output_tokens, {**base, names.ATTR_TOKEN_TYPE: names.TOKEN_TYPE_OUTPUT}
-        )
-    duration_attributes = dict(base)
-    if attempt.error is not None:
-        duration_attributes[names.ATTR_ERROR_TYPE] = describe.error_type(attempt.error)
-    instruments.operation_duration.record(attempt.duration_s, duration_attributes)
+        known[1].record(usage.output_tokens)
+    known[2].record(attempt.duration_s)
     # (amount, currency, source), as the judge records count it (`COST_SOURCE_*` values).
     cost = attempt.reply.known_cost() if attempt.reply is not None else None
     if cost is not None and cost[1].upper() == "USD":
         instruments.judge_cost.add(
             cost[0],
             {
-                names.ATTR_REQUEST_MODEL: base[names.ATTR_REQUEST_MODEL],
+                names.ATTR_REQUEST_MODEL: model,
                 names.ATTR_EVALUATION_NAME: scorer_id,
                 names.ATTR_STEP: attempt.step,
                 names.ATTR_COST_SOURCE: cost[2],

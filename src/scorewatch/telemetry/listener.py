@@ -52,6 +52,7 @@ from ..live.events import DeadLettered, Decided, InFlight, Redelivered
 from ..privacy import CURRENT_REDACTION
 from ..sinks.delivery import SinkFailed
 from . import describe, judge_calls, names
+from .bound import BoundHistogram
 from .cardinality import CardinalityGuard
 from .content import ContentCapture
 from .describe import Attributes
@@ -96,7 +97,7 @@ class TelemetryObserver(Observer):
         profile = self.profiles.get(id(scorer))
         if profile is not None and profile.scorer is scorer:
             return profile
-        profile = ScorerProfile(scorer, self.version_guard)
+        profile = ScorerProfile(scorer, self.instruments, self.version_guard)
         self.instruments.scorer_version_seen(profile.info_attributes)
         if len(self.profiles) >= _PROFILE_CACHE_SIZE:
             self.profiles.clear()
@@ -132,33 +133,43 @@ class TelemetryObserver(Observer):
 
 
 class ScorerProfile:
-    """Span names and attribute dicts of one scorer's runs, shared by all of them.
+    """Span names, attribute dicts and histogram series of one scorer's runs, shared by all of
+    them.
 
     The dicts are never mutated after construction: the SDK copies span attributes, and a
-    metric measurement only reads its attributes.
+    metric measurement only reads its attributes. The histograms' series are bound to their
+    attributes (`bound.py`), so a run's measurements skip the SDK's per-call lookups.
     """
 
     __slots__ = (
+        "attempt_series",
         "by_outcome",
         "declared_version",
         "direction",
         "info_attributes",
+        "instruments",
         "metric_version",
         "models",
         "run_attributes",
         "run_span_name",
         "scale",
-        "score_attributes",
         "score_histogram",
+        "score_series",
         "scorer",
-        "step_metric_attributes",
+        "step_durations",
         "step_span",
         "threshold",
         "version",
     )
 
-    def __init__(self, scorer: Any, version_guard: CardinalityGuard | None = None) -> None:
+    def __init__(
+        self,
+        scorer: Any,
+        instruments: Instruments,
+        version_guard: CardinalityGuard | None = None,
+    ) -> None:
         self.scorer = scorer
+        self.instruments = instruments
         scorer_id: str = scorer.id
         # Duck-typed as the rest: an object with only an id still gets telemetry.
         version = getattr(scorer, "version_fingerprint", None)
@@ -197,36 +208,44 @@ class ScorerProfile:
             base[names.ATTR_SCORER_DECLARED_VERSION] = self.declared_version
         self.run_attributes = base
         self.step_span: dict[tuple[str, str], tuple[str, Attributes]] = {}
-        self.step_metric_attributes: dict[tuple[str, str], Attributes] = {}
+        self.step_durations: dict[tuple[str, str], BoundHistogram] = {}
+        # Judge attempts' histogram series (`judge_calls.record_attempt`).
+        self.attempt_series: dict[Hashable, judge_calls.AttemptSeries] = {}
         # Keyed by (score source, target as the run gave it); a target the cardinality guard
         # turned into `_other` is looked up under `_other`, so at most `limit` targets are kept.
-        # Each with its key in the squared-score tally (its items).
-        self.score_attributes: dict[tuple[str, str | None], tuple[Attributes, Hashable]] = {}
+        # Each a series of the score histogram, with its key in the squared-score tally.
+        self.score_series: dict[tuple[str, str | None], tuple[BoundHistogram, Hashable]] = {}
         # The histogram of this scorer's scale, once the first score was recorded.
         self.score_histogram: Histogram | None = None
-        # Each with its key in the runs tally (its items).
-        self.by_outcome: dict[str, tuple[Attributes, Hashable]] = {}
+        # Each a series of the run duration, with its key in the runs tally (its items).
+        self.by_outcome: dict[str, tuple[BoundHistogram, Hashable]] = {}
         for step in getattr(scorer, "steps", ()):
             name, kind = str(getattr(step, "name", "")), str(getattr(step, "type", ""))
             self.step_span[(name, kind)] = (
                 names.step_span_name(name),
                 {names.ATTR_STEP: name, names.ATTR_STEP_TYPE: kind},
             )
-            self.step_metric_attributes[(name, kind)] = {
-                names.ATTR_EVALUATION_NAME: scorer_id,
-                names.ATTR_STEP: name,
-                names.ATTR_STEP_TYPE: kind,
-            }
+            self.step_durations[(name, kind)] = BoundHistogram(
+                instruments.step_duration,
+                {
+                    names.ATTR_EVALUATION_NAME: scorer_id,
+                    names.ATTR_STEP: name,
+                    names.ATTR_STEP_TYPE: kind,
+                },
+            )
 
-    def outcome_attributes(self, outcome: str) -> tuple[Attributes, Hashable]:
-        """The attributes of a run's outcome, and their key in the runs tally."""
+    def outcome_series(self, outcome: str) -> tuple[BoundHistogram, Hashable]:
+        """The run duration's series of a run's outcome, and its key in the runs tally."""
         known = self.by_outcome.get(outcome)
         if known is None:
             attributes: Attributes = {
                 names.ATTR_EVALUATION_NAME: self.scorer.id,
                 names.ATTR_OUTCOME: outcome,
             }
-            known = self.by_outcome[outcome] = (attributes, tuple(attributes.items()))
+            known = self.by_outcome[outcome] = (
+                BoundHistogram(self.instruments.run_duration, attributes),
+                tuple(attributes.items()),
+            )
         return known
 
 
@@ -273,9 +292,9 @@ class _OpenSpan:
     span: Span
     token: object
     model: str | None = None
-    # A step's: its name, and the attributes of its duration, looked up when it started.
+    # A step's: its name, and the series of its duration, looked up when it started.
     step: str | None = None
-    metric_attributes: Attributes | None = None
+    duration: BoundHistogram | None = None
 
 
 class RunTelemetry(RunListener):
@@ -430,15 +449,13 @@ class RunTelemetry(RunListener):
             attributes=attributes,
         )
         token = otel_context.attach(trace.set_span_in_context(span))
-        self._steps.append(
-            _OpenSpan(span, token, None, step, profile.step_metric_attributes.get(key))
-        )
+        self._steps.append(_OpenSpan(span, token, None, step, profile.step_durations.get(key)))
 
     def step_finished(self, outcome: StepOutcome) -> None:
         if self._attempts:
             self._close_attempts()
         open_step = self._steps.pop() if self._steps else None
-        step_attributes = None
+        duration = None
         if open_step is not None:
             self._detach(open_step.token)
             if outcome.error is not None:
@@ -447,17 +464,20 @@ class RunTelemetry(RunListener):
                 )
             open_step.span.end()
             if open_step.step == outcome.step:
-                step_attributes = open_step.metric_attributes
+                duration = open_step.duration
         if self._steps:
             self._close_steps()
 
         ins = self._instruments
-        step_attributes = step_attributes or {
-            names.ATTR_EVALUATION_NAME: self._scorer_id,
-            names.ATTR_STEP: outcome.step,
-            names.ATTR_STEP_TYPE: outcome.step_type,
-        }
-        ins.step_duration.record(outcome.duration_s, step_attributes)
+        if duration is not None:
+            duration.record(outcome.duration_s)
+        else:
+            step_attributes: Attributes = {
+                names.ATTR_EVALUATION_NAME: self._scorer_id,
+                names.ATTR_STEP: outcome.step,
+                names.ATTR_STEP_TYPE: outcome.step_type,
+            }
+            ins.step_duration.record(outcome.duration_s, step_attributes)
         execution = outcome.execution
         if execution is not None:
             counted: Attributes = {
@@ -507,7 +527,11 @@ class RunTelemetry(RunListener):
             )
         self._providers[attempt.model_id] = attempt.provider
         judge_calls.record_attempt(
-            self._instruments, self._observer.model_guard, self._scorer_id, attempt
+            self._instruments,
+            self._observer.model_guard,
+            self._scorer_id,
+            attempt,
+            self._profile.attempt_series,
         )
 
     def judge_cache_lookup(self, lookup: JudgeCacheLookup) -> None:
@@ -539,32 +563,28 @@ class RunTelemetry(RunListener):
         if self._capture.on_spans and result.reason is not None:
             span.set_attribute(names.ATTR_REASON, self._content(result.reason))
         ins = self._instruments
-        outcome_attributes, runs_key = self._profile.outcome_attributes(outcome)
+        run_duration, runs_key = self._profile.outcome_series(outcome)
         ins.scorer_runs.add(runs_key)
-        ins.run_duration.record(duration_s, outcome_attributes)
+        run_duration.record(duration_s)
         if score is not None and not not_scorable:
-            profile = self._profile
-            histogram = profile.score_histogram
-            if histogram is None:
-                histogram = profile.score_histogram = ins.score_histogram(self._scale)
-            attributes, squares_key = self._score_attributes()
-            histogram.record(float(score), attributes)
+            scores, squares_key = self._score_series()
+            scores.record(float(score))
             ins.score_squares.add(squares_key, float(score) ** 2)
         if self._emit_score:
             reason = result.reason if self._capture.on_events else None
             self._emit_event(score=None if not_scorable else score, reason=reason, error=None)
         self._end_run()
 
-    def _score_attributes(self) -> tuple[Attributes, Hashable]:
+    def _score_series(self) -> tuple[BoundHistogram, Hashable]:
         # A target the guard admitted keeps its series forever, so a cached entry stands for
         # the guard's answer; only a target it has not seen (or refused) asks the guard.
         profile, source = self._profile, self._score_source
-        cached = profile.score_attributes.get((source, self._target or None))
+        cached = profile.score_series.get((source, self._target or None))
         if cached is not None:
             return cached
         target = self._observer.target_guard(self._target) if self._target else None
         key = (source, target)
-        known = profile.score_attributes.get(key)
+        known = profile.score_series.get(key)
         if known is None:
             attributes: Attributes = {
                 names.ATTR_EVALUATION_NAME: self._scorer_id,
@@ -574,7 +594,13 @@ class RunTelemetry(RunListener):
                 attributes[names.ATTR_SCORER_VERSION] = profile.metric_version
             if target is not None:
                 attributes[names.ATTR_TARGET] = target
-            known = profile.score_attributes[key] = (attributes, tuple(attributes.items()))
+            histogram = profile.score_histogram
+            if histogram is None:
+                histogram = profile.score_histogram = self._instruments.score_histogram(self._scale)
+            known = profile.score_series[key] = (
+                BoundHistogram(histogram, attributes),
+                tuple(attributes.items()),
+            )
         return known
 
     def run_failed(self, error: BaseException, duration_s: float) -> None:

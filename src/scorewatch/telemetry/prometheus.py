@@ -77,8 +77,14 @@ class _Exemplars:
                             self._add_point(family, point)
 
     def _add_point(self, family: str, point: HistogramDataPoint) -> None:
+        # Without the empty ones: the exporter gives every series of a family every label
+        # any of its series has, "" where it has none, and `decorate` drops those.
         labels = tuple(
-            sorted((_label_name(k), str(v)) for k, v in (point.attributes or {}).items())
+            sorted(
+                (_label_name(k), str(v))
+                for k, v in (point.attributes or {}).items()
+                if str(v) != ""
+            )
         )
         bounds = list(point.explicit_bounds)
         with self._lock:
@@ -104,7 +110,9 @@ class _Exemplars:
             samples = []
             for sample in family.samples:
                 if sample.name.endswith("_bucket"):
-                    labels = tuple(sorted((k, v) for k, v in sample.labels.items() if k != "le"))
+                    labels = tuple(
+                        sorted((k, v) for k, v in sample.labels.items() if k != "le" and v != "")
+                    )
                     exemplar = self._latest.get((family.name, labels), {}).get(
                         sample.labels.get("le", "")
                     )
