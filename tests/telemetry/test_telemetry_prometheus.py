@@ -361,3 +361,45 @@ def test_exemplars_survive_series_with_fewer_labels_than_their_family() -> None:
     assert len(exemplars) == 2
     assert 'le="0.2",scorewatch_score_source="live",scorewatch_target=""' in exemplars[0]
     assert trace_ids[0] in exemplars[0] and trace_ids[1] in exemplars[1]
+
+
+@pytest.mark.parametrize("with_target_first", [True, False])
+def test_score_histograms_of_two_scales_keep_their_own_labels(with_target_first: bool) -> None:
+    """Each scale's score histogram is on a meter of its own, and the exporter fixes a family's
+    label names from the first metric of a name: the two are joined before it sees them, so a
+    series of either scale keeps exactly its labels, and the other's missing ones read ""."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from prometheus_client import CollectorRegistry
+
+    from scorewatch.telemetry.exposition import render_openmetrics
+    from scorewatch.telemetry.instruments import Instruments, metric_views
+    from scorewatch.telemetry.prometheus import prometheus_metric_reader
+
+    registry = CollectorRegistry()
+    provider = MeterProvider(
+        metric_readers=[prometheus_metric_reader(registry)], views=metric_views()
+    )
+    instruments = Instruments(provider)
+    plain = {names.ATTR_EVALUATION_NAME: "unit", names.ATTR_SCORE_SOURCE: "live"}
+    targeted = {
+        names.ATTR_EVALUATION_NAME: "tenfold",
+        names.ATTR_SCORE_SOURCE: "live",
+        names.ATTR_TARGET: "agent",
+    }
+    recordings = [(1.0, 0.5, plain), (10.0, 7.0, targeted)]
+    if with_target_first:
+        recordings.reverse()
+    for scale, value, attributes in recordings:
+        instruments.score_histogram(scale).record(value, attributes)
+    text = render_openmetrics(registry).decode()
+    provider.shutdown()
+    counts = {
+        line.split("{", 1)[1].split("}", 1)[0]: line.rsplit(" ", 1)[1]
+        for line in text.splitlines()
+        if line.startswith(names.PROM_SCORE + "_count{")
+    }
+    assert counts == {
+        'gen_ai_evaluation_name="unit",scorewatch_score_source="live",scorewatch_target=""': "1.0",
+        'gen_ai_evaluation_name="tenfold",scorewatch_score_source="live",'
+        'scorewatch_target="agent"': "1.0",
+    }

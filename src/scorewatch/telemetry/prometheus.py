@@ -11,6 +11,7 @@ OpenMetrics, so a dashboard can jump from a bucket to the traces behind it.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import socket
 import threading
 from collections.abc import Iterable
@@ -19,7 +20,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.sdk.metrics.export import HistogramDataPoint, MetricsData
+from opentelemetry.sdk.metrics.export import (
+    HistogramDataPoint,
+    MetricsData,
+    ResourceMetrics,
+    ScopeMetrics,
+)
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Exemplar
@@ -139,6 +145,53 @@ class _WithExemplars:
             yield self._exemplars.decorate(family)
 
 
+def _one_metric_per_name(data: MetricsData) -> MetricsData:
+    """`data` with the metrics of one name joined into one, across a resource's scopes.
+
+    The exporter makes one Prometheus family per name and fixes its label names from the first
+    metric of that name it meets; the data points of a second metric of the same name (a score
+    histogram of another scale lives on a meter of its own) are then written under those label
+    names, whatever their own are. Joined, the exporter sees every label of the family and fills
+    the missing ones with "" as it does within one metric. Metrics of one name but of different
+    kinds are left as they are (Prometheus could not hold them in one family anyway).
+    """
+    resources = []
+    changed = False
+    for resource_metrics in data.resource_metrics:
+        first: dict[str, tuple[int, int]] = {}
+        scopes: list[list[Any]] = []
+        for scope_index, scope_metrics in enumerate(resource_metrics.scope_metrics):
+            kept: list[Any] = []
+            scopes.append(kept)
+            for metric in scope_metrics.metrics:
+                where = first.get(metric.name)
+                if where is not None:
+                    earlier = scopes[where[0]][where[1]]
+                    series: Any = earlier.data
+                    same_kind = type(series) is type(metric.data)
+                    if same_kind:
+                        points = [*series.data_points, *metric.data.data_points]
+                        joined = dataclasses.replace(series, data_points=points)
+                        scopes[where[0]][where[1]] = dataclasses.replace(earlier, data=joined)
+                        changed = True
+                        continue
+                else:
+                    first[metric.name] = (scope_index, len(kept))
+                kept.append(metric)
+        resources.append(
+            ResourceMetrics(
+                resource=resource_metrics.resource,
+                scope_metrics=[
+                    ScopeMetrics(scope=sm.scope, metrics=metrics, schema_url=sm.schema_url)
+                    for sm, metrics in zip(resource_metrics.scope_metrics, scopes, strict=True)
+                    if metrics
+                ],
+                schema_url=resource_metrics.schema_url,
+            )
+        )
+    return MetricsData(resource_metrics=resources) if changed else data
+
+
 class _ExemplarReader(PrometheusMetricReader):
     def __init__(self, registry: CollectorRegistry) -> None:
         super().__init__(registry=registry, scope_info_enabled=False)
@@ -157,6 +210,7 @@ class _ExemplarReader(PrometheusMetricReader):
     ) -> None:
         if metrics_data is not None:
             self._exemplars.add(metrics_data)
+            metrics_data = _one_metric_per_name(metrics_data)
         super()._receive_metrics(metrics_data, timeout_millis, **kwargs)
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
