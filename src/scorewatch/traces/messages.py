@@ -7,7 +7,7 @@ the agent messages the scorers read. Nothing here knows a convention.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -83,7 +83,8 @@ class SpanContent:
 # argument's type and of a byte-order mark, and two regular expressions skipping whitespace
 # (text starting with `{`, `[` or `"` has none before; after the value, only JSON's four
 # whitespace characters may follow). Ten calls per run read.
-_scan = json.JSONDecoder().scan_once
+# (`scan_once` is set by `JSONDecoder.__init__`; typeshed leaves it out.)
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _JSON_WHITESPACE = " \t\n\r"
 
 
