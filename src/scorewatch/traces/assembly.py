@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from .bounds import ANYONE, BufferLimits, Ledger, Offer, Owner
 from .conventions import DEFAULT_SELECTORS
-from .select import SpanSelector, matching_selector
+from .select import SpanSelector, selector_matcher
 from .spans import SpanRecord, UnsampledSpans
 
 __all__ = ["BufferCounts", "BufferLimits", "Offer", "ReadySpan", "TraceBuffer"]
@@ -119,6 +119,7 @@ class TraceBuffer:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.selectors = tuple(selectors) if selectors else DEFAULT_SELECTORS
+        self._select = selector_matcher(self.selectors)
         self.limits = limits or BufferLimits()
         self.counts = BufferCounts()
         self._clock = clock
@@ -156,7 +157,9 @@ class TraceBuffer:
             if (ANYONE, span.trace_id) not in self._traces:
                 while len(self._traces) >= self.limits.max_traces:
                     self._evict(next(iter(self._traces)), "max_traces")
-            if not self._keep(span, ANYONE, now):
+            if self._keep(span, ANYONE, now):
+                self._ledger.hold(span, ANYONE)
+            else:
                 dropped += 1
         return dropped
 
@@ -191,7 +194,26 @@ class TraceBuffer:
             return refusal
         now = self._clock()
         self.counts.spans_received += len(spans)
-        dropped = sum(not self._keep(span, owner_of(span), now) for span in spans)
+        dropped = 0
+        resource: Mapping[str, Any] | None = None
+        owner: Owner = ANYONE
+        # What the kept spans hold, counted in the ledger once per resource and owner at the
+        # end (the same sums as a count per span; nothing reads the ledger in between).
+        held: dict[tuple[int, Owner], list[Any]] = {}
+        tally: list[Any] = []
+        for span in spans:
+            if span.resource is not resource:
+                resource = span.resource
+                owner = owner_of(span)
+                tally = held.setdefault((id(resource), owner), [span, owner, 0, 0])
+            if self._keep(span, owner, now):
+                tally[2] += span.size
+                tally[3] += 1
+            else:
+                dropped += 1
+        for first, owner, size, kept in held.values():
+            if kept:
+                self._ledger.hold_size(first.resource, first.resource_size, size, owner, kept)
         for group in unsampled:
             self.counts.spans_received += len(group.span_ids)
             dropped += self._keep_unsampled(group, owner_of(group), now)
@@ -249,8 +271,7 @@ class TraceBuffer:
         trace.spans[span.span_id] = span
         trace.last_arrival = now
         self._span_total += 1
-        self._ledger.hold(span, owner)
-        selector = matching_selector(span, self.selectors)
+        selector = self._select(span)
         if selector is not None:
             trace.pending[span.span_id] = not selector.nested
             trace.selected.add(span.span_id)
@@ -288,8 +309,18 @@ class TraceBuffer:
 
     def _forget(self, trace: _Trace) -> None:
         self._span_total -= len(trace.spans)
+        # Let go per resource (the spans of a trace mostly share one): the same sums as a
+        # release per span.
+        freed: dict[int, list[Any]] = {}
         for span in trace.spans.values():
-            self._ledger.release(span, trace.owner)
+            tally = freed.get(id(span.resource))
+            if tally is None:
+                freed[id(span.resource)] = [span.resource, span.size, 1]
+            else:
+                tally[1] += span.size
+                tally[2] += 1
+        for resource, size, count in freed.values():
+            self._ledger.release_size(resource, size, trace.owner, count)
         self._ledger.close_trace(trace.owner)
 
     def pop_ready(self, *, flush: bool = False) -> list[ReadySpan]:

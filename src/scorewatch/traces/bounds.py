@@ -13,7 +13,6 @@ send it again later and nothing of it is half kept.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -152,27 +151,41 @@ class Ledger:
         unsampled: Iterable[UnsampledSpans] = (),
     ) -> Offer | None:
         """Why the spans (and the `unsampled` ones, counted as held by their sizes) cannot all
-        be kept now, or None when they can."""
+        be kept now, or None when they can.
+
+        One loop without a call per span (this runs for every span received): the owner and
+        the resource's cost are looked up when the resource changes (a request lists the spans
+        of one resource together), and whether a span opens a trace when its trace changes
+        (`opens_trace` answers the same for the same owner and trace within one request)."""
         costs: dict[Owner, _Held] = {}
         counted: set[int] = set()
         opened: set[tuple[Owner, str]] = set()
-        parts: Iterable[tuple[SpanRecord | UnsampledSpans, int]] = itertools.chain(
-            ((span, self.span_cost(span, counted)) for span in spans),
-            (
-                (
-                    group,
-                    sum(group.sizes)
-                    + self._resource_cost(group.resource, group.resource_size, counted),
-                )
-                for group in unsampled
-            ),
-        )
-        for part, size in parts:
-            owner = owner_of(part)
-            cost = costs.setdefault(owner, _Held())
-            cost.bytes += size
-            key = (owner, part.trace_id)
-            if key not in opened and opens_trace(owner, part.trace_id):
+        resource: Mapping[str, Any] | None = None
+        owner: Owner = ANYONE
+        cost = _Held()
+        trace_id: str | None = None
+        for span in spans:
+            if span.resource is not resource:
+                resource = span.resource
+                owner = owner_of(span)
+                cost = costs.get(owner) or costs.setdefault(owner, _Held())
+                cost.bytes += self._resource_cost(resource, span.resource_size, counted)
+                trace_id = None
+            cost.bytes += span.size
+            if span.trace_id != trace_id:
+                trace_id = span.trace_id
+                key = (owner, trace_id)
+                if key not in opened and opens_trace(owner, trace_id):
+                    opened.add(key)
+                    cost.traces += 1
+        for group in unsampled:
+            owner = owner_of(group)
+            cost = costs.get(owner) or costs.setdefault(owner, _Held())
+            cost.bytes += sum(group.sizes) + self._resource_cost(
+                group.resource, group.resource_size, counted
+            )
+            key = (owner, group.trace_id)
+            if key not in opened and opens_trace(owner, group.trace_id):
                 opened.add(key)
                 cost.traces += 1
         limits = self.limits

@@ -43,14 +43,19 @@ def read_conversation(
     names no conversation (a hostile id must not become a key without bound)."""
     found: str | None = None
     ends = False
+    names, end = keys.attributes, keys.end_attribute
     for attributes in attribute_maps:
         if found is None:
-            for key in keys.attributes:
+            for key in names:
                 value = attributes.get(key)
+                if value is None:  # the common case: asked of every span of every run read
+                    continue
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     value = str(value)
                 if isinstance(value, str) and value.strip() and len(value) <= MAX_ID_CHARS:
                     found = value
                     break
-        ends = ends or _truthy(attributes.get(keys.end_attribute))
+        if not ends:
+            flag = attributes.get(end)
+            ends = flag is not None and _truthy(flag)
     return found, ends

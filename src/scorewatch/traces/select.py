@@ -8,7 +8,7 @@ and model calls in each convention this package reads.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .spans import SpanRecord
 
-__all__ = ["SpanSelector", "matching_selector"]
+__all__ = ["SpanSelector", "matching_selector", "selector_matcher"]
 
 Scalar = str | bool | int | float
 
@@ -55,21 +55,7 @@ class SpanSelector(BaseModel):
         return re.compile(self.name) if self.name is not None else None
 
     def matches(self, span: SpanRecord) -> bool:
-        attributes = span.attributes
-        if self.operation is not None and attributes.get("gen_ai.operation.name") not in (
-            self.operation
-        ):
-            return False
-        if self.service is not None and span.service_name not in self.service:
-            return False
-        pattern = self._pattern
-        if pattern is not None and pattern.fullmatch(span.name) is None:
-            return False
-        # A loop rather than all() over a generator: this runs for every span received.
-        for key, want in self.attributes.items():  # noqa: SIM110
-            if not _equal(attributes.get(key), want):
-                return False
-        return True
+        return selector_matcher((self,))(span) is not None
 
 
 def _equal(value: Any, want: Scalar) -> bool:
@@ -83,9 +69,44 @@ def _equal(value: Any, want: Scalar) -> bool:
     return bool(value == want)
 
 
-def matching_selector(span: SpanRecord, selectors: Sequence[SpanSelector]) -> SpanSelector | None:
+def matching_selector(
+    span: SpanRecord,
+    selectors: Sequence[SpanSelector],
+) -> SpanSelector | None:
     """The first selector that matches the span, or None."""
-    for selector in selectors:
-        if selector.matches(span):
-            return selector
-    return None
+    return selector_matcher(selectors)(span)
+
+
+def selector_matcher(
+    selectors: Sequence[SpanSelector],
+) -> Callable[[SpanRecord], SpanSelector | None]:
+    """`matching_selector` over fixed selectors, their conditions read once: what the trace
+    buffer asks of every span it keeps (a span no selector matches is asked of every one)."""
+    compiled = tuple(
+        (
+            tuple(selector.operation) if selector.operation is not None else None,
+            tuple(selector.service) if selector.service is not None else None,
+            selector._pattern,
+            tuple(selector.attributes.items()),
+            selector,
+        )
+        for selector in selectors
+    )
+
+    def match(span: SpanRecord) -> SpanSelector | None:
+        attributes = span.attributes
+        for operation, service, pattern, wanted, selector in compiled:
+            if operation is not None and attributes.get("gen_ai.operation.name") not in operation:
+                continue
+            if service is not None and span.service_name not in service:
+                continue
+            if pattern is not None and pattern.fullmatch(span.name) is None:
+                continue
+            for key, want in wanted:
+                if not _equal(attributes.get(key), want):
+                    break
+            else:
+                return selector
+        return None
+
+    return match

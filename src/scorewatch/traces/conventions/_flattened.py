@@ -99,8 +99,14 @@ class FlattenedMessages:
 
     def __call__(self, span: SpanRecord) -> SpanContent | None:
         attributes = span.attributes
-        inputs = indexed(attributes, self.messages[0])
-        outputs = indexed(attributes, self.messages[1])
+        inputs: list[dict[str, Any]] = []
+        outputs: list[dict[str, Any]] = []
+        prefixes = (self.messages[0] + ".", self.messages[1] + ".")
+        for key in attributes:  # grouped only when a key may be a message's: most spans have none
+            if key.startswith(prefixes):
+                inputs = indexed(attributes, self.messages[0])
+                outputs = indexed(attributes, self.messages[1])
+                break
         if inputs or outputs:
             content = SpanContent(convention=self.convention)
             content.input = [self._message(item, "user") for item in inputs] or None

@@ -96,8 +96,11 @@ def _system_texts(value: Any) -> list[str]:
 
 
 def _from_attributes(attributes: Mapping[str, Any]) -> SpanContent | None:
-    keys = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
-    if not any(key in attributes for key in keys):
+    if (
+        "gen_ai.input.messages" not in attributes
+        and "gen_ai.output.messages" not in attributes
+        and "gen_ai.system_instructions" not in attributes
+    ):
         return None
     return SpanContent(
         convention="gen_ai",
