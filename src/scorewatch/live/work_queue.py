@@ -29,7 +29,7 @@ import threading
 import time
 import types
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -200,7 +200,7 @@ class WorkQueue(Generic[P]):
             if eager is not None and eager(job.payload):
                 self._start_eagerly(lane, job, delivery, context)
             else:
-                self._start_task(lane, job, delivery, context, self._execute(job))
+                self._start_task(lane, job, delivery, context)
 
     def _start_task(
         self,
@@ -208,11 +208,15 @@ class WorkQueue(Generic[P]):
         job: Job[P],
         delivery: int,
         context: contextvars.Context,
-        work: Awaitable[JobOutcome | None],
+        started: tuple[Coroutine[Any, Any, JobOutcome | None], Any] | None = None,
     ) -> None:
-        task = lane.loop.create_task(self._run(job, delivery, work), context=context)
+        """A task runs the job, or the rest of its coroutine `started` (with what it yielded)."""
+        task = lane.loop.create_task(self._run(job, delivery, started), context=context)
         job.task = task
-        task.add_done_callback(functools.partial(self._task_done, job, delivery))
+        unfinished = None if started is None else started[0]
+        task.add_done_callback(
+            functools.partial(self._task_done, job, delivery, unfinished, context)
+        )
 
     def _start_eagerly(
         self, lane: _Lane, job: Job[P], delivery: int, context: contextvars.Context
@@ -233,15 +237,23 @@ class WorkQueue(Generic[P]):
             self.settle(job, delivery, "failed")
             return
         try:
-            self._start_task(lane, job, delivery, context, _resumed(work, pending))
+            self._start_task(lane, job, delivery, context, (work, pending))
         except Exception:  # no task to continue in: the run ends here, in its own context
             context.run(work.close)
             logger.exception("live scoring job could not continue; counted as failed")
             self.settle(job, delivery, "failed")
 
-    async def _run(self, job: Job[P], delivery: int, work: Awaitable[JobOutcome | None]) -> None:
+    async def _run(
+        self,
+        job: Job[P],
+        delivery: int,
+        started: tuple[Coroutine[Any, Any, JobOutcome | None], Any] | None = None,
+    ) -> None:
         try:
-            outcome = await work
+            if started is None:
+                outcome = await self._execute(job)
+            else:
+                outcome = await _resumed(*started)
         except asyncio.CancelledError:
             self._after_cancel(job, delivery)
             return
@@ -251,10 +263,19 @@ class WorkQueue(Generic[P]):
         if outcome is not None:  # else `settle` is called when the job ends
             self.settle(job, delivery, outcome)
 
-    def _task_done(self, job: Job[P], delivery: int, task: asyncio.Task[None]) -> None:
+    def _task_done(
+        self,
+        job: Job[P],
+        delivery: int,
+        unfinished: Coroutine[Any, Any, JobOutcome | None] | None,
+        context: contextvars.Context,
+        task: asyncio.Task[None],
+    ) -> None:
         # A task cancelled before its first step (a loop shutting down right after the call)
         # never ran `_run`, so nothing else would bring its job back.
         if task.cancelled():
+            if unfinished is not None:  # an eager start left it suspended: unwind it in its
+                context.run(unfinished.close)  # context (a no-op once it has finished)
             self._after_cancel(job, delivery)
 
     def settle(self, job: Job[P], delivery: int, outcome: JobOutcome) -> None:
