@@ -5,7 +5,9 @@ tests/scorers/test_scorers_reference_model_free.py."""
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -171,6 +173,26 @@ def test_bigram_dice_coefficient() -> None:
     # Emoji are two UTF-16 units, as in the reference: their shared high surrogate counts.
     assert compare_two_strings("😀a", "😀b") == 0.5
     assert compare_two_strings("aa", "aaaa") == 0.5  # a repeated bigram counts once per match
+
+
+@given(st.text(alphabet="aab b\t😀é", max_size=30), st.text(alphabet="aab b\t😀é", max_size=30))
+def test_bigram_dice_coefficient_is_the_textbook_formula(first: str, second: str) -> None:
+    """The shared bigrams summed in C loops are `Counter.__and__`'s intersection, exactly."""
+    a = first.replace(" ", "").replace("\t", "").encode("utf-16-le")
+    b = second.replace(" ", "").replace("\t", "").encode("utf-16-le")
+    units = [
+        [a[i : i + 2] for i in range(0, len(a), 2)],
+        [b[i : i + 2] for i in range(0, len(b), 2)],
+    ]
+    pairs = [Counter(itertools.pairwise(u)) for u in units]
+    if units[0] == units[1]:
+        expected = 1.0
+    elif min(len(u) for u in units) < 2:
+        expected = 0.0
+    else:
+        shared = sum((pairs[0] & pairs[1]).values())
+        expected = 2.0 * shared / (len(units[0]) + len(units[1]) - 2)
+    assert compare_two_strings(first, second) == expected
 
 
 async def test_content_similarity_options_and_input_comparison() -> None:

@@ -54,7 +54,7 @@ from ..core.scorer import Scorer
 from ..judge.errors import QUOTABLE_JUDGE_ERRORS
 from ..privacy import PrivacyPolicy, redacting
 from ..sinks.base import ScoreSink
-from ..sinks.delivery import SinkRetry, Storage
+from ..sinks.delivery import Delivery, SinkRetry, Storage
 from ..sinks.record import ScoreRecord
 from .budgets import Budgets, Hold
 from .entry import Decision, LiveScorerEntry, fraction_of, in_review_sample
@@ -314,6 +314,7 @@ class ScoringEngine:
             max_concurrency=max_concurrency,
             on_in_flight=self._in_flight,
             on_finished=self._finished,
+            eager=_model_free,
         )
         self._unregister_depth = self.observers.register_source(
             QueueDepth, lambda: QueueDepth(self.queue.queued)
@@ -422,8 +423,9 @@ class ScoringEngine:
 
     # -- running ---------------------------------------------------------------------------------
 
-    async def _execute(self, job: Job[Run]) -> JobOutcome:
+    async def _execute(self, job: Job[Run]) -> JobOutcome | None:
         run = job.payload
+        delivery = job.deliveries
         started = time.perf_counter()  # a run waiting for its turn holds its slot too
         warm_up = self._warm_up
         if warm_up is not None and run.scorer.has_judge:
@@ -442,8 +444,18 @@ class ScoringEngine:
             self._run_failed(run, result)
         if not self.queue.begin_commit(job):
             return result.outcome  # given up at shutdown meanwhile: counted as dropped, not stored
+        stored = functools.partial(self._stored, run, started)
         with observed_by(self.observers):
-            delivery = await self.storage.store(result)
+            # A sink's writer that acknowledges by callback ends the run there: no coroutine
+            # waits for the commit, and the loop is not woken for it.
+            if self.storage.store_then(
+                result, lambda stored_as: self.queue.settle(job, delivery, stored(stored_as))
+            ):
+                return None
+            return stored(await self.storage.store(result))
+
+    def _stored(self, run: Run, started: float, delivery: Delivery) -> JobOutcome:
+        """What a run whose result the sinks took ends as (on the loop, or the sink's thread)."""
         if run.done is not None:
             _settle(run.done, None if delivery.dropped else delivery.stored)
         if self._on_stored is not None:
@@ -533,6 +545,12 @@ class ScoringEngine:
         """`aclose` for code without a running loop."""
         self._stop_reporting()
         self.storage.close_blocking(timeout)
+
+
+def _model_free(run: Run) -> bool:
+    """A run the queue starts eagerly: no judge to call and no budget to settle, so it usually
+    finishes without suspending (`WorkQueue`)."""
+    return not run.scorer.has_judge and run.hold is None
 
 
 def _settle(done: asyncio.Future[ScoreRecord], result: ScoreRecord | None) -> None:

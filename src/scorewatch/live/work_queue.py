@@ -10,6 +10,12 @@ Loops die under live work (an `asyncio.run` returns, a test ends). Jobs waiting 
 and running jobs cancelled or destroyed by its shutdown, move to the background loop and run
 again under the same deterministic run id, so accepted work is never lost silently: it is
 finished, or counted as dropped at shutdown.
+
+A job is run by a task of its own, or, when the owner's `eager(payload)` says so (a model-free
+scorer run), started at once inside the pump, as Python 3.12's eager tasks start: a job that
+never suspends costs no task, and one that does continues as a task from where it stopped. A
+job may also end after its coroutine: `execute` returns None when it has arranged for `settle`
+to be called later, from any thread (a sink's writer acknowledging the stored result).
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ import functools
 import logging
 import threading
 import time
+import types
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -76,22 +83,26 @@ class Job(Generic[P]):
 
 
 class WorkQueue(Generic[P]):
-    """Runs `execute(job)` for admitted jobs. `execute` must not raise: it returns the outcome."""
+    """Runs `execute(job)` for admitted jobs. `execute` must not raise: it returns the outcome,
+    or None when `settle` will be called with it later. `eager(payload)`: start the job's
+    coroutine at once instead of in a task of its own (see the module's doc)."""
 
     def __init__(
         self,
-        execute: Callable[[Job[P]], Awaitable[JobOutcome]],
+        execute: Callable[[Job[P]], Coroutine[Any, Any, JobOutcome | None]],
         *,
         max_queue: int,
         max_concurrency: int,
         on_in_flight: Callable[[int], None] = lambda delta: None,
         on_finished: Callable[[Job[P], JobOutcome], None] = lambda job, outcome: None,
+        eager: Callable[[P], bool] | None = None,
     ) -> None:
         if max_queue < 0:
             raise ValueError("max_queue must be >= 0")
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
         self._execute = execute
+        self._eager = eager
         self._max_queue = max_queue
         self._max_concurrency = max_concurrency
         self._on_in_flight = on_in_flight
@@ -181,32 +192,95 @@ class WorkQueue(Generic[P]):
                 job.deliveries += 1
                 self._running.add(job)
                 started.append((job, job.deliveries))
+        eager = self._eager
         for job, delivery in started:
             self._on_in_flight(1)
             context = contextvars.Context()
             context.run(_IN_LIVE_JOB.set, True)
-            task = lane.loop.create_task(self._run(job, delivery), context=context)
-            job.task = task
-            task.add_done_callback(functools.partial(self._task_done, job, delivery))
+            if eager is not None and eager(job.payload):
+                self._start_eagerly(lane, job, delivery, context)
+            else:
+                self._start_task(lane, job, delivery, context)
 
-    async def _run(self, job: Job[P], delivery: int) -> None:
+    def _start_task(
+        self,
+        lane: _Lane,
+        job: Job[P],
+        delivery: int,
+        context: contextvars.Context,
+        started: tuple[Coroutine[Any, Any, JobOutcome | None], Any] | None = None,
+    ) -> None:
+        """A task runs the job, or the rest of its coroutine `started` (with what it yielded)."""
+        task = lane.loop.create_task(self._run(job, delivery, started), context=context)
+        job.task = task
+        unfinished = None if started is None else started[0]
+        task.add_done_callback(
+            functools.partial(self._task_done, job, delivery, unfinished, context)
+        )
+
+    def _start_eagerly(
+        self, lane: _Lane, job: Job[P], delivery: int, context: contextvars.Context
+    ) -> None:
+        """Run the job's coroutine up to its first suspension here; a task takes it from there."""
+        work = self._execute(job)
         try:
-            outcome = await self._execute(job)
+            pending = context.run(work.send, None)
+        except StopIteration as stop:
+            if stop.value is not None:
+                self.settle(job, delivery, stop.value)
+            return
+        except asyncio.CancelledError:
+            self._after_cancel(job, delivery)
+            return
+        except Exception:  # as in `_run`: one job's crash never costs the others of the pump
+            logger.exception("live scoring job crashed; counted as failed")
+            self.settle(job, delivery, "failed")
+            return
+        try:
+            self._start_task(lane, job, delivery, context, (work, pending))
+        except Exception:  # no task to continue in: the run ends here, in its own context
+            context.run(work.close)
+            logger.exception("live scoring job could not continue; counted as failed")
+            self.settle(job, delivery, "failed")
+
+    async def _run(
+        self,
+        job: Job[P],
+        delivery: int,
+        started: tuple[Coroutine[Any, Any, JobOutcome | None], Any] | None = None,
+    ) -> None:
+        try:
+            if started is None:
+                outcome = await self._execute(job)
+            else:
+                outcome = await _resumed(*started)
         except asyncio.CancelledError:
             self._after_cancel(job, delivery)
             return
         except Exception:  # execute() is meant to catch everything; never lose the job
             logger.exception("live scoring job crashed; counted as failed")
             outcome = "failed"
-        self._finish(job, outcome, delivery)
+        if outcome is not None:  # else `settle` is called when the job ends
+            self.settle(job, delivery, outcome)
 
-    def _task_done(self, job: Job[P], delivery: int, task: asyncio.Task[None]) -> None:
+    def _task_done(
+        self,
+        job: Job[P],
+        delivery: int,
+        unfinished: Coroutine[Any, Any, JobOutcome | None] | None,
+        context: contextvars.Context,
+        task: asyncio.Task[None],
+    ) -> None:
         # A task cancelled before its first step (a loop shutting down right after the call)
         # never ran `_run`, so nothing else would bring its job back.
         if task.cancelled():
+            if unfinished is not None:  # an eager start left it suspended: unwind it in its
+                context.run(unfinished.close)  # context (a no-op once it has finished)
             self._after_cancel(job, delivery)
 
-    def _finish(self, job: Job[P], outcome: JobOutcome, delivery: int) -> None:
+    def settle(self, job: Job[P], delivery: int, outcome: JobOutcome) -> None:
+        """End `delivery` (the job's `deliveries` when it started) of `job` with `outcome`; any
+        thread may call it. A stale delivery, or a job given up meanwhile, is ignored."""
         with self._lock:
             # Abandoned at shutdown while it ran, or a stale delivery of a re-homed job (its
             # loop resumed after all): the current delivery settles the job, exactly once.
@@ -443,6 +517,30 @@ def _notify_all(waiters: list[Callable[[], None]]) -> None:
     for notify in waiters:
         with contextlib.suppress(RuntimeError):  # a drain whose loop has closed meanwhile
             notify()
+
+
+@types.coroutine
+def _resumed(
+    work: Coroutine[Any, Any, JobOutcome | None], pending: Any
+) -> Generator[Any, None, JobOutcome | None]:
+    """The rest of `work`, which has run up to yielding `pending` (a future, or None to let the
+    loop run once): what a task awaits to continue an eagerly started job where it stopped."""
+    while True:
+        try:
+            yield pending
+        except GeneratorExit:
+            work.close()
+            raise
+        except BaseException as error:  # thrown in by the task (cancelled): `work` handles it
+            try:
+                pending = work.throw(error)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+        else:
+            try:
+                pending = work.send(None)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

@@ -2,6 +2,9 @@
 
 Each `write` puts its results on a queue and waits on a future; the thread takes everything
 waiting (up to `max_batch` writes), stores it in one go, then resolves every future of the batch.
+`write_then` is the same write for a caller that would rather be called back than wait: its
+callback runs on the writer's thread once the batch is stored, so that caller keeps no coroutine
+waiting and costs its loop no wake-up (the live engine settles a model-free run this way).
 With a `linger`, it also waits that long after the first write for more, so that writes
 arriving one by one (scored runs finishing apart) still share a transaction and a wake-up of the
 thread instead of paying one each; closing ends the wait, and what is queued is stored first.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -74,6 +78,18 @@ class BatchWriterThread:
                 self._wake.set()  # a whole batch waits: no reason to linger
         await future
 
+    def write_then(
+        self, results: Sequence[ScoreRecord], then: Callable[[BaseException | None], None]
+    ) -> None:
+        """Queue `results`; `then(None)` once they are stored, else `then(error)` as `write`
+        would raise it. `then` runs on the writer's thread and must not block."""
+        with self._lock:
+            if self._closed:
+                raise SinkClosedError("the sink is closed")
+            self._queue.put((list(results), None, then))
+            if self._linger > 0 and self._queue.qsize() >= self._max_batch:
+                self._wake.set()
+
     def close(self, timeout: float | None = None) -> None:
         """Store what is queued, release the resource and stop the thread."""
         with self._lock:
@@ -99,19 +115,14 @@ class BatchWriterThread:
                 if item is _STOP:
                     stopping = True
                     continue
-                results, loop, future = cast(
-                    "tuple[list[ScoreRecord], asyncio.AbstractEventLoop, asyncio.Future[None]]",
-                    item,
-                )
-                writes.append(_Write(results, loop, future))
+                results, loop, waiter = cast("tuple[list[ScoreRecord], Any, Any]", item)
+                writes.append(_Write(results, loop, waiter))
             if writes:
                 self._store_writes(writes)
                 _settle_all(writes)
         try:
             self._release()
         except Exception:  # nothing left to report it to but the log
-            import logging
-
             logging.getLogger("scorewatch.sinks").exception("closing a sink failed")
 
     def _take(self) -> list[object]:
@@ -165,8 +176,8 @@ class BatchWriterThread:
 @dataclass(slots=True)
 class _Write:
     results: list[ScoreRecord]
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[None]
+    loop: asyncio.AbstractEventLoop | None  # None: `waiter` is a `write_then` callback
+    waiter: asyncio.Future[None] | Callable[[BaseException | None], None]
     refused: list[tuple[ScoreRecord, BaseException]] = field(default_factory=list)
     error: BaseException | None = None
 
@@ -178,10 +189,18 @@ class _Write:
 
 
 def _settle_all(writes: list[_Write]) -> None:
-    """Settle a batch's futures: one hand-off to each loop that wrote."""
+    """Settle a batch's futures, one hand-off to each loop that wrote, and call its callbacks."""
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[None], Any]]] = {}
     for write in writes:
-        by_loop.setdefault(write.loop, []).append((write.future, write.outcome()))
+        if write.loop is None:
+            then = cast("Callable[[BaseException | None], None]", write.waiter)
+            try:
+                then(write.outcome())
+            except Exception:  # the caller's bookkeeping; the other writes are still settled
+                logging.getLogger("scorewatch.sinks").exception("a write's callback failed")
+            continue
+        future = cast("asyncio.Future[None]", write.waiter)
+        by_loop.setdefault(write.loop, []).append((future, write.outcome()))
     for loop, settled in by_loop.items():
         # A loop closed meanwhile has nobody waiting for these any more.
         with contextlib.suppress(RuntimeError):
@@ -217,6 +236,12 @@ class ThreadedSink:
 
     async def write(self, results: Sequence[ScoreRecord]) -> None:
         await self._writer.write(results)
+
+    def write_then(
+        self, results: Sequence[ScoreRecord], then: Callable[[BaseException | None], None]
+    ) -> None:
+        """`write`, acknowledged by calling `then` on the writer's thread (`BatchWriterThread`)."""
+        self._writer.write_then(results, then)
 
     async def aclose(self) -> None:
         await self._writer.aclose()

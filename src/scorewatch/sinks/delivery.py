@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from .._throttled_log import ThrottledLog
-from ..core.events import current_observers
+from ..core.events import Observers, current_observers, observed_by
 from ..core.sync import background_loop
 from .base import RowsRefusedError, ScoreSink
 from .record import ScoreRecord
@@ -99,15 +99,18 @@ async def deliver(
     result: ScoreRecord,
     on_error: Callable[[str, Exception], None],
     retry: _Again | None = None,
+    failed: Exception | None = None,
 ) -> Delivery:
     """Write `result` to every sink (see the module's doc). Each failed attempt is counted in
     telemetry (the `SinkFailed` event) and reported to `on_error(sink name, error)` from inside the
-    `except`; without `retry`, a failing sink gets one attempt."""
+    `except`; without `retry`, a failing sink gets one attempt. `failed` is the error of a first
+    attempt at the first sink made already (`Storage.store_then`), handled as if made here."""
     delivery = Delivery(result)
     holding: list[ScoreSink] = []
     for sink in sinks:
         name = _name(sink)
-        outcome, error = await _write(sink, name, delivery.stored, on_error, retry)
+        outcome, error = await _write(sink, name, delivery.stored, on_error, retry, failed)
+        failed = None
         if outcome == "refused" and delivery.stored is result:
             assert error is not None
             delivery.refused.append(name)
@@ -145,10 +148,14 @@ async def _write(
     result: ScoreRecord,
     on_error: Callable[[str, Exception], None],
     retry: _Again | None,
+    failed: Exception | None = None,
 ) -> tuple[_Outcome, Exception | None]:
     attempts = 0
     while True:
         try:
+            if failed is not None:  # the first attempt, made by the caller
+                error, failed = failed, None
+                raise error
             await sink.write([result])
             return "stored", None
         except RowsRefusedError as refused:
@@ -205,6 +212,9 @@ class Storage:
         self._dropped = 0
         self._stopping = False
         self._pausing: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        # A single sink that acknowledges a write by calling back (a writer thread's).
+        only = self.sinks[0] if len(self.sinks) == 1 else None
+        self._write_then: Callable[..., None] | None = getattr(only, "write_then", None)
 
     def stop_retrying(self) -> None:
         """From now on a failing sink is given up on (shutdown has no time left). May be called
@@ -244,8 +254,53 @@ class Storage:
                 "sink_dropped": self._dropped,
             }
 
-    async def store(self, result: ScoreRecord) -> Delivery:
-        def failed(name: str, error: Exception) -> None:
+    def store_then(self, result: ScoreRecord, then: Callable[[Delivery], None]) -> bool:
+        """`store` without a coroutine waiting: with one sink that acknowledges by callback
+        (`ThreadedSink.write_then`), hand it `result` and return True; `then(delivery)` runs on
+        the sink's thread once it is stored. A write that fails is handled as `store` handles
+        it (counted, logged, a refused row stored as unstorable, a sink that is down retried),
+        on the caller's loop, and `then` hears the outcome there. False: the sinks do not allow
+        this (await `store`). Called on a running loop."""
+        write_then = self._write_then
+        if write_then is None:
+            return False
+        loop = asyncio.get_running_loop()
+        observers = current_observers()
+
+        def acknowledged(error: BaseException | None) -> None:
+            if error is None:
+                then(Delivery(result))
+                return
+            if not isinstance(error, Exception):  # the writer itself was interrupted
+                error = RuntimeError(f"the sink's writer stopped ({type(error).__name__})")
+            finishing = self._store_failed(result, error, observers, then)
+            try:
+                asyncio.run_coroutine_threadsafe(finishing, loop)
+            except RuntimeError:  # that loop has closed: finish on the background loop
+                asyncio.run_coroutine_threadsafe(finishing, background_loop())
+
+        try:
+            write_then([result], acknowledged)
+        except Exception:  # refused at once (closed): `store` meets the same error
+            return False
+        return True
+
+    async def _store_failed(
+        self,
+        result: ScoreRecord,
+        error: Exception,
+        observers: Observers,
+        then: Callable[[Delivery], None],
+    ) -> None:
+        with observed_by(observers):
+            delivery = await self.store(result, failed=error)
+        then(delivery)
+
+    async def store(self, result: ScoreRecord, *, failed: Exception | None = None) -> Delivery:
+        """Write `result` to every sink (`deliver`); `failed` is the error of a first write to
+        the first sink made already (`store_then`)."""
+
+        def failed_write(name: str, error: Exception) -> None:
             with self._lock:
                 self._errors[name] = self._errors.get(name, 0) + 1
             if self._quote:
@@ -275,7 +330,7 @@ class Storage:
             await self._pause(pause)
             return not self._stopping
 
-        delivery = await deliver(self.sinks, result, failed, again if retry else None)
+        delivery = await deliver(self.sinks, result, failed_write, again if retry else None, failed)
         with self._lock:
             self._refused += len(delivery.refused)
             self._dropped += len(delivery.dropped) + len(delivery.unstorable)
