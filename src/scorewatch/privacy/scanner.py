@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from itertools import accumulate, pairwise
-from operator import itemgetter
+from itertools import accumulate, pairwise, repeat
+from operator import add, itemgetter
 from typing import Any, Final
 
 from .anchors import Anchor, Anchors, Hit
@@ -206,18 +206,16 @@ class Scanner:
         placed: list[Placed] = []
         again: set[int] = set()
         short = not self._custom  # a text too short for any built-in kind is not read
-        index, base, limit = 0, 0, len(texts[0])
+        # Where each text's successor starts (after its line break).
+        following = list(accumulate(map(add, map(len, texts), repeat(1))))
+        index, base, limit = 0, 0, following[0] - 1
         for priority, start, end, label, normal in found:
-            while start > limit:
-                index += 1
-                base = limit + 1
-                limit = base + len(texts[index])
+            if start > limit:  # in a later text
+                index = bisect_right(following, start)
+                base, limit = following[index - 1], following[index] - 1
             if end > limit:
-                last, reach = index, limit
-                while end > reach + 1:  # the text holding the match's last character
-                    last += 1
-                    reach += 1 + len(texts[last])
-                again.update(range(index, last + 1))
+                # Read again: the texts from this one to the one holding its last character.
+                again.update(range(index, bisect_right(following, end - 1) + 1))
             elif not short or limit - base >= _SHORTEST:
                 placed.append((index, start - base, end - base, label, normal, priority))
         if again:
@@ -253,8 +251,7 @@ class Scanner:
             if self._ipv6 is not None:
                 hints = _of(hits, where["ipv6"])
                 if hints:
-                    at = min(start for _, start, _ in hints)
-                    self._find(found, "ip", text, max(0, at - 40), len(text), self._ipv6)
+                    self._ipv6_near(found, text, sorted({start for _, start, _ in hints}))
             return
         # IBANs, cards, phone numbers and IP addresses all hold digits (an IPv6 address may
         # not: `fe80::` is looked for regardless).
@@ -264,9 +261,30 @@ class Scanner:
         if self._numbers is not None and digits:
             self._runs_in(found, text, _leads(text, self._numbers.finditer(text)))
         if self._ipv6 is not None and ":" in text:
-            hint = _IPV6_HINT.search(text)
-            if hint is not None:
-                self._find(found, "ip", text, max(0, hint.start() - 40), len(text), self._ipv6)
+            self._ipv6_near(found, text, [hint.start() for hint in _IPV6_HINT.finditer(text)])
+
+    def _ipv6_near(self, found: Found, text: str, hints: list[int]) -> None:
+        """What `finditer` of the IPv6 pattern finds, looked for near its hints (`hints`: where
+        they start, in order) only. A match holds a hint (two colons) and is at most 39
+        characters long, so it starts at most 40 before one; and what the pattern finds at a
+        start depends on the 41 characters from the one before it, so each hint's search ends
+        42 characters after it (ending there, a longer text would read differently only after
+        the hint: a match found there is not taken). A timestamp (`06:17:16`) costs a search of
+        80 characters, not of the rest of the text."""
+        pattern = self._ipv6
+        assert pattern is not None
+        candidates = []
+        done = 0  # where the last match ended: the next one starts there or later
+        size = len(text)
+        for hint in hints:
+            while (low := max(done, hint - 40)) <= hint:
+                m = pattern.search(text, low, min(size, hint + 42))
+                if m is None or m.start() > hint:
+                    break
+                candidates.append(m)
+                done = m.end()
+        if candidates:
+            self._confirmed(found, "ip", text, candidates)
 
     def _find(
         self,
