@@ -191,6 +191,8 @@ class Scanner:
         short). A match that crosses from one text into the next (a PEM block) is dropped and
         those texts are read again on their own; custom patterns (which may use `^`, `$` or
         `\\s`) read each text on its own."""
+        if not texts:
+            return []
         found: Found = []
         self._builtin_in(found, texts[0] if len(texts) == 1 else _SEPARATOR.join(texts))
         if self._custom:
