@@ -6,13 +6,15 @@ values, number runs, address windows) change no outcome."""
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scorewatch.privacy import PrivacyPolicy
-from scorewatch.privacy.scanner import Scanner
+from scorewatch.privacy.recognisers import IPV6_HINT, NUMBER_RUN
+from scorewatch.privacy.scanner import Scanner, _leads, _of
 
 pytestmark = pytest.mark.unit
 
@@ -49,6 +51,13 @@ _VALUES = [
     "x-ApiKey='abcdefgh12'",
     "ACCESS_TOKEN =abc123def456",
     "-----BEGIN RSA PRIVATE KEY-----\nMIIabc\n-----END RSA PRIVATE KEY-----",
+    "-----BEGIN EC PRIVATE KEY-----",
+    "-----END EC PRIVATE KEY-----",
+    "2026-12-06T06:17:16.899Z",
+    "fe80::1:2:3:4:5:6",
+    "1:2:3:4:5:6:7:8:9",
+    ":::",
+    "+1 (415) 555-0132",
 ]
 _WORDS = ["a", "or", "bearer", "key", "the", "call", "paid", "DE", "ZZ", "12", "x", "r", "é"]
 _GLUE = [
@@ -71,6 +80,7 @@ _GLUE = [
     "\u212a",
     "\u017f",
     "\u0130",
+    "\U0001f600",
 ]
 _piece = st.one_of(st.sampled_from(_VALUES), st.sampled_from(_WORDS), st.sampled_from(_GLUE))
 _text = st.lists(_piece, max_size=14).map("".join)
@@ -112,7 +122,9 @@ def test_compiled_anchors_find_what_the_python_gates_find(
     compiled = Scanner(policy.redact, policy.patterns, policy.phone_region)
     python = Scanner(policy.redact, policy.patterns, policy.phone_region, compiled=False)
     # Hyperscan is a dependency: where a policy has anchors, the compiled path runs.
-    assert (compiled._anchors is not None) == bool({"secret", "iban"} & set(policy.redact))
+    assert (compiled._anchors is not None) == bool(
+        {"secret", "iban", "card", "ip", "phone"} & set(policy.redact)
+    )
     cold = compiled.scan(texts)  # a fresh scanner: nothing cached yet
     assert cold == python.scan(texts)
     assert compiled.scan(texts) == cold  # every cache warm: the same outcome
@@ -141,3 +153,45 @@ def test_a_policy_in_use_can_be_deep_copied() -> None:
     assert policy.start().text("key sk-proj-abcdefghijklmnopqrstuv") == "key <SECRET_1>"
     copied = copy.deepcopy(policy)
     assert copied.start().text("key sk-proj-abcdefghijklmnopqrstuv") == "key <SECRET_1>"
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts=st.lists(_text, min_size=1, max_size=4))
+def test_the_anchors_find_the_number_runs_and_the_ipv6_hint_as_re_does(texts: list[str]) -> None:
+    """The runs' anchor (Hyperscan, leftmost start, ended by the character after the run) finds
+    every run `NUMBER_RUN` finds, beginning where `_leads` says, in characters (texts with
+    characters of two to four UTF-8 bytes too); the IPv6 hint's first start is `re`'s."""
+    import regex
+
+    scanner = PrivacyPolicy(redact=["all"])._scanner
+    assert scanner._anchors is not None
+    text = "\n".join(texts)
+    hits = scanner._anchors.find(text)
+    runs = [(start, end) for _, start, end in _of(hits, scanner._where["run"])]
+    assert runs == _leads(text, regex.compile(NUMBER_RUN).finditer(text))
+    hints = [start for _, start, _ in _of(hits, scanner._where["ipv6"])]
+    first = re.search(IPV6_HINT, text)
+    assert (min(hints) if hints else None) == (None if first is None else first.start())
+
+
+def test_a_match_across_two_texts_of_a_batch_has_them_read_alone() -> None:
+    """A PEM block's start in one text and its end in the next match as one block in the
+    joined batch: both texts are read again on their own, the others keep their matches, and
+    the markers are numbered in the texts' order."""
+    texts = [
+        "mail a@example.com",
+        "-----BEGIN EC PRIVATE KEY-----",
+        "x -----END EC PRIVATE KEY----- b@example.com",
+        "again a@example.com and 203.0.113.42",
+    ]
+    policy = PrivacyPolicy(redact=["all"])
+    together = policy.start()
+    assert together.prepare(texts)
+    assert [together.text(text) for text in texts] == [
+        "mail <EMAIL_1>",
+        "-----BEGIN EC PRIVATE KEY-----",
+        "x -----END EC PRIVATE KEY----- <EMAIL_2>",
+        "again <EMAIL_1> and <IP_1>",
+    ]
+    alone = policy.start()
+    assert [alone.text(text) for text in texts] == [together.text(text) for text in texts]

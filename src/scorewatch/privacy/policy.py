@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cached_property
@@ -29,7 +29,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .recognisers import KINDS, Kind, builtin_recognisers
-from .scanner import Match, Scanner
+from .scanner import Placed, Scanner
 
 __all__ = [
     "CURRENT_REDACTION",
@@ -127,42 +127,26 @@ class PrivacyPolicy(BaseModel):
 
 class Redaction:
     """One run's redactor: the same value gets the same marker everywhere in the run. Safe to
-    use from several threads (sinks may build a row each)."""
+    use from several threads (sinks may build a row each).
 
-    __slots__ = ("_done", "_lock", "_markers", "_numbers", "_scanner")
+    `text(value)`: `value` with every match replaced by its marker. It is the look-up of a
+    dictionary, text -> its redacted form, which scans a text the first time it is looked up
+    (`_Redacted`): a run's row repeats its texts (the prompt in the judge record, the reason in
+    the judge's raw output), each is scanned once, and the texts `prepare` scanned (every text
+    of a row) cost the dictionary's look-up only, no Python call."""
+
+    __slots__ = ("_done", "text")
+
+    text: Callable[[str], str]
 
     def __init__(self, scanner: Scanner) -> None:
-        self._scanner = scanner
-        # text -> its redacted form: a run's row repeats its texts (the prompt in the judge
-        # record, the reason in the judge's raw output), and each is scanned once.
-        self._done: dict[str, str] = {}
-        self._markers: dict[tuple[str, str], str] = {}
-        self._numbers: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._done = _Redacted(scanner)
+        self.text = self._done.__getitem__
 
     @property
     def markers(self) -> Mapping[tuple[str, str], str]:
         """(label, normal form) -> marker, for the values replaced so far."""
-        return dict(self._markers)
-
-    def _marker(self, label: str, normal: str) -> str:
-        key = (label, normal)
-        marker = self._markers.get(key)
-        if marker is None:
-            with self._lock:
-                marker = self._markers.get(key)
-                if marker is None:
-                    number = self._numbers.get(label, 0) + 1
-                    self._numbers[label] = number
-                    marker = self._markers[key] = f"<{label}_{number}>"
-        return marker
-
-    def text(self, value: str) -> str:
-        """`value` with every match replaced by its marker."""
-        known = self._done.get(value)
-        if known is not None:
-            return known
-        return self._replaced(value, self._scanner.matches(value))
+        return dict(self._done.markers)
 
     def prepare(self, values: Iterable[str]) -> bool:
         """Scan `values` (distinct texts) together, in one pass rather than one per text (a row
@@ -181,27 +165,62 @@ class Redaction:
                 elif known is not value:
                     changed = True
         if new:
-            found = self._scanner.scan(new)
-            done.update(zip(new, new, strict=True))
-            for index in sorted(found):  # markers numbered in the texts' order
-                self._replaced(new[index], found[index])
-                changed = True
+            found = done.scanner.scan(new)
+            done.replace(new, found)
+            changed = changed or bool(found)
         return changed
 
-    def _replaced(self, value: str, found: list[Match]) -> str:
+
+class _Redacted(dict[str, str]):
+    """A run's texts -> their redacted forms, and the run's markers; a text looked up before it
+    was scanned is scanned then."""
+
+    __slots__ = ("_lock", "_numbers", "markers", "scanner")
+
+    def __init__(self, scanner: Scanner) -> None:
+        super().__init__()
+        self.scanner = scanner
+        self.markers: dict[tuple[str, str], str] = {}  # (label, normal form) -> marker
+        self._numbers: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __missing__(self, value: str) -> str:
+        self.replace([value], self.scanner.scan([value]))
+        return self[value]
+
+    def replace(self, texts: list[str], found: list[Placed]) -> None:
+        """Remember each text's redacted form: `found` (by text, then start) replaced by their
+        markers, in that order (so markers are numbered in the texts' order)."""
+        self.update(zip(texts, texts, strict=True))
         if not found:
-            self._done[value] = value
-            return value
+            return
+        markers = self.markers
+        index = found[0][0]
+        value = texts[index]
         parts: list[str] = []
-        done = 0
-        markers = self._markers
-        for start, end, label, normal in found:
-            parts.append(value[done:start])
+        at = 0
+        for which, start, end, label, normal, _ in found:
+            if which != index:
+                parts.append(value[at:])
+                self[value] = "".join(parts)
+                index, value, parts, at = which, texts[which], [], 0
+            parts.append(value[at:start])
             parts.append(markers.get((label, normal)) or self._marker(label, normal))
-            done = end
-        parts.append(value[done:])
-        redacted = self._done[value] = "".join(parts)
-        return redacted
+            at = end
+        parts.append(value[at:])
+        self[value] = "".join(parts)
+
+    def _marker(self, label: str, normal: str) -> str:
+        key = (label, normal)
+        marker = self.markers.get(key)
+        if marker is None:
+            with self._lock:
+                marker = self.markers.get(key)
+                if marker is None:
+                    number = self._numbers.get(label, 0) + 1
+                    self._numbers[label] = number
+                    marker = self.markers[key] = f"<{label}_{number}>"
+        return marker
 
 
 CURRENT_REDACTION: ContextVar[Redaction | None] = ContextVar("scorewatch_redaction", default=None)

@@ -151,12 +151,17 @@ EMAIL_PATTERN: Final = (
 # first digit): card, phone and IPv4 candidates are looked for inside such runs only, one scan
 # for all three. The run starts at a `+` or `(` among the separators before its first digit.
 NUMBER_RUN: Final = r"[0-9][0-9 \t().+:/-]{6,}"
+# A run's anchor (`privacy.anchors`, found with its leftmost start): the run, from the first `+`
+# or `(` of the separators before its first digit, and the character that ends it.
+NUMBER_RUN_ANCHOR: Final = r"(?:[+(][ \t().+:/-]*)?" + NUMBER_RUN + r"[^0-9 \t().+:/-]"
 NUMBER_SEPARATORS: Final = " \t().+:/-"
 NUMBER_LEADS: Final = "+("
 CARD_PATTERN: Final = r"(?<![\w.])\d(?:[ -]?\d){12,18}(?!\w)"
 PHONE_PATTERN: Final = r"(?<![\w+])(?:\+|\(?)\d[\d \t().-]{5,18}\d(?![\w])"
 IPV4_PATTERN: Final = r"(?<![\w.:])(?:\d{1,3}\.){3}\d{1,3}(?![\w:]|\.\d)"
 IPV6_PATTERN: Final = r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])"
+# Where an IPv6 address may be: the pattern is looked for from 40 characters before the first.
+IPV6_HINT: Final = r":[0-9A-Fa-f]{1,4}:|::"
 # An IBAN is found by its check digits (a digit is rarer than a capital, so the scan is faster),
 # and its match starts two characters later than the IBAN: `IBAN_LEAD`.
 IBAN_PATTERN: Final = (

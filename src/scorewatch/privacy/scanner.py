@@ -3,47 +3,54 @@
 Speed matters (every stored text passes through here), so a text is not scanned once per kind:
 - addresses are looked for only around an `@` (`str.find`, not a regular expression);
 - secrets and IBANs where their anchors are (`sk-`, `Bearer`, `api_key`, two capitals and two
-  digits), all found in one Hyperscan pass (`privacy.anchors`, `privacy.secrets`);
-- card, phone and IPv4 candidates only inside runs of digits and separators, found by one scan;
-- IPv6 candidates only near a colon-framed hex group (`:db8:`) or a `::`.
+  digits), card, phone and IPv4 candidates only inside runs of digits and separators, IPv6
+  candidates only near a colon-framed hex group (`:db8:`) or a `::`: all of these found in one
+  Hyperscan pass (`privacy.anchors`, `privacy.secrets`), or without it by a scan each.
 Where matches overlap, the most specific kind wins (custom patterns first, then secret, email,
-IBAN, card, IP, phone), and a text's matches come back in order.
+IBAN, card, IP, phone), and a text's matches come back in order. A batch's matches are placed
+in their texts, and their overlaps resolved, in one sorted pass, as tuples.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from itertools import accumulate, pairwise
-from operator import itemgetter
+from itertools import accumulate, pairwise, repeat
+from operator import add, itemgetter
 from typing import Any, Final
 
-from .anchors import Anchors
+from .anchors import Anchor, Anchors, Hit
 from .recognisers import (
     EMAIL_PATTERN,
     IBAN_ANCHOR,
     IBAN_LEAD,
     IBAN_PATTERN,
+    IPV6_HINT,
     IPV6_PATTERN,
     NUMBER_LEADS,
     NUMBER_RUN,
+    NUMBER_RUN_ANCHOR,
     NUMBER_SEPARATORS,
     Recogniser,
     builtin_recognisers,
 )
 from .secrets import ANCHORS, NAME_ANCHORS, Secrets
 
-__all__ = ["Match", "Scanner"]
+__all__ = ["Match", "Placed", "Scanner"]
 
 Match = tuple[int, int, str, str]
 """(start, end, marker label, the value's normal form)."""
+Placed = tuple[int, int, int, str, str, int]
+"""(the text's index in its batch, start, end, marker label, normal form, priority)."""
+Found = list[tuple[int, int, int, str, str]]
+"""(priority, start, end, marker label, normal form) of each candidate."""
 
 _CUT: Final = re.compile(r"[ \t.\-()]+[^ \t.\-()]*$")
 _MAX_CUTS: Final = 4
 _DIGITS: Final = "0123456789"
 _EMAIL_WINDOW: Final = (64, 256)  # characters before and after an `@` an address may span
-_IPV6_HINT: Final = re.compile(r":[0-9A-Fa-f]{1,4}:|::")
+_IPV6_HINT: Final = re.compile(IPV6_HINT)
 # No built-in kind matches fewer characters (`a@b.co`, `1.2.3.4`).
 _SHORTEST: Final = 6
 # Between the texts of a batch scanned as one: no built-in pattern matches across a line break
@@ -103,6 +110,7 @@ class Scanner:
         "_runs",
         "_secrets",
         "_validated",
+        "_where",
     )
 
     def __init__(
@@ -114,7 +122,8 @@ class Scanner:
         compiled: bool = True,
     ):
         """`compiled=False`: without the Hyperscan anchors (what happens when it does not
-        import), each secret shape and the IBANs looked for on their own."""
+        import), each secret shape, the IBANs, the number runs and the IPv6 hint looked for on
+        their own."""
         builtin = builtin_recognisers(region)
         self._builtin: dict[str, tuple[re.Pattern[str], Recogniser]] = {
             kind: (re.compile(r.pattern), r) for kind, r in builtin.items() if kind in kinds
@@ -127,27 +136,36 @@ class Scanner:
         # A number run (and the character before it) -> the values in it: what a run holds
         # depends on those only, and a run's content repeats (the input again in a prompt, a
         # customer's number in their every message).
-        self._runs: dict[tuple[str, str], list[tuple[int, int, int, str, str]]] = {}
+        self._runs: dict[str, list[tuple[int, int, int, str, str]]] = {}
         # An address's window (and the character before it) -> where the address is in it.
         self._addresses: dict[tuple[str, str], tuple[int, int] | None] = {}
         self._secrets = Secrets(_PRIORITY["secret"]) if "secret" in kinds else None
-        # The anchors: the secret shapes', the IBANs', the secret names' (found in any case).
+        self._numeric = tuple(k for k in ("card", "ip", "phone") if k in kinds)
+        # The anchors: the secret shapes', the IBANs', the secret names' (found in any case),
+        # the number runs', the IPv6 hint's; `_where`: the index of each group's first.
         anchors = list(ANCHORS) if self._secrets is not None else []
+        where = {"iban": len(anchors)}
         if "iban" in kinds:
-            anchors.append(IBAN_ANCHOR)
+            anchors.append(Anchor(*IBAN_ANCHOR))
         self._names = len(anchors)
         if self._secrets is not None:
             anchors.extend(NAME_ANCHORS)
-        self._anchors = Anchors.compile(anchors, self._names) if compiled and anchors else None
-        # IBANs and number runs are found by a digit: `regex` skips to one several times faster
-        # than `re` does (its patterns read the same in both). Imported here, so that `import
-        # scorewatch` pays nothing for it.
+        where["run"] = len(anchors)
+        if self._numeric:
+            anchors.append(Anchor(NUMBER_RUN_ANCHOR, trim=1))
+        where["ipv6"] = len(anchors)
+        if "ip" in kinds:
+            anchors.append(Anchor(IPV6_HINT))
+        self._where = where
+        self._anchors = Anchors.compile(anchors) if compiled and anchors else None
+        # Without the anchors, IBANs and number runs are found by a digit: `regex` skips to one
+        # several times faster than `re` does (its patterns read the same in both). Imported
+        # here, so that `import scorewatch` pays nothing for it.
         import regex
 
         self._iban: Any = regex.compile(IBAN_PATTERN) if "iban" in kinds else None
         self._email = re.compile(EMAIL_PATTERN) if "email" in kinds else None
         self._ipv6 = re.compile(IPV6_PATTERN) if "ip" in kinds else None
-        self._numeric = tuple(k for k in ("card", "ip", "phone") if k in kinds)
         self._numbers: Any = regex.compile(NUMBER_RUN) if self._numeric else None
 
     def forget(self) -> None:
@@ -162,81 +180,117 @@ class Scanner:
         """Where `text` holds data to redact: non-overlapping, in order."""
         if len(text) < _SHORTEST and not self._custom:
             return []
-        found: list[tuple[int, int, int, str, str]] = []  # priority, start, end, label, normal
-        self._custom_in(found, text)
-        self._builtin_in(found, text)
+        return [
+            (start, end, label, normal) for _, start, end, label, normal, _ in self.scan([text])
+        ]
+
+    def scan(self, texts: Sequence[str]) -> list[Placed]:
+        """The matches of the texts, by text, then start (what `matches` of each finds). The
+        built-in kinds are read in one pass over the texts joined by line breaks (a pass costs
+        per call as much as per character: a run's row holds dozens of texts, most of them
+        short). A match that crosses from one text into the next (a PEM block) is dropped and
+        those texts are read again on their own; custom patterns (which may use `^`, `$` or
+        `\\s`) read each text on its own."""
+        if not texts:
+            return []
+        found: Found = []
+        self._builtin_in(found, texts[0] if len(texts) == 1 else _SEPARATOR.join(texts))
+        if self._custom:
+            at = 0
+            for text in texts:
+                self._custom_in(found, text, at)
+                at += len(text) + 1
         if not found:
             return []
-        return _without_overlaps(found)
-
-    def scan(self, texts: Sequence[str]) -> dict[int, list[Match]]:
-        """`matches` of the texts that hold any, by index. The built-in kinds are read in one
-        pass over the texts joined by line breaks (a pass costs per call as much as per
-        character: a run's row holds dozens of texts, most of them short). A match that crosses
-        from one text into the next (a PEM block) is dropped and those texts are read again on
-        their own; custom patterns (which may use `^`, `$` or `\\s`) read each text on its
-        own."""
-        everything: list[tuple[int, int, int, str, str]] = []
-        self._builtin_in(everything, _SEPARATOR.join(texts))
-        found: dict[int, list[tuple[int, int, int, str, str]]] = {}
+        found.sort(key=_START)
+        # One pass by start: each match's text (the texts follow each other, a line break
+        # between), and the matches that cross into the next text.
+        placed: list[Placed] = []
         again: set[int] = set()
-        if everything:
-            starts = list(accumulate((len(text) + 1 for text in texts[:-1]), initial=0))
-            for priority, start, end, label, normal in everything:
-                index = bisect_right(starts, start) - 1
-                first = starts[index]
-                if end > first + len(texts[index]):
-                    again.update(range(index, bisect_right(starts, end - 1)))
-                else:
-                    found.setdefault(index, []).append(
-                        (priority, start - first, end - first, label, normal)
-                    )
-        if self._custom:
-            for index, text in enumerate(texts):
-                if index not in again:
-                    self._custom_in(found.setdefault(index, []), text)
-        result: dict[int, list[Match]] = {}
-        for index in again:
-            result[index] = self.matches(texts[index])
-        for index, own in found.items():
-            if index in again:
-                continue
-            if len(texts[index]) < _SHORTEST and not self._custom:
-                own = []  # as one text, a short one is not read
-            if own:
-                result[index] = _without_overlaps(own)
-        return {index: matches for index, matches in result.items() if matches}
+        short = not self._custom  # a text too short for any built-in kind is not read
+        # Where each text's successor starts (after its line break).
+        following = list(accumulate(map(add, map(len, texts), repeat(1))))
+        index, base, limit = 0, 0, following[0] - 1
+        for priority, start, end, label, normal in found:
+            if start > limit:  # in a later text
+                index = bisect_right(following, start)
+                base, limit = following[index - 1], following[index] - 1
+            if end > limit:
+                # Read again: the texts from this one to the one holding its last character.
+                again.update(range(index, bisect_right(following, end - 1) + 1))
+            elif not short or limit - base >= _SHORTEST:
+                placed.append((index, start - base, end - base, label, normal, priority))
+        if again:
+            placed = [match for match in placed if match[0] not in again]
+        kept = _without_overlaps(placed)
+        if again:
+            for index in again:  # read alone (one text: nothing crosses)
+                for _, start, end, label, normal, priority in self.scan([texts[index]]):
+                    kept.append((index, start, end, label, normal, priority))
+            kept.sort(key=_TEXT_AND_START)
+        return kept
 
-    def _custom_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
+    def _custom_in(self, found: Found, text: str, at: int = 0) -> None:
         for index, (label, pattern) in enumerate(self._custom):
             for m in pattern.finditer(text):
                 if m.end() > m.start():
-                    found.append((index - 100, m.start(), m.end(), label, m.group()))
+                    found.append((index - 100, at + m.start(), at + m.end(), label, m.group()))
 
-    def _builtin_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
+    def _builtin_in(self, found: Found, text: str) -> None:
         hits = None if self._anchors is None else self._anchors.find(text)
         if self._secrets is not None:
             self._secrets.find(found, text, hits, self._names)
         if self._email is not None and "@" in text:
             self._emails(found, text)
+        if hits is not None:
+            where = self._where
+            if self._iban is not None:
+                self._ibans_at(found, text, _of(hits, where["iban"]))
+            if self._numeric:
+                runs = _of(hits, where["run"])
+                if runs:
+                    self._runs_in(found, text, [(start, end) for _, start, end in runs])
+            if self._ipv6 is not None:
+                hints = _of(hits, where["ipv6"])
+                if hints:
+                    self._ipv6_near(found, text, sorted({start for _, start, _ in hints}))
+            return
         # IBANs, cards, phone numbers and IP addresses all hold digits (an IPv6 address may
         # not: `fe80::` is looked for regardless).
         digits = any(digit in text for digit in "0123456789")
-        if self._iban is not None and hits is not None:
-            if hits:
-                self._ibans_at(found, text, hits)
-        elif self._iban is not None and digits:
+        if self._iban is not None and digits:
             self._find(found, "iban", text, 0, len(text), self._iban, lead=IBAN_LEAD)
         if self._numbers is not None and digits:
-            self._numbers_in(found, text)
+            self._runs_in(found, text, _leads(text, self._numbers.finditer(text)))
         if self._ipv6 is not None and ":" in text:
-            hint = _IPV6_HINT.search(text)
-            if hint is not None:
-                self._find(found, "ip", text, max(0, hint.start() - 40), len(text), self._ipv6)
+            self._ipv6_near(found, text, [hint.start() for hint in _IPV6_HINT.finditer(text)])
+
+    def _ipv6_near(self, found: Found, text: str, hints: list[int]) -> None:
+        """What `finditer` of the IPv6 pattern finds, looked for near its hints (`hints`: where
+        they start, in order) only. A match holds a hint (two colons) and is at most 39
+        characters long, so it starts at most 40 before one; and what the pattern finds at a
+        start depends on the 41 characters from the one before it, so each hint's search ends
+        42 characters after it (ending there, a longer text would read differently only after
+        the hint: a match found there is not taken). A timestamp (`06:17:16`) costs a search of
+        80 characters, not of the rest of the text."""
+        pattern = self._ipv6
+        assert pattern is not None
+        candidates = []
+        done = 0  # where the last match ended: the next one starts there or later
+        size = len(text)
+        for hint in hints:
+            while (low := max(done, hint - 40)) <= hint:
+                m = pattern.search(text, low, min(size, hint + 42))
+                if m is None or m.start() > hint:
+                    break
+                candidates.append(m)
+                done = m.end()
+        if candidates:
+            self._confirmed(found, "ip", text, candidates)
 
     def _find(
         self,
-        found: list[tuple[int, int, int, str, str]],
+        found: Found,
         kind: str,
         text: str,
         start: int,
@@ -250,7 +304,7 @@ class Scanner:
 
     def _confirmed(
         self,
-        found: list[tuple[int, int, int, str, str]],
+        found: Found,
         kind: str,
         text: str,
         candidates: Iterable[Any],
@@ -267,7 +321,7 @@ class Scanner:
                 matched, normal = confirmed
                 found.append((_PRIORITY[kind], at, at + len(matched), recogniser.label, normal))
 
-    def _emails(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
+    def _emails(self, found: Found, text: str) -> None:
         assert self._email is not None
         before, after = _EMAIL_WINDOW
         done = 0  # where the last address ended: the next one starts after it
@@ -292,23 +346,22 @@ class Scanner:
             else:
                 at = text.find("@", at + 1)
 
-    def _ibans_at(
-        self, found: list[tuple[int, int, int, str, str]], text: str, hits: list[tuple[int, int]]
-    ) -> None:
+    def _ibans_at(self, found: Found, text: str, hits: list[Hit]) -> None:
         # What `finditer` finds (the pattern starts at the check digits, `IBAN_LEAD` in).
-        iban, anchor = self._iban, self._names - 1
+        iban = self._iban
         candidates = []
         end = 0
-        for which, start in hits:
-            if which == anchor and start + IBAN_LEAD >= end:
+        for _, start, _ in hits:
+            if start + IBAN_LEAD >= end:
                 m = iban.match(text, start + IBAN_LEAD)
                 if m is not None:
                     candidates.append(m)
                     end = m.end()
-        self._confirmed(found, "iban", text, candidates, lead=IBAN_LEAD)
+        if candidates:
+            self._confirmed(found, "iban", text, candidates, lead=IBAN_LEAD)
 
-    def _numbers_in(self, found: list[tuple[int, int, int, str, str]], text: str) -> None:
-        assert self._numbers is not None
+    def _runs_in(self, found: Found, text: str, runs: list[tuple[int, int]]) -> None:
+        """The values in the number runs at `runs` (start, end: `_leads`), in order."""
         # A run whose digits lie inside a value found already (an IBAN's digits, a secret) is
         # not looked at (every card, phone or IP address in it ends with a digit, so it would
         # overlap that value and be dropped): the values found so far by start, and the
@@ -317,30 +370,26 @@ class Scanner:
         starts = [start for start, _ in taken]
         reach = list(accumulate((end for _, end in taken), max))
         seen = self._runs  # a run's values depend on it and the character before it only
-        for run in self._numbers.finditer(text):
-            start, end = run.span()
-            # The run begins at its first digit; one written `+44 ...` or `(415) ...` begins at
-            # the first `+` or `(` of the separators just before it.
-            lead = start
-            while lead > 0 and text[lead - 1] in NUMBER_SEPARATORS:
-                lead -= 1
-            while lead < start and text[lead] not in NUMBER_LEADS:
-                lead += 1
-            start = lead
-            before = bisect_right(starts, start) - 1
-            if before >= 0:
-                last = end  # the run's last digit's end (a run may end with separators)
-                while text[last - 1] in NUMBER_SEPARATORS:
-                    last -= 1
-                if reach[before] >= last:
-                    continue
-            key = (text[start - 1 : start], text[start:end])
+        separators = NUMBER_SEPARATORS
+        for start, end in runs:
+            if starts:
+                before = bisect_right(starts, start) - 1
+                if before >= 0:
+                    last = end  # the run's last digit's end (a run may end with separators)
+                    while text[last - 1] in separators:
+                        last -= 1
+                    if reach[before] >= last:
+                        continue
+            # The character before (none at the start reads as a line break: no look-behind
+            # of a card, phone or IPv4 pattern tells them apart).
+            key = text[start - 1 : end] if start else _SEPARATOR + text[:end]
             known = seen.get(key)
-            if known is None and len(seen) >= _CACHE_SIZE:
-                seen.clear()
             if known is None:
+                if len(seen) >= _CACHE_SIZE:
+                    seen.clear()
                 known = seen[key] = self._run_values(text, start, end)
-            found.extend((p, start + s, start + e, kind, value) for p, s, e, kind, value in known)
+            if known:
+                found.extend((p, start + s, start + e, kind, v) for p, s, e, kind, v in known)
 
     def _run_values(self, text: str, start: int, end: int) -> list[tuple[int, int, int, str, str]]:
         """The cards, IPv4 addresses and phone numbers in the run at `start:end`, placed
@@ -359,18 +408,45 @@ class Scanner:
         return [(p, s - start, e - start, label, normal) for p, s, e, label, normal in values]
 
 
-def _without_overlaps(found: list[tuple[int, int, int, str, str]]) -> list[Match]:
-    """The matches kept, most specific kind first, then leftmost, longest: in text order."""
-    by_start = sorted(found, key=itemgetter(1))
-    if all(a[2] <= b[1] for a, b in pairwise(by_start)):  # none overlaps: all are kept
-        return [(start, end, label, normal) for _, start, end, label, normal in by_start]
-    found.sort()
-    kept: list[Match] = []  # in text order, none overlapping
-    for _, start, end, label, normal in found:
-        at = bisect_right(kept, (start,))  # the first kept that starts at `start` or later
-        if at > 0 and kept[at - 1][1] > start:
+def _leads(text: str, runs: Iterable[Any]) -> list[tuple[int, int]]:
+    """Where the runs (`NUMBER_RUN` matches) begin and end: a run begins at its first digit,
+    one written `+44 ...` or `(415) ...` at the first `+` or `(` of the separators just before
+    it (what the runs' anchor finds)."""
+    spans = []
+    separators, leads = NUMBER_SEPARATORS, NUMBER_LEADS
+    for run in runs:
+        start, end = run.span()
+        lead = start
+        while lead > 0 and text[lead - 1] in separators:
+            lead -= 1
+        while lead < start and text[lead] not in leads:
+            lead += 1
+        spans.append((lead, end))
+    return spans
+
+
+def _of(hits: list[Hit], anchor: int) -> list[Hit]:
+    """The hits of one anchor (hits come by anchor)."""
+    return hits[bisect_left(hits, (anchor,)) : bisect_left(hits, (anchor + 1,))]
+
+
+_START: Final = itemgetter(1)
+_TEXT_AND_START: Final = itemgetter(0, 1)
+_BY_PRIORITY: Final = itemgetter(5, 0, 1, 2, 3, 4)
+
+
+def _without_overlaps(placed: list[Placed]) -> list[Placed]:
+    """The matches kept (`placed` by text, then start), most specific kind first, then
+    leftmost, longest: by text, then start."""
+    if all(a[0] != b[0] or a[2] <= b[1] for a, b in pairwise(placed)):
+        return placed  # none overlaps: all are kept
+    kept: list[Placed] = []  # by text and start, none overlapping
+    for match in sorted(placed, key=_BY_PRIORITY):
+        index, start, end = match[0], match[1], match[2]
+        at = bisect_right(kept, (index, start))  # the first kept that starts there or later
+        if at > 0 and kept[at - 1][0] == index and kept[at - 1][2] > start:
             continue  # the one before reaches into this
-        if at < len(kept) and kept[at][0] < end:
+        if at < len(kept) and kept[at][0] == index and kept[at][1] < end:
             continue  # this reaches into the next
-        kept.insert(at, (start, end, label, normal))
+        kept.insert(at, match)
     return kept

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from .anchors import Anchor, Hit
 from .recognisers import SECRET_SHAPES, SECRET_SHAPES_ANY_CASE
 
 __all__ = ["ANCHORS", "NAME_ANCHORS", "Secrets"]
@@ -23,10 +24,10 @@ __all__ = ["ANCHORS", "NAME_ANCHORS", "Secrets"]
 Found = list[tuple[int, int, int, str, str]]
 """(priority, start, end, marker label, normal form) of each candidate."""
 
-ANCHORS: Final = tuple(anchor for _, anchor, _ in SECRET_SHAPES)
+ANCHORS: Final = tuple(Anchor(anchor, length) for _, (anchor, length), _ in SECRET_SHAPES)
 """The shapes' anchors, in their order."""
 NAME_ANCHORS: Final = tuple(
-    (spelling, len(spelling))
+    Anchor(spelling, len(spelling), caseless=True)
     for _, spellings, _ in SECRET_SHAPES_ANY_CASE
     for spelling in spellings
 )
@@ -53,9 +54,10 @@ class Secrets:
             for _ in spellings
         )
 
-    def find(self, found: Found, text: str, hits: list[tuple[int, int]] | None, names: int) -> None:
-        """Append the candidates in `text` to `found`. `hits`: the anchors' (anchor, start),
-        the shapes' anchors numbered from 0 and the names' from `names` (None: no anchors)."""
+    def find(self, found: Found, text: str, hits: list[Hit] | None, names: int) -> None:
+        """Append the candidates in `text` to `found`. `hits`: the anchors' (anchor, start, end)
+        by anchor, the shapes' anchors numbered from 0 and the names' from `names` (None: no
+        anchors)."""
         if hits is None:
             self._gated_in(found, text)
         elif hits:
@@ -75,21 +77,24 @@ class Secrets:
                 for m in pattern.finditer(text):
                     found.append((priority, m.start(), m.end(), _LABEL, m.group()))
 
-    def _shapes_at(self, found: Found, text: str, hits: list[tuple[int, int]]) -> None:
+    def _shapes_at(self, found: Found, text: str, hits: list[Hit]) -> None:
         shapes, priority = self._shapes, self._priority
         ends = [0] * len(shapes)
-        for anchor, start in hits:
-            if anchor < len(shapes) and start >= ends[anchor]:
+        for anchor, start, _ in hits:
+            if anchor >= len(shapes):
+                break  # the shapes' anchors come first
+            if start >= ends[anchor]:
                 m = shapes[anchor].match(text, start)
                 if m is not None:
                     ends[anchor] = end = m.end()
                     found.append((priority, start, end, _LABEL, m.group()))
 
-    def _names_at(self, found: Found, text: str, hits: list[tuple[int, int]], names: int) -> None:
+    def _names_at(self, found: Found, text: str, hits: list[Hit], names: int) -> None:
         blind, priority = self._blind, self._priority
         ends = [0] * len(self._any_case)
-        # By start: one pattern's spellings differ in length, and hits come by where they end.
-        for start, anchor in sorted((start, anchor) for anchor, start in hits if anchor >= names):
+        last = names + len(blind)
+        # By start: a pattern's spellings are anchors of their own.
+        for start, anchor in sorted((s, a) for a, s, _ in hits if names <= a < last):
             index, pattern = blind[anchor - names]
             if start >= ends[index]:
                 m = pattern.match(text, start)
