@@ -39,11 +39,14 @@ from .storable import stored_json
 
 __all__ = ["SCORE_COLUMNS", "SERVICE_LINGER_S", "SqliteSink"]
 
-SERVICE_LINGER_S: Final = 0.005
+SERVICE_LINGER_S: Final = 0.02
 """How long serve's SQLite writer waits for more rows after the first of a transaction (its
 `linger`): at a few hundred scored runs per second, runs that finish apart share a transaction
-instead of paying one each, for at most 5 ms more per run. The default, 0, suits callers that
-await each write in turn (an evaluation writing item after item)."""
+instead of paying one each (a transaction's fixed cost, about ten pages written to the WAL, is
+most of a row's). A run is stored up to 20 ms later, unless a client waits for it (`?wait=true`)
+or runs wait for the slot it holds: those writes are urgent and end the wait at once. The
+default, 0, suits callers that await each write in turn (an evaluation writing item after
+item)."""
 
 _TYPES: Final[dict[str, str]] = {
     "id": "TEXT NOT NULL PRIMARY KEY",
