@@ -31,7 +31,7 @@ from ..core.scorer import Scorer
 from ..core.steps import camel_step
 from ..judge.errors import JudgeError
 from ..privacy import Redaction
-from .storable import redacts_any, storable
+from .storable import redacts_any, storable, storable_json, storable_text, stored_json
 
 __all__ = [
     "JSON_COLUMNS",
@@ -359,6 +359,12 @@ class ScoreRecord:
         fields, JSON-ready and `storable`, secret-looking keys of the call's request context and
         metadata redacted. Each value is walked once: the metadata and the request context on
         their own (redacted where it applies), the rest of the row together."""
+        return self._to_row(walk=True)
+
+    def _to_row(self, walk: bool) -> dict[str, Any]:
+        """`to_row`; without `walk`, and when no redactor applies, the row but for its metadata
+        and request context is left as `_row` made it (plain JSON data, not yet `storable`):
+        `encode_record` makes it so column by column."""
         call = self.call
         truth = None if call.ground_truth is None else _jsonable(call.ground_truth)
         extra = _jsonable(call.metadata) if call.metadata else None
@@ -392,7 +398,8 @@ class ScoreRecord:
         if not_scorable is not None:
             metadata["notScorable"] = storable(not_scorable, privacy=private, prepared=True)
         if private is None:
-            row = storable(row)
+            if walk:
+                row = storable(row)
         else:  # each value is still walked once: the content columns with the redactor
             content = storable(
                 {k: v for k, v in row.items() if k in _CONTENT_COLUMNS},
@@ -507,6 +514,35 @@ def encode_row(
             value = special[column](value)
         elif column == "reason" and not isinstance(value, str):
             value = dumps(value)
+        values.append(value)
+    return tuple(values)
+
+
+def encode_record(
+    record: ScoreRecord, *, convert: Mapping[str, Callable[[Any], Any]] | None = None
+) -> tuple[Any, ...]:
+    """`encode_row(record.to_row(), dumps=stored_json, convert=convert)`, in one pass: unless a
+    redactor applies, the row is not walked before its JSON columns are written; each JSON
+    text is checked instead (`storable_json`), and each other column made `storable` alone."""
+    if record.redaction is not None:
+        return encode_row(record.to_row(), dumps=stored_json, convert=convert)
+    row = record._to_row(walk=False)
+    special = convert or {}
+    values: list[Any] = []
+    get = row.get
+    for column, is_json in _COLUMN_KINDS:
+        value = get(column)
+        if value is None:
+            pass
+        elif is_json or (column == "reason" and type(value) is not str):
+            value = storable_json(value)
+        else:
+            if type(value) is str:
+                value = storable_text(value)
+            elif type(value) is not int and type(value) is not bool:
+                value = storable(value)  # a number JSON cannot write, any other value
+            if column in special:
+                value = special[column](value)
         values.append(value)
     return tuple(values)
 

@@ -25,7 +25,14 @@ from typing import Any, Final, Literal, Unpack
 
 from .base import RunQuery
 from .batch_thread import ThreadedSink
-from .record import JSON_COLUMNS, SCORE_COLUMNS, ScoreRecord, decode_row, encode_row, iso_timestamp
+from .record import (
+    JSON_COLUMNS,
+    SCORE_COLUMNS,
+    ScoreRecord,
+    decode_row,
+    encode_record,
+    iso_timestamp,
+)
 from .sql import (
     add_columns_sql,
     create_table_sql,
@@ -35,7 +42,6 @@ from .sql import (
     select_sql,
     upsert_sql,
 )
-from .storable import stored_json
 
 __all__ = ["SCORE_COLUMNS", "SERVICE_LINGER_S", "SqliteSink"]
 
@@ -156,7 +162,7 @@ class SqliteSink(ThreadedSink):
     # -- writer thread ---------------------------------------------------------------------------
 
     def _encode(self, result: ScoreRecord) -> tuple[Any, ...]:
-        return encode_row(result.to_row(), dumps=stored_json, convert=_ENCODE)
+        return encode_record(result, convert=_ENCODE)
 
     def _refuses(self, error: Exception) -> bool:
         if isinstance(error, sqlite3.IntegrityError | sqlite3.DataError | sqlite3.InterfaceError):

@@ -34,6 +34,7 @@ __all__ = [
     "redact_url_credentials",
     "redacts_any",
     "storable",
+    "storable_json",
     "storable_text",
     "stored_json",
 ]
@@ -96,6 +97,26 @@ def json_encoder(
 
 # The JSON text of a stored value, as every sink writes it.
 stored_json: Final[Callable[[Any], str]] = json_encoder()
+
+
+def storable_json(value: Any) -> str:
+    """`stored_json(storable(value))` of plain JSON data (dicts, lists, text, numbers, booleans
+    and None, as `to_jsonable_python` gives them), without the walk when the text shows
+    nothing it would change: a row's JSON columns almost never hold anything to clean."""
+    text = stored_json(value)
+    # What the walk changes shows in the text: NaN or an infinity (written bare), a NUL
+    # (escaped), an unpaired surrogate (written as it is, so never in ASCII text). In text
+    # the words are false alarms, which only cost the walk.
+    if (
+        "NaN" in text
+        or "Infinity" in text
+        or "\\u0000" in text
+        or (not text.isascii() and _find_unstorable(text) is not None)
+    ):
+        return stored_json(storable(value))
+    return text
+
+
 # Redaction looks this deep (mappings and lists count a level each); cleaning has no limit.
 _MAX_DEPTH: Final = 16
 
