@@ -453,7 +453,7 @@ class ScoringEngine:
             if self.storage.store_then(
                 result,
                 lambda stored_as: self.queue.settle(job, delivery, stored(stored_as)),
-                urgent=run.done is not None or self.queue.queued > 0,
+                urgent=run.done is not None or self.queue.waiting_for_slots,
             ):
                 return None
             return stored(await self.storage.store(result))
