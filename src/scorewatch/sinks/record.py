@@ -496,10 +496,12 @@ def encode_row(
     dumps: Callable[[Any], str],
     as_json: Callable[[Any], Any] | None = None,
     convert: Mapping[str, Callable[[Any], Any]] | None = None,
+    clean: Callable[[Any], Any] | None = None,
 ) -> tuple[Any, ...]:
     """`row` (a `ScoreRecord.to_row()`) as values in `SCORE_COLUMNS` order. None stays None; a
     JSON column's value becomes `as_json(value)` (default: the text `dumps(value)`); a reason
-    that is not text becomes `dumps(reason)`; `convert` adapts any other column."""
+    that is not text becomes `dumps(reason)`; `convert` adapts any other column, after `clean`
+    (the row is not `storable` yet: `encode_record`)."""
     to_json = dumps if as_json is None else as_json
     special = convert or {}
     values: list[Any] = []
@@ -511,9 +513,11 @@ def encode_row(
         elif is_json:
             value = to_json(value)
         elif column in special:
-            value = special[column](value)
+            value = special[column](value if clean is None else clean(value))
         elif column == "reason" and not isinstance(value, str):
             value = dumps(value)
+        elif clean is not None:
+            value = clean(value)
         values.append(value)
     return tuple(values)
 
@@ -526,25 +530,19 @@ def encode_record(
     text is checked instead (`storable_json`), and each other column made `storable` alone."""
     if record.redaction is not None:
         return encode_row(record.to_row(), dumps=stored_json, convert=convert)
-    row = record._to_row(walk=False)
-    special = convert or {}
-    values: list[Any] = []
-    get = row.get
-    for column, is_json in _COLUMN_KINDS:
-        value = get(column)
-        if value is None:
-            pass
-        elif is_json or (column == "reason" and type(value) is not str):
-            value = storable_json(value)
-        else:
-            if type(value) is str:
-                value = storable_text(value)
-            elif type(value) is not int and type(value) is not bool:
-                value = storable(value)  # a number JSON cannot write, any other value
-            if column in special:
-                value = special[column](value)
-        values.append(value)
-    return tuple(values)
+    return encode_row(
+        record._to_row(walk=False), dumps=storable_json, convert=convert, clean=_storable_column
+    )
+
+
+def _storable_column(value: Any) -> Any:
+    """`storable(value)` of a column that is not JSON, the common kinds told first."""
+    kind = type(value)
+    if kind is str:
+        return storable_text(value)
+    if kind is int or kind is bool:
+        return value
+    return storable(value)  # a number JSON cannot write, any other value
 
 
 def decode_row(
