@@ -137,7 +137,8 @@ class BatchWriterThread:
 
     def _take(self) -> list[object]:
         """The next batch: what waits now, and with `linger`, what arrives within that many
-        seconds of the first (up to `max_batch`; a close request ends the wait)."""
+        seconds of the first (up to `max_batch`; a close request or an urgent write ends the
+        wait)."""
         items = [self._queue.get()]
         if self._linger > 0 and items[0] is not _STOP:
             # One wake-up per batch: the thread sleeps out the linger instead of waking for
