@@ -126,3 +126,49 @@ async def test_a_refused_row_is_stored_as_unstorable_after_the_acknowledgment(
     rows = _rows(db)
     assert rows["scoring-length-ok-bot"][:2] == (0.4, "success")
     assert rows["scoring-length-bad-bot"] == (None, "failed", "unstorable")
+
+
+async def test_a_run_a_client_waits_for_is_stored_without_the_writers_linger(
+    tmp_path: Path,
+) -> None:
+    # serve's `?wait=true`: the run's `done` future is answered once the row is committed. The
+    # writer lingers (30 s here) for rows nobody waits for, never for this one.
+    from scorewatch.live.engine import Run
+
+    db = tmp_path / "scores.db"
+    engine = ScoringEngine(
+        {"length": LiveScorerEntry(_length_scorer())}, sinks=[SqliteSink(db, linger=30.0)]
+    )
+    scorer = engine.entries["length"].scorer
+    loop = asyncio.get_running_loop()
+    unwaited = Run(scorer, "unwaited", AgentCall(input="q", output="abc", target="bot"))
+    assert engine.enqueue(unwaited) == "sampled"
+    await asyncio.sleep(0.1)  # scored; its row waits in the lingering writer
+    assert _rows(db) == {}
+    done: asyncio.Future[Any] = loop.create_future()
+    waited = Run(scorer, "waited", AgentCall(input="q", output="abcd", target="bot"), done)
+    assert engine.enqueue(waited) == "sampled"
+    stored = await asyncio.wait_for(done, 5)  # far sooner than the linger
+    assert stored.id == "waited" and stored.status == "success"
+    assert set(_rows(db)) == {"unwaited", "waited"}  # committed together, before the answer
+    assert await engine.drain(5)
+    await engine.aclose()
+
+
+async def test_runs_waiting_for_a_slot_end_the_writers_linger(tmp_path: Path) -> None:
+    # A run holds its slot until its row is stored: while runs wait for a slot, a lingering
+    # writer would hold them back too, so their rows are stored at once.
+    db = tmp_path / "scores.db"
+    engine = ScoringEngine(
+        {"length": LiveScorerEntry(_length_scorer())},
+        sinks=[SqliteSink(db, linger=30.0)],
+        max_concurrency=2,
+    )
+    for index in range(10):
+        engine.offer(AgentCall(input="q", output="a" * index, target="bot", run_id=f"r{index}"))
+    deadline = asyncio.get_running_loop().time() + 5  # far sooner than the linger
+    while len(_rows(db)) < 8:  # the last runs had nobody behind them: they may linger
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.02)
+    await engine.aclose()  # closing ends the linger: every row is stored
+    assert len(_rows(db)) == 10 and engine.stats()["scored"] == 10

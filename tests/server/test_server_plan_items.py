@@ -4,15 +4,20 @@ run), and decisions are those of the reference hash whichever way they are reach
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from live_support import constant_scorer
 from scorewatch.core.call import AgentCall
 from scorewatch.live import LiveScorerEntry, Sampling
 from scorewatch.live.entry import fraction_of
-from scorewatch.server.intake.admission import plan_items
+from scorewatch.server.intake.admission import plan_items, request_digest
 from scorewatch.server.intake.interface import ScoreItem, Skipped
 
 pytestmark = pytest.mark.unit
@@ -89,3 +94,18 @@ def test_only_rates_strictly_between_0_and_1_read_the_key() -> None:
     keys = ["", "a", *(f"{n:032x}" for n in range(100))]
     assert not any(Sampling.ratio(0.0).should_sample(k) for k in keys)
     assert all(Sampling.ratio(1.0).should_sample(k) for k in keys)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(), _json_values, max_size=6))
+def test_request_digests_cover_the_same_text_as_ever(call: dict[str, Any]) -> None:
+    # Run ids name stored rows: a retried request must name the same run after an upgrade, so
+    # the digest is of exactly the text `json.dumps` gave it (the encoder is only made once).
+    text = json.dumps((call,), sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    assert request_digest(call) == hashlib.sha256(text.encode("ascii")).hexdigest()[:16]

@@ -1,10 +1,14 @@
 """A SQLite sink with a `linger` stores rows that arrive apart in one transaction, stores each
-row once, and still stores everything queued when it is closed mid-wait."""
+row once, and still stores everything queued when it is closed mid-wait; an urgent write ends
+the wait at once."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 import sqlite3
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +77,6 @@ def test_writes_from_two_loops_in_one_batch_are_each_settled_on_their_own_loop(
 ) -> None:
     # One transaction takes the rows of both loops; each writer is answered on its own loop
     # (the batch's futures are settled with one hand-off per loop).
-    import threading
-
     sink = CountingSink(tmp_path / "scores.db", linger=0.5)
     answered: dict[str, list[bool]] = {}
 
@@ -101,3 +103,68 @@ def test_writes_from_two_loops_in_one_batch_are_each_settled_on_their_own_loop(
     assert answered == {"a": [True] * 3, "b": [True] * 3}
     assert _ids(tmp_path / "scores.db") == [f"{n}-{i}" for n in "ab" for i in range(3)]
     assert sink.transactions == 1
+
+
+def _then(acknowledged: list[str], name: str, done: threading.Event | None = None) -> Any:
+    def then(error: BaseException | None) -> None:
+        acknowledged.append(name if error is None else f"{name}: {error!r}")
+        if done is not None:
+            done.set()
+
+    return then
+
+
+def test_an_urgent_write_ends_the_linger_with_what_waits(tmp_path: Path) -> None:
+    # Rows nobody waits for linger (30 s here); a write somebody waits for is stored at once,
+    # together with them, in one transaction.
+    sink = CountingSink(tmp_path / "scores.db", linger=30.0)
+    acknowledged: list[str] = []
+    for i in range(3):
+        sink.write_then([make_result(f"run-{i}")], _then(acknowledged, f"run-{i}"))
+    time.sleep(0.1)  # the writer now waits for more
+    assert acknowledged == []
+    done = threading.Event()
+    sink.write_then([make_result("waited")], _then(acknowledged, "waited", done), urgent=True)
+    assert done.wait(5)  # far sooner than the linger
+    assert acknowledged == ["run-0", "run-1", "run-2", "waited"]
+    assert sink.transactions == 1
+    sink.close(10)
+    assert _ids(tmp_path / "scores.db") == ["run-0", "run-1", "run-2", "waited"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_concurrent_writers_with_urgent_writes_each_row_stored_and_acknowledged_once(
+    tmp_path: Path, seed: int
+) -> None:
+    # Four threads write 50 rows each, some urgent, at random moments, against a writer that
+    # lingers: whatever the interleaving of the urgent flag with the writer's wait, every row
+    # is stored once and acknowledged once, and no urgent write waits out the linger.
+    sink = CountingSink(tmp_path / "scores.db", linger=30.0)
+    acknowledged: list[str] = []
+    urgent_done: list[threading.Event] = []
+
+    def writer(name: str) -> None:
+        chance = random.Random(f"{seed}-{name}")
+        for i in range(50):
+            row = f"{name}-{i:02d}"
+            urgent = chance.random() < 0.2 or i == 49  # each writer's last write is urgent
+            done = threading.Event()
+            if urgent:
+                urgent_done.append(done)
+            sink.write_then([make_result(row)], _then(acknowledged, row, done), urgent=urgent)
+            if chance.random() < 0.3:
+                time.sleep(chance.random() / 1000)
+
+    threads = [threading.Thread(target=writer, args=(name,)) for name in "abcd"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    started = time.monotonic()
+    for done in urgent_done:
+        assert done.wait(5)
+    assert time.monotonic() - started < 5  # none of them waited for the 30 s linger
+    expected = sorted(f"{name}-{i:02d}" for name in "abcd" for i in range(50))
+    assert sorted(acknowledged) == expected  # each acknowledged once, and stored
+    sink.close(10)
+    assert _ids(tmp_path / "scores.db") == expected

@@ -448,8 +448,12 @@ class ScoringEngine:
         with observed_by(self.observers):
             # A sink's writer that acknowledges by callback ends the run there: no coroutine
             # waits for the commit, and the loop is not woken for it.
+            # Urgent (no linger in the writer) when a client waits for this run, or runs wait
+            # for the slot this one holds until it is stored.
             if self.storage.store_then(
-                result, lambda stored_as: self.queue.settle(job, delivery, stored(stored_as))
+                result,
+                lambda stored_as: self.queue.settle(job, delivery, stored(stored_as)),
+                urgent=run.done is not None or self.queue.waiting_for_slots,
             ):
                 return None
             return stored(await self.storage.store(result))

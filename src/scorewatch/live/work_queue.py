@@ -128,6 +128,12 @@ class WorkQueue(Generic[P]):
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def waiting_for_slots(self) -> bool:
+        """Jobs are queued and every slot is taken: they wait for a running job to end (not
+        merely for their loop to take them)."""
+        return self._queued > 0 and len(self._running) >= self._max_concurrency
+
     def _idle_locked(self) -> bool:
         return self._queued == 0 and not self._running
 

@@ -7,7 +7,9 @@ callback runs on the writer's thread once the batch is stored, so that caller ke
 waiting and costs its loop no wake-up (the live engine settles a model-free run this way).
 With a `linger`, it also waits that long after the first write for more, so that writes
 arriving one by one (scored runs finishing apart) still share a transaction and a wake-up of the
-thread instead of paying one each; closing ends the wait, and what is queued is stored first.
+thread instead of paying one each; closing ends the wait, and what is queued is stored first. So
+does an `urgent` write (someone is waiting for that very commit: a client's `?wait=true`, or runs
+queued behind the slots the lingering writes hold): a linger saves work only where nobody waits.
 One bad row must not cost the others: a result that cannot be encoded is refused alone, and a
 batch the sink refuses for another reason than being down is stored again row by row, so exactly
 the bad rows are refused (`RowsRefusedError` to their writers) and every other row is stored.
@@ -58,6 +60,7 @@ class BatchWriterThread:
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._closed = False
+        self._urgent = False  # an urgent write (or a whole batch) waits: no linger
         self._lock = threading.Lock()
         self._wake = threading.Event()  # ends the writer's linger early (close, full batch)
         self._thread = threading.Thread(target=self._serve, name=f"scorewatch-{name}", daemon=True)
@@ -79,15 +82,22 @@ class BatchWriterThread:
         await future
 
     def write_then(
-        self, results: Sequence[ScoreRecord], then: Callable[[BaseException | None], None]
+        self,
+        results: Sequence[ScoreRecord],
+        then: Callable[[BaseException | None], None],
+        *,
+        urgent: bool = False,
     ) -> None:
         """Queue `results`; `then(None)` once they are stored, else `then(error)` as `write`
-        would raise it. `then` runs on the writer's thread and must not block."""
+        would raise it. `then` runs on the writer's thread and must not block. `urgent`: store
+        them without lingering (with what waits already)."""
         with self._lock:
             if self._closed:
                 raise SinkClosedError("the sink is closed")
             self._queue.put((list(results), None, then))
-            if self._linger > 0 and self._queue.qsize() >= self._max_batch:
+            if self._linger > 0 and (urgent or self._queue.qsize() >= self._max_batch):
+                # Set before the wake-up: a writer that cleared it before this put reads it.
+                self._urgent = True
                 self._wake.set()
 
     def close(self, timeout: float | None = None) -> None:
@@ -127,14 +137,18 @@ class BatchWriterThread:
 
     def _take(self) -> list[object]:
         """The next batch: what waits now, and with `linger`, what arrives within that many
-        seconds of the first (up to `max_batch`; a close request ends the wait)."""
+        seconds of the first (up to `max_batch`; a close request or an urgent write ends the
+        wait)."""
         items = [self._queue.get()]
         if self._linger > 0 and items[0] is not _STOP:
             # One wake-up per batch: the thread sleeps out the linger instead of waking for
-            # every row that arrives meanwhile; a close, or a full batch waiting, ends it early.
+            # every row that arrives meanwhile; a close, an urgent write or a full batch waiting
+            # ends it early.
             self._wake.clear()
-            if not self._closed and self._queue.qsize() < self._max_batch - 1:
+            if not (self._closed or self._urgent) and self._queue.qsize() < self._max_batch - 1:
                 self._wake.wait(self._linger)
+            # Before the batch is taken: an urgent write queued after it keeps its flag.
+            self._urgent = False
         while len(items) < self._max_batch and items[-1] is not _STOP:
             try:
                 items.append(self._queue.get_nowait())
@@ -238,10 +252,15 @@ class ThreadedSink:
         await self._writer.write(results)
 
     def write_then(
-        self, results: Sequence[ScoreRecord], then: Callable[[BaseException | None], None]
+        self,
+        results: Sequence[ScoreRecord],
+        then: Callable[[BaseException | None], None],
+        *,
+        urgent: bool = False,
     ) -> None:
-        """`write`, acknowledged by calling `then` on the writer's thread (`BatchWriterThread`)."""
-        self._writer.write_then(results, then)
+        """`write`, acknowledged by calling `then` on the writer's thread (`BatchWriterThread`);
+        `urgent`: without lingering."""
+        self._writer.write_then(results, then, urgent=urgent)
 
     async def aclose(self) -> None:
         await self._writer.aclose()

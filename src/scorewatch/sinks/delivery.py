@@ -254,10 +254,13 @@ class Storage:
                 "sink_dropped": self._dropped,
             }
 
-    def store_then(self, result: ScoreRecord, then: Callable[[Delivery], None]) -> bool:
+    def store_then(
+        self, result: ScoreRecord, then: Callable[[Delivery], None], *, urgent: bool = False
+    ) -> bool:
         """`store` without a coroutine waiting: with one sink that acknowledges by callback
         (`ThreadedSink.write_then`), hand it `result` and return True; `then(delivery)` runs on
-        the sink's thread once it is stored. A write that fails is handled as `store` handles
+        the sink's thread once it is stored (`urgent`: someone waits for it, so the sink's
+        writer does not linger for more rows). A write that fails is handled as `store` handles
         it (counted, logged, a refused row stored as unstorable, a sink that is down retried),
         on the caller's loop, and `then` hears the outcome there. False: the sinks do not allow
         this (await `store`). Called on a running loop."""
@@ -280,7 +283,7 @@ class Storage:
                 asyncio.run_coroutine_threadsafe(finishing, background_loop())
 
         try:
-            write_then([result], acknowledged)
+            write_then([result], acknowledged, urgent=urgent)
         except Exception:  # refused at once (closed): `store` meets the same error
             return False
         return True

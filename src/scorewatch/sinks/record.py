@@ -31,7 +31,7 @@ from ..core.scorer import Scorer
 from ..core.steps import camel_step
 from ..judge.errors import JudgeError
 from ..privacy import Redaction
-from .storable import redacts_any, storable
+from .storable import redacts_any, storable, storable_json, storable_text, stored_json
 
 __all__ = [
     "JSON_COLUMNS",
@@ -359,6 +359,12 @@ class ScoreRecord:
         fields, JSON-ready and `storable`, secret-looking keys of the call's request context and
         metadata redacted. Each value is walked once: the metadata and the request context on
         their own (redacted where it applies), the rest of the row together."""
+        return self._to_row(walk=True)
+
+    def _to_row(self, walk: bool) -> dict[str, Any]:
+        """`to_row`; without `walk`, and when no redactor applies, the row but for its metadata
+        and request context is left as `_row` made it (plain JSON data, not yet `storable`):
+        `encode_record` makes it so column by column."""
         call = self.call
         truth = None if call.ground_truth is None else _jsonable(call.ground_truth)
         extra = _jsonable(call.metadata) if call.metadata else None
@@ -392,7 +398,8 @@ class ScoreRecord:
         if not_scorable is not None:
             metadata["notScorable"] = storable(not_scorable, privacy=private, prepared=True)
         if private is None:
-            row = storable(row)
+            if walk:
+                row = storable(row)
         else:  # each value is still walked once: the content columns with the redactor
             content = storable(
                 {k: v for k, v in row.items() if k in _CONTENT_COLUMNS},
@@ -489,10 +496,12 @@ def encode_row(
     dumps: Callable[[Any], str],
     as_json: Callable[[Any], Any] | None = None,
     convert: Mapping[str, Callable[[Any], Any]] | None = None,
+    clean: Callable[[Any], Any] | None = None,
 ) -> tuple[Any, ...]:
     """`row` (a `ScoreRecord.to_row()`) as values in `SCORE_COLUMNS` order. None stays None; a
     JSON column's value becomes `as_json(value)` (default: the text `dumps(value)`); a reason
-    that is not text becomes `dumps(reason)`; `convert` adapts any other column."""
+    that is not text becomes `dumps(reason)`; `convert` adapts any other column, after `clean`
+    (the row is not `storable` yet: `encode_record`)."""
     to_json = dumps if as_json is None else as_json
     special = convert or {}
     values: list[Any] = []
@@ -504,11 +513,36 @@ def encode_row(
         elif is_json:
             value = to_json(value)
         elif column in special:
-            value = special[column](value)
+            value = special[column](value if clean is None else clean(value))
         elif column == "reason" and not isinstance(value, str):
             value = dumps(value)
+        elif clean is not None:
+            value = clean(value)
         values.append(value)
     return tuple(values)
+
+
+def encode_record(
+    record: ScoreRecord, *, convert: Mapping[str, Callable[[Any], Any]] | None = None
+) -> tuple[Any, ...]:
+    """`encode_row(record.to_row(), dumps=stored_json, convert=convert)`, in one pass: unless a
+    redactor applies, the row is not walked before its JSON columns are written; each JSON
+    text is checked instead (`storable_json`), and each other column made `storable` alone."""
+    if record.redaction is not None:
+        return encode_row(record.to_row(), dumps=stored_json, convert=convert)
+    return encode_row(
+        record._to_row(walk=False), dumps=storable_json, convert=convert, clean=_storable_column
+    )
+
+
+def _storable_column(value: Any) -> Any:
+    """`storable(value)` of a column that is not JSON, the common kinds told first."""
+    kind = type(value)
+    if kind is str:
+        return storable_text(value)
+    if kind is int or kind is bool:
+        return value
+    return storable(value)  # a number JSON cannot write, any other value
 
 
 def decode_row(

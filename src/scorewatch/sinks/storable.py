@@ -29,10 +29,12 @@ __all__ = [
     "REDACTED",
     "REPLACEMENT",
     "is_secret_key",
+    "json_encoder",
     "non_finite_path",
     "redact_url_credentials",
     "redacts_any",
     "storable",
+    "storable_json",
     "storable_text",
     "stored_json",
 ]
@@ -52,26 +54,35 @@ _URL_PARAMETER = re.compile(r"([?&;])([^=&;#\s]+)=([^&;#\s]*)")
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
-def _stored_json_encoder() -> Callable[[Any], str]:
-    """What `json.dumps(value, ensure_ascii=False, default=repr)` writes, from one encoder made
-    once: `json.dumps` makes a new encoder per call when given options, and `JSONEncoder.encode`
-    its C encoder per call (about a microsecond of a row's seven JSON columns each). The values
-    are `storable` ones, trees the walk has just built, so the encoder keeps no record of the
-    containers it is in (the check for a circular reference); without the C encoder (another
+def json_encoder(
+    *,
+    ensure_ascii: bool = False,
+    sort_keys: bool = False,
+    separators: tuple[str, str] = (", ", ": "),
+) -> Callable[[Any], str]:
+    """What `json.dumps(value, ensure_ascii=..., sort_keys=..., separators=..., default=repr)`
+    writes, from one encoder made once: `json.dumps` makes a new encoder per call when given
+    options, and `JSONEncoder.encode` its C encoder per call (about a microsecond of a row's
+    seven JSON columns each, several of a request digest). The values are trees (JSON-like
+    data a walk or a parser has just built), so the encoder keeps no record of the containers
+    it is in (the check for a circular reference); without the C encoder (another
     interpreter), `JSONEncoder.encode`."""
-    encoder = json.JSONEncoder(ensure_ascii=False, default=repr)
+    item_separator, key_separator = separators
+    encoder = json.JSONEncoder(
+        ensure_ascii=ensure_ascii, sort_keys=sort_keys, separators=separators, default=repr
+    )
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # pragma: no cover - CPython has it
         return encoder.encode
-    text = json.encoder.encode_basestring
+    text = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
     chunks = make(
         None,
         encoder.default,
         text,
         None,
-        encoder.key_separator,
-        encoder.item_separator,
-        False,  # sort_keys
+        key_separator,
+        item_separator,
+        sort_keys,
         False,  # skipkeys
         True,  # allow_nan
     )
@@ -85,7 +96,27 @@ def _stored_json_encoder() -> Callable[[Any], str]:
 
 
 # The JSON text of a stored value, as every sink writes it.
-stored_json: Final[Callable[[Any], str]] = _stored_json_encoder()
+stored_json: Final[Callable[[Any], str]] = json_encoder()
+
+
+def storable_json(value: Any) -> str:
+    """`stored_json(storable(value))` of plain JSON data (dicts, lists, text, numbers, booleans
+    and None, as `to_jsonable_python` gives them), without the walk when the text shows
+    nothing it would change: a row's JSON columns almost never hold anything to clean."""
+    text = stored_json(value)
+    # What the walk changes shows in the text: NaN or an infinity (written bare), a NUL
+    # (escaped), an unpaired surrogate (written as it is, so never in ASCII text). In text
+    # the words are false alarms, which only cost the walk.
+    if (
+        "NaN" in text
+        or "Infinity" in text
+        or "\\u0000" in text
+        or (not text.isascii() and _find_unstorable(text) is not None)
+    ):
+        return stored_json(storable(value))
+    return text
+
+
 # Redaction looks this deep (mappings and lists count a level each); cleaning has no limit.
 _MAX_DEPTH: Final = 16
 

@@ -13,7 +13,6 @@ import asyncio
 import functools
 import hashlib
 import itertools
-import json
 import logging
 import os
 import re
@@ -28,6 +27,7 @@ from ...live.budgets import Budgets, Hold
 from ...live.engine import Counts, decided_event, live_run_id
 from ...live.entry import LiveScorerEntry, fraction_of
 from ...live.events import LiveDecision
+from ...sinks.storable import json_encoder
 from .interface import ScoreItem, SkipDecision, Skipped
 
 __all__ = [
@@ -229,11 +229,15 @@ def plan_digest(plan: Plan) -> str:
     return request_digest(plan.item.call.to_dict())
 
 
+# `json.dumps(parts, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=repr)`,
+# the text digests have always covered (run ids must not change), from one encoder made once.
+_canonical_json: Final = json_encoder(ensure_ascii=True, sort_keys=True, separators=(",", ":"))
+
+
 def request_digest(*parts: Any) -> str:
     """16 hex digits of SHA-256 over `parts` (JSON-like) as canonical JSON: equal for equal
     requests, whatever their key order, and different for any difference in them."""
-    text = json.dumps(parts, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=repr)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+    return hashlib.sha256(_canonical_json(parts).encode("ascii")).hexdigest()[:16]
 
 
 def request_run_id(scorer_id: str, call: AgentCall, digest: str) -> str:
