@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import re
 import threading
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cached_property
+from itertools import accumulate, repeat
+from operator import add
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .recognisers import KINDS, Kind, builtin_recognisers
-from .scanner import Placed, Scanner
+from .scanner import Found, Placed, Scanner
 
 __all__ = [
     "CURRENT_REDACTION",
@@ -165,9 +168,7 @@ class Redaction:
                 elif known is not value:
                     changed = True
         if new:
-            found = done.scanner.scan(new)
-            done.replace(new, found)
-            changed = changed or bool(found)
+            changed = done.scan(new) or changed
         return changed
 
 
@@ -185,8 +186,70 @@ class _Redacted(dict[str, str]):
         self._lock = threading.Lock()
 
     def __missing__(self, value: str) -> str:
-        self.replace([value], self.scanner.scan([value]))
+        self.scan([value])
         return self[value]
+
+    def scan(self, texts: list[str]) -> bool:
+        """Scan `texts` (not scanned before in this run) and remember their redacted forms;
+        whether any of them changed."""
+        scanner = self.scanner
+        joined, found = scanner.find(texts)
+        changed = self._redact(texts, joined, found)
+        if changed is None:  # overlapping candidates, or one across two texts
+            placed = scanner.place(texts, found)
+            self.replace(texts, placed)
+            changed = bool(placed)
+        return changed
+
+    def _redact(self, texts: list[str], joined: str, found: Found) -> bool | None:
+        """Remember each text's redacted form, from `found` (`Scanner.find`'s candidates in
+        `joined`, by start) in one pass: what `replace(texts, scanner.place(texts, found))`
+        does where no two candidates overlap and none crosses from one text into the next.
+        Where one does, nothing is done: None. Whether any text changed.
+
+        The markers new to the run are made once the pass is through (numbered in its order,
+        which is the texts' order), so a pass given up numbers nothing."""
+        self.update(zip(texts, texts, strict=True))
+        if not found:
+            return False
+        markers = self.markers
+        short = self.scanner.short
+        # Where each text's successor starts in `joined` (after its line break).
+        following = list(accumulate(map(add, map(len, texts), repeat(1))))
+        index, base, limit = 0, 0, following[0] - 1
+        skip = limit < short  # a text too short for any match is left as it is
+        at = 0  # where the text's next part starts
+        parts: list[str] = []
+        changed: list[tuple[int, list[str]]] = []  # (text's index, its parts)
+        new: list[tuple[list[str], int, str, str]] = []  # markers to make: where, for what
+        for _, start, end, label, normal in found:
+            if start > limit:  # in a later text
+                if parts:
+                    parts.append(joined[at:limit])
+                    changed.append((index, parts))
+                    parts = []
+                index = bisect_right(following, start)
+                base, limit = following[index - 1], following[index] - 1
+                skip, at = limit - base < short, base
+            if end > limit or start < at:
+                return None
+            if skip:
+                continue
+            parts.append(joined[at:start])
+            marker = markers.get((label, normal))
+            if marker is None:
+                new.append((parts, len(parts), label, normal))
+                marker = ""
+            parts.append(marker)
+            at = end
+        if parts:
+            parts.append(joined[at:limit])
+            changed.append((index, parts))
+        for where, position, label, normal in new:
+            where[position] = self._marker(label, normal)
+        for index, parts in changed:
+            self[texts[index]] = "".join(parts)
+        return bool(changed)
 
     def replace(self, texts: list[str], found: list[Placed]) -> None:
         """Remember each text's redacted form: `found` (by text, then start) replaced by their
