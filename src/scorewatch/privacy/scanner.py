@@ -372,8 +372,9 @@ class Scanner:
                 at = text.find("@", at + 1)
 
     def _ibans_at(self, found: Found, text: str, hits: list[Hit]) -> None:
-        # What `finditer` finds (the pattern starts at the check digits, `IBAN_LEAD` in).
-        iban = self._iban
+        # What `finditer` finds (the pattern starts at the check digits, `IBAN_LEAD` in); `re`
+        # matches at a place in half the time `regex` takes (the pattern reads the same).
+        iban, _ = self._builtin["iban"]
         candidates = []
         end = 0
         for _, start, _ in hits:
@@ -413,8 +414,8 @@ class Scanner:
                 if len(seen) >= _CACHE_SIZE:
                     seen.clear()
                 known = seen[key] = self._run_values(text, start, end)
-            if known:
-                found.extend((p, start + s, start + e, kind, v) for p, s, e, kind, v in known)
+            for priority, s, e, kind, value in known:  # mostly one, often none
+                found.append((priority, start + s, start + e, kind, value))
 
     def _run_values(self, text: str, start: int, end: int) -> list[tuple[int, int, int, str, str]]:
         """The cards, IPv4 addresses and phone numbers in the run at `start:end`, placed
