@@ -149,7 +149,8 @@ class Redaction:
     @property
     def markers(self) -> Mapping[tuple[str, str], str]:
         """(label, normal form) -> marker, for the values replaced so far."""
-        return dict(self._done.markers)
+        with self._done._lock:  # (a pass given up takes back the markers it made)
+            return dict(self._done.markers)
 
     def prepare(self, values: Iterable[str]) -> bool:
         """Scan `values` (distinct texts) together, in one pass rather than one per text (a row
@@ -205,10 +206,8 @@ class _Redacted(dict[str, str]):
         """Remember each text's redacted form, from `found` (`Scanner.find`'s candidates in
         `joined`, by start) in one pass: what `replace(texts, scanner.place(texts, found))`
         does where no two candidates overlap and none crosses from one text into the next.
-        Where one does, nothing is done: None. Whether any text changed.
-
-        The markers new to the run are made once the pass is through (numbered in its order,
-        which is the texts' order), so a pass given up numbers nothing."""
+        Where one does, nothing is done (the markers the pass made are taken back): None.
+        Whether any text changed."""
         self.update(zip(texts, texts, strict=True))
         if not found:
             return False
@@ -216,37 +215,42 @@ class _Redacted(dict[str, str]):
         short = self.scanner.short
         # Where each text's successor starts in `joined` (after its line break).
         following = list(accumulate(map(add, map(len, texts), repeat(1))))
-        index, base, limit = 0, 0, following[0] - 1
-        skip = limit < short  # a text too short for any match is left as it is
-        at = 0  # where the text's next part starts
+        index, limit = 0, following[0] - 1
+        # Where the text's next part starts; past its end in a text too short for any match,
+        # which is left as it is.
+        at = 0 if limit >= short else limit + 1
         parts: list[str] = []
         changed: list[tuple[int, list[str]]] = []  # (text's index, its parts)
-        new: list[tuple[list[str], int, str, str]] = []  # markers to make: where, for what
-        for _, start, end, label, normal in found:
-            if start > limit:  # in a later text
-                if parts:
-                    parts.append(joined[at:limit])
-                    changed.append((index, parts))
-                    parts = []
-                index = bisect_right(following, start)
-                base, limit = following[index - 1], following[index] - 1
-                skip, at = limit - base < short, base
-            if end > limit or start < at:
-                return None
-            if skip:
-                continue
-            parts.append(joined[at:start])
-            marker = markers.get((label, normal))
-            if marker is None:
-                new.append((parts, len(parts), label, normal))
-                marker = ""
-            parts.append(marker)
-            at = end
+        made: list[tuple[str, str]] = []  # the markers this pass made, in order
+        with self._lock:  # markers are made in the pass, and taken back if it gives up
+            for _, start, end, label, normal in found:
+                if start > limit:  # in a later text
+                    if parts:
+                        parts.append(joined[at:limit])
+                        changed.append((index, parts))
+                        parts = []
+                    index = bisect_right(following, start)
+                    at, limit = following[index - 1], following[index] - 1
+                    if limit - at < short:
+                        at = limit + 1
+                if end > limit or start < at:
+                    if at > limit >= end:  # in a text too short
+                        continue
+                    for key in reversed(made):
+                        del markers[key]
+                        self._numbers[key[0]] -= 1
+                    return None
+                parts.append(joined[at:start])
+                key = (label, normal)
+                marker = markers.get(key)
+                if marker is None:
+                    marker = self._new(key)
+                    made.append(key)
+                parts.append(marker)
+                at = end
         if parts:
             parts.append(joined[at:limit])
             changed.append((index, parts))
-        for where, position, label, normal in new:
-            where[position] = self._marker(label, normal)
         for index, parts in changed:
             self[texts[index]] = "".join(parts)
         return bool(changed)
@@ -278,11 +282,15 @@ class _Redacted(dict[str, str]):
         marker = self.markers.get(key)
         if marker is None:
             with self._lock:
-                marker = self.markers.get(key)
-                if marker is None:
-                    number = self._numbers.get(label, 0) + 1
-                    self._numbers[label] = number
-                    marker = self.markers[key] = f"<{label}_{number}>"
+                marker = self.markers.get(key) or self._new(key)
+        return marker
+
+    def _new(self, key: tuple[str, str]) -> str:
+        """A new marker for `key` (label, normal form): the label's next number. The caller
+        holds the lock."""
+        label = key[0]
+        number = self._numbers[label] = self._numbers.get(label, 0) + 1
+        marker = self.markers[key] = f"<{label}_{number}>"
         return marker
 
 

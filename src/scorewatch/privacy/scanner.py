@@ -268,7 +268,7 @@ class Scanner:
             if self._numeric:
                 runs = _of(hits, where["run"])
                 if runs:
-                    self._runs_in(found, text, [(start, end) for _, start, end in runs])
+                    self._runs_in(found, text, runs)
             if self._ipv6 is not None:
                 hints = _of(hits, where["ipv6"])
                 if hints:
@@ -280,7 +280,8 @@ class Scanner:
         if self._iban is not None and digits:
             self._find(found, "iban", text, 0, len(text), self._iban, lead=IBAN_LEAD)
         if self._numbers is not None and digits:
-            self._runs_in(found, text, _leads(text, self._numbers.finditer(text)))
+            runs = [(0, start, end) for start, end in _leads(text, self._numbers.finditer(text))]
+            self._runs_in(found, text, runs)
         if self._ipv6 is not None and ":" in text:
             self._ipv6_near(found, text, [hint.start() for hint in _IPV6_HINT.finditer(text)])
 
@@ -386,26 +387,26 @@ class Scanner:
         if candidates:
             self._confirmed(found, "iban", text, candidates, lead=IBAN_LEAD)
 
-    def _runs_in(self, found: Found, text: str, runs: list[tuple[int, int]]) -> None:
-        """The values in the number runs at `runs` (start, end: `_leads`), in order."""
+    def _runs_in(self, found: Found, text: str, runs: list[Hit]) -> None:
+        """The values in the number runs at `runs` (their anchor's hits: _, start, end, where
+        `_leads` says), in order."""
         # A run whose digits lie inside a value found already (an IBAN's digits, a secret) is
         # not looked at (every card, phone or IP address in it ends with a digit, so it would
         # overlap that value and be dropped): the values found so far by start, and the
         # furthest end among those starting no later.
         found.sort(key=_START)  # (the candidates are sorted by start in the end anyway)
-        starts = [value[1] for value in found]
-        reach = list(accumulate([value[2] for value in found], max))
+        starts = list(map(_START, found))
+        reach = list(accumulate(map(_END, found), max))
         seen = self._runs  # a run's values depend on it and the character before it only
         separators = NUMBER_SEPARATORS
-        for start, end in runs:
-            if starts:
-                before = bisect_right(starts, start) - 1
-                if before >= 0:
-                    last = end  # the run's last digit's end (a run may end with separators)
-                    while text[last - 1] in separators:
-                        last -= 1
-                    if reach[before] >= last:
-                        continue
+        for _, start, end in runs:
+            # (A value reaching past the run's last digit reaches past its start.)
+            if reach and (before := bisect_right(starts, start)) and reach[before - 1] > start:
+                last = end  # the run's last digit's end (a run may end with separators)
+                while text[last - 1] in separators:
+                    last -= 1
+                if reach[before - 1] >= last:
+                    continue
             # The character before (none at the start reads as a line break: no look-behind
             # of a card, phone or IPv4 pattern tells them apart).
             key = text[start - 1 : end] if start else _SEPARATOR + text[:end]
@@ -457,6 +458,7 @@ def _of(hits: list[Hit], anchor: int) -> list[Hit]:
 
 
 _START: Final = itemgetter(1)
+_END: Final = itemgetter(2)
 _TEXT_AND_START: Final = itemgetter(0, 1)
 _BY_PRIORITY: Final = itemgetter(5, 0, 1, 2, 3, 4)
 
