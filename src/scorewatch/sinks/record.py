@@ -368,17 +368,11 @@ class ScoreRecord:
         not_scorable = None if skipped is None else skipped.model_dump(mode="json", by_alias=True)
         row: dict[str, Any] = self._row()
         private = self.redaction
-        if private is not None and not redacts_any(
-            private,
-            [
-                {k: row[k] for k in _CONTENT_COLUMNS if k in row},
-                truth,
-                extra,
-                context,
-                not_scorable,
-            ],
-        ):
-            private = None  # nothing to replace (all texts scanned in one pass): stored as is
+        columns: dict[str, Any] = {}
+        if private is not None:
+            columns = {k: row[k] for k in _CONTENT_COLUMNS if k in row}
+            if not redacts_any(private, [columns, truth, extra, context, not_scorable]):
+                private = None  # nothing to replace (all texts scanned in one pass): as is
         metadata: dict[str, Any] = {"structuredOutput": False}
         if call.run_id:
             metadata["agentRunId"] = storable(call.run_id)
@@ -394,13 +388,15 @@ class ScoreRecord:
         if private is None:
             row = storable(row)
         else:  # each value is still walked once: the content columns with the redactor
-            content = storable(
-                {k: v for k, v in row.items() if k in _CONTENT_COLUMNS},
-                privacy=private,
-                prepared=True,
-            )
-            kept = storable({k: v for k, v in row.items() if k not in _CONTENT_COLUMNS})
-            row = {k: content[k] if k in _CONTENT_COLUMNS else kept[k] for k in row}
+            content = storable(columns, privacy=private, prepared=True)
+            rest = dict(row)
+            for k in columns:
+                del rest[k]
+            # The row's columns in its order (built by dictionaries' own copying and updating,
+            # not a Python loop over the columns).
+            row = dict.fromkeys(row)
+            row.update(storable(rest))
+            row.update(content)
         if context is not None:
             row["requestContext"] = storable(context, redact=True, privacy=private, prepared=True)
         row["metadata"] = metadata

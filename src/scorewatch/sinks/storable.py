@@ -161,24 +161,28 @@ def _texts(value: Any, into: list[str]) -> None:
     """Every text in `value`, keys included, appended to `into` (what `_walk` scrubs)."""
     if isinstance(value, str):
         into.append(value)
-    elif isinstance(value, Mapping):
+    # A list is told from a mapping by its type: `isinstance(value, Mapping)` asks the ABC
+    # machinery (a Python call) for every list.
+    elif type(value) is dict or (type(value) not in _SEQUENCES and isinstance(value, Mapping)):
         for key, item in value.items():
             if isinstance(key, str):
                 into.append(key)
             if type(item) is str:
                 into.append(item)
-            elif type(item) not in _AS_IS:
+            elif type(item) not in _NO_TEXT:
                 _texts(item, into)
     elif isinstance(value, list | tuple):
         for item in value:
             if type(item) is str:
                 into.append(item)
-            elif type(item) not in _AS_IS:
+            elif type(item) not in _NO_TEXT:
                 _texts(item, into)
 
 
 # Leaves that are stored as they are; text is cleaned in place; anything else goes to `_walk`.
 _AS_IS: Final = frozenset({int, bool, type(None)})
+_NO_TEXT: Final = _AS_IS | {float}
+_SEQUENCES: Final = frozenset({list, tuple})
 _find_unstorable: Final = _UNSTORABLE_TEXT.search
 
 
