@@ -149,8 +149,7 @@ class Redaction:
     @property
     def markers(self) -> Mapping[tuple[str, str], str]:
         """(label, normal form) -> marker, for the values replaced so far."""
-        with self._done._lock:  # (a pass given up takes back the markers it made)
-            return dict(self._done.markers)
+        return dict(self._done.markers)
 
     def prepare(self, values: Iterable[str]) -> bool:
         """Scan `values` (distinct texts) together, in one pass rather than one per text (a row
@@ -206,8 +205,11 @@ class _Redacted(dict[str, str]):
         """Remember each text's redacted form, from `found` (`Scanner.find`'s candidates in
         `joined`, by start) in one pass: what `replace(texts, scanner.place(texts, found))`
         does where no two candidates overlap and none crosses from one text into the next.
-        Where one does, nothing is done (the markers the pass made are taken back): None.
-        Whether any text changed."""
+        Where one does, nothing is done (the markers the pass made are dropped): None.
+        Whether any text changed.
+
+        The pass holds the lock, so no other thread makes a marker meanwhile; the ones it
+        makes are seen by others only once it is through."""
         self.update(zip(texts, texts, strict=True))
         if not found:
             return False
@@ -221,8 +223,9 @@ class _Redacted(dict[str, str]):
         at = 0 if limit >= short else limit + 1
         parts: list[str] = []
         changed: list[tuple[int, list[str]]] = []  # (text's index, its parts)
-        made: list[tuple[str, str]] = []  # the markers this pass made, in order
-        with self._lock:  # markers are made in the pass, and taken back if it gives up
+        with self._lock:
+            fresh: dict[tuple[str, str], str] = {}  # the markers this pass makes
+            numbers = dict(self._numbers)  # and the labels' numbers after them
             for _, start, end, label, normal in found:
                 if start > limit:  # in a later text
                     if parts:
@@ -236,18 +239,14 @@ class _Redacted(dict[str, str]):
                 if end > limit or start < at:
                     if at > limit >= end:  # in a text too short
                         continue
-                    for key in reversed(made):
-                        del markers[key]
-                        self._numbers[key[0]] -= 1
                     return None
                 parts.append(joined[at:start])
                 key = (label, normal)
-                marker = markers.get(key)
-                if marker is None:
-                    marker = self._new(key)
-                    made.append(key)
+                marker = markers.get(key) or fresh.get(key) or _new(key, fresh, numbers)
                 parts.append(marker)
                 at = end
+            markers.update(fresh)
+            self._numbers = numbers
         if parts:
             parts.append(joined[at:limit])
             changed.append((index, parts))
@@ -282,16 +281,17 @@ class _Redacted(dict[str, str]):
         marker = self.markers.get(key)
         if marker is None:
             with self._lock:
-                marker = self.markers.get(key) or self._new(key)
+                marker = self.markers.get(key) or _new(key, self.markers, self._numbers)
         return marker
 
-    def _new(self, key: tuple[str, str]) -> str:
-        """A new marker for `key` (label, normal form): the label's next number. The caller
-        holds the lock."""
-        label = key[0]
-        number = self._numbers[label] = self._numbers.get(label, 0) + 1
-        marker = self.markers[key] = f"<{label}_{number}>"
-        return marker
+
+def _new(key: tuple[str, str], markers: dict[tuple[str, str], str], numbers: dict[str, int]) -> str:
+    """A new marker for `key` (label, normal form) in `markers`: the label's next number in
+    `numbers` (label -> its last). The caller holds the run's lock."""
+    label = key[0]
+    number = numbers[label] = numbers.get(label, 0) + 1
+    marker = markers[key] = f"<{label}_{number}>"
+    return marker
 
 
 CURRENT_REDACTION: ContextVar[Redaction | None] = ContextVar("scorewatch_redaction", default=None)
