@@ -94,6 +94,15 @@ def test_a_record_redacts_its_content_columns_only() -> None:
     assert list(row) == list(_record(None).to_row())  # the same columns, in the same order
 
 
+def test_a_pattern_matching_part_of_a_column_name_redacts_content_only() -> None:
+    """The columns' names are the row's, not content: a custom pattern matching part of one
+    (`put` in `input`, `output`) redacts the values only (the row failed with a KeyError)."""
+    policy = PrivacyPolicy(redact=["email"], patterns={"WORD": "put"})
+    row = _record(policy.start()).to_row()
+    assert list(row) == list(_record(None).to_row())
+    assert row["input"] == "from <EMAIL_1>" and row["output"] == "sent to 203.0.113.42"
+
+
 def test_kept_shows_a_value_as_the_record_keeps_it() -> None:
     assert _record(POLICY.start()).kept("mail ada@example.com") == "mail <EMAIL_1>"
     assert _record(None).kept("mail ada@example.com") == "mail ada@example.com"

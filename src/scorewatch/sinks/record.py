@@ -31,7 +31,7 @@ from ..core.scorer import Scorer
 from ..core.steps import camel_step
 from ..judge.errors import JudgeError
 from ..privacy import Redaction
-from .storable import redacts_any, storable
+from .storable import redacts_any, storable, storable_columns
 
 __all__ = [
     "JSON_COLUMNS",
@@ -388,7 +388,6 @@ class ScoreRecord:
         if private is None:
             row = storable(row)
         else:  # each value is still walked once: the content columns with the redactor
-            content = storable(columns, privacy=private, prepared=True)
             rest = dict(row)
             for k in columns:
                 del rest[k]
@@ -396,7 +395,7 @@ class ScoreRecord:
             # not a Python loop over the columns).
             row = dict.fromkeys(row)
             row.update(storable(rest))
-            row.update(content)
+            row.update(storable_columns(columns, private))
         if context is not None:
             row["requestContext"] = storable(context, redact=True, privacy=private, prepared=True)
         row["metadata"] = metadata

@@ -33,6 +33,7 @@ __all__ = [
     "redact_url_credentials",
     "redacts_any",
     "storable",
+    "storable_columns",
     "storable_text",
     "stored_json",
 ]
@@ -144,6 +145,14 @@ def storable(
     # value replaces what they hold only when one of them holds something.
     changed = prepared or redacts_any(privacy, [value])
     return _walk(value, redact, 0, privacy.text if changed else None)
+
+
+def storable_columns(columns: Mapping[str, Any], privacy: Redaction) -> dict[str, Any]:
+    """A row's content `columns` (name -> value, whose texts `redacts_any` has scanned), each
+    value storable with its personal data replaced. The names are the row's own, not content:
+    kept as they are (a custom pattern matching part of `input` leaves the column `input`)."""
+    scrub = privacy.text
+    return {name: _walk(value, False, 0, scrub) for name, value in columns.items()}
 
 
 def redacts_any(privacy: Redaction, values: Sequence[Any]) -> bool:
