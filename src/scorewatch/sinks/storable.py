@@ -152,7 +152,14 @@ def storable_columns(columns: Mapping[str, Any], privacy: Redaction) -> dict[str
     value storable with its personal data replaced. The names are the row's own, not content:
     kept as they are (a custom pattern matching part of `input` leaves the column `input`)."""
     scrub = privacy.text
-    return {name: _walk(value, False, 0, scrub) for name, value in columns.items()}
+    cleaned: dict[str, Any] = {}
+    for name, value in columns.items():
+        if type(value) is str:  # most columns: text, cleaned here rather than by a call
+            value = scrub(value)
+            cleaned[name] = value if _find_unstorable(value) is None else storable_text(value)
+        else:
+            cleaned[name] = _walk(value, False, 1, scrub)
+    return cleaned
 
 
 def redacts_any(privacy: Redaction, values: Sequence[Any]) -> bool:
