@@ -4,7 +4,9 @@ the `[privacy]` table of scorewatch.toml and `LiveScoring(privacy=...)`."""
 from __future__ import annotations
 
 import math
+from enum import StrEnum
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 from pydantic import ValidationError
@@ -15,7 +17,7 @@ from scorewatch.live import LiveScoring
 from scorewatch.privacy import PrivacyPolicy
 from scorewatch.server.config.file import ConfigError, load_config
 from scorewatch.sinks.record import ScoreRecord
-from scorewatch.sinks.storable import REDACTED, storable
+from scorewatch.sinks.storable import REDACTED, redacts_any, storable
 
 pytestmark = pytest.mark.unit
 
@@ -36,6 +38,25 @@ def test_the_walk_redacts_texts_and_keys_and_still_cleans() -> None:
     }
     # Without a redactor the walk is what it was.
     assert storable(value)["ada@example.com"][0] == "call +44 20 7946 0958"
+
+
+def test_the_texts_of_any_mapping_or_sequence_are_scanned_in_their_order() -> None:
+    """A row's texts are collected in order (keys and values in turn, nested ones where they
+    are), so markers are numbered in that order: plain dictionaries and lists, and any other
+    mapping, tuple or text type, numbers among them."""
+
+    class Address(StrEnum):
+        B = "b@example.com"
+
+    run = POLICY.start()
+    value = {
+        "a@example.com": 1.5,
+        "n": MappingProxyType({"c@example.com": [Address.B, ("d@example.com", 2.0), None]}),
+        "e@example.com": [1, "f@example.com"],
+    }
+    assert redacts_any(run, [value])
+    assert [address for _, address in run.markers] == [f"{x}@example.com" for x in "acbdef"]
+    assert list(run.markers.values()) == [f"<EMAIL_{n}>" for n in range(1, 7)]
 
 
 def _record(redaction: object) -> ScoreRecord:
@@ -71,6 +92,15 @@ def test_a_record_redacts_its_content_columns_only() -> None:
     assert row["metadata"]["agentRunId"] == "4155550132"
     assert row["traceId"] == "0af7651916cd43dd8448eb211c80319c" and row["entityId"] == "bot"
     assert list(row) == list(_record(None).to_row())  # the same columns, in the same order
+
+
+def test_a_pattern_matching_part_of_a_column_name_redacts_content_only() -> None:
+    """The columns' names are the row's, not content: a custom pattern matching part of one
+    (`put` in `input`, `output`) redacts the values only (the row failed with a KeyError)."""
+    policy = PrivacyPolicy(redact=["email"], patterns={"WORD": "put"})
+    row = _record(policy.start()).to_row()
+    assert list(row) == list(_record(None).to_row())
+    assert row["input"] == "from <EMAIL_1>" and row["output"] == "sent to 203.0.113.42"
 
 
 def test_kept_shows_a_value_as_the_record_keeps_it() -> None:

@@ -195,3 +195,48 @@ def test_a_match_across_two_texts_of_a_batch_has_them_read_alone() -> None:
     ]
     alone = policy.start()
     assert [alone.text(text) for text in texts] == [together.text(text) for text in texts]
+
+
+_WITH_PATTERNS = PrivacyPolicy(
+    redact=["all"], patterns={"TICKET": r"T-\d{3}|[a-z]+ or", "WHOLE": r"^x.*$"}
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_batch(), st.sampled_from([*_POLICIES, _WITH_PATTERNS]))
+def test_replacing_in_one_pass_is_placing_then_replacing(
+    texts: list[str], policy: PrivacyPolicy
+) -> None:
+    """`prepare` replaces the candidates in the joined texts in one pass, giving up (to place
+    them first) where two overlap or one crosses into the next text: the texts, the markers
+    and their numbers, and whether anything changed, are those of placing, then replacing."""
+    fast = policy.start()
+    changed = fast.prepare(texts)
+    placed = policy._scanner.scan(texts)
+    plain = policy.start()
+    plain._done.replace(texts, placed)
+    assert [fast.text(text) for text in texts] == [plain.text(text) for text in texts]
+    assert fast.markers == plain.markers
+    assert list(fast.markers.values()) == list(plain.markers.values())  # the same order
+    assert changed == bool(placed)
+
+
+def test_the_one_pass_gives_up_on_overlaps_and_texts_crossed() -> None:
+    """The one pass does the common case (no overlap, nothing across two texts) and gives up,
+    numbering no marker, where a candidate crosses into the next text or two overlap."""
+    policy = PrivacyPolicy(redact=["all"], patterns={"TICKET": r"T-\d{3}|mail a"})
+    scanner = policy._scanner
+
+    def one_pass(texts: list[str]) -> bool | None:
+        run = policy.start()._done
+        joined, found = scanner.find(texts)
+        outcome = run._redact(texts, joined, found)
+        if outcome is None:
+            assert run.markers == {}
+        return outcome
+
+    assert one_pass(["to a@example.com", "T-123 and 203.0.113.42", "none"]) is True
+    assert one_pass(["nothing here", "x"]) is False
+    pem = ["-----BEGIN EC PRIVATE KEY-----", "x -----END EC PRIVATE KEY----- b@example.com"]
+    assert one_pass(["a@example.com", *pem]) is None  # the block crosses two texts
+    assert one_pass(["mail a@example.com"]) is None  # `mail a` overlaps the address

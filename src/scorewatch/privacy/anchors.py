@@ -44,18 +44,21 @@ class Anchor(NamedTuple):
     caseless: bool = False
 
 
-def _hit(anchor: int, start: int, end: int, flags: int, hits: list[Hit]) -> None:
-    hits.append((anchor, start, end))
-
-
 class Anchors:
     """A compiled set of anchors."""
 
-    __slots__ = ("_database", "_hyperscan", "_local", "_shape")
+    __slots__ = ("_database", "_hit", "_hyperscan", "_local")
 
     def __init__(self, hyperscan: Any, anchors: Sequence[Anchor]) -> None:
         self._hyperscan = hyperscan
-        self._shape = tuple((anchor.length, anchor.trim) for anchor in anchors)
+        shape = tuple((anchor.length, anchor.trim) for anchor in anchors)
+
+        # Each hit is placed as it is reported (one Python call per hit, no second pass).
+        def hit(anchor: int, start: int, end: int, flags: int, hits: list[Hit]) -> None:
+            length, trim = shape[anchor]
+            hits.append((anchor, end - length if length else start, end - trim))
+
+        self._hit = hit
         database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         database.compile(
             expressions=[anchor.expression.encode() for anchor in anchors],
@@ -98,16 +101,10 @@ class Anchors:
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = self._hyperscan.Scratch(self._database)
-        found: list[Hit] = []
-        self._database.scan(data, match_event_handler=_hit, context=found, scratch=scratch)
-        if not found:
-            return found
-        shape = self._shape
-        hits = [
-            (anchor, end - length if length else start, end - trim)
-            for anchor, start, end in found
-            for length, trim in (shape[anchor],)
-        ]
+        hits: list[Hit] = []
+        self._database.scan(data, match_event_handler=self._hit, context=hits, scratch=scratch)
+        if not hits:
+            return hits
         if len(data) != len(text) + 1:  # not ASCII: byte offsets to characters
             hits = _in_characters(data, hits)
         hits.sort()

@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import re
 import threading
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cached_property
+from itertools import accumulate, repeat
+from operator import add
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .recognisers import KINDS, Kind, builtin_recognisers
-from .scanner import Placed, Scanner
+from .scanner import Found, Placed, Scanner
 
 __all__ = [
     "CURRENT_REDACTION",
@@ -165,9 +168,7 @@ class Redaction:
                 elif known is not value:
                     changed = True
         if new:
-            found = done.scanner.scan(new)
-            done.replace(new, found)
-            changed = changed or bool(found)
+            changed = done.scan(new) or changed
         return changed
 
 
@@ -185,8 +186,73 @@ class _Redacted(dict[str, str]):
         self._lock = threading.Lock()
 
     def __missing__(self, value: str) -> str:
-        self.replace([value], self.scanner.scan([value]))
+        self.scan([value])
         return self[value]
+
+    def scan(self, texts: list[str]) -> bool:
+        """Scan `texts` (not scanned before in this run) and remember their redacted forms;
+        whether any of them changed."""
+        scanner = self.scanner
+        joined, found = scanner.find(texts)
+        changed = self._redact(texts, joined, found)
+        if changed is None:  # overlapping candidates, or one across two texts
+            placed = scanner.place(texts, found)
+            self.replace(texts, placed)
+            changed = bool(placed)
+        return changed
+
+    def _redact(self, texts: list[str], joined: str, found: Found) -> bool | None:
+        """Remember each text's redacted form, from `found` (`Scanner.find`'s candidates in
+        `joined`, by start) in one pass: what `replace(texts, scanner.place(texts, found))`
+        does where no two candidates overlap and none crosses from one text into the next.
+        Where one does, nothing is done (the markers the pass made are dropped): None.
+        Whether any text changed.
+
+        The pass holds the lock, so no other thread makes a marker meanwhile; the ones it
+        makes are seen by others only once it is through."""
+        self.update(zip(texts, texts, strict=True))
+        if not found:
+            return False
+        markers = self.markers
+        short = self.scanner.short
+        # Where each text's successor starts in `joined` (after its line break).
+        following = list(accumulate(map(add, map(len, texts), repeat(1))))
+        index, limit = 0, following[0] - 1
+        # Where the text's next part starts; past its end in a text too short for any match,
+        # which is left as it is.
+        at = 0 if limit >= short else limit + 1
+        parts: list[str] = []
+        changed: list[tuple[int, list[str]]] = []  # (text's index, its parts)
+        with self._lock:
+            fresh: dict[tuple[str, str], str] = {}  # the markers this pass makes
+            numbers = dict(self._numbers)  # and the labels' numbers after them
+            for _, start, end, label, normal in found:
+                if start > limit:  # in a later text
+                    if parts:
+                        parts.append(joined[at:limit])
+                        changed.append((index, parts))
+                        parts = []
+                    index = bisect_right(following, start)
+                    at, limit = following[index - 1], following[index] - 1
+                    if limit - at < short:
+                        at = limit + 1
+                if end > limit or start < at:
+                    if at > limit >= end:  # in a text too short
+                        continue
+                    return None
+                parts.append(joined[at:start])
+                key = (label, normal)
+                marker = markers.get(key) or fresh.get(key) or _new(key, fresh, numbers)
+                parts.append(marker)
+                at = end
+            markers.update(fresh)
+            self._numbers = numbers
+        if parts:
+            parts.append(joined[at:limit])
+            changed.append((index, parts))
+        for index, parts in changed:
+            self[texts[index]] = "".join(parts)
+        return bool(changed)
 
     def replace(self, texts: list[str], found: list[Placed]) -> None:
         """Remember each text's redacted form: `found` (by text, then start) replaced by their
@@ -215,12 +281,17 @@ class _Redacted(dict[str, str]):
         marker = self.markers.get(key)
         if marker is None:
             with self._lock:
-                marker = self.markers.get(key)
-                if marker is None:
-                    number = self._numbers.get(label, 0) + 1
-                    self._numbers[label] = number
-                    marker = self.markers[key] = f"<{label}_{number}>"
+                marker = self.markers.get(key) or _new(key, self.markers, self._numbers)
         return marker
+
+
+def _new(key: tuple[str, str], markers: dict[tuple[str, str], str], numbers: dict[str, int]) -> str:
+    """A new marker for `key` (label, normal form) in `markers`: the label's next number in
+    `numbers` (label -> its last). The caller holds the run's lock."""
+    label = key[0]
+    number = numbers[label] = numbers.get(label, 0) + 1
+    marker = markers[key] = f"<{label}_{number}>"
+    return marker
 
 
 CURRENT_REDACTION: ContextVar[Redaction | None] = ContextVar("scorewatch_redaction", default=None)

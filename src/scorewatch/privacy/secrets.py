@@ -14,6 +14,7 @@ Two ways, finding the same matches (tests/privacy/test_scan_exact.py):
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import Final
 
 from .anchors import Anchor, Hit
@@ -91,10 +92,13 @@ class Secrets:
 
     def _names_at(self, found: Found, text: str, hits: list[Hit], names: int) -> None:
         blind, priority = self._blind, self._priority
+        # The names' hits (hits come by anchor): most texts have none.
+        named = hits[bisect_left(hits, (names,)) : bisect_left(hits, (names + len(blind),))]
+        if not named:
+            return
         ends = [0] * len(self._any_case)
-        last = names + len(blind)
         # By start: a pattern's spellings are anchors of their own.
-        for start, anchor in sorted((s, a) for a, s, _ in hits if names <= a < last):
+        for start, anchor in sorted((s, a) for a, s, _ in named):
             index, pattern = blind[anchor - names]
             if start >= ends[index]:
                 m = pattern.match(text, start)

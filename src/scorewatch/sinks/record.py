@@ -31,7 +31,14 @@ from ..core.scorer import Scorer
 from ..core.steps import camel_step
 from ..judge.errors import JudgeError
 from ..privacy import Redaction
-from .storable import redacts_any, storable, storable_json, storable_text, stored_json
+from .storable import (
+    redacts_any,
+    storable,
+    storable_columns,
+    storable_json,
+    storable_text,
+    stored_json,
+)
 
 __all__ = [
     "JSON_COLUMNS",
@@ -374,17 +381,11 @@ class ScoreRecord:
         not_scorable = None if skipped is None else skipped.model_dump(mode="json", by_alias=True)
         row: dict[str, Any] = self._row()
         private = self.redaction
-        if private is not None and not redacts_any(
-            private,
-            [
-                {k: row[k] for k in _CONTENT_COLUMNS if k in row},
-                truth,
-                extra,
-                context,
-                not_scorable,
-            ],
-        ):
-            private = None  # nothing to replace (all texts scanned in one pass): stored as is
+        columns: dict[str, Any] = {}
+        if private is not None:
+            columns = {k: row[k] for k in _CONTENT_COLUMNS if k in row}
+            if not redacts_any(private, [columns, truth, extra, context, not_scorable]):
+                private = None  # nothing to replace (all texts scanned in one pass): as is
         metadata: dict[str, Any] = {"structuredOutput": False}
         if call.run_id:
             metadata["agentRunId"] = storable(call.run_id)
@@ -401,13 +402,14 @@ class ScoreRecord:
             if walk:
                 row = storable(row)
         else:  # each value is still walked once: the content columns with the redactor
-            content = storable(
-                {k: v for k, v in row.items() if k in _CONTENT_COLUMNS},
-                privacy=private,
-                prepared=True,
-            )
-            kept = storable({k: v for k, v in row.items() if k not in _CONTENT_COLUMNS})
-            row = {k: content[k] if k in _CONTENT_COLUMNS else kept[k] for k in row}
+            rest = dict(row)
+            for k in columns:
+                del rest[k]
+            # The row's columns in its order (built by dictionaries' own copying and updating,
+            # not a Python loop over the columns).
+            row = dict.fromkeys(row)
+            row.update(storable(rest))
+            row.update(storable_columns(columns, private))
         if context is not None:
             row["requestContext"] = storable(context, redact=True, privacy=private, prepared=True)
         row["metadata"] = metadata

@@ -34,6 +34,7 @@ __all__ = [
     "redact_url_credentials",
     "redacts_any",
     "storable",
+    "storable_columns",
     "storable_json",
     "storable_text",
     "stored_json",
@@ -177,6 +178,21 @@ def storable(
     return _walk(value, redact, 0, privacy.text if changed else None)
 
 
+def storable_columns(columns: Mapping[str, Any], privacy: Redaction) -> dict[str, Any]:
+    """A row's content `columns` (name -> value, whose texts `redacts_any` has scanned), each
+    value storable with its personal data replaced. The names are the row's own, not content:
+    kept as they are (a custom pattern matching part of `input` leaves the column `input`)."""
+    scrub = privacy.text
+    cleaned: dict[str, Any] = {}
+    for name, value in columns.items():
+        if type(value) is str:  # most columns: text, cleaned here rather than by a call
+            value = scrub(value)
+            cleaned[name] = value if _find_unstorable(value) is None else storable_text(value)
+        else:
+            cleaned[name] = _walk(value, False, 1, scrub)
+    return cleaned
+
+
 def redacts_any(privacy: Redaction, values: Sequence[Any]) -> bool:
     """Whether the run's redactor replaces anything in `values` (JSON-like data): their texts,
     keys included, scanned together in one pass, after which `privacy.text` of each is a
@@ -192,24 +208,28 @@ def _texts(value: Any, into: list[str]) -> None:
     """Every text in `value`, keys included, appended to `into` (what `_walk` scrubs)."""
     if isinstance(value, str):
         into.append(value)
-    elif isinstance(value, Mapping):
+    # A list is told from a mapping by its type: `isinstance(value, Mapping)` asks the ABC
+    # machinery (a Python call) for every list.
+    elif type(value) is dict or (type(value) not in _SEQUENCES and isinstance(value, Mapping)):
         for key, item in value.items():
             if isinstance(key, str):
                 into.append(key)
             if type(item) is str:
                 into.append(item)
-            elif type(item) not in _AS_IS:
+            elif type(item) not in _NO_TEXT:
                 _texts(item, into)
     elif isinstance(value, list | tuple):
         for item in value:
             if type(item) is str:
                 into.append(item)
-            elif type(item) not in _AS_IS:
+            elif type(item) not in _NO_TEXT:
                 _texts(item, into)
 
 
 # Leaves that are stored as they are; text is cleaned in place; anything else goes to `_walk`.
 _AS_IS: Final = frozenset({int, bool, type(None)})
+_NO_TEXT: Final = _AS_IS | {float}
+_SEQUENCES: Final = frozenset({list, tuple})
 _find_unstorable: Final = _UNSTORABLE_TEXT.search
 
 
