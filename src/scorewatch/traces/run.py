@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from ..core.call import AgentCall
 from ..core.result import RESULT_RUN_FIELDS, ScorerRun
@@ -29,7 +29,7 @@ from .conversation import ConversationKeys, read_conversation
 from .messages import JSON_OBJECT, Message, SpanContent, ToolCall, from_json_text
 from .spans import SpanRecord
 
-__all__ = ["ExtractedRun", "SkipReason", "Skipped", "extract_run"]
+__all__ = ["ExtractedRun", "SkipReason", "Skipped", "SpanTree", "extract_run"]
 
 SkipReason = Literal["no_content", "no_output"]
 
@@ -116,7 +116,13 @@ class ExtractedRun:
         return {name: getattr(run, name) for name in RESULT_RUN_FIELDS if name != "output"}
 
 
-class _Tree:
+class SpanTree:
+    """The spans of one trace (a `ReadySpan.trace`) as a tree: built once per trace, however
+    many of its spans are read as runs (a trace of many selected model calls would otherwise
+    cost its size per run)."""
+
+    __slots__ = ("by_id", "children")
+
     def __init__(self, spans: Iterable[SpanRecord]) -> None:
         self.children: dict[str, list[SpanRecord]] = {}
         self.by_id: dict[str, SpanRecord] = {}
@@ -125,29 +131,42 @@ class _Tree:
             if span.parent_span_id is not None:
                 self.children.setdefault(span.parent_span_id, []).append(span)
         for siblings in self.children.values():
-            siblings.sort(key=lambda s: (s.start_ns, s.end_ns))
+            siblings.sort(key=_start_end)
 
     def descendants(self, span: SpanRecord) -> list[SpanRecord]:
         """Depth-first in start order, not entering nested agents (they are runs of their own)."""
         found: list[SpanRecord] = []
-        stack = list(reversed(self.children.get(span.span_id, [])))
+        children = self.children
+        stack = children.get(span.span_id)
+        if not stack:
+            return found
+        stack = stack[::-1]
         while stack:
             current = stack.pop()
             found.append(current)
-            if not is_agent_span(current):
-                stack.extend(reversed(self.children.get(current.span_id, [])))
+            below = children.get(current.span_id)
+            if below and not is_agent_span(current):
+                stack.extend(reversed(below))
         return found
 
     def ancestors(self, span: SpanRecord) -> list[SpanRecord]:
         """The span's parent, its parent's, ... as far as they arrived (a cycle ends it)."""
         found: list[SpanRecord] = []
+        parent_id = span.parent_span_id
+        if parent_id is None:
+            return found
+        by_id = self.by_id
         seen = {span.span_id}
-        parent = self.by_id.get(span.parent_span_id or "")
+        parent = by_id.get(parent_id)
         while parent is not None and parent.span_id not in seen:
             seen.add(parent.span_id)
             found.append(parent)
-            parent = self.by_id.get(parent.parent_span_id or "")
+            parent = by_id.get(parent.parent_span_id or "")
         return found
+
+
+def _start_end(span: SpanRecord) -> tuple[int, int]:
+    return (span.start_ns, span.end_ns)
 
 
 def _agent_message(message_id: str, role: str, text: str, created: datetime) -> dict[str, Any]:
@@ -222,16 +241,22 @@ def _remembered(
     ], started
 
 
+_DEFAULT_KEYS: Final = ConversationKeys()
+
+
 def extract_run(
-    span: SpanRecord, trace: Iterable[SpanRecord], keys: ConversationKeys | None = None
+    span: SpanRecord,
+    trace: Iterable[SpanRecord] | SpanTree,
+    keys: ConversationKeys | None = None,
 ) -> ExtractedRun | Skipped:
-    """The run of `span`, read with the other spans of its trace (`trace` may include it);
-    `keys` say which attributes name its conversation (`conversation`)."""
-    tree = _Tree(trace)
+    """The run of `span`, read with the other spans of its trace (`trace` may include it; a
+    `SpanTree` of them when several spans of one trace are read); `keys` say which attributes
+    name its conversation (`conversation`)."""
+    tree = trace if isinstance(trace, SpanTree) else SpanTree(trace)
     agent = is_agent_span(span)
     below = tree.descendants(span) if agent else []
     conversation_id, ends = read_conversation(
-        (s.attributes for s in [span, *below, *tree.ancestors(span)]), keys or ConversationKeys()
+        (s.attributes for s in [span, *below, *tree.ancestors(span)]), keys or _DEFAULT_KEYS
     )
     own = read_span(span)
     # Each span below is read once: as a tool call, else as a model call's messages.
