@@ -259,32 +259,44 @@ def extract_run(
         (s.attributes for s in [span, *below, *tree.ancestors(span)]), keys or _DEFAULT_KEYS
     )
     own = read_span(span)
-    # Each span below is read once: as a tool call, else as a model call's messages.
-    tool_calls = [tool_call_of_span(s) for s in below]
-    model_spans = [
-        (s, content)
-        for s, call in zip(below, tool_calls, strict=True)
-        if call is None and (content := read_span(s)) is not None
-    ]
+    # Each span below is read once, in one pass: as a tool call, else as a model call's
+    # messages.
+    calls: list[ToolCall] = []
+    model_spans: list[tuple[SpanRecord, SpanContent]] = []
+    for below_span in below:
+        call = tool_call_of_span(below_span)
+        if call is not None:
+            calls.append(call)
+        elif (content := read_span(below_span)) is not None:
+            model_spans.append((below_span, content))
     models = [content for _, content in model_spans]
     first = models[0] if models else None
     last = models[-1] if models else None
     inputs = _pick(own, first, "input")
     outputs = _pick(own, last, "output")
     system = (own.system if own is not None else []) or (first.system if first else [])
-    calls = [call for call in tool_calls if call is not None]
     if not calls:
         turn_inputs = (last.input if last is not None and last.input else None) or inputs
         calls = _turn_tool_calls(turn_inputs, outputs)
-    answer = next((m.text for m in reversed(outputs) if m.role == "assistant" and m.text), "")
-    asked = any(not m.empty for m in inputs)
+    answer = ""
+    for message in reversed(outputs):  # loops, not generators: this runs for every run read
+        if message.role == "assistant" and message.text:
+            answer = message.text
+            break
+    asked = False
+    for message in inputs:
+        if not message.empty:
+            asked = True
+            break
     # Tool calls alone are no run: with content capture off, an agent's tool spans are still
     # exported, and scorers would grade an empty conversation.
     if not answer.strip() and not (calls and asked):
         reason: SkipReason = "no_output" if asked else "no_content"
         return Skipped(trace_id=span.trace_id, span_id=span.span_id, reason=reason)
     created, started = _created(span), _at(span.start_ns or span.end_ns)
-    last_user = max((i for i, m in enumerate(inputs) if m.role == "user"), default=-1)
+    last_user = len(inputs) - 1
+    while last_user >= 0 and inputs[last_user].role != "user":
+        last_user -= 1
     current = [inputs[last_user]] if last_user >= 0 else []
     remembered, remembered_at = _remembered(
         current[0].text if current else "", inputs[: max(last_user, 0)], model_spans, started
