@@ -11,18 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scorewatch.traces import (
-    BufferLimits,
-    ExtractedRun,
-    SpanRecord,
-    SpanSelector,
-    TraceBuffer,
-    extract_run,
-)
+from scorewatch.traces import BufferLimits, SpanRecord, SpanSelector, TraceBuffer
 from scorewatch.traces.bounds import Owner
 from scorewatch.traces.collect import Extraction, extract_ready
 from scorewatch.traces.messages import from_json_text
-from scorewatch.traces.run import Skipped
+from scorewatch.traces.run import ExtractedRun, Skipped, extract_run
 from scorewatch.traces.select import selector_matcher
 from scorewatch.traces.spans import UnsampledSpans
 
