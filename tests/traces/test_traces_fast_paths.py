@@ -13,11 +13,15 @@ from hypothesis import strategies as st
 
 from scorewatch.traces import BufferLimits, SpanRecord, SpanSelector, TraceBuffer
 from scorewatch.traces.bounds import Owner
+from scorewatch.traces.collect import Extraction, extract_ready
 from scorewatch.traces.messages import from_json_text
+from scorewatch.traces.run import ExtractedRun, Skipped, extract_run
 from scorewatch.traces.select import selector_matcher
 from scorewatch.traces.spans import UnsampledSpans
 
 pytestmark = pytest.mark.unit
+
+TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 
 
 def _loads(value: Any) -> Any:
@@ -252,3 +256,71 @@ def test_offers_are_refused_and_counted_as_span_by_span(
         if pop:
             buffer.pop_ready(flush=True)
             assert (ledger.bytes, ledger.traces, ledger._owners) == (0, 0, {})
+
+
+_KINDS: dict[str, dict[str, Any]] = {
+    "agent": {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "shop"},
+    "chat": {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": "Where is order 7?"}]}]
+        ),
+        "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": "Shipped."}]}]
+        ),
+    },
+    "empty chat": {"gen_ai.operation.name": "chat"},
+    "tool": {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "lookup_order",
+        "gen_ai.tool.call.arguments": '{"id": 7}',
+        "gen_ai.tool.call.result": '"shipped"',
+    },
+    "session": {"gen_ai.conversation.id": "c-1", "scorewatch.conversation.end": "true"},
+}
+# (kind, parent: an index among the spans before it or none, start) per span of one trace.
+_trace_shapes = st.lists(
+    st.tuples(st.sampled_from(sorted(_KINDS)), st.integers(-1, 12), st.integers(0, 3)),
+    min_size=1,
+    max_size=12,
+)
+
+
+def _trace(trace_id: str, shape: list[tuple[str, int, int]]) -> list[SpanRecord]:
+    return [
+        SpanRecord(
+            trace_id,
+            f"{number + 1:016x}",
+            kind,
+            parent_span_id=f"{parent + 1:016x}" if 0 <= parent < number else None,
+            start_ns=start,
+            end_ns=start + 1,
+            attributes=dict(_KINDS[kind]),
+        )
+        for number, (kind, parent, start) in enumerate(shape)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_trace_shapes, _trace_shapes, st.booleans(), st.randoms(use_true_random=False))
+def test_runs_of_a_round_read_as_each_span_alone_reads(
+    first: list[tuple[str, int, int]],
+    second: list[tuple[str, int, int]],
+    nested: bool,
+    random: Any,
+) -> None:
+    """A round's selected spans of one trace share one span tree (`SpanTree`): every run and
+    skip is what reading each span with its trace's spans alone gives (two traces, spans
+    arriving in any order)."""
+    spans = _trace(TRACE_ID, first) + _trace(TRACE_ID[::-1], second)
+    random.shuffle(spans)
+    selectors = [SpanSelector(operation=["invoke_agent", "chat"], nested=nested)]
+    buffer = TraceBuffer(selectors)
+    buffer.add(spans)
+    ready = buffer.pop_ready(flush=True)
+    extraction = Extraction()
+    extract_ready(ready, extraction)
+    alone = [extract_run(item.span, list(item.trace)) for item in ready]
+    assert extraction.runs == [run for run in alone if isinstance(run, ExtractedRun)]
+    assert extraction.skipped_spans == [run for run in alone if isinstance(run, Skipped)]
+    assert len(alone) == len(ready)

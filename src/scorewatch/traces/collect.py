@@ -13,7 +13,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from .assembly import BufferCounts, BufferLimits, ReadySpan, TraceBuffer
 from .conversation import ConversationKeys
 from .otlp import TraceData, requests_from
-from .run import ExtractedRun, Skipped, extract_run
+from .run import ExtractedRun, Skipped, SpanTree, extract_run
 from .select import SpanSelector
 from .sessions import SessionBuffer, SessionCounts, SessionLimits
 from .spans import spans_from_request
@@ -55,8 +55,13 @@ def extract_ready(
 ) -> None:
     """Extract the runs of spans a `TraceBuffer` handed out, adding them to `into`; `keys`
     name the attributes read for a run's conversation."""
+    trace: tuple[object, ...] | None = None
+    tree: SpanTree | None = None
     for item in ready:
-        found = extract_run(item.span, item.trace, keys)
+        # The spans a round hands out of one trace share one snapshot: one tree for them.
+        if item.trace is not trace or tree is None:
+            trace, tree = item.trace, SpanTree(item.trace)
+        found = extract_run(item.span, tree, keys)
         if isinstance(found, Skipped):
             into.skipped_spans.append(found)
             into.skipped[found.reason] += 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from ..core.call import AgentCall
 from ..core.result import RESULT_RUN_FIELDS, ScorerRun
@@ -29,7 +29,7 @@ from .conversation import ConversationKeys, read_conversation
 from .messages import JSON_OBJECT, Message, SpanContent, ToolCall, from_json_text
 from .spans import SpanRecord
 
-__all__ = ["ExtractedRun", "SkipReason", "Skipped", "extract_run"]
+__all__ = ["ExtractedRun", "SkipReason", "Skipped", "SpanTree", "extract_run"]
 
 SkipReason = Literal["no_content", "no_output"]
 
@@ -116,7 +116,13 @@ class ExtractedRun:
         return {name: getattr(run, name) for name in RESULT_RUN_FIELDS if name != "output"}
 
 
-class _Tree:
+class SpanTree:
+    """The spans of one trace (a `ReadySpan.trace`) as a tree: built once per trace, however
+    many of its spans are read as runs (a trace of many selected model calls would otherwise
+    cost its size per run)."""
+
+    __slots__ = ("by_id", "children")
+
     def __init__(self, spans: Iterable[SpanRecord]) -> None:
         self.children: dict[str, list[SpanRecord]] = {}
         self.by_id: dict[str, SpanRecord] = {}
@@ -125,29 +131,42 @@ class _Tree:
             if span.parent_span_id is not None:
                 self.children.setdefault(span.parent_span_id, []).append(span)
         for siblings in self.children.values():
-            siblings.sort(key=lambda s: (s.start_ns, s.end_ns))
+            siblings.sort(key=_start_end)
 
     def descendants(self, span: SpanRecord) -> list[SpanRecord]:
         """Depth-first in start order, not entering nested agents (they are runs of their own)."""
         found: list[SpanRecord] = []
-        stack = list(reversed(self.children.get(span.span_id, [])))
+        children = self.children
+        stack = children.get(span.span_id)
+        if not stack:
+            return found
+        stack = stack[::-1]
         while stack:
             current = stack.pop()
             found.append(current)
-            if not is_agent_span(current):
-                stack.extend(reversed(self.children.get(current.span_id, [])))
+            below = children.get(current.span_id)
+            if below and not is_agent_span(current):
+                stack.extend(reversed(below))
         return found
 
     def ancestors(self, span: SpanRecord) -> list[SpanRecord]:
         """The span's parent, its parent's, ... as far as they arrived (a cycle ends it)."""
         found: list[SpanRecord] = []
+        parent_id = span.parent_span_id
+        if parent_id is None:
+            return found
+        by_id = self.by_id
         seen = {span.span_id}
-        parent = self.by_id.get(span.parent_span_id or "")
+        parent = by_id.get(parent_id)
         while parent is not None and parent.span_id not in seen:
             seen.add(parent.span_id)
             found.append(parent)
-            parent = self.by_id.get(parent.parent_span_id or "")
+            parent = by_id.get(parent.parent_span_id or "")
         return found
+
+
+def _start_end(span: SpanRecord) -> tuple[int, int]:
+    return (span.start_ns, span.end_ns)
 
 
 def _agent_message(message_id: str, role: str, text: str, created: datetime) -> dict[str, Any]:
@@ -222,44 +241,62 @@ def _remembered(
     ], started
 
 
+_DEFAULT_KEYS: Final = ConversationKeys()
+
+
 def extract_run(
-    span: SpanRecord, trace: Iterable[SpanRecord], keys: ConversationKeys | None = None
+    span: SpanRecord,
+    trace: Iterable[SpanRecord] | SpanTree,
+    keys: ConversationKeys | None = None,
 ) -> ExtractedRun | Skipped:
-    """The run of `span`, read with the other spans of its trace (`trace` may include it);
-    `keys` say which attributes name its conversation (`conversation`)."""
-    tree = _Tree(trace)
+    """The run of `span`, read with the other spans of its trace (`trace` may include it; a
+    `SpanTree` of them when several spans of one trace are read); `keys` say which attributes
+    name its conversation (`conversation`)."""
+    tree = trace if isinstance(trace, SpanTree) else SpanTree(trace)
     agent = is_agent_span(span)
     below = tree.descendants(span) if agent else []
     conversation_id, ends = read_conversation(
-        (s.attributes for s in [span, *below, *tree.ancestors(span)]), keys or ConversationKeys()
+        (s.attributes for s in [span, *below, *tree.ancestors(span)]), keys or _DEFAULT_KEYS
     )
     own = read_span(span)
-    # Each span below is read once: as a tool call, else as a model call's messages.
-    tool_calls = [tool_call_of_span(s) for s in below]
-    model_spans = [
-        (s, content)
-        for s, call in zip(below, tool_calls, strict=True)
-        if call is None and (content := read_span(s)) is not None
-    ]
+    # Each span below is read once, in one pass: as a tool call, else as a model call's
+    # messages.
+    calls: list[ToolCall] = []
+    model_spans: list[tuple[SpanRecord, SpanContent]] = []
+    for below_span in below:
+        call = tool_call_of_span(below_span)
+        if call is not None:
+            calls.append(call)
+        elif (content := read_span(below_span)) is not None:
+            model_spans.append((below_span, content))
     models = [content for _, content in model_spans]
     first = models[0] if models else None
     last = models[-1] if models else None
     inputs = _pick(own, first, "input")
     outputs = _pick(own, last, "output")
     system = (own.system if own is not None else []) or (first.system if first else [])
-    calls = [call for call in tool_calls if call is not None]
     if not calls:
         turn_inputs = (last.input if last is not None and last.input else None) or inputs
         calls = _turn_tool_calls(turn_inputs, outputs)
-    answer = next((m.text for m in reversed(outputs) if m.role == "assistant" and m.text), "")
-    asked = any(not m.empty for m in inputs)
+    answer = ""
+    for message in reversed(outputs):  # loops, not generators: this runs for every run read
+        if message.role == "assistant" and message.text:
+            answer = message.text
+            break
+    asked = False
+    for message in inputs:
+        if not message.empty:
+            asked = True
+            break
     # Tool calls alone are no run: with content capture off, an agent's tool spans are still
     # exported, and scorers would grade an empty conversation.
     if not answer.strip() and not (calls and asked):
         reason: SkipReason = "no_output" if asked else "no_content"
         return Skipped(trace_id=span.trace_id, span_id=span.span_id, reason=reason)
     created, started = _created(span), _at(span.start_ns or span.end_ns)
-    last_user = max((i for i, m in enumerate(inputs) if m.role == "user"), default=-1)
+    last_user = len(inputs) - 1
+    while last_user >= 0 and inputs[last_user].role != "user":
+        last_user -= 1
     current = [inputs[last_user]] if last_user >= 0 else []
     remembered, remembered_at = _remembered(
         current[0].text if current else "", inputs[: max(last_user, 0)], model_spans, started

@@ -88,12 +88,20 @@ def agent_name(span: SpanRecord) -> str | None:
     return None
 
 
+# The conventions' retriever markers, read inline: asked of every span under every agent read.
+_DOCUMENTS: Final = tuple(
+    (c.documents.marker.attribute, c.documents.marker.values, c.documents)
+    for c in CONVENTIONS
+    if c.documents is not None
+)
+
+
 def retrieved_documents(spans: Iterable[SpanRecord]) -> list[str]:
     """The texts of the documents the retriever spans among `spans` returned, in order."""
-    return [
-        text
-        for span in spans
-        for convention in CONVENTIONS
-        if convention.documents is not None
-        for text in convention.documents.of(span)
-    ]
+    texts: list[str] = []
+    for span in spans:
+        attributes = span.attributes
+        for attribute, values, documents in _DOCUMENTS:
+            if attributes.get(attribute) in values:
+                texts.extend(documents.of(span))
+    return texts

@@ -72,15 +72,19 @@ def _message(raw: Any, default_role: str) -> list[Message]:
 
 def _messages(value: Any, default_role: str) -> list[Message] | None:
     decoded = from_json_text(value)
-    if isinstance(decoded, JSON_OBJECT):
-        decoded = [decoded]
+    # A list first: decoded message lists are lists, and only other values pay for the
+    # `Mapping` ABC check of `JSON_OBJECT` (no value is both).
     if not isinstance(decoded, list):
-        return None
+        if not isinstance(decoded, JSON_OBJECT):
+            return None
+        decoded = [decoded]
     messages = [m for item in decoded for m in _message(item, default_role)]
     return messages or None
 
 
 def _system_texts(value: Any) -> list[str]:
+    if value is None:  # most spans have no system instructions: no type checks for them
+        return []
     decoded = from_json_text(value)
     if isinstance(decoded, str):
         return [decoded] if decoded.strip() else []
