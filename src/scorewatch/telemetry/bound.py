@@ -58,6 +58,7 @@ except ImportError:  # pragma: no cover - an SDK of another shape
     _SDK_HISTOGRAM = None
 
 _INF = math.inf
+_UNREAD = Context()
 
 
 def sdk_shaped() -> bool:
@@ -144,15 +145,18 @@ class BoundHistogram:
         ):
             # `Histogram.record` and `SynchronousMeasurementConsumer.consume_measurement`,
             # after their checks and lookups.
-            context = get_current()
             now = time_ns()
             attributes = self._attributes
-            measurement = _Measurement(amount, now, histogram, context, attributes)
             sampled = self._sampled
             if sampled:
+                context = get_current()
+                measurement = _Measurement(amount, now, histogram, context, attributes)
                 sample = self._filter.should_sample(amount, now, attributes, context)
                 for aggregation in sampled:
                     aggregation.aggregate(measurement, sample)
+            else:
+                # Offered to no reservoir: nothing reads the measurement's context.
+                measurement = _Measurement(amount, now, histogram, _UNREAD, attributes)
             for aggregation in self._plain:
                 aggregation.aggregate(measurement, False)
             return
