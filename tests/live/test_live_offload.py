@@ -80,6 +80,13 @@ def test_a_call_is_heavy_by_its_text_not_its_shape() -> None:
     truth = call(input="q", output="a", ground_truth={"text": "t" * (OFFLOAD_CHARS + 1)})
     assert not call_is_heavy(small)
     assert call_is_heavy(big) and call_is_heavy(truth)
+    # Two plain texts (the common call, counted without the walk) at and just over the limit.
+    at = call(input="q" * 10, output="a" * (OFFLOAD_CHARS - 18))
+    over = call(input="q" * 10, output="a" * (OFFLOAD_CHARS - 17))
+    assert not call_is_heavy(at) and call_is_heavy(over)
+    assert call_is_heavy(over, limit=OFFLOAD_CHARS) == call_is_heavy(
+        call(input=["q" * 10], output="a" * (OFFLOAD_CHARS - 17)), limit=OFFLOAD_CHARS + 1
+    )
 
 
 def _loop_gate_scorer(turns: int) -> tuple[sw.Scorer, threading.Event, threading.Event]:

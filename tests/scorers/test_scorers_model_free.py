@@ -18,7 +18,7 @@ from scorer_runs import (
     create_agent_test_run,
     create_test_message,
 )
-from scorewatch.scorers._text import js_trim
+from scorewatch.scorers._text import JS_SPACES, js_collapse_spaces, js_drop_spaces, js_trim
 from scorewatch.scorers.completeness import create_completeness_scorer, key_elements
 from scorewatch.scorers.content_similarity import (
     compare_two_strings,
@@ -316,3 +316,19 @@ def test_linear_rewrites_match_the_reference_patterns(text: str) -> None:
     spaces = "\t\n\v\f\r \u00a0\u2028\ufeff\x1c\x85"
     padded = f"{text}{spaces}"
     assert js_trim(padded) == padded.strip(spaces.replace("\x1c", "").replace("\x85", ""))
+
+
+# JavaScript's white space, Python's other white space (the separator controls \x1c-\x1f,
+# \x85), letters, and non-ASCII ones: where `str.split` and the JS set differ.
+_SPACED = st.text(
+    alphabet=st.sampled_from(
+        list(" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\xa0\u2028\u3000\ufeffaZ.é😀")
+    ),
+    max_size=24,
+)
+
+
+@given(text=_SPACED)
+def test_white_space_is_collapsed_and_dropped_as_javascript_does(text: str) -> None:
+    assert js_collapse_spaces(text) == js_trim(JS_SPACES.sub(" ", text))
+    assert js_drop_spaces(text) == JS_SPACES.sub("", text)

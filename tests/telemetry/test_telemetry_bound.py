@@ -36,11 +36,11 @@ from prometheus_client import CollectorRegistry
 
 import scorewatch as sw
 from scorewatch.core.events import Observers, observed_by
-from scorewatch.telemetry.bound import BoundHistogram, sdk_shaped
+from scorewatch.telemetry.bound import EXEMPLAR_STREAMS, BoundHistogram, sdk_shaped
 from scorewatch.telemetry.exposition import render_openmetrics, render_text
 from scorewatch.telemetry.instruments import Instruments, metric_views
 from scorewatch.telemetry.listener import TelemetryObserver
-from scorewatch.telemetry.prometheus import prometheus_metric_reader
+from scorewatch.telemetry.prometheus import EXEMPLAR_METRICS, prometheus_metric_reader
 from scorewatch.testing import ScriptedJudge
 from telemetry_helpers import in_memory_telemetry, prompt_scorer, verdicts
 
@@ -313,3 +313,47 @@ async def test_a_judge_attempts_histograms_are_recorded_bound() -> None:
         assert sum(point.sum or 0 for point in inputs) == 6 * 120
         durations = otel.points("gen_ai.client.operation.duration")
         assert sum(point.count or 0 for point in durations) == 6
+
+
+def test_a_reader_that_exports_no_exemplars_of_a_stream_is_offered_none() -> None:
+    """The Prometheus reader keeps the exemplars of the score and judge-call duration only: a
+    bound step or run duration feeds its aggregations without the reservoir, while a reader
+    that exports every stream's exemplars (OTLP's, here in memory) gets them as the SDK gives
+    them. Both readers' outputs are the SDK's."""
+    registries = (CollectorRegistry(), CollectorRegistry())
+    plain, bound = (
+        Side([prometheus_metric_reader(registry), InMemoryMetricReader()], flag, metric_views())
+        for registry, flag in zip(registries, (False, True), strict=True)
+    )
+    prometheus = bound.readers[0]
+    assert set(getattr(prometheus, EXEMPLAR_STREAMS)) == set(EXEMPLAR_METRICS)
+
+    def exemplars(side: Side, reader: MetricReader) -> dict[str, int]:
+        # What the SDK collected for `reader`, before the reader keeps or drops anything.
+        data = side.provider._measurement_consumer.collect(reader)  # type: ignore[attr-defined]
+        return {
+            metric.name: sum(len(point.exemplars) for point in metric.data.data_points)
+            for resource in data.resource_metrics
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+        }
+
+    # Step and run durations, then a score, each in a sampled span. The first measurement of a
+    # series goes through the SDK (which binds it): its exemplars are collected away first.
+    operations = [(0, 0, 0.25, 1, False), (1, 1, 0.5, 1, False), (2, 2, 0.75, 1, False)]
+    _feed((plain, bound), operations, lambda: None)
+    exemplars(plain, plain.readers[0]), exemplars(bound, bound.readers[0])
+    _feed((plain, bound), operations * 2, lambda: None)
+    assert all(series.bound for series in bound.series.values())
+
+    in_memory = (plain.readers[1], bound.readers[1])
+    assert _otlp(in_memory[1]) == _otlp(in_memory[0])  # type: ignore[arg-type]
+    for render in (render_openmetrics, render_text):
+        a, b = (_untimed(render(registry).decode()) for registry in registries)
+        assert b == a and (render is render_text or " # {" in a)
+
+    _feed((plain, bound), operations, lambda: None)
+    got, expected = exemplars(bound, bound.readers[0]), exemplars(plain, plain.readers[0])
+    assert expected["scorewatch.scorer.step.duration"] > 0  # the SDK offers them (then dropped)
+    assert got["scorewatch.scorer.step.duration"] == got["scorewatch.scorer.run.duration"] == 0
+    assert got["scorewatch.evaluation.score"] == expected["scorewatch.evaluation.score"] > 0

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 import scorewatch as sw
 from scorewatch import telemetry
 from scorewatch.telemetry.exposition import render_openmetrics
-from scorewatch.telemetry.unexported import ExportAwareTracerProvider
+from scorewatch.telemetry.unexported import ExportAwareTracerProvider, ids_only
 
 pytestmark = pytest.mark.integration
 
@@ -84,6 +84,52 @@ async def test_a_processor_added_later_receives_the_runs_that_follow(
     assert events[0].log_record.event_name == "gen_ai.evaluation.result"
     assert events[0].log_record.attributes is not None
     assert events[0].log_record.attributes["gen_ai.evaluation.score.value"] == 0.75
+
+
+async def test_an_ids_only_run_starts_a_span_for_the_run_and_none_for_its_steps(
+    handle: telemetry.TelemetryHandle,
+) -> None:
+    seen: list[trace.SpanContext] = []
+
+    def current(value: float) -> float:
+        seen.append(trace.get_current_span().get_span_context())
+        return value
+
+    scorer = (
+        sw.create_scorer(id="steps", description="two steps")
+        .preprocess(lambda ctx: current(1.0))
+        .generate_score(lambda ctx: current(0.5))
+    )
+    assert ids_only(handle.tracer_provider.get_tracer("check"))
+    result = await scorer.run(output="x")
+    # Both steps ran under the run's span (no span of their own), whose trace is the result's.
+    assert len(seen) == 2 and seen[0] == seen[1] and seen[0].trace_flags.sampled
+    assert format(seen[0].trace_id, "032x") == result.score_trace_id
+    assert handle.registry is not None
+    found = _EXEMPLAR.findall(render_openmetrics(handle.registry).decode())
+    assert (format(seen[0].span_id, "016x"), result.score_trace_id) in found
+
+    spans = InMemorySpanExporter()
+    handle.tracer_provider.add_span_processor(SimpleSpanProcessor(spans))  # type: ignore[attr-defined]
+    assert not ids_only(handle.tracer_provider.get_tracer("check"))
+    seen.clear()
+    await scorer.run(output="y")
+    names = [s.name for s in spans.get_finished_spans()]
+    assert names == [
+        "evaluation.step preprocess",
+        "evaluation.step generate_score",
+        "evaluation steps",
+    ]
+    assert seen[0].span_id != seen[1].span_id  # each step's own span, once recorded
+
+
+def test_a_sampler_of_its_own_is_never_ids_only() -> None:
+    # Its decision may depend on a span's name or attributes: every span is started.
+    provider = ExportAwareTracerProvider(sampler=ALWAYS_OFF)
+    assert not ids_only(provider.get_tracer("check"))
+    assert ids_only(ExportAwareTracerProvider().get_tracer("check"))
+    assert not ids_only(trace.NoOpTracer())
+    provider.shutdown()
 
 
 def test_the_sampler_still_decides_the_flags() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import numbers
 from collections.abc import Mapping
+from operator import attrgetter
 from random import getrandbits
 from time import perf_counter
 from typing import Any, TypeVar
@@ -56,6 +57,10 @@ _STRING_FIELDS = (
     "score_trace_id",
 )
 _MAPPING_FIELDS = ("target_metadata", "target_correlation_context")
+# Every typed field at once (one C call), and the types a run's typed fields commonly hold:
+# a run whose values are all of these needs no closer look.
+_TYPED_FIELDS = attrgetter(*_STRING_FIELDS, *_MAPPING_FIELDS, "request_context_keys")
+_PLAIN_FIELD_TYPES = frozenset({str, type(None)})
 
 
 _UUID4_MASK = ~((0xF << 76) | (0x3 << 62))
@@ -75,20 +80,8 @@ def new_run_id() -> str:
 def check_run(run: ScorerRun, scorer_id: str) -> None:
     """Reject typed run fields of the wrong type, which would make a result that cannot be loaded
     back from its own JSON. `input`, `output` and the other free-form fields are not checked."""
-    if (
-        run.target is None
-        and run.target_trace_id is None
-        and run.target_span_id is None
-        and run.score_source is None
-        and run.target_metadata is None
-        and run.target_scope is None
-        and run.target_entity_type is None
-        and run.target_correlation_context is None
-        and run.request_context_keys is None
-        and (run.run_id is None or type(run.run_id) is str)
-        and run.score_trace_id is None
-    ):
-        return  # nothing typed to check: the common direct call
+    if _PLAIN_FIELD_TYPES.issuperset(map(type, _TYPED_FIELDS(run))):
+        return  # strings and Nones only (no mapping or list to look into): the common run
     for name in _STRING_FIELDS:
         value = getattr(run, name)
         if value is not None and not isinstance(value, str):
@@ -212,8 +205,11 @@ class _Accumulator:
         }
 
 
+_RUN_VALUES = attrgetter(*RESULT_RUN_FIELDS)
+
+
 def _run_fields(run: ScorerRun) -> dict[str, Any]:
-    return {name: getattr(run, name) for name in RESULT_RUN_FIELDS}
+    return dict(zip(RESULT_RUN_FIELDS, _RUN_VALUES(run), strict=True))
 
 
 def _result_fields(scorer: Scorer, run: ScorerRun, acc: _Accumulator) -> dict[str, Any]:

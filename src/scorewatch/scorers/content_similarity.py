@@ -27,12 +27,12 @@ from ..core import Scorer, StepContext
 from ._card import ScorerCard, prebuilt
 from ._measured import measured_scorer
 from ._text import (
-    JS_SPACES,
     joined_input_text,
     joined_output_text,
+    js_collapse_spaces,
+    js_drop_spaces,
     js_lower,
     js_number,
-    js_trim,
     utf16_units,
 )
 
@@ -80,9 +80,9 @@ _SLICE = 16384
 
 def _without_spaces(text: str) -> str:
     if len(text) <= _SLICE:
-        return JS_SPACES.sub("", text)
+        return js_drop_spaces(text)
     return "".join(
-        JS_SPACES.sub("", text[start : start + _SLICE]) for start in range(0, len(text), _SLICE)
+        js_drop_spaces(text[start : start + _SLICE]) for start in range(0, len(text), _SLICE)
     )
 
 
@@ -106,7 +106,7 @@ def create_content_similarity_scorer(
         if ignore_case:
             text = js_lower(text)
         if ignore_whitespace:
-            text = js_trim(JS_SPACES.sub(" ", text))
+            text = js_collapse_spaces(text)
         return text
 
     def compare(ctx: StepContext) -> dict[str, Any]:

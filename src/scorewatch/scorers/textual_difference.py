@@ -34,8 +34,8 @@ from ._text import (
     JS_SPACES,
     joined_input_text,
     joined_output_text,
+    js_collapse_spaces,
     js_number,
-    js_trim,
     utf16_len,
     utf16_units,
 )
@@ -75,8 +75,8 @@ def _words(text: str) -> list[str]:
 
 def count_changes(first: str, second: str) -> int:
     """Words inserted, removed or replaced between the texts (the reference's count)."""
-    normal_first = js_trim(JS_SPACES.sub(" ", first))
-    normal_second = js_trim(JS_SPACES.sub(" ", second))
+    normal_first = js_collapse_spaces(first)
+    normal_second = js_collapse_spaces(second)
     if normal_first == normal_second:
         if first != second:
             return abs(len(_words(first)) - len(_words(second))) or 1

@@ -20,6 +20,13 @@ about (negative, not finite), a disabled meter, and a first measurement: the bou
 its aggregations after the SDK's own `record` made them, and never makes one itself. Readers
 added or removed later are noticed (the SDK replaces its table of them) and the series is bound
 again.
+
+Exemplars are offered only where they can be exported. A reader that says which metric streams'
+exemplars it exports (`exemplar_streams`, as the Prometheus reader of `prometheus.py` does: the
+score's and the judge-call duration's) has its other streams' aggregations fed without the
+exemplar filter and reservoir: the SDK would keep an exemplar there that the reader drops at
+every collection. Every other reader's aggregations get the filter's decision, as the SDK gives
+it. The exported output is the same (`test_telemetry_bound.py` compares it with two readers).
 """
 
 from __future__ import annotations
@@ -33,7 +40,11 @@ from opentelemetry.attributes import _clean_attribute_value
 from opentelemetry.context import Context, get_current
 from opentelemetry.metrics import Histogram
 
-__all__ = ["BoundHistogram", "sdk_shaped"]
+__all__ = ["EXEMPLAR_STREAMS", "BoundHistogram", "sdk_shaped"]
+
+EXEMPLAR_STREAMS = "exemplar_streams"
+"""The attribute a metric reader may set to the names of the metric streams whose exemplars it
+exports (a collection of str); without it, a reader exports every stream's exemplars."""
 
 try:  # The SDK's internals this reads; absent or moved, nothing is bound.
     from opentelemetry.sdk.metrics._internal._view_instrument_match import (
@@ -47,6 +58,7 @@ except ImportError:  # pragma: no cover - an SDK of another shape
     _SDK_HISTOGRAM = None
 
 _INF = math.inf
+_UNREAD = Context()
 
 
 def sdk_shaped() -> bool:
@@ -79,7 +91,16 @@ class BoundHistogram:
     """`histogram.record(value, attributes)` for one fixed `attributes`, the SDK's lookups done
     once. Thread-safe as the SDK is: each aggregation takes its own lock."""
 
-    __slots__ = ("_aggregations", "_attributes", "_consumer", "_filter", "_histogram", "_storages")
+    __slots__ = (
+        "_aggregations",
+        "_attributes",
+        "_consumer",
+        "_filter",
+        "_histogram",
+        "_plain",
+        "_sampled",
+        "_storages",
+    )
 
     def __init__(self, histogram: Histogram, attributes: Mapping[str, Any]) -> None:
         self._histogram = histogram
@@ -99,6 +120,10 @@ class BoundHistogram:
             self._aggregations = ()
         self._storages: object = None
         self._filter: Any = None
+        # `_aggregations` split: those offered exemplars, and those of readers that export
+        # none of this stream's (fed as if the filter had said no).
+        self._sampled: Sequence[Any] = ()
+        self._plain: Sequence[Any] = ()
 
     @property
     def attributes(self) -> Mapping[str, Any]:
@@ -120,13 +145,20 @@ class BoundHistogram:
         ):
             # `Histogram.record` and `SynchronousMeasurementConsumer.consume_measurement`,
             # after their checks and lookups.
-            context = get_current()
             now = time_ns()
             attributes = self._attributes
-            measurement = _Measurement(amount, now, histogram, context, attributes)
-            sample = self._filter.should_sample(amount, now, attributes, context)
-            for aggregation in aggregations:
-                aggregation.aggregate(measurement, sample)
+            sampled = self._sampled
+            if sampled:
+                context = get_current()
+                measurement = _Measurement(amount, now, histogram, context, attributes)
+                sample = self._filter.should_sample(amount, now, attributes, context)
+                for aggregation in sampled:
+                    aggregation.aggregate(measurement, sample)
+            else:
+                # Offered to no reservoir: nothing reads the measurement's context.
+                measurement = _Measurement(amount, now, histogram, _UNREAD, attributes)
+            for aggregation in self._plain:
+                aggregation.aggregate(measurement, False)
             return
         histogram.record(amount, self._attributes)
         consumer = self._consumer
@@ -144,10 +176,12 @@ class BoundHistogram:
         consumer = self._consumer
         storages = consumer._reader_storages
         self._storages, self._aggregations = storages, ()
-        found: list[Any] = []
+        sampled: list[Any] = []
+        plain: list[Any] = []
         try:
             self._filter = consumer._sdk_config.exemplar_filter
-            for storage in storages.values():
+            for reader, storage in storages.items():
+                exported = getattr(reader, EXEMPLAR_STREAMS, None)
                 for match in storage._get_or_init_view_instrument_match(self._histogram):
                     if match._reset_on_collect:
                         return  # delta: its aggregations are replaced at every collection
@@ -164,7 +198,12 @@ class BoundHistogram:
                         # Not keyed as this module expects (or a reader added since the
                         # `record`): the SDK's path stays, until the readers change.
                         return
-                    found.append(aggregation)
+                    # The stream's name as the view made it: what the reader exports it as.
+                    if exported is None or match._name in exported:
+                        sampled.append(aggregation)
+                    else:
+                        plain.append(aggregation)
         except AttributeError:  # pragma: no cover - an SDK of another shape
             return
-        self._aggregations = tuple(found)
+        self._sampled, self._plain = tuple(sampled), tuple(plain)
+        self._aggregations = (*self._sampled, *self._plain)

@@ -58,6 +58,7 @@ from .content import ContentCapture
 from .describe import Attributes
 from .flush import flush_providers
 from .instruments import Instruments
+from .unexported import ids_only
 
 __all__ = ["RunTelemetry", "ScorerProfile", "TelemetryObserver"]
 
@@ -312,6 +313,7 @@ class RunTelemetry(RunListener):
         "_observer",
         "_profile",
         "_providers",
+        "_quiet",
         "_redact",
         "_run_context",
         "_run_id",
@@ -360,15 +362,21 @@ class RunTelemetry(RunListener):
             else None
         )
 
-        attributes: Attributes = profile.run_attributes.copy()
-        attributes[names.ATTR_SCORE_SOURCE] = self._score_source
-        if run.run_id:
-            attributes[names.ATTR_RUN_ID] = run.run_id
-        if run.target:
-            attributes[names.ATTR_TARGET] = run.target
-        if self._capture.on_spans:
-            attributes[names.ATTR_RUN_INPUT] = self._content(run.input)
-            attributes[names.ATTR_RUN_OUTPUT] = self._content(run.output)
+        tracer = observer.tracer
+        # Spans that are ids only (`unexported.ids_only`), for the whole run: its span carries
+        # no attributes (nobody receives them) and its steps start none.
+        self._quiet = quiet = ids_only(tracer)
+        attributes: Attributes | None = None
+        if not quiet:
+            attributes = profile.run_attributes.copy()
+            attributes[names.ATTR_SCORE_SOURCE] = self._score_source
+            if run.run_id:
+                attributes[names.ATTR_RUN_ID] = run.run_id
+            if run.target:
+                attributes[names.ATTR_TARGET] = run.target
+            if self._capture.on_spans:
+                attributes[names.ATTR_RUN_INPUT] = self._content(run.input)
+                attributes[names.ATTR_RUN_OUTPUT] = self._content(run.output)
 
         # Live traffic is scored after the fact: the run starts its own trace and links to the
         # evaluated span, so the agent's trace never waits on (or contains) the judge.
@@ -382,7 +390,7 @@ class RunTelemetry(RunListener):
             enqueued = _target_context(link.trace_id, link.span_id)
             if enqueued is not None:
                 links.append(Link(enqueued))
-        span = observer.tracer.start_span(
+        span = tracer.start_span(
             profile.run_span_name,
             context=parent,
             kind=SpanKind.INTERNAL,
@@ -437,6 +445,12 @@ class RunTelemetry(RunListener):
         if self._steps or self._attempts:
             self._close_steps()
         profile, key = self._profile, (step, step_type)
+        if self._quiet:
+            # The run's span stands for the step's (a judge call's span is its child): it is
+            # ids only, so ending it here is a no-op, and no context is attached.
+            duration = profile.step_durations.get(key)
+            self._steps.append(_OpenSpan(self._run_span, None, None, step, duration))
+            return
         known = profile.step_span.get(key)
         span_name, attributes = known or (
             names.step_span_name(step),
@@ -560,7 +574,7 @@ class RunTelemetry(RunListener):
         span = self._run_span
         if score is not None and not not_scorable:
             span.set_attribute(names.ATTR_SCORE, float(score))
-        if self._capture.on_spans and result.reason is not None:
+        if self._capture.on_spans and result.reason is not None and not self._quiet:
             span.set_attribute(names.ATTR_REASON, self._content(result.reason))
         ins = self._instruments
         run_duration, runs_key = self._profile.outcome_series(outcome)

@@ -193,6 +193,10 @@ def _one_metric_per_name(data: MetricsData) -> MetricsData:
 
 
 class _ExemplarReader(PrometheusMetricReader):
+    # The streams whose exemplars `_Exemplars` keeps (`bound.EXEMPLAR_STREAMS`): a bound
+    # histogram offers no other stream's measurements to this reader's exemplar reservoirs.
+    exemplar_streams = frozenset(EXEMPLAR_METRICS)
+
     def __init__(self, registry: CollectorRegistry) -> None:
         super().__init__(registry=registry, scope_info_enabled=False)
         self._exemplars = _Exemplars(EXEMPLAR_METRICS)

@@ -14,6 +14,12 @@ added (by `configure` for an exporter, or later by the application through
 the SDK as usual.
 
 Providers an application brought are never wrapped: only the one `configure` builds.
+
+`ids_only(tracer)` tells a run's listener that its spans are ids only (no span processor, and
+the SDK's default sampler, whose decision follows the parent's): the listener then starts the
+run's span, whose ids are the result's `score_trace_id` and the metrics' exemplars, and none of
+its steps' (each would be one more span id in the same trace, sampled as its parent, received
+by nobody), and builds no span attributes.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from opentelemetry.trace import (
 from opentelemetry.util._decorator import _agnosticcontextmanager
 from opentelemetry.util.types import Attributes
 
-__all__ = ["ExportAwareTracerProvider"]
+__all__ = ["ExportAwareTracerProvider", "ids_only"]
 
 
 class ExportAwareTracerProvider(SdkTracerProvider):
@@ -51,6 +57,11 @@ class ExportAwareTracerProvider(SdkTracerProvider):
         self.exporting: bool = kwargs.get("active_span_processor") is not None
         """True once a span processor receives this provider's spans."""
 
+    @property
+    def ids_only(self) -> bool:
+        """Its spans are ids and the default sampler's decision only (`ids_only`)."""
+        return not self.exporting and self.sampler is DEFAULT_ON
+
     def add_span_processor(self, span_processor: Any) -> None:
         super().add_span_processor(span_processor)
         self.exporting = True
@@ -59,6 +70,13 @@ class ExportAwareTracerProvider(SdkTracerProvider):
         tracer = super().get_tracer(*args, **kwargs)
         # A disabled SDK (OTEL_SDK_DISABLED) hands out a no-op tracer: kept as it is.
         return _ExportAwareTracer(tracer, self) if isinstance(tracer, SdkTracer) else tracer
+
+
+def ids_only(tracer: Tracer) -> bool:
+    """Whether the spans `tracer` starts now are ids only: it is the tracer of a provider
+    `configure` built, which has no span processor and samples with the SDK's default sampler.
+    A tracer of any other provider is never ids only."""
+    return type(tracer) is _ExportAwareTracer and tracer._provider.ids_only
 
 
 class _ExportAwareTracer(Tracer):
