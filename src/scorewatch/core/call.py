@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict
@@ -92,6 +93,14 @@ class AgentCall:
         a request digest covers."""
         return {name: getattr(self, name) for name in CALL_FIELDS}
 
+    def with_run_id(self, run_id: str | None) -> AgentCall:
+        """This call with `run_id`: `dataclasses.replace(self, run_id=run_id)`, in half its
+        time (it walks the fields and calls `__init__` by keyword; a scored request of serve's
+        makes one such copy on the loop that reads requests)."""
+        values = list(_values_of(self))
+        values[_RUN_ID_AT] = run_id
+        return AgentCall(*values)
+
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> AgentCall:
         """The call `to_dict` gave, read back from JSON-like `values`: unknown keys are ignored
@@ -116,6 +125,9 @@ class AgentCall:
 
 CALL_FIELDS: Final[tuple[str, ...]] = tuple(field.name for field in fields(AgentCall))
 """The call's field names, in declaration order."""
+
+_values_of: Final = operator.attrgetter(*CALL_FIELDS)
+_RUN_ID_AT: Final = CALL_FIELDS.index("run_id")
 
 
 class CallFields(TypedDict, total=False):

@@ -60,17 +60,23 @@ def json_encoder(
     ensure_ascii: bool = False,
     sort_keys: bool = False,
     separators: tuple[str, str] = (", ", ": "),
+    allow_nan: bool = True,
+    default: Callable[[Any], Any] | None = repr,
 ) -> Callable[[Any], str]:
-    """What `json.dumps(value, ensure_ascii=..., sort_keys=..., separators=..., default=repr)`
-    writes, from one encoder made once: `json.dumps` makes a new encoder per call when given
-    options, and `JSONEncoder.encode` its C encoder per call (about a microsecond of a row's
-    seven JSON columns each, several of a request digest). The values are trees (JSON-like
-    data a walk or a parser has just built), so the encoder keeps no record of the containers
-    it is in (the check for a circular reference); without the C encoder (another
+    """What `json.dumps(value, ensure_ascii=..., sort_keys=..., separators=..., allow_nan=...,
+    default=...)` writes, from one encoder made once: `json.dumps` makes a new encoder per call
+    when given options, and `JSONEncoder.encode` its C encoder per call (about a microsecond of
+    a row's seven JSON columns each, several of a request digest). The values are trees
+    (JSON-like data a walk or a parser has just built), so the encoder keeps no record of the
+    containers it is in (the check for a circular reference); without the C encoder (another
     interpreter), `JSONEncoder.encode`."""
     item_separator, key_separator = separators
     encoder = json.JSONEncoder(
-        ensure_ascii=ensure_ascii, sort_keys=sort_keys, separators=separators, default=repr
+        ensure_ascii=ensure_ascii,
+        sort_keys=sort_keys,
+        separators=separators,
+        allow_nan=allow_nan,
+        default=default,
     )
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # pragma: no cover - CPython has it
@@ -85,7 +91,7 @@ def json_encoder(
         item_separator,
         sort_keys,
         False,  # skipkeys
-        True,  # allow_nan
+        allow_nan,
     )
 
     def dumps(value: Any) -> str:

@@ -13,12 +13,12 @@ or leaves it to the route.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 from ..._asgi import ASGIApp, Message, Receive, Scope, Send
+from ...sinks.storable import json_encoder
 from ..config.traces_settings import TRACES_PATH
 from .auth import authorization_problem
 from .body import BodyReader, TooLarge, TooSlow
@@ -65,14 +65,18 @@ def shed_answer(state: ServiceState) -> dict[str, Any] | None:
     }
 
 
+# `json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))`,
+# Starlette's, from one encoder made once (`json.dumps` makes one per call given options). The
+# answers are trees this module's callers build, never holding themselves.
+_answer_json: Final = json_encoder(separators=(",", ":"), allow_nan=False, default=None)
+
+
 def json_answer(
     content: Any, headers: dict[str, str] | None = None
 ) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
     """`content` as JSON and the answer's headers, in the bytes Starlette's `JSONResponse`
     sends (`send_answer` sends them)."""
-    body = json.dumps(
-        content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
-    ).encode("utf-8")
+    body = _answer_json(content).encode("utf-8")
     raw = [
         (b"content-length", str(len(body)).encode("ascii")),
         (b"content-type", b"application/json"),

@@ -18,7 +18,7 @@ import os
 import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from ..._throttled_log import ThrottledLog
@@ -141,7 +141,7 @@ def plan_items(
             if not run_id and (entry.filter is not None or entry.sampling.keyed or budgets):
                 run_id = _run_ids.next()
             if entry.filter is not None and call.run_id != run_id:
-                call = replace(call, run_id=run_id)  # what a filter sees has its run id
+                call = call.with_run_id(run_id)  # what a filter sees has its run id
             sample_key = call.trace_id or run_id or ""
             decision: SkipDecision | Literal["sampled"] = entry.decide(call, sample_key, _warn)
             if budgets and decision != "filtered" and budgets.governs(entry.scorer):
@@ -154,7 +154,7 @@ def plan_items(
             else:
                 skipped.append(skip_of(scorer_id, decision))
         if sampled and not call.run_id:
-            call = replace(call, run_id=run_id or _run_ids.next())
+            call = call.with_run_id(run_id or _run_ids.next())
         plans.append(Plan(item, call, sampled, skipped, holds))
     return plans
 
