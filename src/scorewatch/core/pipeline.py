@@ -57,9 +57,11 @@ _STRING_FIELDS = (
     "score_trace_id",
 )
 _MAPPING_FIELDS = ("target_metadata", "target_correlation_context")
-# Every typed field at once (one C call), and the types a run's typed fields commonly hold:
-# a run whose values are all of these needs no closer look.
-_TYPED_FIELDS = attrgetter(*_STRING_FIELDS, *_MAPPING_FIELDS, "request_context_keys")
+# The typed fields read at once (one C call each): a run whose string fields hold strings or
+# None, and whose mapping and list fields are unset, needs no closer look.
+_STRING_VALUES = attrgetter(*_STRING_FIELDS)
+_STRUCTURED_VALUES = attrgetter(*_MAPPING_FIELDS, "request_context_keys")
+_UNSET_STRUCTURES = (None,) * (len(_MAPPING_FIELDS) + 1)
 _PLAIN_FIELD_TYPES = frozenset({str, type(None)})
 
 
@@ -80,8 +82,10 @@ def new_run_id() -> str:
 def check_run(run: ScorerRun, scorer_id: str) -> None:
     """Reject typed run fields of the wrong type, which would make a result that cannot be loaded
     back from its own JSON. `input`, `output` and the other free-form fields are not checked."""
-    if _PLAIN_FIELD_TYPES.issuperset(map(type, _TYPED_FIELDS(run))):
-        return  # strings and Nones only (no mapping or list to look into): the common run
+    if _STRUCTURED_VALUES(run) == _UNSET_STRUCTURES and _PLAIN_FIELD_TYPES.issuperset(
+        map(type, _STRING_VALUES(run))
+    ):
+        return  # strings and Nones only, no mapping or list to look into: the common run
     for name in _STRING_FIELDS:
         value = getattr(run, name)
         if value is not None and not isinstance(value, str):
