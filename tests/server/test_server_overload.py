@@ -152,7 +152,11 @@ def _gil_item(run_id: str) -> dict[str, str]:
 
 async def _open_loop(url: str, rate: float, seconds: float) -> list[int]:
     """Requests sent on schedule (`rate` per second) whatever the answers do."""
-    async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+    # A client must not reuse a connection the server may be closing as idle: its own idle
+    # expiry stays below serve's keep-alive timeout (uvicorn's 5 s; httpx's default is 5 s
+    # too, which raced it: a reset connection, `httpx.ReadError`, once in CI).
+    limits = httpx.Limits(keepalive_expiry=2.0)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
 
         async def one(index: int) -> int:
             return (await http.post("/v1/scores", json=_gil_item(f"load-{index}"))).status_code

@@ -63,12 +63,15 @@ def _current_loop() -> asyncio.AbstractEventLoop | None:
 
 
 class _Lane:
-    __slots__ = ("jobs", "loop", "wake_pending")
+    __slots__ = ("jobs", "linger_until", "loop", "wake_pending")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.jobs: deque[Job[Any]] = deque()
         self.wake_pending = False
+        # While a lingering hand-off's timer is due (monotonic seconds; 0: none), offers from
+        # another loop leave the wake-up to it.
+        self.linger_until = 0.0
 
 
 @dataclass(eq=False, slots=True)
@@ -113,6 +116,26 @@ class WorkQueue(Generic[P]):
         self._running: set[Job[P]] = set()
         self._closed = False
         self._idle_waiters: list[Callable[[], None]] = []
+        # Seconds an offer made on another running loop may wait before its lane's loop is
+        # woken (0: at once); see `hand_off_linger`.
+        self._linger = 0.0
+
+    @property
+    def hand_off_linger(self) -> float:
+        """How long jobs offered from another thread's running loop may wait to be handed
+        over, so that one cross-thread wake-up takes all that arrived meanwhile (0: each offer
+        wakes the lane's loop at once). A wake-up is a self-pipe write, the target thread's
+        loop iteration and a GIL hand-over between the two threads: per request, at a
+        moderate rate, that cost more CPU than the hand-off's own work (BENCHMARKS.md).
+        `hand_off_now` ends the wait for a caller waiting for its runs; a slot freed on the
+        lane's loop, and every rescue, pumps lingering jobs at once."""
+        return self._linger
+
+    @hand_off_linger.setter
+    def hand_off_linger(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("hand_off_linger must be >= 0")
+        self._linger = seconds
 
     # -- state -----------------------------------------------------------------------------------
 
@@ -142,11 +165,13 @@ class WorkQueue(Generic[P]):
     def offer(self, payload: P, *, loop: asyncio.AbstractEventLoop | None = None) -> QueueAdmission:
         """Queue a job on `loop`, by default the caller's (else the background loop). Never
         blocks for work."""
-        loop = loop or _current_loop()
+        caller = _current_loop()
+        loop = loop or caller
         if self._closed:
             return "closed"
         if loop is None:
             loop = background_loop()
+        linger = self._linger if caller is not None and caller is not loop else 0.0
         with self._lock:
             if self._closed:
                 return "closed"
@@ -157,10 +182,40 @@ class WorkQueue(Generic[P]):
             job: Job[P] = Job(payload, lane=lane)
             lane.jobs.append(job)
             self._queued += 1
-            lanes = self._lanes_to_wake_locked()
+            timer = False
+            if linger:
+                now = time.monotonic()
+                # A timer long overdue was lost with its loop (closed under it): start another.
+                if not lane.wake_pending and not now < lane.linger_until + linger:
+                    lane.linger_until = now + linger
+                    timer = True
+                lanes = self._lanes_to_wake_locked(but=lane)
+            else:
+                lanes = self._lanes_to_wake_locked()
+        if timer:
+            assert caller is not None  # `linger` is 0 without one
+            caller.call_later(linger, self._linger_over, lane)
         for ready in lanes:
             self._wake(ready)
         return "accepted"
+
+    def hand_off_now(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Wake `loop`'s lane now if its jobs linger (a caller waits for their results)."""
+        with self._lock:
+            lane = self._lanes.get(loop)
+            if lane is None:
+                return
+            lane.linger_until = 0.0
+            wake = self._claim_wake_locked(lane)
+        if wake:
+            self._wake(lane)
+
+    def _linger_over(self, lane: _Lane) -> None:
+        with self._lock:
+            lane.linger_until = 0.0
+            wake = self._claim_wake_locked(lane)
+        if wake:
+            self._wake(lane)
 
     def _lane_locked(self, loop: asyncio.AbstractEventLoop) -> _Lane:
         if loop.is_closed():
@@ -331,10 +386,10 @@ class WorkQueue(Generic[P]):
         lane.jobs.appendleft(job)
         self._queued += 1
 
-    def _lanes_to_wake_locked(self) -> list[_Lane]:
+    def _lanes_to_wake_locked(self, but: _Lane | None = None) -> list[_Lane]:
         lanes: list[_Lane] = []
         for lane in self._lanes.values():
-            if self._claim_wake_locked(lane):
+            if lane is not but and self._claim_wake_locked(lane):
                 lanes.append(lane)
         return lanes
 

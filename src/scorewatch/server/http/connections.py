@@ -53,6 +53,9 @@ logger = logging.getLogger("scorewatch.server")
 _RESERVED_FDS: Final = 256
 _MIN_CONNECTIONS: Final = 8
 _LARGEST_HEAD: Final = 64 << 10
+# Past the keep-alive timeout, how long a connection waits for the loop to read its socket once
+# more before it is closed (`BoundedH11Protocol.timeout_keep_alive_handler`).
+_KEEP_ALIVE_GRACE_S: Final = 0.01
 _SCORE_LINES: Final = tuple(
     f"POST {path}{tail}".encode("ascii") for path in SCORE_PATHS for tail in (" ", "?")
 )
@@ -256,6 +259,16 @@ class BoundedH11Protocol(H11Protocol):
     def on_response_complete(self) -> None:
         super().on_response_complete()
         self._track()
+
+    def timeout_keep_alive_handler(self) -> None:
+        # uvloop runs due timers before it reads the sockets that became readable meanwhile: a
+        # loop held up (a scorer holding the GIL) past a connection's keep-alive timeout would
+        # close it over a request that arrived in time and is waiting unread, and closing a
+        # socket with unread data resets it (the client's next read fails). One more look at
+        # the socket first: a request there cancels this (`_unset_keepalive_if_required`).
+        self.timeout_keep_alive_task = self.loop.call_later(
+            _KEEP_ALIVE_GRACE_S, super().timeout_keep_alive_handler
+        )
 
     def evict(self) -> None:
         """Close an idle connection to make room (nothing is owed to it)."""

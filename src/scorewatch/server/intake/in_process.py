@@ -63,6 +63,11 @@ _MAX_ADMIT_LAG_S = 0.1
 # tens of µs of CPU on a virtual machine: at 100 a second that was as much as the work of the
 # requests themselves at a moderate rate. A lag of 100 ms shows as well in 20 samples a second.
 _ADMIT_LAG_INTERVAL_S = 0.05
+# How long runs admitted here may wait before the scoring loop is woken for them (all that
+# arrived meanwhile in one wake-up). Per request at 500 scored requests a second, a wake-up each
+# cost the two threads more CPU than the hand-off's work; 5 ms takes ~2.5 per wake-up there
+# and adds at most that to a run's time to its score (BENCHMARKS.md). `?wait=true` does not wait.
+_HAND_OFF_LINGER_S = 0.005
 
 
 @dataclass(slots=True)
@@ -129,6 +134,8 @@ class InProcessIntake:
             budgets=self._budgets,
         )
         self._queue = self._engine.queue
+        if scoring is not None:
+            self._queue.hand_off_linger = _HAND_OFF_LINGER_S
         self._closed = False
         # Owned: its runs and sinks are closed on it, then it is closed (`aclose`).
         self._scoring = scoring
@@ -259,6 +266,8 @@ class InProcessIntake:
                 self._counts.decided(scorer_id, "sampled")
                 admission.accepted.append(Accepted(scorer_id, run_id))
             admissions.append(admission)
+        if want_results and runs_on is not None:  # the caller waits: no lingering hand-off
+            self._queue.hand_off_now(runs_on)
         return admissions
 
     # -- running ---------------------------------------------------------------------------------
