@@ -21,8 +21,10 @@ from ..core.result import RESULT_RUN_FIELDS, ScorerRun
 from .conventions import (
     agent_name,
     is_agent_span,
+    read_rest,
     read_span,
     retrieved_documents,
+    span_output,
     tool_call_of_span,
 )
 from .conversation import ConversationKeys, read_conversation
@@ -220,7 +222,7 @@ def _created(span: SpanRecord) -> datetime:
 def _remembered(
     current_text: str,
     before_current: Sequence[Message],
-    model_spans: Sequence[tuple[SpanRecord, SpanContent]],
+    model_spans: Iterable[tuple[SpanRecord, SpanContent]],
     started: datetime,
 ) -> tuple[list[tuple[str, str]], datetime]:
     """(role, text) of the conversation before the current turn, and when it was sent.
@@ -260,22 +262,37 @@ def extract_run(
     )
     own = read_span(span)
     # Each span below is read once, in one pass: as a tool call, else as a model call's
-    # messages.
+    # messages. A model call whose output alone says it is one (`span_output`) has the rest
+    # read only when asked for (`model`): the first call's input and system, the last's input
+    # when no tool span gives the calls, the remembered conversation's.
     calls: list[ToolCall] = []
     model_spans: list[tuple[SpanRecord, SpanContent]] = []
+    unread: set[int] = set()
     for below_span in below:
         call = tool_call_of_span(below_span)
         if call is not None:
             calls.append(call)
+        elif (content := span_output(below_span)) is not None:
+            unread.add(len(model_spans))
+            model_spans.append((below_span, content))
         elif (content := read_span(below_span)) is not None:
             model_spans.append((below_span, content))
-    models = [content for _, content in model_spans]
-    first = models[0] if models else None
-    last = models[-1] if models else None
+
+    def model(index: int) -> SpanContent:
+        model_span, content = model_spans[index]
+        if index in unread:
+            unread.discard(index)
+            content = read_rest(model_span, content)
+            model_spans[index] = (model_span, content)
+        return content
+
+    first = model(0) if model_spans else None
+    last = model_spans[-1][1] if model_spans else None  # its output only, until `model`
     inputs = _pick(own, first, "input")
     outputs = _pick(own, last, "output")
     system = (own.system if own is not None else []) or (first.system if first else [])
     if not calls:
+        last = model(len(model_spans) - 1) if model_spans else None
         turn_inputs = (last.input if last is not None and last.input else None) or inputs
         calls = _turn_tool_calls(turn_inputs, outputs)
     answer = ""
@@ -299,7 +316,10 @@ def extract_run(
         last_user -= 1
     current = [inputs[last_user]] if last_user >= 0 else []
     remembered, remembered_at = _remembered(
-        current[0].text if current else "", inputs[: max(last_user, 0)], model_spans, started
+        current[0].text if current else "",
+        inputs[: max(last_user, 0)],
+        ((model_spans[i][0], model(i)) for i in range(len(model_spans))),
+        started,
     )
     run_input: dict[str, Any] = {
         "inputMessages": [_agent_message("", m.role, m.text, started) for m in current],
@@ -331,7 +351,9 @@ def extract_run(
             "createdAt": created,
         }
     ]
-    conventions = {c.convention for c in [own, *models] if c is not None}
+    conventions = {content.convention for _, content in model_spans}
+    if own is not None:
+        conventions.add(own.convention)
     return ExtractedRun(
         trace_id=span.trace_id,
         span_id=span.span_id,

@@ -14,7 +14,7 @@ from ..messages import SpanContent, ToolCall
 from ..select import SpanSelector
 from ..spans import SpanRecord
 from ._flattened import REDACTED
-from ._record import Convention, Documents, Marker, ToolSpans, indexed
+from ._record import Convention, Documents, Marker, OutputFirst, ToolSpans, indexed
 from .gen_ai import GEN_AI
 from .openinference import OPENINFERENCE
 from .openllmetry import OPENLLMETRY
@@ -30,8 +30,10 @@ __all__ = [
     "agent_name",
     "indexed",
     "is_agent_span",
+    "read_rest",
     "read_span",
     "retrieved_documents",
+    "span_output",
     "tool_call_of_span",
 ]
 
@@ -51,6 +53,29 @@ def read_span(span: SpanRecord) -> SpanContent | None:
         if content is not None and content.has_any:
             return content
     return None
+
+
+# Only the first convention's reading of an output alone stands for `read_span`: a later
+# convention is read only when the ones before it find nothing.
+_OUTPUT_FIRST: Final[OutputFirst | None] = CONVENTIONS[0].output_first
+
+
+def span_output(span: SpanRecord) -> SpanContent | None:
+    """The span's content with only its output read, when the first convention reads an
+    output from the span alone: `read_span(span)` is then `read_rest(span, content)`, which
+    reads the rest. None when it does not (ask `read_span`). Its input is None and its system
+    empty until read: a run asks for the input of its first and last model calls only."""
+    if _OUTPUT_FIRST is None:
+        return None
+    output = _OUTPUT_FIRST.output(span)
+    return None if output is None else SpanContent(_OUTPUT_FIRST.convention, output=output)
+
+
+def read_rest(span: SpanRecord, partial: SpanContent) -> SpanContent:
+    """`read_span(span)`, for a span whose output `span_output` read (`partial`)."""
+    if _OUTPUT_FIRST is None or partial.output is None:  # never: `span_output` read one
+        raise ValueError("no output read alone")
+    return _OUTPUT_FIRST.rest(span, partial.output)
 
 
 # The markers as (attribute, values, ...) read inline: asked of every span of every run read.

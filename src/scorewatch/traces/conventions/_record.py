@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..messages import SpanContent, ToolCall, from_json_text
+from ..messages import Message, SpanContent, ToolCall, from_json_text
 from ..select import SpanSelector
 from ..spans import SpanRecord
 
-__all__ = ["Convention", "Documents", "Marker", "ToolSpans", "indexed"]
+__all__ = ["Convention", "Documents", "Marker", "OutputFirst", "ToolSpans", "indexed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,13 +79,29 @@ class ToolSpans:
 
 
 @dataclass(frozen=True, slots=True)
+class OutputFirst:
+    """A convention's reading of a span's output alone, for a span whose other side may not be
+    needed (a model call under an agent, neither its first nor its last).
+
+    `output(span)`: the output messages, non-empty, or None; when it gives some, `rest(span,
+    output)` is exactly what the convention's `read` gives for the span (so an output read
+    first must decide the reading: the content has an output, so it is this convention's),
+    whose `SpanContent.convention` is `convention`."""
+
+    convention: str
+    output: Callable[[SpanRecord], list[Message] | None]
+    rest: Callable[[SpanRecord, list[Message]], SpanContent]
+
+
+@dataclass(frozen=True, slots=True)
 class Convention:
     """One trace convention, whole.
 
     `read`: the span's messages in this convention, or None; `agent`: what marks an agent span;
     `agent_name`: the attributes that may name the agent, first first; `tool_spans`: how its
     tool-execution spans look; `documents`: its retriever spans, if it has any; `selects`: the
-    spans scored when no `[[traces.select]]` is configured (its agents and model calls).
+    spans scored when no `[[traces.select]]` is configured (its agents and model calls);
+    `output_first`: its reading of a span's output alone, if it has one.
     """
 
     name: str
@@ -95,6 +111,7 @@ class Convention:
     tool_spans: ToolSpans
     selects: tuple[SpanSelector, ...]
     documents: Documents | None = None
+    output_first: OutputFirst | None = None
 
 
 def indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:

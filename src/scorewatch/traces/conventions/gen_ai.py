@@ -24,7 +24,7 @@ from ..messages import (
 )
 from ..select import SpanSelector
 from ..spans import SpanRecord
-from ._record import Convention, Marker, ToolSpans
+from ._record import Convention, Marker, OutputFirst, ToolSpans
 
 __all__ = ["GEN_AI"]
 
@@ -106,12 +106,31 @@ def _from_attributes(attributes: Mapping[str, Any]) -> SpanContent | None:
         and "gen_ai.system_instructions" not in attributes
     ):
         return None
+    output = _messages(attributes.get("gen_ai.output.messages"), "assistant")
+    return _with_output(attributes, output)
+
+
+def _with_output(attributes: Mapping[str, Any], output: list[Message] | None) -> SpanContent:
     return SpanContent(
         convention="gen_ai",
         input=_messages(attributes.get("gen_ai.input.messages"), "user"),
-        output=_messages(attributes.get("gen_ai.output.messages"), "assistant"),
+        output=output,
         system=_system_texts(attributes.get("gen_ai.system_instructions")),
     )
+
+
+def _output_first(span: SpanRecord) -> list[Message] | None:
+    """The output messages of the span's `gen_ai.output.messages` attribute, if it has any.
+    Then `_read` reads the span from its attributes (its content has an output), and
+    `_read_with_output` gives what `_read` gives, reading only the rest."""
+    value = span.attributes.get("gen_ai.output.messages")
+    return None if value is None else _messages(value, "assistant")
+
+
+def _read_with_output(span: SpanRecord, output: list[Message]) -> SpanContent:
+    content = _with_output(span.attributes, output)
+    content.take_system_messages()
+    return content
 
 
 _EVENT_ROLES = {
@@ -176,6 +195,7 @@ def _read(span: SpanRecord) -> SpanContent | None:
 GEN_AI = Convention(
     name="gen_ai",
     read=_read,
+    output_first=OutputFirst("gen_ai", _output_first, _read_with_output),
     agent=Marker(_OPERATION, ("invoke_agent",)),
     agent_name=("gen_ai.agent.name",),
     tool_spans=ToolSpans(
