@@ -217,7 +217,6 @@ class _Redacted(dict[str, str]):
 
         The pass holds the lock, so no other thread makes a marker meanwhile; the ones it
         makes are seen by others only once it is through."""
-        markers = self.markers
         short = self.scanner.short
         index, limit = 0, following[0] - 1
         # Where the text's next part starts; past its end in a text too short for any match,
@@ -226,8 +225,9 @@ class _Redacted(dict[str, str]):
         parts: list[str] = []
         changed: list[tuple[int, list[str]]] = []  # (text's index, its parts)
         with self._lock:
-            fresh: dict[tuple[str, str], str] = {}  # the markers this pass makes
-            numbers = dict(self._numbers)  # and the labels' numbers after them
+            # The run's markers and the ones this pass makes (published when it is through),
+            # and the labels' numbers after them.
+            markers, numbers = self.markers.copy(), self._numbers.copy()
             for _, start, end, label, normal in found:
                 if start > limit:  # in a later text
                     if parts:
@@ -244,11 +244,9 @@ class _Redacted(dict[str, str]):
                     return None
                 parts.append(joined[at:start])
                 key = (label, normal)
-                marker = markers.get(key) or fresh.get(key) or _new(key, fresh, numbers)
-                parts.append(marker)
+                parts.append(markers.get(key) or _new(key, markers, numbers))
                 at = end
-            markers.update(fresh)
-            self._numbers = numbers
+            self.markers, self._numbers = markers, numbers
         if parts:
             parts.append(joined[at:limit])
             changed.append((index, parts))
