@@ -250,24 +250,23 @@ def test_overlaps_and_a_block_across_texts_redact_as_before() -> None:
     policy = PrivacyPolicy(
         redact=["all"], patterns={"TICKET": r"T-\d{3}|mail a", "WHOLE": r"^x -.*$"}
     )
-    texts = [
-        "mail a@example.com, then b@example.com",
-        "-----BEGIN EC PRIVATE KEY-----",
-        "x -----END EC PRIVATE KEY----- c@example.com T-123",
-        "call +44 20 7946 0958 or (415) 555-0132, mail b@example.com",
-        "ab",
-        "T-123 at 203.0.113.42 and sk-proj-Q2xhdWRlU2VjcmV0S2V5MDEy",
-    ]
+    cases = {  # text -> its redacted form
+        "mail a@example.com, then b@example.com": "<TICKET_1>@example.com, then <EMAIL_1>",
+        "-----BEGIN EC PRIVATE KEY-----": "-----BEGIN EC PRIVATE KEY-----",
+        "x -----END EC PRIVATE KEY----- c@example.com T-123": (
+            "x -----END EC PRIVATE KEY----- <EMAIL_2> <TICKET_2>"
+        ),
+        "call +44 20 7946 0958 or (415) 555-0132, mail b@example.com": (
+            "call <PHONE_1> or <PHONE_2>, mail <EMAIL_1>"
+        ),
+        "ab": "ab",
+        "T-123 at 203.0.113.42 and sk-proj-Q2xhdWRlU2VjcmV0S2V5MDEy": (
+            "<TICKET_2> at <IP_1> and <SECRET_1>"
+        ),
+    }
     run = policy.start()
-    assert run.prepare(texts)
-    assert [run.text(text) for text in texts] == [
-        "<TICKET_1>@example.com, then <EMAIL_1>",
-        "-----BEGIN EC PRIVATE KEY-----",
-        "x -----END EC PRIVATE KEY----- <EMAIL_2> <TICKET_2>",
-        "call <PHONE_1> or <PHONE_2>, mail <EMAIL_1>",
-        "ab",
-        "<TICKET_2> at <IP_1> and <SECRET_1>",
-    ]
+    assert run.prepare(list(cases))
+    assert {text: run.text(text) for text in cases} == cases
     assert list(run.markers.values()) == [
         "<TICKET_1>",
         "<EMAIL_1>",
