@@ -202,41 +202,104 @@ _WITH_PATTERNS = PrivacyPolicy(
 )
 
 
+_PEM = ["-----BEGIN EC PRIVATE KEY-----", "x -----END EC PRIVATE KEY----- b@example.com"]
+
+
+@st.composite
+def _batch_with_crossings(draw: st.DrawFn) -> list[str]:
+    """`_batch`, with PEM blocks split over two texts and an address a pattern overlaps."""
+    texts = draw(_batch())
+    for _ in range(draw(st.integers(0, 2))):
+        at = draw(st.integers(0, len(texts)))
+        texts[at:at] = draw(st.sampled_from([_PEM, _PEM[:1], ["mail a@example.com"]]))
+    return list(dict.fromkeys(texts))
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_batch(), st.sampled_from([*_POLICIES, _WITH_PATTERNS]))
-def test_replacing_in_one_pass_is_placing_then_replacing(
+@given(_batch_with_crossings(), st.sampled_from([*_POLICIES, _WITH_PATTERNS]))
+def test_a_batch_is_its_texts_matches_replaced_numbered_by_first_appearance(
     texts: list[str], policy: PrivacyPolicy
 ) -> None:
-    """`prepare` replaces the candidates in the joined texts in one pass, giving up (to place
-    them first) where two overlap or one crosses into the next text: the texts, the markers
-    and their numbers, and whether anything changed, are those of placing, then replacing."""
-    fast = policy.start()
-    changed = fast.prepare(texts)
-    placed = policy._scanner.scan(texts)
-    plain = policy.start()
-    plain._done.replace(texts, placed)
-    assert [fast.text(text) for text in texts] == [plain.text(text) for text in texts]
-    assert fast.markers == plain.markers
-    assert list(fast.markers.values()) == list(plain.markers.values())  # the same order
-    assert changed == bool(placed)
+    """Whatever the candidates (overlapping, across two texts, in texts too short), `prepare`
+    gives each text with its matches read alone (`Scanner.matches`) replaced by one marker per
+    value, numbered per label in the order the values first appear in the texts, and says
+    whether anything changed."""
+    run = policy.start()
+    changed = run.prepare(texts)
+    scanner = policy._scanner
+    numbers: dict[str, int] = {}
+    expected: dict[tuple[str, str], str] = {}
+    redacted = []
+    for text in texts:
+        parts, at = [], 0
+        for start, end, label, normal in scanner.matches(text):
+            if (label, normal) not in expected:
+                numbers[label] = numbers.get(label, 0) + 1
+                expected[(label, normal)] = f"<{label}_{numbers[label]}>"
+            parts += [text[at:start], expected[(label, normal)]]
+            at = end
+        redacted.append("".join(parts) + text[at:])
+    assert [run.text(text) for text in texts] == redacted
+    assert list(run.markers.items()) == list(expected.items())  # the same order
+    assert changed == (redacted != texts)
+
+
+def test_overlaps_and_a_block_across_texts_redact_as_before() -> None:
+    """Recorded from the two-step path this pass replaced (placing, then replacing): a pattern
+    overlapping an address, a PEM block across two texts, a text too short, repeats."""
+    policy = PrivacyPolicy(
+        redact=["all"], patterns={"TICKET": r"T-\d{3}|mail a", "WHOLE": r"^x -.*$"}
+    )
+    cases = {  # text -> its redacted form
+        "mail a@example.com, then b@example.com": "<TICKET_1>@example.com, then <EMAIL_1>",
+        "-----BEGIN EC PRIVATE KEY-----": "-----BEGIN EC PRIVATE KEY-----",
+        "x -----END EC PRIVATE KEY----- c@example.com T-123": (
+            "x -----END EC PRIVATE KEY----- <EMAIL_2> <TICKET_2>"
+        ),
+        "call +44 20 7946 0958 or (415) 555-0132, mail b@example.com": (
+            "call <PHONE_1> or <PHONE_2>, mail <EMAIL_1>"
+        ),
+        "ab": "ab",
+        "T-123 at 203.0.113.42 and sk-proj-Q2xhdWRlU2VjcmV0S2V5MDEy": (
+            "<TICKET_2> at <IP_1> and <SECRET_1>"
+        ),
+    }
+    run = policy.start()
+    assert run.prepare(list(cases))
+    assert {text: run.text(text) for text in cases} == cases
+    assert list(run.markers.values()) == [
+        "<TICKET_1>",
+        "<EMAIL_1>",
+        "<EMAIL_2>",
+        "<TICKET_2>",
+        "<PHONE_1>",
+        "<PHONE_2>",
+        "<IP_1>",
+        "<SECRET_1>",
+    ]
 
 
 def test_the_one_pass_gives_up_on_overlaps_and_texts_crossed() -> None:
-    """The one pass does the common case (no overlap, nothing across two texts) and gives up,
-    numbering no marker, where a candidate crosses into the next text or two overlap."""
+    """The pass replaces candidates none of which overlaps or crosses into the next text, and
+    gives up, numbering no marker, where one does (the batch's candidates are then resolved
+    first, `Scanner.resolve`, and the pass runs again)."""
     policy = PrivacyPolicy(redact=["all"], patterns={"TICKET": r"T-\d{3}|mail a"})
     scanner = policy._scanner
 
     def one_pass(texts: list[str]) -> bool | None:
         run = policy.start()._done
         joined, found = scanner.find(texts)
-        outcome = run._redact(texts, joined, found)
+        following, at = [], 0  # where each text's successor starts
+        for text in texts:
+            at += len(text) + 1
+            following.append(at)
+        outcome = run._replace(texts, joined, found, following)
         if outcome is None:
             assert run.markers == {}
+            assert run._replace(texts, joined, scanner.resolve(texts, found), following)
         return outcome
 
     assert one_pass(["to a@example.com", "T-123 and 203.0.113.42", "none"]) is True
     assert one_pass(["nothing here", "x"]) is False
-    pem = ["-----BEGIN EC PRIVATE KEY-----", "x -----END EC PRIVATE KEY----- b@example.com"]
-    assert one_pass(["a@example.com", *pem]) is None  # the block crosses two texts
+    assert one_pass(["a@example.com", *_PEM]) is None  # the block crosses two texts
     assert one_pass(["mail a@example.com"]) is None  # `mail a` overlaps the address

@@ -32,7 +32,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .recognisers import KINDS, Kind, builtin_recognisers
-from .scanner import Found, Placed, Scanner
+from .scanner import Found, Scanner
 
 __all__ = [
     "CURRENT_REDACTION",
@@ -194,29 +194,30 @@ class _Redacted(dict[str, str]):
         whether any of them changed."""
         scanner = self.scanner
         joined, found = scanner.find(texts)
-        changed = self._redact(texts, joined, found)
-        if changed is None:  # overlapping candidates, or one across two texts
-            placed = scanner.place(texts, found)
-            self.replace(texts, placed)
-            changed = bool(placed)
-        return changed
-
-    def _redact(self, texts: list[str], joined: str, found: Found) -> bool | None:
-        """Remember each text's redacted form, from `found` (`Scanner.find`'s candidates in
-        `joined`, by start) in one pass: what `replace(texts, scanner.place(texts, found))`
-        does where no two candidates overlap and none crosses from one text into the next.
-        Where one does, nothing is done (the markers the pass made are dropped): None.
-        Whether any text changed.
-
-        The pass holds the lock, so no other thread makes a marker meanwhile; the ones it
-        makes are seen by others only once it is through."""
         self.update(zip(texts, texts, strict=True))
         if not found:
             return False
-        markers = self.markers
-        short = self.scanner.short
         # Where each text's successor starts in `joined` (after its line break).
         following = list(accumulate(map(add, map(len, texts), repeat(1))))
+        changed = self._replace(texts, joined, found, following)
+        if changed is None:  # overlapping candidates, or one across two texts (rare)
+            changed = self._replace(texts, joined, scanner.resolve(texts, found), following)
+            assert changed is not None  # resolved: none overlaps, none crosses
+        return changed
+
+    def _replace(
+        self, texts: list[str], joined: str, found: Found, following: list[int]
+    ) -> bool | None:
+        """Remember each text's redacted form: `found` (candidates in `joined`, by start)
+        replaced by their markers in one pass, which finds each one's text as it goes (a
+        bisection only when it lies in a later text); markers are numbered in that order, so
+        by first appearance in the texts. Where two candidates overlap, or one crosses from
+        one text into the next, nothing is done (no marker is numbered): None, and the caller
+        resolves them first (`Scanner.resolve`). Whether any text changed.
+
+        The pass holds the lock, so no other thread makes a marker meanwhile; the ones it
+        makes are seen by others only once it is through."""
+        short = self.scanner.short
         index, limit = 0, following[0] - 1
         # Where the text's next part starts; past its end in a text too short for any match,
         # which is left as it is.
@@ -224,8 +225,9 @@ class _Redacted(dict[str, str]):
         parts: list[str] = []
         changed: list[tuple[int, list[str]]] = []  # (text's index, its parts)
         with self._lock:
-            fresh: dict[tuple[str, str], str] = {}  # the markers this pass makes
-            numbers = dict(self._numbers)  # and the labels' numbers after them
+            # The run's markers and the ones this pass makes (published when it is through),
+            # and the labels' numbers after them.
+            markers, numbers = self.markers.copy(), self._numbers.copy()
             for _, start, end, label, normal in found:
                 if start > limit:  # in a later text
                     if parts:
@@ -242,47 +244,15 @@ class _Redacted(dict[str, str]):
                     return None
                 parts.append(joined[at:start])
                 key = (label, normal)
-                marker = markers.get(key) or fresh.get(key) or _new(key, fresh, numbers)
-                parts.append(marker)
+                parts.append(markers.get(key) or _new(key, markers, numbers))
                 at = end
-            markers.update(fresh)
-            self._numbers = numbers
+            self.markers, self._numbers = markers, numbers
         if parts:
             parts.append(joined[at:limit])
             changed.append((index, parts))
         for index, parts in changed:
             self[texts[index]] = "".join(parts)
         return bool(changed)
-
-    def replace(self, texts: list[str], found: list[Placed]) -> None:
-        """Remember each text's redacted form: `found` (by text, then start) replaced by their
-        markers, in that order (so markers are numbered in the texts' order)."""
-        self.update(zip(texts, texts, strict=True))
-        if not found:
-            return
-        markers = self.markers
-        index = found[0][0]
-        value = texts[index]
-        parts: list[str] = []
-        at = 0
-        for which, start, end, label, normal, _ in found:
-            if which != index:
-                parts.append(value[at:])
-                self[value] = "".join(parts)
-                index, value, parts, at = which, texts[which], [], 0
-            parts.append(value[at:start])
-            parts.append(markers.get((label, normal)) or self._marker(label, normal))
-            at = end
-        parts.append(value[at:])
-        self[value] = "".join(parts)
-
-    def _marker(self, label: str, normal: str) -> str:
-        key = (label, normal)
-        marker = self.markers.get(key)
-        if marker is None:
-            with self._lock:
-                marker = self.markers.get(key) or _new(key, self.markers, self._numbers)
-        return marker
 
 
 def _new(key: tuple[str, str], markers: dict[tuple[str, str], str], numbers: dict[str, int]) -> str:

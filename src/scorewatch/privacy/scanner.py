@@ -7,8 +7,8 @@ Speed matters (every stored text passes through here), so a text is not scanned 
   candidates only near a colon-framed hex group (`:db8:`) or a `::`: all of these found in one
   Hyperscan pass (`privacy.anchors`, `privacy.secrets`), or without it by a scan each.
 Where matches overlap, the most specific kind wins (custom patterns first, then secret, email,
-IBAN, card, IP, phone), and a text's matches come back in order. A batch's matches are placed
-in their texts, and their overlaps resolved, in one sorted pass, as tuples.
+IBAN, card, IP, phone), and a text's matches come back in order. A batch's candidates come back
+by start in its texts joined, to be replaced in one pass (`privacy.policy`).
 """
 
 from __future__ import annotations
@@ -37,12 +37,10 @@ from .recognisers import (
 )
 from .secrets import ANCHORS, NAME_ANCHORS, Secrets
 
-__all__ = ["Found", "Match", "Placed", "Scanner"]
+__all__ = ["Found", "Match", "Scanner"]
 
 Match = tuple[int, int, str, str]
 """(start, end, marker label, the value's normal form)."""
-Placed = tuple[int, int, int, str, str, int]
-"""(the text's index in its batch, start, end, marker label, normal form, priority)."""
 Found = list[tuple[int, int, int, str, str]]
 """(priority, start, end, marker label, normal form) of each candidate."""
 
@@ -182,25 +180,22 @@ class Scanner:
         """Where `text` holds data to redact: non-overlapping, in order."""
         if len(text) < _SHORTEST and not self._custom:
             return []
-        return [
-            (start, end, label, normal) for _, start, end, label, normal, _ in self.scan([text])
-        ]
+        return [(start, end, label, normal) for _, start, end, label, normal in self.scan([text])]
 
-    def scan(self, texts: Sequence[str]) -> list[Placed]:
-        """The matches of the texts, by text, then start (what `matches` of each finds). The
-        built-in kinds are read in one pass over the texts joined by line breaks (a pass costs
-        per call as much as per character: a run's row holds dozens of texts, most of them
-        short). A match that crosses from one text into the next (a PEM block) is dropped and
-        those texts are read again on their own; custom patterns (which may use `^`, `$` or
-        `\\s`) read each text on its own."""
+    def scan(self, texts: Sequence[str]) -> Found:
+        """The matches of the texts joined by line breaks (`find`), none overlapping and none
+        across two texts (`resolve`), by start."""
         if not texts:
             return []
         _, found = self.find(texts)
-        return self.place(texts, found)
+        return self.resolve(texts, found)
 
     def find(self, texts: Sequence[str]) -> tuple[str, Found]:
-        """The texts joined by line breaks, and the candidates in it, by start: what `place`
-        places in the texts (`scan`)."""
+        """The texts joined by line breaks, and the candidates in it, by start. The built-in
+        kinds are read in one pass over the joined texts (a pass costs per call as much as per
+        character: a run's row holds dozens of texts, most of them short); custom patterns
+        (which may use `^`, `$` or `\\s`) read each text on its own. Candidates may overlap,
+        and one may cross from one text into the next (a PEM block split over two): `resolve`."""
         joined = texts[0] if len(texts) == 1 else _SEPARATOR.join(texts)
         found: Found = []
         self._builtin_in(found, joined)
@@ -212,36 +207,26 @@ class Scanner:
         found.sort(key=_START)
         return joined, found
 
-    def place(self, texts: Sequence[str], found: Found) -> list[Placed]:
-        """`found` (`find`'s candidates of `texts`) placed in their texts, overlaps resolved:
-        the matches by text, then start."""
-        if not found:
-            return []
-        # One pass by start: each match's text (the texts follow each other, a line break
-        # between), and the matches that cross into the next text.
-        placed: list[Placed] = []
-        again: set[int] = set()
-        short = not self._custom  # a text too short for any built-in kind is not read
+    def resolve(self, texts: Sequence[str], found: Found) -> Found:
+        """`found` (`find`'s candidates of `texts`) with overlaps resolved (the most specific
+        kind first, then leftmost, longest) and the candidates of texts that one crosses
+        replaced by what those texts hold read alone: by start, in the joined texts."""
         # Where each text's successor starts (after its line break).
         following = list(accumulate(map(add, map(len, texts), repeat(1))))
-        index, base, limit = 0, 0, following[0] - 1
-        for priority, start, end, label, normal in found:
-            if start > limit:  # in a later text
-                index = bisect_right(following, start)
-                base, limit = following[index - 1], following[index] - 1
-            if end > limit:
-                # Read again: the texts from this one to the one holding its last character.
-                again.update(range(index, bisect_right(following, end - 1) + 1))
-            elif not short or limit - base >= _SHORTEST:
-                placed.append((index, start - base, end - base, label, normal, priority))
+        again: set[int] = set()  # texts a candidate crosses out of or into
+        for _, start, end, _, _ in found:
+            first, last = bisect_right(following, start), bisect_right(following, end - 1)
+            if first != last:
+                again.update(range(first, last + 1))
         if again:
-            placed = [match for match in placed if match[0] not in again]
-        kept = _without_overlaps(placed)
+            found = [c for c in found if bisect_right(following, c[1]) not in again]
+        kept = _without_overlaps(found)
         if again:
             for index in again:  # read alone (one text: nothing crosses)
-                for _, start, end, label, normal, priority in self.scan([texts[index]]):
-                    kept.append((index, start, end, label, normal, priority))
-            kept.sort(key=_TEXT_AND_START)
+                base = following[index - 1] if index else 0
+                for priority, start, end, label, normal in self.scan([texts[index]]):
+                    kept.append((priority, base + start, base + end, label, normal))
+            kept.sort(key=_START)
         return kept
 
     @property
@@ -459,22 +444,20 @@ def _of(hits: list[Hit], anchor: int) -> list[Hit]:
 
 _START: Final = itemgetter(1)
 _END: Final = itemgetter(2)
-_TEXT_AND_START: Final = itemgetter(0, 1)
-_BY_PRIORITY: Final = itemgetter(5, 0, 1, 2, 3, 4)
 
 
-def _without_overlaps(placed: list[Placed]) -> list[Placed]:
-    """The matches kept (`placed` by text, then start), most specific kind first, then
-    leftmost, longest: by text, then start."""
-    if all(a[0] != b[0] or a[2] <= b[1] for a, b in pairwise(placed)):
-        return placed  # none overlaps: all are kept
-    kept: list[Placed] = []  # by text and start, none overlapping
-    for match in sorted(placed, key=_BY_PRIORITY):
-        index, start, end = match[0], match[1], match[2]
-        at = bisect_right(kept, (index, start))  # the first kept that starts there or later
-        if at > 0 and kept[at - 1][0] == index and kept[at - 1][2] > start:
+def _without_overlaps(found: Found) -> Found:
+    """The candidates kept (`found` by start), most specific kind first, then leftmost,
+    longest: by start. (Candidates of different texts never overlap: none crosses.)"""
+    if all(a[2] <= b[1] for a, b in pairwise(found)):
+        return found  # none overlaps: all are kept
+    kept: Found = []  # by start, none overlapping
+    for candidate in sorted(found):  # by priority, start, end
+        start, end = candidate[1], candidate[2]
+        at = bisect_left(kept, start, key=_START)  # the first kept that starts there or later
+        if at > 0 and kept[at - 1][2] > start:
             continue  # the one before reaches into this
-        if at < len(kept) and kept[at][0] == index and kept[at][1] < end:
+        if at < len(kept) and kept[at][1] < end:
             continue  # this reaches into the next
-        kept.insert(at, match)
+        kept.insert(at, candidate)
     return kept
