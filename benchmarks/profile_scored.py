@@ -1,7 +1,7 @@
 """serve's scored path in one process: CPU per scored item, and where the scoring thread spends it.
 
     .venv/bin/python benchmarks/profile_scored.py [--items 3000] [--rate 500] [--profile]
-    .venv/bin/python benchmarks/profile_scored.py --encode-only
+    .venv/bin/python benchmarks/profile_scored.py --encode-only [--encode-sink jsonl]
 
 What `scorewatch serve` runs for the `scored` case of `bench_floor.py`, without HTTP: telemetry
 configured as serve configures it (Prometheus registry, no push exporter), one content-similarity
@@ -10,7 +10,8 @@ scoring loop. Items are admitted from a loop of their own at `--rate` per second
 generator offers them) and the process's CPU is counted until every run is stored. `--profile`
 adds a cProfile of the scoring thread (self time grouped as in `profile_telemetry.py`).
 `--encode-only` measures instead what the SQLite writer spends encoding one such run's record
-as its row (CPU per row, best of five batches, on one thread with nothing else running).
+as its row (CPU per row, best of five batches, on one thread with nothing else running);
+`--encode-sink jsonl`, the JSONL sink's line instead.
 """
 
 from __future__ import annotations
@@ -174,10 +175,11 @@ async def _run(
                 print(f"| {cum / total:5.1%} | {calls / items:.1f} | `{name}` |")
 
 
-def _encode_only(rows: int) -> None:
+def _encode_only(rows: int, kind: str = "sqlite") -> None:
     from scorewatch.core.call import AgentCall
     from scorewatch.live.engine import score_call
     from scorewatch.scorers.registry import build_scorer
+    from scorewatch.sinks.jsonl import JsonlSink
     from scorewatch.sinks.sqlite import SqliteSink
 
     call = AgentCall(
@@ -187,7 +189,11 @@ def _encode_only(rows: int) -> None:
     )
     record = asyncio.run(score_call(build_scorer("content-similarity"), call, "scoring-a-b-c"))
     with tempfile.TemporaryDirectory() as directory:
-        sink = SqliteSink(Path(directory) / "scores.db")
+        sink = (
+            SqliteSink(Path(directory) / "scores.db")
+            if kind == "sqlite"
+            else JsonlSink(Path(directory) / "scores.jsonl")
+        )
         sink.close()
         encode = sink._encode
         for _ in range(500):  # warm-up
@@ -198,7 +204,8 @@ def _encode_only(rows: int) -> None:
             for _ in range(rows):
                 encode(record)
             batches.append((time.thread_time() - started) / rows * 1e6)
-    print(f"- SQLite row encoding: **{min(batches):.1f} µs** per row (best of 5 x {rows})")
+    name = "SQLite row" if kind == "sqlite" else "JSONL line"
+    print(f"- {name} encoding: **{min(batches):.1f} µs** per row (best of 5 x {rows})")
 
 
 def main() -> None:
@@ -215,9 +222,12 @@ def main() -> None:
     parser.add_argument(
         "--encode-only", action="store_true", help="only the SQLite writer's row encoding"
     )
+    parser.add_argument(
+        "--encode-sink", choices=("sqlite", "jsonl"), default="sqlite", help="whose encoding"
+    )
     args = parser.parse_args()
     if args.encode_only:
-        _encode_only(max(args.items, 1000) * 10)
+        _encode_only(max(args.items, 1000) * 10, args.encode_sink)
         return
     with tempfile.TemporaryDirectory() as directory:
         asyncio.run(

@@ -1,7 +1,9 @@
 """`encode_record`, the SQLite writer's one-pass encoding: for any record, hostile values
 included (NUL, unpaired surrogates, NaN and infinities, secret-looking keys, a redactor), the
 same column values as `encode_row(record.to_row())`, the walk-first encoding it replaces;
-`storable_json` is `stored_json(storable(value))` for any plain JSON value."""
+`encode_row` gives what its column-by-column loop gave (kept here as the reference);
+`record_json` (the JSONL sink's line) is the text of `to_row()`; `storable_json` is
+`stored_json(storable(value))` for any plain JSON value."""
 
 from __future__ import annotations
 
@@ -15,7 +17,15 @@ from hypothesis import strategies as st
 from scorewatch.core.call import AgentCall
 from scorewatch.core.result import ScorerRunResult
 from scorewatch.privacy import PrivacyPolicy
-from scorewatch.sinks.record import ScoreRecord, encode_record, encode_row
+from scorewatch.sinks.record import (
+    JSON_COLUMNS,
+    SCORE_COLUMNS,
+    ScoreRecord,
+    _storable_column,
+    encode_record,
+    encode_row,
+    record_json,
+)
 from scorewatch.sinks.sqlite import _ENCODE
 from scorewatch.sinks.storable import storable, storable_json, stored_json
 
@@ -101,3 +111,73 @@ def test_a_record_encodes_to_what_its_walked_row_encodes_to(data: st.DataObject)
 @given(_json)
 def test_storable_json_is_the_text_of_the_storable_value(value: Any) -> None:
     assert storable_json(value) == stored_json(storable(value))
+
+
+def _encode_row_by_column(
+    row: Any, *, dumps: Any, as_json: Any = None, convert: Any = None, clean: Any = None
+) -> tuple[Any, ...]:
+    """`encode_row` as it was: one column after the other (the reference it must match)."""
+    to_json = dumps if as_json is None else as_json
+    special = convert or {}
+    values: list[Any] = []
+    for column in SCORE_COLUMNS:
+        value = row.get(column)
+        if value is None:
+            pass
+        elif column in JSON_COLUMNS:
+            value = to_json(value)
+        elif column in special:
+            value = special[column](value if clean is None else clean(value))
+        elif column == "reason" and not isinstance(value, str):
+            value = dumps(value)
+        elif clean is not None:
+            value = clean(value)
+        values.append(value)
+    return tuple(values)
+
+
+# Values a text column may hold in a hand-made row: text (hostile too), None, and what is not
+# text (numbers, false values, an empty tuple, which cleaning makes a list).
+_PLAIN = [c for c in SCORE_COLUMNS if c not in JSON_COLUMNS and c != "reason"]
+_column = st.none() | _text | st.sampled_from([0, 0.0, False, True, (), [], {}, 7, float("nan")])
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_encode_row_gives_what_the_column_by_column_loop_gave(data: st.DataObject) -> None:
+    record = _record(data.draw)
+    row = record._to_row(walk=False)
+    # A plain column or two replaced by odd values (one at a time, so that a false value is
+    # not the only one of a row that is not text).
+    for column in data.draw(st.lists(st.sampled_from(_PLAIN), max_size=2)):
+        row[column] = data.draw(_column)
+    ways: list[dict[str, Any]] = [
+        {"dumps": storable_json, "convert": _ENCODE, "clean": _storable_column},
+        {"dumps": stored_json, "convert": _ENCODE},
+        {"dumps": stored_json, "as_json": repr, "convert": dict.fromkeys(["createdAt"], str)},
+    ]
+    for way in ways:
+        expected = _encode_row_by_column(row, **way)
+        assert repr(encode_row(row, **way)) == repr(expected)  # NaN compares by its text
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_records_json_line_is_the_text_of_its_row(data: st.DataObject) -> None:
+    record = _record(data.draw)
+    assert record_json(record) == stored_json(record.to_row())
+
+
+@pytest.mark.parametrize(
+    "odd", [0, 0.0, False, True, (), [], {}, 7, float("nan"), "\x00", "\ud800"]
+)
+def test_each_plain_column_with_an_odd_value_encodes_as_the_loop_did(odd: Any) -> None:
+    call = AgentCall(input="q", output="a", target="bot")
+    record = ScoreRecord(
+        id="run", scorer_id="s", scorer_name="S", scorer_description="", has_judge=False,
+        call=call, status="success",
+    )  # fmt: skip
+    way: dict[str, Any] = {"dumps": storable_json, "convert": _ENCODE, "clean": _storable_column}
+    for column in _PLAIN:
+        row = {**record._to_row(walk=False), column: odd}
+        assert repr(encode_row(row, **way)) == repr(_encode_row_by_column(row, **way)), column

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import IO
 
 from .batch_thread import ThreadedSink
-from .record import ScoreRecord
-from .storable import stored_json
+from .record import ScoreRecord, record_json
 
 __all__ = ["JsonlSink"]
 
@@ -30,7 +29,7 @@ class JsonlSink(ThreadedSink):
         self._start_writer("jsonl-sink")
 
     def _encode(self, result: ScoreRecord) -> str:
-        return stored_json(result.to_row()) + "\n"
+        return record_json(result) + "\n"
 
     def _refuses(self, error: Exception) -> bool:
         return not isinstance(error, OSError | MemoryError)

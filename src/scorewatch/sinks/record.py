@@ -16,6 +16,7 @@ error; `kept()` does the same for a value shown elsewhere (serve's answers)."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -51,6 +52,7 @@ __all__ = [
     "decode_row",
     "encode_row",
     "iso_timestamp",
+    "record_json",
 ]
 
 ScoreStatus = Literal["success", "failed", "not_scorable"]
@@ -487,9 +489,22 @@ class ScoreRecord:
         return fields
 
 
-# Each column with whether it holds JSON, in `SCORE_COLUMNS` order: what `encode_row` asks of
-# every column of every row.
-_COLUMN_KINDS: Final = tuple((column, column in JSON_COLUMNS) for column in SCORE_COLUMNS)
+# Where each kind of column sits in `SCORE_COLUMNS`: `encode_row` takes a row's values in one
+# C-level pass (`map(row.get, ...)`) and then visits only the columns that may need work.
+_INDEX: Final = {column: index for index, column in enumerate(SCORE_COLUMNS)}
+_JSON_AT: Final = tuple(_INDEX[column] for column in SCORE_COLUMNS if column in JSON_COLUMNS)
+_SCORE_AT: Final = _INDEX["score"]
+_REASON_AT: Final = _INDEX["reason"]
+# The other columns: those that hold text or None (ids, names, times, codes), checked
+# together, and the few others (the booleans), cleaned one by one.
+_FLAGS: Final = ("structuredOutput", "reviewSampled")
+_TEXT_AT: Final = tuple(
+    index
+    for column, index in _INDEX.items()
+    if column not in JSON_COLUMNS and column not in _FLAGS and index not in (_SCORE_AT, _REASON_AT)
+)
+_OTHER_AT: Final = (_SCORE_AT, *(_INDEX[column] for column in _FLAGS))
+_text_values: Final = operator.itemgetter(*_TEXT_AT)
 
 
 def encode_row(
@@ -502,26 +517,58 @@ def encode_row(
 ) -> tuple[Any, ...]:
     """`row` (a `ScoreRecord.to_row()`) as values in `SCORE_COLUMNS` order. None stays None; a
     JSON column's value becomes `as_json(value)` (default: the text `dumps(value)`); a reason
-    that is not text becomes `dumps(reason)`; `convert` adapts any other column, after `clean`
-    (the row is not `storable` yet: `encode_record`)."""
+    that is not text becomes `dumps(reason)`; `convert` adapts any other column but the reason,
+    after `clean` (the row is not `storable` yet: `encode_record`)."""
     to_json = dumps if as_json is None else as_json
-    special = convert or {}
-    values: list[Any] = []
-    get = row.get
-    for column, is_json in _COLUMN_KINDS:
-        value = get(column)
-        if value is None:
-            pass
-        elif is_json:
-            value = to_json(value)
-        elif column in special:
-            value = special[column](value if clean is None else clean(value))
-        elif column == "reason" and not isinstance(value, str):
-            value = dumps(value)
-        elif clean is not None:
-            value = clean(value)
-        values.append(value)
+    values = list(map(row.get, SCORE_COLUMNS))
+    for index in _JSON_AT:
+        value = values[index]
+        if value is not None:
+            values[index] = to_json(value)
+    reason = values[_REASON_AT]
+    if reason is not None:
+        values[_REASON_AT] = (
+            dumps(reason)
+            if not isinstance(reason, str)
+            else reason
+            if clean is None
+            else clean(reason)
+        )
+    if clean is not None:
+        for index in _OTHER_AT:
+            value = values[index]
+            if value is not None:
+                values[index] = clean(value)
+        # The text columns need no cleaning when all of them are text (or None, or empty)
+        # and none holds what cleaning replaces: told from them all joined, by C-level checks,
+        # rather than a call per column. Anything else (a number, an unpaired surrogate): each
+        # column cleaned as it comes.
+        texts = _text_values(values)
+        kept = list(filter(None, texts))
+        try:
+            joined: str | None = "".join(kept)
+        except TypeError:  # a value that is not text
+            joined = None
+        if len(kept) + texts.count(None) + texts.count("") != len(texts):
+            joined = None  # a false value that is not text (an empty tuple becomes a list)
+        if joined is None or (
+            ("\x00" in joined or not joined.isascii()) and storable_text(joined) is not joined
+        ):
+            for index in _TEXT_AT:
+                value = values[index]
+                if value is not None:
+                    values[index] = clean(value)
+    if convert:
+        for column, adapt in convert.items():
+            index = _INDEX[column]
+            value = values[index]
+            # A JSON column is only ever JSON; the reason's own rule above comes first too.
+            if value is not None and index not in _JSON_SET and index != _REASON_AT:
+                values[index] = adapt(value)
     return tuple(values)
+
+
+_JSON_SET: Final = frozenset(_JSON_AT)
 
 
 def encode_record(
@@ -535,6 +582,15 @@ def encode_record(
     return encode_row(
         record._to_row(walk=False), dumps=storable_json, convert=convert, clean=_storable_column
     )
+
+
+def record_json(record: ScoreRecord) -> str:
+    """`stored_json(record.to_row())`, in one pass as `encode_record`: unless a redactor
+    applies, the row is written first and walked only when its text shows something to clean
+    (`storable_json`; the walk is the same either way, so the text is too)."""
+    if record.redaction is not None:
+        return stored_json(record.to_row())
+    return storable_json(record._to_row(walk=False))
 
 
 def _storable_column(value: Any) -> Any:
