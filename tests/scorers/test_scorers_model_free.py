@@ -21,6 +21,8 @@ from scorer_runs import (
 from scorewatch.scorers._text import JS_SPACES, js_collapse_spaces, js_drop_spaces, js_trim
 from scorewatch.scorers.completeness import create_completeness_scorer, key_elements
 from scorewatch.scorers.content_similarity import (
+    _SLICE,
+    _bigrams,
     compare_two_strings,
     create_content_similarity_scorer,
 )
@@ -193,6 +195,39 @@ def test_bigram_dice_coefficient_is_the_textbook_formula(first: str, second: str
         shared = sum((pairs[0] & pairs[1]).values())
         expected = 2.0 * shared / (len(units[0]) + len(units[1]) - 2)
     assert compare_two_strings(first, second) == expected
+
+
+@given(
+    st.one_of(st.text(), st.text(alphabet="ab \t\u00a0\u2028😀é", max_size=40)),
+    st.one_of(st.text(), st.text(alphabet="ab \t\u00a0\u2028😀é", max_size=40)),
+)
+def test_bigram_dice_coefficient_on_any_text(first: str, second: str) -> None:
+    """Any text (astral characters, every kind of white space): the counts `_bigrams` makes
+    with `_count_elements` are `Counter.update`'s, and the score is the textbook formula over
+    the UTF-16 units of the texts without JavaScript white space."""
+    a = JS_SPACES.sub("", first).encode("utf-16-le", "surrogatepass")
+    b = JS_SPACES.sub("", second).encode("utf-16-le", "surrogatepass")
+    units = [
+        [a[i : i + 2] for i in range(0, len(a), 2)],
+        [b[i : i + 2] for i in range(0, len(b), 2)],
+    ]
+    for text in (first, second, units[0]):
+        assert _bigrams(text) == Counter(itertools.pairwise(text))
+    if units[0] == units[1]:
+        expected = 1.0
+    elif min(len(u) for u in units) < 2:
+        expected = 0.0
+    else:
+        pairs = [Counter(itertools.pairwise(u)) for u in units]
+        expected = 2.0 * sum((pairs[0] & pairs[1]).values()) / (len(a) // 2 + len(b) // 2 - 2)
+    assert compare_two_strings(first, second) == expected
+
+
+def test_bigram_counts_across_slices() -> None:
+    """A text longer than one slice is counted a slice at a time, the slices overlapping by one
+    unit: the counts are those of the whole text at once."""
+    text = "ab" * _SLICE + "c" + "ba" * 3
+    assert _bigrams(text) == Counter(itertools.pairwise(text))
 
 
 async def test_content_similarity_options_and_input_comparison() -> None:
