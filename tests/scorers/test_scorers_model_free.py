@@ -203,7 +203,7 @@ def test_bigram_dice_coefficient_is_the_textbook_formula(first: str, second: str
 )
 def test_bigram_dice_coefficient_on_any_text(first: str, second: str) -> None:
     """Any text (astral characters, every kind of white space): the counts `_bigrams` makes
-    with `_count_elements` are `Counter.update`'s, and the score is the textbook formula over
+    are those of one `Counter` over the pairs, and the score is the textbook formula over
     the UTF-16 units of the texts without JavaScript white space."""
     a = JS_SPACES.sub("", first).encode("utf-16-le", "surrogatepass")
     b = JS_SPACES.sub("", second).encode("utf-16-le", "surrogatepass")
