@@ -55,10 +55,19 @@ _CARD = ScorerCard(
 
 def compare_two_strings(first: str, second: str) -> float:
     """`string-similarity`'s bigram Dice coefficient of two texts, white space ignored."""
-    first, second = _without_spaces(first), _without_spaces(second)
+    return _dice(_without_spaces(first), _without_spaces(second))
+
+
+def _dice(first: str, second: str) -> float:
+    """`compare_two_strings` of two texts that hold no white space."""
     if first == second:
         return 1
-    a, b = utf16_units(first, second)
+    # ASCII text is its own UTF-16 units (one per character): no astral character to look for.
+    if first.isascii() and second.isascii():
+        a: Sequence[Any] = first
+        b: Sequence[Any] = second
+    else:
+        a, b = utf16_units(first, second)
     if len(a) < 2 or len(b) < 2:
         return 0
     # The size of the multiset intersection, summed directly (`Counter.__and__` builds a third
@@ -118,10 +127,12 @@ def create_content_similarity_scorer(
             "processedOutput": normalize(joined_output_text(ctx.run.output)),
         }
 
-    return measured_scorer(
-        _CARD,
-        measure=compare,
-        score=lambda texts: js_number(
-            compare_two_strings(texts["processedInput"], texts["processedOutput"])
-        ),
-    )
+    def similarity(texts: dict[str, Any]) -> float | int:
+        first, second = texts["processedInput"], texts["processedOutput"]
+        if ignore_whitespace:
+            # Collapsed: its only white space is single spaces, dropped without a second scan
+            # for every kind of JavaScript white space.
+            return js_number(_dice(first.replace(" ", ""), second.replace(" ", "")))
+        return js_number(compare_two_strings(first, second))
+
+    return measured_scorer(_CARD, measure=compare, score=similarity)
