@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from ..errors import ScorewatchError
 from .errors import INVALID_RUN, INVALID_STEP_RESULT, MISSING_GENERATE_SCORE, ScorerRunError
-from .events import RunListener, StepOutcome, current_observers, notify
+from .events import RunListener, StepOutcome, current_observers, tell
 from .not_scorable import NotScorable, NotScorableInfo
 from .offload import STEP_EXECUTOR, run_off_loop
 from .prompt import PromptStepFailure, execute_prompt_step
@@ -297,7 +297,7 @@ def _step_finished(
         execution=execution,
         result=value,
     )
-    notify(listeners, lambda listener: listener.step_finished(outcome))
+    tell(listeners, "step_finished", outcome)
 
 
 async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> ScorerRunResult:
@@ -335,7 +335,7 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
             ctx.score = acc.score
         if listeners:
             step_started = perf_counter()
-            _step_started(listeners, step)
+            tell(listeners, "step_started", step.name, step.type)
         prompt: str | None = None
         execution: JudgeExecutionSuccess | None = None
         try:
@@ -367,13 +367,13 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
                     prompt=failure.prompt if failure else None,
                     execution=failure.execution if failure else None,
                 )
-                _run_failed(listeners, error, perf_counter() - run_started)
+                tell(listeners, "run_failed", error, perf_counter() - run_started)
             raise error from cause
         except BaseException as interrupted:
             # Cancelled (e.g. by a caller's timeout): listeners still hear the run end, so none
             # leaves its span current in the caller's context.
             if listeners:
-                _run_interrupted(listeners, interrupted, perf_counter() - run_started)
+                tell(listeners, "run_failed", interrupted, perf_counter() - run_started)
             raise
         if execution is not None:
             acc.prompts[_PROMPT_FIELDS[step.name]] = prompt  # type: ignore[assignment]
@@ -401,23 +401,8 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
 
     result = _finished(scorer, run, acc)
     if listeners:
-        duration = perf_counter() - run_started
-        notify(listeners, lambda listener: listener.run_finished(result, duration))
+        tell(listeners, "run_finished", result, perf_counter() - run_started)
     return result
-
-
-def _step_started(listeners: tuple[RunListener, ...], step: Step) -> None:
-    notify(listeners, lambda listener: listener.step_started(step.name, step.type))
-
-
-def _run_failed(listeners: tuple[RunListener, ...], error: ScorerRunError, duration: float) -> None:
-    notify(listeners, lambda listener: listener.run_failed(error, duration))
-
-
-def _run_interrupted(
-    listeners: tuple[RunListener, ...], error: BaseException, duration: float
-) -> None:
-    notify(listeners, lambda listener: listener.run_failed(error, duration))
 
 
 def _run_error(
