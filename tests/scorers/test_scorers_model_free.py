@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from collections import Counter
 from typing import Any
 
@@ -22,6 +23,7 @@ from scorewatch.scorers._text import JS_SPACES, js_collapse_spaces, js_drop_spac
 from scorewatch.scorers.completeness import create_completeness_scorer, key_elements
 from scorewatch.scorers.content_similarity import (
     _SLICE,
+    _ascii_bigrams,
     _bigrams,
     compare_two_strings,
     create_content_similarity_scorer,
@@ -221,6 +223,27 @@ def test_bigram_dice_coefficient_on_any_text(first: str, second: str) -> None:
         pairs = [Counter(itertools.pairwise(u)) for u in units]
         expected = 2.0 * sum((pairs[0] & pairs[1]).values()) / (len(a) // 2 + len(b) // 2 - 2)
     assert compare_two_strings(first, second) == expected
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), min_size=2, max_size=60))
+def test_ascii_bigrams_are_the_byte_pairs_as_integers(text: str) -> None:
+    """An ASCII text's bigrams counted as integers: one per pair of characters, each the
+    pair's two bytes read as a native 16-bit integer, every pair counted once."""
+    expected = Counter(
+        int.from_bytes(f"{x}{y}".encode(), sys.byteorder) for x, y in itertools.pairwise(text)
+    )
+    assert _ascii_bigrams(text) == expected
+
+
+def test_ascii_bigram_counts_across_slices() -> None:
+    text = "ab" * _SLICE + "c" + "ba" * 3
+    expected = Counter(
+        int.from_bytes(f"{x}{y}".encode(), sys.byteorder) for x, y in itertools.pairwise(text)
+    )
+    assert _ascii_bigrams(text) == expected
+    assert compare_two_strings(text, text[1:]) == compare_two_strings(
+        text.replace("a", "\u00e4"), text[1:].replace("a", "\u00e4")
+    )
 
 
 def test_bigram_counts_across_slices() -> None:
