@@ -208,6 +208,7 @@ class _Accumulator:
 
 
 _RUN_VALUES = attrgetter(*RESULT_RUN_FIELDS)
+_RESULT_TEMPLATE = _template(ScorerRunResult)
 
 
 def _run_fields(run: ScorerRun) -> dict[str, Any]:
@@ -230,7 +231,7 @@ def _finished(scorer: Scorer, run: ScorerRun, acc: _Accumulator) -> ScorerRunRes
     """The run's result, its fields written once into the instance's own dictionary (the
     template's order, every field there; unset ones None)."""
     results = acc.results
-    fields = _template(ScorerRunResult).copy()
+    fields = _RESULT_TEMPLATE.copy()
     fields.update(zip(RESULT_RUN_FIELDS, _RUN_VALUES(run), strict=True))
     fields["score"] = acc.score
     fields["preprocess_step_result"] = results.preprocess_step_result
