@@ -324,7 +324,8 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
             if trace_id:
                 run.score_trace_id = trace_id
                 break
-    run_started = perf_counter()
+    # Timed only for listeners, which hear the durations.
+    run_started = perf_counter() if listeners else 0.0
     acc = _Accumulator()
     results, completed = acc.results, acc.completed
     # One context for the whole run: steps share `results` anyway, and only generate_reason
@@ -332,11 +333,12 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
     ctx = StepContext(run, results)
     step_started = run_started
     for step in steps:
-        if step.name == "generate_reason":
+        name = step.name
+        if name == "generate_reason":
             ctx.score = acc.score
         if listeners:
             step_started = perf_counter()
-            tell(listeners, "step_started", step.name, step.type)
+            tell(listeners, "step_started", name, step.type)
         prompt: str | None = None
         execution: JudgeExecutionSuccess | None = None
         try:
@@ -353,7 +355,7 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
                 )  # fmt: skip
                 if type(value) not in _PLAIN_TYPES and inspect.isawaitable(value):
                     value = await value
-                if step.name == "generate_score":
+                if name == "generate_score":
                     value = _check_score(scorer, value)
         except Exception as raised:
             error = _run_error(scorer, step, run, acc, raised)
@@ -377,19 +379,18 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
                 tell(listeners, "run_failed", interrupted, perf_counter() - run_started)
             raise
         if execution is not None:
-            acc.prompts[_PROMPT_FIELDS[step.name]] = prompt  # type: ignore[assignment]
-            acc.add_execution(step.name, execution)
+            acc.prompts[_PROMPT_FIELDS[name]] = prompt  # type: ignore[assignment]
+            acc.add_execution(name, execution)
         if listeners:
             _step_finished(listeners, step, step_started, None, prompt, execution, value)
         if type(value) is NotScorable:
             # The run ends here: later steps are skipped (no judge call), earlier results,
             # this step's prompt and judge record are kept, and there is no score.
-            acc.not_scorable = NotScorableInfo(step=step.name, reason=value.reason)
+            acc.not_scorable = NotScorableInfo(step=name, reason=value.reason)
             acc.score = None  # even after generate_score ran, as in the reference
             break
         # What the step returned, where later steps and the result read it (inlined: once a
         # step, every run).
-        name = step.name
         if name == "generate_score":
             results.generate_score_step_result = acc.score = value
         elif name == "preprocess":
