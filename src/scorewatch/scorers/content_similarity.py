@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from itertools import compress, pairwise
-from operator import eq
+from itertools import pairwise
 from typing import Any
 
 from ..core import Scorer, StepContext
@@ -66,13 +65,11 @@ def _dice(first: str, second: str) -> float:
     if first.isascii() and second.isascii():
         if len(first) < 2 or len(second) < 2:
             return 0
-        # ASCII text is its own UTF-16 units, one byte each: its bigrams as the 16-bit integers
-        # of its byte pairs (hashed, sorted and freed for less than tuples of characters).
-        first_codes, second_codes = _ascii_bigrams(first), _ascii_bigrams(second)
-        pairs = len(first_codes) + len(second_codes)
-        if pairs <= _SLICE:
-            return 2.0 * _shared_count(first_codes, second_codes) / pairs
-        return _shared_share(_counted(first_codes), _counted(second_codes), pairs)
+        # ASCII text is its own UTF-16 units, one byte each: its bigrams counted as the 16-bit
+        # integers of its byte pairs (hashed and freed for less than tuples of characters).
+        return _shared_share(
+            _ascii_bigrams(first), _ascii_bigrams(second), len(first) + len(second) - 2
+        )
     a, b = utf16_units(first, second)
     if len(a) < 2 or len(b) < 2:
         return 0
@@ -115,46 +112,20 @@ def _bigrams(units: Sequence[Any]) -> Counter[Any]:
     return counts
 
 
-def _ascii_bigrams(text: str) -> list[int]:
-    """The bigrams of an ASCII text, each as the 16-bit integer of its two bytes: those
-    starting at even offsets, then those at odd ones (a multiset has no order). One integer
-    per pair of bytes either way, so two texts' bigrams compare."""
+def _ascii_bigrams(text: str) -> Counter[int]:
+    """The bigrams of an ASCII text of two characters or more, each as the 16-bit integer of
+    its two bytes: those starting at even offsets, then those at odd ones (a count has no
+    order). One integer per pair of bytes either way, so two texts' bigrams compare."""
     data = text.encode("ascii")
     size = len(data)
     codes = memoryview(data[: size - size % 2]).cast("H").tolist()
     codes += memoryview(data[1 : size - (size - 1) % 2]).cast("H").tolist()
-    return codes
-
-
-def _counted(codes: list[int]) -> Counter[int]:
+    if len(codes) <= _SLICE:
+        return Counter(codes)
     counts: Counter[int] = Counter()
     for start in range(0, len(codes), _SLICE):
         counts.update(codes[start : start + _SLICE])
     return counts
-
-
-def _shared_count(first: list[int], second: list[int]) -> int:
-    """The size of the multiset intersection (the sum over values of the smaller count), level
-    by level, in C loops without a dictionary of counts: the distinct values both hold, then the
-    same of what is left with one of each value taken away (a value held k times in one list and
-    m times in the other counts once at each of the first min(k, m) levels). Sorted, a list's
-    repeats are the values equal to their predecessor. Sorts both lists in place."""
-    first.sort()
-    second.sort()
-    shared = 0
-    while first and second:
-        distinct = set(first)
-        shared += len(distinct.intersection(second))
-        if len(distinct) == len(first):
-            break  # no value left for a further level
-        first, second = _repeats(first), _repeats(second)
-    return shared
-
-
-def _repeats(ordered: list[int]) -> list[int]:
-    """A sorted list with one of each value taken away, still sorted."""
-    rest = ordered[1:]
-    return list(compress(rest, map(eq, ordered, rest)))
 
 
 @prebuilt(_CARD)
