@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from collections import Counter
 from typing import Any
 
@@ -22,6 +23,7 @@ from scorewatch.scorers._text import JS_SPACES, js_collapse_spaces, js_drop_spac
 from scorewatch.scorers.completeness import create_completeness_scorer, key_elements
 from scorewatch.scorers.content_similarity import (
     _SLICE,
+    _ascii_bigrams,
     _bigrams,
     compare_two_strings,
     create_content_similarity_scorer,
@@ -223,6 +225,27 @@ def test_bigram_dice_coefficient_on_any_text(first: str, second: str) -> None:
     assert compare_two_strings(first, second) == expected
 
 
+@given(st.text(alphabet=st.characters(max_codepoint=127), min_size=2, max_size=60))
+def test_ascii_bigrams_are_the_byte_pairs_as_integers(text: str) -> None:
+    """An ASCII text's bigrams counted as integers: one per pair of characters, each the
+    pair's two bytes read as a native 16-bit integer, every pair counted once."""
+    expected = Counter(
+        int.from_bytes(f"{x}{y}".encode(), sys.byteorder) for x, y in itertools.pairwise(text)
+    )
+    assert _ascii_bigrams(text) == expected
+
+
+def test_ascii_bigram_counts_across_slices() -> None:
+    text = "ab" * _SLICE + "c" + "ba" * 3
+    expected = Counter(
+        int.from_bytes(f"{x}{y}".encode(), sys.byteorder) for x, y in itertools.pairwise(text)
+    )
+    assert _ascii_bigrams(text) == expected
+    assert compare_two_strings(text, text[1:]) == compare_two_strings(
+        text.replace("a", "\u00e4"), text[1:].replace("a", "\u00e4")
+    )
+
+
 def test_bigram_counts_across_slices() -> None:
     """A text longer than one slice is counted a slice at a time, the slices overlapping by one
     unit: the counts are those of the whole text at once."""
@@ -367,3 +390,54 @@ _SPACED = st.text(
 def test_white_space_is_collapsed_and_dropped_as_javascript_does(text: str) -> None:
     assert js_collapse_spaces(text) == js_trim(JS_SPACES.sub(" ", text))
     assert js_drop_spaces(text) == JS_SPACES.sub("", text)
+
+
+_SCORED_TEXT = st.one_of(
+    st.text(max_size=30),
+    _SPACED,
+    st.text(alphabet="What is our refund policy? Sale", max_size=40),
+)
+
+
+@given(
+    first=_SCORED_TEXT,
+    second=_SCORED_TEXT,
+    ignore_case=st.booleans(),
+    ignore_whitespace=st.booleans(),
+)
+def test_content_similarity_scores_its_processed_texts(
+    first: str, second: str, ignore_case: bool, ignore_whitespace: bool
+) -> None:
+    """The scorer drops the single spaces its collapsed texts hold by one `str.replace`, and
+    compares ASCII texts without looking for astral characters: the score is still
+    `compare_two_strings` of the processed texts (JavaScript white space dropped, UTF-16
+    units), and the processed texts the reference's normalisation."""
+    scorer = create_content_similarity_scorer(
+        ignore_case=ignore_case, ignore_whitespace=ignore_whitespace
+    )
+    result = scorer.run_sync(input=first, output=second)
+    processed = []
+    for text in (first, second):
+        if ignore_case:
+            text = text.lower()
+        if ignore_whitespace:
+            text = js_trim(JS_SPACES.sub(" ", text))
+        processed.append(text)
+    assert result.preprocess_step_result == {
+        "processedInput": processed[0],
+        "processedOutput": processed[1],
+    }
+    a, b = (JS_SPACES.sub("", text).encode("utf-16-le", "surrogatepass") for text in processed)
+    units = [
+        [a[i : i + 2] for i in range(0, len(a), 2)],
+        [b[i : i + 2] for i in range(0, len(b), 2)],
+    ]
+    if units[0] == units[1]:
+        expected: float = 1.0
+    elif min(len(u) for u in units) < 2:
+        expected = 0.0
+    else:
+        pairs = [Counter(itertools.pairwise(u)) for u in units]
+        expected = 2.0 * sum((pairs[0] & pairs[1]).values()) / (len(units[0]) + len(units[1]) - 2)
+    assert result.score == expected
+    assert type(result.score) is (int if expected.is_integer() else float)

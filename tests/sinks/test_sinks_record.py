@@ -12,7 +12,9 @@ import pytest
 import scorewatch as sw
 import scorewatch.live
 from scorewatch.core.call import AgentCall
+from scorewatch.core.errors import failure_code
 from scorewatch.evals import ExperimentSinkWriter
+from scorewatch.judge.errors import JudgeError, JudgeTimeoutError
 from scorewatch.sinks import SCORE_COLUMNS, CallbackSink, ScoreRecord
 from scorewatch.sinks.record import ScoreRecord as RecordFromModule
 
@@ -74,3 +76,80 @@ def test_an_experiment_and_a_live_call_give_rows_of_one_shape() -> None:
     assert (experiment_row["source"], live_row["source"]) == ("TEST", "LIVE")
     assert experiment_row["score"] == live_row["score"] == 1.0
     assert experiment_row["entityId"] == live_row["entityId"] == "bot"
+
+
+def _by_keywords(
+    record: ScoreRecord, scorer: sw.Scorer, given: BaseException | None, cause: BaseException | None
+) -> ScoreRecord:
+    """The record `ScoreRecord._of` must equal: its fields passed to the dataclass's own
+    `__init__`, as `_of` built it before it set them in one loop."""
+    return ScoreRecord(
+        id=record.id,
+        scorer_id=scorer.id,
+        scorer_name=scorer.name,
+        scorer_description=scorer.description,
+        has_judge=scorer.has_judge,
+        call=record.call,
+        status=record.status,
+        scorer_version=scorer.version_fingerprint,
+        scorer_declared_version=scorer.declared_version,
+        result=record.result,
+        error=None if given is None else str(given) or type(given).__name__,
+        error_code=None if given is None else failure_code(given),
+        error_type=None if cause is None else type(cause).__name__,
+        failed_step=record.failed_step,
+        completed_steps=record.completed_steps,
+        created_at=record.created_at,
+        source=record.source,
+        retryable=not (isinstance(cause, JudgeError) and not cause.retryable),
+        redaction=record.redaction,
+        review=record.review,
+    )
+
+
+@pytest.mark.parametrize("declared", [None, "2"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        None,
+        ValueError("bad"),
+        ValueError(""),
+        JudgeError("refused", retryable=False),
+        JudgeTimeoutError("slow"),
+    ],
+)
+@pytest.mark.parametrize("step_fails", [False, True])
+def test_a_record_sets_every_field_as_its_init_would(
+    declared: str | None, error: BaseException | None, step_fails: bool
+) -> None:
+    """`_of` sets the frozen record's fields in one loop: each holds what the dataclass's
+    `__init__` would have set, and none is left unset (a field added to the class and not to
+    `_of` shows up here)."""
+    scorer = sw.create_scorer(id="r", description="d", version=declared).generate_score(
+        lambda ctx: 0.5
+    )
+    call = AgentCall(input="q", output="a", target="bot")
+    if error is None:
+        result = asyncio.run(scorer.run(output="a", run_id="run-1"))
+        record = ScoreRecord.success("run-1", scorer, call, result, source="TEST", review=True)
+        given = cause = None
+    elif step_fails:
+
+        def failing(ctx: Any) -> float:
+            raise error
+
+        broken = sw.create_scorer(id="r", description="d", version=declared).generate_score(failing)
+        with pytest.raises(sw.ScorerRunError) as raised:
+            asyncio.run(broken.run(output="a", run_id="run-1"))
+        scorer, given = broken, raised.value
+        record = ScoreRecord.failure("run-1", scorer, call, given)
+        cause = given.__cause__
+        assert record.failed_step == "generate_score"
+    else:
+        record = ScoreRecord.failure("run-1", scorer, call, error)
+        given = cause = error
+    for name in ScoreRecord.__slots__:
+        getattr(record, name)  # every slot set: an unset one raises AttributeError
+    assert record == _by_keywords(record, scorer, given, cause)
+    assert record.redaction is None
+    assert record.retryable is not (isinstance(error, JudgeError) and not error.retryable)

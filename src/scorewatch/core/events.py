@@ -62,6 +62,7 @@ __all__ = [
     "linked_runs",
     "notify",
     "observed_by",
+    "tell",
 ]
 
 logger = logging.getLogger("scorewatch.events")
@@ -209,6 +210,16 @@ def notify(listeners: Iterable[T], call: Callable[[T], object], what: str = "lis
             call(listener)
         except Exception:
             logger.exception("%s %r failed; ignored", what, listener)
+
+
+def tell(listeners: Iterable[object], method: str, *args: Any) -> None:
+    """`listener.<method>(*args)` for each listener; one that raises is logged and ignored.
+    `notify` by the method's name, for a run's events: no closure made for each event."""
+    for listener in listeners:
+        try:
+            getattr(listener, method)(*args)
+        except Exception:
+            logger.exception("listener %r failed; ignored", listener)
 
 
 class Observers:

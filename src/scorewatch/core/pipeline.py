@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from ..errors import ScorewatchError
 from .errors import INVALID_RUN, INVALID_STEP_RESULT, MISSING_GENERATE_SCORE, ScorerRunError
-from .events import RunListener, StepOutcome, current_observers, notify
+from .events import RunListener, StepOutcome, current_observers, tell
 from .not_scorable import NotScorable, NotScorableInfo
 from .offload import STEP_EXECUTOR, run_off_loop
 from .prompt import PromptStepFailure, execute_prompt_step
@@ -122,14 +122,24 @@ def build_trusted(cls: type[_SnapshotT], values: dict[str, Any]) -> _SnapshotT:
     The same as `cls.model_construct(**values)` for these field-only models (every default is
     None), at a fraction of the cost: result construction sits on every run's hot path.
     """
-    instance = cls.__new__(cls)
+    fields = _template(cls).copy()
+    fields.update(values)
+    return _trusted(cls, fields, set(values))
+
+
+def _template(cls: type[ScorerRunSnapshot]) -> dict[str, Any]:
+    """Every field of `cls`, None: what a field left unset holds."""
     template = _TEMPLATES.get(cls)
     if template is None:
         template = _TEMPLATES[cls] = dict.fromkeys(cls.__pydantic_fields__)
-    fields = template.copy()
-    fields.update(values)
+    return template
+
+
+def _trusted(cls: type[_SnapshotT], fields: dict[str, Any], given: set[str]) -> _SnapshotT:
+    """An instance holding `fields` (every field of `cls`), `given` the ones set."""
+    instance = cls.__new__(cls)
     _object_setattr(instance, "__dict__", fields)
-    _object_setattr(instance, "__pydantic_fields_set__", set(values))
+    _object_setattr(instance, "__pydantic_fields_set__", given)
     _object_setattr(instance, "__pydantic_extra__", None)
     _object_setattr(instance, "__pydantic_private__", None)
     return instance
@@ -171,18 +181,6 @@ class _Accumulator:
         self.reason: Any = None
         self.not_scorable: NotScorableInfo | None = None
 
-    def record(self, step: StepName, value: Any) -> None:
-        if step == "preprocess":
-            self.results.preprocess_step_result = value
-        elif step == "analyze":
-            self.results.analyze_step_result = value
-        elif step == "generate_score":
-            self.results.generate_score_step_result = value
-            self.score = value
-        else:
-            self.reason = value
-        self.completed.append(step)
-
     def add_execution(self, step: StepName, execution: Any) -> None:
         record = self.judge.get(step)
         executions = [*record.executions, execution] if record else [execution]
@@ -210,32 +208,51 @@ class _Accumulator:
 
 
 _RUN_VALUES = attrgetter(*RESULT_RUN_FIELDS)
+_RESULT_TEMPLATE = _template(ScorerRunResult)
 
 
 def _run_fields(run: ScorerRun) -> dict[str, Any]:
     return dict(zip(RESULT_RUN_FIELDS, _RUN_VALUES(run), strict=True))
 
 
-def _result_fields(scorer: Scorer, run: ScorerRun, acc: _Accumulator) -> dict[str, Any]:
-    fields = _run_fields(run)
+# Set in every result: the run fields, the score (None when not scorable), judge and metadata.
+_ALWAYS_SET: frozenset[str] = frozenset((*RESULT_RUN_FIELDS, "score", "judge", "metadata"))
+# The field a completed step sets, even to None: a step that ran and returned None keeps the null
+# in the wire form, as the reference's; a scorer without the step leaves the field unset.
+_SET_BY_STEP: dict[str, str] = {
+    "preprocess": "preprocess_step_result",
+    "analyze": "analyze_step_result",
+    "generate_score": "score",
+    "generate_reason": "reason",
+}
+
+
+def _finished(scorer: Scorer, run: ScorerRun, acc: _Accumulator) -> ScorerRunResult:
+    """The run's result, its fields written once into the instance's own dictionary (the
+    template's order, every field there; unset ones None)."""
     results = acc.results
+    fields = _RESULT_TEMPLATE.copy()
+    fields.update(zip(RESULT_RUN_FIELDS, _RUN_VALUES(run), strict=True))
     fields["score"] = acc.score
-    # A step that ran and returned None is set (its wire form keeps the null, as the
-    # reference's); a scorer without the step leaves the field unset.
-    for step, name, value in (
-        ("preprocess", "preprocess_step_result", results.preprocess_step_result),
-        ("analyze", "analyze_step_result", results.analyze_step_result),
-        ("generate_reason", "reason", acc.reason),
-    ):
-        if value is not None or step in acc.completed:
-            fields[name] = value
+    fields["preprocess_step_result"] = results.preprocess_step_result
+    fields["analyze_step_result"] = results.analyze_step_result
+    fields["reason"] = acc.reason
     fields["judge"] = acc.judge or None
+    fields["metadata"] = scorer.version_metadata.copy()
+    given = set(_ALWAYS_SET)
+    given.update(map(_SET_BY_STEP.__getitem__, acc.completed))
+    # A step may have written an earlier result into `ctx.results`: a value there is set too.
+    if results.preprocess_step_result is not None:
+        given.add("preprocess_step_result")
+    if results.analyze_step_result is not None:
+        given.add("analyze_step_result")
     if acc.not_scorable is not None:
         fields["not_scorable"] = acc.not_scorable
+        given.add("not_scorable")
     if acc.prompts:
         fields.update(acc.prompts)
-    fields["metadata"] = scorer.version_metadata.copy()
-    return fields
+        given.update(acc.prompts)
+    return _trusted(ScorerRunResult, fields, given)
 
 
 async def _prepare(scorer: Scorer, run: ScorerRun) -> ScorerRun:
@@ -281,7 +298,7 @@ def _step_finished(
         execution=execution,
         result=value,
     )
-    notify(listeners, lambda listener: listener.step_finished(outcome))
+    tell(listeners, "step_finished", outcome)
 
 
 async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> ScorerRunResult:
@@ -307,18 +324,21 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
             if trace_id:
                 run.score_trace_id = trace_id
                 break
-    run_started = perf_counter()
+    # Timed only for listeners, which hear the durations.
+    run_started = perf_counter() if listeners else 0.0
     acc = _Accumulator()
+    results, completed = acc.results, acc.completed
     # One context for the whole run: steps share `results` anyway, and only generate_reason
     # reads `score` (set just before it runs).
-    ctx = StepContext(run=run, results=acc.results)
+    ctx = StepContext(run, results)
     step_started = run_started
     for step in steps:
-        if step.name == "generate_reason":
+        name = step.name
+        if name == "generate_reason":
             ctx.score = acc.score
         if listeners:
             step_started = perf_counter()
-            _step_started(listeners, step)
+            tell(listeners, "step_started", name, step.type)
         prompt: str | None = None
         execution: JudgeExecutionSuccess | None = None
         try:
@@ -335,7 +355,7 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
                 )  # fmt: skip
                 if type(value) not in _PLAIN_TYPES and inspect.isawaitable(value):
                     value = await value
-                if step.name == "generate_score":
+                if name == "generate_score":
                     value = _check_score(scorer, value)
         except Exception as raised:
             error = _run_error(scorer, step, run, acc, raised)
@@ -350,46 +370,41 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
                     prompt=failure.prompt if failure else None,
                     execution=failure.execution if failure else None,
                 )
-                _run_failed(listeners, error, perf_counter() - run_started)
+                tell(listeners, "run_failed", error, perf_counter() - run_started)
             raise error from cause
         except BaseException as interrupted:
             # Cancelled (e.g. by a caller's timeout): listeners still hear the run end, so none
             # leaves its span current in the caller's context.
             if listeners:
-                _run_interrupted(listeners, interrupted, perf_counter() - run_started)
+                tell(listeners, "run_failed", interrupted, perf_counter() - run_started)
             raise
         if execution is not None:
-            acc.prompts[_PROMPT_FIELDS[step.name]] = prompt  # type: ignore[assignment]
-            acc.add_execution(step.name, execution)
+            acc.prompts[_PROMPT_FIELDS[name]] = prompt  # type: ignore[assignment]
+            acc.add_execution(name, execution)
         if listeners:
             _step_finished(listeners, step, step_started, None, prompt, execution, value)
         if type(value) is NotScorable:
             # The run ends here: later steps are skipped (no judge call), earlier results,
             # this step's prompt and judge record are kept, and there is no score.
-            acc.not_scorable = NotScorableInfo(step=step.name, reason=value.reason)
+            acc.not_scorable = NotScorableInfo(step=name, reason=value.reason)
             acc.score = None  # even after generate_score ran, as in the reference
             break
-        acc.record(step.name, value)
+        # What the step returned, where later steps and the result read it (inlined: once a
+        # step, every run).
+        if name == "generate_score":
+            results.generate_score_step_result = acc.score = value
+        elif name == "preprocess":
+            results.preprocess_step_result = value
+        elif name == "analyze":
+            results.analyze_step_result = value
+        else:
+            acc.reason = value
+        completed.append(name)
 
-    result = build_trusted(ScorerRunResult, _result_fields(scorer, run, acc))
+    result = _finished(scorer, run, acc)
     if listeners:
-        duration = perf_counter() - run_started
-        notify(listeners, lambda listener: listener.run_finished(result, duration))
+        tell(listeners, "run_finished", result, perf_counter() - run_started)
     return result
-
-
-def _step_started(listeners: tuple[RunListener, ...], step: Step) -> None:
-    notify(listeners, lambda listener: listener.step_started(step.name, step.type))
-
-
-def _run_failed(listeners: tuple[RunListener, ...], error: ScorerRunError, duration: float) -> None:
-    notify(listeners, lambda listener: listener.run_failed(error, duration))
-
-
-def _run_interrupted(
-    listeners: tuple[RunListener, ...], error: BaseException, duration: float
-) -> None:
-    notify(listeners, lambda listener: listener.run_failed(error, duration))
 
 
 def _run_error(

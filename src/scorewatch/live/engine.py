@@ -224,12 +224,15 @@ async def score_call(
     heavy = call_is_heavy(call)
     redaction = privacy.start() if privacy is not None and privacy.enabled else None
     try:
-        with (
-            offload_function_steps(shared_step_pool()) if heavy else nullcontext(),
-            redacting(redaction) if redaction is not None else nullcontext(),
-        ):
-            # The run is made here, once: `Scorer.run` would copy a run object it is handed.
+        # The run is made here, once: `Scorer.run` would copy a run object it is handed.
+        if not heavy and redaction is None:  # the common call: no context to enter
             result = await run_scorer(scorer, ScorerRun.of_call(call, run_id), True)
+        else:
+            with (
+                offload_function_steps(shared_step_pool()) if heavy else nullcontext(),
+                redacting(redaction) if redaction is not None else nullcontext(),
+            ):
+                result = await run_scorer(scorer, ScorerRun.of_call(call, run_id), True)
     except Exception as error:
         return ScoreRecord.failure(run_id, scorer, call, error, redaction=redaction)
     review = review_rate > 0 and in_review_sample(run_id, review_rate)

@@ -17,9 +17,11 @@ error; `kept()` does the same for a value shown elsewhere (serve's answers)."""
 from __future__ import annotations
 
 import operator
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
+from itertools import repeat
 from typing import Any, Final, Literal, get_args
 
 from pydantic_core import to_jsonable_python
@@ -276,27 +278,41 @@ class ScoreRecord:
         redaction: Redaction | None = None,
         review: bool = False,
     ) -> ScoreRecord:
-        return cls(
-            id=run_id,
-            scorer_id=scorer.id,
-            scorer_name=scorer.name,
-            scorer_description=scorer.description,
-            has_judge=scorer.has_judge,
-            call=call,
-            status=status,
-            scorer_version=scorer.version_fingerprint,
-            scorer_declared_version=scorer.declared_version,
-            result=result,
-            error=None if error is None else str(error) or type(error).__name__,
-            error_code=None if error is None else failure_code(error),
-            error_type=None if cause is None else type(cause).__name__,
-            failed_step=failed_step,
-            completed_steps=completed_steps,
-            source=source,
-            retryable=not (isinstance(cause, JudgeError) and not cause.retryable),
-            redaction=redaction,
-            review=review,
+        record = cls.__new__(cls)
+        # Every field set by one C-level loop, in declaration order (`_FIELD_NAMES`), rather
+        # than through the frozen dataclass's `__init__`, one `object.__setattr__` call a field:
+        # a record is made for every scored run.
+        deque(
+            map(
+                _object_setattr,
+                repeat(record),
+                _FIELD_NAMES,
+                (
+                    run_id,
+                    scorer.id,
+                    scorer.name,
+                    scorer.description,
+                    scorer.has_judge,
+                    call,
+                    status,
+                    scorer.version_fingerprint,
+                    scorer.declared_version,
+                    result,
+                    None if error is None else str(error) or type(error).__name__,
+                    None if error is None else failure_code(error),
+                    None if cause is None else type(cause).__name__,
+                    failed_step,
+                    completed_steps,
+                    datetime.now(UTC),
+                    source,
+                    not (isinstance(cause, JudgeError) and not cause.retryable),
+                    redaction,
+                    review,
+                ),
+            ),
+            0,
         )
+        return record
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], call: AgentCall) -> ScoreRecord:
@@ -489,6 +505,10 @@ class ScoreRecord:
         return fields
 
 
+_FIELD_NAMES: Final = tuple(declared.name for declared in fields(ScoreRecord))
+_object_setattr: Final = object.__setattr__
+
+
 # Where each kind of column sits in `SCORE_COLUMNS`: `encode_row` takes a row's values in one
 # C-level pass (`map(row.get, ...)`) and then visits only the columns that may need work.
 _INDEX: Final = {column: index for index, column in enumerate(SCORE_COLUMNS)}
@@ -505,6 +525,7 @@ _TEXT_AT: Final = tuple(
 )
 _OTHER_AT: Final = (_SCORE_AT, *(_INDEX[column] for column in _FLAGS))
 _text_values: Final = operator.itemgetter(*_TEXT_AT)
+_JSON_SET: Final = frozenset(_JSON_AT)
 
 
 def encode_row(
@@ -566,9 +587,6 @@ def encode_row(
             if value is not None and index not in _JSON_SET and index != _REASON_AT:
                 values[index] = adapt(value)
     return tuple(values)
-
-
-_JSON_SET: Final = frozenset(_JSON_AT)
 
 
 def encode_record(
