@@ -303,3 +303,21 @@ def test_the_one_pass_gives_up_on_overlaps_and_texts_crossed() -> None:
     assert one_pass(["nothing here", "x"]) is False
     assert one_pass(["a@example.com", *_PEM]) is None  # the block crosses two texts
     assert one_pass(["mail a@example.com"]) is None  # `mail a` overlaps the address
+
+
+@pytest.mark.parametrize("length", [1, 62, 63, 64, 65, 127, 128, 129, 300])
+@pytest.mark.parametrize("before", ["", "x", "(", "+ (", " +", "x (", "-- "])
+def test_a_long_run_begins_where_the_lead_rule_says(before: str, length: int) -> None:
+    """Runs longer than the random texts make (up to ~300 characters of digits and
+    separators), with and without a lead (`+`, `(`) before them, at a text's start or not: the
+    runs' anchor finds each where `_leads` says it begins."""
+    import regex
+
+    scanner = PrivacyPolicy(redact=["all"])._scanner
+    assert scanner._anchors is not None
+    run = ("1 2-3" * 100)[:length].rstrip(" -") or "1"
+    for text in (f"{before}{run}0123456 end", f"a {before}{run}0123456", f"{before}{run}0123456"):
+        hits = _of(scanner._anchors.find(text), scanner._where["run"])
+        runs = [(start, end) for _, start, end in hits]
+        assert runs == _leads(text, regex.compile(NUMBER_RUN).finditer(text))
+        assert runs
