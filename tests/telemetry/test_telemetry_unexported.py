@@ -4,20 +4,24 @@ processor added later receives what follows, as with any SDK provider."""
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterator
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from opentelemetry.trace import TraceFlags
 
 import scorewatch as sw
 from scorewatch import telemetry
 from scorewatch.telemetry.exposition import render_openmetrics
-from scorewatch.telemetry.unexported import ExportAwareTracerProvider, ids_only
+from scorewatch.telemetry.unexported import ExportAwareTracerProvider, ids_only, new_root_ids
 
 pytestmark = pytest.mark.integration
 
@@ -161,3 +165,40 @@ def test_the_default_sampler_follows_the_parent_as_the_sdk_does() -> None:
     root = tracer.start_span("root").get_span_context()
     assert root.trace_flags.sampled and len(root.trace_state) == 0
     provider.shutdown()
+
+
+def test_new_root_ids_are_the_ids_the_sdk_generator_draws() -> None:
+    """One `getrandbits(192)` draws what `generate_trace_id()` then `generate_span_id()` draw:
+    under the same seed the ids are equal, and the generator is left in the same state."""
+    generator = RandomIdGenerator()
+    for seed in range(200):
+        random.seed(seed)
+        expected = (generator.generate_trace_id(), generator.generate_span_id())
+        after_sdk = random.getrandbits(32)
+        random.seed(seed)
+        assert new_root_ids(generator) == expected
+        assert random.getrandbits(32) == after_sdk
+
+
+def test_new_root_ids_ask_any_other_generator() -> None:
+    class Counting(IdGenerator):
+        def generate_trace_id(self) -> int:
+            return 7
+
+        def generate_span_id(self) -> int:
+            return 9
+
+    assert new_root_ids(Counting()) == (7, 9)
+
+
+def test_an_ids_only_root_span_has_the_sdk_flags_and_fresh_ids() -> None:
+    provider = ExportAwareTracerProvider()
+    tracer = provider.get_tracer("test")
+    spans = [tracer.start_span("run", context=Context()) for _ in range(50)]
+    contexts = [span.get_span_context() for span in spans]
+    assert all(context.is_valid and not context.is_remote for context in contexts)
+    assert {int(context.trace_flags) for context in contexts} == {
+        TraceFlags.SAMPLED | TraceFlags.RANDOM_TRACE_ID
+    }
+    assert len({context.trace_id for context in contexts}) == 50
+    assert len({context.span_id for context in contexts}) == 50

@@ -94,6 +94,7 @@ class BoundHistogram:
     __slots__ = (
         "_aggregations",
         "_attributes",
+        "_config",
         "_consumer",
         "_filter",
         "_histogram",
@@ -113,9 +114,12 @@ class BoundHistogram:
             _SDK_HISTOGRAM is not None
             and isinstance(histogram, _SDK_HISTOGRAM)
             and hasattr(histogram, "_is_enabled")
+            and hasattr(histogram, "_meter_config")
             and hasattr(consumer, "_reader_storages")
         )
         self._consumer: Any = consumer if shaped else None
+        # What `Histogram._is_enabled` reads: the meter's configuration, updated in place.
+        self._config: Any = histogram._meter_config if shaped else None  # type: ignore[attr-defined]
         if self._consumer is None:
             self._aggregations = ()
         self._storages: object = None
@@ -136,30 +140,34 @@ class BoundHistogram:
 
     def record(self, amount: float) -> None:
         aggregations = self._aggregations
-        histogram = self._histogram
+        config = self._config
         if (
             aggregations
             and self._consumer._reader_storages is self._storages
             and 0.0 <= amount < _INF
-            and histogram._is_enabled()  # type: ignore[attr-defined]
+            and (config is None or config.is_enabled)  # `Histogram._is_enabled`, inlined
         ):
             # `Histogram.record` and `SynchronousMeasurementConsumer.consume_measurement`,
             # after their checks and lookups.
-            now = time_ns()
-            attributes = self._attributes
             sampled = self._sampled
             if sampled:
+                now = time_ns()
+                attributes = self._attributes
                 context = get_current()
-                measurement = _Measurement(amount, now, histogram, context, attributes)
+                measurement = _Measurement(amount, now, self._histogram, context, attributes)
                 sample = self._filter.should_sample(amount, now, attributes, context)
                 for aggregation in sampled:
                     aggregation.aggregate(measurement, sample)
-            else:
-                # Offered to no reservoir: nothing reads the measurement's context.
-                measurement = _Measurement(amount, now, histogram, _UNREAD, attributes)
+                for aggregation in self._plain:
+                    aggregation.aggregate(measurement, False)
+                return
+            # Offered to no reservoir: an aggregation reads only the value (its time and
+            # context are the exemplar's), so no clock read and no context lookup.
+            measurement = _Measurement(amount, 0, self._histogram, _UNREAD, self._attributes)
             for aggregation in self._plain:
                 aggregation.aggregate(measurement, False)
             return
+        histogram = self._histogram
         histogram.record(amount, self._attributes)
         consumer = self._consumer
         if (

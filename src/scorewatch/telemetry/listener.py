@@ -27,6 +27,7 @@ from opentelemetry._logs import Logger, SeverityNumber
 from opentelemetry.context import Context
 from opentelemetry.metrics import Histogram
 from opentelemetry.trace import (
+    INVALID_SPAN,
     Link,
     NonRecordingSpan,
     Span,
@@ -151,6 +152,7 @@ class ScorerProfile:
         "instruments",
         "metric_version",
         "models",
+        "quiet_steps",
         "run_attributes",
         "run_span_name",
         "scale",
@@ -210,6 +212,9 @@ class ScorerProfile:
         self.run_attributes = base
         self.step_span: dict[tuple[str, str], tuple[str, Attributes]] = {}
         self.step_durations: dict[tuple[str, str], BoundHistogram] = {}
+        # What an ids-only run keeps of an open step (no span of its own): the same for every
+        # run, so made once.
+        self.quiet_steps: dict[tuple[str, str], _OpenSpan] = {}
         # Judge attempts' histogram series (`judge_calls.record_attempt`).
         self.attempt_series: dict[Hashable, judge_calls.AttemptSeries] = {}
         # Keyed by (score source, target as the run gave it); a target the cardinality guard
@@ -233,6 +238,9 @@ class ScorerProfile:
                     names.ATTR_STEP: name,
                     names.ATTR_STEP_TYPE: kind,
                 },
+            )
+            self.quiet_steps[(name, kind)] = _OpenSpan(
+                INVALID_SPAN, None, None, name, self.step_durations[(name, kind)]
             )
 
     def outcome_series(self, outcome: str) -> tuple[BoundHistogram, Hashable]:
@@ -290,6 +298,9 @@ def _target_context(trace_id: str | None, span_id: str | None) -> SpanContext | 
 
 @dataclass(slots=True)
 class _OpenSpan:
+    """An open step or judge attempt: its span and the context token to detach. Never changed
+    once made (a profile's `quiet_steps` are shared by every run)."""
+
     span: Span
     token: object
     model: str | None = None
@@ -446,10 +457,13 @@ class RunTelemetry(RunListener):
             self._close_steps()
         profile, key = self._profile, (step, step_type)
         if self._quiet:
-            # The run's span stands for the step's (a judge call's span is its child): it is
-            # ids only, so ending it here is a no-op, and no context is attached.
-            duration = profile.step_durations.get(key)
-            self._steps.append(_OpenSpan(self._run_span, None, None, step, duration))
+            # The run's span stands for the step's (a judge call's span is its child): the
+            # step has no span (INVALID_SPAN, whose end and failure marks are no-ops, as they
+            # are on the ids-only run span) and attaches no context.
+            quiet = profile.quiet_steps.get(key)
+            if quiet is None:
+                quiet = _OpenSpan(INVALID_SPAN, None, None, step, None)
+            self._steps.append(quiet)
             return
         known = profile.step_span.get(key)
         span_name, attributes = known or (
@@ -471,12 +485,13 @@ class RunTelemetry(RunListener):
         open_step = self._steps.pop() if self._steps else None
         duration = None
         if open_step is not None:
-            self._detach(open_step.token)
-            if outcome.error is not None:
-                describe.mark_failed(
-                    open_step.span, outcome.error, self._capture.on_spans, self._redact
-                )
-            open_step.span.end()
+            if not self._quiet:
+                self._detach(open_step.token)
+                if outcome.error is not None:
+                    describe.mark_failed(
+                        open_step.span, outcome.error, self._capture.on_spans, self._redact
+                    )
+                open_step.span.end()
             if open_step.step == outcome.step:
                 duration = open_step.duration
         if self._steps:
@@ -516,7 +531,8 @@ class RunTelemetry(RunListener):
 
     def judge_attempt_started(self, step: StepName, request: JudgeRequest) -> None:
         self._close_attempts()
-        parent = self._steps[-1].span if self._steps else self._run_span
+        # An ids-only run's steps have no span: the run's is the parent.
+        parent = self._steps[-1].span if self._steps and not self._quiet else self._run_span
         span, token, model = judge_calls.open_chat_span(
             self._observer.tracer,
             parent,
@@ -572,7 +588,7 @@ class RunTelemetry(RunListener):
         not_scorable = bool(getattr(result, "not_scorable", None)) or score is None
         outcome = names.OUTCOME_NOT_SCORABLE if not_scorable else names.OUTCOME_SUCCESS
         span = self._run_span
-        if score is not None and not not_scorable:
+        if score is not None and not not_scorable and not self._quiet:
             span.set_attribute(names.ATTR_SCORE, float(score))
         if self._capture.on_spans and result.reason is not None and not self._quiet:
             span.set_attribute(names.ATTR_REASON, self._content(result.reason))

@@ -25,12 +25,14 @@ by nobody), and builds no span attributes.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from random import getrandbits
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import DEFAULT_ON, Decision
 from opentelemetry.trace import (
     Link,
@@ -46,7 +48,37 @@ from opentelemetry.trace import (
 from opentelemetry.util._decorator import _agnosticcontextmanager
 from opentelemetry.util.types import Attributes
 
-__all__ = ["ExportAwareTracerProvider", "ids_only"]
+__all__ = ["ExportAwareTracerProvider", "ids_only", "new_root_ids"]
+
+
+# The four flag sets a span here can have, made once: (sampled, random trace id) -> flags.
+_FLAGS = {
+    (sampled, random_id): TraceFlags(
+        (TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT)
+        | (TraceFlags.RANDOM_TRACE_ID if random_id else TraceFlags.DEFAULT)
+    )
+    for sampled in (False, True)
+    for random_id in (False, True)
+}
+_TRACE_ID_MASK = (1 << 128) - 1
+
+
+def new_root_ids(ids: IdGenerator) -> tuple[int, int]:
+    """A new trace id and span id from `ids`, as `generate_trace_id()` then
+    `generate_span_id()` would make them.
+
+    The SDK's `RandomIdGenerator` draws `getrandbits(128)`, then `getrandbits(64)`, from
+    `random`'s shared generator; `getrandbits(192)` draws the same 32-bit words in the same
+    order, least significant first, so its low 128 bits and high 64 bits are those two ids,
+    for one call instead of two. (A zero id, which the SDK draws again, is drawn again by the
+    generator itself.) Any other generator is asked as the SDK asks it.
+    """
+    if type(ids) is RandomIdGenerator:
+        bits = getrandbits(192)
+        trace_id, span_id = bits & _TRACE_ID_MASK, bits >> 128
+        if trace_id and span_id:
+            return trace_id, span_id
+    return ids.generate_trace_id(), ids.generate_span_id()
 
 
 class ExportAwareTracerProvider(SdkTracerProvider):
@@ -116,8 +148,10 @@ class _ExportAwareTracer(Tracer):
         parent = trace.get_current_span(context).get_span_context()
         if parent.is_valid:
             trace_id, random_id = parent.trace_id, parent.trace_flags.random_trace_id
+            span_id = ids.generate_span_id()
         else:
-            trace_id, random_id = ids.generate_trace_id(), ids.is_trace_id_random()
+            trace_id, span_id = new_root_ids(ids)
+            random_id = bool(ids.is_trace_id_random())
         sampler = provider.sampler
         if sampler is DEFAULT_ON:
             # The SDK's default sampler, decided here as it decides: the parent's flag and
@@ -128,15 +162,12 @@ class _ExportAwareTracer(Tracer):
             decision = sampler.should_sample(context, trace_id, name, kind, attributes, links)
             sampled = decision.decision is Decision.RECORD_AND_SAMPLE
             state = decision.trace_state
-        flags = TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT
-        if random_id:
-            flags |= TraceFlags.RANDOM_TRACE_ID
         return NonRecordingSpan(
             SpanContext(
                 trace_id,
-                ids.generate_span_id(),
+                span_id,
                 is_remote=False,
-                trace_flags=TraceFlags(flags),
+                trace_flags=_FLAGS[sampled, random_id],
                 trace_state=state,
             )
         )
