@@ -74,6 +74,7 @@ async def _run(
     directory: Path,
     with_telemetry: bool = True,
     linger: float | None = None,
+    writer_thread: bool = False,
 ) -> None:
     from scorewatch import telemetry
     from scorewatch.core.call import AgentCall
@@ -103,7 +104,9 @@ async def _run(
     scorer = build_scorer("content-similarity")
     entries = {"similarity": LiveScorerEntry(scorer, sampling=Sampling.ratio(1.0))}
     sink = SqliteSink(
-        str(directory / "scores.db"), linger=SERVICE_LINGER_S if linger is None else linger
+        str(directory / "scores.db"),
+        linger=SERVICE_LINGER_S if linger is None else linger,
+        on_caller_loop=not writer_thread,  # as serve: the scoring loop stores its runs
     )
     scoring = ScoringLoop()
     intake = InProcessIntake(
@@ -216,6 +219,11 @@ def main() -> None:
     parser.add_argument("--no-telemetry", action="store_true", help="serve without telemetry")
     parser.add_argument("--linger", type=float, help="the SQLite writer's linger (serve's)")
     parser.add_argument(
+        "--writer-thread",
+        action="store_true",
+        help="store the runs on the SQLite writer's thread (before serve stored them on its loop)",
+    )
+    parser.add_argument(
         "--thread", choices=("scoring", "sqlite"), default="scoring", help="the thread profiled"
     )
     parser.add_argument("--cumulative", type=int, default=0, help="also the top N by cumulative")
@@ -240,6 +248,7 @@ def main() -> None:
                 Path(directory),
                 not args.no_telemetry,
                 args.linger,
+                args.writer_thread,
             )
         )
 

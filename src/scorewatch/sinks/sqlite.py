@@ -110,6 +110,7 @@ class SqliteSink(ThreadedSink):
         synchronous: Synchronous = "NORMAL",
         busy_timeout_ms: int = 5000,
         linger: float = 0.0,
+        on_caller_loop: bool = False,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -124,7 +125,7 @@ class SqliteSink(ThreadedSink):
         finally:
             setup.close()
         self._conn: sqlite3.Connection | None = None
-        self._start_writer("sqlite-sink", linger=linger)
+        self._start_writer("sqlite-sink", linger=linger, on_caller_loop=on_caller_loop)
 
     def _connect(self) -> sqlite3.Connection:
         # Switching a new file to WAL takes an exclusive lock, and SQLite answers a second
