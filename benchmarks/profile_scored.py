@@ -32,19 +32,23 @@ import _common  # noqa: F401  (sets the environment before scorewatch is importe
 from profile_telemetry import GROUPS, group_of
 
 
-def _thread_cpu() -> dict[str, float]:
-    """CPU seconds of each live thread of this process, by thread name (Linux)."""
+def _thread_cpu() -> dict[str, tuple[float, int]]:
+    """CPU seconds and context switches (voluntary and not) of each live thread of this
+    process, by thread name (Linux)."""
     tick = os.sysconf("SC_CLK_TCK")
     named = {thread.native_id: thread.name for thread in threading.enumerate()}
-    seconds: dict[str, float] = collections.Counter()
+    seen: dict[str, tuple[float, int]] = {}
     for task in Path("/proc/self/task").iterdir():
         try:
             fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            status = (task / "status").read_text().splitlines()
         except OSError:
             continue
+        switches = sum(int(line.split()[1]) for line in status if "ctxt_switches" in line)
         name = named.get(int(task.name), "other")
-        seconds[name] += (int(fields[11]) + int(fields[12])) / tick
-    return seconds
+        cpu, count = seen.get(name, (0.0, 0))
+        seen[name] = (cpu + (int(fields[11]) + int(fields[12])) / tick, count + switches)
+    return seen
 
 
 # serve's parts told apart: the scorer, the sinks and the live engine besides the core.
@@ -144,10 +148,15 @@ async def _run(
     threads_after = _thread_cpu()
     await scoring.run(on_scoring_loop(False))
     print(f"- process CPU per scored item: **{cpu / items * 1e6:.0f} µs** ({items} items)")
-    for name in sorted(threads_after, key=lambda n: -threads_after[n]):
-        spent = threads_after[name] - threads_before.get(name, 0.0)
-        if spent > 0:
-            print(f"  - thread {name}: {spent / items * 1e6:.0f} µs per item")
+    for name in sorted(threads_after, key=lambda n: -threads_after[n][0]):
+        cpu_before, switches_before = threads_before.get(name, (0.0, 0))
+        spent = threads_after[name][0] - cpu_before
+        switches = threads_after[name][1] - switches_before
+        if spent > 0 or switches > 0:
+            print(
+                f"  - thread {name}: {spent / items * 1e6:.0f} µs per item, "
+                f"{switches / items:.2f} context switches per item"
+            )
     await intake.shutdown(10)
     await intake.aclose()
     if handle is not None:
