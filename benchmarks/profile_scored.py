@@ -22,6 +22,7 @@ import collections
 import cProfile
 import os
 import pstats
+import sys
 import tempfile
 import threading
 import time
@@ -235,6 +236,11 @@ def main() -> None:
     parser.add_argument(
         "--thread", choices=("scoring", "sqlite"), default="scoring", help="the thread profiled"
     )
+    parser.add_argument(
+        "--switch-interval",
+        type=float,
+        help="sys.setswitchinterval for the run (serve sets 0.001; the interpreter's 0.005)",
+    )
     parser.add_argument("--cumulative", type=int, default=0, help="also the top N by cumulative")
     parser.add_argument(
         "--encode-only", action="store_true", help="only the SQLite writer's row encoding"
@@ -243,6 +249,8 @@ def main() -> None:
         "--encode-sink", choices=("sqlite", "jsonl"), default="sqlite", help="whose encoding"
     )
     args = parser.parse_args()
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     if args.encode_only:
         _encode_only(max(args.items, 1000) * 10, args.encode_sink)
         return

@@ -8,7 +8,9 @@ judge records as JSON) and the failure fields `error`, `errorCode`, `errorType`,
 Writes happen on one writer thread that commits concurrent writes together; `write` returns
 after the commit, so an acknowledged row survives a crash of the process (with
 `synchronous="NORMAL"`, the WAL default; use `"FULL"` to survive power loss too). Rows are
-upserted on the deterministic run id, so delivering a run twice leaves one row.
+upserted on the deterministic run id, so delivering a run twice leaves one row. With
+`on_caller_loop` (serve's), a write acknowledged by callback (`write_then`) from a running event
+loop is stored by that loop instead, at the end of the linger (`BatchWriterThread`).
 """
 
 from __future__ import annotations
