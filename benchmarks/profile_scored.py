@@ -22,6 +22,7 @@ import collections
 import cProfile
 import os
 import pstats
+import sys
 import tempfile
 import threading
 import time
@@ -32,19 +33,23 @@ import _common  # noqa: F401  (sets the environment before scorewatch is importe
 from profile_telemetry import GROUPS, group_of
 
 
-def _thread_cpu() -> dict[str, float]:
-    """CPU seconds of each live thread of this process, by thread name (Linux)."""
+def _thread_cpu() -> dict[str, tuple[float, int]]:
+    """CPU seconds and context switches (voluntary and not) of each live thread of this
+    process, by thread name (Linux)."""
     tick = os.sysconf("SC_CLK_TCK")
     named = {thread.native_id: thread.name for thread in threading.enumerate()}
-    seconds: dict[str, float] = collections.Counter()
+    seen: dict[str, tuple[float, int]] = {}
     for task in Path("/proc/self/task").iterdir():
         try:
             fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            status = (task / "status").read_text().splitlines()
         except OSError:
             continue
+        switches = sum(int(line.split()[1]) for line in status if "ctxt_switches" in line)
         name = named.get(int(task.name), "other")
-        seconds[name] += (int(fields[11]) + int(fields[12])) / tick
-    return seconds
+        cpu, count = seen.get(name, (0.0, 0))
+        seen[name] = (cpu + (int(fields[11]) + int(fields[12])) / tick, count + switches)
+    return seen
 
 
 # serve's parts told apart: the scorer, the sinks and the live engine besides the core.
@@ -74,6 +79,7 @@ async def _run(
     directory: Path,
     with_telemetry: bool = True,
     linger: float | None = None,
+    writer_thread: bool = False,
 ) -> None:
     from scorewatch import telemetry
     from scorewatch.core.call import AgentCall
@@ -103,7 +109,9 @@ async def _run(
     scorer = build_scorer("content-similarity")
     entries = {"similarity": LiveScorerEntry(scorer, sampling=Sampling.ratio(1.0))}
     sink = SqliteSink(
-        str(directory / "scores.db"), linger=SERVICE_LINGER_S if linger is None else linger
+        str(directory / "scores.db"),
+        linger=SERVICE_LINGER_S if linger is None else linger,
+        on_caller_loop=not writer_thread,  # as serve: the scoring loop stores its runs
     )
     scoring = ScoringLoop()
     intake = InProcessIntake(
@@ -141,10 +149,15 @@ async def _run(
     threads_after = _thread_cpu()
     await scoring.run(on_scoring_loop(False))
     print(f"- process CPU per scored item: **{cpu / items * 1e6:.0f} µs** ({items} items)")
-    for name in sorted(threads_after, key=lambda n: -threads_after[n]):
-        spent = threads_after[name] - threads_before.get(name, 0.0)
-        if spent > 0:
-            print(f"  - thread {name}: {spent / items * 1e6:.0f} µs per item")
+    for name in sorted(threads_after, key=lambda n: -threads_after[n][0]):
+        cpu_before, switches_before = threads_before.get(name, (0.0, 0))
+        spent = threads_after[name][0] - cpu_before
+        switches = threads_after[name][1] - switches_before
+        if spent > 0 or switches > 0:
+            print(
+                f"  - thread {name}: {spent / items * 1e6:.0f} µs per item, "
+                f"{switches / items:.2f} context switches per item"
+            )
     await intake.shutdown(10)
     await intake.aclose()
     if handle is not None:
@@ -216,7 +229,17 @@ def main() -> None:
     parser.add_argument("--no-telemetry", action="store_true", help="serve without telemetry")
     parser.add_argument("--linger", type=float, help="the SQLite writer's linger (serve's)")
     parser.add_argument(
+        "--writer-thread",
+        action="store_true",
+        help="store the runs on the SQLite writer's thread (before serve stored them on its loop)",
+    )
+    parser.add_argument(
         "--thread", choices=("scoring", "sqlite"), default="scoring", help="the thread profiled"
+    )
+    parser.add_argument(
+        "--switch-interval",
+        type=float,
+        help="sys.setswitchinterval for the run (serve sets 0.001; the interpreter's 0.005)",
     )
     parser.add_argument("--cumulative", type=int, default=0, help="also the top N by cumulative")
     parser.add_argument(
@@ -226,6 +249,8 @@ def main() -> None:
         "--encode-sink", choices=("sqlite", "jsonl"), default="sqlite", help="whose encoding"
     )
     args = parser.parse_args()
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     if args.encode_only:
         _encode_only(max(args.items, 1000) * 10, args.encode_sink)
         return
@@ -240,6 +265,7 @@ def main() -> None:
                 Path(directory),
                 not args.no_telemetry,
                 args.linger,
+                args.writer_thread,
             )
         )
 

@@ -15,6 +15,15 @@ batch the sink refuses for another reason than being down is stored again row by
 the bad rows are refused (`RowsRefusedError` to their writers) and every other row is stored.
 A plain thread (not an executor) so that writes still work from `atexit` handlers, after
 `concurrent.futures` has refused new work.
+
+With `on_caller_loop`, a `write_then` made on a running event loop is stored by that loop
+itself instead: its batch is taken and stored by one callback on that loop at the end of the
+linger (at once when urgent), with no hand-off to the thread. In serve the scoring loop then
+stores its own runs: one thread fewer busy per request, no wake-up of the writer nor GIL
+hand-over to it, and the acknowledgements run on the loop whose runs they end
+(BENCHMARKS.md). `write`, and writes from outside a loop, still go to the thread; one lock keeps
+the two from storing at once, and `close` hands writes still waiting on a loop to the thread,
+so nothing queued is lost whichever loop stops first.
 """
 
 from __future__ import annotations
@@ -51,8 +60,14 @@ class BatchWriterThread:
         *,
         max_batch: int = 256,
         linger: float = 0.0,
+        on_caller_loop: bool = False,
     ) -> None:
         self._encode = encode
+        self._on_caller_loop = on_caller_loop
+        # Writes waiting on each loop that stores its own (`on_caller_loop`).
+        self._on_loops: dict[asyncio.AbstractEventLoop, _LoopBatch] = {}
+        # Held while a batch is stored and the resource released: by the thread, or a loop.
+        self._storing = threading.Lock()
         self._linger = linger
         self._store = store
         self._release = release
@@ -90,15 +105,48 @@ class BatchWriterThread:
     ) -> None:
         """Queue `results`; `then(None)` once they are stored, else `then(error)` as `write`
         would raise it. `then` runs on the writer's thread and must not block. `urgent`: store
-        them without lingering (with what waits already)."""
+        them without lingering (with what waits already). With `on_caller_loop` and a running
+        loop here, that loop stores them (and `then` runs on it)."""
+        loop = _running_loop() if self._on_caller_loop else None
         with self._lock:
             if self._closed:
                 raise SinkClosedError("the sink is closed")
+            if loop is not None:
+                self._wait_on_loop_locked(loop, _Write(list(results), None, then), urgent)
+                return
             self._queue.put((list(results), None, then))
             if self._linger > 0 and (urgent or self._queue.qsize() >= self._max_batch):
                 # Set before the wake-up: a writer that cleared it before this put reads it.
                 self._urgent = True
                 self._wake.set()
+
+    def _wait_on_loop_locked(
+        self, loop: asyncio.AbstractEventLoop, write: _Write, urgent: bool
+    ) -> None:
+        """Add `write` to `loop`'s batch; the first write of a batch schedules its storing
+        there, after the linger (an urgent write or a full batch: at once)."""
+        batch = self._on_loops.get(loop)
+        if batch is None:
+            batch = self._on_loops[loop] = _LoopBatch()
+        batch.writes.append(write)
+        now = urgent or self._linger <= 0 or len(batch.writes) >= self._max_batch
+        if now and not batch.soon:
+            batch.soon = True
+            loop.call_soon(self._store_on, loop)
+        elif batch.timer is None and not batch.soon:
+            batch.timer = loop.call_later(self._linger, self._store_on, loop)
+
+    def _store_on(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On `loop`: store the writes waiting there (none if `close` took them already)."""
+        with self._storing:
+            with self._lock:
+                batch = self._on_loops.pop(loop, None)
+            if batch is None:
+                return
+            if batch.timer is not None:
+                batch.timer.cancel()
+            self._store_writes(batch.writes)
+        _settle_all(batch.writes)
 
     def close(self, timeout: float | None = None) -> None:
         """Store what is queued, release the resource and stop the thread."""
@@ -108,6 +156,12 @@ class BatchWriterThread:
             else:
                 already = False
                 self._closed = True
+                # Writes still waiting on a loop (stopped, maybe, before their turn came) are
+                # the thread's to store now, before it stops.
+                for batch in self._on_loops.values():
+                    for write in batch.writes:
+                        self._queue.put((write.results, write.loop, write.waiter))
+                self._on_loops.clear()
                 self._queue.put(_STOP)
                 self._wake.set()  # ends a linger under way
         if not already or self._thread.is_alive():
@@ -128,12 +182,14 @@ class BatchWriterThread:
                 results, loop, waiter = cast("tuple[list[ScoreRecord], Any, Any]", item)
                 writes.append(_Write(results, loop, waiter))
             if writes:
-                self._store_writes(writes)
+                with self._storing:
+                    self._store_writes(writes)
                 _settle_all(writes)
-        try:
-            self._release()
-        except Exception:  # nothing left to report it to but the log
-            logging.getLogger("scorewatch.sinks").exception("closing a sink failed")
+        with self._storing:  # after a loop's batch under way
+            try:
+                self._release()
+            except Exception:  # nothing left to report it to but the log
+                logging.getLogger("scorewatch.sinks").exception("closing a sink failed")
 
     def _take(self) -> list[object]:
         """The next batch: what waits now, and with `linger`, what arrives within that many
@@ -202,6 +258,22 @@ class _Write:
         return self.error
 
 
+@dataclass(slots=True)
+class _LoopBatch:
+    """Writes waiting to be stored by their loop (`on_caller_loop`)."""
+
+    writes: list[_Write] = field(default_factory=list)
+    timer: asyncio.TimerHandle | None = None  # the end of the linger
+    soon: bool = False  # storing is scheduled for the loop's next iteration
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def _settle_all(writes: list[_Write]) -> None:
     """Settle a batch's futures, one hand-off to each loop that wrote, and call its callbacks."""
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[None], Any]]] = {}
@@ -230,9 +302,17 @@ class ThreadedSink:
     name: str
     _writer: BatchWriterThread
 
-    def _start_writer(self, thread_name: str, linger: float = 0.0) -> None:
+    def _start_writer(
+        self, thread_name: str, linger: float = 0.0, *, on_caller_loop: bool = False
+    ) -> None:
         self._writer = BatchWriterThread(
-            thread_name, self._encode, self._store, self._release, self._refuses, linger=linger
+            thread_name,
+            self._encode,
+            self._store,
+            self._release,
+            self._refuses,
+            linger=linger,
+            on_caller_loop=on_caller_loop,
         )
 
     def _encode(self, result: ScoreRecord) -> Any:

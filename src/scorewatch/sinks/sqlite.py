@@ -8,7 +8,9 @@ judge records as JSON) and the failure fields `error`, `errorCode`, `errorType`,
 Writes happen on one writer thread that commits concurrent writes together; `write` returns
 after the commit, so an acknowledged row survives a crash of the process (with
 `synchronous="NORMAL"`, the WAL default; use `"FULL"` to survive power loss too). Rows are
-upserted on the deterministic run id, so delivering a run twice leaves one row.
+upserted on the deterministic run id, so delivering a run twice leaves one row. With
+`on_caller_loop` (serve's), a write acknowledged by callback (`write_then`) from a running event
+loop is stored by that loop instead, at the end of the linger (`BatchWriterThread`).
 """
 
 from __future__ import annotations
@@ -110,6 +112,7 @@ class SqliteSink(ThreadedSink):
         synchronous: Synchronous = "NORMAL",
         busy_timeout_ms: int = 5000,
         linger: float = 0.0,
+        on_caller_loop: bool = False,
     ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -124,7 +127,7 @@ class SqliteSink(ThreadedSink):
         finally:
             setup.close()
         self._conn: sqlite3.Connection | None = None
-        self._start_writer("sqlite-sink", linger=linger)
+        self._start_writer("sqlite-sink", linger=linger, on_caller_loop=on_caller_loop)
 
     def _connect(self) -> sqlite3.Connection:
         # Switching a new file to WAL takes an exclusive lock, and SQLite answers a second

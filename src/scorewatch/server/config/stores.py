@@ -123,7 +123,14 @@ def build_stores(config: ServeConfig) -> Stores:
     settings = config.sinks
     if settings.sqlite is not False:
         path = config.resolve_path(settings.sqlite)
-        sqlite = SqliteSink(path, synchronous=settings.sqlite_synchronous, linger=SERVICE_LINGER_S)
+        # The loop that runs a model-free run stores it too (serve's scoring loop): no writer
+        # thread to hand each batch to (BENCHMARKS.md).
+        sqlite = SqliteSink(
+            path,
+            synchronous=settings.sqlite_synchronous,
+            linger=SERVICE_LINGER_S,
+            on_caller_loop=True,
+        )
         sinks.append(sqlite)
         probes.append(SqliteProbe(path))
         reader = sqlite
