@@ -1,6 +1,7 @@
 """A model call under an agent read output first (`span_output`, then `read_rest` only when its
-input is asked for) gives what reading it whole gives: span by span, and run by run against
-`extract_run` with the shortcut turned off."""
+input is asked for), or input first (`span_input`, then `read_output` only when its output is
+asked for), gives what reading it whole gives: span by span, and run by run against
+`extract_run` with the shortcuts turned off."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from hypothesis import strategies as st
 
 from scorewatch.traces import SpanRecord
 from scorewatch.traces import run as run_module
-from scorewatch.traces.conventions import read_rest, read_span, span_output
+from scorewatch.traces.conventions import (
+    read_output,
+    read_rest,
+    read_span,
+    span_input,
+    span_output,
+)
 from scorewatch.traces.run import extract_run
 from scorewatch.traces.spans import SpanEvent
 
@@ -110,6 +117,19 @@ def test_a_span_read_output_first_reads_as_read_span(span: SpanRecord) -> None:
     assert read_rest(span, partial) == whole
 
 
+@settings(max_examples=400, deadline=None)
+@given(_model_spans())
+def test_a_span_read_input_first_reads_as_read_span(span: SpanRecord) -> None:
+    partial = span_input(span)
+    whole = read_span(span)
+    if partial is None:
+        return
+    assert partial.output is None and (partial.input or partial.system)
+    assert whole is not None and partial.convention == whole.convention
+    assert (partial.input, partial.system) == (whole.input, whole.system)
+    assert read_output(span, partial) == whole
+
+
 _TOOL = {
     "gen_ai.operation.name": "execute_tool",
     "gen_ai.tool.name": "lookup_order",
@@ -149,14 +169,16 @@ def _runs(draw: Any) -> list[SpanRecord]:
 def test_a_run_reads_as_with_every_model_call_read_whole(spans: list[SpanRecord]) -> None:
     """`extract_run` of an agent with model calls of random content (input, output, system
     instructions, events, another convention's attributes) and tool spans, against the same
-    with `span_output` finding nothing (every model call read whole, as before)."""
+    with `span_output` and `span_input` finding nothing (every model call read whole, as
+    before)."""
     lazy = extract_run(spans[0], spans)
-    reading = run_module.span_output
+    reading = run_module.span_output, run_module.span_input
     run_module.span_output = lambda span: None  # type: ignore[assignment]
+    run_module.span_input = lambda span: None  # type: ignore[assignment]
     try:
         whole = extract_run(spans[0], spans)
     finally:
-        run_module.span_output = reading
+        run_module.span_output, run_module.span_input = reading
     assert lazy == whole
 
 
@@ -175,3 +197,20 @@ def test_the_shortcut_is_taken() -> None:
     )
     partial = span_output(span)
     assert partial is not None and partial.input is None
+
+
+def test_the_input_shortcut_is_taken() -> None:
+    """A GenAI model call with an input is read input first, its output left unread."""
+    span = SpanRecord(
+        TRACE_ID,
+        f"{2:016x}",
+        "chat",
+        attributes={
+            "gen_ai.input.messages": json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": "Where is order 7?"}]}]
+            ),
+            "gen_ai.output.messages": "[",
+        },
+    )
+    partial = span_input(span)
+    assert partial is not None and partial.output is None and partial.input
