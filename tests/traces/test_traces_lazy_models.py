@@ -176,35 +176,19 @@ def test_a_run_reads_as_with_every_model_call_read_whole(spans: list[SpanRecord]
     assert lazy == whole
 
 
-def test_the_shortcut_is_taken() -> None:
-    """The comparisons above compare something: GenAI model calls with outputs are read
-    output first."""
+def test_the_shortcuts_are_taken() -> None:
+    """The comparisons above compare something: a GenAI model call with an output is read
+    output first (its input unread), one with an input input first (its output unread)."""
+    message = {"role": "user", "parts": [{"type": "text", "content": "Shipped."}]}
     span = SpanRecord(
         TRACE_ID,
         f"{2:016x}",
         "chat",
         attributes={
-            "gen_ai.output.messages": json.dumps(
-                [{"role": "assistant", "parts": [{"type": "text", "content": "Shipped."}]}]
-            )
+            "gen_ai.input.messages": json.dumps([message]),
+            "gen_ai.output.messages": json.dumps([{**message, "role": "assistant"}]),
         },
     )
-    partial = span_output(span)
-    assert partial is not None and partial.input is None
-
-
-def test_the_input_shortcut_is_taken() -> None:
-    """A GenAI model call with an input is read input first, its output left unread."""
-    span = SpanRecord(
-        TRACE_ID,
-        f"{2:016x}",
-        "chat",
-        attributes={
-            "gen_ai.input.messages": json.dumps(
-                [{"role": "user", "parts": [{"type": "text", "content": "Where is order 7?"}]}]
-            ),
-            "gen_ai.output.messages": "[",
-        },
-    )
-    partial = span_input(span)
-    assert partial is not None and partial.output is None and partial.input
+    by_output, by_input = span_output(span), span_input(span)
+    assert by_output is not None and by_output.input is None and by_output.output
+    assert by_input is not None and by_input.output is None and by_input.input
