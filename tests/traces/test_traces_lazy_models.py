@@ -1,6 +1,7 @@
 """A model call under an agent read output first (`span_output`, then `read_rest` only when its
-input is asked for) gives what reading it whole gives: span by span, and run by run against
-`extract_run` with the shortcut turned off."""
+input is asked for), or input first (`span_input`, then `read_output` only when its output is
+asked for), gives what reading it whole gives: span by span, and run by run against
+`extract_run` with the shortcuts turned off."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from hypothesis import strategies as st
 
 from scorewatch.traces import SpanRecord
 from scorewatch.traces import run as run_module
-from scorewatch.traces.conventions import read_rest, read_span, span_output
+from scorewatch.traces.conventions import (
+    read_output,
+    read_rest,
+    read_span,
+    span_input,
+    span_output,
+)
 from scorewatch.traces.run import extract_run
 from scorewatch.traces.spans import SpanEvent
 
@@ -99,15 +106,22 @@ def _model_spans(draw: Any, number: int = 1, parent: str | None = None) -> SpanR
 
 @settings(max_examples=400, deadline=None)
 @given(_model_spans())
-def test_a_span_read_output_first_reads_as_read_span(span: SpanRecord) -> None:
-    partial = span_output(span)
+def test_a_span_read_one_side_first_reads_as_read_span(span: SpanRecord) -> None:
+    """Output first (`span_output`, then `read_rest`) and input first (`span_input`, then
+    `read_output`), where each applies, give `read_span`'s content."""
     whole = read_span(span)
-    if partial is None:
-        return
-    assert partial.output
-    assert whole is not None and partial.convention == whole.convention
-    assert partial.output == whole.output
-    assert read_rest(span, partial) == whole
+    by_output = span_output(span)
+    if by_output is not None:
+        assert by_output.output
+        assert whole is not None and by_output.convention == whole.convention
+        assert by_output.output == whole.output
+        assert read_rest(span, by_output) == whole
+    by_input = span_input(span)
+    if by_input is not None:
+        assert by_input.output is None and (by_input.input or by_input.system)
+        assert whole is not None and by_input.convention == whole.convention
+        assert (by_input.input, by_input.system) == (whole.input, whole.system)
+        assert read_output(span, by_input) == whole
 
 
 _TOOL = {
@@ -149,29 +163,32 @@ def _runs(draw: Any) -> list[SpanRecord]:
 def test_a_run_reads_as_with_every_model_call_read_whole(spans: list[SpanRecord]) -> None:
     """`extract_run` of an agent with model calls of random content (input, output, system
     instructions, events, another convention's attributes) and tool spans, against the same
-    with `span_output` finding nothing (every model call read whole, as before)."""
+    with `span_output` and `span_input` finding nothing (every model call read whole, as
+    before)."""
     lazy = extract_run(spans[0], spans)
-    reading = run_module.span_output
+    reading = run_module.span_output, run_module.span_input
     run_module.span_output = lambda span: None  # type: ignore[assignment]
+    run_module.span_input = lambda span: None  # type: ignore[assignment]
     try:
         whole = extract_run(spans[0], spans)
     finally:
-        run_module.span_output = reading
+        run_module.span_output, run_module.span_input = reading
     assert lazy == whole
 
 
-def test_the_shortcut_is_taken() -> None:
-    """The comparisons above compare something: GenAI model calls with outputs are read
-    output first."""
+def test_the_shortcuts_are_taken() -> None:
+    """The comparisons above compare something: a GenAI model call with an output is read
+    output first (its input unread), one with an input input first (its output unread)."""
+    message = {"role": "user", "parts": [{"type": "text", "content": "Shipped."}]}
     span = SpanRecord(
         TRACE_ID,
         f"{2:016x}",
         "chat",
         attributes={
-            "gen_ai.output.messages": json.dumps(
-                [{"role": "assistant", "parts": [{"type": "text", "content": "Shipped."}]}]
-            )
+            "gen_ai.input.messages": json.dumps([message]),
+            "gen_ai.output.messages": json.dumps([{**message, "role": "assistant"}]),
         },
     )
-    partial = span_output(span)
-    assert partial is not None and partial.input is None
+    by_output, by_input = span_output(span), span_input(span)
+    assert by_output is not None and by_output.input is None and by_output.output
+    assert by_input is not None and by_input.output is None and by_input.input

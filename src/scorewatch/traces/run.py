@@ -21,9 +21,11 @@ from ..core.result import RESULT_RUN_FIELDS, ScorerRun
 from .conventions import (
     agent_name,
     is_agent_span,
+    read_output,
     read_rest,
     read_span,
     retrieved_documents,
+    span_input,
     span_output,
     tool_call_of_span,
 )
@@ -264,19 +266,26 @@ def extract_run(
     # Each span below is read once, in one pass: as a tool call, else as a model call's
     # messages. A model call whose output alone says it is one (`span_output`) has the rest
     # read only when asked for (`model`): the first call's input and system, the last's input
-    # when no tool span gives the calls, the remembered conversation's.
+    # when no tool span gives the calls, the remembered conversation's. The first call is
+    # read input first (`span_input`): its output is read only when it is the last call too.
     calls: list[ToolCall] = []
     model_spans: list[tuple[SpanRecord, SpanContent]] = []
     unread: set[int] = set()
+    first_output_unread = False
     for below_span in below:
         call = tool_call_of_span(below_span)
         if call is not None:
             calls.append(call)
+        elif not model_spans and (content := span_input(below_span)) is not None:
+            first_output_unread = True
+            model_spans.append((below_span, content))
         elif (content := span_output(below_span)) is not None:
             unread.add(len(model_spans))
             model_spans.append((below_span, content))
         elif (content := read_span(below_span)) is not None:
             model_spans.append((below_span, content))
+    if first_output_unread and len(model_spans) == 1:  # the first call is the last
+        model_spans[0] = (model_spans[0][0], read_output(*model_spans[0]))
 
     def model(index: int) -> SpanContent:
         model_span, content = model_spans[index]

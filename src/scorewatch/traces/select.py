@@ -103,7 +103,9 @@ def selector_matcher(
             if pattern is not None and pattern.fullmatch(span.name) is None:
                 continue
             for key, want in wanted:
-                if not _equal(attributes.get(key), want):
+                value = attributes.get(key)
+                # Without the attribute (the common case), no call of `_equal`.
+                if value is None or not _equal(value, want):
                     break
             else:
                 return selector

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -154,7 +154,9 @@ def split_request(
     `SpanRecord`s, the others as `UnsampledSpans`; spans of the scope named `ignore_scope` are
     only counted (`ignored`)."""
     found = RequestSpans()
-    kept: dict[bytes, bool] = {}
+    # Per raw trace id: its hex id when kept (converted once per trace, not per span), False
+    # when not.
+    kept: dict[bytes, str | Literal[False]] = {}
     for resource_spans in request.resource_spans:
         resource = attributes_of(resource_spans.resource.attributes)
         resource_size = resource_spans.resource.ByteSize()
@@ -167,11 +169,13 @@ def split_request(
             scope_size = len(scope.encode("utf-8"))
             for span in scope_spans.spans:
                 trace_id = span.trace_id
-                wanted = kept.get(trace_id)
-                if wanted is None:
-                    wanted = kept[trace_id] = keep(trace_id)
-                if wanted:
-                    found.spans.append(_record(span, resource, resource_size, scope, scope_size))
+                hex_id = kept.get(trace_id)
+                if hex_id is None:
+                    hex_id = kept[trace_id] = trace_id.hex() if keep(trace_id) else False
+                if hex_id is not False:
+                    found.spans.append(
+                        _record(span, hex_id, resource, resource_size, scope, scope_size)
+                    )
                     continue
                 group = groups.get(trace_id)
                 if group is None:
@@ -185,12 +189,18 @@ def split_request(
 
 
 def _record(
-    span: Any, resource: Mapping[str, Any], resource_size: int, scope: str, scope_size: int
+    span: Any,
+    trace_id: str,
+    resource: Mapping[str, Any],
+    resource_size: int,
+    scope: str,
+    scope_size: int,
 ) -> SpanRecord:
     # By position, each field read once: this runs for every span of a sampled trace.
+    # `trace_id`: the span's, in hex (the caller has read it).
     events = span.events
     return SpanRecord(
-        span.trace_id.hex(),
+        trace_id,
         span.span_id.hex(),
         span.name,
         span.parent_span_id.hex() or None,
@@ -220,4 +230,4 @@ def spans_from_request(request: ExportTraceServiceRequest) -> Iterator[SpanRecor
             scope = scope_spans.scope.name
             scope_size = len(scope.encode("utf-8"))
             for span in scope_spans.spans:
-                yield _record(span, resource, resource_size, scope, scope_size)
+                yield _record(span, span.trace_id.hex(), resource, resource_size, scope, scope_size)

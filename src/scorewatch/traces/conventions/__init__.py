@@ -14,7 +14,7 @@ from ..messages import SpanContent, ToolCall
 from ..select import SpanSelector
 from ..spans import SpanRecord
 from ._flattened import REDACTED
-from ._record import Convention, Documents, Marker, OutputFirst, ToolSpans, indexed
+from ._record import Convention, Documents, Marker, PartialReading, ToolSpans, indexed
 from .gen_ai import GEN_AI
 from .openinference import OPENINFERENCE
 from .openllmetry import OPENLLMETRY
@@ -30,9 +30,11 @@ __all__ = [
     "agent_name",
     "indexed",
     "is_agent_span",
+    "read_output",
     "read_rest",
     "read_span",
     "retrieved_documents",
+    "span_input",
     "span_output",
     "tool_call_of_span",
 ]
@@ -55,9 +57,9 @@ def read_span(span: SpanRecord) -> SpanContent | None:
     return None
 
 
-# Only the first convention's reading of an output alone stands for `read_span`: a later
-# convention is read only when the ones before it find nothing.
-_OUTPUT_FIRST: Final[OutputFirst | None] = CONVENTIONS[0].output_first
+# Only the first convention's reading of one side stands for `read_span`: a later convention
+# is read only when the ones before it find nothing.
+_PARTIAL: Final[PartialReading | None] = CONVENTIONS[0].partial
 
 
 def span_output(span: SpanRecord) -> SpanContent | None:
@@ -65,17 +67,33 @@ def span_output(span: SpanRecord) -> SpanContent | None:
     output from the span alone: `read_span(span)` is then `read_rest(span, content)`, which
     reads the rest. None when it does not (ask `read_span`). Its input is None and its system
     empty until read: a run asks for the input of its first and last model calls only."""
-    if _OUTPUT_FIRST is None:
+    if _PARTIAL is None:
         return None
-    output = _OUTPUT_FIRST.output(span)
-    return None if output is None else SpanContent(_OUTPUT_FIRST.convention, output=output)
+    output = _PARTIAL.output(span)
+    return None if output is None else SpanContent(_PARTIAL.convention, output=output)
 
 
 def read_rest(span: SpanRecord, partial: SpanContent) -> SpanContent:
     """`read_span(span)`, for a span whose output `span_output` read (`partial`)."""
-    if _OUTPUT_FIRST is None or partial.output is None:  # never: `span_output` read one
+    if _PARTIAL is None or partial.output is None:  # never: `span_output` read one
         raise ValueError("no output read alone")
-    return _OUTPUT_FIRST.rest(span, partial.output)
+    return _PARTIAL.rest(span, partial.output)
+
+
+def span_input(span: SpanRecord) -> SpanContent | None:
+    """The span's content with only its input and system read (its output None), when the
+    first convention reads them from the span alone and they make it a model call:
+    `read_span(span)` is then `read_output(span, content)`. None when it does not (ask
+    `span_output`, then `read_span`). A run needs only the first model call's input, and its
+    output only when it is the last call as well."""
+    return None if _PARTIAL is None else _PARTIAL.input(span)
+
+
+def read_output(span: SpanRecord, partial: SpanContent) -> SpanContent:
+    """`read_span(span)`, for a span whose input and system `span_input` read (`partial`)."""
+    if _PARTIAL is None:  # never: `span_input` read them
+        raise ValueError("no input read alone")
+    return SpanContent(partial.convention, partial.input, _PARTIAL.output(span), partial.system)
 
 
 # The markers as (attribute, values, ...) read inline: asked of every span of every run read.

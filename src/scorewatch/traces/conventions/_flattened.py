@@ -4,7 +4,7 @@ with the whole input and output values as a fallback: OpenInference and OpenLLMe
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..messages import Message, SpanContent, ToolCall, from_json_text, json_text, openai_message
@@ -96,12 +96,17 @@ class FlattenedMessages:
     text: Callable[[Mapping[str, Any]], str]  # a message's text from its fields
     tool_calls: ToolCallFields
     tool_call_id: str  # on a tool message: the call it answers
+    # `messages` with their dots, joined once: every span with no content is asked for them.
+    prefixes: tuple[str, str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prefixes", (self.messages[0] + ".", self.messages[1] + "."))
 
     def __call__(self, span: SpanRecord) -> SpanContent | None:
         attributes = span.attributes
         inputs: list[dict[str, Any]] = []
         outputs: list[dict[str, Any]] = []
-        prefixes = (self.messages[0] + ".", self.messages[1] + ".")
+        prefixes = self.prefixes
         for key in attributes:  # grouped only when a key may be a message's: most spans have none
             if key.startswith(prefixes):
                 inputs = indexed(attributes, self.messages[0])

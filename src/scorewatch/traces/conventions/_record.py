@@ -17,7 +17,7 @@ from ..messages import Message, SpanContent, ToolCall, from_json_text
 from ..select import SpanSelector
 from ..spans import SpanRecord
 
-__all__ = ["Convention", "Documents", "Marker", "OutputFirst", "ToolSpans", "indexed"]
+__all__ = ["Convention", "Documents", "Marker", "PartialReading", "ToolSpans", "indexed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,18 +79,23 @@ class ToolSpans:
 
 
 @dataclass(frozen=True, slots=True)
-class OutputFirst:
-    """A convention's reading of a span's output alone, for a span whose other side may not be
-    needed (a model call under an agent, neither its first nor its last).
+class PartialReading:
+    """A convention's reading of one side of a span alone, for a span whose other side may not
+    be needed (a model call under an agent: a run reads the first call's input, the last
+    call's output).
 
     `output(span)`: the output messages, non-empty, or None; when it gives some, `rest(span,
     output)` is exactly what the convention's `read` gives for the span (so an output read
     first must decide the reading: the content has an output, so it is this convention's),
-    whose `SpanContent.convention` is `convention`."""
+    whose `SpanContent.convention` is `convention`. `input(span)`: the span's content with its
+    input and system read and its output left None, or None; when it gives one, the input and
+    system decide the reading as well, and the convention's `read` gives that content with
+    `output(span)` as its output."""
 
     convention: str
     output: Callable[[SpanRecord], list[Message] | None]
     rest: Callable[[SpanRecord, list[Message]], SpanContent]
+    input: Callable[[SpanRecord], SpanContent | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +106,7 @@ class Convention:
     `agent_name`: the attributes that may name the agent, first first; `tool_spans`: how its
     tool-execution spans look; `documents`: its retriever spans, if it has any; `selects`: the
     spans scored when no `[[traces.select]]` is configured (its agents and model calls);
-    `output_first`: its reading of a span's output alone, if it has one.
+    `partial`: its reading of one side of a span alone, if it has one.
     """
 
     name: str
@@ -111,7 +116,7 @@ class Convention:
     tool_spans: ToolSpans
     selects: tuple[SpanSelector, ...]
     documents: Documents | None = None
-    output_first: OutputFirst | None = None
+    partial: PartialReading | None = None
 
 
 def indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:

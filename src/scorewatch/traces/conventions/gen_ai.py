@@ -24,7 +24,7 @@ from ..messages import (
 )
 from ..select import SpanSelector
 from ..spans import SpanRecord
-from ._record import Convention, Marker, OutputFirst, ToolSpans
+from ._record import Convention, Marker, PartialReading, ToolSpans
 
 __all__ = ["GEN_AI"]
 
@@ -133,6 +133,25 @@ def _read_with_output(span: SpanRecord, output: list[Message]) -> SpanContent:
     return content
 
 
+def _input_first(span: SpanRecord) -> SpanContent | None:
+    """The span's input and system, its output unread (None), when its
+    `gen_ai.input.messages` attribute gives an input or a system prompt. Then `_read` reads
+    the span from its attributes (its content has an input or a system before the system
+    messages move, and keeps one after), and gives this content with `_output_first`'s output
+    (None when the span has no output messages)."""
+    attributes = span.attributes
+    value = attributes.get("gen_ai.input.messages")
+    if value is None:
+        return None
+    content = SpanContent(
+        convention="gen_ai",
+        input=_messages(value, "user"),
+        system=_system_texts(attributes.get("gen_ai.system_instructions")),
+    )
+    content.take_system_messages()
+    return content if content.input or content.system else None
+
+
 _EVENT_ROLES = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
@@ -195,7 +214,7 @@ def _read(span: SpanRecord) -> SpanContent | None:
 GEN_AI = Convention(
     name="gen_ai",
     read=_read,
-    output_first=OutputFirst("gen_ai", _output_first, _read_with_output),
+    partial=PartialReading("gen_ai", _output_first, _read_with_output, _input_first),
     agent=Marker(_OPERATION, ("invoke_agent",)),
     agent_name=("gen_ai.agent.name",),
     tool_spans=ToolSpans(
