@@ -36,7 +36,7 @@ from ...intake.interface import (
 )
 from ...intake.redis_queue import IntakeUnavailableError, OutcomeUnknownError
 from ..errors import ApiError, error_body
-from ..guard import json_answer, send_answer, send_json
+from ..guard import send_answer, send_json
 from ..models import ScoreRequest
 from ..state import ServiceState
 
@@ -260,4 +260,4 @@ def _skipped_object(skip: Skipped) -> str:
 @functools.lru_cache(maxsize=256)
 def _skipped_answer(skipped: tuple[Skipped, ...]) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
     """The 202 body and headers of an item nothing accepted, made once per set of decisions."""
-    return json_answer(accepted_body(Admission(skipped=list(skipped))))
+    return accepted_answer(Admission(skipped=list(skipped)))
