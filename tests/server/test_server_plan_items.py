@@ -17,12 +17,14 @@ from hypothesis import strategies as st
 from starlette.responses import JSONResponse
 
 from live_support import constant_scorer
-from scorewatch.core.call import AgentCall
+from scorewatch.core.call import CALL_FIELDS, AgentCall
 from scorewatch.live import LiveScorerEntry, Sampling
 from scorewatch.live.entry import fraction_of
 from scorewatch.server.http.guard import json_answer
+from scorewatch.server.http.models import ScoreRequest
+from scorewatch.server.http.routes.score_intake import accepted_answer, accepted_body
 from scorewatch.server.intake.admission import plan_items, request_digest
-from scorewatch.server.intake.interface import ScoreItem, Skipped
+from scorewatch.server.intake.interface import Accepted, Admission, ScoreItem, Skipped
 
 pytestmark = pytest.mark.unit
 
@@ -147,3 +149,50 @@ def test_answers_are_the_bytes_starlette_sends(content: Any) -> None:
             json_answer(content)
         return
     assert json_answer(content)[0] == expected
+
+
+_ids = st.text(st.characters(exclude_categories=("Cs",)))  # a run id holds no lone surrogate
+
+
+@given(
+    st.lists(st.builds(Accepted, _ids, _ids), max_size=4),
+    st.lists(
+        st.builds(Skipped, _ids, st.sampled_from(["not_sampled", "filtered", "skipped_budget"])),
+        max_size=4,
+    ),
+)
+def test_an_accepted_answer_is_the_bytes_of_its_body_as_starlette_sends_it(
+    accepted: list[Accepted], skipped: list[Skipped]
+) -> None:
+    # The plain path's 202 is built from cached parts; the route's is `accepted_body` through
+    # JSONResponse: the two must not differ by a byte, headers included.
+    admission = Admission(accepted=accepted, skipped=skipped)
+    body, headers = accepted_answer(admission)
+    assert body == JSONResponse(accepted_body(admission)).body
+    assert (body, headers) == json_answer(accepted_body(admission))
+
+
+_ids_or_none = st.none() | st.text(min_size=1, max_size=40)
+
+
+@given(
+    st.fixed_dictionaries(
+        {"input": _json_values, "output": _json_values, "target": st.text(min_size=1)},
+        optional={
+            "scorers": st.lists(st.text(), min_size=1, max_size=3),
+            "trace_id": _ids_or_none,
+            "span_id": _ids_or_none,
+            "run_id": _ids_or_none,
+            "conversation_id": _ids_or_none,
+            "request_context": st.none() | st.dictionaries(st.text(), _json_values, max_size=3),
+            "ground_truth": _json_values,
+            "metadata": st.none() | st.dictionaries(st.text(), _json_values, max_size=3),
+        },
+    )
+)
+def test_a_requests_call_is_every_shared_field_by_name(fields: dict[str, Any]) -> None:
+    # `to_call` builds the call by position: it must be what the call by keyword gives.
+    request = ScoreRequest.model_validate(fields)
+    shared = {name: getattr(request, name) for name in CALL_FIELDS if name in fields}
+    assert request.to_call() == AgentCall(**shared)
+    assert request.to_call().score_source == "live"

@@ -6,6 +6,8 @@ instead of being ignored.
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -120,13 +122,21 @@ class ScoreRequest(BaseModel):
     )
 
     def to_call(self) -> AgentCall:
-        """The call this request describes: every field it shares with `AgentCall`, by name
-        (a call's `score_source` is not the client's to choose: `live`)."""
-        values = self.__dict__  # a model's field values, by name
-        return AgentCall(**{name: values[name] for name in _CALL_FIELDS})
+        """The call this request describes: every field it shares with `AgentCall`, by name,
+        the call's defaults for the rest (a call's `score_source` is not the client's to
+        choose: `live`)."""
+        # By position, from the model's field values over the defaults: half the time of a
+        # call by keyword (every request of serve's makes one on the loop that reads them).
+        return AgentCall(*_call_values(_CALL_DEFAULTS | self.__dict__))
 
 
-_CALL_FIELDS = tuple(name for name in CALL_FIELDS if name in ScoreRequest.model_fields)
+# What `to_call` takes from the call's own defaults: the fields a client may not send.
+_CALL_DEFAULTS: dict[str, Any] = {
+    field.name: field.default
+    for field in dataclasses.fields(AgentCall)
+    if field.name not in ScoreRequest.model_fields
+}
+_call_values = operator.itemgetter(*CALL_FIELDS)
 
 
 class BatchRequest(BaseModel):

@@ -28,6 +28,10 @@ class Throughput:
         self._average = 0.0
         self._timed = 0
         self._lock = threading.Lock()
+        # Worked out when a run is timed (once per run, on the scoring loop) rather than when it
+        # is read (up to three times per request, on the loop that reads them): one attribute,
+        # so a read needs no lock.
+        self._rate: float | None = None
 
     def finished(self, duration: float) -> None:
         with self._lock:
@@ -36,12 +40,11 @@ class Throughput:
                 self._average = duration
             else:
                 self._average += self._weight * (duration - self._average)
+            if self._timed >= self._minimum:
+                self._rate = self._concurrency / max(self._average, 1e-4)
 
     def rate(self) -> float | None:
-        with self._lock:
-            if self._timed < self._minimum:
-                return None
-            return self._concurrency / max(self._average, 1e-4)
+        return self._rate
 
     @staticmethod
     def seconds_for(runs: float, rate: float) -> int:

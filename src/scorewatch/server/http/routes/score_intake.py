@@ -15,6 +15,7 @@ hand-over.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Sequence
 from typing import Any, Final
@@ -35,11 +36,12 @@ from ...intake.interface import (
 )
 from ...intake.redis_queue import IntakeUnavailableError, OutcomeUnknownError
 from ..errors import ApiError, error_body
-from ..guard import json_answer, send_answer, send_json
+from ..guard import send_answer, send_json
 from ..models import ScoreRequest
 from ..state import ServiceState
 
 __all__ = [
+    "accepted_answer",
     "accepted_body",
     "admit",
     "answer_plain_score",
@@ -221,14 +223,41 @@ async def answer_plain_score(service: ServiceState, body: bytes, send: Send) -> 
         await send_json(send, error.status, content, error.headers)
         return True
     if admission.accepted:
-        await send_json(send, 202, accepted_body(admission))
+        await send_answer(send, 202, *accepted_answer(admission))
         return True
     # Nothing accepted: the answer depends on the skipped decisions alone, few and repeated.
     await send_answer(send, 202, *_skipped_answer(tuple(admission.skipped)))
     return True
 
 
+def accepted_answer(admission: Admission) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
+    """`json_answer(accepted_body(admission))`, the same bytes, without the dicts and lists of
+    the body nor a walk of them: the parts that repeat (a scorer's `{"scorer":...,"run_id":`,
+    a skipped decision's object) are made once; only each run id is encoded per answer."""
+    accepted = ",".join(
+        f"{_accepted_prefix(run.scorer)}{_json_text(run.run_id)}}}" for run in admission.accepted
+    )
+    skipped = ",".join(_skipped_object(skip) for skip in admission.skipped)
+    body = f'{{"accepted":[{accepted}],"skipped":[{skipped}]}}'.encode()
+    return body, ((b"content-length", str(len(body)).encode("ascii")), _JSON_TYPE)
+
+
+# A JSON string as Starlette writes it (`ensure_ascii=False`).
+_json_text: Final = json.encoder.encode_basestring
+_JSON_TYPE: Final = (b"content-type", b"application/json")
+
+
+@functools.lru_cache(maxsize=256)
+def _accepted_prefix(scorer_id: str) -> str:
+    return f'{{"scorer":{_json_text(scorer_id)},"run_id":'
+
+
+@functools.lru_cache(maxsize=256)
+def _skipped_object(skip: Skipped) -> str:
+    return f'{{"scorer":{_json_text(skip.scorer)},"decision":{_json_text(skip.decision)}}}'
+
+
 @functools.lru_cache(maxsize=256)
 def _skipped_answer(skipped: tuple[Skipped, ...]) -> tuple[bytes, tuple[tuple[bytes, bytes], ...]]:
     """The 202 body and headers of an item nothing accepted, made once per set of decisions."""
-    return json_answer(accepted_body(Admission(skipped=list(skipped))))
+    return accepted_answer(Admission(skipped=list(skipped)))
