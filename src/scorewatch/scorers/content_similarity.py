@@ -19,7 +19,7 @@ Score: 0..1, higher is better, not rounded; no judge call. Linear time in the te
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -137,12 +137,21 @@ def create_content_similarity_scorer(
     Range 0..1, higher is better, no judge call.
     """
 
-    def normalize(text: str) -> str:
-        if ignore_case:
-            text = js_lower(text)
-        if ignore_whitespace:
-            text = js_collapse_spaces(text)
-        return text
+    # The options are read once, here, rather than in every run's two normalisations.
+    normalize: Callable[[str], str]
+    if ignore_case and ignore_whitespace:
+
+        def normalize(text: str) -> str:
+            return js_collapse_spaces(js_lower(text))
+
+    elif ignore_case:
+        normalize = js_lower
+    elif ignore_whitespace:
+        normalize = js_collapse_spaces
+    else:
+
+        def normalize(text: str) -> str:
+            return text
 
     def compare(ctx: StepContext) -> dict[str, Any]:
         return {
