@@ -245,8 +245,7 @@ def js_collapse_spaces(text: str) -> str:
     """Runs of JavaScript white space become one space, the ends trimmed:
     `js_trim(JS_SPACES.sub(" ", text))`, by `str.split` where that is the same (a regex
     substitution costs several times more on short texts)."""
-    # `_splits_as_js`, inlined: scorers collapse every text of every run.
-    if text.isascii() and _ASCII_SEPARATORS.search(text) is None:
+    if _splits_as_js(text):
         return " ".join(text.split())
     return js_trim(JS_SPACES.sub(" ", text))
 
