@@ -10,7 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 from opentelemetry import trace
+from opentelemetry._logs import SeverityNumber
 from opentelemetry.context import Context
+from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
+from opentelemetry.sdk._logs import SynchronousMultiLogRecordProcessor
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -21,7 +24,13 @@ from opentelemetry.trace import TraceFlags
 import scorewatch as sw
 from scorewatch import telemetry
 from scorewatch.telemetry.exposition import render_openmetrics
-from scorewatch.telemetry.unexported import ExportAwareTracerProvider, ids_only, new_root_ids
+from scorewatch.telemetry.unexported import (
+    ExportAwareLoggerProvider,
+    ExportAwareTracerProvider,
+    events_unreceived,
+    ids_only,
+    new_root_ids,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -125,6 +134,36 @@ async def test_an_ids_only_run_starts_a_span_for_the_run_and_none_for_its_steps(
         "evaluation steps",
     ]
     assert seen[0].span_id != seen[1].span_id  # each step's own span, once recorded
+
+
+def test_events_are_unreceived_exactly_while_the_sdk_logger_takes_none() -> None:
+    provider = ExportAwareLoggerProvider()
+    logger = provider.get_logger("check")
+
+    def enabled() -> bool:
+        return logger.enabled(
+            context=Context(),
+            severity_number=SeverityNumber.INFO,
+            event_name="gen_ai.evaluation.result",
+        )
+
+    assert events_unreceived(provider) and not enabled()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(InMemoryLogRecordExporter()))
+    assert not events_unreceived(provider) and enabled()
+    # A processor handed to the constructor counts; any other provider is always asked.
+    given = ExportAwareLoggerProvider(
+        multi_log_record_processor=SynchronousMultiLogRecordProcessor()
+    )
+    assert not events_unreceived(given)
+    assert not events_unreceived(SdkLoggerProvider())
+    assert not events_unreceived(None)
+
+
+def test_configure_without_a_log_exporter_builds_an_unreceived_logger_provider(
+    handle: telemetry.TelemetryHandle,
+) -> None:
+    assert isinstance(handle.logger_provider, ExportAwareLoggerProvider)
+    assert events_unreceived(handle.logger_provider)
 
 
 def test_a_sampler_of_its_own_is_never_ids_only() -> None:

@@ -59,7 +59,7 @@ from .content import ContentCapture
 from .describe import Attributes
 from .flush import flush_providers
 from .instruments import Instruments
-from .unexported import ids_only
+from .unexported import events_unreceived, ids_only
 
 __all__ = ["RunTelemetry", "ScorerProfile", "TelemetryObserver"]
 
@@ -159,6 +159,7 @@ class ScorerProfile:
         "score_histogram",
         "score_series",
         "scorer",
+        "scorer_id",
         "step_durations",
         "step_span",
         "threshold",
@@ -174,6 +175,7 @@ class ScorerProfile:
         self.scorer = scorer
         self.instruments = instruments
         scorer_id: str = scorer.id
+        self.scorer_id = scorer_id
         # Duck-typed as the rest: an object with only an id still gets telemetry.
         version = getattr(scorer, "version_fingerprint", None)
         self.version: str | None = version if isinstance(version, str) else None
@@ -248,7 +250,7 @@ class ScorerProfile:
         known = self.by_outcome.get(outcome)
         if known is None:
             attributes: Attributes = {
-                names.ATTR_EVALUATION_NAME: self.scorer.id,
+                names.ATTR_EVALUATION_NAME: self.scorer_id,
                 names.ATTR_OUTCOME: outcome,
             }
             known = self.by_outcome[outcome] = (
@@ -315,12 +317,10 @@ class RunTelemetry(RunListener):
     __slots__ = (
         "_attempts",
         "_capture",
-        "_direction",
         "_emit_score",
         "_evaluated",
         "_evaluated_response_id",
         "_instruments",
-        "_models",
         "_observer",
         "_profile",
         "_providers",
@@ -330,12 +330,9 @@ class RunTelemetry(RunListener):
         "_run_id",
         "_run_span",
         "_run_token",
-        "_scale",
         "_score_source",
-        "_scorer_id",
         "_steps",
         "_target",
-        "_threshold",
         "trace_id",
     )
 
@@ -349,24 +346,22 @@ class RunTelemetry(RunListener):
         # carries the same markers.
         redaction = CURRENT_REDACTION.get()  # read directly: once per run, no call
         self._redact = None if redaction is None else redaction.text
-        scorer, run = start.scorer, start.run
+        # What every run of the scorer shares (its id, scale, models...) is read from its
+        # profile when needed, not copied into each run's listener.
+        run = start.run
         self._profile = profile
-        self._scorer_id: str = scorer.id
-        self._scale = profile.scale
-        self._threshold = profile.threshold
-        self._direction = profile.direction
         self._emit_score = start.emit_score
         self._score_source = run.score_source or "direct"
         self._target = run.target
         self._run_id = run.run_id
-        self._models = profile.models
         self._steps: list[_OpenSpan] = []
         self._attempts: list[_OpenSpan] = []
         # The evaluated completion's id (never the judge's own): the event's `gen_ai.response.id`.
         self._evaluated_response_id = (
             describe.evaluated_response_id(run.target_metadata) if run.target_metadata else None
         )
-        self._providers: dict[str, str | None] = {}
+        # Judge routes' providers as the attempts reported them; made by the first attempt.
+        self._providers: dict[str, str | None] | None = None
         self._evaluated = (
             _target_context(run.target_trace_id, run.target_span_id)
             if run.target_trace_id or run.target_span_id
@@ -392,15 +387,17 @@ class RunTelemetry(RunListener):
         # Live traffic is scored after the fact: the run starts its own trace and links to the
         # evaluated span, so the agent's trace never waits on (or contains) the judge.
         parent: Context | None = None
-        links: list[Link] = []
-        if self._evaluated is not None:
-            parent = Context()
-            links.append(Link(self._evaluated))
-        # A run scored by a queue worker also links to the request that enqueued it.
-        for link in start.links:
-            enqueued = _target_context(link.trace_id, link.span_id)
-            if enqueued is not None:
-                links.append(Link(enqueued))
+        links: list[Link] | tuple[()] = ()
+        if self._evaluated is not None or start.links:
+            links = []
+            if self._evaluated is not None:
+                parent = Context()
+                links.append(Link(self._evaluated))
+            # A run scored by a queue worker also links to the request that enqueued it.
+            for link in start.links:
+                enqueued = _target_context(link.trace_id, link.span_id)
+                if enqueued is not None:
+                    links.append(Link(enqueued))
         span = tracer.start_span(
             profile.run_span_name,
             context=parent,
@@ -502,7 +499,7 @@ class RunTelemetry(RunListener):
             duration.record(outcome.duration_s)
         else:
             step_attributes: Attributes = {
-                names.ATTR_EVALUATION_NAME: self._scorer_id,
+                names.ATTR_EVALUATION_NAME: self._profile.scorer_id,
                 names.ATTR_STEP: outcome.step,
                 names.ATTR_STEP_TYPE: outcome.step_type,
             }
@@ -510,7 +507,7 @@ class RunTelemetry(RunListener):
         execution = outcome.execution
         if execution is not None:
             counted: Attributes = {
-                names.ATTR_EVALUATION_NAME: self._scorer_id,
+                names.ATTR_EVALUATION_NAME: self._profile.scorer_id,
                 names.ATTR_STEP: outcome.step,
                 names.ATTR_REQUEST_MODEL: self._observer.model_guard(
                     self._request_model(outcome.step, execution.judge_model_id)
@@ -522,9 +519,10 @@ class RunTelemetry(RunListener):
 
     def _request_model(self, step: StepName, route: str) -> str:
         """The provider-visible name of a judge model known by its litellm route."""
-        if route in self._providers:
-            return describe.provider_model(route, self._providers[route])
-        known_route, provider = self._models.get(step) or (None, None)
+        providers = self._providers
+        if providers is not None and route in providers:
+            return describe.provider_model(route, providers[route])
+        known_route, provider = self._profile.models.get(step) or (None, None)
         return describe.provider_model(route, provider if known_route == route else None)
 
     # -- judge attempts ----------------------------------------------------------------------
@@ -538,7 +536,7 @@ class RunTelemetry(RunListener):
             parent,
             step,
             request,
-            self._models.get(step),
+            self._profile.models.get(step),
             self._capture.on_spans,
             self._redact,
         )
@@ -555,11 +553,13 @@ class RunTelemetry(RunListener):
                 self._capture.on_spans,
                 self._redact,
             )
+        if self._providers is None:
+            self._providers = {}
         self._providers[attempt.model_id] = attempt.provider
         judge_calls.record_attempt(
             self._instruments,
             self._observer.model_guard,
-            self._scorer_id,
+            self._profile.scorer_id,
             attempt,
             self._profile.attempt_series,
         )
@@ -568,7 +568,7 @@ class RunTelemetry(RunListener):
         route = describe.provider_model(lookup.model_id, lookup.provider)
         model = self._observer.model_guard(route)
         attributes: Attributes = {
-            names.ATTR_EVALUATION_NAME: self._scorer_id,
+            names.ATTR_EVALUATION_NAME: self._profile.scorer_id,
             names.ATTR_STEP: lookup.step,
             names.ATTR_REQUEST_MODEL: model,
         }
@@ -617,7 +617,7 @@ class RunTelemetry(RunListener):
         known = profile.score_series.get(key)
         if known is None:
             attributes: Attributes = {
-                names.ATTR_EVALUATION_NAME: self._scorer_id,
+                names.ATTR_EVALUATION_NAME: profile.scorer_id,
                 names.ATTR_SCORE_SOURCE: source,
             }
             if profile.metric_version is not None:
@@ -626,7 +626,9 @@ class RunTelemetry(RunListener):
                 attributes[names.ATTR_TARGET] = target
             histogram = profile.score_histogram
             if histogram is None:
-                histogram = profile.score_histogram = self._instruments.score_histogram(self._scale)
+                histogram = profile.score_histogram = self._instruments.score_histogram(
+                    profile.scale
+                )
             known = profile.score_series[key] = (
                 BoundHistogram(histogram, attributes),
                 tuple(attributes.items()),
@@ -648,7 +650,7 @@ class RunTelemetry(RunListener):
             span.set_attribute(names.ATTR_FAILED_STEP, str(failed_step))
         describe.mark_failed(span, error, self._capture.on_spans, self._redact)
         run_attributes: Attributes = {
-            names.ATTR_EVALUATION_NAME: self._scorer_id,
+            names.ATTR_EVALUATION_NAME: self._profile.scorer_id,
             names.ATTR_OUTCOME: names.OUTCOME_FAILED,
         }
         ins = self._instruments
@@ -666,21 +668,26 @@ class RunTelemetry(RunListener):
         self._run_span.end()
 
     def _emit_event(self, score: float | None, reason: Any, error: BaseException | None) -> None:
+        observer = self._observer
+        # With no log record processor on a provider `configure` built, the SDK's `enabled`
+        # below is False whatever it is asked: not asked (three calls and a generator a run).
+        if events_unreceived(observer.providers[2]):
+            return
         severity = SeverityNumber.WARN if error is not None else SeverityNumber.INFO
         parent = (
             trace.set_span_in_context(NonRecordingSpan(self._evaluated))
             if self._evaluated is not None
             else self._run_context
         )
-        event_logger = self._observer.event_logger
+        event_logger = observer.event_logger
         # As the logs API asks: no record is built that no processor would take (an SDK
         # LoggerProvider without one, serve with no log exporter).
         if not event_logger.enabled(
             context=parent, severity_number=severity, event_name=names.EVENT_EVALUATION_RESULT
         ):
             return
-        attributes: Attributes = {names.ATTR_EVALUATION_NAME: self._scorer_id}
         profile = self._profile
+        attributes: Attributes = {names.ATTR_EVALUATION_NAME: profile.scorer_id}
         if profile.version is not None:
             attributes[names.ATTR_SCORER_VERSION] = profile.version
         if profile.declared_version is not None:
@@ -707,8 +714,9 @@ class RunTelemetry(RunListener):
         )
 
     def _label(self, score: float) -> str | None:
-        threshold = self._threshold
+        threshold = self._profile.threshold
         if not isinstance(threshold, int | float) or isinstance(threshold, bool):
             return None
-        passed = score <= threshold if self._direction == "lower_is_better" else score >= threshold
+        lower_is_better = self._profile.direction == "lower_is_better"
+        passed = score <= threshold if lower_is_better else score >= threshold
         return "pass" if passed else "fail"

@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 from opentelemetry import _logs, metrics, trace
 from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider
-from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
@@ -47,7 +46,7 @@ from .prometheus import (
     prometheus_metric_reader,
     set_default_registry,
 )
-from .unexported import ExportAwareTracerProvider
+from .unexported import ExportAwareLoggerProvider, ExportAwareTracerProvider
 
 __all__ = [
     "OtlpProtocol",
@@ -360,7 +359,9 @@ def configure(
         )
     logger_provider: Any = found_logs
     if logger_provider is None:
-        logger_provider = SdkLoggerProvider(resource=resource)
+        # Knows whether a processor takes records: with no log exporter, a run's evaluation
+        # event is not even asked for (`events_unreceived`).
+        logger_provider = ExportAwareLoggerProvider(resource=resource)
         log_processors = batched(
             plan.logs,
             log_exporter,

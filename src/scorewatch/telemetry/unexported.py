@@ -15,6 +15,11 @@ the SDK as usual.
 
 Providers an application brought are never wrapped: only the one `configure` builds.
 
+`ExportAwareLoggerProvider` is the same for the evaluation events: an SDK `LoggerProvider` that
+knows whether a log record processor was ever added, so that `events_unreceived(provider)` tells a
+run's listener, for an attribute read, what `Logger.enabled` would answer after three calls and a
+generator (False: with no processor, no record is taken whatever its context or severity).
+
 `ids_only(tracer)` tells a run's listener that its spans are ids only (no span processor, and
 the SDK's default sampler, whose decision follows the parent's): the listener then starts the
 run's span, whose ids are the result's `score_trace_id` and the metrics' exemplars, and none of
@@ -30,6 +35,7 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
+from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
 from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
@@ -48,7 +54,13 @@ from opentelemetry.trace import (
 from opentelemetry.util._decorator import _agnosticcontextmanager
 from opentelemetry.util.types import Attributes
 
-__all__ = ["ExportAwareTracerProvider", "ids_only", "new_root_ids"]
+__all__ = [
+    "ExportAwareLoggerProvider",
+    "ExportAwareTracerProvider",
+    "events_unreceived",
+    "ids_only",
+    "new_root_ids",
+]
 
 
 # The four flag sets a span here can have, made once: (sampled, random trace id) -> flags.
@@ -102,6 +114,29 @@ class ExportAwareTracerProvider(SdkTracerProvider):
         tracer = super().get_tracer(*args, **kwargs)
         # A disabled SDK (OTEL_SDK_DISABLED) hands out a no-op tracer: kept as it is.
         return _ExportAwareTracer(tracer, self) if isinstance(tracer, SdkTracer) else tracer
+
+
+class ExportAwareLoggerProvider(SdkLoggerProvider):
+    """An SDK logger provider that knows whether a log record processor was ever added."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A processor handed to the constructor counts as one added (the SDK's own
+        # multi-processor, when none is given, starts empty).
+        self.receiving: bool = kwargs.get("multi_log_record_processor") is not None
+        """True once a log record processor was added (never False again: the SDK offers no
+        way to remove one)."""
+
+    def add_log_record_processor(self, log_record_processor: Any) -> None:
+        super().add_log_record_processor(log_record_processor)
+        self.receiving = True
+
+
+def events_unreceived(logger_provider: object) -> bool:
+    """Whether no logger of `logger_provider` takes a record now: it is a provider `configure`
+    built and no processor was added to it, so the SDK's `Logger.enabled` is False for every
+    context, severity and event name. Any other provider (None: the global one) is asked."""
+    return type(logger_provider) is ExportAwareLoggerProvider and not logger_provider.receiving
 
 
 def ids_only(tracer: Tracer) -> bool:
@@ -162,14 +197,10 @@ class _ExportAwareTracer(Tracer):
             decision = sampler.should_sample(context, trace_id, name, kind, attributes, links)
             sampled = decision.decision is Decision.RECORD_AND_SAMPLE
             state = decision.trace_state
+        # By position: the API's `__new__` reads keyword arguments markedly slower. (trace id,
+        # span id, is_remote, trace flags, trace state.)
         return NonRecordingSpan(
-            SpanContext(
-                trace_id,
-                span_id,
-                is_remote=False,
-                trace_flags=_FLAGS[sampled, random_id],
-                trace_state=state,
-            )
+            SpanContext(trace_id, span_id, False, _FLAGS[sampled, random_id], state)
         )
 
     @_agnosticcontextmanager
