@@ -7,8 +7,8 @@ Two ways, finding the same matches (tests/privacy/test_scan_exact.py):
   its last); the names' spellings are found case-blind, which in ASCII text is reading the
   lower-cased text;
 - without (no Hyperscan, or text that is not ASCII for the names): a shape is searched for only
-  in a text holding every character of its gate (found by `in`, memchr), a name's pattern only
-  in a lower-cased text holding part of the name.
+  in a text holding every character of its gate (found by `in`, memchr), a name's pattern
+  case-blind, only in a text holding part of the name where that reads the same (`_FOLDING`).
 """
 
 from __future__ import annotations
@@ -36,18 +36,22 @@ NAME_ANCHORS: Final = tuple(
 # The characters the shapes' gates name: which of them a text holds is found once.
 _GATE_CHARACTERS: Final = "".join(sorted({c for gate, _, _ in SECRET_SHAPES for c in gate}))
 _LABEL: Final = "SECRET"
+# The only characters besides ASCII letters that an ASCII letter matches case-blind (`re`'s
+# `IGNORECASE`): dotted capital I, dotless small i, long s, Kelvin sign.
+_FOLDING: Final = "\u0130\u0131\u017f\u212a"
 
 
 class Secrets:
     """The secret patterns, compiled once; candidates get `priority`."""
 
-    __slots__ = ("_any_case", "_blind", "_gated", "_priority", "_shapes")
+    __slots__ = ("_any_case", "_blind", "_folded", "_gated", "_priority", "_shapes")
 
     def __init__(self, priority: int) -> None:
         self._priority = priority
         self._gated = tuple((frozenset(gate), re.compile(p)) for gate, _, p in SECRET_SHAPES)
         self._shapes = tuple(pattern for _, pattern in self._gated)
         self._any_case = tuple((gate, re.compile(p)) for gate, _, p in SECRET_SHAPES_ANY_CASE)
+        self._folded = tuple(re.compile(p, re.IGNORECASE) for _, _, p in SECRET_SHAPES_ANY_CASE)
         # Per name anchor: its pattern's index, the pattern read case-blind.
         self._blind = tuple(
             (index, re.compile(pattern, re.IGNORECASE))
@@ -107,16 +111,21 @@ class Secrets:
                     found.append((priority, start, m.end(), _LABEL, m.group()))
 
     def _names_in(self, found: Found, text: str) -> None:
-        lowered = text.lower()
-        flags = re.NOFLAG
-        if len(lowered) != len(text):  # lower-casing moved characters: read it case-blind
-            lowered, flags = text, re.IGNORECASE
+        """The names' patterns read case-blind (`re.IGNORECASE`). In a text holding none of
+        `_FOLDING`, that is reading its lower-cased form (the same length, its ASCII letters
+        where the text's are, no other character an ASCII letter's case), where a name's gate
+        (`in`) skips most patterns; in one holding any, the text itself is read. (Deciding by
+        the length of the lower-cased text instead read `ſecret=...` as a secret only beside
+        an `İ`, in the same text or in another of a batch.)"""
         priority = self._priority
+        if any(character in text for character in _FOLDING):
+            for pattern in self._folded:
+                for m in pattern.finditer(text):
+                    found.append((priority, m.start(), m.end(), _LABEL, m.group()))
+            return
+        lowered = text.lower()
         for name, pattern in self._any_case:
-            if flags:  # read case-blind, where a gate would not be exact
-                pattern = re.compile(pattern.pattern, flags)
-            elif name not in lowered:
-                continue
-            for m in pattern.finditer(lowered):
-                start, end = m.span()
-                found.append((priority, start, end, _LABEL, text[start:end]))
+            if name in lowered:
+                for m in pattern.finditer(lowered):
+                    start, end = m.span()
+                    found.append((priority, start, end, _LABEL, text[start:end]))
