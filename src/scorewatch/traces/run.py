@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
+from pydantic_core import from_json, to_json
+
 from ..core.call import AgentCall
 from ..core.result import RESULT_RUN_FIELDS, ScorerRun
 from .conventions import (
@@ -93,6 +95,22 @@ class ExtractedRun:
             conversation_id=self.conversation_id,
         )
 
+    def plain_content(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """(input, output) as plain JSON values: what `from_json(to_json(...))` of them gives,
+        each message's `createdAt` as its ISO text (serve queues runs in this form).
+
+        Only the input mapping and the messages are new: the values under a message and the
+        input's other entries are the run's own. Extraction builds them of JSON values only
+        (decoded JSON, attribute values, texts), which read back as themselves, so they are
+        not copied: a quarter of a run's reading was that copy. A message of another shape is
+        copied through JSON, as before."""
+        run_input = dict(self.input)
+        for key in _MESSAGE_LISTS:
+            messages = run_input.get(key)
+            if messages is not None:
+                run_input[key] = _plain_messages(messages)
+        return run_input, _plain_messages(self.output)
+
     def scorer_run(self) -> ScorerRun:
         """The run for `Scorer.run`, with the reference's trace fields set."""
         return ScorerRun.of_call(self.to_call())
@@ -118,6 +136,23 @@ class ExtractedRun:
         """Every field of its scorer run but `output`."""
         run = self.scorer_run()
         return {name: getattr(run, name) for name in RESULT_RUN_FIELDS if name != "output"}
+
+
+# The input's entries that hold messages; the output is a list of them.
+_MESSAGE_LISTS: Final = ("inputMessages", "rememberedMessages")
+
+
+def _plain_messages(messages: Any) -> Any:
+    if type(messages) is not list:
+        return from_json(to_json(messages))
+    plain = []
+    for message in messages:
+        created = message.get("createdAt") if type(message) is dict else None
+        if type(created) is datetime:
+            plain.append({**message, "createdAt": from_json(to_json(created))})
+        else:
+            plain.append(from_json(to_json(message)))
+    return plain
 
 
 class SpanTree:

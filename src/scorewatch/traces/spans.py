@@ -77,17 +77,19 @@ class SpanRecord:
 
 def any_value(value: AnyValue) -> Any:
     """The Python value of an OTLP `AnyValue` (bytes become hex text, an unset value None)."""
+    # The kinds most attributes that are not text have first: counts, then lists (finish
+    # reasons), whose items are mostly text, taken as `attributes_of` takes it.
     kind = value.WhichOneof("value")
     if kind == "string_value":
         return value.string_value
-    if kind == "bool_value":
-        return value.bool_value
     if kind == "int_value":
         return value.int_value
+    if kind == "array_value":
+        return [item.string_value or any_value(item) for item in value.array_value.values]
+    if kind == "bool_value":
+        return value.bool_value
     if kind == "double_value":
         return value.double_value
-    if kind == "array_value":
-        return [any_value(item) for item in value.array_value.values]
     if kind == "kvlist_value":
         return attributes_of(value.kvlist_value.values)
     if kind == "bytes_value":

@@ -43,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from pydantic_core import from_json, to_json
+from pydantic_core import to_json
 
 from ...core.events import current_observers
 from ...live.budgets import budgeted
@@ -342,12 +342,10 @@ def _item(run: ExtractedRun, scorers: tuple[str, ...] | None) -> ScoreItem:
     if run.tool_calls:  # a served row has no other place for them (score_traces reports them)
         metadata["toolCalls"] = list(run.tool_calls)
     # Plain JSON values (timestamps as ISO text): the Redis queue carries them unchanged, and
-    # in-process and queued scoring see the same run. One encoding gives them and the size the
-    # queue counts (reading JSON back costs less than a second conversion of the objects).
-    encoded = to_json([run.input, run.output])
-    plain_input, plain_output = from_json(encoded)
-    call = run.to_call(content=(plain_input, plain_output), metadata=metadata)
-    return ScoreItem(call, scorers, len(encoded))
+    # in-process and queued scoring see the same run. The queue counts their encoded size.
+    size = len(to_json([run.input, run.output]))
+    call = run.to_call(content=run.plain_content(), metadata=metadata)
+    return ScoreItem(call, scorers, size)
 
 
 def _every(trace_id: bytes) -> bool:
