@@ -23,8 +23,8 @@ from scorewatch.scorers._text import JS_SPACES, js_collapse_spaces, js_drop_spac
 from scorewatch.scorers.completeness import create_completeness_scorer, key_elements
 from scorewatch.scorers.content_similarity import (
     _SLICE,
-    _ascii_bigrams,
     _bigrams,
+    _byte_pairs,
     compare_two_strings,
     create_content_similarity_scorer,
 )
@@ -232,7 +232,7 @@ def test_ascii_bigrams_are_the_byte_pairs_as_integers(text: str) -> None:
     expected = Counter(
         int.from_bytes(f"{x}{y}".encode(), sys.byteorder) for x, y in itertools.pairwise(text)
     )
-    assert _ascii_bigrams(text) == expected
+    assert _bigrams(text.encode("ascii"), _byte_pairs) == expected
 
 
 def test_ascii_bigram_counts_across_slices() -> None:
@@ -240,7 +240,12 @@ def test_ascii_bigram_counts_across_slices() -> None:
     expected = Counter(
         int.from_bytes(f"{x}{y}".encode(), sys.byteorder) for x, y in itertools.pairwise(text)
     )
-    assert _ascii_bigrams(text) == expected
+    assert _bigrams(text.encode("ascii"), _byte_pairs) == expected
+    # Odd-length slices too: each slice's even and odd pairs, no pair lost at a seam.
+    odd = "abc" * _SLICE + "d"
+    assert _bigrams(odd.encode("ascii"), _byte_pairs) == Counter(
+        int.from_bytes(f"{x}{y}".encode(), sys.byteorder) for x, y in itertools.pairwise(odd)
+    )
     assert compare_two_strings(text, text[1:]) == compare_two_strings(
         text.replace("a", "\u00e4"), text[1:].replace("a", "\u00e4")
     )

@@ -33,7 +33,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -60,7 +60,6 @@ __all__ = [
     "TraceLink",
     "current_observers",
     "linked_runs",
-    "notify",
     "observed_by",
     "tell",
 ]
@@ -203,23 +202,15 @@ class Observer:
         within `timeout` seconds. Blocking; never called on an event loop."""
 
 
-def notify(listeners: Iterable[T], call: Callable[[T], object], what: str = "listener") -> None:
-    """`call(each listener)`; one that raises is logged and ignored."""
-    for listener in listeners:
-        try:
-            call(listener)
-        except Exception:
-            logger.exception("%s %r failed; ignored", what, listener)
-
-
 def tell(listeners: Iterable[object], method: str, *args: Any) -> None:
-    """`listener.<method>(*args)` for each listener; one that raises is logged and ignored.
-    `notify` by the method's name, for a run's events: no closure made for each event."""
+    """`listener.<method>(*args)` for each listener (a run's listeners, or the bus's observers);
+    one that raises is logged and ignored. The method is named rather than handed over as a
+    closure: a run tells its listeners several events, and a closure a time costs each one."""
     for listener in listeners:
         try:
             getattr(listener, method)(*args)
         except Exception:
-            logger.exception("listener %r failed; ignored", listener)
+            logger.exception("%s of %r failed; ignored", method, listener)
 
 
 class Observers:
@@ -285,7 +276,7 @@ class Observers:
 
     def flush(self, timeout: float | None) -> None:
         if self.subscribers:
-            notify(self.subscribers, lambda o: o.flush(timeout), "observer")
+            tell(self.subscribers, "flush", timeout)
 
     # -- producers' events -----------------------------------------------------------------------
 
@@ -299,7 +290,7 @@ class Observers:
         ignored."""
         handlers = self.handlers.get(type(event))
         if handlers:
-            # `notify`, inlined: some producers emit an event per request.
+            # `tell`, inlined for functions: some producers emit an event per request.
             for handler in handlers:
                 try:
                     handler(event)
@@ -352,14 +343,27 @@ def current_observers() -> Observers:
     return OBSERVERS if observers is None else observers
 
 
-@contextmanager
-def observed_by(observers: Observers) -> Iterator[Observers]:
+def observed_by(observers: Observers) -> AbstractContextManager[Observers]:
     """Runs started (and results stored) inside the block report to `observers`."""
-    token = _CURRENT.set(observers)
-    try:
-        yield observers
-    finally:
-        _CURRENT.reset(token)
+    return _ObservedBy(observers)
+
+
+class _ObservedBy:
+    """`observed_by`'s block: a class rather than a generator, since the live engine enters
+    one for every run it scores (a `@contextmanager` generator costs about three times as
+    much to make, enter and leave)."""
+
+    __slots__ = ("_observers", "_token")
+
+    def __init__(self, observers: Observers) -> None:
+        self._observers = observers
+
+    def __enter__(self) -> Observers:
+        self._token = _CURRENT.set(self._observers)
+        return self._observers
+
+    def __exit__(self, *exc_info: object) -> None:
+        _CURRENT.reset(self._token)
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from ..judge.retry import NO_RETRY, RetryPolicy
 from ..judge.usage import EMPTY_USAGE, JudgeUsage, add_usage
 from .answer_json import NeedsSearch
 from .errors import MISSING_MODEL_OR_INSTRUCTIONS
-from .events import JudgeAttempt, JudgeCacheLookup, RunListener, notify
+from .events import JudgeAttempt, JudgeCacheLookup, RunListener, tell
 from .judge_standin import current_judge_stand_in
 from .offload import STEP_EXECUTOR, run_off_loop
 from .records import JudgeErrorSummary, JudgeExecutionFailure, JudgeExecutionSuccess
@@ -194,8 +194,7 @@ class _StepCall:
         )
 
     def _attempt_started(self, request: JudgeRequest) -> None:
-        step = self.step.name
-        notify(self.listeners, lambda listener: listener.judge_attempt_started(step, request))
+        tell(self.listeners, "judge_attempt_started", self.step.name, request)
 
     def _attempt_finished(
         self,
@@ -222,7 +221,7 @@ class _StepCall:
             model_call_count=calls,
             transport=transport_of(self.judge.model),
         )
-        notify(self.listeners, lambda lst: lst.judge_attempt_finished(event))
+        tell(self.listeners, "judge_attempt_finished", event)
 
     async def validated(self, reply: JudgeReply) -> Any:
         assert self.step.validate is not None
@@ -310,7 +309,7 @@ class _StepCall:
                 hit=found is not None,
                 saved_cost_usd=self.ledger.saved_cost_usd,
             )
-            notify(self.listeners, lambda listener: listener.judge_cache_lookup(lookup))
+            tell(self.listeners, "judge_cache_lookup", lookup)
         return found
 
     async def judged(self, request: JudgeRequest) -> tuple[Any, JudgeReply]:

@@ -439,20 +439,22 @@ class ScoringEngine:
             if not warm_up.done():  # the loop waits for it, never imports litellm itself
                 await asyncio.wrap_future(warm_up)
             self._warm_up = None
-        with observed_by(self.observers):  # a job's task starts from an empty context
+        # A job's task starts from an empty context. One block for the whole run, scoring and
+        # storing (its budget settling and failure log emit nothing to the bus): each block
+        # entered costs every run.
+        with observed_by(self.observers):
             entry = self.entries.get(run.scorer.id)
             rate = 0.0 if entry is None else entry.review_rate
             result = await score_call(
                 run.scorer, run.call, run.run_id, self.privacy, review_rate=rate
             )
-        if run.hold is not None and self.budgets is not None:
-            await self.budgets.asettle(run.hold, result)
-        if result.status == "failed":
-            self._run_failed(run, result)
-        if not self.queue.begin_commit(job):
-            return result.outcome  # given up at shutdown meanwhile: counted as dropped, not stored
-        stored = functools.partial(self._stored, run, started)
-        with observed_by(self.observers):
+            if run.hold is not None and self.budgets is not None:
+                await self.budgets.asettle(run.hold, result)
+            if result.status == "failed":
+                self._run_failed(run, result)
+            if not self.queue.begin_commit(job):
+                return result.outcome  # given up at shutdown meanwhile: dropped, not stored
+            stored = functools.partial(self._stored, run, started)
             # A sink's writer that acknowledges by callback ends the run there: no coroutine
             # waits for the commit, and the loop is not woken for it.
             # Urgent (no linger in the writer) when a client waits for this run, or runs wait

@@ -19,7 +19,7 @@ Score: 0..1, higher is better, not rounded; no judge call. Linear time in the te
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -68,7 +68,9 @@ def _dice(first: str, second: str) -> float:
         # ASCII text is its own UTF-16 units, one byte each: its bigrams counted as the 16-bit
         # integers of its byte pairs (hashed and freed for less than tuples of characters).
         return _shared_share(
-            _ascii_bigrams(first), _ascii_bigrams(second), len(first) + len(second) - 2
+            _bigrams(first.encode("ascii"), _byte_pairs),
+            _bigrams(second.encode("ascii"), _byte_pairs),
+            len(first) + len(second) - 2,
         )
     a, b = utf16_units(first, second)
     if len(a) < 2 or len(b) < 2:
@@ -102,30 +104,28 @@ def _without_spaces(text: str) -> str:
     )
 
 
-def _bigrams(units: Sequence[Any]) -> Counter[Any]:
+def _bigrams(
+    units: Sequence[Any], pairs: Callable[[Any], Iterable[Any]] = pairwise
+) -> Counter[Any]:
+    """The count of each bigram of `units` (two or more), `pairs` making the bigrams of a
+    slice: tuples of adjacent units, unless told otherwise."""
     # A text of one slice (nearly every text scored) is counted without slicing a copy.
     if len(units) <= _SLICE + 1:
-        return Counter(pairwise(units))
+        return Counter(pairs(units))
     counts: Counter[Any] = Counter()
     for start in range(0, len(units) - 1, _SLICE):  # each slice overlaps the next by one unit
-        counts.update(pairwise(units[start : start + _SLICE + 1]))
+        counts.update(pairs(units[start : start + _SLICE + 1]))
     return counts
 
 
-def _ascii_bigrams(text: str) -> Counter[int]:
-    """The bigrams of an ASCII text of two characters or more, each as the 16-bit integer of
-    its two bytes: those starting at even offsets, then those at odd ones (a count has no
-    order). One integer per pair of bytes either way, so two texts' bigrams compare."""
-    data = text.encode("ascii")
+def _byte_pairs(data: bytes) -> list[int]:
+    """The bigrams of ASCII bytes (two or more), each as the 16-bit integer of its two bytes:
+    those starting at even offsets, then those at odd ones (a count has no order). One integer
+    per pair of bytes either way, so two texts' bigrams compare."""
     size = len(data)
     codes = memoryview(data[: size - size % 2]).cast("H").tolist()
     codes += memoryview(data[1 : size - (size - 1) % 2]).cast("H").tolist()
-    if len(codes) <= _SLICE:
-        return Counter(codes)
-    counts: Counter[int] = Counter()
-    for start in range(0, len(codes), _SLICE):
-        counts.update(codes[start : start + _SLICE])
-    return counts
+    return codes
 
 
 @prebuilt(_CARD)
