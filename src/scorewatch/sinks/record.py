@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from itertools import repeat
+from math import isfinite
 from typing import Any, Final, Literal, get_args
 
 from pydantic_core import to_jsonable_python
@@ -628,8 +629,8 @@ def _storable_column(value: Any) -> Any:
     kind = type(value)
     if kind is str:
         return storable_text(value)
-    if kind is int or kind is bool:
-        return value
+    if kind is int or kind is bool or (kind is float and isfinite(value)):
+        return value  # (a score: a finite float, as `storable` would return it)
     return storable(value)  # a number JSON cannot write, any other value
 
 
