@@ -23,7 +23,7 @@ from scorewatch.live.entry import fraction_of
 from scorewatch.server.http.guard import json_answer
 from scorewatch.server.http.models import ScoreRequest
 from scorewatch.server.http.routes.score_intake import accepted_answer, accepted_body
-from scorewatch.server.intake.admission import plan_items, request_digest
+from scorewatch.server.intake.admission import Plan, plan_digest, plan_items, request_digest
 from scorewatch.server.intake.interface import Accepted, Admission, ScoreItem, Skipped
 
 pytestmark = pytest.mark.unit
@@ -128,6 +128,27 @@ _calls = st.builds(
     metadata=st.none() | st.dictionaries(st.text(), _json_values, max_size=3),
     conversation_id=st.none() | st.text(),
 )
+
+
+class _Text(str):
+    """A str subclass: the encoder writes it as a string too."""
+
+
+# Any JSON-like value in any of the call's fields (the dataclass checks no types).
+_any_calls = st.builds(
+    AgentCall,
+    **{
+        name: _json_values | st.text().map(_Text) | st.tuples(st.integers(), st.text())
+        for name in CALL_FIELDS
+    },
+)
+
+
+@given(_any_calls)
+def test_a_plans_digest_is_the_digest_of_its_calls_fields(call: AgentCall) -> None:
+    # Built without the call's dict: the same text, so the same run ids as ever.
+    plan = Plan(ScoreItem(call), call.with_run_id("made-up"), ["every"], [])
+    assert plan_digest(plan) == request_digest(call.to_dict())
 
 
 @given(_calls, st.none() | st.text())

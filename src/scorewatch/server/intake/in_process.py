@@ -140,6 +140,7 @@ class InProcessIntake:
         # Owned: its runs and sinks are closed on it, then it is closed (`aclose`).
         self._scoring = scoring
         self._admit_lag = LoopLag(interval=_ADMIT_LAG_INTERVAL_S)
+        self._wait: _Wait | None = None  # the last `_admissible_wait`
 
     # -- introspection ---------------------------------------------------------------------------
 
@@ -201,23 +202,27 @@ class InProcessIntake:
                 needed += len(plan.sampled)
                 needed_bytes += plan.item.size
 
-        if self._closed or self._queue.closed:
+        queue = self._queue
+        if self._closed or queue.closed:
             self._counts.refused(plans, "dropped_shutdown")
             raise IntakeClosedError("the service is shutting down")
-        free = self._max_queue - self._queue.queued
+        # One reading of the queue's length for every check (the scoring thread shortens it
+        # meanwhile): the checks and a refusal's message agree with each other.
+        queued = queue.queued
+        free = self._max_queue - queued
         if needed > free:
             self._counts.refused(plans, "dropped_queue_full")
             raise QueueFullError(needed, max(free, 0), self._max_queue)
         waiting = self._admissible_wait()
-        if waiting is not None and self._queue.queued + needed > waiting.allowed:
+        if waiting is not None and queued + needed > waiting.allowed:
             self._counts.refused(plans, "dropped_queue_full")
-            excess = self._queue.queued + needed - waiting.allowed
+            excess = queued + needed - waiting.allowed
             raise QueueFullError(
                 needed,
-                max(waiting.allowed - self._queue.queued, 0),
+                max(waiting.allowed - queued, 0),
                 self._max_queue,
-                detail=f"the scoring queue holds {self._queue.queued} runs, about "
-                f"{self._queue.queued / waiting.rate:.1f}s of work at the {waiting.rate:.0f} "
+                detail=f"the scoring queue holds {queued} runs, about "
+                f"{queued / waiting.rate:.1f}s of work at the {waiting.rate:.0f} "
                 f"runs/s the service finishes (live.max_queue_delay = {self._max_delay:g}s)",
                 retry_after=Throughput.seconds_for(excess, waiting.rate),
             )
@@ -233,7 +238,7 @@ class InProcessIntake:
             )
 
         self._pace.spend(needed)
-        loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop() if want_results else None
         runs_on = self._scoring.loop if self._scoring is not None else None
         admissions: list[Admission] = []
         self._counts.skipped(plans)
@@ -249,7 +254,7 @@ class InProcessIntake:
                 scorer = entries[scorer_id].scorer
                 run_id = request_run_id(scorer_id, item.call, digest)
                 done: asyncio.Future[ScoreRecord] | None = None
-                if admission.results is not None:
+                if loop is not None and admission.results is not None:
                     done = loop.create_future()
                     admission.results[run_id] = done
                 budget_hold = plan.holds.get(scorer_id)
@@ -292,7 +297,13 @@ class InProcessIntake:
         rate = self._throughput.rate()
         if rate is None:
             return None
-        return _Wait(rate, max(self._max_concurrency, int(rate * self._max_delay)))
+        # Kept while the rate stays the same: a request reads it twice (`refuse_early`, then
+        # `admit`) and the rate changes at most once per finished run.
+        wait = self._wait
+        if wait is None or wait.rate != rate:
+            wait = _Wait(rate, max(self._max_concurrency, int(rate * self._max_delay)))
+            self._wait = wait
+        return wait
 
     # -- shutdown --------------------------------------------------------------------------------
 
