@@ -55,6 +55,7 @@ __all__ = [
     "decode_row",
     "encode_row",
     "iso_timestamp",
+    "kept_value",
     "record_json",
 ]
 
@@ -182,6 +183,15 @@ def _entity(call: AgentCall) -> tuple[str, dict[str, Any], str]:
             span_type if isinstance(span_type, str) and span_type else "agent_run",
         )
     return call.target or "", {"id": call.target or "", "name": call.target or ""}, "AGENT"
+
+
+def kept_value(value: Any, redaction: Redaction | None) -> Any:
+    """`value` as a run's record keeps it (`ScoreRecord.kept`): JSON-ready, storable, and
+    redacted by the run's `redaction` when a privacy policy applies (its spans' structured
+    content too, written as JSON after its texts are redacted)."""
+    if value is None:
+        return None
+    return storable(_jsonable(value), privacy=redaction)
 
 
 def _jsonable(value: Any) -> Any:
@@ -449,9 +459,7 @@ class ScoreRecord:
     def kept(self, value: Any) -> Any:
         """`value` (a reason, an error, ...) as this record keeps it: storable, and redacted
         by the run's redactor when a privacy policy applies."""
-        if value is None:
-            return None
-        return storable(_jsonable(value), privacy=self.redaction)
+        return kept_value(value, self.redaction)
 
     def _row(self) -> dict[str, Any]:
         """The row but for `requestContext` and `metadata` (filled in by `to_row`)."""

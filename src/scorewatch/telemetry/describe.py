@@ -102,20 +102,27 @@ def to_json(value: Any) -> str:
         return str(value)
 
 
-def _text_part(text: str) -> dict[str, str]:
-    return {"type": "text", "content": text}
+# The messages' texts are redacted (`redact`, a privacy policy's) before they are written as
+# JSON, never the JSON text after: JSON escapes a line break as `\n`, so a value after one
+# reads as `nDE89 ...` in the JSON text, which no recogniser reads as an IBAN. And the run's
+# row holds the same texts (the prompt, the reply), so each is scanned once for both.
 
 
-def system_instructions(request: JudgeRequest) -> str:
-    return json.dumps([_text_part(request.instructions)], ensure_ascii=False)
+def _text_part(text: str, redact: Callable[[str], str] | None) -> dict[str, str]:
+    return {"type": "text", "content": text if redact is None else redact(text)}
 
 
-def input_messages(request: JudgeRequest) -> str:
-    return json.dumps([{"role": "user", "parts": [_text_part(request.prompt)]}], ensure_ascii=False)
+def system_instructions(request: JudgeRequest, redact: Callable[[str], str] | None = None) -> str:
+    return json.dumps([_text_part(request.instructions, redact)], ensure_ascii=False)
 
 
-def output_messages(reply: JudgeReply) -> str:
-    message: dict[str, Any] = {"role": "assistant", "parts": [_text_part(reply.text)]}
+def input_messages(request: JudgeRequest, redact: Callable[[str], str] | None = None) -> str:
+    parts = [_text_part(request.prompt, redact)]
+    return json.dumps([{"role": "user", "parts": parts}], ensure_ascii=False)
+
+
+def output_messages(reply: JudgeReply, redact: Callable[[str], str] | None = None) -> str:
+    message: dict[str, Any] = {"role": "assistant", "parts": [_text_part(reply.text, redact)]}
     if reply.finish_reason:
         message["finish_reason"] = reply.finish_reason
     return json.dumps([message], ensure_ascii=False)

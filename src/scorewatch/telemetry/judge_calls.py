@@ -56,12 +56,8 @@ def open_chat_span(
         attributes[names.ATTR_REQUEST_MODEL] = model
         attributes[names.ATTR_JUDGE_MODEL_ROUTE] = route
     if capture:
-        instructions = describe.system_instructions(request)
-        messages = describe.input_messages(request)
-        if redact is not None:
-            instructions, messages = redact(instructions), redact(messages)
-        attributes[names.ATTR_SYSTEM_INSTRUCTIONS] = instructions
-        attributes[names.ATTR_INPUT_MESSAGES] = messages
+        attributes[names.ATTR_SYSTEM_INSTRUCTIONS] = describe.system_instructions(request, redact)
+        attributes[names.ATTR_INPUT_MESSAGES] = describe.input_messages(request, redact)
     span = tracer.start_span(
         names.chat_span_name(model) if model else names.OPERATION_CHAT,
         context=trace.set_span_in_context(parent),
@@ -103,8 +99,7 @@ def finish_chat_span(
             attributes[names.ATTR_JUDGE_COST_CURRENCY] = currency
             attributes[names.ATTR_JUDGE_COST_SOURCE] = source
         if capture:
-            replied = describe.output_messages(reply)
-            attributes[names.ATTR_OUTPUT_MESSAGES] = replied if redact is None else redact(replied)
+            attributes[names.ATTR_OUTPUT_MESSAGES] = describe.output_messages(reply, redact)
     span.set_attributes(attributes)
     if attempt.error is not None:
         describe.mark_failed(span, attempt.error, capture, redact)

@@ -52,6 +52,7 @@ from ..judge.protocol import JudgeRequest
 from ..live.events import DeadLettered, Decided, InFlight, Redelivered
 from ..privacy import CURRENT_REDACTION
 from ..sinks.delivery import SinkFailed
+from ..sinks.record import kept_value
 from . import describe, judge_calls, names
 from .bound import BoundHistogram
 from .cardinality import CardinalityGuard
@@ -326,6 +327,7 @@ class RunTelemetry(RunListener):
         "_providers",
         "_quiet",
         "_redact",
+        "_redaction",
         "_run_context",
         "_run_id",
         "_run_span",
@@ -344,7 +346,7 @@ class RunTelemetry(RunListener):
         self._capture = observer.capture
         # The run's redactor (a privacy policy's), shared with its row: content this exports
         # carries the same markers.
-        redaction = CURRENT_REDACTION.get()  # read directly: once per run, no call
+        self._redaction = redaction = CURRENT_REDACTION.get()  # read directly: no call
         self._redact = None if redaction is None else redaction.text
         # What every run of the scorer shares (its id, scale, models...) is read from its
         # profile when needed, not copied into each run's listener.
@@ -414,9 +416,14 @@ class RunTelemetry(RunListener):
         )
 
     def _content(self, value: Any) -> str:
-        """`value` as a content attribute: JSON text, redacted under a privacy policy."""
-        text = describe.to_json(value)
-        return text if self._redact is None else self._redact(text)
+        """`value` as a content attribute: JSON text, redacted under a privacy policy. A value
+        that is not text is written as JSON after its texts are redacted, as the run's row
+        keeps them: redacting the JSON text would read its escapes (`\n` before a value)."""
+        if self._redaction is None:
+            return describe.to_json(value)
+        if isinstance(value, str):
+            return self._redaction.text(value)
+        return describe.to_json(kept_value(value, self._redaction))
 
     # -- context bookkeeping -----------------------------------------------------------------
 
