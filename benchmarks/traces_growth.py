@@ -100,6 +100,13 @@ def _run(source: str | None, args: argparse.Namespace, bodies: list[bytes]) -> d
         env = dict(os.environ)
         if source is not None:
             env["PYTHONPATH"] = source
+        # serve runs in a temporary directory: a relative `PYTHONPATH=src` would fall through
+        # to the installed package (another tree).
+        env["PYTHONPATH"] = os.pathsep.join(
+            str(Path(entry).resolve())
+            for entry in env.get("PYTHONPATH", "").split(os.pathsep)
+            if entry
+        )
         env["TRACES_GROWTH_PROBE"] = f"{log}:{args.block}"
         command = [
             sys.executable, str(Path(__file__).resolve()), "--probe",
