@@ -12,7 +12,8 @@ objects it tracks (`len(gc.get_objects())`, the probe's own CPU not counted), an
 frozen ones. Besides, from outside: the trace buffer's traces and spans held (`/v1/stats`) and
 the SQLite file's and WAL's sizes. One table row per block, so what grows with the batches a
 process has taken shows as a trend down the rows. `--baseline DIR` runs serve from another
-source tree afterwards, the same way.
+source tree afterwards, the same way. `--heap BATCHES`: no serve, the trace buffer alone in
+this process after that many batches, and what a full collection costs with it.
 """
 
 from __future__ import annotations
@@ -194,6 +195,48 @@ def _table(result: dict[str, Any], rate: float) -> str:
     return "\n".join(rows)
 
 
+def _heap(batches: int) -> None:
+    """In this process: the trace buffer after `batches` batches (extracted, every trace complete
+    and lingering, as in serve at 2 new batches a second), the objects the collector tracks
+    besides what start-up made (frozen), and what a full collection costs then and empty."""
+    import collections
+
+    from bench_floor import _traces_bodies
+
+    from scorewatch.traces.assembly import BufferLimits, TraceBuffer
+    from scorewatch.traces.collect import Extraction, extract_ready
+    from scorewatch.traces.otlp import parse_protobuf
+    from scorewatch.traces.spans import split_request
+
+    bodies, _ = _traces_bodies()
+    now = [0.0]
+    buffer = TraceBuffer(None, BufferLimits(), clock=lambda: now[0])
+    gc.collect()
+    gc.freeze()
+
+    def full_collection_ms() -> float:
+        best = float("inf")
+        for _ in range(3):
+            started = time.thread_time()
+            gc.collect()
+            best = min(best, time.thread_time() - started)
+        return best * 1e3
+
+    for index in range(batches):
+        split = split_request(parse_protobuf(bodies[index % len(bodies)]), lambda _: True)
+        buffer.offer(split.spans, f"client-{index // len(bodies)}", split.unsampled)
+        now[0] += 0.5
+        extract_ready(buffer.pop_ready(), Extraction(), None)
+    tracked = collections.Counter(type(o).__name__ for o in gc.get_objects())
+    print(f"held: {len(buffer)} traces, {buffer.spans_held} spans")
+    print(f"tracked (not frozen): {sum(tracked.values()):,}: {tracked.most_common(6)}")
+    print(f"full collection: {full_collection_ms():.1f} ms CPU (best of 3)")
+    buffer.pop_ready(flush=True)
+    now[0] += 3600
+    buffer.pop_ready()
+    print(f"the buffer empty: {full_collection_ms():.1f} ms CPU")
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--probe":
         log, block = os.environ["TRACES_GROWTH_PROBE"].rsplit(":", 1)
@@ -212,11 +255,18 @@ def main() -> None:
         "--extra-traces", default="", help="more lines of [traces.buffer], e.g. 'linger_s = 1'"
     )
     parser.add_argument("-o", "--output")
+    parser.add_argument(
+        "--heap", type=int, metavar="BATCHES", help="only the in-process heap after BATCHES"
+    )
     args = parser.parse_args()
 
     sys.path.insert(0, str(BENCH))
     import _common  # noqa: F401  (the environment, before serve starts)
     from bench_floor import _traces_bodies
+
+    if args.heap:
+        _heap(args.heap)
+        return
 
     bodies, _ = _traces_bodies()
     results = {"serve": _run(None, args, bodies)}
