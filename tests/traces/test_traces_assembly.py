@@ -350,6 +350,10 @@ def test_a_clients_complete_traces_make_room_for_its_new_ones() -> None:
     assert buffer.offer(_runs(0, 1), "10.0.0.1").refused is None  # a new trace again
     clock.now += 2
     assert len(buffer.pop_ready()) == 3  # the two new runs and the one sent again
+    # Spans of the oldest complete trace (3: 0, 1 went for 10, 11, then 2 for 0) and a new
+    # one: letting 3 go means the request opens it again, so one more goes.
+    assert buffer.offer(_runs(3, 1) + _runs(20, 1), "10.0.0.1").refused is None
+    assert len(buffer) == 10
 
 
 def test_complete_traces_are_let_go_only_for_their_own_clients_requests() -> None:

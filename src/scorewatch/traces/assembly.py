@@ -209,11 +209,14 @@ class TraceBuffer:
 
         costs = self._ledger.costs(spans, owner_of, opens_trace, unsampled)
         refusal = self._ledger.refusal(costs)
-        if refusal is not None and refusal.refused in _ROOM and self._make_room(costs):
-            # Counted again: a trace let go may be one this request opens anew.
-            refusal = self._ledger.refusal(
-                self._ledger.costs(spans, owner_of, opens_trace, unsampled)
-            )
+        if refusal is not None and refusal.refused in _ROOM:
+            # A trace let go that this request holds spans of is opened again by it.
+            touched = {(owner_of(s), s.trace_id) for s in spans}
+            touched.update((owner_of(group), group.trace_id) for group in unsampled)
+            if self._make_room(costs, touched):
+                refusal = self._ledger.refusal(
+                    self._ledger.costs(spans, owner_of, opens_trace, unsampled)
+                )
         if refusal is not None:
             self.counts.requests_refused[refusal.refused or ""] += 1
             return refusal
@@ -354,7 +357,7 @@ class TraceBuffer:
         if not complete:
             del self._complete[trace.owner]
 
-    def _make_room(self, costs: Mapping[Owner, Held]) -> bool:
+    def _make_room(self, costs: Mapping[Owner, Held], touched: set[tuple[Owner, str]]) -> bool:
         """Let go of traces of the request's owners, each its own and oldest first, while the
         request would pass its owner's share or the buffer's bounds: first traces no scorer
         samples, then complete ones; returns whether any was. Neither has anything left to
@@ -367,15 +370,19 @@ class TraceBuffer:
             while unsampled and (
                 ledger.over_share(owner, cost) or ledger.over_total(costs) is not None
             ):
-                self._forget_unsampled(next(iter(unsampled)))
+                key = next(iter(unsampled))
+                self._forget_unsampled(key)
                 self.counts.traces_completed += 1
+                cost.traces += key in touched
                 unsampled = self._unsampled_of.get(owner)
                 let_go = True
             complete = self._complete.get(owner)
             while complete and (
                 ledger.over_share(owner, cost) or ledger.over_total(costs) is not None
             ):
-                self._retire(next(iter(complete)))
+                key = next(iter(complete))
+                self._retire(key)
+                cost.traces += key in touched
                 complete = self._complete.get(owner)
                 let_go = True
         return let_go
