@@ -18,7 +18,6 @@ from scorewatch.traces import (
     TraceBuffer,
     extract_run,
 )
-from scorewatch.traces.spans import UnsampledSpans
 
 pytestmark = pytest.mark.unit
 
@@ -404,41 +403,6 @@ def test_a_steady_client_is_never_refused_and_holds_at_most_its_share() -> None:
     assert most <= SHARED.client_traces
     buffer.pop_ready(flush=True)
     assert buffer.counts.ready == 600 and buffer.counts.requests_refused == Counter()
-
-
-def _unsampled(first: int, count: int, service: str = "a") -> list[UnsampledSpans]:
-    resource = {"service.name": service}
-    return [
-        UnsampledSpans(f"{index:032x}", resource, 0, [(1).to_bytes(8, "big")], [10])
-        for index in range(first, first + count)
-    ]
-
-
-def test_traces_no_scorer_samples_make_room_first_least_recently_added_to_first() -> None:
-    clock = Clock()
-    buffer = TraceBuffer(limits=SHARED, clock=clock)
-    assert buffer.offer([], "10.0.0.1", _unsampled(100, 10)).refused is None  # its share
-    more = [UnsampledSpans(f"{100:032x}", {"service.name": "a"}, 0, [b"\0" * 7 + b"\2"], [10])]
-    assert buffer.offer([], "10.0.0.1", more).refused is None  # trace 100 added to last
-    # Before, refused until the ids had lingered 30 s; the two least recently added go.
-    assert buffer.offer(_runs(0, 2), "10.0.0.1").refused is None
-    assert len(buffer) == 10 and buffer.counts.traces_completed == 2
-    assert buffer.offer([], "10.0.0.1", _unsampled(100, 1)).dropped == 1  # still held
-    assert buffer.offer([], "10.0.0.1", _unsampled(101, 1)).refused is None  # let go: anew
-    # Another client's are never let go for this one.
-    assert buffer.offer([], "10.0.0.2", _unsampled(200, 10)).refused is None
-    assert buffer.offer(_runs(300, 1, "c"), "10.0.0.3").refused == "max_traces"
-
-
-def test_a_steady_client_of_unsampled_traces_is_never_refused() -> None:
-    clock = Clock()
-    buffer = TraceBuffer(limits=SHARED, clock=clock)
-    for second in range(200):
-        assert buffer.offer([], "10.0.0.1", _unsampled(3 * second, 3)).refused is None
-        clock.now += 1
-        buffer.pop_ready()
-        assert len(buffer) <= SHARED.client_traces
-    assert buffer.counts.spans_unsampled == 600
 
 
 def test_another_clients_spans_never_replace_join_or_nest_a_run() -> None:

@@ -25,8 +25,7 @@ left to hand out is dropped after `linger_s` without new spans (late spans of a 
 still need it). A complete trace (whole: its root and every parent arrived; everything handed
 out; nothing new since) is dropped sooner when a request of its owner would pass a bound: it
 was scored, and refusing new spans for it made a client sending faster than its share over
-`linger_s` wait out `linger_s` with 429s. A trace held as ids only is dropped first in that
-case (nothing of it is ever scored). Every span or trace dropped on a bound is counted by
+`linger_s` wait out `linger_s` with 429s. Every span or trace dropped on a bound is counted by
 reason.
 
 The work is linear in the spans: a span's arrival is passed up its ancestors only as far as
@@ -143,9 +142,6 @@ class TraceBuffer:
         # Per owner, its complete traces in the order they completed: what it may let go of,
         # before `linger_s` is over, to keep a new request of its own (`_make_room`).
         self._complete: dict[Owner, OrderedDict[tuple[Owner, str], None]] = {}
-        # Per owner, its traces no scorer samples, least recently added to first: let go of
-        # before its complete traces (nothing of them is ever scored).
-        self._unsampled_of: dict[Owner, OrderedDict[tuple[Owner, str], None]] = {}
 
     def __len__(self) -> int:
         return len(self._traces) + len(self._unsampled)
@@ -259,7 +255,6 @@ class TraceBuffer:
             trace = None
         if trace is None:
             trace = self._unsampled[key] = _Unsampled(owner, first_seen=now, last_arrival=now)
-            self._unsampled_of.setdefault(owner, OrderedDict())[key] = None
             self._ledger.open_trace(owner)
         ids = trace.span_ids
         limit = self.limits.max_spans_per_trace
@@ -277,7 +272,6 @@ class TraceBuffer:
         if kept:
             trace.last_arrival = now
             self._unsampled.move_to_end(key)  # kept in order of their latest arrival
-            self._unsampled_of[owner].move_to_end(key)
             resource = group.resource
             _, spans, held = trace.held.get(id(resource), (resource, 0, 0))
             trace.held[id(resource)] = (resource, spans + kept, held + size)
@@ -358,24 +352,13 @@ class TraceBuffer:
             del self._complete[trace.owner]
 
     def _make_room(self, costs: Mapping[Owner, Held], touched: set[tuple[Owner, str]]) -> bool:
-        """Let go of traces of the request's owners, each its own and oldest first, while the
-        request would pass its owner's share or the buffer's bounds: first traces no scorer
-        samples, then complete ones; returns whether any was. Neither has anything left to
-        score: a trace no scorer samples is held to tell a span sent twice, a complete one also
-        for a late span (rare once it is whole); neither is worth refusing new work for."""
+        """Let go of complete traces of the request's owners, each its own and oldest first,
+        while the request would pass its owner's share or the buffer's bounds; returns whether
+        any was. A complete trace has been scored already: what it is kept for is a late span
+        (rare once it is whole) and telling a span sent twice, not worth refusing new work."""
         ledger = self._ledger
         let_go = False
         for owner, cost in costs.items():
-            unsampled = self._unsampled_of.get(owner)
-            while unsampled and (
-                ledger.over_share(owner, cost) or ledger.over_total(costs) is not None
-            ):
-                key = next(iter(unsampled))
-                self._forget_unsampled(key)
-                self.counts.traces_completed += 1
-                cost.traces += key in touched
-                unsampled = self._unsampled_of.get(owner)
-                let_go = True
             complete = self._complete.get(owner)
             while complete and (
                 ledger.over_share(owner, cost) or ledger.over_total(costs) is not None
@@ -438,10 +421,6 @@ class TraceBuffer:
 
     def _forget_unsampled(self, key: tuple[Owner, str]) -> None:
         trace = self._unsampled.pop(key)
-        held = self._unsampled_of[trace.owner]
-        del held[key]
-        if not held:
-            del self._unsampled_of[trace.owner]
         self._span_total -= len(trace.span_ids)
         for resource, spans, size in trace.held.values():
             self._ledger.release_size(resource, size, trace.owner, spans)
