@@ -171,8 +171,14 @@ def _start(
         ]  # fmt: skip
         marker = "scorewatch serve: listening on"
     env = dict(os.environ)
+    if env.get("PYTHONPATH"):
+        # serve runs in a temporary directory: `PYTHONPATH=src` must still name this tree's
+        # sources, not fall through to the installed package (another tree).
+        env["PYTHONPATH"] = os.pathsep.join(
+            str(Path(entry).resolve()) for entry in env["PYTHONPATH"].split(os.pathsep) if entry
+        )
     if kind == "baseline":  # serve from another source tree (the code before a change)
-        env["PYTHONPATH"] = str(baseline)
+        env["PYTHONPATH"] = str(Path(str(baseline)).resolve())
     with stderr.open("wb") as sink:
         process = subprocess.Popen(
             command, cwd=directory, stdout=subprocess.DEVNULL, stderr=sink, env=env

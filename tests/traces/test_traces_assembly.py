@@ -315,6 +315,96 @@ def test_offers_are_kept_whole_or_refused_whole_within_a_clients_share() -> None
     assert buffer.counts.traces_evicted == Counter()  # nothing is evicted to make room
 
 
+def _runs(first: int, count: int, service: str = "a") -> list[SpanRecord]:
+    """`count` whole traces (an agent span, its root, and a tool call under it), one client's."""
+    resource = {"service.name": service}
+    spans = []
+    for index in range(first, first + count):
+        trace = f"{index:032x}"
+        spans += [
+            replace(tool(2, 1, "lookup", start=2), trace_id=trace, resource=resource),
+            replace(agent(1), trace_id=trace, resource=resource),
+        ]
+    return spans
+
+
+SHARED = BufferLimits(
+    max_traces=20, client_share=0.5, quiet_period_s=2, parent_wait_s=5, linger_s=30
+)
+
+
+def test_a_clients_complete_traces_make_room_for_its_new_ones() -> None:
+    clock = Clock()
+    buffer = TraceBuffer(limits=SHARED, clock=clock)
+    assert buffer.offer(_runs(0, 10), "10.0.0.1").refused is None  # its whole share
+    clock.now += 2
+    assert len(buffer.pop_ready()) == 10  # scored: complete, lingering for late spans
+    assert len(buffer) == 10 and buffer.counts.traces_completed == 0
+    # Before, this waited out linger_s (429 all along); the two oldest complete traces go.
+    assert buffer.offer(_runs(10, 2), "10.0.0.1").refused is None
+    assert len(buffer) == 10 and buffer.counts.traces_completed == 2
+    assert buffer.counts.traces_evicted == Counter() and buffer.counts.lost_selected == Counter()
+    # The oldest went: a retry of a newer one is still told apart as sent twice.
+    assert buffer.offer(_runs(9, 1), "10.0.0.1").dropped == 2
+    assert buffer.offer(_runs(0, 1), "10.0.0.1").refused is None  # a new trace again
+    clock.now += 2
+    assert len(buffer.pop_ready()) == 3  # the two new runs and the one sent again
+    # Spans of the oldest complete trace (3: 0, 1 went for 10, 11, then 2 for 0) and a new
+    # one: letting 3 go means the request opens it again, so one more goes.
+    assert buffer.offer(_runs(3, 1) + _runs(20, 1), "10.0.0.1").refused is None
+    assert len(buffer) == 10
+
+
+def test_complete_traces_are_let_go_only_for_their_own_clients_requests() -> None:
+    clock = Clock()
+    buffer = TraceBuffer(limits=SHARED, clock=clock)
+    assert buffer.offer(_runs(0, 10, "b"), "10.0.0.2").refused is None
+    clock.now += 2
+    assert len(buffer.pop_ready()) == 10  # b's traces: complete
+    waiting = _runs(10, 10)
+    assert buffer.offer(waiting, "10.0.0.1").refused is None  # a's: not handed out yet
+    # a's share and the buffer are full: a's traces are not complete, b's are not a's.
+    assert buffer.offer(_runs(20, 1), "10.0.0.1").refused == "client_share"
+    assert buffer.offer(_runs(30, 1, "c"), "10.0.0.3").refused == "max_traces"
+    assert len(buffer) == 20 and buffer.counts.traces_completed == 0
+
+
+def test_a_trace_still_missing_a_parent_lingers_whole() -> None:
+    clock = Clock()
+    buffer = TraceBuffer(limits=SHARED, clock=clock)
+    resource = {"service.name": "a"}
+    # Agent spans under a root that has not arrived (a framework's request span ends last).
+    spans = [
+        replace(agent(2, parent=1), trace_id=f"{index:032x}", resource=resource)
+        for index in range(10)
+    ]
+    assert buffer.offer(spans, "10.0.0.1").refused is None
+    clock.now += SHARED.quiet_period_s + SHARED.parent_wait_s  # its parent never came
+    assert len(buffer.pop_ready()) == 10  # handed out, but the traces are not whole
+    assert buffer.offer(_runs(10, 1), "10.0.0.1").refused == "client_share"
+    roots = [replace(span(1), trace_id=f"{index:032x}", resource=resource) for index in (0, 1)]
+    assert buffer.offer(roots, "10.0.0.1").refused is None  # late roots: no trace opened
+    # Whole now, but a span came after they were handed out: they linger their full linger_s.
+    assert buffer.offer(_runs(10, 1), "10.0.0.1").refused == "client_share"
+    clock.now += SHARED.linger_s
+    buffer.pop_ready()
+    assert len(buffer) == 0 and buffer.counts.traces_completed == 10
+
+
+def test_a_steady_client_is_never_refused_and_holds_at_most_its_share() -> None:
+    clock = Clock()
+    buffer = TraceBuffer(limits=SHARED, clock=clock)
+    most = 0
+    for second in range(200):  # 3 traces a second, held 30 s each: 90 > its 10
+        assert buffer.offer(_runs(3 * second, 3), "10.0.0.1").refused is None
+        clock.now += 1
+        buffer.pop_ready()
+        most = max(most, len(buffer))
+    assert most <= SHARED.client_traces
+    buffer.pop_ready(flush=True)
+    assert buffer.counts.ready == 600 and buffer.counts.requests_refused == Counter()
+
+
 def test_another_clients_spans_never_replace_join_or_nest_a_run() -> None:
     clock = Clock()
     buffer = TraceBuffer(limits=LIMITS, clock=clock)

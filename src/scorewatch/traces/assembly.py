@@ -22,7 +22,11 @@ let go as any trace with nothing to hand out.
 Memory is bounded (see `bounds`): at most `max_traces` traces of at most `max_spans_per_trace`
 spans and at most `max_bytes` in all, each trace kept at most `max_age_s`; a trace with nothing
 left to hand out is dropped after `linger_s` without new spans (late spans of a parent may
-still need it). Every span or trace dropped on a bound is counted by reason.
+still need it). A complete trace (whole: its root and every parent arrived; everything handed
+out; nothing new since) is dropped sooner when a request of its owner would pass a bound: it
+was scored, and refusing new spans for it made a client sending faster than its share over
+`linger_s` wait out `linger_s` with 429s. Every span or trace dropped on a bound is counted by
+reason.
 
 The work is linear in the spans: a span's arrival is passed up its ancestors only as far as
 one not yet told of this moment, and whether a span is nested is worked out once per span and
@@ -38,7 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .bounds import ANYONE, BufferLimits, Ledger, Offer, Owner
+from .bounds import ANYONE, BufferLimits, Held, Ledger, Offer, Owner, Refusal
 from .conventions import DEFAULT_SELECTORS
 from .select import SpanSelector, selector_matcher
 from .spans import SpanRecord, UnsampledSpans
@@ -46,6 +50,9 @@ from .spans import SpanRecord, UnsampledSpans
 __all__ = ["BufferCounts", "BufferLimits", "Offer", "ReadySpan", "TraceBuffer"]
 
 Ancestry = Literal["selected", "root", "missing"]
+
+# The refusals that letting go of the owner's complete traces can avoid.
+_ROOM: frozenset[Refusal | None] = frozenset({"client_share", "max_bytes", "max_traces"})
 
 
 @dataclass(slots=True)
@@ -92,6 +99,11 @@ class _Trace:
     # Every span id a selector matched, handed out or not: what `_ancestry` asks of an
     # ancestor (selectors are matched once per span, when it arrives).
     selected: set[str] = field(default_factory=set)
+    # Parent ids that held spans name and that have not arrived; None when there are none
+    # (the trace is whole: its root and every parent link are here).
+    awaited: set[str] | None = None
+    # In `TraceBuffer._complete`: whole, everything handed out, nothing new since.
+    complete: bool = False
 
 
 @dataclass(slots=True)
@@ -127,6 +139,9 @@ class TraceBuffer:
         self._unsampled: OrderedDict[tuple[Owner, str], _Unsampled] = OrderedDict()
         self._ledger = Ledger(self.limits)
         self._span_total = 0
+        # Per owner, its complete traces in the order they completed: what it may let go of,
+        # before `linger_s` is over, to keep a new request of its own (`_make_room`).
+        self._complete: dict[Owner, OrderedDict[tuple[Owner, str], None]] = {}
 
     def __len__(self) -> int:
         return len(self._traces) + len(self._unsampled)
@@ -188,7 +203,16 @@ class TraceBuffer:
             key = (owner, trace_id)
             return key not in self._traces and key not in self._unsampled
 
-        refusal = self._ledger.refusal(spans, owner_of, opens_trace, unsampled)
+        costs = self._ledger.costs(spans, owner_of, opens_trace, unsampled)
+        refusal = self._ledger.refusal(costs)
+        if refusal is not None and refusal.refused in _ROOM:
+            # A trace let go that this request holds spans of is opened again by it.
+            touched = {(owner_of(s), s.trace_id) for s in spans}
+            touched.update((owner_of(group), group.trace_id) for group in unsampled)
+            if self._make_room(costs, touched):
+                refusal = self._ledger.refusal(
+                    self._ledger.costs(spans, owner_of, opens_trace, unsampled)
+                )
         if refusal is not None:
             self.counts.requests_refused[refusal.refused or ""] += 1
             return refusal
@@ -268,9 +292,22 @@ class TraceBuffer:
         if len(trace.spans) >= self.limits.max_spans_per_trace:
             self.counts.spans_dropped["max_spans_per_trace"] += 1
             return False
-        trace.spans[span.span_id] = span
+        spans = trace.spans
+        spans[span.span_id] = span
         trace.last_arrival = now
         self._span_total += 1
+        awaited = trace.awaited
+        if awaited is not None and span.span_id in awaited:
+            awaited.discard(span.span_id)
+            if not awaited:
+                trace.awaited = None
+        parent_id = span.parent_span_id
+        if parent_id is not None and parent_id not in spans:
+            if trace.awaited is None:
+                trace.awaited = set()
+            trace.awaited.add(parent_id)
+        if trace.complete:  # a late span: the trace lingers its full `linger_s` again
+            self._incomplete(key, trace)
         selector = self._select(span)
         if selector is not None:
             trace.pending[span.span_id] = not selector.nested
@@ -297,17 +334,45 @@ class TraceBuffer:
 
     def _evict(self, key: tuple[Owner, str], reason: str) -> None:
         trace = self._traces.pop(key)
-        self._forget(trace)
+        self._forget(key, trace)
         self.counts.traces_evicted[reason] += 1
         if trace.pending:
             self.counts.lost_selected[reason] += len(trace.pending)
 
     def _retire(self, key: tuple[Owner, str]) -> None:
         trace = self._traces.pop(key)
-        self._forget(trace)
+        self._forget(key, trace)
         self.counts.traces_completed += 1
 
-    def _forget(self, trace: _Trace) -> None:
+    def _incomplete(self, key: tuple[Owner, str], trace: _Trace) -> None:
+        trace.complete = False
+        complete = self._complete[trace.owner]
+        del complete[key]
+        if not complete:
+            del self._complete[trace.owner]
+
+    def _make_room(self, costs: Mapping[Owner, Held], touched: set[tuple[Owner, str]]) -> bool:
+        """Let go of complete traces of the request's owners, each its own and oldest first,
+        while the request would pass its owner's share or the buffer's bounds; returns whether
+        any was. A complete trace has been scored already: what it is kept for is a late span
+        (rare once it is whole) and telling a span sent twice, not worth refusing new work."""
+        ledger = self._ledger
+        let_go = False
+        for owner, cost in costs.items():
+            complete = self._complete.get(owner)
+            while complete and (
+                ledger.over_share(owner, cost) or ledger.over_total(costs) is not None
+            ):
+                key = next(iter(complete))
+                self._retire(key)
+                cost.traces += key in touched
+                complete = self._complete.get(owner)
+                let_go = True
+        return let_go
+
+    def _forget(self, key: tuple[Owner, str], trace: _Trace) -> None:
+        if trace.complete:
+            self._incomplete(key, trace)
         self._span_total -= len(trace.spans)
         # Let go per resource (the spans of a trace mostly share one): the same sums as a
         # release per span.
@@ -333,6 +398,9 @@ class TraceBuffer:
             trace = self._traces[key]
             if trace.pending:
                 ready.extend(self._hand_out(trace, now, flush))
+                if not trace.pending and trace.awaited is None and not flush:
+                    trace.complete = True
+                    self._complete.setdefault(trace.owner, OrderedDict())[key] = None
             if not flush and now - trace.first_seen >= limits.max_age_s:
                 self._evict(key, "max_age")
             elif not trace.pending and (flush or now - trace.last_arrival >= limits.linger_s):

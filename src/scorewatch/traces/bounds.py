@@ -8,7 +8,9 @@ A client (`Owner`) is where spans came from: the address that sent them and thei
 `service.name`. Serve's intake offers each export request whole (`TraceBuffer.offer`): it is
 kept when every client in it stays within its share (`client_share` of `max_bytes` and of
 `max_traces`) and the buffer within its bounds, or else refused whole, so that the sender can
-send it again later and nothing of it is half kept.
+send it again later and nothing of it is half kept. The ledger tells what a request costs
+(`costs`) apart from whether it fits (`refusal`), so that the buffer may first let go of the
+client's complete traces (`TraceBuffer`) and ask again.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .spans import SpanRecord, UnsampledSpans
 
-__all__ = ["ANYONE", "BufferLimits", "Ledger", "Offer", "Owner", "Refusal"]
+__all__ = ["ANYONE", "BufferLimits", "Held", "Ledger", "Offer", "Owner", "Refusal"]
 
 Owner = tuple[str, str]
 """Who sent a span: (the address it came from, its resource's `service.name` or "")."""
@@ -100,7 +102,9 @@ class Offer:
 
 
 @dataclass(slots=True)
-class _Held:
+class Held:
+    """Bytes and traces: held by a client, or a request's cost to keep."""
+
     bytes: int = 0
     traces: int = 0
 
@@ -118,7 +122,7 @@ class Ledger:
         self.limits = limits
         self.bytes = 0
         self.traces = 0
-        self._owners: dict[Owner, _Held] = {}
+        self._owners: dict[Owner, Held] = {}
         # id() of a resource's attribute mapping, shared by the spans of one resource: the
         # mapping stays alive while one of them is held, and is counted as long.
         self._resources: dict[int, _Resource] = {}
@@ -143,32 +147,32 @@ class Ledger:
             counted.add(key)
         return size
 
-    def refusal(
+    def costs(
         self,
         spans: Iterable[SpanRecord],
         owner_of: Callable[[SpanRecord | UnsampledSpans], Owner],
         opens_trace: Callable[[Owner, str], bool],
         unsampled: Iterable[UnsampledSpans] = (),
-    ) -> Offer | None:
-        """Why the spans (and the `unsampled` ones, counted as held by their sizes) cannot all
-        be kept now, or None when they can.
+    ) -> dict[Owner, Held]:
+        """What keeping the spans (and the `unsampled` ones, counted as held by their sizes)
+        would add, per client: bytes, and traces opened.
 
         One loop without a call per span (this runs for every span received): the owner and
         the resource's cost are looked up when the resource changes (a request lists the spans
         of one resource together), and whether a span opens a trace when its trace changes
         (`opens_trace` answers the same for the same owner and trace within one request)."""
-        costs: dict[Owner, _Held] = {}
+        costs: dict[Owner, Held] = {}
         counted: set[int] = set()
         opened: set[tuple[Owner, str]] = set()
         resource: Mapping[str, Any] | None = None
         owner: Owner = ANYONE
-        cost = _Held()
+        cost = Held()
         trace_id: str | None = None
         for span in spans:
             if span.resource is not resource:
                 resource = span.resource
                 owner = owner_of(span)
-                cost = costs.get(owner) or costs.setdefault(owner, _Held())
+                cost = costs.get(owner) or costs.setdefault(owner, Held())
                 cost.bytes += self._resource_cost(resource, span.resource_size, counted)
                 trace_id = None
             cost.bytes += span.size
@@ -180,7 +184,7 @@ class Ledger:
                     cost.traces += 1
         for group in unsampled:
             owner = owner_of(group)
-            cost = costs.get(owner) or costs.setdefault(owner, _Held())
+            cost = costs.get(owner) or costs.setdefault(owner, Held())
             cost.bytes += sum(group.sizes) + self._resource_cost(
                 group.resource, group.resource_size, counted
             )
@@ -188,6 +192,10 @@ class Ledger:
             if key not in opened and opens_trace(owner, group.trace_id):
                 opened.add(key)
                 cost.traces += 1
+        return costs
+
+    def refusal(self, costs: Mapping[Owner, Held]) -> Offer | None:
+        """Why a request of these `costs` cannot be kept now, or None when it can."""
         limits = self.limits
         for cost in costs.values():
             if cost.bytes > limits.client_bytes:
@@ -204,25 +212,22 @@ class Ledger:
                     f"may hold {limits.client_traces} (traces.buffer.max_traces × client_share)",
                 )
         for owner, cost in costs.items():
-            held_bytes, held_traces = self.held_by(owner)
-            if (
-                held_bytes + cost.bytes > limits.client_bytes
-                or held_traces + cost.traces > limits.client_traces
-            ):
+            if self.over_share(owner, cost):
+                held_bytes, held_traces = self.held_by(owner)
                 return Offer(
                     refused="client_share",
                     message=f"this client (address and service.name) holds {held_bytes} bytes "
                     f"in {held_traces} traces not yet complete, near its part of the trace "
                     "buffer (traces.buffer.client_share); retry once they are scored",
                 )
-        needed_bytes = sum(cost.bytes for cost in costs.values())
-        if self.bytes + needed_bytes > limits.max_bytes:
+        over = self.over_total(costs)
+        if over == "max_bytes":
             return Offer(
                 refused="max_bytes",
                 message=f"the trace buffer holds {self.bytes} bytes, near traces.buffer."
                 "max_bytes; retry once they are scored",
             )
-        if self.traces + sum(cost.traces for cost in costs.values()) > limits.max_traces:
+        if over == "max_traces":
             return Offer(
                 refused="max_traces",
                 message=f"the trace buffer holds {self.traces} traces (traces.buffer."
@@ -230,9 +235,25 @@ class Ledger:
             )
         return None
 
+    def over_share(self, owner: Owner, cost: Held) -> bool:
+        """Whether `owner` would pass its share of the buffer by keeping `cost` more."""
+        held_bytes, held_traces = self.held_by(owner)
+        return (
+            held_bytes + cost.bytes > self.limits.client_bytes
+            or held_traces + cost.traces > self.limits.client_traces
+        )
+
+    def over_total(self, costs: Mapping[Owner, Held]) -> Literal["max_bytes", "max_traces"] | None:
+        """The bound of the whole buffer that keeping `costs` more would pass, if any."""
+        if self.bytes + sum(cost.bytes for cost in costs.values()) > self.limits.max_bytes:
+            return "max_bytes"
+        if self.traces + sum(cost.traces for cost in costs.values()) > self.limits.max_traces:
+            return "max_traces"
+        return None
+
     def open_trace(self, owner: Owner) -> None:
         self.traces += 1
-        self._owners.setdefault(owner, _Held()).traces += 1
+        self._owners.setdefault(owner, Held()).traces += 1
 
     def close_trace(self, owner: Owner) -> None:
         self.traces -= 1
@@ -261,7 +282,7 @@ class Ledger:
         else:
             held.refs += spans
         self.bytes += added
-        self._owners.setdefault(owner, _Held()).bytes += added
+        self._owners.setdefault(owner, Held()).bytes += added
 
     def release(self, span: SpanRecord, owner: Owner) -> None:
         """Count a span let go (and its resource, with the last of its spans)."""
