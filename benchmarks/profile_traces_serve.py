@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import httpx
-from bench_floor import CONFIG, TRACES_TABLE
+from bench_floor import CONFIG, TRACES_TABLE, _wait_url
 
 BENCH = Path(__file__).resolve().parent
 
@@ -69,7 +69,8 @@ def main() -> None:
                 command, cwd=directory, stdout=subprocess.DEVNULL, stderr=sink, env=env
             )
         try:
-            url = _wait_url(stderr, process)
+            # Under valgrind the imports alone take minutes on a loaded machine.
+            url = _wait_url(stderr, process, "scorewatch serve: listening on", timeout=900)
             with httpx.Client(timeout=600) as client:
                 started = time.monotonic()
                 for index in range(args.batches):
@@ -94,20 +95,6 @@ def main() -> None:
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(600)
-
-
-def _wait_url(stderr: Path, process: subprocess.Popen[bytes]) -> str:
-    deadline = time.monotonic() + 900
-    marker = "scorewatch serve: listening on"
-    while time.monotonic() < deadline:
-        text = stderr.read_text(errors="replace")
-        for line in text.splitlines():
-            if marker in line:
-                return "http://" + line.split("http://", 1)[1].split()[0]
-        if process.poll() is not None:
-            raise RuntimeError(f"serve exited:\n{text}")
-        time.sleep(0.2)
-    raise RuntimeError("serve did not start")
 
 
 if __name__ == "__main__":
