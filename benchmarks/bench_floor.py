@@ -128,8 +128,10 @@ def _traces_bodies(variants: int = 64) -> tuple[list[bytes], int]:
     return bodies, count
 
 
-def _wait_url(stderr: Path, process: subprocess.Popen[bytes], marker: str) -> str:
-    deadline = time.monotonic() + 180
+def _wait_url(
+    stderr: Path, process: subprocess.Popen[bytes], marker: str, timeout: float = 180.0
+) -> str:
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         text = stderr.read_text(errors="replace")
         for line in text.splitlines():

@@ -80,6 +80,7 @@ async def _run(
     with_telemetry: bool = True,
     linger: float | None = None,
     writer_thread: bool = False,
+    trace_bodies: Path | None = None,
 ) -> None:
     from scorewatch import telemetry
     from scorewatch.core.call import AgentCall
@@ -106,7 +107,10 @@ async def _run(
         if with_telemetry
         else None
     )
-    scorer = build_scorer("content-similarity")
+    if trace_bodies is None:
+        scorer = build_scorer("content-similarity")
+    else:  # bench_floor.py's traces-scored scorer
+        scorer = build_scorer("tool-call-accuracy-code", expected_tool="lookup_order")
     entries = {"similarity": LiveScorerEntry(scorer, sampling=Sampling.ratio(1.0))}
     sink = SqliteSink(
         str(directory / "scores.db"),
@@ -131,6 +135,12 @@ async def _run(
             ),
             size=200,
         )
+
+    if trace_bodies is not None:
+        traced = _trace_items(trace_bodies, items + 200)
+
+        def call(index: int) -> ScoreItem:  # the traces' runs instead
+            return traced[index % len(traced)]
 
     # Warm-up: the first runs build profiles, statements and caches.
     for index in range(200):
@@ -188,6 +198,30 @@ async def _run(
                 print(f"| {cum / total:5.1%} | {calls / items:.1f} | `{name}` |")
 
 
+def _trace_items(bodies_file: Path, count: int) -> list[Any]:
+    """The queue items of serve's trace intake for `profile_traces.py`'s batches (`--bodies`),
+    `count` of them (runs of later batches have other trace ids), built before the measurement."""
+    import pickle
+
+    from scorewatch.server.intake.otlp_traces import _item
+    from scorewatch.traces.assembly import BufferLimits, TraceBuffer
+    from scorewatch.traces.collect import Extraction, extract_ready
+    from scorewatch.traces.otlp import parse_protobuf
+    from scorewatch.traces.spans import split_request
+
+    found: list[Any] = []
+    buffer = TraceBuffer(None, BufferLimits(max_traces=100_000, max_bytes=10**10))
+    for body in pickle.loads(bodies_file.read_bytes()):  # our own file (profile_traces.py)
+        split = split_request(parse_protobuf(body), lambda trace_id: True)
+        buffer.offer(split.spans, "bench", split.unsampled)
+        extraction = Extraction()
+        extract_ready(buffer.pop_ready(flush=True), extraction, None)
+        found.extend(_item(run, None) for run in extraction.runs)
+        if len(found) >= count:
+            break
+    return found
+
+
 def _encode_only(rows: int, kind: str = "sqlite") -> None:
     from scorewatch.core.call import AgentCall
     from scorewatch.live.engine import score_call
@@ -241,6 +275,12 @@ def main() -> None:
         type=float,
         help="sys.setswitchinterval for the run (serve sets 0.001; the interpreter's 0.005)",
     )
+    parser.add_argument(
+        "--trace-bodies",
+        type=Path,
+        help="score serve's trace runs of these batches (profile_traces.py --bodies) instead, "
+        "with bench_floor.py's traces-scored scorer",
+    )
     parser.add_argument("--cumulative", type=int, default=0, help="also the top N by cumulative")
     parser.add_argument(
         "--encode-only", action="store_true", help="only the SQLite writer's row encoding"
@@ -266,6 +306,7 @@ def main() -> None:
                 not args.no_telemetry,
                 args.linger,
                 args.writer_thread,
+                args.trace_bodies,
             )
         )
 

@@ -130,3 +130,20 @@ def test_a_conversation_id_that_is_not_a_short_text_names_none() -> None:
         [{"other": 1}, {"gen_ai.conversation.id": "c", "scorewatch.conversation.end": "true"}],
         keys,
     ) == ("c", True)
+
+
+def test_a_turn_counts_its_encoded_size_given_or_not() -> None:
+    # serve's intake hands `add` the size its queue item counted (`encoded_size`): the same
+    # bytes as `add` finds by encoding the run itself, and the same bound applies.
+    from pydantic_core import to_json
+
+    given, found = SessionBuffer(clock=Clock()), SessionBuffer(clock=Clock())
+    runs = [turn("a", 1), turn("a", 2, text="é" * 900), turn("b", 3)]
+    for run in runs:
+        size = run.encoded_size()
+        assert size == len(to_json([run.input, run.output]))
+        assert given.add(run, size) and found.add(run)
+    assert given.bytes_held == found.bytes_held == sum(r.encoded_size() for r in runs)
+    small = SessionBuffer(SessionLimits(max_bytes=runs[1].encoded_size() - 1), clock=Clock())
+    assert not small.add(runs[1], runs[1].encoded_size())
+    assert small.counts.turns_dropped == {"too_large": 1}

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from random import getrandbits, random
-from typing import Any
+from typing import Any, Final
 from uuid import uuid4
 
 from .._throttled_log import ThrottledLog
@@ -179,6 +179,10 @@ def _agent_run_id() -> str:
     return f"{getrandbits(128):032x}"
 
 
+# Neither a `Mapping` nor a `Sequence`: `call_is_heavy` counts them 8 without asking.
+_SCALARS: Final = frozenset((int, float, bool, type(None)))
+
+
 def call_is_heavy(call: AgentCall, limit: int = OFFLOAD_CHARS) -> bool:
     """Whether the texts a scorer reads (input, output, ground truth) hold more than `limit`
     characters. Stops counting once over the limit, so a huge call costs no more than a
@@ -191,7 +195,21 @@ def call_is_heavy(call: AgentCall, limit: int = OFFLOAD_CHARS) -> bool:
     pending: list[Any] = [first, second, truth]
     while pending:
         value = pending.pop()
-        if isinstance(value, str):
+        # Exact types first, counted as the checks after them count them: a structured call
+        # (a trace's run: ~120 values) is JSON values, and an ABC check of a number or None
+        # costs several times the rest of its step.
+        kind = type(value)
+        if kind is str:
+            budget -= len(value)
+        elif kind is dict:
+            pending.extend(value.values())
+            budget -= len(value)
+        elif kind is list:
+            pending.extend(value)
+            budget -= len(value)
+        elif kind in _SCALARS:
+            budget -= 8
+        elif isinstance(value, str):
             budget -= len(value)
         elif isinstance(value, Mapping):
             pending.extend(value.values())

@@ -19,7 +19,6 @@ messages is an error, as in the reference. The preprocess result has the referen
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
 from itertools import pairwise
 from typing import Any
 
@@ -27,7 +26,7 @@ from ..core import Scorer, StepContext
 from ._card import ScorerCard, prebuilt
 from ._measured import measured_scorer
 from ._text import found_tool_calls
-from .utils import ToolName, extract_input_messages
+from .utils import ToolCallInfo, ToolName, extract_input_messages
 
 __all__ = [
     "TOOL_CALL_ACCURACY_CODE_SCORER_ID",
@@ -60,13 +59,13 @@ def called_in_order(
     return all(later > earlier for earlier, later in pairwise(positions))
 
 
-def _camel_info(info: Any) -> dict[str, Any]:
-    fields = asdict(info)
+def _camel_info(info: ToolCallInfo) -> dict[str, Any]:
+    # Its fields are text and numbers: `asdict`'s deep copy of them would be them again.
     return {
-        "toolName": fields["tool_name"],
-        "toolCallId": fields["tool_call_id"],
-        "messageIndex": fields["message_index"],
-        "invocationIndex": fields["invocation_index"],
+        "toolName": info.tool_name,
+        "toolCallId": info.tool_call_id,
+        "messageIndex": info.message_index,
+        "invocationIndex": info.invocation_index,
     }
 
 

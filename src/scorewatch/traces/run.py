@@ -111,6 +111,12 @@ class ExtractedRun:
                 run_input[key] = _plain_messages(messages)
         return run_input, _plain_messages(self.output)
 
+    def encoded_size(self) -> int:
+        """Bytes of `[input, output]` as JSON (`pydantic_core.to_json`): what serve's queue
+        counts for the run's item and the session buffer for a turn (one encoding per run
+        when it is both)."""
+        return len(to_json([self.input, self.output]))
+
     def scorer_run(self) -> ScorerRun:
         """The run for `Scorer.run`, with the reference's trace fields set."""
         return ScorerRun.of_call(self.to_call())

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic_core import to_json
 
 from .conversation import CONVERSATION_ATTRIBUTES, END_ATTRIBUTE, ConversationKeys
 from .run import ExtractedRun
@@ -120,15 +119,18 @@ class SessionBuffer:
     def bytes_held(self) -> int:
         return self._bytes
 
-    def add(self, run: ExtractedRun) -> bool:
+    def add(self, run: ExtractedRun, size: int | None = None) -> bool:
         """Keep one turn (a run naming its conversation); False when it was dropped (counted).
-        It may close its own session (the end marker, `max_turns`) or others (the bounds)."""
+        It may close its own session (the end marker, `max_turns`) or others (the bounds).
+        `size`: the turn's `encoded_size()`, when the caller has it already (serve's intake counts
+        the same size for the turn's own queue item)."""
         if run.conversation_id is None:
             raise ValueError("a turn names its conversation (conversation_id)")
         now = self._clock()
         limits = self.limits
         self.counts.turns += 1
-        size = len(to_json([run.input, run.output]))
+        if size is None:
+            size = run.encoded_size()
         if size > limits.max_bytes:
             self.counts.turns_dropped["too_large"] += 1
             return False

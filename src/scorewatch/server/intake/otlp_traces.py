@@ -43,7 +43,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from pydantic_core import to_json
 
 from ...core.events import current_observers
 from ...live.budgets import budgeted
@@ -302,14 +301,16 @@ class TracesIntake:
         sessions = self._sessions
         items = []
         for run in extraction.runs:
+            size = None
             if self._scorers != ():
-                items.append(_item(run, self._scorers))
+                size = run.encoded_size()
+                items.append(_item(run, self._scorers, size))
             elif run.conversation_id is None:
                 skipped["no_scorer"] += 1  # every scorer scores sessions; this run is none
             else:
                 skipped["session_only"] += 1
             if sessions is not None and run.conversation_id is not None:
-                sessions.add(run)
+                sessions.add(run, size)  # the item's size: the run is encoded once
         if sessions is not None:
             closed = sessions.pop_closed(flush=flush)
             items.extend(_item(run, self._session_scorers) for run in closed)
@@ -337,13 +338,15 @@ class TracesIntake:
         self._runs[outcome] = self._runs.get(outcome, 0) + amount
 
 
-def _item(run: ExtractedRun, scorers: tuple[str, ...] | None) -> ScoreItem:
+def _item(run: ExtractedRun, scorers: tuple[str, ...] | None, size: int | None = None) -> ScoreItem:
     metadata = run.metadata()
     if run.tool_calls:  # a served row has no other place for them (score_traces reports them)
         metadata["toolCalls"] = list(run.tool_calls)
     # Plain JSON values (timestamps as ISO text): the Redis queue carries them unchanged, and
-    # in-process and queued scoring see the same run. The queue counts their encoded size.
-    size = len(to_json([run.input, run.output]))
+    # in-process and queued scoring see the same run. The queue counts their encoded size
+    # (`size`, when the caller has it).
+    if size is None:
+        size = run.encoded_size()
     call = run.to_call(content=run.plain_content(), metadata=metadata)
     return ScoreItem(call, scorers, size)
 
