@@ -53,17 +53,28 @@ _json = st.recursive(
 )
 
 
+# Few texts, so that records share their scorer and agent and the texts written once
+# (`_json_once`) are looked up again, with values that hash alike but are written apart.
+_shared = st.sampled_from(["s", "S", "\x00", "\ud800", "é", "NaN"])
+_alike = st.sampled_from([True, False, 1, 0, 1.0, None])
+# A call's metadata with the row's own flag among its keys, the flag's value in every form.
+_metadata = st.dictionaries(_text | st.just("structuredOutput"), _json | _alike, max_size=3)
+
+
 def _record(draw: st.DrawFn) -> ScoreRecord:
     run_id = draw(_text)
+    trace = draw(st.booleans())
     call = AgentCall(
         input=draw(_json),
         output=draw(_json),
-        target=draw(st.none() | _text),
+        target=draw(st.none() | _shared | _text),
         trace_id=draw(st.none() | _text),
+        span_id=draw(st.none() | _text) if trace else None,
+        score_source="trace" if trace else "live",
         run_id=draw(st.none() | _text),
         request_context=draw(st.none() | _json),
         ground_truth=draw(st.none() | _json),
-        metadata=draw(st.none() | st.dictionaries(_text, _json, max_size=3)),
+        metadata=draw(st.none() | _metadata),
         conversation_id=draw(st.none() | _text),
     )
     result = ScorerRunResult(
@@ -79,14 +90,17 @@ def _record(draw: st.DrawFn) -> ScoreRecord:
     failed = draw(st.booleans())
     record = ScoreRecord(
         id=run_id,
-        scorer_id=draw(_text),
-        scorer_name=draw(_text),
-        scorer_description=draw(_text),
-        has_judge=False,
+        scorer_id=draw(_shared | _text),
+        scorer_name=draw(_shared | _text),
+        scorer_description=draw(_shared | _text),
+        has_judge=draw(_alike),
+        scorer_declared_version=draw(_shared | _alike),
         call=call,
         status="failed" if failed else "success",
         result=result,
         error=draw(_text) if failed else None,
+        failed_step="analyze" if failed else None,
+        completed_steps=draw(st.sampled_from([(), ("preprocess",), ("preprocess", "analyze")])),
         created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
     )
     if draw(st.booleans()):  # a redactor applies: encoded as before, through `to_row`
@@ -181,3 +195,19 @@ def test_each_plain_column_with_an_odd_value_encodes_as_the_loop_did(odd: Any) -
     for column in _PLAIN:
         row = {**record._to_row(walk=False), column: odd}
         assert repr(encode_row(row, **way)) == repr(_encode_row_by_column(row, **way)), column
+
+
+def test_texts_written_once_tell_values_that_hash_alike_apart() -> None:
+    call = AgentCall(input="q", output="a", target="bot")
+    for first, second in [(True, 1), (1, True), (False, 0), (0, 0.0), (None, "1")]:
+        encoded = []
+        for value in (first, second, first):
+            record = ScoreRecord(
+                id="run", scorer_id="s", scorer_name="S", scorer_description="", has_judge=value,
+                call=call, status="success", scorer_declared_version=value,
+            )  # fmt: skip
+            walked = encode_row(record.to_row(), dumps=stored_json, convert=_ENCODE)
+            assert encode_record(record, convert=_ENCODE) == walked
+            encoded.append(walked[SCORE_COLUMNS.index("scorer")])
+        assert encoded[0] != encoded[1]
+        assert encoded[0] == encoded[2]

@@ -195,6 +195,8 @@ def kept_value(value: Any, redaction: Redaction | None) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
+    if type(value) is str:  # most inputs and outputs: `to_jsonable_python` returns it as it is
+        return value
     try:
         return to_jsonable_python(value, fallback=repr, serialize_unknown=True)
     except UnicodeError:  # text that has no UTF-8 form (an unpaired surrogate): stored cleaned
@@ -508,7 +510,8 @@ class ScoreRecord:
             "errorCode": self.error_code,
             "errorType": self.error_type,
             "failedStep": camel_step(self.failed_step) if self.failed_step else None,
-            "completedSteps": [camel_step(step) for step in self.completed_steps],
+            # (`map`, not a comprehension: no function and frame made for the usual none.)
+            "completedSteps": list(map(camel_step, self.completed_steps)),
             "scorerVersion": self.scorer_version,
             "reviewSampled": self.review,
         }
@@ -556,11 +559,13 @@ def encode_row(
     as_json: Callable[[Any], Any] | None = None,
     convert: Mapping[str, Callable[[Any], Any]] | None = None,
     clean: Callable[[Any], Any] | None = None,
+    written: Mapping[int, str] | None = None,
 ) -> tuple[Any, ...]:
     """`row` (a `ScoreRecord.to_row()`) as values in `SCORE_COLUMNS` order. None stays None; a
     JSON column's value becomes `as_json(value)` (default: the text `dumps(value)`); a reason
     that is not text becomes `dumps(reason)`; `convert` adapts any other column but the reason,
-    after `clean` (the row is not `storable` yet: `encode_record`)."""
+    after `clean` (the row is not `storable` yet: `encode_record`). `written`: JSON columns'
+    texts already written (by column index), placed as they are (their values in `row` None)."""
     to_json = dumps if as_json is None else as_json
     values = list(map(row.get, SCORE_COLUMNS))
     for index in _JSON_AT:
@@ -600,6 +605,9 @@ def encode_row(
                 value = values[index]
                 if value is not None:
                     values[index] = clean(value)
+    if written:
+        for index, text in written.items():
+            values[index] = text
     if convert:
         for column, adapt in convert.items():
             index = _INDEX[column]
@@ -618,9 +626,75 @@ def encode_record(
     text is checked instead (`storable_json`), and each other column made `storable` alone."""
     if record.redaction is not None:
         return encode_row(record.to_row(), dumps=stored_json, convert=convert)
+    row = record._to_row(walk=False)
     return encode_row(
-        record._to_row(walk=False), dumps=storable_json, convert=convert, clean=_storable_column
+        row,
+        dumps=storable_json,
+        convert=convert,
+        clean=_storable_column,
+        written=_written_once(record, row),
     )
+
+
+# JSON texts a row shares with many others, written once: the `scorer` column (the same for
+# every run of a scorer: ~170 characters, escaped one by one, ~17k instructions a row), a live
+# call's `entity` (the same for every call to an agent), the metadata of a call that brings
+# none, the empty list of completed steps. Each remembered text is `storable_json` of the value
+# `_row` builds from its key, so it is the text that value is written as. Keys hold only text,
+# booleans and None (`True == 1 == 1.0` hash alike but are written apart, so no numbers);
+# bounded, so many scorers or agents only stop being remembered.
+_ONCE: Final[dict[tuple[str | bool | None, ...], str]] = {}
+_ONCE_LIMIT: Final = 4096
+_ONCE_KEY_TYPES: Final = frozenset({str, bool, type(None)})
+_SCORER_AT: Final = _INDEX["scorer"]
+_ENTITY_AT: Final = _INDEX["entity"]
+_METADATA_AT: Final = _INDEX["metadata"]
+_COMPLETED_AT: Final = _INDEX["completedSteps"]
+_PLAIN_METADATA_JSON: Final = storable_json({"structuredOutput": False})
+_NO_STEPS_JSON: Final = storable_json([])
+
+
+def _json_once(key: tuple[str | bool | None, ...], value: Any) -> str:
+    """`storable_json(value)`, remembered by `key` (all that `value` is made of)."""
+    text = _ONCE.get(key) if _ONCE_KEY_TYPES.issuperset(map(type, key)) else None
+    if text is None:
+        text = storable_json(value)
+        if len(_ONCE) < _ONCE_LIMIT and _ONCE_KEY_TYPES.issuperset(map(type, key)):
+            _ONCE[key] = text
+    return text
+
+
+def _written_once(record: ScoreRecord, row: dict[str, Any]) -> dict[int, str]:
+    """The texts of `row`'s columns that many rows share (`_ONCE`), by column index, their
+    values in `row` set to None for `encode_row` to leave them."""
+    written = {
+        _SCORER_AT: _json_once(
+            (
+                "scorer",
+                record.scorer_id,
+                record.scorer_name,
+                record.scorer_description,
+                record.has_judge,
+                record.scorer_declared_version,
+            ),
+            row["scorer"],
+        )
+    }
+    row["scorer"] = None
+    call = record.call
+    if call.score_source != "trace":  # a trace's entity names its span: one per row
+        written[_ENTITY_AT] = _json_once(("entity", call.target), row["entity"])
+        row["entity"] = None
+    # Nothing but the flag `_to_row` starts with (a call's metadata holding only that flag,
+    # False, is written alike). The key stays first when metadata updates it: no other text.
+    metadata = row["metadata"]
+    if len(metadata) == 1 and metadata.get("structuredOutput") is False:
+        written[_METADATA_AT] = _PLAIN_METADATA_JSON
+        row["metadata"] = None
+    if not row["completedSteps"]:
+        written[_COMPLETED_AT] = _NO_STEPS_JSON
+        row["completedSteps"] = None
+    return written
 
 
 def record_json(record: ScoreRecord) -> str:
