@@ -10,7 +10,7 @@ record's too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Final
 
@@ -106,11 +106,16 @@ def add_columns_sql(
     ]
 
 
-def upsert_sql(table_sql: str, mark: str) -> str:
+def upsert_sql(table_sql: str, mark: str, bound: Sequence[bool] | None = None) -> str:
     """Insert a row (values in `SCORE_COLUMNS` order), or replace all of the stored row with
-    the same id but its `createdAt`: a run delivered twice leaves one row."""
+    the same id but its `createdAt`: a run delivered twice leaves one row. With `bound` (a
+    flag per column), only the flagged columns take a parameter and the others are written
+    `NULL`: the same statement for rows whose other values are None."""
     names = ", ".join(quote(c) for c in SCORE_COLUMNS)
-    marks = ", ".join(mark for _ in SCORE_COLUMNS)
+    flags = [True] * len(SCORE_COLUMNS) if bound is None else bound
+    if len(flags) != len(SCORE_COLUMNS):
+        raise ValueError(f"bound has {len(flags)} flags for {len(SCORE_COLUMNS)} columns")
+    marks = ", ".join(mark if flag else "NULL" for flag in flags)
     updates = ", ".join(
         f"{quote(c)} = excluded.{quote(c)}" for c in SCORE_COLUMNS if c not in ("id", "createdAt")
     )
