@@ -263,7 +263,7 @@ class Observers:
     ) -> tuple[RunListener, ...]:
         """Ask every observer for a listener of this run; the run start carries the current
         trace links."""
-        start = RunStart(scorer=scorer, run=run, emit_score=emit_score, links=_LINKS.get())
+        start = RunStart(scorer, run, emit_score, _LINKS.get())  # by position: every run
         listeners: list[RunListener] = []
         for observer in self.subscribers:
             try:
