@@ -290,7 +290,7 @@ def _step_finished(
     value: Any = None,
 ) -> None:
     # By position, in the fields' declaration order (keywords cost a listened run's every step
-    # about twice as much); tests/core/test_core_step_outcome.py holds it to the keyword form.
+    # about twice as much); tests/core/test_core_step_outcome.py checks each field it fills.
     outcome = StepOutcome(
         step.name,  # step
         step.type,  # step_type
