@@ -34,7 +34,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from contextvars import ContextVar
+from contextvars import Context, ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -61,6 +61,7 @@ __all__ = [
     "current_observers",
     "linked_runs",
     "observed_by",
+    "observed_context",
     "tell",
 ]
 
@@ -262,7 +263,7 @@ class Observers:
     ) -> tuple[RunListener, ...]:
         """Ask every observer for a listener of this run; the run start carries the current
         trace links."""
-        start = RunStart(scorer=scorer, run=run, emit_score=emit_score, links=_LINKS.get())
+        start = RunStart(scorer, run, emit_score, _LINKS.get())  # by position: every run
         listeners: list[RunListener] = []
         for observer in self.subscribers:
             try:
@@ -346,6 +347,15 @@ def current_observers() -> Observers:
 def observed_by(observers: Observers) -> AbstractContextManager[Observers]:
     """Runs started (and results stored) inside the block report to `observers`."""
     return _ObservedBy(observers)
+
+
+def observed_context(observers: Observers, context: Context | None = None) -> Context:
+    """A copy of `context` (default: an empty one) in which `observers` is the current bus:
+    `observed_by` for work that runs in a context of its own from start to end (a live job),
+    set once in a template the work's contexts are copied from, with no block to leave."""
+    made = Context() if context is None else context.copy()
+    made.run(_CURRENT.set, observers)
+    return made
 
 
 class _ObservedBy:

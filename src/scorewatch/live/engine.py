@@ -46,7 +46,7 @@ from uuid import uuid4
 from .._throttled_log import ThrottledLog
 from ..core.call import AgentCall
 from ..core.errors import RUN_FAILED_PREFIX
-from ..core.events import Observers, current_observers, observed_by
+from ..core.events import Observers, current_observers, observed_context
 from ..core.offload import offload_function_steps, shared_step_pool
 from ..core.pipeline import run_scorer
 from ..core.result import ScorerRun
@@ -89,6 +89,11 @@ _ADMISSION: dict[str, LiveDecision] = {
     "queue_full": "dropped_queue_full",
     "closed": "dropped_shutdown",
 }
+
+
+# A run starting (+1) and ending (-1), every run's two in-flight events: made once, as
+# `decided_event`'s are (events are immutable).
+_IN_FLIGHT = {1: InFlight(1), -1: InFlight(-1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,6 +345,9 @@ class ScoringEngine:
             on_in_flight=self._in_flight,
             on_finished=self._finished,
             eager=_model_free,
+            # Each job runs in a copy of this context from start to end, scoring and storing:
+            # its runs and sink writes report to this engine's bus without a block per run.
+            context=observed_context(self.observers),
         )
         self._unregister_depth = self.observers.register_source(
             QueueDepth, lambda: QueueDepth(self.queue.queued)
@@ -457,33 +465,30 @@ class ScoringEngine:
             if not warm_up.done():  # the loop waits for it, never imports litellm itself
                 await asyncio.wrap_future(warm_up)
             self._warm_up = None
-        # A job's task starts from an empty context. One block for the whole run, scoring and
-        # storing (its budget settling and failure log emit nothing to the bus): each block
-        # entered costs every run.
-        with observed_by(self.observers):
-            entry = self.entries.get(run.scorer.id)
-            rate = 0.0 if entry is None else entry.review_rate
-            result = await score_call(
-                run.scorer, run.call, run.run_id, self.privacy, review_rate=rate
-            )
-            if run.hold is not None and self.budgets is not None:
-                await self.budgets.asettle(run.hold, result)
-            if result.status == "failed":
-                self._run_failed(run, result)
-            if not self.queue.begin_commit(job):
-                return result.outcome  # given up at shutdown meanwhile: dropped, not stored
-            stored = functools.partial(self._stored, run, started)
-            # A sink's writer that acknowledges by callback ends the run there: no coroutine
-            # waits for the commit, and the loop is not woken for it.
-            # Urgent (no linger in the writer) when a client waits for this run, or runs wait
-            # for the slot this one holds until it is stored.
-            if self.storage.store_then(
-                result,
-                lambda stored_as: self.queue.settle(job, delivery, stored(stored_as)),
-                urgent=run.done is not None or self.queue.waiting_for_slots,
-            ):
-                return None
-            return stored(await self.storage.store(result))
+        # The job's context (the queue's copy of `observed_context`) has this engine's bus
+        # current from start to end: its run and its sink writes report there.
+        entry = self.entries.get(run.scorer.id)
+        rate = 0.0 if entry is None else entry.review_rate
+        result = await score_call(run.scorer, run.call, run.run_id, self.privacy, review_rate=rate)
+        if run.hold is not None and self.budgets is not None:
+            await self.budgets.asettle(run.hold, result)
+        if result.status == "failed":
+            self._run_failed(run, result)
+        if not self.queue.begin_commit(job):
+            return result.outcome  # given up at shutdown meanwhile: dropped, not stored
+
+        def stored(stored_as: Delivery) -> None:
+            self.queue.settle(job, delivery, self._stored(run, started, stored_as))
+
+        # A sink's writer that acknowledges by callback ends the run there: no coroutine
+        # waits for the commit, and the loop is not woken for it.
+        # Urgent (no linger in the writer) when a client waits for this run, or runs wait
+        # for the slot this one holds until it is stored.
+        if self.storage.store_then(
+            result, stored, urgent=run.done is not None or self.queue.waiting_for_slots
+        ):
+            return None
+        return self._stored(run, started, await self.storage.store(result))
 
     def _stored(self, run: Run, started: float, delivery: Delivery) -> JobOutcome:
         """What a run whose result the sinks took ends as (on the loop, or the sink's thread)."""
@@ -498,8 +503,9 @@ class ScoringEngine:
         log_failed_run(self._warn, result, quote=self._quote)
 
     def _in_flight(self, delta: int) -> None:
-        if self.observers.hears(InFlight):
-            self.observers.emit(InFlight(delta))
+        observers = self.observers
+        if observers.hears(InFlight):
+            observers.emit(_IN_FLIGHT.get(delta) or InFlight(delta))
 
     def _finished(self, job: Job[Run], outcome: JobOutcome) -> None:
         run = job.payload

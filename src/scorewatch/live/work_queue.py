@@ -88,7 +88,9 @@ class Job(Generic[P]):
 class WorkQueue(Generic[P]):
     """Runs `execute(job)` for admitted jobs. `execute` must not raise: it returns the outcome,
     or None when `settle` will be called with it later. `eager(payload)`: start the job's
-    coroutine at once instead of in a task of its own (see the module's doc)."""
+    coroutine at once instead of in a task of its own (see the module's doc). `context`: what
+    every job's context starts from (each job runs in a copy of its own, where `in_live_job()`
+    is true): the owner's context variables, set once rather than by every job."""
 
     def __init__(
         self,
@@ -99,6 +101,7 @@ class WorkQueue(Generic[P]):
         on_in_flight: Callable[[int], None] = lambda delta: None,
         on_finished: Callable[[Job[P], JobOutcome], None] = lambda job, outcome: None,
         eager: Callable[[P], bool] | None = None,
+        context: contextvars.Context | None = None,
     ) -> None:
         if max_queue < 0:
             raise ValueError("max_queue must be >= 0")
@@ -106,6 +109,10 @@ class WorkQueue(Generic[P]):
             raise ValueError("max_concurrency must be >= 1")
         self._execute = execute
         self._eager = eager
+        # Copied for each job (a copy shares the template's variables until the job sets its
+        # own): one `Context.copy` a job instead of a fresh context and a variable set in it.
+        self._job_context = contextvars.Context() if context is None else context.copy()
+        self._job_context.run(_IN_LIVE_JOB.set, True)
         self._max_queue = max_queue
         self._max_concurrency = max_concurrency
         self._on_in_flight = on_in_flight
@@ -254,10 +261,10 @@ class WorkQueue(Generic[P]):
                 self._running.add(job)
                 started.append((job, job.deliveries))
         eager = self._eager
+        template = self._job_context
         for job, delivery in started:
             self._on_in_flight(1)
-            context = contextvars.Context()
-            context.run(_IN_LIVE_JOB.set, True)
+            context = template.copy()
             if eager is not None and eager(job.payload):
                 self._start_eagerly(lane, job, delivery, context)
             else:
