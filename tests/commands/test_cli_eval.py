@@ -265,6 +265,31 @@ def test_sqlite_sink_receives_results(tmp_path: Path) -> None:
     assert {row["source"] for row in rows} == {"TEST"}
 
 
+def test_results_the_sqlite_database_refuses_fail_the_run(tmp_path: Path) -> None:
+    import sqlite3
+
+    from scorewatch.live import SqliteSink
+
+    data = write_jsonl(tmp_path / "data.jsonl", ROWS)
+    db = tmp_path / "scores.db"
+    SqliteSink(db).close()  # the table as the sink makes it, then a trigger refusing every row
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON mastra_scorers "
+            "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+        )
+    args = ["eval", str(data), "--scorer", "tests.cli_scorers:length_scorer", "--sqlite", str(db)]
+    done = scorewatch(*args, "--format", "json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["passed"] is False
+    assert (
+        "3 result(s) not stored in the --sqlite database (the log says why)"
+        in (summary["problems"])
+    )
+    assert "IntegrityError" in done.stderr
+
+
 def test_failed_runs_exit_1_with_code_step_and_message(tmp_path: Path) -> None:
     data = write_jsonl(tmp_path / "data.jsonl", ROWS)
     out = tmp_path / "results.jsonl"

@@ -337,6 +337,14 @@ class ScoringSession:
             self._out.write(json.dumps(record, default=str) + "\n")
             self._out.flush()
 
+    def store_problems(self) -> list[str]:
+        """The problem of results that `--sqlite` did not store (each logged with its error):
+        a run that scored but kept nothing must not pass."""
+        errors = 0 if self._store is None else sum(self._store.errors.values())
+        if not errors:
+            return []
+        return [f"{errors} result(s) not stored in the --sqlite database (the log says why)"]
+
     def on_item(self, item: ExperimentItem) -> None:
         if item.target_error is not None:
             self.target_failures[item.index] = item.target_error

@@ -166,6 +166,7 @@ def _evaluate(
     summaries = summarize_records(records)
     reasons = failure_reasons(records, session.target_failures)
     problems = verdict(summaries, thresholds, gates, reasons, args.allow_failures)
+    problems.extend(session.store_problems())
     comparison = (
         compare_records(
             baseline,

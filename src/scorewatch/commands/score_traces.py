@@ -289,6 +289,7 @@ def _score(
     summaries = summarize_records(records)
     reasons = failure_reasons(records, {})
     problems = scoring.verdict(summaries, thresholds, gates, reasons, args.allow_failures)
+    problems.extend(session.store_problems())
     lost = sum(counts["lost_selected"].values())
     if lost:
         problems.append(
