@@ -23,10 +23,13 @@ from privacy_support import (
     private_scorer,
 )
 from scorewatch.core.events import Observers, observed_by
+from scorewatch.judge.litellm_judge import LiteLLMJudge
 from scorewatch.live import LiveScoring
+from scorewatch.privacy import PrivacyPolicy
+from scorewatch.scorers.trajectory_accuracy_llm import create_trajectory_accuracy_llm_scorer
 from scorewatch.sinks import JsonlSink, SqliteSink
 from scorewatch.telemetry.in_memory import in_memory_telemetry
-from scorewatch.testing.judge_server import LoopbackJudgeServer
+from scorewatch.testing.judge_server import LoopbackJudgeServer, Reply
 
 pytestmark = pytest.mark.integration
 
@@ -111,3 +114,37 @@ async def test_verdicts_equal_those_of_a_run_without_the_policy(
     assert private["score"] == plain["score"] == 1.0
     # The unredacted run did store the data: the scan above is not vacuous.
     assert leaks(jsonl) != []
+
+
+def _trajectory_judge(body: dict[str, Any]) -> Reply:
+    if "Review the steps the agent took" in json.dumps(body.get("messages")):
+        return Reply(json.dumps({"stepEvaluations": [], "overallAssessment": "fine"}))
+    return Reply("The steps were fine.")
+
+
+async def test_a_trajectory_prompt_stores_no_card_after_an_escaped_line_break(
+    tmp_path: Path,
+) -> None:
+    """The trajectory scorer writes the tool's arguments into its prompt as JSON (`js_json`):
+    `"note": "call me\\n4111 ..."`; the SQLite file's bytes hold no card number."""
+    card = "4111 1111 1111 1111"
+    db = tmp_path / "scores.db"
+    with LoopbackJudgeServer(_trajectory_judge) as server:
+        judge = LiteLLMJudge(
+            "openai/judge-model", api_base=server.base_url, api_key="sk-test", max_retries=0
+        )
+        scorer = create_trajectory_accuracy_llm_scorer(judge)
+        live = LiveScoring(
+            {"trajectory": scorer}, sinks=[SqliteSink(db)], privacy=PrivacyPolicy(redact=["all"])
+        )
+        step = {"stepType": "tool_call", "name": "note", "toolArgs": {"note": f"call me\n{card}"}}
+        live.submit(input="take a note", output={"steps": [step]}, target="agent")
+        await live.aclose()
+        sent = json.dumps([request.body for request in server.requests])
+    assert "me\\\\n4111 1111 1111 1111" in sent  # the judge read it, escaped, in the prompt
+    (row,) = SqliteSink(db).query()
+    assert row["status"] == "success", row
+    assert "<CARD_1>" in json.dumps(row)
+    for path in db.parent.glob("scores.db*"):
+        data = path.read_bytes()
+        assert card.encode() not in data and b"4111111111111111" not in data

@@ -131,10 +131,11 @@ SECRET_PATTERNS: Final = tuple(pattern for _, _, pattern in SECRET_SHAPES)
 # Read in the lower-cased text (so any capitalisation): a value assigned to a secret-looking
 # name (`api_key=...`, `"password": "..."`); each with its gate, a part of the name a text
 # must hold for the pattern to be looked for, and its anchors, the name's spellings (found
-# case-blind in one pass, `privacy.anchors`, in ASCII text).
+# case-blind in one pass, `privacy.anchors`, in ASCII text). A quote may be written escaped
+# (`\"password\": \"...\"`, JSON held in a JSON string).
 # (gate, anchors, pattern)
 SECRET_SHAPES_ANY_CASE: Final = tuple(
-    (gate, spellings, name + r"[\"']?[ \t]*[:=][ \t]*[\"']?[^\s\"',;]{6,}")
+    (gate, spellings, name + r"\\?[\"']?[ \t]*[:=][ \t]*\\?[\"']?[^\s\"',;]{6,}")
     for gate, name, spellings in (
         ("key", "api[_-]?key", ("api_key", "api-key", "apikey")),
         ("secret", "secret", ("secret",)),

@@ -8,7 +8,9 @@ Speed matters (every stored text passes through here), so a text is not scanned 
   Hyperscan pass (`privacy.anchors`, `privacy.secrets`), or without it by a scan each.
 Where matches overlap, the most specific kind wins (custom patterns first, then secret, email,
 IBAN, card, IP, phone), and a text's matches come back in order. A batch's candidates come back
-by start in its texts joined, to be replaced in one pass (`privacy.policy`).
+by start in its texts joined, to be replaced in one pass (`privacy.policy`). A text holding a
+backslash is read through `unescaped` (JSON or a `repr` written into a prompt: `\\n4111 ...`
+reads as a card after a line break); one holding none is read as it is.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from .recognisers import (
 )
 from .secrets import ANCHORS, NAME_ANCHORS, Secrets
 
-__all__ = ["Found", "Match", "Scanner"]
+__all__ = ["Found", "Match", "Scanner", "unescaped"]
 
 Match = tuple[int, int, str, str]
 """(start, end, marker label, the value's normal form)."""
@@ -90,6 +92,41 @@ def _cut_until_valid(
             return None
         candidate = shorter
     return None
+
+
+# A JSON or `repr` escape: a backslash pair (`\\\\`, skipped whole, so that what follows it is
+# not read as an escape), a control character's letter, or a code point in hex; a backslash
+# before anything else (the separator between two texts too) is left as it is.
+_ESCAPE: Final = re.compile(r"\\(?:[nrtfb]|x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[\s\S])")
+_CONTROLS: Final = {"n": "\n", "r": "\r", "t": "\t", "f": "\f", "b": "\b"}
+
+
+def _view_of(escape: re.Match[str]) -> str:
+    written = escape.group()
+    kind = written[1]
+    if kind in _CONTROLS:
+        character = _CONTROLS[kind]
+    elif kind in "xuU" and len(written) > 2:
+        code = int(written[2:], 16)
+        if code > 0x10FFFF:
+            return written
+        character = chr(code)
+    else:
+        return written  # `\\`, `\"`, or a backslash before anything else
+    # What it stands for, last: the character before a value after it is the one the decoded
+    # text has there. Before it, spaces if it is a space too (a value before it ends there, as
+    # in the decoded text, not at a backslash), else the escape as written (a `name = value`
+    # secret's value reads on across `\u00e4`, as it does across `ä`).
+    filler = " " * (len(written) - 1) if character.isspace() else written[:-1]
+    return filler + character
+
+
+def unescaped(text: str) -> str:
+    """`text` with each JSON or `repr` escape it holds (`\\n`, `\\t`, `\\u00e9`, `\\x0c`)
+    replaced by the character it stands for, after characters that keep the length: a value
+    after an escape is read as in the decoded text (`\\n4111 1111 1111 1111` as a card after a
+    line break), at the place it has in `text`."""
+    return _ESCAPE.sub(_view_of, text)
 
 
 class Scanner:
@@ -197,13 +234,17 @@ class Scanner:
         (which may use `^`, `$` or `\\s`) read each text on its own. Candidates may overlap,
         and one may cross from one text into the next (a PEM block split over two): `resolve`."""
         joined = texts[0] if len(texts) == 1 else _SEPARATOR.join(texts)
+        # Escapes written into a text (JSON, a `repr`) are read as what they stand for
+        # (`unescaped`): the same length, so a match's place in it is its place in `joined`.
+        view = unescaped(joined) if "\\" in joined else joined
         found: Found = []
-        self._builtin_in(found, joined)
+        self._builtin_in(found, view)
         if self._custom:
             at = 0
             for text in texts:
-                self._custom_in(found, text, at)
-                at += len(text) + 1
+                end = at + len(text)
+                self._custom_in(found, text if view is joined else view[at:end], at)
+                at = end + 1
         found.sort(key=_START)
         return joined, found
 
