@@ -7,6 +7,7 @@ same column values as `encode_row(record.to_row())`, the walk-first encoding it 
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -211,3 +212,28 @@ def test_texts_written_once_tell_values_that_hash_alike_apart() -> None:
             encoded.append(walked[SCORE_COLUMNS.index("scorer")])
         assert encoded[0] != encoded[1]
         assert encoded[0] == encoded[2]
+
+
+@pytest.mark.parametrize("reason", [math.inf, -math.inf, math.nan, [math.inf]])
+def test_a_reason_that_json_cannot_write_is_stored_as_the_walked_row_stores_it(
+    reason: Any,
+) -> None:
+    call = AgentCall(input="q", output="a", target="bot")
+    result = ScorerRunResult(run_id="r", input="q", output="a", score=0.5, reason=reason)
+    record = ScoreRecord(
+        id="r",
+        scorer_id="s",
+        scorer_name="s",
+        scorer_description="",
+        has_judge=False,
+        scorer_declared_version=None,
+        call=call,
+        status="success",
+        result=result,
+        error=None,
+        failed_step=None,
+        completed_steps=(),
+        created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+    )
+    expected = encode_row(record.to_row(), dumps=stored_json, convert=_ENCODE)
+    assert encode_record(record, convert=_ENCODE) == expected

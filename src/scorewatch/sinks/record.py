@@ -574,6 +574,9 @@ def encode_row(
             values[index] = to_json(value)
     reason = values[_REASON_AT]
     if reason is not None:
+        if clean is not None and not isinstance(reason, str):
+            # As the walk leaves it first: a reason that is an infinity or NaN becomes text.
+            reason = clean(reason)
         values[_REASON_AT] = (
             dumps(reason)
             if not isinstance(reason, str)
