@@ -231,6 +231,10 @@ def _heap(batches: int) -> None:
     print(f"held: {len(buffer)} traces, {buffer.spans_held} spans")
     print(f"tracked (not frozen): {sum(tracked.values()):,}: {tracked.most_common(6)}")
     print(f"full collection: {full_collection_ms():.1f} ms CPU (best of 3)")
+    # What a full collection leaves tracked: it untracks tuples and dicts holding only
+    # untracked values (a young collection, tuples only), so the steady count is this one.
+    after = collections.Counter(type(o).__name__ for o in gc.get_objects())
+    print(f"tracked after it: {sum(after.values()):,}: {after.most_common(6)}")
     buffer.pop_ready(flush=True)
     now[0] += 3600
     buffer.pop_ready()

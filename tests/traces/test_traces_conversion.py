@@ -18,12 +18,15 @@ pytestmark = pytest.mark.unit
 
 
 def _by_kind(value: AnyValue) -> Any:
-    """The oracle: the value read by its kind, for every attribute (no shortcut)."""
+    """The oracle: the value read by its kind, for every attribute (no shortcut); an
+    attribute's own array is a tuple (arrays nested in it are lists, as `any_value` reads)."""
     kind = value.WhichOneof("value")
     if kind == "string_value":
         return value.string_value
     if kind is None:
         return None
+    if kind == "array_value":
+        return tuple(any_value(value))
     return any_value(value)
 
 

@@ -53,7 +53,7 @@ def test_otlp_json_hex_ids_read_as_the_protobuf_encoding() -> None:
     assert context is not None
     assert child.trace_id == f"{context.trace_id:032x}" and len(child.span_id) == 16
     assert child.parent_span_id == parent.span_id and parent.parent_span_id is None
-    assert parent.attributes == {"n": 1, "tags": ["a", "b"]}
+    assert parent.attributes == {"n": 1, "tags": ("a", "b")}  # an array attribute: a tuple
     assert child.events[0].attributes == {"ok": True, "ratio": 0.5}
 
 

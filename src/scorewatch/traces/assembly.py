@@ -97,8 +97,10 @@ class _Trace:
     # Selected span id -> whether it is skipped under a selected ancestor (`nested = false`).
     pending: dict[str, bool] = field(default_factory=dict)
     # Every span id a selector matched, handed out or not: what `_ancestry` asks of an
-    # ancestor (selectors are matched once per span, when it arrives).
-    selected: set[str] = field(default_factory=set)
+    # ancestor (selectors are matched once per span, when it arrives). A dict of None, not a
+    # set: a set is always tracked by the cyclic collector, a dict of texts is not, and a held
+    # trace's containers are what a full collection walks (kept for `linger_s` after scoring).
+    selected: dict[str, None] = field(default_factory=dict)
     # Parent ids that held spans name and that have not arrived; None when there are none
     # (the trace is whole: its root and every parent link are here).
     awaited: set[str] | None = None
@@ -311,7 +313,7 @@ class TraceBuffer:
         selector = self._select(span)
         if selector is not None:
             trace.pending[span.span_id] = not selector.nested
-            trace.selected.add(span.span_id)
+            trace.selected[span.span_id] = None
         self._arrived(trace, span, now)
         return True
 

@@ -89,7 +89,10 @@ _JSON_WHITESPACE = " \t\n\r"
 
 
 def from_json_text(value: Any) -> Any:
-    """A JSON-encoded attribute decoded; anything else (or text that is not JSON) as it is."""
+    """A JSON-encoded attribute decoded; an array attribute (a tuple, `spans.attributes_of`)
+    as a list, as JSON decodes one; anything else (or text that is not JSON) as it is."""
+    if type(value) is tuple:
+        return list(value)
     if isinstance(value, str) and value[:1] in ("{", "[", '"'):
         try:
             decoded, end = _scan(value, 0)

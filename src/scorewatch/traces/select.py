@@ -61,7 +61,7 @@ class SpanSelector(BaseModel):
 def _equal(value: Any, want: Scalar) -> bool:
     if value is None:  # the common case: the span has no such attribute (want is never None)
         return False
-    if isinstance(value, list):
+    if isinstance(value, tuple | list):  # an array attribute (a tuple), or a list built by hand
         return any(_equal(item, want) for item in value)
     if isinstance(value, bool) or isinstance(want, bool):
         # bool is an int in Python: keep `true` from matching 1.

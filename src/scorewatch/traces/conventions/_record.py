@@ -129,5 +129,9 @@ def indexed(attributes: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
             continue
         number, _, rest = key[start:].partition(".")
         if number.isdigit() and rest:
-            groups.setdefault(int(number), {})[rest] = value
+            # An array attribute is held as a tuple (`spans.attributes_of`): read as the list
+            # it was, as `from_json_text` reads one.
+            groups.setdefault(int(number), {})[rest] = (
+                list(value) if type(value) is tuple else value
+            )
     return [groups[number] for number in sorted(groups)]
