@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import re
 import threading
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cached_property
-from itertools import accumulate, repeat
-from operator import add
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -197,28 +194,26 @@ class _Redacted(dict[str, str]):
         self.update(zip(texts, texts, strict=True))
         if not found:
             return False
-        # Where each text's successor starts in `joined` (after its line break).
-        following = list(accumulate(map(add, map(len, texts), repeat(1))))
-        changed = self._replace(texts, joined, found, following)
+        changed = self._replace(texts, joined, found)
         if changed is None:  # overlapping candidates, or one across two texts (rare)
-            changed = self._replace(texts, joined, scanner.resolve(texts, found), following)
+            changed = self._replace(texts, joined, scanner.resolve(texts, found))
             assert changed is not None  # resolved: none overlaps, none crosses
         return changed
 
-    def _replace(
-        self, texts: list[str], joined: str, found: Found, following: list[int]
-    ) -> bool | None:
+    def _replace(self, texts: list[str], joined: str, found: Found) -> bool | None:
         """Remember each text's redacted form: `found` (candidates in `joined`, by start)
-        replaced by their markers in one pass, which finds each one's text as it goes (a
-        bisection only when it lies in a later text); markers are numbered in that order, so
-        by first appearance in the texts. Where two candidates overlap, or one crosses from
-        one text into the next, nothing is done (no marker is numbered): None, and the caller
+        replaced by their markers in one pass, which finds each one's text as it goes (walking
+        on from the text of the one before: no table of where every text starts, which costs
+        more than the pass for a row's ~50 texts); markers are numbered in that order, so by
+        first appearance in the texts. Where two candidates overlap, or one crosses from one
+        text into the next, nothing is done (no marker is numbered): None, and the caller
         resolves them first (`Scanner.resolve`). Whether any text changed.
 
         The pass holds the lock, so no other thread makes a marker meanwhile; the ones it
         makes are seen by others only once it is through."""
         short = self.scanner.short
-        index, limit = 0, following[0] - 1
+        # The text's index, where it starts and ends in `joined`.
+        index, begin, limit = 0, 0, len(texts[0])
         # Where the text's next part starts; past its end in a text too short for any match,
         # which is left as it is.
         at = 0 if limit >= short else limit + 1
@@ -234,10 +229,13 @@ class _Redacted(dict[str, str]):
                         parts.append(joined[at:limit])
                         changed.append((index, parts))
                         parts = []
-                    index = bisect_right(following, start)
-                    at, limit = following[index - 1], following[index] - 1
-                    if limit - at < short:
-                        at = limit + 1
+                    while True:  # the next text (after the line break between them)
+                        index += 1
+                        begin = limit + 1
+                        limit = begin + len(texts[index])
+                        if start <= limit:
+                            break
+                    at = begin if limit - begin >= short else limit + 1
                 if end > limit or start < at:
                     if at > limit >= end:  # in a text too short
                         continue

@@ -191,9 +191,12 @@ def storable_columns(columns: Mapping[str, Any], privacy: Redaction) -> dict[str
     scrub = privacy.text
     cleaned: dict[str, Any] = {}
     for name, value in columns.items():
-        if type(value) is str:  # most columns: text, cleaned here rather than by a call
+        kind = type(value)
+        if kind is str:  # most columns: text, cleaned here rather than by a call
             value = scrub(value)
             cleaned[name] = value if _find_unstorable(value) is None else storable_text(value)
+        elif kind in _AS_IS:  # an empty column (None): not a call through the ABCs
+            cleaned[name] = value
         else:
             cleaned[name] = _walk(value, False, 1, scrub)
     return cleaned
