@@ -10,8 +10,18 @@ import types
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from scorewatch.sinks.storable import REDACTED, REPLACEMENT, storable, stored_json
+from scorewatch.sinks.storable import (
+    _UNSTORABLE_TEXT,
+    REDACTED,
+    REPLACEMENT,
+    storable,
+    storable_text,
+    stored_json,
+    unstorable_in,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -85,3 +95,27 @@ def test_storable_redacts_secret_keys_in_dicts_and_other_mappings() -> None:
         "headers": {"Authorization": REDACTED, "accept": "json"},
         "deep": {"items": [{"password": REDACTED}]},
     }
+
+
+# Texts that hold what storing replaces (NUL, lone surrogates at either end of their block)
+# among ASCII, Latin-1, BMP and astral characters.
+_ANY_TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(["\x00", "\ud800", "\udbff", "\udc00", "\udfff", "a", "\x7f", "é"]),
+        st.characters(),
+    ),
+    max_size=40,
+)
+
+
+@given(_ANY_TEXT)
+def test_unstorable_in_agrees_with_the_pattern(text: str) -> None:
+    assert unstorable_in(text) is (_UNSTORABLE_TEXT.search(text) is not None)
+    assert (storable_text(text) == text) is not unstorable_in(text)
+
+
+def test_unstorable_in_sees_a_nul_in_ascii_and_a_surrogate_in_wide_text() -> None:
+    assert unstorable_in("plain\x00text")
+    assert not unstorable_in("plain text")
+    assert unstorable_in("wide 😀 \udc00")
+    assert not unstorable_in("wide 😀 é")

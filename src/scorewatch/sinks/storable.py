@@ -38,6 +38,7 @@ __all__ = [
     "storable_json",
     "storable_text",
     "stored_json",
+    "unstorable_in",
 ]
 
 _UNSTORABLE_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
@@ -118,7 +119,7 @@ def storable_json(value: Any) -> str:
         "NaN" in text
         or "Infinity" in text
         or "\\u0000" in text
-        or (not text.isascii() and _find_unstorable(text) is not None)
+        or (not text.isascii() and _UNSTORABLE_TEXT.search(text) is not None)
     ):
         return stored_json(storable(value))
     return text
@@ -155,9 +156,21 @@ def _hide_parameter(found: re.Match[str]) -> str:
     return f"{found.group(1)}{found.group(2)}={REDACTED}"
 
 
+def unstorable_in(text: str) -> bool:
+    """Whether `text` holds a NUL or an unpaired surrogate (what `storable_text` replaces).
+
+    An ASCII text (a flag CPython keeps on every string: no scan) cannot hold a surrogate, so
+    for it only a NUL is looked for, by `memchr`; the pattern's search walks the text in the
+    regular-expression engine, about ten times the instructions per character, and a redacted
+    row asks this of every text it stores."""
+    if text.isascii():
+        return "\x00" in text
+    return _UNSTORABLE_TEXT.search(text) is not None
+
+
 def storable_text(value: str) -> str:
     """`value` with NUL and unpaired surrogates replaced by U+FFFD."""
-    if _UNSTORABLE_TEXT.search(value) is None:
+    if not unstorable_in(value):
         return value
     return _UNSTORABLE_TEXT.sub(REPLACEMENT, value)
 
@@ -194,7 +207,7 @@ def storable_columns(columns: Mapping[str, Any], privacy: Redaction) -> dict[str
         kind = type(value)
         if kind is str:  # most columns: text, cleaned here rather than by a call
             value = scrub(value)
-            cleaned[name] = value if _find_unstorable(value) is None else storable_text(value)
+            cleaned[name] = storable_text(value) if unstorable_in(value) else value
         elif kind in _AS_IS:  # an empty column (None): not a call through the ABCs
             cleaned[name] = value
         else:
@@ -239,7 +252,6 @@ def _texts(value: Any, into: list[str]) -> None:
 _AS_IS: Final = frozenset({int, bool, type(None)})
 _NO_TEXT: Final = _AS_IS | {float}
 _SEQUENCES: Final = frozenset({list, tuple})
-_find_unstorable: Final = _UNSTORABLE_TEXT.search
 
 
 # Keys already seen storable as they are: rows repeat the same few dozen keys, and a set look-up
@@ -249,7 +261,7 @@ _STORABLE_KEYS_LIMIT: Final = 4096
 
 
 def _storable_key(key: str) -> str:
-    if _find_unstorable(key) is not None:
+    if unstorable_in(key):
         return _UNSTORABLE_TEXT.sub(REPLACEMENT, key)
     if len(_STORABLE_KEYS) < _STORABLE_KEYS_LIMIT:
         _STORABLE_KEYS.add(key)
@@ -278,7 +290,7 @@ def _walk(value: Any, redact: bool, depth: int, scrub: Callable[[str], str] | No
         return [
             item
             if (kind := type(item)) in _AS_IS
-            or (kind is str and _find_unstorable(item) is None and not redact)
+            or (kind is str and not redact and not unstorable_in(item))
             else _walk(item, redact, depth + 1, None)
             for item in value
         ]
@@ -302,7 +314,7 @@ def _walk_mapping(
         if kind is str:
             if scrub is not None:
                 item = scrub(item)
-            if _find_unstorable(item) is not None:
+            if unstorable_in(item):
                 item = _UNSTORABLE_TEXT.sub(REPLACEMENT, item)
             if hide:
                 item = redact_url_credentials(item)
