@@ -237,3 +237,40 @@ def test_a_reason_that_json_cannot_write_is_stored_as_the_walked_row_stores_it(
     )
     expected = encode_row(record.to_row(), dumps=stored_json, convert=_ENCODE)
     assert encode_record(record, convert=_ENCODE) == expected
+
+
+# Metadata from a few keys and values, so that rows repeat it and its cleaned form is taken
+# from `_CLEANED`: secret-looking keys, URL credentials, what cleaning replaces, values that
+# hash alike (True, 1, 1.0), lists of text and lists with other values.
+_flat_metadata = st.dictionaries(
+    st.sampled_from(["apiKey", "spanName", "toolCalls", "structuredOutput", "url", "\x00k"]),
+    st.sampled_from(
+        ["x", "https://u:p@h/?token=t", "\x00", "\ud800", True, 1, 1.0, None, "NaN", (),
+         ["a", "\x00"], ["https://u:p@h"], ["a", 1], [], [True]]
+    ),
+    max_size=4,
+)  # fmt: skip
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_metadata_cleaned_once_is_what_the_walk_makes(data: st.DataObject) -> None:
+    record = _record(data.draw)
+    call = AgentCall(**{**record.call.to_dict(), "metadata": data.draw(_flat_metadata)})
+    record = ScoreRecord(**{**_fields(record), "call": call})
+    expected = encode_row(record.to_row(), dumps=stored_json, convert=_ENCODE)
+    for _ in range(2):  # the second time from what the first remembered
+        assert encode_record(record, convert=_ENCODE) == expected
+        assert record_json(record) == stored_json(record.to_row())
+
+
+def test_metadata_values_that_hash_alike_are_cleaned_apart() -> None:
+    for values in [(True, 1, 1.0, True), (["a"], ("a",), "a", ["a"]), (None, "None", None)]:
+        for value in values:
+            call = AgentCall(input="q", output="a", target="bot", metadata={"flag": value})
+            record = ScoreRecord(
+                id="run", scorer_id="s", scorer_name="S", scorer_description="", has_judge=False,
+                call=call, status="success",
+            )  # fmt: skip
+            walked = encode_row(record.to_row(), dumps=stored_json, convert=_ENCODE)
+            assert encode_record(record, convert=_ENCODE) == walked, value

@@ -63,6 +63,7 @@ _STRING_VALUES = attrgetter(*_STRING_FIELDS)
 _STRUCTURED_VALUES = attrgetter(*_MAPPING_FIELDS, "request_context_keys")
 _UNSET_STRUCTURES = (None,) * (len(_MAPPING_FIELDS) + 1)
 _PLAIN_FIELD_TYPES = frozenset({str, type(None)})
+_TEXT = frozenset({str})
 
 
 _UUID4_MASK = ~((0xF << 76) | (0x3 << 62))
@@ -82,10 +83,22 @@ def new_run_id() -> str:
 def check_run(run: ScorerRun, scorer_id: str) -> None:
     """Reject typed run fields of the wrong type, which would make a result that cannot be loaded
     back from its own JSON. `input`, `output` and the other free-form fields are not checked."""
-    if _STRUCTURED_VALUES(run) == _UNSET_STRUCTURES and _PLAIN_FIELD_TYPES.issuperset(
-        map(type, _STRING_VALUES(run))
-    ):
-        return  # strings and Nones only, no mapping or list to look into: the common run
+    if _PLAIN_FIELD_TYPES.issuperset(map(type, _STRING_VALUES(run))):
+        metadata, correlation, keys = _STRUCTURED_VALUES(run)
+        if (
+            keys is None
+            and (
+                metadata is None
+                or (type(metadata) is dict and _TEXT.issuperset(map(type, metadata)))
+            )
+            and (
+                correlation is None
+                or (type(correlation) is dict and _TEXT.issuperset(map(type, correlation)))
+            )
+        ):
+            # Strings and Nones, and the mappings a call gives (a trace's run: its metadata and
+            # correlation context) keyed by plain text: what the checks below accept.
+            return
     for name in _STRING_FIELDS:
         value = getattr(run, name)
         if value is not None and not isinstance(value, str):

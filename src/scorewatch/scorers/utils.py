@@ -549,7 +549,7 @@ class ToolResultInfo:
 
 
 def _call_id(item: Any) -> str | None:
-    record = _as_mapping(item)
+    record = item if type(item) is dict else _as_mapping(item)
     call_id = record.get("toolCallId") if record is not None else None
     return call_id if isinstance(call_id, str) and call_id else None
 
@@ -558,8 +558,14 @@ def _merged_invocations(legacy: list[Any], from_parts: list[Mapping[str, Any]]) 
     """Parts in order, with legacy-only calls kept before the next call both forms share (the
     reference's merge; parts win for an id found in both: they hold the final state)."""
     part_ids = {call_id for call_id in map(_call_id, from_parts) if call_id}
+    legacy_ids = list(map(_call_id, legacy))
+    if part_ids.issuperset(legacy_ids):
+        # Every legacy call is one the parts hold too (an agent message as the reference
+        # writes it, a trace's run: the same calls both ways), so none is kept beside them
+        # below, in whatever order: the merge is the parts as they are.
+        return list(from_parts)
     # A later duplicate id wins, as in the reference's Map.
-    positions = {call_id: index for index, call_id in enumerate(map(_call_id, legacy)) if call_id}
+    positions = {call_id: index for index, call_id in enumerate(legacy_ids) if call_id}
 
     def legacy_only(item: Any) -> bool:
         return _as_mapping(item) is not None and _call_id(item) not in part_ids

@@ -435,7 +435,10 @@ class ScoreRecord:
         if truth is not None:
             metadata["groundTruth"] = storable(truth, privacy=private, prepared=True)
         if extra is not None:
-            metadata.update(storable(extra, redact=True, privacy=private, prepared=True))
+            cleaned = _cleaned_once(extra) if not walk and private is None else None
+            if cleaned is None:
+                cleaned = storable(extra, redact=True, privacy=private, prepared=True)
+            metadata.update(cleaned)
         if call.score_source == "trace":
             # The reference row's `source` is LIVE or TEST; a call read from spans says so here.
             metadata["scoreSource"] = storable(call.score_source)
@@ -665,6 +668,38 @@ def _json_once(key: tuple[str | bool | None, ...], value: Any) -> str:
         if len(_ONCE) < _ONCE_LIMIT and _ONCE_KEY_TYPES.issuperset(map(type, key)):
             _ONCE[key] = text
     return text
+
+
+# A call's own metadata, made storable with secret-looking keys redacted, by what it holds: a
+# trace's runs carry a few (span name, type, convention, service, tool names) that many rows
+# share, and the walk costs a row tens of thousands of instructions. Only metadata of text,
+# booleans, None and lists of text is remembered (no numbers: `True == 1`), keyed by its items
+# in order; the rows that read it (`encode_record`, `record_json`) are encoded at once, never
+# changed. Bounded as `_ONCE` is.
+_CLEANED: Final[dict[tuple[tuple[str, Any], ...], dict[str, Any]]] = {}
+_TEXT_ONLY: Final = frozenset({str})
+
+
+def _cleaned_once(metadata: dict[str, Any]) -> dict[str, Any] | None:
+    """`storable(metadata, redact=True)` of flat metadata (`_CLEANED`), else None."""
+    key: list[tuple[str, Any]] = []
+    for name, value in metadata.items():
+        kind = type(value)
+        if type(name) is not str:
+            return None
+        if kind is list:
+            if not _TEXT_ONLY.issuperset(map(type, value)):
+                return None
+            value = tuple(value)
+        elif kind not in _ONCE_KEY_TYPES:
+            return None
+        key.append((name, value))
+    found = _CLEANED.get(frozen := tuple(key))
+    if found is None:
+        found = storable(metadata, redact=True)
+        if len(_CLEANED) < _ONCE_LIMIT:
+            _CLEANED[frozen] = found
+    return found
 
 
 def _written_once(record: ScoreRecord, row: dict[str, Any]) -> dict[int, str]:
