@@ -414,21 +414,17 @@ class Scanner:
                     low = max(low, reach[secret - 1])
                 if secret < len(starts):
                     high = min(high, starts[secret])
-            # The address starts where its local part does, read back from the `@` (up to 64
-            # characters: one try, where a search would try every place before the `@`).
-            part = local(text, low, at)
-            if part is None:
-                at = text.find("@", at + 1)
-                continue
-            low = part.start()
-            # What the pattern matches there depends on the window only (it looks neither
-            # before nor after it); a window repeats (the input's address again in a prompt).
+            # What is found depends on the window only (the patterns look neither before nor
+            # after it); a window repeats (the input's address again in a prompt).
             key = text[low:high]
             address = seen.get(key, _UNSEEN)
             if address is _UNSEEN:
                 if len(seen) >= _CACHE_SIZE:
                     seen.clear()
-                m = match(text, low, high)
+                # The address starts where its local part does, read back from the `@` (up
+                # to 64 characters: one try, where a search would try every place before it).
+                part = local(text, low, at)
+                m = None if part is None else match(text, part.start(), high)
                 address = seen[key] = (
                     None if m is None else (m.start() - low, m.end() - low, m.group().lower())
                 )
