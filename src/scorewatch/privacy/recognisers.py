@@ -5,7 +5,7 @@ One regular expression finds the candidates of every enabled kind in a single pa
 a candidate is then confirmed by the kind's validator, from a maintained library where a
 checksum or a numbering plan decides:
 
-- `email`: `local@domain.tld`; the pattern itself decides;
+- `email`: `local@domain.tld`, letters of any script in both parts; the pattern decides;
 - `secret`: `Bearer ...`, `sk-...`, `sk_live_...`, `ghp_...`, `AKIA...`, `xox?-...`, `AIza...`,
   JSON Web Tokens, PEM private keys, `api_key=...` / `"password": "..."`; the pattern decides;
 - `iban`: two capitals, two check digits, 11 to 30 more; `stdnum.iban` (mod-97 checksum);
