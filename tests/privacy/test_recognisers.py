@@ -38,6 +38,19 @@ def redact(text: str, policy: PrivacyPolicy = EVERYTHING) -> str:
         ("aws AKIAIOSFODNN7EXAMPLE", "aws <SECRET_1>"),
         ('{"Password": "hunter2secret"}', '{"<SECRET_1>"}'),
         ("API_KEY=abcdef123456", "<SECRET_1>"),
+        # Issue 34's gaps: an address in another script or glued to its letters (RFC 6531),
+        # every value of a run of figures, a number grouped with no-break spaces.
+        ("merci éada@example.com!", "merci <EMAIL_1>!"),
+        ("連絡先はada@example.comです", "<EMAIL_1>"),
+        ("to ada@exämple.de, or", "to <EMAIL_1>, or"),
+        ("4111 1111 1111 1111 +44 20 7946 0958", "<CARD_1> <PHONE_1>"),
+        ("+44 20 7946 0958 4111 1111 1111 1111", "<PHONE_1> <CARD_1>"),
+        ("415 555 0132, 4111111111111111/415-555-0199", "<PHONE_1>, <CARD_1>/<PHONE_2>"),
+        ("203.0.113.42:8080 or ip:2001:db8::1", "<IP_1>:8080 or ip:<IP_2>"),
+        ("カード4111 1111 1111 1111", "カード<CARD_1>"),
+        ("+33\u00a06\u00a012\u00a034\u00a056\u00a078", "<PHONE_1>"),
+        ("Bearer\u00a0abcdefghijklmnop123", "<SECRET_1>"),
+        ("_DE89370400440532013000_", "_<IBAN_1>_"),
     ],
 )
 def test_each_kind_is_replaced_by_its_marker(text: str, expected: str) -> None:
@@ -55,6 +68,8 @@ def test_each_kind_is_replaced_by_its_marker(text: str, expected: str) -> None:
         "task-abcdefghijklmnopqrstuvw is a slug",
         "an author wrote about tokens and secrets",
         "0000 0000 0000 0000",
+        # A figure glued to an ASCII letter before it is part of an identifier or a hash.
+        "id4111111111111111 and x203.0.113.42",
     ],
 )
 def test_lookalikes_stay(text: str) -> None:

@@ -5,7 +5,7 @@ One regular expression finds the candidates of every enabled kind in a single pa
 a candidate is then confirmed by the kind's validator, from a maintained library where a
 checksum or a numbering plan decides:
 
-- `email`: `local@domain.tld`; the pattern itself decides;
+- `email`: `local@domain.tld`, letters of any script in both parts; the pattern decides;
 - `secret`: `Bearer ...`, `sk-...`, `sk_live_...`, `ghp_...`, `AKIA...`, `xox?-...`, `AIza...`,
   JSON Web Tokens, PEM private keys, `api_key=...` / `"password": "..."`; the pattern decides;
 - `iban`: two capitals, two check digits, 11 to 30 more; `stdnum.iban` (mod-97 checksum);
@@ -72,10 +72,16 @@ def _card(text: str) -> str | None:
 
 
 def _ip(text: str) -> str | None:
-    try:
-        return str(ipaddress.ip_address(text))
-    except ValueError:
-        return None
+    # An IPv6 address after or before a colon that is not part of it (`ip:` written first,
+    # `2001:db8::1: refused`), where the pattern took that colon: taken with it.
+    end = len(text) - 1 if text.endswith(":") else len(text)
+    start = 1 if text.startswith(":") else 0
+    for candidate in dict.fromkeys((text, text[:end], text[start:], text[start:end])):
+        try:
+            return str(ipaddress.ip_address(candidate))
+        except ValueError:
+            pass
+    return None
 
 
 def _phone(region: str | None) -> Validator:
@@ -103,15 +109,19 @@ def _phone(region: str | None) -> Validator:
 #   `privacy.anchors`), all of them found in one pass; the pattern is then matched there.
 # (gate, (anchor, its length), pattern)
 SECRET_SHAPES: Final = (
-    ("k-", ("sk-", 3), r"sk-(?<![\w-]sk-)(?:ant-)?[A-Za-z0-9_-]{16,}"),
-    ("k_", ("sk_", 3), r"sk_(?<![\w-]sk_)(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("k_", ("rk_", 3), r"rk_(?<![\w-]rk_)(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("h_", ("gh[pousr]_", 4), r"gh(?<![\w-]gh)[pousr]_[A-Za-z0-9]{30,}"),
-    ("_", ("github_pat_", 11), r"github_pat_(?<![\w-]github_pat_)[A-Za-z0-9_]{20,}"),
-    ("AI", ("A(?:KIA|SIA)", 4), r"A(?<![\w-]A)(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])"),
-    ("x-", ("xox[abprs]-", 5), r"xox(?<![\w-]xox)[abprs]-[A-Za-z0-9-]{10,}"),
-    ("AIz", ("AIza", 4), r"AIza(?<![\w-]AIza)[0-9A-Za-z_-]{35}"),
-    ("J.", ("eyJ", 3), r"eyJ(?<![\w-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ("k-", ("sk-", 3), r"sk-(?<![A-Za-z0-9-]sk-)(?:ant-)?[A-Za-z0-9_-]{16,}"),
+    ("k_", ("sk_", 3), r"sk_(?<![A-Za-z0-9-]sk_)(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("k_", ("rk_", 3), r"rk_(?<![A-Za-z0-9-]rk_)(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("h_", ("gh[pousr]_", 4), r"gh(?<![A-Za-z0-9-]gh)[pousr]_[A-Za-z0-9]{30,}"),
+    ("_", ("github_pat_", 11), r"github_pat_(?<![A-Za-z0-9-]github_pat_)[A-Za-z0-9_]{20,}"),
+    ("AI", ("A(?:KIA|SIA)", 4), r"A(?<![A-Za-z0-9-]A)(?:KIA|SIA)[0-9A-Z]{16}(?![0-9A-Za-z])"),
+    ("x-", ("xox[abprs]-", 5), r"xox(?<![A-Za-z0-9-]xox)[abprs]-[A-Za-z0-9-]{10,}"),
+    ("AIz", ("AIza", 4), r"AIza(?<![A-Za-z0-9-]AIza)[0-9A-Za-z_-]{35}"),
+    (
+        "J.",
+        ("eyJ", 3),
+        r"eyJ(?<![A-Za-z0-9-]eyJ)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    ),
     (
         "-BEGIN",
         ("-----BEGIN ", 11),
@@ -122,7 +132,7 @@ SECRET_SHAPES: Final = (
         (
             word[0] + word[-1],
             (word, len(word)),
-            word + rf"(?<![\w-]{word})[ \t]+[A-Za-z0-9._~+/=-]{{8,}}",
+            word + rf"(?<![A-Za-z0-9-]{word})[ \t]+[A-Za-z0-9._~+/=-]{{8,}}",
         )
         for word in ("Bearer", "bearer", "BEARER")
     ),
@@ -145,8 +155,15 @@ SECRET_SHAPES_ANY_CASE: Final = tuple(
     )
 )
 SECRET_PATTERNS_ANY_CASE: Final = tuple(pattern for _, _, pattern in SECRET_SHAPES_ANY_CASE)
+# An address (read by `regex`: `\p{...}`): the local part of up to 64 letters, digits, marks
+# (any script: RFC 6531 allows them) and `._%+-`, without a look-behind (a longer run of them
+# before the `@`, letters glued to the address in a script written without spaces, has its last
+# 64 taken: an address is never left whole); the domain's labels of letters, digits, marks and
+# `-` (IDN), its last of two letters at least. A digit after the last label ends it.
+_ADDRESS: Final = r"[\p{L}\p{M}\p{N}_-]"
+EMAIL_LOCAL: Final = r"[\p{L}\p{M}\p{N}_.%+-]{1,64}"
 EMAIL_PATTERN: Final = (
-    r"(?<![\w.%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
+    EMAIL_LOCAL + "@" + _ADDRESS + r"+(?:\." + _ADDRESS + r"+)*\.[\p{L}\p{M}]{2,}"
 )
 # A run of digits and the separators numbers are written with (7 characters at least from its
 # first digit): card, phone and IPv4 candidates are looked for inside such runs only, one scan
@@ -157,17 +174,30 @@ NUMBER_RUN: Final = r"[0-9][0-9 \t().+:/-]{6,}"
 NUMBER_RUN_ANCHOR: Final = r"(?:[+(][ \t().+:/-]*)?" + NUMBER_RUN + r"[^0-9 \t().+:/-]"
 NUMBER_SEPARATORS: Final = " \t().+:/-"
 NUMBER_LEADS: Final = "+("
-CARD_PATTERN: Final = r"(?<![\w.])\d(?:[ -]?\d){12,18}(?!\w)"
-PHONE_PATTERN: Final = r"(?<![\w+])(?:\+|\(?)\d[\d \t().-]{5,18}\d(?![\w])"
-IPV4_PATTERN: Final = r"(?<![\w.:])(?:\d{1,3}\.){3}\d{1,3}(?![\w:]|\.\d)"
-IPV6_PATTERN: Final = r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])"
+# What may not come right before a card, phone number or IP address: a digit of any script (the
+# value would be part of a longer number), an ASCII letter (part of an identifier, a hash,
+# base64: `id4111...` is not read as a card). A letter of another script may (`カード4111...`,
+# `é203.0.113.42`: text written without a space before a figure), and `_` (markdown's emphasis).
+_NOT_IN_A_WORD: Final = r"(?<![A-Za-z])(?<!\d)"
+CARD_PATTERN: Final = r"(?<!\.)" + _NOT_IN_A_WORD + r"\d(?:[ -]?\d){12,18}(?!\w)"
+PHONE_PATTERN: Final = r"(?<!\+)" + _NOT_IN_A_WORD + r"(?:\+|\(?)\d[\d \t().-]{5,18}\d(?![\w])"
+# (`ip:203.0.113.42`, `203.0.113.42:8080`: a colon before or after, a port, ends it.)
+IPV4_PATTERN: Final = r"(?<!\.)" + _NOT_IN_A_WORD + r"(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\d)"
+# An IPv6 address may follow a colon that is not part of it (`ip:2001:db8::1`), not one after a
+# hex digit or another colon (it would start inside an address), and be followed by one
+# (`2001:db8::1: refused`; `_ip` takes one that the pattern took), not by `.` and a digit
+# (`::ffff:192.0.2.1`: its IPv4 address is found as one).
+IPV6_PATTERN: Final = (
+    r"(?<![0-9A-Za-z])(?<![0-9A-Fa-f:]:)"
+    r"(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![0-9A-Fa-f]|:[0-9A-Fa-f:]|\.\d)"
+)
 # Where an IPv6 address may be: the pattern is looked for from 40 characters before the first.
 IPV6_HINT: Final = r":[0-9A-Fa-f]{1,4}:|::"
 # An IBAN is found by its check digits (a digit is rarer than a capital, so the scan is faster),
 # and its match starts two characters later than the IBAN: `IBAN_LEAD`.
 IBAN_PATTERN: Final = (
-    r"[0-9](?<=[A-Z]{2}[0-9])(?<![0-9A-Za-z_][A-Z]{2}[0-9])[0-9](?:[ ]?[A-Z0-9]){11,30}"
-    r"(?![0-9A-Za-z_])"
+    r"[0-9](?<=[A-Z]{2}[0-9])(?<![0-9A-Za-z][A-Z]{2}[0-9])[0-9](?:[ ]?[A-Z0-9]){11,30}"
+    r"(?![0-9A-Za-z])"
 )
 IBAN_LEAD: Final = 2
 # Where an IBAN may start (its country code and check digits): its anchor (`privacy.anchors`).

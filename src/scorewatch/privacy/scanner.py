@@ -21,10 +21,11 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate, pairwise, repeat
 from operator import add, itemgetter
 from typing import Any, Final
+from unicodedata import category
 
 from .anchors import Anchor, Anchors, Hit
 from .recognisers import (
-    EMAIL_PATTERN,
+    EMAIL_LOCAL,
     IBAN_ANCHOR,
     IBAN_LEAD,
     IBAN_PATTERN,
@@ -39,7 +40,7 @@ from .recognisers import (
 )
 from .secrets import ANCHORS, NAME_ANCHORS, Secrets
 
-__all__ = ["Found", "Match", "Scanner", "unescaped"]
+__all__ = ["Found", "Match", "Scanner", "spaced", "unescaped"]
 
 Match = tuple[int, int, str, str]
 """(start, end, marker label, the value's normal form)."""
@@ -80,6 +81,18 @@ def _confirm(
     return outcome
 
 
+def _known(
+    validate: Callable[[str], str | None] | None,
+    candidate: str,
+    cache: dict[str, tuple[str, str] | None],
+) -> tuple[str, str] | None:
+    """`_confirm`, looked up in `cache` first (most candidates are)."""
+    confirmed = cache.get(candidate, _UNSEEN)
+    if confirmed is _UNSEEN:
+        confirmed = None if validate is None else _confirm(validate, candidate, cache)
+    return confirmed  # type: ignore[no-any-return]
+
+
 def _cut_until_valid(
     validate: Callable[[str], str | None], candidate: str
 ) -> tuple[str, str] | None:
@@ -115,10 +128,31 @@ def _view_of(escape: re.Match[str]) -> str:
         return written  # `\\`, `\"`, or a backslash before anything else
     # What it stands for, last: the character before a value after it is the one the decoded
     # text has there. Before it, spaces if it is a space too (a value before it ends there, as
-    # in the decoded text, not at a backslash), else the escape as written (a `name = value`
-    # secret's value reads on across `\u00e4`, as it does across `ä`).
-    filler = " " * (len(written) - 1) if character.isspace() else written[:-1]
+    # in the decoded text, not at a backslash); the character again if it is a letter, digit or
+    # mark beyond ASCII (an address's `ex\u00e4mple.de` reads as one label, and a value that
+    # holds it is replaced from its backslash on); else the escape as written (a `name = value`
+    # secret's value reads on across `\u20ac`, as it does across `€`).
+    if character.isspace():
+        filler = " " * (len(written) - 1)
+    elif not character.isascii() and (character.isalnum() or category(character)[0] == "M"):
+        filler = character * (len(written) - 1)
+    else:
+        filler = written[:-1]
     return filler + character
+
+
+# The space separators other than ASCII's (Unicode's `Zs`: a no-break space, the thin and
+# narrow spaces numbers are grouped with, the ideographic space).
+_SPACES: Final = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
+
+
+def spaced(text: str) -> str:
+    """`text` with each Unicode space separator read as an ASCII space (the same length): a
+    number grouped with no-break or thin spaces (`+33\u00a06\u00a012...`) is one run, and
+    `Bearer\u00a0token` a bearer token, as with spaces. An ASCII text holds none."""
+    if text.isascii() or _SPACES.search(text) is None:
+        return text
+    return _SPACES.sub(" ", text)
 
 
 def unescaped(text: str) -> str:
@@ -140,6 +174,7 @@ class Scanner:
         "_email",
         "_iban",
         "_ipv6",
+        "_local",
         "_names",
         "_numbers",
         "_numeric",
@@ -160,9 +195,17 @@ class Scanner:
         """`compiled=False`: without the Hyperscan anchors (what happens when it does not
         import), each secret shape, the IBANs, the number runs and the IPv6 hint looked for on
         their own."""
+        # Without the anchors, IBANs and number runs are found by a digit: `regex` skips to one
+        # several times faster than `re` does (its patterns read the same in both); addresses
+        # are read by it (`\p{L}`: a letter of any script). Imported here, so that
+        # `import scorewatch` pays nothing for it.
+        import regex
+
         builtin = builtin_recognisers(region)
-        self._builtin: dict[str, tuple[re.Pattern[str], Recogniser]] = {
-            kind: (re.compile(r.pattern), r) for kind, r in builtin.items() if kind in kinds
+        self._builtin: dict[str, tuple[Any, Recogniser]] = {
+            kind: ((regex if kind == "email" else re).compile(r.pattern), r)
+            for kind, r in builtin.items()
+            if kind in kinds
         }
         self._custom = tuple((name.upper(), re.compile(p)) for name, p in custom.items())
         # Per kind: candidate text -> its normal form, or None (not one).
@@ -195,13 +238,9 @@ class Scanner:
             anchors.append(Anchor(IPV6_HINT))
         self._where = where
         self._anchors = Anchors.compile(anchors) if compiled and anchors else None
-        # Without the anchors, IBANs and number runs are found by a digit: `regex` skips to one
-        # several times faster than `re` does (its patterns read the same in both). Imported
-        # here, so that `import scorewatch` pays nothing for it.
-        import regex
-
         self._iban: Any = regex.compile(IBAN_PATTERN) if "iban" in kinds else None
-        self._email = re.compile(EMAIL_PATTERN) if "email" in kinds else None
+        self._email: Any = self._builtin["email"][0] if "email" in kinds else None
+        self._local: Any = regex.compile(EMAIL_LOCAL, regex.REVERSE) if "email" in kinds else None
         self._ipv6 = re.compile(IPV6_PATTERN) if "ip" in kinds else None
         self._numbers: Any = regex.compile(NUMBER_RUN) if self._numeric else None
 
@@ -238,7 +277,7 @@ class Scanner:
         # (`unescaped`): the same length, so a match's place in it is its place in `joined`.
         view = unescaped(joined) if "\\" in joined else joined
         found: Found = []
-        self._builtin_in(found, view)
+        self._builtin_in(found, spaced(view))
         if self._custom:
             at = 0
             for text in texts:
@@ -304,7 +343,7 @@ class Scanner:
         # not: `fe80::` is looked for regardless).
         digits = any(digit in text for digit in "0123456789")
         if self._iban is not None and digits:
-            self._find(found, "iban", text, 0, len(text), self._iban, lead=IBAN_LEAD)
+            self._walk(found, "iban", text, 0, len(text), self._iban, lead=IBAN_LEAD)
         if self._numbers is not None and digits:
             runs = [(0, start, end) for start, end in _leads(text, self._numbers.finditer(text))]
             self._runs_in(found, text, runs)
@@ -313,11 +352,12 @@ class Scanner:
 
     def _ipv6_near(self, found: Found, text: str, hints: list[int]) -> None:
         """What `finditer` of the IPv6 pattern finds, looked for near its hints (`hints`: where
-        they start, in order) only. A match holds a hint (two colons) and is at most 39
-        characters long, so it starts at most 40 before one; and what the pattern finds at a
-        start depends on the 41 characters from the one before it, so each hint's search ends
-        42 characters after it (ending there, a longer text would read differently only after
-        the hint: a match found there is not taken). A timestamp (`06:17:16`) costs a search of
+        they start, in order) only. A match holds a hint (two colons) or starts one character
+        into one (`ip:2001::`, the hint `:2001:`), and is at most 39 characters long, so it
+        starts at most 40 before one or 1 after; and what the pattern finds at a start depends
+        on the 42 characters from two before it, so each hint's search ends 42 characters after
+        it (ending there, a longer text would read differently only after the hint: a match
+        found there is not taken). A timestamp (`06:17:16`) costs a search of
         80 characters, not of the rest of the text."""
         pattern = self._ipv6
         assert pattern is not None
@@ -327,26 +367,12 @@ class Scanner:
         for hint in hints:
             while (low := max(done, hint - 40)) <= hint:
                 m = pattern.search(text, low, min(size, hint + 42))
-                if m is None or m.start() > hint:
+                if m is None or m.start() > hint + 1:
                     break
                 candidates.append(m)
                 done = m.end()
         if candidates:
             self._confirmed(found, "ip", text, candidates)
-
-    def _find(
-        self,
-        found: Found,
-        kind: str,
-        text: str,
-        start: int,
-        end: int,
-        pattern: Any = None,
-        lead: int = 0,
-    ) -> None:
-        # `lead`: how many characters of the value come before where its pattern matches.
-        compiled, _ = self._builtin[kind]
-        self._confirmed(found, kind, text, (pattern or compiled).finditer(text, start, end), lead)
 
     def _confirmed(
         self,
@@ -359,34 +385,46 @@ class Scanner:
         _, recogniser = self._builtin[kind]
         validate, cache = recogniser.validate, self._validated[kind]
         for m in candidates:
-            if validate is None:
-                continue
             at = m.start() - lead
-            candidate = text[at : m.end()]
-            confirmed = cache.get(candidate, _UNSEEN)
-            if confirmed is _UNSEEN:
-                confirmed = _confirm(validate, candidate, cache)
+            confirmed = _known(validate, text[at : m.end()], cache)
             if confirmed is not None:
                 matched, normal = confirmed
                 found.append((_PRIORITY[kind], at, at + len(matched), recogniser.label, normal))
 
     def _emails(self, found: Found, text: str) -> None:
+        """The addresses around each `@`. `found` holds the secrets found: an address is read
+        between them (its letters may run into one, `sk-...é0@example.com`, and an address
+        overlapping a secret would lose to it whole), and an `@` inside one is the secret's."""
         assert self._email is not None
         before, after = _EMAIL_WINDOW
         done = 0  # where the last address ended: the next one starts after it
         at = text.find("@")
-        search, seen = self._email.search, self._addresses
+        match, local, seen = self._email.match, self._local.match, self._addresses
+        found.sort(key=_START)
+        starts = list(map(_START, found))
+        reach = list(accumulate(map(_END, found), max))
         while at != -1:
-            # What the search finds depends on the window and the character before it only
-            # (the look-behind's, for which a line break reads as the text's start); a window
-            # repeats (the input's address again in a prompt).
-            low = max(done, at - before)
-            key = text[low - 1 : at + after] if low else _SEPARATOR + text[: at + after]
+            low, high = max(done, at - before), at + after
+            if starts:
+                secret = bisect_right(starts, at)
+                if secret:
+                    if reach[secret - 1] > at:
+                        at = text.find("@", at + 1)
+                        continue
+                    low = max(low, reach[secret - 1])
+                if secret < len(starts):
+                    high = min(high, starts[secret])
+            # What is found depends on the window only (the patterns look neither before nor
+            # after it); a window repeats (the input's address again in a prompt).
+            key = text[low:high]
             address = seen.get(key, _UNSEEN)
             if address is _UNSEEN:
                 if len(seen) >= _CACHE_SIZE:
                     seen.clear()
-                m = search(text, low, at + after)
+                # The address starts where its local part does, read back from the `@` (up
+                # to 64 characters: one try, where a search would try every place before it).
+                part = local(text, low, at)
+                m = None if part is None else match(text, part.start(), high)
                 address = seen[key] = (
                     None if m is None else (m.start() - low, m.end() - low, m.group().lower())
                 )
@@ -399,19 +437,23 @@ class Scanner:
                 at = text.find("@", at + 1)
 
     def _ibans_at(self, found: Found, text: str, hits: list[Hit]) -> None:
-        # What `finditer` finds (the pattern starts at the check digits, `IBAN_LEAD` in); `re`
-        # matches at a place in half the time `regex` takes (the pattern reads the same).
-        iban, _ = self._builtin["iban"]
-        candidates = []
-        end = 0
+        # What `_walk` finds (the pattern starts at the check digits, `IBAN_LEAD` in): tried
+        # at each hit, none inside an IBAN confirmed; `re` matches at a place in half the time
+        # `regex` takes (the pattern reads the same).
+        iban, recogniser = self._builtin["iban"]
+        validate, cache = recogniser.validate, self._validated["iban"]
+        done = 0
         for _, start, _ in hits:
-            if start + IBAN_LEAD >= end:
-                m = iban.match(text, start + IBAN_LEAD)
-                if m is not None:
-                    candidates.append(m)
-                    end = m.end()
-        if candidates:
-            self._confirmed(found, "iban", text, candidates, lead=IBAN_LEAD)
+            if start < done:
+                continue
+            m = iban.match(text, start + IBAN_LEAD)
+            if m is None:
+                continue
+            confirmed = _known(validate, text[start : m.end()], cache)
+            if confirmed is not None:
+                matched, normal = confirmed
+                done = start + len(matched)
+                found.append((_PRIORITY["iban"], start, done, recogniser.label, normal))
 
     def _runs_in(self, found: Found, text: str, runs: list[Hit]) -> None:
         """The values in the number runs at `runs` (their anchor's hits: _, start, end, where
@@ -426,13 +468,20 @@ class Scanner:
         seen = self._runs  # a run's values depend on it and the character before it only
         separators = NUMBER_SEPARATORS
         for _, start, end in runs:
-            # (A value reaching past the run's last digit reaches past its start.)
-            if reach and (before := bisect_right(starts, start)) and reach[before - 1] > start:
+            # (A value reaching past the run's last digit reaches past its start.) One reaching
+            # into it: the run is read from its end (what overlaps it would lose to it, and
+            # would hide a card after an IBAN, `DE89 ... 00 3000000000007`).
+            before = bisect_right(starts, start)
+            if before and reach[before - 1] > start:
                 last = end  # the run's last digit's end (a run may end with separators)
                 while text[last - 1] in separators:
                     last -= 1
                 if reach[before - 1] >= last:
                     continue
+                start = reach[before - 1]
+            # One starting inside it (`... 4567 0@example.com`): the run ends there.
+            if before < len(starts) and starts[before] < end:
+                end = starts[before]
             # The character before (none at the start reads as a line break: no look-behind
             # of a card, phone or IPv4 pattern tells them apart).
             key = text[start - 1 : end] if start else _SEPARATOR + text[:end]
@@ -446,19 +495,65 @@ class Scanner:
 
     def _run_values(self, text: str, start: int, end: int) -> list[tuple[int, int, int, str, str]]:
         """The cards, IPv4 addresses and phone numbers in the run at `start:end`, placed
-        relative to its start."""
+        relative to its start: each value in it, a phone number after a card too."""
         kinds = self._numeric
         chunk = text[start:end]
         digits = sum(map(chunk.count, _DIGITS))
-        values: list[tuple[int, int, int, str, str]] = []
+        values: Found = []
         if "card" in kinds and digits >= 13:
-            self._find(values, "card", text, start, end)
+            self._walk(values, "card", text, start, end)
         if "ip" in kinds and digits >= 4 and chunk.count(".") >= 3:
-            self._find(values, "ip", text, start, end)
-        if "phone" in kinds and digits >= 7 and not values:
-            # A run that held a card or an address is not also read as a phone number.
-            self._find(values, "phone", text, start, end)
+            self._walk(values, "ip", text, start, end)
+        if "phone" in kinds and digits >= 7:
+            # In the parts of the run that hold no card or address (a phone number is the
+            # least specific: it would lose to an overlapping one).
+            at = start
+            for _, s, e, _, _ in sorted(values, key=_START):
+                if s > at:
+                    self._walk(values, "phone", text, at, s)
+                at = max(at, e)
+            if at < end:
+                self._walk(values, "phone", text, at, end)
         return [(p, s - start, e - start, label, normal) for p, s, e, label, normal in values]
+
+    def _walk(
+        self,
+        found: Found,
+        kind: str,
+        text: str,
+        start: int,
+        end: int,
+        pattern: Any = None,
+        lead: int = 0,
+    ) -> None:
+        """The values of `kind` in `text[start:end]`, as `finditer` finds candidates, except
+        that after one confirmed the next is looked for from where the value confirmed ends
+        (not past what its candidate took: `415 555 0132 415 555 0199` holds two, and two
+        IBANs one space apart), and after one that is not, from the next place the pattern
+        may start (a card after a phone number: the candidate from the phone number's first
+        digit takes both and fails), except for phone numbers: a parse costs ~50 us, and
+        trying one at every group of digits costs a text of figures ~15 times what it did
+        (after a candidate that is not one, the next is looked for after it, as `finditer`
+        does). `lead`: how many characters of the value come before where its pattern
+        matches. Each place is tried once, and a candidate spans at most a few dozen
+        characters: linear in the text."""
+        compiled, recogniser = self._builtin[kind]
+        search = (pattern or compiled).search
+        validate, cache = recogniser.validate, self._validated[kind]
+        priority, label = _PRIORITY[kind], recogniser.label
+        at = start + lead
+        while at < end:
+            m = search(text, at, end)
+            if m is None:
+                return
+            begin = m.start() - lead
+            confirmed = _known(validate, text[begin : m.end()], cache)
+            if confirmed is None:
+                at = m.end() if kind == "phone" else m.start() + 1
+                continue
+            matched, normal = confirmed
+            found.append((priority, begin, begin + len(matched), label, normal))
+            at = begin + len(matched) + lead
 
 
 def _leads(text: str, runs: Iterable[Any]) -> list[tuple[int, int]]:
