@@ -102,3 +102,14 @@ def test_content_columns_store_what_the_plain_walk_stores(columns: dict[str, obj
     assert repr(got) == repr(expected)  # (repr: NaN is not equal to itself)
     assert list(got) == list(columns)
     assert run.markers == reference.markers
+
+
+def test_an_address_whose_window_repeats_with_its_at_sign_elsewhere_is_found() -> None:
+    """Two `@`s whose windows are the same text (the first clipped by the address before it,
+    both by the end of the batch): the second is still read as an address of its own. Before
+    the place of the `@` was part of the remembered window, the second text came out as it
+    was."""
+    texts = ["ada.lovelace@example.comada.lovelace@example.com", "ada.lovelace@example.com"]
+    run = _POLICY.start()
+    run.prepare(texts)
+    assert [run.text(text) for text in texts] == ["<EMAIL_1>@example.com", "<EMAIL_2>"]

@@ -218,7 +218,7 @@ class Scanner:
         self._runs: dict[str, list[tuple[int, int, int, str, str]]] = {}
         # An address's window and the character before it -> where the address is in it, its
         # normal form.
-        self._addresses: dict[str, tuple[int, int, str] | None] = {}
+        self._addresses: dict[tuple[int, str], tuple[int, int, str] | None] = {}
         self._secrets = Secrets(_PRIORITY["secret"]) if "secret" in kinds else None
         self._numeric = tuple(k for k in ("card", "ip", "phone") if k in kinds)
         # The anchors: the secret shapes', the IBANs', the secret names' (found in any case),
@@ -414,9 +414,12 @@ class Scanner:
                     low = max(low, reach[secret - 1])
                 if secret < len(starts):
                     high = min(high, starts[secret])
-            # What is found depends on the window only (the patterns look neither before nor
-            # after it); a window repeats (the input's address again in a prompt).
-            key = text[low:high]
+            # What is found depends on the window and where its `@` is only (the patterns look
+            # neither before nor after the window, and the local part is read back from the
+            # `@`); a window repeats (the input's address again in a prompt). The same window
+            # text can hold its `@` at two places (clipped by an address before it, or by the
+            # text's end): the place is part of the key.
+            key = (at - low, text[low:high])
             address = seen.get(key, _UNSEEN)
             if address is _UNSEEN:
                 if len(seen) >= _CACHE_SIZE:
