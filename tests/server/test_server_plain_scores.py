@@ -11,10 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
+from scorewatch.core.call import AgentCall
 from scorewatch.server.config.file import ServeConfig
 from scorewatch.server.http.app import build_service, create_app, shutdown_service
 from scorewatch.server.http.routes.score_intake import answer_plain_score
 from scorewatch.server.http.state import ServiceState
+from scorewatch.server.intake.admission import request_digest
 
 pytestmark = pytest.mark.integration
 
@@ -133,6 +135,15 @@ async def test_the_guard_answers_a_plain_request_and_leaves_the_rest(
     assert await answer_plain_score(service, GOOD, send)
     assert sent[0]["status"] == 202
     assert b'"accepted":[{"scorer":"similar","run_id":"scoring-similar-ab12-cd-' in sent[1]["body"]
+    # Sent without a run id: its call is built once with a made-up one, which names nothing.
+    sent.clear()
+    assert await answer_plain_score(service, BODIES[1], send)
+    sent_call = AgentCall(input="q", output="a", target="bot")
+    run_id = f"scoring-similar--bot-{request_digest(sent_call.to_dict())}"
+    assert sent[1]["body"] == (
+        b'{"accepted":[{"scorer":"similar","run_id":"' + run_id.encode() + b'"}],'
+        b'"skipped":[{"scorer":"rare","decision":"not_sampled"}]}'
+    )
     before = service.stats()
     sent.clear()
     for body in LEFT_TO_THE_ROUTE:

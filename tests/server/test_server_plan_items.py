@@ -19,11 +19,20 @@ from starlette.responses import JSONResponse
 from live_support import constant_scorer
 from scorewatch.core.call import CALL_FIELDS, AgentCall
 from scorewatch.live import LiveScorerEntry, Sampling
+from scorewatch.live.engine import live_run_id
 from scorewatch.live.entry import fraction_of
 from scorewatch.server.http.guard import json_answer
 from scorewatch.server.http.models import ScoreRequest
 from scorewatch.server.http.routes.score_intake import accepted_answer, accepted_body
-from scorewatch.server.intake.admission import Plan, plan_digest, plan_items, request_digest
+from scorewatch.server.intake.admission import (
+    Plan,
+    draws_run_id,
+    next_run_id,
+    plan_digest,
+    plan_items,
+    request_digest,
+    request_run_id,
+)
 from scorewatch.server.intake.interface import Accepted, Admission, ScoreItem, Skipped
 
 pytestmark = pytest.mark.unit
@@ -217,3 +226,76 @@ def test_a_requests_call_is_every_shared_field_by_name(fields: dict[str, Any]) -
     shared = {name: getattr(request, name) for name in CALL_FIELDS if name in fields}
     assert request.to_call() == AgentCall(**shared)
     assert request.to_call().score_source == "live"
+    # With a made-up run id: the call as sent, copied with it (what admission used to make).
+    assert request.to_call("made-up") == AgentCall(**shared).with_run_id("made-up")
+
+
+@given(_any_calls, st.text(min_size=1), st.text())
+def test_a_call_built_with_a_made_up_run_id_names_the_request_as_sent(
+    call: AgentCall, made_up: str, scorer_id: str
+) -> None:
+    # `item_of` builds a request's call once, with the run id it made up; the request's
+    # identity (digest, run ids) must be that of the call the client sent, without it.
+    sent = call.with_run_id(None)
+    as_sent = Plan(ScoreItem(sent), sent.with_run_id(made_up), ["every"], [])
+    built = ScoreItem(sent.with_run_id(made_up), made_up_run_id=True)
+    once = Plan(built, built.call, ["every"], [])
+    digest = plan_digest(as_sent)
+    assert plan_digest(once) == digest == request_digest(sent.to_dict())
+    expected = f"{live_run_id(scorer_id, sent)}-{digest}"
+    if sent.trace_id or sent.span_id or sent.target:  # else a random uuid, either way
+        assert request_run_id(scorer_id, built, digest) == expected
+        assert request_run_id(scorer_id, as_sent.item, digest) == expected
+    # A run id the client sent is part of its request: kept in both.
+    kept = call.with_run_id(made_up)
+    assert plan_digest(Plan(ScoreItem(kept), kept, ["every"], [])) == request_digest(kept.to_dict())
+
+
+def _drawn_since(before: str) -> int:
+    """How many run ids were made up since `before` was (the counter after the prefix)."""
+    after = next_run_id()
+    assert after[:16] == before[:16]
+    return int(after[16:], 16) - int(before[16:], 16) - 1
+
+
+_rates = st.sampled_from([None, 0.0, 1e-9, 0.5, 1.0])
+
+
+@given(st.lists(st.tuples(_rates, st.booleans()), min_size=1, max_size=4), st.booleans())
+def test_a_run_id_is_made_up_before_the_call_exactly_when_admission_would(
+    scorers: list[tuple[float | None, bool]], traced: bool
+) -> None:
+    # `draws_run_id` decides before the call is built what `plan_items` decides after: the
+    # same ids are drawn (no more for items nothing may sample), and the decisions, the
+    # plan's call and the request's run ids are what the call built without one gets.
+    entries = {
+        f"s{index}": LiveScorerEntry(
+            constant_scorer(f"s{index}"),
+            Sampling.none() if rate is None else Sampling.ratio(rate),
+            filter=(lambda call: call.run_id is not None) if filtered else None,
+        )
+        for index, (rate, filtered) in enumerate(scorers)
+    }
+    fields = {"trace_id": "ab" * 16} if traced else {}
+    call = AgentCall(input="q", output="a", target="bot", **fields)
+    before = next_run_id()
+    (plan,) = plan_items(entries, [ScoreItem(call)])
+    drawn = _drawn_since(before)
+    assert drawn == (1 if draws_run_id(entries.values()) else 0)
+    if not drawn:
+        return
+    made_up = next_run_id()
+    built = ScoreItem(call.with_run_id(made_up), made_up_run_id=True)
+    before = next_run_id()
+    (once,) = plan_items(entries, [built])
+    assert _drawn_since(before) == 0
+    if traced or all(rate in (None, 0.0, 1.0) for rate, _ in scorers):
+        # The key is the trace id, or not read: the same decisions either way.
+        assert (once.sampled, once.skipped) == (plan.sampled, plan.skipped)
+    assert once.call is built.call  # never copied
+    digest = plan_digest(plan)
+    assert plan_digest(once) == digest
+    for scorer_id in once.sampled:
+        assert request_run_id(scorer_id, built, digest) == request_run_id(
+            scorer_id, plan.item, digest
+        )

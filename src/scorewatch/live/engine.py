@@ -147,10 +147,11 @@ class Counts:
 # -- one run: its id, and scoring it ------------------------------------------------------------
 
 
-def live_run_id(scorer_id: str, call: AgentCall) -> str:
+def live_run_id(scorer_id: str, call: AgentCall, *, run_id_sent: bool = True) -> str:
     """`scoring-<scorerId>-<traceId|runId>-<spanId|entityId>` of the call (its entity is its
-    target); a random uuid if both are missing."""
-    first = call.trace_id or call.run_id
+    target); a random uuid if both are missing. `run_id_sent=False`: the call's run id was made
+    up by whoever admitted it, not sent, so it names nothing (as if the call had none)."""
+    first = call.trace_id or (call.run_id if run_id_sent else None)
     second = call.span_id or call.target
     if not first and not second:
         return str(uuid4())

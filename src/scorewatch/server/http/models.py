@@ -121,13 +121,17 @@ class ScoreRequest(BaseModel):
         None, description="Stored with the result's metadata; not used for scoring."
     )
 
-    def to_call(self) -> AgentCall:
+    def to_call(self, run_id: str | None = None) -> AgentCall:
         """The call this request describes: every field it shares with `AgentCall`, by name,
         the call's defaults for the rest (a call's `score_source` is not the client's to
-        choose: `live`)."""
+        choose: `live`); `run_id`, when given, in place of the request's (one made up for a
+        request that sent none)."""
         # By position, from the model's field values over the defaults: half the time of a
         # call by keyword (every request of serve's makes one on the loop that reads them).
-        return AgentCall(*_call_values(_CALL_DEFAULTS | self.__dict__))
+        values = _CALL_DEFAULTS | self.__dict__
+        if run_id is not None:
+            values["run_id"] = run_id
+        return AgentCall(*_call_values(values))
 
 
 # What `to_call` takes from the call's own defaults: the fields a client may not send.

@@ -12,6 +12,7 @@ from ..config.file import ServeConfig
 from ..config.label_stores import LabelStores
 from ..config.scorer_entries import ConfiguredScorer
 from ..config.stores import ResultReader, SinkProbe
+from ..intake.admission import draws_run_id
 from ..intake.interface import Intake
 from ..intake.label_admission import AnnotatorBudget
 from .agreement_watch import AgreementWatch
@@ -48,9 +49,12 @@ class ServiceState:
     page_readers: ReaderSlots = field(init=False)
     # Each annotator's budget of labels (`POST /v1/labels`).
     label_budget: AnnotatorBudget = field(init=False)
+    # Whether an item naming no scorers, sent without a run id, has one made up (`item_of`).
+    draws_run_id: bool = field(init=False)
 
     def __post_init__(self) -> None:
         self.page_readers = ReaderSlots(self.config.server.max_readers)
+        self.draws_run_id = draws_run_id(c.entry for c in self.scorers.values())
         server = self.config.server
         self.label_budget = AnnotatorBudget(server.labels_per_second, server.label_burst)
 

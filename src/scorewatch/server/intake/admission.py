@@ -39,6 +39,8 @@ __all__ = [
     "IntakeCounts",
     "InvalidTargetError",
     "Plan",
+    "draws_run_id",
+    "next_run_id",
     "plan_digest",
     "plan_items",
     "plan_items_off_loop",
@@ -96,6 +98,19 @@ class _RunIds:
 
 
 _run_ids = _RunIds()
+next_run_id: Final = _run_ids.next
+"""A run id for an item sent without one (`ScoreItem.made_up_run_id`)."""
+
+
+def draws_run_id(entries: Iterable[LiveScorerEntry]) -> bool:
+    """Whether `plan_items` makes up a run id for an item sent without one whatever its
+    budgets decide, when `entries` are the scorers it names: a filter is asked about the call
+    with its run id, and a sampling rate other than 0 either reads the id as its key or samples
+    the call, which is then queued with it. A caller that knows this before it builds the call
+    builds it once, with the id (`ScoreItem.made_up_run_id`), instead of the plan copying it;
+    the same ids are drawn, no more."""
+    return any(entry.filter is not None or entry.sampling.rate != 0.0 for entry in entries)
+
 
 # A JSON string as canonical JSON writes it (`ensure_ascii=True`).
 _ascii_text: Final = json.encoder.encode_basestring_ascii
@@ -107,7 +122,8 @@ class Plan:
     `call` is the item's call with a run id (made up when the client sent none) whenever a
     scorer sampled it or a filter was asked about it; an item nothing sampled may keep the
     client's call as it is (copying a call for a run id nobody reads costs more than deciding
-    it)."""
+    it). An item whose call came with a made-up run id (`ScoreItem.made_up_run_id`) is never
+    copied."""
 
     item: ScoreItem
     call: AgentCall
@@ -230,8 +246,10 @@ class IntakeCounts(Counts):
 def plan_digest(plan: Plan) -> str:
     """What tells this item's request apart from any other (`request_run_id`): every field
     of the call the client sent, none that the service made up (like a missing run id's
-    uuid). `request_digest(plan.item.call.to_dict())`, the same digest."""
-    return _text_digest(_call_json(plan.item.call))
+    uuid). `request_digest(plan.item.call.to_dict())`, the same digest, with a `run_id` of
+    None when the service made it up (`ScoreItem.made_up_run_id`)."""
+    item = plan.item
+    return _text_digest(_call_json(item.call, sent_run_id=not item.made_up_run_id))
 
 
 # `json.dumps(parts, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=repr)`,
@@ -255,14 +273,20 @@ _SORTED_FIELDS: Final = tuple(sorted(CALL_FIELDS))
 _sorted_values: Final = operator.attrgetter(*_SORTED_FIELDS)
 _KEY_TEXTS: Final = tuple(f"{_ascii_text(name)}:" for name in _SORTED_FIELDS)
 _NULL_TEXTS: Final = tuple(f"{key}null" for key in _KEY_TEXTS)
+_SORTED_RUN_ID_AT: Final = _SORTED_FIELDS.index("run_id")
 
 
-def _call_json(call: AgentCall) -> str:
+def _call_json(call: AgentCall, *, sent_run_id: bool = True) -> str:
     """`_canonical_json((call.to_dict(),))`, the same text, without the dict and the sort of
     its keys: the keys' texts are made once, only the values are encoded per call (half the
-    instructions of a scored request's digest; tests/server/test_server_plan_items.py)."""
+    instructions of a scored request's digest; tests/server/test_server_plan_items.py).
+    `sent_run_id=False`: the text of the call without its run id (one the service made up)."""
+    values = _sorted_values(call)
+    if not sent_run_id:
+        at = _SORTED_RUN_ID_AT
+        values = (*values[:at], None, *values[at + 1 :])
     parts: list[str] = []
-    for key, null, value in zip(_KEY_TEXTS, _NULL_TEXTS, _sorted_values(call), strict=True):
+    for key, null, value in zip(_KEY_TEXTS, _NULL_TEXTS, values, strict=True):
         if value is None:
             parts.append(null)
         elif type(value) is str:
@@ -272,10 +296,11 @@ def _call_json(call: AgentCall) -> str:
     return "[{" + ",".join(parts) + "}]"
 
 
-def request_run_id(scorer_id: str, call: AgentCall, digest: str) -> str:
-    """A service's run id: `live_run_id`'s of the call as the client sent it (`ScoreItem.call`),
-    then `-<digest>` of the whole request. Sending the same request again (a retry) names the
-    same run, so it is stored once; a different request for the same trace and span names
-    another run, so it never overwrites one. No memory is involved: replicas and restarts
-    agree."""
-    return f"{live_run_id(scorer_id, call)}-{digest}"
+def request_run_id(scorer_id: str, item: ScoreItem, digest: str) -> str:
+    """A service's run id: `live_run_id`'s of the call as the client sent it (`item.call`,
+    without a run id the service made up), then `-<digest>` of the whole request. Sending
+    the same request again (a retry) names the same run, so it is stored once; a different
+    request for the same trace and span names another run, so it never overwrites one. No
+    memory is involved: replicas and restarts agree."""
+    call_id = live_run_id(scorer_id, item.call, run_id_sent=not item.made_up_run_id)
+    return f"{call_id}-{digest}"

@@ -252,7 +252,7 @@ class InProcessIntake:
             digest = plan_digest(plan) if plan.sampled else ""
             for scorer_id in plan.sampled:
                 scorer = entries[scorer_id].scorer
-                run_id = request_run_id(scorer_id, item.call, digest)
+                run_id = request_run_id(scorer_id, item, digest)
                 done: asyncio.Future[ScoreRecord] | None = None
                 if loop is not None and admission.results is not None:
                     done = loop.create_future()

@@ -38,11 +38,14 @@ SkipDecision = Literal["not_sampled", "filtered", "skipped_budget"]
 class ScoreItem:
     """One call to score, as validated from a request: `scorers` names the scorers to run (None:
     every configured one), `size` the bytes the item took in the request body (an estimate of
-    what it holds while it waits)."""
+    what it holds while it waits). `made_up_run_id`: the client sent no run id and `call`
+    carries one the service made up (`next_run_id`) before building it, so that the call is
+    built once; the request's identity (its digest, its run ids) is the call's without it."""
 
     call: AgentCall
     scorers: tuple[str, ...] | None = None
     size: int = 0
+    made_up_run_id: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,7 +185,7 @@ class RedisIntake:
             for index, plan in enumerate(plans):
                 digest = plan_digest(plan) if plan.sampled else ""
                 for scorer_id in plan.sampled:
-                    run_id = request_run_id(scorer_id, plan.item.call, digest)
+                    run_id = request_run_id(scorer_id, plan.item, digest)
                     runs.append((index, scorer_id, run_id))
                     hold = plan.holds.get(scorer_id)
                     held = () if hold is None else hold.reservations

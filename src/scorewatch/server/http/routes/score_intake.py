@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import re
 from collections.abc import Sequence
 from typing import Any, Final
@@ -27,6 +28,7 @@ from ....sinks.storable import non_finite_path
 from ...config.file import key_path
 from ...intake.admission import BAD_ID_MESSAGE as _BAD_ID_MESSAGE
 from ...intake.admission import BAD_ID_TEXT as _BAD_ID_TEXT
+from ...intake.admission import draws_run_id, next_run_id
 from ...intake.interface import (
     Admission,
     IntakeClosedError,
@@ -51,13 +53,32 @@ __all__ = [
     "refusal_error",
 ]
 
+# The content fields of a request, read in one call (not a `getattr` each, on every request).
+_CONTENT_FIELDS: Final = ScoreRequest.CONTENT_FIELDS
+_contents_of: Final = operator.attrgetter(*_CONTENT_FIELDS)
+
 # A number that may be past a double's range: a three-digit exponent or 309 digits in a row.
 _HUGE_NUMBER: Final = re.compile(rb"[0-9][eE]\+?[0-9]{3}|[0-9]{309}")
 
 
-def item_of(request: ScoreRequest, size: int = 0) -> ScoreItem:
-    scorers = tuple(request.scorers) if request.scorers is not None else None
-    return ScoreItem(request.to_call(), scorers, size)
+def item_of(service: ServiceState, request: ScoreRequest, size: int = 0) -> ScoreItem:
+    """The item of `request`, its call built once: when the client sent no run id and the
+    scorers it names would have one made up (`draws_run_id`: a filter, or a rate other than
+    0), the id is drawn first and the call built with it, instead of admission copying the
+    call to add it. Then the request's identity leaves the id out (`made_up_run_id`)."""
+    scorers = request.scorers
+    if request.run_id is None and (
+        service.draws_run_id
+        if scorers is None
+        else draws_run_id(service.scorers[scorer_id].entry for scorer_id in scorers)
+    ):
+        return ScoreItem(
+            request.to_call(next_run_id()),
+            tuple(scorers) if scorers is not None else None,
+            size,
+            made_up_run_id=True,
+        )
+    return ScoreItem(request.to_call(), tuple(scorers) if scorers is not None else None, size)
 
 
 def check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "") -> None:
@@ -83,8 +104,7 @@ def check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "")
                 if _BAD_ID_TEXT.search(scorer_id):
                     field = f"{item}scorers[{position}]"
                     problems.append({"field": field, "message": _BAD_ID_MESSAGE})
-        for name in request.CONTENT_FIELDS:
-            content = getattr(request, name)
+        for name, content in zip(_CONTENT_FIELDS, _contents_of(request), strict=True):
             if content is None or isinstance(content, str):
                 continue
             if maybe_non_finite is None:
@@ -216,7 +236,7 @@ async def answer_plain_score(service: ServiceState, body: bytes, send: Send) -> 
     except (ValidationError, ApiError):
         return False
     try:  # `admit`, without a coroutine of its own
-        (admission,) = await service.intake.admit((item_of(request, len(body)),))
+        (admission,) = await service.intake.admit((item_of(service, request, len(body)),))
     except _REFUSALS as refusal:
         error = refusal_error(service, refusal)
         content = error_body(error.code, error.message, **error.extra)

@@ -108,7 +108,7 @@ async def submit_score(
     service = service_of(request)
     check_values([body], await request.body())
     check_scorers(service, [body])
-    item = item_of(body, _body_bytes(request))
+    item = item_of(service, body, _body_bytes(request))
     (admission,) = await admit(service, [item], want_results=wait)
     if not wait:
         return JSONResponse(accepted_body(admission), status_code=202)
@@ -151,7 +151,7 @@ async def submit_batch(body: BatchRequest, request: Request) -> JSONResponse:
     check_values(body.items, await request.body(), prefix="items")
     check_scorers(service, body.items)
     share = _body_bytes(request) // len(body.items)
-    admissions = await admit(service, [item_of(item, share) for item in body.items])
+    admissions = await admit(service, [item_of(service, item, share) for item in body.items])
     items = [accepted_body(admission) for admission in admissions]
     return JSONResponse(
         {
