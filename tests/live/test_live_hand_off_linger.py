@@ -145,13 +145,13 @@ def test_a_poll_lost_with_its_loop_strands_nothing() -> None:
     target = asyncio.new_event_loop()
     runner = threading.Thread(target=target.run_forever, daemon=True)
     runner.start()
-    _offer(queue, target, 1)
-    queue.hand_off_now(target)  # taken: the lane's loop now polls for the next offers
-    assert ran.wait_for(1) == [1]
-    _offer(queue, target, 2)  # left to the poll, which its loop closes under
+    _offer(queue, target, 1, 2)
+    queue.hand_off_now(target)  # two taken at once: the lane's loop polls for the next ones
+    assert ran.wait_for(2) == [1, 2]
+    _offer(queue, target, 3)  # left to the poll, which its loop closes under
     target.call_soon_threadsafe(target.stop)
     runner.join(10)
     target.close()
-    _offer(queue, target, 3)
+    _offer(queue, target, 4)
     assert queue.drain_blocking(30)  # the drain hands them over
-    assert sorted(ran.payloads) == [1, 2, 3]
+    assert sorted(ran.payloads) == [1, 2, 3, 4]

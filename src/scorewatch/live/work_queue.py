@@ -144,10 +144,11 @@ class WorkQueue(Generic[P]):
         moderate rate, that cost more CPU than the hand-off's own work (BENCHMARKS.md).
         `hand_off_now` ends the wait for a caller waiting for its runs; a slot freed on the
         lane's loop, and every rescue, pumps lingering jobs at once. Once woken, the lane's loop
-        polls for such offers itself every `hand_off_linger` for as long as each poll finds
-        some (`_poll`): under a steady stream, the offering loop neither wakes for a timer nor
-        writes to the lane's loop, and the lane's loop wakes on a timer of its own, with no
-        read of its self-pipe; the first poll to find nothing ends it."""
+        polls for such offers itself every `hand_off_linger` while each poll finds some
+        (`_poll`; started when a wake-up took more than one): under a steady stream, the
+        offering loop neither wakes for a timer nor writes to the lane's loop, and the lane's
+        loop wakes on a timer of its own, with no read of its self-pipe; the first poll to find
+        nothing ends it."""
         return self._linger
 
     @hand_off_linger.setter
@@ -275,20 +276,21 @@ class WorkQueue(Generic[P]):
             lane.poll_due = 0.0
             if not lane.handed or self._lanes.get(lane.loop) is not lane:
                 return
-        self._pump(lane)
+        self._pump(lane, polled=True)
 
-    def _pump(self, lane: _Lane) -> None:
+    def _pump(self, lane: _Lane, polled: bool = False) -> None:
         started: list[tuple[Job[P], int]] = []
         poll = 0.0
         with self._lock:
             lane.wake_pending = False
-            if lane.handed:
-                lane.handed = 0
-                # Offers came from another loop: this loop takes the next ones by itself (one
-                # poll at a time: a pump for another reason meanwhile leaves it be).
-                if not lane.poll_due and self._linger:
-                    poll = self._linger
-                    lane.poll_due = time.monotonic() + poll
+            # Offers keep coming from another loop (more than one since it was last woken, or
+            # any since the last poll): this loop takes the next ones by itself, one poll at a
+            # time. A run now and then (each alone within a linger) keeps its single wake-up:
+            # a poll would mostly find nothing, a wake-up of its own.
+            if lane.handed >= (1 if polled else 2) and not lane.poll_due and self._linger:
+                poll = self._linger
+                lane.poll_due = time.monotonic() + poll
+            lane.handed = 0
             while lane.jobs and len(self._running) < self._max_concurrency:
                 job = lane.jobs.popleft()
                 self._queued -= 1
