@@ -108,3 +108,50 @@ def test_without_a_linger_each_offer_wakes_the_loop(target: asyncio.AbstractEven
     assert ran.wait_for(1) == [1]
     with pytest.raises(ValueError, match="hand_off_linger"):
         queue.hand_off_linger = -1.0
+
+
+def test_a_stream_polled_by_the_lane_runs_each_job_once() -> None:
+    """Offers keep coming from a loop that stays up: the lane's loop takes them by its own
+    polls, or a timer of the offering loop hands them over once a poll found nothing; either
+    way each runs once and nothing is left."""
+    ran = _Ran()
+    queue: WorkQueue[int] = WorkQueue(ran.execute, max_queue=1000, max_concurrency=4)
+    queue.hand_off_linger = 0.001
+    target = asyncio.new_event_loop()
+    runner = threading.Thread(target=target.run_forever, daemon=True)
+    runner.start()
+
+    async def stream() -> None:  # from a running loop of this thread, as serve's HTTP loop
+        for payload in range(300):
+            assert queue.offer(payload, loop=target) == "accepted"
+            await asyncio.sleep(0 if payload % 3 else 0.001)
+        while queue.queued or queue.in_flight:  # noqa: ASYNC110 - what a drain does, here
+            await asyncio.sleep(0.001)
+
+    try:
+        asyncio.run(stream())
+        assert ran.wait_for(300) == list(range(300))
+        assert len(ran.payloads) == 300  # once each
+    finally:
+        target.call_soon_threadsafe(target.stop)
+        runner.join(10)
+        target.close()
+
+
+def test_a_poll_lost_with_its_loop_strands_nothing() -> None:
+    ran = _Ran()
+    queue: WorkQueue[int] = WorkQueue(ran.execute, max_queue=10, max_concurrency=4)
+    queue.hand_off_linger = LONG
+    target = asyncio.new_event_loop()
+    runner = threading.Thread(target=target.run_forever, daemon=True)
+    runner.start()
+    _offer(queue, target, 1, 2)
+    queue.hand_off_now(target)  # two taken at once: the lane's loop polls for the next ones
+    assert ran.wait_for(2) == [1, 2]
+    _offer(queue, target, 3)  # left to the poll, which its loop closes under
+    target.call_soon_threadsafe(target.stop)
+    runner.join(10)
+    target.close()
+    _offer(queue, target, 4)
+    assert queue.drain_blocking(30)  # the drain hands them over
+    assert sorted(ran.payloads) == [1, 2, 3, 4]

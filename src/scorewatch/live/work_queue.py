@@ -63,7 +63,7 @@ def _current_loop() -> asyncio.AbstractEventLoop | None:
 
 
 class _Lane:
-    __slots__ = ("jobs", "linger_until", "loop", "wake_pending")
+    __slots__ = ("handed", "jobs", "linger_until", "loop", "poll_at", "poll_due", "wake_pending")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -72,6 +72,14 @@ class _Lane:
         # While a lingering hand-off's timer is due (monotonic seconds; 0: none), offers from
         # another loop leave the wake-up to it.
         self.linger_until = 0.0
+        # Jobs offered from another loop since the lane's loop last took them (`_poll`).
+        self.handed = 0
+        # While the lane's loop polls for such offers itself (monotonic seconds its next poll
+        # is due; 0: it does not), offers from another loop neither wake it nor start a timer.
+        self.poll_due = 0.0
+        # The loop's time of the last poll scheduled: the next is due `hand_off_linger` after
+        # it, not after the poll ran late (see `_pump`).
+        self.poll_at = 0.0
 
 
 @dataclass(eq=False, slots=True)
@@ -135,7 +143,12 @@ class WorkQueue(Generic[P]):
         loop iteration and a GIL hand-over between the two threads: per request, at a
         moderate rate, that cost more CPU than the hand-off's own work (BENCHMARKS.md).
         `hand_off_now` ends the wait for a caller waiting for its runs; a slot freed on the
-        lane's loop, and every rescue, pumps lingering jobs at once."""
+        lane's loop, and every rescue, pumps lingering jobs at once. Once woken, the lane's loop
+        polls for such offers itself every `hand_off_linger` while each poll finds some
+        (`_poll`; started when a wake-up took more than one): under a steady stream, the
+        offering loop neither wakes for a timer nor writes to the lane's loop, and the lane's
+        loop wakes on a timer of its own, with no read of its self-pipe; the first poll to find
+        nothing ends it."""
         return self._linger
 
     @hand_off_linger.setter
@@ -191,9 +204,15 @@ class WorkQueue(Generic[P]):
             self._queued += 1
             timer = False
             if linger:
+                lane.handed += 1
                 now = time.monotonic()
-                # A timer long overdue was lost with its loop (closed under it): start another.
-                if not lane.wake_pending and not now < lane.linger_until + linger:
+                # The lane's loop polls (`_poll`), else a timer is due; either long overdue was
+                # lost with its loop (closed under it): start a timer.
+                if (
+                    not lane.wake_pending
+                    and not now < lane.poll_due + linger
+                    and not now < lane.linger_until + linger
+                ):
                     lane.linger_until = now + linger
                     timer = True
                 lanes = self._lanes_to_wake_locked(but=lane)
@@ -249,10 +268,29 @@ class WorkQueue(Generic[P]):
 
     # -- running ---------------------------------------------------------------------------------
 
-    def _pump(self, lane: _Lane) -> None:
+    def _poll(self, lane: _Lane) -> None:
+        """On the lane's loop, `hand_off_linger` after it last took offers from another loop:
+        take those offered since, and poll again; none: stop polling (the next offer wakes
+        the loop as the first did)."""
+        with self._lock:
+            lane.poll_due = 0.0
+            if not lane.handed or self._lanes.get(lane.loop) is not lane:
+                return
+        self._pump(lane, polled=True)
+
+    def _pump(self, lane: _Lane, polled: bool = False) -> None:
         started: list[tuple[Job[P], int]] = []
+        poll = 0.0
         with self._lock:
             lane.wake_pending = False
+            # Offers keep coming from another loop (more than one since it was last woken, or
+            # any since the last poll): this loop takes the next ones by itself, one poll at a
+            # time. A run now and then (each alone within a linger) keeps its single wake-up:
+            # a poll would mostly find nothing, a wake-up of its own.
+            if lane.handed >= (1 if polled else 2) and not lane.poll_due and self._linger:
+                poll = self._linger
+                lane.poll_due = time.monotonic() + poll
+            lane.handed = 0
             while lane.jobs and len(self._running) < self._max_concurrency:
                 job = lane.jobs.popleft()
                 self._queued -= 1
@@ -260,6 +298,14 @@ class WorkQueue(Generic[P]):
                 job.deliveries += 1
                 self._running.add(job)
                 started.append((job, job.deliveries))
+        if poll:
+            # On a fixed cadence rather than `poll` after this one ran (late, on a busy loop):
+            # a timer a sink set here for a whole number of polls (a linger) then falls due
+            # while the poll's runs are still being scored, and runs in that same wake-up.
+            now = lane.loop.time()
+            at = lane.poll_at + poll
+            lane.poll_at = at = at if at > now else now + poll
+            lane.loop.call_at(at, self._poll, lane)
         eager = self._eager
         template = self._job_context
         for job, delivery in started:
