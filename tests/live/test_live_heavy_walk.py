@@ -102,3 +102,26 @@ def test_a_run_of_json_values_counts_each_value() -> None:
     call = AgentCall(input=run, output="ab", target="t")
     assert call_is_heavy(call, 44) and not call_is_heavy(call, 45)
     assert _by_abcs(call, 44) and not _by_abcs(call, 45)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_values, _values, st.one_of(st.none(), _values), st.integers(-5, 5000))
+def test_the_walk_counts_as_by_abcs_at_any_limit(
+    first: Any, second: Any, truth: Any, limit: int
+) -> None:
+    # Texts and scalars are counted where their container is read, containers wait: the same
+    # answer as the value-by-value walk whatever the limit, negative and past the count too.
+    call = AgentCall(input=first, output=[second, {"k": truth}], ground_truth=truth, target="t")
+    assert call_is_heavy(call, limit) == _by_abcs(call, limit)
+
+
+class _Unwalkable(list):  # type: ignore[type-arg]
+    def __iter__(self) -> Any:
+        raise AssertionError("a container longer than the limit was walked")
+
+
+def test_a_container_longer_than_the_limit_is_not_walked() -> None:
+    # Its length alone passes the limit: the answer needs none of its items.
+    wide = _Unwalkable(range(50))
+    assert call_is_heavy(AgentCall(input={"m": wide}, output="a", target="t"), 40)
+    assert call_is_heavy(AgentCall(input=[wide], output=[], target="t"), 49)

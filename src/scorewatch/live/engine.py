@@ -36,7 +36,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from random import getrandbits, random
@@ -197,37 +197,55 @@ def call_is_heavy(call: AgentCall, limit: int = OFFLOAD_CHARS) -> bool:
     if truth is None and type(first) is str and type(second) is str:
         # The common call, counted as the walk below counts it (8 for the None).
         return len(first) + len(second) + 8 > limit
+    # The count (each text's length, each container's length, 8 for anything else) only
+    # falls, so its order does not change the answer: a container's texts and scalars are
+    # counted where it is read, and only containers and values of other types wait in
+    # `pending`. A structured call (a trace's run: ~120 values, most of them texts) costs a
+    # step per value that way, not a push, a pop and a dispatch each
+    # (tests/live/test_live_heavy_walk.py holds it to the walk by ABCs).
     budget = limit
     pending: list[Any] = [first, second, truth]
     while pending:
         value = pending.pop()
-        # Exact types first, counted as the checks after them count them: a structured call
-        # (a trace's run: ~120 values) is JSON values, and an ABC check of a number or None
-        # costs several times the rest of its step.
+        # Exact types first, counted as the checks after them count them: an ABC check of a
+        # number or None costs several times the rest of its step.
         kind = type(value)
-        if kind is str:
+        if kind is dict:
             budget -= len(value)
-        elif kind is dict:
-            pending.extend(value.values())
-            budget -= len(value)
+            items: Iterable[Any] = value.values()
         elif kind is list:
-            pending.extend(value)
             budget -= len(value)
+            items = value
+        elif kind is str:
+            budget -= len(value)
+            items = ()
         elif kind in _SCALARS:
             budget -= 8
+            items = ()
         elif isinstance(value, str):
             budget -= len(value)
+            items = ()
         elif isinstance(value, Mapping):
-            pending.extend(value.values())
             budget -= len(value)
+            items = value.values()
         elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
-            pending.extend(value)
             budget -= len(value)
+            items = value
         else:
             budget -= 8
+            items = ()
+        # Before its items: a container of more items than `limit` is never walked.
         if budget < 0:
             return True
-    return False
+        for item in items:
+            kind = type(item)
+            if kind is str:
+                budget -= len(item)
+            elif kind in _SCALARS:
+                budget -= 8
+            else:
+                pending.append(item)
+    return budget < 0
 
 
 async def score_call(
