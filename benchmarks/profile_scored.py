@@ -9,6 +9,8 @@ scorer sampling every call, the SQLite sink with serve's linger, the in-process 
 scoring loop. Items are admitted from a loop of their own at `--rate` per second (as the open-loop
 generator offers them) and the process's CPU is counted until every run is stored. `--profile`
 adds a cProfile of the scoring thread (self time grouped as in `profile_telemetry.py`).
+`--serve-gc` sets the collector as serve does once started (`settle_collector`: start-up's
+objects frozen, young collections less often) after the warm-up.
 `--encode-only` measures instead what the SQLite writer spends encoding one such run's record
 as its row (CPU per row, best of five batches, on one thread with nothing else running);
 `--encode-sink jsonl`, the JSONL sink's line instead.
@@ -81,6 +83,7 @@ async def _run(
     linger: float | None = None,
     writer_thread: bool = False,
     trace_bodies: Path | None = None,
+    serve_gc: bool = False,
 ) -> None:
     from scorewatch import telemetry
     from scorewatch.core.call import AgentCall
@@ -146,6 +149,8 @@ async def _run(
     for index in range(200):
         await intake.admit([call(index)])
     await _scored(intake, 200)
+    if serve_gc:
+        _settle_collector()
     await scoring.run(on_scoring_loop(True))
     threads_before = _thread_cpu()
     started_cpu, started = time.process_time(), time.monotonic()
@@ -196,6 +201,19 @@ async def _run(
             ]
             for cum, calls, name in sorted(rows, reverse=True)[:cumulative]:
                 print(f"| {cum / total:5.1%} | {calls / items:.1f} | `{name}` |")
+
+
+def _settle_collector() -> None:
+    """The collector as serve sets it once started (`settle_collector`); a tree from before
+    that function only froze what start-up made."""
+    import gc
+
+    try:
+        from scorewatch.server.http.serve_process import settle_collector
+    except ImportError:
+        gc.freeze()
+        return
+    settle_collector()
 
 
 def _trace_items(bodies_file: Path, count: int) -> list[Any]:
@@ -281,6 +299,11 @@ def main() -> None:
         help="score serve's trace runs of these batches (profile_traces.py --bodies) instead, "
         "with bench_floor.py's traces-scored scorer",
     )
+    parser.add_argument(
+        "--serve-gc",
+        action="store_true",
+        help="after the warm-up, set the collector as serve does once started (freeze, threshold)",
+    )
     parser.add_argument("--cumulative", type=int, default=0, help="also the top N by cumulative")
     parser.add_argument(
         "--encode-only", action="store_true", help="only the SQLite writer's row encoding"
@@ -307,6 +330,7 @@ def main() -> None:
                 args.linger,
                 args.writer_thread,
                 args.trace_bodies,
+                args.serve_gc,
             )
         )
 

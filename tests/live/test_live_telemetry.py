@@ -102,3 +102,55 @@ async def test_queue_depth_and_in_flight_follow_the_queue() -> None:
         assert telemetry.point(names.METRIC_LIVE_QUEUE_DEPTH).value == 0
         assert telemetry.point(names.METRIC_LIVE_IN_FLIGHT).value == 0
         await live.aclose()
+
+
+async def test_runs_in_flight_are_read_from_the_queue_not_told_as_events() -> None:
+    """An engine's runs in flight reach the metric through its `QueueDepth` reading (a run
+    tells no `InFlight` event as it starts or ends); a queue worker's `InFlight` events add to
+    them."""
+    from scorewatch.core.events import Observer, Observers
+    from scorewatch.live.events import InFlight, QueueDepth
+
+    heard: list[object] = []
+
+    class Listening(Observer):
+        def handlers(self) -> dict[type, Any]:
+            return {InFlight: heard.append}
+
+    bus = Observers()
+    bus.add(Listening())
+    judge = GatedJudge()
+    live = LiveScoring(
+        {"quality": judged_scorer(judge)},
+        max_concurrency=2,
+        max_queue=3,
+        drain_on_exit=False,
+        observers=bus,
+    )
+    for i in range(3):
+        live.submit(output=str(i))
+    await asyncio.sleep(0.01)
+    assert judge.waiting == 2
+    assert [reading.in_flight for reading in bus.read(QueueDepth)] == [2]
+    assert QueueDepth.running(bus) == live.stats()["in_flight"] == 2
+    assert QueueDepth.total(bus) == 1
+    judge.open()
+    assert await live.drain(10)
+    assert QueueDepth.running(bus) == 0
+    assert heard == []
+    await live.aclose()
+
+    with in_memory_telemetry() as telemetry:
+        judge = GatedJudge()
+        live = LiveScoring({"quality": judged_scorer(judge)}, max_concurrency=2, max_queue=3)
+        live.submit(output="a")
+        await asyncio.sleep(0.01)
+        from scorewatch.core.events import OBSERVERS
+
+        OBSERVERS.emit(InFlight(1))  # a queue worker's run, on the same bus
+        assert telemetry.point(names.METRIC_LIVE_IN_FLIGHT).value == 2
+        OBSERVERS.emit(InFlight(-1))
+        judge.open()
+        assert await live.drain(10)
+        assert telemetry.point(names.METRIC_LIVE_IN_FLIGHT).value == 0
+        await live.aclose()

@@ -21,9 +21,9 @@ scores on the loop, as handing a step to a thread costs more than scoring a few 
 Threads: a run executes on the loop named when it is enqueued (a dedicated scoring thread's),
 else on the loop of the code that enqueues it, else on scorewatch's background loop. Enqueueing,
 counting and stats are thread-safe; a run's `done` future is resolved on its own loop, whichever
-loop scored the run. Telemetry hears decisions, in-flight changes, queue depth and sink errors
-as events on the engine's bus (`live.events`, `sinks.delivery.SinkFailed`; live never imports
-telemetry).
+loop scored the run. Telemetry hears decisions and sink errors as events on the engine's bus
+(`live.events`, `sinks.delivery.SinkFailed`; live never imports telemetry), and reads the
+queue's depth and runs in flight from it (`QueueDepth`) when it collects.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ from ..sinks.delivery import Delivery, SinkRetry, Storage
 from ..sinks.record import ScoreRecord
 from .budgets import Budgets, Hold
 from .entry import Decision, LiveScorerEntry, fraction_of, in_review_sample
-from .events import LIVE_COUNTS, Decided, InFlight, LiveDecision, QueueDepth
+from .events import LIVE_COUNTS, Decided, LiveDecision, QueueDepth
 from .work_queue import Job, JobOutcome, WorkQueue
 
 __all__ = [
@@ -89,11 +89,6 @@ _ADMISSION: dict[str, LiveDecision] = {
     "queue_full": "dropped_queue_full",
     "closed": "dropped_shutdown",
 }
-
-
-# A run starting (+1) and ending (-1), every run's two in-flight events: made once, as
-# `decided_event`'s are (events are immutable).
-_IN_FLIGHT = {1: InFlight(1), -1: InFlight(-1)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,7 +356,6 @@ class ScoringEngine:
             self._execute,
             max_queue=max_queue,
             max_concurrency=max_concurrency,
-            on_in_flight=self._in_flight,
             on_finished=self._finished,
             eager=_model_free,
             # Each job runs in a copy of this context from start to end, scoring and storing:
@@ -369,7 +363,10 @@ class ScoringEngine:
             context=observed_context(self.observers),
         )
         self._unregister_depth = self.observers.register_source(
-            QueueDepth, lambda: QueueDepth(self.queue.queued)
+            # Runs in flight are read with the depth (a run tells no event as it starts and
+            # ends): the queue counts them anyway.
+            QueueDepth,
+            lambda: QueueDepth(self.queue.queued, self.queue.in_flight),
         )
         # For the unkeyed fast path of `offer`: without filters, and when every scorer samples
         # at a rate, a call whose draw is at or above the highest rate is taken by none of them
@@ -520,11 +517,6 @@ class ScoringEngine:
 
     def _run_failed(self, run: Run, result: ScoreRecord) -> None:
         log_failed_run(self._warn, result, quote=self._quote)
-
-    def _in_flight(self, delta: int) -> None:
-        observers = self.observers
-        if observers.hears(InFlight):
-            observers.emit(_IN_FLIGHT.get(delta) or InFlight(delta))
 
     def _finished(self, job: Job[Run], outcome: JobOutcome) -> None:
         run = job.payload

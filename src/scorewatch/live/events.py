@@ -55,21 +55,32 @@ class Decided:
 
 @dataclass(frozen=True, slots=True)
 class InFlight:
-    """A live run started (`delta` +1) or ended, whatever its outcome (-1)."""
+    """A live run started (`delta` +1) or ended, whatever its outcome (-1), where no queue
+    reports it (a queue worker's run: `scorewatch worker`); an engine's runs are read from its
+    `QueueDepth`."""
 
     delta: int
 
 
 @dataclass(frozen=True, slots=True)
 class QueueDepth:
-    """A pulled reading: the runs waiting in one engine's work queue."""
+    """A pulled reading: the runs waiting in one engine's work queue, and those it has started
+    that have not ended (`in_flight`). An engine's runs in flight are read here rather than
+    told as `InFlight` events: the queue counts them anyway, so a run needs no event to start
+    and none to end."""
 
     queued: int
+    in_flight: int = 0
 
     @classmethod
     def total(cls, bus: Observers) -> int:
         """The runs waiting in every queue registered on `bus`."""
         return sum(reading.queued for reading in bus.read(cls))
+
+    @classmethod
+    def running(cls, bus: Observers) -> int:
+        """The runs in flight in every queue registered on `bus`."""
+        return sum(reading.in_flight for reading in bus.read(cls))
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,7 +98,9 @@ class WorkQueue(Generic[P]):
     or None when `settle` will be called with it later. `eager(payload)`: start the job's
     coroutine at once instead of in a task of its own (see the module's doc). `context`: what
     every job's context starts from (each job runs in a copy of its own, where `in_live_job()`
-    is true): the owner's context variables, set once rather than by every job."""
+    is true): the owner's context variables, set once rather than by every job.
+    `on_in_flight(delta)` hears every job start (+1) and end (-1); an owner that reads
+    `in_flight` when it needs it passes none, and its jobs make no call for it."""
 
     def __init__(
         self,
@@ -106,7 +108,7 @@ class WorkQueue(Generic[P]):
         *,
         max_queue: int,
         max_concurrency: int,
-        on_in_flight: Callable[[int], None] = lambda delta: None,
+        on_in_flight: Callable[[int], None] | None = None,
         on_finished: Callable[[Job[P], JobOutcome], None] = lambda job, outcome: None,
         eager: Callable[[P], bool] | None = None,
         context: contextvars.Context | None = None,
@@ -308,8 +310,10 @@ class WorkQueue(Generic[P]):
             lane.loop.call_at(at, self._poll, lane)
         eager = self._eager
         template = self._job_context
+        on_in_flight = self._on_in_flight
         for job, delivery in started:
-            self._on_in_flight(1)
+            if on_in_flight is not None:
+                on_in_flight(1)
             context = template.copy()
             if eager is not None and eager(job.payload):
                 self._start_eagerly(lane, job, delivery, context)
@@ -404,11 +408,17 @@ class WorkQueue(Generic[P]):
             self._running.discard(job)
             lanes = self._lanes_to_wake_locked()
             waiters = self._take_waiters_locked()
-        self._on_in_flight(-1)
+        if self._on_in_flight is not None:
+            self._on_in_flight(-1)
         self._report(job, outcome)
         for lane in lanes:
             self._wake(lane)
         _notify_all(waiters)
+
+    def _in_flight_ended(self, jobs: int) -> None:
+        if self._on_in_flight is not None:
+            for _ in range(jobs):
+                self._on_in_flight(-1)
 
     def _report(self, job: Job[P], outcome: JobOutcome) -> None:
         try:
@@ -426,7 +436,7 @@ class WorkQueue(Generic[P]):
             self._requeue_locked(job)
             lane = self._lane_locked(background_loop())
             wake = self._claim_wake_locked(lane)
-        self._on_in_flight(-1)
+        self._in_flight_ended(1)
         if wake:
             self._wake(lane)
 
@@ -485,8 +495,7 @@ class WorkQueue(Generic[P]):
                 self._running.discard(job)
                 self._requeue_locked(job)
             lanes = self._lanes_to_wake_locked()
-        for _ in lost:
-            self._on_in_flight(-1)
+        self._in_flight_ended(len(lost))
         for lane in lanes:
             self._wake(lane)
 
@@ -564,8 +573,7 @@ class WorkQueue(Generic[P]):
                 self._running.discard(job)
                 self._requeue_locked(job)
             lanes = self._lanes_to_wake_locked()
-        for _ in stuck:
-            self._on_in_flight(-1)
+        self._in_flight_ended(len(stuck))
         for target_lane in lanes:
             self._wake(target_lane)
 
@@ -610,7 +618,7 @@ class WorkQueue(Generic[P]):
                 given_up.append(job)
             waiters = self._take_waiters_locked()
         for job in given_up:
-            self._on_in_flight(-1)
+            self._in_flight_ended(1)
             self._report(job, "dropped_shutdown")
             task = job.task
             if task is not None and job.lane is not None and not job.lane.loop.is_closed():

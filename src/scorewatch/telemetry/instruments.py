@@ -184,11 +184,11 @@ class Instruments:
             description="Live-scoring sampling and queueing decisions",
         )
         self.live_in_flight = Tally()
-        """Live evaluations running (one key, `()`: no attributes), reported from the start."""
-        self.live_in_flight.add((), 0)
+        """Live evaluations running that no queue reports (`InFlight` events: a queue
+        worker's), one key, `()`; the engines' are read from their `QueueDepth`."""
         meter.create_observable_up_down_counter(
             names.METRIC_LIVE_IN_FLIGHT,
-            callbacks=[self.live_in_flight.observe],
+            callbacks=[self._observe_in_flight],
             description="Live evaluations currently running",
         )
         meter.create_observable_gauge(
@@ -214,6 +214,14 @@ class Instruments:
 
     def _observe_scorer_versions(self, options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(1, attributes) for attributes in list(self._scorer_versions.values())]
+
+    def _observe_in_flight(self, options: CallbackOptions) -> Iterable[Observation]:
+        # Reported from the start (0), as one series without attributes.
+        running = self.live_in_flight.total(())
+        source = self.source
+        if source is not None:
+            running += QueueDepth.running(source)
+        return [Observation(running)]
 
     def _observe_queue_depth(self, options: CallbackOptions) -> Iterable[Observation]:
         source = self.source

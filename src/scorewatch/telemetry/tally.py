@@ -46,6 +46,11 @@ class Tally:
                 total = 0
             self._totals[key] = total + amount
 
+    def total(self, key: Hashable) -> float:
+        """The total of `key` so far (0 before its first addition)."""
+        with self._lock:
+            return self._totals.get(key, 0)
+
     def observe(self, options: CallbackOptions) -> Iterable[Observation]:
         """The callback of the observable instrument reporting these totals."""
         with self._lock:
