@@ -6,7 +6,8 @@ matching engines (Hyperscan's anchors and the `re` fallback) are held to it.
 
 What is deliberately not recognised (docs/privacy.md): a number glued to an ASCII letter, `_`
 or a digit before it (`id4111...`: an identifier, a hash), an IBAN glued to an ASCII letter or
-digit, digits other than ASCII ones (full-width `４１１１`), a percent-encoded address, an IPv6
+digit, digits other than ASCII ones written as JSON escapes (`\\uff14`; written as they are,
+they read as ASCII ones: tests/privacy/test_scan_figures.py), a percent-encoded address, an IPv6
 address followed by a second `::`; a backslash before a value is read as an escape with the
 letter after it (`\\nada@example.com`), so it is not glued to one here: the JSON and `repr`
 encodings write real escapes."""

@@ -20,8 +20,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate, pairwise, repeat
 from operator import add, itemgetter
-from typing import Any, Final
-from unicodedata import category
+from typing import Any, ClassVar, Final
+from unicodedata import category, decimal, normalize
 
 from .anchors import Anchor, Anchors, Hit
 from .recognisers import (
@@ -40,7 +40,7 @@ from .recognisers import (
 )
 from .secrets import ANCHORS, NAME_ANCHORS, Secrets
 
-__all__ = ["Found", "Match", "Scanner", "spaced", "unescaped"]
+__all__ = ["Found", "Match", "Scanner", "figured", "spaced", "unescaped"]
 
 Match = tuple[int, int, str, str]
 """(start, end, marker label, the value's normal form)."""
@@ -54,6 +54,10 @@ _EMAIL_WINDOW: Final = (64, 256)  # characters before and after an `@` an addres
 _IPV6_HINT: Final = re.compile(IPV6_HINT)
 # No built-in kind matches fewer characters (`a@b.co`, `1.2.3.4`).
 _SHORTEST: Final = 6
+# A card has 13 digits at least (`recognisers._card`): a candidate cut back to fewer
+# characters is not one.
+_SHORTEST_CARD: Final = 13
+_WHOLE_PHONE: Final = "phone, not cut back"  # `Scanner._phones`' second cache
 # Between the texts of a batch scanned as one: no built-in pattern matches across a line break
 # or reads one as part of a value (only a PEM block may span lines; see `Scanner.scan`).
 _SEPARATOR: Final = "\n"
@@ -69,15 +73,18 @@ def _confirm(
     validate: Callable[[str], str | None],
     candidate: str,
     cache: dict[str, tuple[str, str] | None],
+    shortest: int = 0,
+    cuts: int = _MAX_CUTS,
 ) -> tuple[str, str] | None:
     """(the text that passed, its normal form), cutting the candidate back at its separators
-    while it fails. Outcomes are remembered in `cache` (a run's content repeats: the input is in
-    the prompts too, the judge's reason quotes it, and parsing a phone number costs ~50 us)."""
+    while it fails (up to `cuts` times). Outcomes are remembered in `cache` (a run's content
+    repeats: the input is in the prompts too, the judge's reason quotes it, and parsing a phone
+    number costs ~50 us)."""
     if candidate in cache:
         return cache[candidate]
     if len(cache) >= _CACHE_SIZE:
         cache.clear()
-    outcome = cache[candidate] = _cut_until_valid(validate, candidate)
+    outcome = cache[candidate] = _cut_until_valid(validate, candidate, shortest, cuts)
     return outcome
 
 
@@ -85,18 +92,28 @@ def _known(
     validate: Callable[[str], str | None] | None,
     candidate: str,
     cache: dict[str, tuple[str, str] | None],
+    shortest: int = 0,
+    cuts: int = _MAX_CUTS,
 ) -> tuple[str, str] | None:
     """`_confirm`, looked up in `cache` first (most candidates are)."""
     confirmed = cache.get(candidate, _UNSEEN)
     if confirmed is _UNSEEN:
-        confirmed = None if validate is None else _confirm(validate, candidate, cache)
+        confirmed = (
+            None if validate is None else _confirm(validate, candidate, cache, shortest, cuts)
+        )
     return confirmed  # type: ignore[no-any-return]
 
 
 def _cut_until_valid(
-    validate: Callable[[str], str | None], candidate: str
+    validate: Callable[[str], str | None],
+    candidate: str,
+    shortest: int = 0,
+    cuts: int = _MAX_CUTS,
 ) -> tuple[str, str] | None:
-    for _ in range(_MAX_CUTS + 1):
+    """`shortest`: no value of the kind has fewer characters (it is not cut back below)."""
+    for _ in range(cuts + 1):
+        if len(candidate) < shortest:
+            return None
         normal = validate(candidate)
         if normal is not None:
             return candidate, normal
@@ -155,6 +172,28 @@ def spaced(text: str) -> str:
     return _SPACES.sub(" ", text)
 
 
+# Digits of other scripts (Unicode's decimal digits, `\d`: full-width `４`, Arabic-Indic `٤`)
+# and the full-width forms of the separators figures are written with (`－`, `（`, `＋`...).
+_OTHER_FIGURES: Final = re.compile(r"(?![0-9])\d|[\uff08\uff09\uff0b\uff0d-\uff0f\uff1a]")
+
+
+def _ascii_figure(m: re.Match[str]) -> str:
+    character = m.group()
+    if character.isdecimal():
+        return str(decimal(character))
+    return normalize("NFKC", character)  # a full-width form: its ASCII character
+
+
+def figured(text: str) -> str:
+    """`text` with each digit of another script read as its ASCII digit, and each full-width
+    separator as its ASCII one (one character for one, as NFKC reads the full-width forms):
+    `４１５-５５５-０１３２` reads as `415-555-0132`, found where it is written. An ASCII text
+    holds none."""
+    if text.isascii() or _OTHER_FIGURES.search(text) is None:
+        return text
+    return _OTHER_FIGURES.sub(_ascii_figure, text)
+
+
 def unescaped(text: str) -> str:
     """`text` with each JSON or `repr` escape it holds (`\\n`, `\\t`, `\\u00e9`, `\\x0c`)
     replaced by the character it stands for, after characters that keep the length: a value
@@ -184,6 +223,11 @@ class Scanner:
         "_where",
     )
 
+    PHONE_TRIES: ClassVar[int] = 24
+    """How many candidates that are not a phone number one run of figures may try (`_phones`)."""
+    PHONE_INNER_TRIES: ClassVar[int] = 2
+    """How many of those may start inside one candidate that is not a phone number."""
+
     def __init__(
         self,
         kinds: tuple[str, ...],
@@ -212,6 +256,8 @@ class Scanner:
         self._validated: dict[str, dict[str, tuple[str, str] | None]] = {
             kind: {} for kind in self._builtin
         }
+        if "phone" in kinds:
+            self._validated[_WHOLE_PHONE] = {}
         # A number run (and the character before it) -> the values in it: what a run holds
         # depends on those only, and a run's content repeats (the input again in a prompt, a
         # customer's number in their every message).
@@ -320,12 +366,17 @@ class Scanner:
                 if m.end() > m.start():
                     found.append((index - 100, at + m.start(), at + m.end(), label, m.group()))
 
-    def _builtin_in(self, found: Found, text: str) -> None:
+    def _builtin_in(self, found: Found, written: str) -> None:
+        # IBANs, cards, phone numbers and IP addresses are read in `figured` text (its digits
+        # ASCII ones, the same length), secrets and addresses as written. The anchors are
+        # found in the former: a secret's anchor and pattern start with the same ASCII
+        # characters, which `figured` leaves where they are.
+        text = figured(written)
         hits = None if self._anchors is None else self._anchors.find(text)
         if self._secrets is not None:
-            self._secrets.find(found, text, hits, self._names)
-        if self._email is not None and "@" in text:
-            self._emails(found, text)
+            self._secrets.find(found, written, hits, self._names)
+        if self._email is not None and "@" in written:
+            self._emails(found, written)
         if hits is not None:
             where = self._where
             if self._iban is not None:
@@ -358,16 +409,24 @@ class Scanner:
         on the 42 characters from two before it, so each hint's search ends 42 characters after
         it (ending there, a longer text would read differently only after the hint: a match
         found there is not taken). A timestamp (`06:17:16`) costs a search of
-        80 characters, not of the rest of the text."""
+        80 characters, not of the rest of the text. Hints at most 41 apart (whose ranges of
+        starts, 40 before to 1 after, meet) are searched as one, up to 42 after the last: the
+        first match in it starts where the first a search per hint would find does, and
+        `1:1:1:...` costs one search of the text, not one of 80 characters per colon."""
         pattern = self._ipv6
         assert pattern is not None
         candidates = []
         done = 0  # where the last match ended: the next one starts there or later
-        size = len(text)
-        for hint in hints:
-            while (low := max(done, hint - 40)) <= hint:
-                m = pattern.search(text, low, min(size, hint + 42))
-                if m is None or m.start() > hint + 1:
+        size, count, at = len(text), len(hints), 0
+        while at < count:
+            first = hints[at]
+            while at + 1 < count and hints[at + 1] - hints[at] <= 41:
+                at += 1
+            last = hints[at]
+            at += 1
+            while (low := max(done, first - 40)) <= last:
+                m = pattern.search(text, low, min(size, last + 42))
+                if m is None or m.start() > last + 1:
                     break
                 candidates.append(m)
                 done = m.end()
@@ -509,15 +568,77 @@ class Scanner:
             self._walk(values, "ip", text, start, end)
         if "phone" in kinds and digits >= 7:
             # In the parts of the run that hold no card or address (a phone number is the
-            # least specific: it would lose to an overlapping one).
-            at = start
+            # least specific: it would lose to an overlapping one), with one budget of
+            # candidates that are not one for the whole run (`_phones`).
+            budget, at = self.PHONE_TRIES, start
             for _, s, e, _, _ in sorted(values, key=_START):
                 if s > at:
-                    self._walk(values, "phone", text, at, s)
+                    budget = self._phones(values, text, at, s, budget)
                 at = max(at, e)
             if at < end:
-                self._walk(values, "phone", text, at, end)
+                self._phones(values, text, at, end, budget)
         return [(p, s - start, e - start, label, normal) for p, s, e, label, normal in values]
+
+    def _phones(self, found: Found, text: str, start: int, end: int, budget: int) -> int:
+        """The phone numbers in `text[start:end]` (a part of a run of figures holding no card
+        or IP address); returns what is left of `budget`, how many more candidates that are
+        not a phone number the run may try.
+
+        First the numbers `finditer` finds (after one found, the next is looked for from
+        where it ends; after a candidate that is not one, nor any cut of it, past it). Then
+        inside each candidate that was not one, a number starting at one of its later groups
+        of digits (`1234 415 555 0132`: the candidate from `1234` is not one, the one from
+        `415` is), ending before the next number found first (those are found still):
+        `PHONE_INNER_TRIES` of them at most, each read as it is, not cut back (one parse).
+        A parse costs ~30-80 us, so a run may try `PHONE_TRIES` candidates that are not one
+        (a candidate from the start of a group cut back a few times, `_cut_until_valid`),
+        then no more: 20 kB of `1234 5678 ...` costs as many parses as a run of 200
+        characters, not one every few digits. A realistic run tries a few (the side-by-side
+        values of tests/privacy/test_scan_hostile.py); what a run holds depends on the run
+        alone."""
+        compiled, recogniser = self._builtin["phone"]
+        search = compiled.search
+        validate, cache = recogniser.validate, self._validated["phone"]
+        whole = self._validated[_WHOLE_PHONE]  # candidates validated as they are, not cut
+        priority, label = _PRIORITY["phone"], recogniser.label
+        missed: list[tuple[int, int, int]] = []  # (start, end, how many found before it)
+        firsts: list[int] = []  # where the numbers found first start
+        at = start
+        while at < end and budget > 0:
+            m = search(text, at, end)
+            if m is None:
+                break
+            begin = m.start()
+            confirmed = _known(validate, text[begin : m.end()], cache)
+            if confirmed is None:
+                budget -= 1
+                missed.append((begin, m.end(), len(firsts)))
+                at = m.end()
+                continue
+            matched, normal = confirmed
+            found.append((priority, begin, begin + len(matched), label, normal))
+            firsts.append(begin)
+            at = begin + len(matched)
+        done = start  # where the last number found inside a candidate ends
+        for low, high, before in missed:
+            limit = firsts[before] if before < len(firsts) else end
+            at = max(low + 1, done)
+            inner = self.PHONE_INNER_TRIES
+            while budget > 0 and inner > 0:
+                m = search(text, at, limit)
+                if m is None or m.start() >= high:
+                    break
+                begin = m.start()
+                confirmed = _known(validate, text[begin : m.end()], whole, cuts=0)
+                if confirmed is None:
+                    budget -= 1
+                    inner -= 1
+                    at = begin + 1
+                    continue
+                matched, normal = confirmed
+                done = at = begin + len(matched)
+                found.append((priority, begin, done, label, normal))
+        return budget
 
     def _walk(
         self,
@@ -534,25 +655,24 @@ class Scanner:
         (not past what its candidate took: `415 555 0132 415 555 0199` holds two, and two
         IBANs one space apart), and after one that is not, from the next place the pattern
         may start (a card after a phone number: the candidate from the phone number's first
-        digit takes both and fails), except for phone numbers: a parse costs ~50 us, and
-        trying one at every group of digits costs a text of figures ~15 times what it did
-        (after a candidate that is not one, the next is looked for after it, as `finditer`
-        does). `lead`: how many characters of the value come before where its pattern
-        matches. Each place is tried once, and a candidate spans at most a few dozen
-        characters: linear in the text."""
+        digit takes both and fails); phone numbers are looked for by `_phones`. `lead`: how
+        many characters of the value come before where its pattern matches. Each place is
+        tried once, and a candidate spans at most a few dozen characters: linear in the
+        text."""
         compiled, recogniser = self._builtin[kind]
         search = (pattern or compiled).search
         validate, cache = recogniser.validate, self._validated[kind]
         priority, label = _PRIORITY[kind], recogniser.label
+        shortest = _SHORTEST_CARD if kind == "card" else 0
         at = start + lead
         while at < end:
             m = search(text, at, end)
             if m is None:
                 return
             begin = m.start() - lead
-            confirmed = _known(validate, text[begin : m.end()], cache)
+            confirmed = _known(validate, text[begin : m.end()], cache, shortest)
             if confirmed is None:
-                at = m.end() if kind == "phone" else m.start() + 1
+                at = m.start() + 1
                 continue
             matched, normal = confirmed
             found.append((priority, begin, begin + len(matched), label, normal))
