@@ -14,6 +14,14 @@ objects frozen, young collections less often) after the warm-up.
 `--encode-only` measures instead what the SQLite writer spends encoding one such run's record
 as its row (CPU per row, best of five batches, on one thread with nothing else running);
 `--encode-sink jsonl`, the JSONL sink's line instead.
+
+`--rows-callgrind N` stores N such runs' records (new ids and times, as serve makes them) inside
+one `functools.reduce` call, for `valgrind --tool=callgrind --toggle-collect=functools_reduce`:
+instructions / N is a stored row's cost. `--stage` says how far: `record` (the record made,
+`ScoreRecord.success`), `encode` (and its row encoded), `store` (and written as serve writes
+it: `Storage.store_then` on a running loop, the SQLite sink storing on that loop after its
+linger, `--batch` runs a transaction, each acknowledged); `--policy` makes every record with a
+redactor (`redact = ["all"]`; the text holds nothing to replace).
 """
 
 from __future__ import annotations
@@ -115,6 +123,16 @@ async def _run(
     else:  # bench_floor.py's traces-scored scorer
         scorer = build_scorer("tool-call-accuracy-code", expected_tool="lookup_order")
     entries = {"similarity": LiveScorerEntry(scorer, sampling=Sampling.ratio(1.0))}
+    # Transactions counted (how many rows share one: the linger's batching under this load).
+    transactions = collections.Counter[str]()
+    store = SqliteSink._store
+
+    def counted(self: Any, rows: list[Any]) -> None:
+        transactions["transactions"] += 1
+        transactions["rows"] += len(rows)
+        store(self, rows)
+
+    SqliteSink._store = counted  # type: ignore[method-assign]
     sink = SqliteSink(
         str(directory / "scores.db"),
         linger=SERVICE_LINGER_S if linger is None else linger,
@@ -152,6 +170,7 @@ async def _run(
     if serve_gc:
         _settle_collector()
     await scoring.run(on_scoring_loop(True))
+    transactions.clear()
     threads_before = _thread_cpu()
     started_cpu, started = time.process_time(), time.monotonic()
     for index in range(items):
@@ -164,6 +183,10 @@ async def _run(
     threads_after = _thread_cpu()
     await scoring.run(on_scoring_loop(False))
     print(f"- process CPU per scored item: **{cpu / items * 1e6:.0f} µs** ({items} items)")
+    print(
+        f"- SQLite transactions: {transactions['transactions']}, "
+        f"{transactions['rows'] / max(transactions['transactions'], 1):.1f} rows each"
+    )
     for name in sorted(threads_after, key=lambda n: -threads_after[n][0]):
         cpu_before, switches_before = threads_before.get(name, (0.0, 0))
         spent = threads_after[name][0] - cpu_before
@@ -273,6 +296,72 @@ def _encode_only(rows: int, kind: str = "sqlite") -> None:
     print(f"- {name} encoding: **{min(batches):.1f} µs** per row (best of 5 x {rows})")
 
 
+def _rows_callgrind(rows: int, stage: str, batch: int, policy: bool) -> None:
+    from functools import reduce
+
+    from scorewatch.core.call import AgentCall
+    from scorewatch.live.engine import score_call
+    from scorewatch.privacy import PrivacyPolicy
+    from scorewatch.scorers.registry import build_scorer
+    from scorewatch.sinks.delivery import Storage
+    from scorewatch.sinks.record import ScoreRecord
+    from scorewatch.sinks.sqlite import SERVICE_LINGER_S, SqliteSink
+
+    call = AgentCall(
+        input="What is our refund policy for items bought in a sale?",
+        output="Sale items can be refunded within 30 days with the receipt. 7",
+        target="support-bot",
+    )
+    scorer = build_scorer("content-similarity")
+    result = asyncio.run(score_call(scorer, call, "scoring-a-b-c")).result
+    start = PrivacyPolicy(redact=["all"]).start if policy else None
+    made = 0
+
+    def record() -> Any:
+        nonlocal made
+        made += 1
+        redaction = None if start is None else start()
+        return ScoreRecord.success(f"scoring-{made}", scorer, call, result, redaction=redaction)
+
+    with tempfile.TemporaryDirectory() as directory:
+        sink = SqliteSink(
+            Path(directory) / "scores.db", linger=SERVICE_LINGER_S, on_caller_loop=True
+        )
+        storage = Storage([sink])
+        loop = asyncio.new_event_loop()
+
+        async def stored(count: int) -> None:
+            for first in range(0, count, batch):
+                size = min(batch, count - first)
+                done = loop.create_future()
+                left = [size]
+
+                def then(_delivery: Any, done: Any = done, left: list[int] = left) -> None:
+                    left[0] -= 1
+                    if not left[0]:
+                        done.set_result(None)
+
+                for _ in range(size):
+                    storage.store_then(record(), then)
+                await done
+
+        def run(count: int) -> None:
+            if stage == "record":
+                for _ in range(count):
+                    record()
+            elif stage == "encode":
+                encode = sink._encode
+                for _ in range(count):
+                    encode(record())
+            else:
+                loop.run_until_complete(stored(count))
+
+        run(max(batch * 20, 200))  # warm-up: statements, caches
+        reduce(lambda _, count: run(count), [rows], None)
+        loop.close()
+        sink.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=3000)
@@ -311,7 +400,16 @@ def main() -> None:
     parser.add_argument(
         "--encode-sink", choices=("sqlite", "jsonl"), default="sqlite", help="whose encoding"
     )
+    parser.add_argument(
+        "--rows-callgrind", type=int, help="store this many rows inside functools.reduce"
+    )
+    parser.add_argument("--stage", choices=("record", "encode", "store"), default="store")
+    parser.add_argument("--batch", type=int, default=10, help="rows a transaction (`store`)")
+    parser.add_argument("--policy", action="store_true", help="records with a redactor")
     args = parser.parse_args()
+    if args.rows_callgrind:
+        _rows_callgrind(args.rows_callgrind, args.stage, args.batch, args.policy)
+        return
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     if args.encode_only:

@@ -35,6 +35,7 @@ from ..core.scorer import Scorer
 from ..core.steps import camel_step
 from ..judge.errors import JudgeError
 from ..privacy import Redaction
+from .memo import BoundedMemo
 from .storable import (
     redacts_any,
     storable,
@@ -154,6 +155,13 @@ _CONTENT_COLUMNS: Final = frozenset(
 
 def iso_timestamp(moment: datetime) -> str:
     """UTC, millisecond precision, `Z` suffix: sorts as text, as the reference system stores it."""
+    if type(moment) is datetime and moment.tzinfo is UTC:  # a record's own `created_at`
+        # One C call writes it, `YYYY-MM-DDTHH:MM:SS.mmm+00:00`, the milliseconds truncated as
+        # below. It pads a year before 1000 to four digits (a leading 0), which the text below
+        # does not: such a year goes below.
+        text = moment.isoformat(timespec="milliseconds")
+        if text[0] != "0":
+            return text[:23] + "Z"
     utc = moment.astimezone(UTC)
     # (The milliseconds are the moment's own, as they always were: an offset may hold some.)
     if utc.year < 1000:  # `strftime`'s `%Y` (the C library's) does not pad it to four digits
@@ -195,7 +203,9 @@ def kept_value(value: Any, redaction: Redaction | None) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
-    if type(value) is str:  # most inputs and outputs: `to_jsonable_python` returns it as it is
+    # Most inputs and outputs, and the steps a scorer does not have: `to_jsonable_python`
+    # returns text and None as they are.
+    if type(value) is str or value is None:
         return value
     try:
         return to_jsonable_python(value, fallback=repr, serialize_unknown=True)
@@ -409,12 +419,13 @@ class ScoreRecord:
         fields, JSON-ready and `storable`, secret-looking keys of the call's request context and
         metadata redacted. Each value is walked once: the metadata and the request context on
         their own (redacted where it applies), the rest of the row together."""
-        return self._to_row(walk=True)
+        return self._to_row(walk=True)[0]
 
-    def _to_row(self, walk: bool) -> dict[str, Any]:
-        """`to_row`; without `walk`, and when no redactor applies, the row but for its metadata
-        and request context is left as `_row` made it (plain JSON data, not yet `storable`):
-        `encode_record` makes it so column by column."""
+    def _to_row(self, walk: bool) -> tuple[dict[str, Any], bool]:
+        """`to_row`, and whether the run's redactor replaced anything in it; without `walk`,
+        and when no redactor applies or it finds nothing to replace, the row but for its
+        metadata and request context is left as `_row` made it (plain JSON data, not yet
+        `storable`): `encode_record` makes it so column by column."""
         call = self.call
         truth = None if call.ground_truth is None else _jsonable(call.ground_truth)
         extra = _jsonable(call.metadata) if call.metadata else None
@@ -459,7 +470,7 @@ class ScoreRecord:
         if context is not None:
             row["requestContext"] = storable(context, redact=True, privacy=private, prepared=True)
         row["metadata"] = metadata
-        return row
+        return row, private is not None
 
     def kept(self, value: Any) -> Any:
         """`value` (a reason, an error, ...) as this record keeps it: storable, and redacted
@@ -552,6 +563,7 @@ _TEXT_AT: Final = tuple(
 )
 _OTHER_AT: Final = (_SCORE_AT, *(_INDEX[column] for column in _FLAGS))
 _text_values: Final = operator.itemgetter(*_TEXT_AT)
+_TEXT_TYPES: Final = frozenset({str, type(None)})
 _JSON_SET: Final = frozenset(_JSON_AT)
 
 
@@ -569,8 +581,28 @@ def encode_row(
     that is not text becomes `dumps(reason)`; `convert` adapts any other column but the reason,
     after `clean` (the row is not `storable` yet: `encode_record`). `written`: JSON columns'
     texts already written (by column index), placed as they are (their values in `row` None)."""
+    return _encode_values(
+        list(map(row.get, SCORE_COLUMNS)),
+        dumps=dumps,
+        as_json=as_json,
+        convert=convert,
+        clean=clean,
+        written=written,
+    )
+
+
+def _encode_values(
+    values: list[Any],
+    *,
+    dumps: Callable[[Any], str],
+    as_json: Callable[[Any], Any] | None = None,
+    convert: Mapping[str, Callable[[Any], Any]] | None = None,
+    clean: Callable[[Any], Any] | None = None,
+    written: Mapping[int, str] | None = None,
+) -> tuple[Any, ...]:
+    """`encode_row` of the row whose values, in `SCORE_COLUMNS` order, are `values` (changed
+    in place)."""
     to_json = dumps if as_json is None else as_json
-    values = list(map(row.get, SCORE_COLUMNS))
     for index in _JSON_AT:
         value = values[index]
         if value is not None:
@@ -597,13 +629,9 @@ def encode_row(
         # rather than a call per column. Anything else (a number, an unpaired surrogate): each
         # column cleaned as it comes.
         texts = _text_values(values)
-        kept = list(filter(None, texts))
-        try:
-            joined: str | None = "".join(kept)
-        except TypeError:  # a value that is not text
-            joined = None
-        if len(kept) + texts.count(None) + texts.count("") != len(texts):
-            joined = None  # a false value that is not text (an empty tuple becomes a list)
+        # Told by their exact types, in C (a `str` subclass, a number, an empty tuple, which
+        # cleaning makes a list: cleaned one by one).
+        joined = "".join(filter(None, texts)) if _TEXT_TYPES.issuperset(map(type, texts)) else None
         if joined is None or (
             ("\x00" in joined or not joined.isascii()) and storable_text(joined) is not joined
         ):
@@ -628,17 +656,22 @@ def encode_record(
     record: ScoreRecord, *, convert: Mapping[str, Callable[[Any], Any]] | None = None
 ) -> tuple[Any, ...]:
     """`encode_row(record.to_row(), dumps=stored_json, convert=convert)`, in one pass: unless a
-    redactor applies, the row is not walked before its JSON columns are written; each JSON
-    text is checked instead (`storable_json`), and each other column made `storable` alone."""
-    if record.redaction is not None:
-        return encode_row(record.to_row(), dumps=stored_json, convert=convert)
-    row = record._to_row(walk=False)
-    return encode_row(
-        row,
+    redactor replaces something in the run, the row is not walked before its JSON columns are
+    written; each JSON text is checked instead (`storable_json`), and each other column made
+    `storable` alone."""
+    row, redacted = record._to_row(walk=False)
+    if redacted:  # walked already, with the redactor
+        return encode_row(row, dumps=stored_json, convert=convert)
+    # No redactor, or one that finds nothing to replace in this run (its texts scanned): the
+    # row is then the one a run without a policy makes, encoded the same way.
+    written = _written_once(record, row)
+    # `_row` made the row's columns in `SCORE_COLUMNS` order: its values are the row's.
+    return _encode_values(
+        list(row.values()),
         dumps=storable_json,
         convert=convert,
         clean=_storable_column,
-        written=_written_once(record, row),
+        written=written,
     )
 
 
@@ -649,8 +682,7 @@ def encode_record(
 # `_row` builds from its key, so it is the text that value is written as. Keys hold only text,
 # booleans and None (`True == 1 == 1.0` hash alike but are written apart, so no numbers);
 # bounded, so many scorers or agents only stop being remembered.
-_ONCE: Final[dict[tuple[str | bool | None, ...], str]] = {}
-_ONCE_LIMIT: Final = 4096
+_ONCE: Final[BoundedMemo[tuple[str | bool | None, ...], str]] = BoundedMemo()
 _ONCE_KEY_TYPES: Final = frozenset({str, bool, type(None)})
 _SCORER_AT: Final = _INDEX["scorer"]
 _ENTITY_AT: Final = _INDEX["entity"]
@@ -665,8 +697,8 @@ def _json_once(key: tuple[str | bool | None, ...], value: Any) -> str:
     text = _ONCE.get(key) if _ONCE_KEY_TYPES.issuperset(map(type, key)) else None
     if text is None:
         text = storable_json(value)
-        if len(_ONCE) < _ONCE_LIMIT and _ONCE_KEY_TYPES.issuperset(map(type, key)):
-            _ONCE[key] = text
+        if _ONCE_KEY_TYPES.issuperset(map(type, key)):
+            _ONCE.remember(key, text)
     return text
 
 
@@ -676,7 +708,7 @@ def _json_once(key: tuple[str | bool | None, ...], value: Any) -> str:
 # booleans, None and lists of text is remembered (no numbers: `True == 1`), keyed by its items
 # in order; the rows that read it (`encode_record`, `record_json`) are encoded at once, never
 # changed. Bounded as `_ONCE` is.
-_CLEANED: Final[dict[tuple[tuple[str, Any], ...], dict[str, Any]]] = {}
+_CLEANED: Final[BoundedMemo[tuple[tuple[str, Any], ...], dict[str, Any]]] = BoundedMemo()
 _TEXT_ONLY: Final = frozenset({str})
 
 
@@ -696,9 +728,7 @@ def _cleaned_once(metadata: dict[str, Any]) -> dict[str, Any] | None:
         key.append((name, value))
     found = _CLEANED.get(frozen := tuple(key))
     if found is None:
-        found = storable(metadata, redact=True)
-        if len(_CLEANED) < _ONCE_LIMIT:
-            _CLEANED[frozen] = found
+        found = _CLEANED.remember(frozen, storable(metadata, redact=True))
     return found
 
 
@@ -737,11 +767,11 @@ def _written_once(record: ScoreRecord, row: dict[str, Any]) -> dict[int, str]:
 
 def record_json(record: ScoreRecord) -> str:
     """`stored_json(record.to_row())`, in one pass as `encode_record`: unless a redactor
-    applies, the row is written first and walked only when its text shows something to clean
-    (`storable_json`; the walk is the same either way, so the text is too)."""
-    if record.redaction is not None:
-        return stored_json(record.to_row())
-    return storable_json(record._to_row(walk=False))
+    replaces something, the row is written first and walked only when its text shows
+    something to clean (`storable_json`; the walk is the same either way, so the text is
+    too)."""
+    row, redacted = record._to_row(walk=False)
+    return stored_json(row) if redacted else storable_json(row)
 
 
 def _storable_column(value: Any) -> Any:

@@ -22,6 +22,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from .memo import BoundedMemo
+
 if TYPE_CHECKING:
     from ..privacy import Redaction
 
@@ -254,18 +256,16 @@ _NO_TEXT: Final = _AS_IS | {float}
 _SEQUENCES: Final = frozenset({list, tuple})
 
 
-# Keys already seen storable as they are: rows repeat the same few dozen keys, and a set look-up
-# costs less than a search per key. Bounded, so hostile keys only stop being remembered.
-_STORABLE_KEYS: Final[set[str]] = set()
-_STORABLE_KEYS_LIMIT: Final = 4096
+# Keys already seen storable as they are (each under itself): rows repeat the same few dozen
+# keys, and a look-up costs less than a search per key. Bounded, so hostile keys only stop
+# being remembered.
+_STORABLE_KEYS: Final[BoundedMemo[str, str]] = BoundedMemo()
 
 
 def _storable_key(key: str) -> str:
     if unstorable_in(key):
         return _UNSTORABLE_TEXT.sub(REPLACEMENT, key)
-    if len(_STORABLE_KEYS) < _STORABLE_KEYS_LIMIT:
-        _STORABLE_KEYS.add(key)
-    return key
+    return _STORABLE_KEYS.remember(key, key)
 
 
 def _walk(value: Any, redact: bool, depth: int, scrub: Callable[[str], str] | None) -> Any:
