@@ -6,12 +6,15 @@ column stored as it is, not walked) are what the plain walk with the run's redac
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
+from itertools import accumulate
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scorewatch.privacy import PrivacyPolicy
+from scorewatch.privacy.scanner import _EMAIL, _EMAIL_WINDOW, _END, _START, _UNSEEN, Found, Scanner
 from scorewatch.sinks.storable import _walk, redacts_any, storable_columns
 
 pytestmark = pytest.mark.unit
@@ -113,3 +116,125 @@ def test_an_address_whose_window_repeats_with_its_at_sign_elsewhere_is_found() -
     run = _POLICY.start()
     run.prepare(texts)
     assert [run.text(text) for text in texts] == ["<EMAIL_1>@example.com", "<EMAIL_2>"]
+
+
+class _WindowedAddresses(Scanner):
+    """The scanner with its e-mail step as it was before the runs around each `@` were
+    found in one search (`_around`): each `@` read in its own window, one at a time, the
+    outcome remembered by the window and where the `@` is in it. The oracle."""
+
+    def _emails(self, found: Found, text: str) -> None:
+        before, after = _EMAIL_WINDOW
+        done = 0
+        at = text.find("@")
+        match, local, seen = self._email.match, self._local.match, self._addresses
+        found.sort(key=_START)
+        starts = list(map(_START, found))
+        reach = list(accumulate(map(_END, found), max))
+        while at != -1:
+            low, high = max(done, at - before), at + after
+            if starts:
+                secret = bisect_right(starts, at)
+                if secret:
+                    if reach[secret - 1] > at:
+                        at = text.find("@", at + 1)
+                        continue
+                    low = max(low, reach[secret - 1])
+                if secret < len(starts):
+                    high = min(high, starts[secret])
+            key = (at - low, text[low:high])
+            address = seen.get(key, _UNSEEN)
+            if address is _UNSEEN:
+                part = local(text, low, at)
+                m = None if part is None else match(text, part.start(), high)
+                address = seen[key] = (
+                    None if m is None else (m.start() - low, m.end() - low, m.group().lower())
+                )
+            if address is not None and address[0] <= at - low < address[1]:
+                start, end, normal = low + address[0], low + address[1], address[2]
+                found.append((_EMAIL, start, end, "EMAIL", normal))
+                done = end
+                at = text.find("@", done)
+            else:
+                at = text.find("@", at + 1)
+
+
+# Pieces of addresses and of what surrounds them: local and domain characters of several
+# scripts, marks, `@`s alone and doubled, dots, runs longer than a local part (64) or a window
+# (256) may take, digits after a domain, secrets an address may run into or hold.
+_ADDRESS_PIECES = [
+    "a",
+    "ada",
+    "Ada.Lovelace",
+    "é",
+    "\u0301",
+    "日本",
+    ".",
+    "-",
+    "_",
+    "%",
+    "+",
+    "@",
+    "@@",
+    "example",
+    ".com",
+    ".co",
+    ".c",
+    "1",
+    " ",
+    "\n",
+    ",",
+    "a" * 60,
+    "b" * 70,
+    "x." * 130,
+    "sk-proj-Q2xhdWRlU2VjcmV0S2V5MDEy",
+    "sk-",
+    "Bearer abcdefghijk",
+    "api_key=abcdef123456",
+]
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["hyperscan", "re"])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.lists(st.sampled_from(_ADDRESS_PIECES), max_size=30).map("".join),
+        min_size=1,
+        max_size=4,
+    )
+)
+@example(["a@b.cca@b.cc"])  # the second address's local part runs back into the first
+@example(["sk-proj-Q2xhdWRlU2VjcmV0S2V5MDEy@example.com sk-" + "a" * 20 + "@x.co"])
+def test_addresses_read_by_their_runs_are_what_their_windows_read(
+    compiled: bool, texts: list[str]
+) -> None:
+    """The e-mail step reading each `@`'s runs (found for all `@`s in one search, the outcome
+    remembered by them) finds the candidates the windowed reading finds, cold and warm, with
+    secrets bounding the addresses: addresses one after another, local parts running back into
+    the address before, a secret before, around or after an `@`, runs longer than a window."""
+    policy = _POLICY
+    new = Scanner(policy.redact, policy.patterns, policy.phone_region, compiled=compiled)
+    old = _WindowedAddresses(policy.redact, policy.patterns, policy.phone_region, compiled=compiled)
+    for _ in range(2):  # cold, then every outcome remembered
+        assert new.find(texts) == old.find(texts)
+        for text in texts:
+            assert new.scan([text]) == old.scan([text])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_VALUE, max_size=6), st.booleans(), st.integers(0, 17))
+def test_a_list_s_texts_are_scrubbed_as_the_walk_scrubs_each(
+    items: list[object], redact: bool, depth: int
+) -> None:
+    """A list walked with the run's redactor, its texts scrubbed in the list's own loop, is
+    what walking each item gives (the list's loop as it was: `_walk` of every item that is not
+    an integer, a boolean or None)."""
+    run = _POLICY.start()
+    redacts_any(run, [items])
+    expected = [
+        item if type(item) in (int, bool, type(None)) else _walk(item, redact, depth + 1, run.text)
+        for item in items
+    ]
+    got = _walk(items, redact, depth, run.text)
+    assert repr(got) == repr(expected)
+    assert [type(item) for item in got] == [type(item) for item in expected]

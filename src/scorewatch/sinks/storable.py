@@ -283,8 +283,19 @@ def _walk(value: Any, redact: bool, depth: int, scrub: Callable[[str], str] | No
         return _walk_mapping(value, redact, depth, scrub)
     if isinstance(value, list | tuple):
         if scrub is not None:
+            # Text in a list (a judge's claims) scrubbed here, as `_walk` would: not a call
+            # of it, `storable_text` and `unstorable_in` per item. ASCII text holding no NUL is
+            # storable as it is (`unstorable_in`).
             return [
-                item if type(item) in _AS_IS else _walk(item, redact, depth + 1, scrub)
+                item
+                if (kind := type(item)) in _AS_IS
+                else (
+                    text
+                    if (text := scrub(item)).isascii() and "\x00" not in text
+                    else storable_text(text)
+                )
+                if kind is str and not redact
+                else _walk(item, redact, depth + 1, scrub)
                 for item in value
             ]
         return [
