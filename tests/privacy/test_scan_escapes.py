@@ -5,6 +5,7 @@ after a line break, and replaced where it is written (issue 34)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -115,6 +116,14 @@ _piece = st.one_of(st.sampled_from(_VALUES), st.sampled_from(_WORDS), st.sampled
 _text = st.lists(_piece, max_size=12).map("".join)
 
 
+def _after_a_written_escape(text: str, value: str) -> bool:
+    """Whether `value` follows a backslash and ASCII letters or digits in `text` (`\\n4111...`).
+    Read as text, `\\n` is an escape and the value follows a line break; its JSON form decodes
+    to a backslash and the letter, and a figure glued to an ASCII letter is an identifier, not
+    a value (docs/privacy.md, "Not recognised"): the two forms rightly differ there."""
+    return re.search(r"\\[A-Za-z0-9]+" + re.escape(value), text) is not None
+
+
 @pytest.mark.parametrize("compiled", [True, False], ids=["hyperscan", "re"])
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=_text, ascii_only=st.booleans())
@@ -125,7 +134,7 @@ def test_no_value_redacted_in_a_text_survives_its_json_form(
     written = json.dumps(text, ensure_ascii=ascii_only)[1:-1]
     plain, escaped = _redacted(text, compiled=compiled), _redacted(written, compiled=compiled)
     for value in _VALUES:
-        if value in text and value not in plain:
+        if value in text and value not in plain and not _after_a_written_escape(text, value):
             assert json.dumps(value, ensure_ascii=ascii_only)[1:-1] not in escaped, escaped
 
 
