@@ -2,7 +2,8 @@
 
 Rows repeat themselves: the same scorer's column, the same agent, the same span metadata, the
 same few dozen keys. What a row's encoding works out from such a value is remembered under it
-(`record._ONCE`, `record._CLEANED`, `storable._STORABLE_KEYS`), so the next row looks it up.
+(`record._ONCE`, `record._CLEANED`), so the next row looks it up; the keys found storable
+(`storable._STORABLE_KEYS`, a set: each key of each walked row is looked up) keep its bound.
 Hostile input makes every value new: a memo that is full stops remembering rather than grow
 (or evict, which would cost every row the churn), and what it holds already stays useful.
 """
