@@ -612,7 +612,8 @@ class RunTelemetry(RunListener):
             scores, squares_key = self._score_series()
             scores.record(float(score))
             ins.score_squares.add(squares_key, float(score) ** 2)
-        if self._emit_score:
+        # Asked here too, before the call and its keywords: every run of serve's asks it.
+        if self._emit_score and not events_unreceived(self._observer.providers[2]):
             reason = result.reason if self._capture.on_events else None
             self._emit_event(score=None if not_scorable else score, reason=reason, error=None)
         self._end_run()
