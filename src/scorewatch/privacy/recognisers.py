@@ -175,6 +175,10 @@ NUMBER_RUN: Final = r"[0-9][0-9 \t().+:/-]{6,}"
 NUMBER_RUN_ANCHOR: Final = r"(?:[+(][ \t().+:/-]*)?" + NUMBER_RUN + r"[^0-9 \t().+:/-]"
 NUMBER_SEPARATORS: Final = " \t().+:/-"
 NUMBER_LEADS: Final = "+("
+# Digits of other scripts (Unicode's decimal digits, `\d`: full-width `４`, Arabic-Indic `٤`)
+# and the full-width forms of the separators figures are written with (`－`, `（`, `＋`...),
+# read as ASCII ones (`scanner.figured`).
+OTHER_FIGURES: Final = r"(?![0-9])\d|[\uff08\uff09\uff0b\uff0d-\uff0f\uff1a]"
 # What may not come right before a card, phone number or IP address: a digit of any script (the
 # value would be part of a longer number), an ASCII letter (part of an identifier, a hash,
 # base64: `id4111...` is not read as a card). A letter of another script may (`カード4111...`,
