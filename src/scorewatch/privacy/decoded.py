@@ -20,7 +20,7 @@ from typing import Final
 
 from .recognisers import OTHER_FIGURES
 
-__all__ = ["Decoded", "may_decode"]
+__all__ = ["CONTROLS", "Decoded", "may_decode"]
 
 # Runs of `%XX` (decoded together: a character beyond ASCII is several bytes of UTF-8), and the
 # backslash escapes of JSON and `repr`: a surrogate pair (`json.dumps` writes a character beyond
@@ -33,7 +33,8 @@ _CODED: Final = re.compile(
 _PERCENT: Final = re.compile(r"%[0-9A-Fa-f]{2}")
 _CODE_POINT: Final = re.compile(r"\\(?:u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|x[0-9A-Fa-f]{2})")
 _FIGURE: Final = re.compile(OTHER_FIGURES)
-_CONTROLS: Final = {"n": "\n", "r": "\r", "t": "\t", "f": "\f", "b": "\b"}
+CONTROLS: Final = {"n": "\n", "r": "\r", "t": "\t", "f": "\f", "b": "\b"}
+"""An escape's letter -> the control character it stands for (JSON's, `repr`'s)."""
 
 
 def may_decode(text: str, escaped: bool) -> bool:
@@ -133,8 +134,8 @@ class Decoded:
 
 def _escaped(token: str) -> str | None:
     kind = token[1]
-    if kind in _CONTROLS:
-        return _CONTROLS[kind]
+    if kind in CONTROLS:
+        return CONTROLS[kind]
     if kind in "uUx" and len(token) > 2:
         if len(token) == 12:  # a surrogate pair
             high, low = int(token[2:6], 16), int(token[8:12], 16)

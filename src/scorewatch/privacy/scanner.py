@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Final
 from unicodedata import category, decimal, normalize
 
 from .anchors import Anchor, Anchors, Hit
-from .decoded import Decoded, may_decode
+from .decoded import CONTROLS, Decoded, may_decode
 from .recognisers import (
     EMAIL_LOCAL,
     IBAN_ANCHOR,
@@ -130,14 +130,13 @@ def _cut_until_valid(
 # not read as an escape), a control character's letter, or a code point in hex; a backslash
 # before anything else (the separator between two texts too) is left as it is.
 _ESCAPE: Final = re.compile(r"\\(?:[nrtfb]|x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[\s\S])")
-_CONTROLS: Final = {"n": "\n", "r": "\r", "t": "\t", "f": "\f", "b": "\b"}
 
 
 def _view_of(escape: re.Match[str]) -> str:
     written = escape.group()
     kind = written[1]
-    if kind in _CONTROLS:
-        character = _CONTROLS[kind]
+    if kind in CONTROLS:
+        character = CONTROLS[kind]
     elif kind in "xuU" and len(written) > 2:
         code = int(written[2:], 16)
         if code > 0x10FFFF:
