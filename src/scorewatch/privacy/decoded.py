@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from typing import Final
 
 from .recognisers import OTHER_FIGURES
@@ -48,7 +49,7 @@ def may_decode(text: str, escaped: bool) -> bool:
         return True
     if not escaped:
         return False
-    for escape in _CODE_POINT.finditer(text):
+    for escape in _matches(_CODE_POINT, text, "\\"):
         code = int(escape.group()[2:], 16)
         if 0x20 < code < 0x7F or (0x7F < code <= 0x10FFFF and _FIGURE.match(chr(code)) is not None):
             return True
@@ -79,7 +80,7 @@ class Decoded:
         written: list[tuple[int, int]] = []
         size = 0  # of `parts` joined
         done = 0  # where the original's next part starts
-        for m in _CODED.finditer(original):
+        for m in _matches(_CODED, original, "%\\"):
             start, end = m.span()
             if start > done:
                 parts.append(original[done:start])
@@ -130,6 +131,26 @@ class Decoded:
         if index < 0:
             return original
         return self._at[index] + 1 + original - self._written[index][1]
+
+
+def _matches(pattern: re.Pattern[str], text: str, firsts: str) -> Iterator[re.Match[str]]:
+    """What `pattern.finditer(text)` finds, for a pattern whose every match starts with one of
+    the characters `firsts`: matched only where `str.find` (`memchr`) finds one of them. The
+    engine's own search tries every place of a text for these alternations (~400
+    instructions a character: 837k for a 2 kB text holding one `%20`)."""
+    nexts = {first: text.find(first) for first in firsts}
+    at = 0
+    while True:
+        place = min((where for where in nexts.values() if where != -1), default=-1)
+        if place == -1:
+            return
+        m = pattern.match(text, place)
+        at = place + 1 if m is None else m.end()
+        if m is not None:
+            yield m
+        for first, where in nexts.items():
+            if where != -1 and where < at:
+                nexts[first] = text.find(first, at)
 
 
 def _escaped(token: str) -> str | None:
