@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scorewatch.privacy import PrivacyPolicy
+from scorewatch.privacy.policy import _new, _Redacted
 from scorewatch.privacy.scanner import _EMAIL, _EMAIL_WINDOW, _END, _START, _UNSEEN, Found, Scanner
 from scorewatch.sinks.storable import _walk, redacts_any, storable_columns
 
@@ -238,3 +239,62 @@ def test_a_list_s_texts_are_scrubbed_as_the_walk_scrubs_each(
     got = _walk(items, redact, depth, run.text)
     assert repr(got) == repr(expected)
     assert [type(item) for item in got] == [type(item) for item in expected]
+
+
+class _OldReplace(_Redacted):
+    """The replacing pass before the walk to a candidate's text was shortened (the oracle)."""
+
+    def _replace(self, texts: list[str], joined: str, found: Found) -> bool | None:
+        short = self.scanner.short
+        index, begin, limit = 0, 0, len(texts[0])
+        at = 0 if limit >= short else limit + 1
+        parts: list[str] = []
+        changed: list[tuple[int, list[str]]] = []
+        with self._lock:
+            markers, numbers = self.markers.copy(), self._numbers.copy()
+            for _, start, end, label, normal in found:
+                if start > limit:
+                    if parts:
+                        parts.append(joined[at:limit])
+                        changed.append((index, parts))
+                        parts = []
+                    while True:
+                        index += 1
+                        begin = limit + 1
+                        limit = begin + len(texts[index])
+                        if start <= limit:
+                            break
+                    at = begin if limit - begin >= short else limit + 1
+                if end > limit or start < at:
+                    if at > limit >= end:
+                        continue
+                    return None
+                parts.append(joined[at:start])
+                key = (label, normal)
+                parts.append(markers.get(key) or _new(key, markers, numbers))
+                at = end
+            self.markers, self._numbers = markers, numbers
+        if parts:
+            parts.append(joined[at:limit])
+            changed.append((index, parts))
+        for index, parts in changed:
+            self[texts[index]] = "".join(parts)
+        return bool(changed)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(_text(), min_size=1, max_size=40, unique=True), min_size=1, max_size=3),
+    st.sampled_from([_POLICY, _WITH_PATTERNS]),
+)
+def test_the_replacing_pass_is_the_former_one(
+    batches: list[list[str]], policy: PrivacyPolicy
+) -> None:
+    """Differential against the former pass: the same redacted texts, markers and numbers,
+    batch after batch of one run."""
+    new, old = _Redacted(policy._scanner), _OldReplace(policy._scanner)
+    for texts in batches:
+        texts = [text for text in texts if text not in new]
+        if texts:
+            assert new.scan(texts) == old.scan(texts)
+        assert dict(new) == dict(old) and new.markers == old.markers

@@ -212,8 +212,8 @@ class _Redacted(dict[str, str]):
         The pass holds the lock, so no other thread makes a marker meanwhile; the ones it
         makes are seen by others only once it is through."""
         short = self.scanner.short
-        # The text's index, where it starts and ends in `joined`.
-        index, begin, limit = 0, 0, len(texts[0])
+        # The text's index, where it ends in `joined`.
+        index, limit = 0, len(texts[0])
         # Where the text's next part starts; past its end in a text too short for any match,
         # which is left as it is.
         at = 0 if limit >= short else limit + 1
@@ -229,13 +229,11 @@ class _Redacted(dict[str, str]):
                         parts.append(joined[at:limit])
                         changed.append((index, parts))
                         parts = []
-                    while True:  # the next text (after the line break between them)
+                    while start > limit:  # the next text (after the line break between them)
                         index += 1
-                        begin = limit + 1
-                        limit = begin + len(texts[index])
-                        if start <= limit:
-                            break
-                    at = begin if limit - begin >= short else limit + 1
+                        limit += len(texts[index]) + 1
+                    size = len(texts[index])
+                    at = limit - size if size >= short else limit + 1
                 if end > limit or start < at:
                     if at > limit >= end:  # in a text too short
                         continue

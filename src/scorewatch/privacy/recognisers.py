@@ -22,6 +22,7 @@ The libraries are imported on first use, so `import scorewatch` pays nothing for
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
@@ -85,10 +86,70 @@ def _ip(text: str) -> str | None:
     return None
 
 
+# What `_national_digits` reads: ASCII digits and the separators a phone candidate holds, no
+# `+` (a number in international form: any length its country has).
+_NATIONAL: Final = re.compile(r"[0-9 \t().-]+")
+_SEPARATORS_DROPPED: Final = str.maketrans("", "", " \t().-")
+
+
+def _national_lengths(region: str) -> tuple[re.Pattern[str], frozenset[int]] | None:
+    """How many digits a valid number of `region`'s country written without `+` nor an
+    international prefix may have: (the region's international prefix, those counts), or None
+    where that is not bounded this simply (a national prefix that is a pattern, or one that is
+    rewritten: then every candidate is parsed).
+
+    `phonenumbers.parse` reads such a number as the region's: its national significant number
+    (whose length `is_valid_number` requires to be one of the possible lengths of one of the
+    country's regions) is its digits less, at most, the country code and a national prefix
+    twice (once where the country code is stripped, once after; the prefix of the region or of
+    the country's main region). Anything else is not valid, so not parsed (a parse costs
+    ~30-80 us: `1234 5678 9012 3456` read in the US has 16 digits, a US number 10 to 13)."""
+    import phonenumbers
+    from phonenumbers.phonemetadata import PhoneMetadata
+
+    metadata = PhoneMetadata.metadata_for_region(region.upper(), None)
+    if metadata is None or metadata.country_code is None:
+        return None
+    code = metadata.country_code
+    # The national prefix is stripped by the region's rules, or its country's main region's.
+    prefix = 0
+    main = phonenumbers.region_code_for_country_code(code)
+    for data in (metadata, PhoneMetadata.metadata_for_region_or_calling_code(code, main)):
+        if data is None or data.national_prefix_transform_rule:
+            return None
+        parsing = data.national_prefix_for_parsing or ""
+        if parsing and not parsing.isdigit():
+            return None
+        prefix = max(prefix, len(parsing))
+    lengths: set[int] = set()
+    for other in phonenumbers.COUNTRY_CODE_TO_REGION_CODE.get(code, ()):
+        data = PhoneMetadata.metadata_for_region_or_calling_code(code, other)
+        possible = None if data is None or data.general_desc is None else data.general_desc
+        if possible is None or not possible.possible_length:
+            return None
+        lengths.update(possible.possible_length)
+    if not lengths or min(lengths) < 1 or metadata.international_prefix is None:
+        return None
+    stripped = len(str(code)) + 2 * prefix
+    return re.compile(metadata.international_prefix), frozenset(
+        length + more for length in lengths for more in range(stripped + 1)
+    )
+
+
 def _phone(region: str | None) -> Validator:
+    bounds: list[tuple[re.Pattern[str], frozenset[int]] | None] = []  # made on first use
+
     def validate(text: str) -> str | None:
         import phonenumbers
 
+        if region is not None and _NATIONAL.fullmatch(text) is not None:
+            if not bounds:
+                bounds.append(_national_lengths(region))
+            if bounds[0] is not None:
+                international, counts = bounds[0]
+                digits = text.translate(_SEPARATORS_DROPPED)
+                if len(digits) not in counts and international.match(digits) is None:
+                    return None
         try:
             number = phonenumbers.parse(text, region)
         except phonenumbers.NumberParseException:
@@ -175,6 +236,10 @@ NUMBER_RUN: Final = r"[0-9][0-9 \t().+:/-]{6,}"
 NUMBER_RUN_ANCHOR: Final = r"(?:[+(][ \t().+:/-]*)?" + NUMBER_RUN + r"[^0-9 \t().+:/-]"
 NUMBER_SEPARATORS: Final = " \t().+:/-"
 NUMBER_LEADS: Final = "+("
+# Digits of other scripts (Unicode's decimal digits, `\d`: full-width `４`, Arabic-Indic `٤`)
+# and the full-width forms of the separators figures are written with (`－`, `（`, `＋`...),
+# read as ASCII ones (`scanner.figured`).
+OTHER_FIGURES: Final = r"(?![0-9])\d|[\uff08\uff09\uff0b\uff0d-\uff0f\uff1a]"
 # What may not come right before a card, phone number or IP address: a digit of any script (the
 # value would be part of a longer number), an ASCII letter (part of an identifier, a hash,
 # base64: `id4111...` is not read as a card). A letter of another script may (`カード4111...`,

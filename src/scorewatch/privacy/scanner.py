@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Final
 from unicodedata import category, decimal, normalize
 
 from .anchors import Anchor, Anchors, Hit
+from .decoded import CONTROLS, Decoded, may_decode
 from .recognisers import (
     EMAIL_LOCAL,
     IBAN_ANCHOR,
@@ -35,6 +36,7 @@ from .recognisers import (
     NUMBER_RUN,
     NUMBER_RUN_ANCHOR,
     NUMBER_SEPARATORS,
+    OTHER_FIGURES,
     Recogniser,
     builtin_recognisers,
 )
@@ -128,14 +130,13 @@ def _cut_until_valid(
 # not read as an escape), a control character's letter, or a code point in hex; a backslash
 # before anything else (the separator between two texts too) is left as it is.
 _ESCAPE: Final = re.compile(r"\\(?:[nrtfb]|x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[\s\S])")
-_CONTROLS: Final = {"n": "\n", "r": "\r", "t": "\t", "f": "\f", "b": "\b"}
 
 
 def _view_of(escape: re.Match[str]) -> str:
     written = escape.group()
     kind = written[1]
-    if kind in _CONTROLS:
-        character = _CONTROLS[kind]
+    if kind in CONTROLS:
+        character = CONTROLS[kind]
     elif kind in "xuU" and len(written) > 2:
         code = int(written[2:], 16)
         if code > 0x10FFFF:
@@ -172,9 +173,7 @@ def spaced(text: str) -> str:
     return _SPACES.sub(" ", text)
 
 
-# Digits of other scripts (Unicode's decimal digits, `\d`: full-width `４`, Arabic-Indic `٤`)
-# and the full-width forms of the separators figures are written with (`－`, `（`, `＋`...).
-_OTHER_FIGURES: Final = re.compile(r"(?![0-9])\d|[\uff08\uff09\uff0b\uff0d-\uff0f\uff1a]")
+_OTHER_FIGURES: Final = re.compile(OTHER_FIGURES)
 
 
 def _ascii_figure(m: re.Match[str]) -> str:
@@ -321,7 +320,8 @@ class Scanner:
         joined = texts[0] if len(texts) == 1 else _SEPARATOR.join(texts)
         # Escapes written into a text (JSON, a `repr`) are read as what they stand for
         # (`unescaped`): the same length, so a match's place in it is its place in `joined`.
-        view = unescaped(joined) if "\\" in joined else joined
+        escaped = "\\" in joined
+        view = unescaped(joined) if escaped else joined
         found: Found = []
         self._builtin_in(found, spaced(view))
         if self._custom:
@@ -330,8 +330,37 @@ class Scanner:
                 end = at + len(text)
                 self._custom_in(found, text if view is joined else view[at:end], at)
                 at = end + 1
+        # A percent-encoded value (`ada%40example.com`), or figures written as code-point
+        # escapes (`\\uff14...`), reads as a value only decoded: read there too (two `memchr`
+        # for a text holding neither `%` nor a backslash).
+        if ("%" in joined or escaped) and may_decode(joined, escaped):
+            self._decoded_in(found, texts, joined)
         found.sort(key=_START)
         return joined, found
+
+    def _decoded_in(self, found: Found, texts: Sequence[str], joined: str) -> None:
+        """The candidates of `joined` decoded (`Decoded`) that its views do not hold, placed on
+        the characters that write them. What the views find stays (a `%41` may be a figure's
+        `%` before a card, `100%4111 ...`): where the two overlap, the most specific, then
+        leftmost, longest wins (`resolve`), as between any two candidates."""
+        decoded = Decoded.of(joined)
+        more: Found = []
+        self._builtin_in(more, spaced(decoded.text))
+        if self._custom:
+            at = 0
+            for text in texts:  # each text's decoded part (its line break is written as one)
+                end = at + len(text)
+                low, high = decoded.position(at), decoded.position(end)
+                self._custom_in(more, decoded.text[low:high], low)
+                at = end + 1
+        if not more:
+            return
+        known = {candidate[1:] for candidate in found}
+        begin, close = decoded.start, decoded.end
+        for priority, low, high, label, normal in more:
+            candidate = (begin(low), close(high), label, normal)
+            if candidate not in known:
+                found.append((priority, *candidate))
 
     def resolve(self, texts: Sequence[str], found: Found) -> Found:
         """`found` (`find`'s candidates of `texts`) with overlaps resolved (the most specific
