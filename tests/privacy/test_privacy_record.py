@@ -134,3 +134,43 @@ def test_the_privacy_table_of_scorewatch_toml(tmp_path: Path) -> None:
 def _write(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+_NUMBERED_ROW = """
+import json
+import scorewatch as sw
+from scorewatch.core.call import AgentCall
+from scorewatch.privacy import PrivacyPolicy
+from scorewatch.sinks.record import ScoreRecord
+
+scorer = sw.create_scorer(id="s", description="d").generate_score(lambda ctx: 1.0)
+call = AgentCall(input="a@example.com", output="b@example.com")
+record = ScoreRecord.failure(
+    "run", scorer, call, ValueError("c@example.com"),
+    redaction=PrivacyPolicy(redact=["email"]).start(),
+)
+row = record.to_row()
+print(json.dumps([row["input"], row["output"], row["error"]]))
+"""
+
+
+@pytest.mark.parametrize("seeds", [("0", "1", "2", "3", "4", "5")])
+def test_a_rows_markers_are_numbered_alike_in_every_process(seeds: tuple[str, ...]) -> None:
+    """Markers are numbered in the order a row's texts are read; its content columns are read
+    in the row's order, not a set's (whose order of text follows the hash seed), so the same
+    run stores the same markers in every process."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    rows = set()
+    for seed in seeds:
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        done = subprocess.run(
+            [sys.executable, "-c", _NUMBERED_ROW], env=env, capture_output=True, text=True,
+            check=True, timeout=120,
+        )  # fmt: skip
+        rows.add(done.stdout)
+    assert len(rows) == 1, rows
+    assert sorted(json.loads(rows.pop())) == ["<EMAIL_1>", "<EMAIL_2>", "<EMAIL_3>"]

@@ -151,6 +151,10 @@ _CONTENT_COLUMNS: Final = frozenset(
         "error",
     }
 )
+# The same columns in the row's order: a run's markers are numbered in the order its texts are
+# read, so reading them in a fixed order numbers them alike in every process (a frozenset's
+# order of text follows the process's hash seed).
+_CONTENT_ORDER: Final = tuple(column for column in SCORE_COLUMNS if column in _CONTENT_COLUMNS)
 
 
 def iso_timestamp(moment: datetime) -> str:
@@ -437,7 +441,7 @@ class ScoreRecord:
         private = self.redaction
         columns: dict[str, Any] = {}
         if private is not None:
-            columns = {k: row[k] for k in _CONTENT_COLUMNS if k in row}
+            columns = {k: row[k] for k in _CONTENT_ORDER if k in row}
             if not redacts_any(private, [columns, truth, extra, context, not_scorable]):
                 private = None  # nothing to replace (all texts scanned in one pass): as is
         metadata: dict[str, Any] = {"structuredOutput": False}
