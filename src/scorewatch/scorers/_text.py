@@ -232,13 +232,20 @@ JS_SPACES = re.compile(f"[{JS_SPACE_CHARS}]+")
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
-# In ASCII text, Python's white space (`str.split()`) is JavaScript's plus these four
-# separator controls: a text without them splits on JavaScript's white space exactly.
-_ASCII_SEPARATORS = re.compile("[\x1c-\x1f]")
+# In ASCII text, Python's white space (`str.split()`) is JavaScript's plus the four separator
+# controls \x1c-\x1f: a text without them splits on JavaScript's white space exactly.
 
 
 def _splits_as_js(text: str) -> bool:
-    return text.isascii() and _ASCII_SEPARATORS.search(text) is None
+    # Four substring tests (memchr each) rather than a search of the class `[\x1c-\x1f]`:
+    # the same answer, without the regex engine's per-character charset test.
+    return (
+        text.isascii()
+        and "\x1c" not in text
+        and "\x1d" not in text
+        and "\x1e" not in text
+        and "\x1f" not in text
+    )
 
 
 def js_collapse_spaces(text: str) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
+from operator import sub
 from typing import Any
 
 from ..core import Scorer, StepContext
@@ -67,10 +68,18 @@ def _dice(first: str, second: str) -> float:
             return 0
         # ASCII text is its own UTF-16 units, one byte each: its bigrams counted as the 16-bit
         # integers of its byte pairs (hashed and freed for less than tuples of characters).
+        # A text of one slice (nearly every text scored) is counted here, without a frame.
+        pairs = len(first) + len(second) - 2
+        if len(first) <= _SLICE and len(second) <= _SLICE:
+            return _shared_share(
+                Counter(_byte_pairs(first.encode("ascii"))),
+                Counter(_byte_pairs(second.encode("ascii"))),
+                pairs,
+            )
         return _shared_share(
             _bigrams(first.encode("ascii"), _byte_pairs),
             _bigrams(second.encode("ascii"), _byte_pairs),
-            len(first) + len(second) - 2,
+            pairs,
         )
     a, b = utf16_units(first, second)
     if len(a) < 2 or len(b) < 2:
@@ -82,13 +91,15 @@ def _shared_share(first_counts: Counter[Any], second_counts: Counter[Any], pairs
     """2 x the bigrams both texts hold / `pairs`, the bigrams of both."""
     # The size of the multiset intersection, summed directly (`Counter.__and__` builds a third
     # Counter, indexing the other for every key of the first, absent ones through `__missing__`):
-    # the bigrams both hold by a set operation, then the smaller count of each, all in C loops
-    # (no Python frame per bigram). Integers: the same sum in any order.
+    # the bigrams both hold by a set operation, then their two counts, all in C loops (no Python
+    # frame per bigram). Twice the smaller of two counts is their sum less their distance
+    # (2 min(a, b) = a + b - |a - b|), so no call of `min` per bigram. Integers: the same sum in
+    # any order, and `2 x shared / pairs` is the quotient of the same two integers.
     both = first_counts.keys() & second_counts.keys()
-    shared = sum(
-        map(min, map(first_counts.__getitem__, both), map(second_counts.__getitem__, both))
-    )
-    return 2.0 * shared / pairs
+    counts = list(map(first_counts.__getitem__, both))
+    others = list(map(second_counts.__getitem__, both))
+    twice_shared: int = sum(counts) + sum(others) - sum(map(abs, map(sub, counts, others)))
+    return twice_shared / pairs
 
 
 # Counting and substituting are C loops that keep the GIL until they return; done a slice at a

@@ -1,0 +1,75 @@
+"""One piece of a scored item's run, called N times inside one `functools.reduce`, for callgrind.
+
+    PYTHONHASHSEED=0 valgrind --tool=callgrind --toggle-collect=functools_reduce \
+        .venv/bin/python benchmarks/pieces_scored.py PIECE [N]
+
+Instructions / N is the piece's cost per call (the harness's own call ~1.3k). The call and
+texts are `profile_scored.py`'s (the content-similarity scorer, no telemetry); 300 warm-up
+calls first, and the collector is disabled so that no collection lands in one piece's count.
+Pieces: `score_call`, `run_scorer` (`of_call` included), `of_call`, `check_run`, `measure` and
+`score` (the scorer's two steps), `compare` (`compare_two_strings`), `dice` (`_dice` of the
+texts without spaces).
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import _common  # noqa: F401  (sets the environment before scorewatch is imported)
+
+from scorewatch.core import AgentCall, ScorerRun, StepContext
+from scorewatch.core.pipeline import check_run, run_scorer
+from scorewatch.live.engine import score_call
+from scorewatch.scorers.content_similarity import (
+    _dice,
+    compare_two_strings,
+    create_content_similarity_scorer,
+)
+
+_INPUT = "What is our refund policy for items bought in a sale?"
+_OUTPUT = "Sale items can be refunded within 30 days with the receipt. 7"
+
+
+def _done(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """A coroutine that never suspends (a model-free run), run to its end."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+    raise RuntimeError("the piece suspended")
+
+
+def main() -> None:
+    scorer = create_content_similarity_scorer()
+    call = AgentCall(input=_INPUT, output=_OUTPUT, target="support-bot")
+    run = ScorerRun.of_call(call, "run-1")
+    ctx = StepContext(run)
+    measure, score = (step.function for step in scorer.steps)
+    assert measure is not None and score is not None
+    ctx.results.preprocess_step_result = measure(ctx)
+    first, second = (" ".join(text.lower().split()).replace(" ", "") for text in (_INPUT, _OUTPUT))
+    pieces: dict[str, Callable[[], Any]] = {
+        "score_call": lambda: _done(score_call(scorer, call, "run-1")),
+        "run_scorer": lambda: _done(run_scorer(scorer, ScorerRun.of_call(call, "run-1"), True)),
+        "of_call": lambda: ScorerRun.of_call(call, "run-1"),
+        "check_run": lambda: check_run(run, scorer.id),
+        "measure": lambda: measure(ctx),
+        "score": lambda: score(ctx),
+        "compare": lambda: compare_two_strings(_INPUT, _OUTPUT),
+        "dice": lambda: _dice(first, second),
+    }
+    piece = pieces[sys.argv[1]]
+    count = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+    for _ in range(300):
+        piece()
+    gc.collect()
+    gc.disable()
+    functools.reduce(lambda total, _: (piece(), total)[1], range(count), 0)
+
+
+if __name__ == "__main__":
+    main()
