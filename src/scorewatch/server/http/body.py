@@ -131,14 +131,16 @@ class BodyReader:
         try:
             if message is None:
                 assert waiting is not None
-                message = await resumed(*waiting)
-            if message["type"] != "http.request":
+                first: Message = await resumed(*waiting)
+            else:
+                first = message
+            if first["type"] != "http.request":
                 return None  # the client went away
-            body: bytes = message.get("body", b"")
+            body: bytes = first.get("body", b"")
             size = len(body)
             if size > self._limit:
                 raise TooLarge
-            if not message.get("more_body", False):
+            if not first.get("more_body", False):
                 return body
             chunks = [body] if keep else []
             while True:
