@@ -1,6 +1,7 @@
 """The request path's cheaper forms against the code they replaced (kept here as oracles):
-`check_values`' early return for bodies with nothing to check, `_call_json`'s one
-comprehension. Same refusals with the same fields and messages; the same digest text."""
+`check_values`' early return for bodies with nothing to check. Same refusals with the same
+fields and messages. `_call_json` is checked against its loop of appends as written here (a
+comprehension measured no cheaper under callgrind, so the loop stays: this pins its text)."""
 
 from __future__ import annotations
 

@@ -285,22 +285,15 @@ def _call_json(call: AgentCall, *, sent_run_id: bool = True) -> str:
     if not sent_run_id:
         at = _SORTED_RUN_ID_AT
         values = (*values[:at], None, *values[at + 1 :])
-    # One comprehension rather than a loop of appends: no method call per field (the text
-    # is the same, tests/server/test_server_plan_items.py keeps the loop as its oracle).
-    return (
-        "[{"
-        + ",".join(
-            [
-                null
-                if value is None
-                else key + _ascii_text(value)
-                if type(value) is str
-                else key + _canonical_json(value)  # as the encoder writes it in the object
-                for key, null, value in zip(_KEY_TEXTS, _NULL_TEXTS, values, strict=True)
-            ]
-        )
-        + "}]"
-    )
+    parts: list[str] = []
+    for key, null, value in zip(_KEY_TEXTS, _NULL_TEXTS, values, strict=True):
+        if value is None:
+            parts.append(null)
+        elif type(value) is str:
+            parts.append(key + _ascii_text(value))
+        else:  # what the encoder writes for it inside the call's object
+            parts.append(key + _canonical_json(value))
+    return "[{" + ",".join(parts) + "}]"
 
 
 def request_run_id(scorer_id: str, item: ScoreItem, digest: str) -> str:
