@@ -35,29 +35,21 @@ from typing import Any
 
 import httpx
 from bench_floor import _wait_url
+from profile_admit import CONFIG as ADMIT_CONFIG
 
 BENCH = Path(__file__).resolve().parent
 
-CONFIG = """\
+# profile_admit.py's scorer, queue and sink, on bench_floor.py's stack.
+CONFIG = (
+    """\
 [server]
 log_level = "warning"
 http = "httptools"
 shutdown_timeout = 600
-
-[[scorers]]
-id = "similarity"
-kind = "content-similarity"
-sampling = {sampling}
-
-[live]
-max_queue = 100000
-# Under valgrind the measured scoring rate is slow: the default 10 s of queued work would
-# answer some requests 429, and their instructions are not a scored request's.
-max_queue_delay = 86400
-
-[sinks]
-sqlite = "scores.db"
 """
+    + ADMIT_CONFIG
+)
+
 
 # `python -m scorewatch`, never refusing unread for a loop running late: under valgrind it always
 # runs late (benchmark only: a 429 is not a request, and profile_admit.py's `--no-shed` does the
