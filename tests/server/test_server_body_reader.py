@@ -10,6 +10,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scorewatch.server.http.body import BodyReader, TooLarge, TooSlow
 
@@ -88,3 +90,95 @@ async def test_reads_under_way_together_each_keep_their_own_deadline() -> None:
     assert not late.done()
     arriving.put_nowait({"type": "http.request", "body": b"{}"})
     assert await late == b"{}"
+
+
+async def test_a_body_there_at_once_keeps_no_deadline() -> None:
+    # The usual body (whole in the first message, which needs no wait) is read without the
+    # sweep's bookkeeping: no watch registered, no sweep started.
+    reader = BodyReader(1024, 5.0)
+    assert await reader.read(_receiver({"type": "http.request", "body": b"{}"})) == b"{}"
+    assert reader._deadlines is None
+    # A first message that has to be waited for is watched as before, and its entry removed.
+    arriving: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    read = asyncio.ensure_future(reader.read(arriving.get))
+    await asyncio.sleep(0.01)
+    assert reader._deadlines is not None and len(reader._deadlines.pending) == 1
+    arriving.put_nowait({"type": "http.request", "body": b"[]"})
+    assert await read == b"[]"
+    assert not reader._deadlines.pending
+
+
+class _OldReader:
+    """`BodyReader._consume` before the unwatched first message (main at 2ee4664), without
+    the deadline (the messages here never wait): the oracle of what a read gives."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+
+    async def consume(self, receive: Any, *, keep: bool) -> bytes | None:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        body: bytes = message.get("body", b"")
+        size = len(body)
+        if size > self._limit:
+            raise TooLarge
+        if not message.get("more_body", False):
+            return body
+        chunks = [body] if keep else []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._limit:
+                raise TooLarge
+            if keep:
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+_messages = st.lists(
+    st.one_of(
+        st.just({"type": "http.disconnect"}),
+        st.builds(
+            lambda body, more, bare: (
+                {"type": "http.request"}
+                if bare
+                else {"type": "http.request", "body": body, "more_body": more}
+            ),
+            st.binary(max_size=12),
+            st.booleans(),
+            st.booleans(),
+        ),
+    ),
+    min_size=1,
+    max_size=5,
+).map(lambda ms: [*ms, {"type": "http.disconnect"}])  # a client that ends: never waits
+
+
+async def _outcome(read: Any) -> Any:
+    try:
+        return ("body", await read)
+    except TooLarge:
+        return ("too large", None)
+
+
+@given(_messages, st.integers(min_value=0, max_value=30), st.booleans())
+def test_a_read_gives_what_it_gave_before(
+    messages: list[dict[str, Any]], limit: int, keep: bool
+) -> None:
+    async def both() -> tuple[Any, Any]:
+        reader = BodyReader(limit, 5.0)
+        new = await _outcome(
+            reader.read(_receiver(*messages)) if keep else reader.discard(_receiver(*messages))
+        )
+        old = await _outcome(_OldReader(limit).consume(_receiver(*messages), keep=keep))
+        if not keep:  # `discard` gives nothing and swallows TooLarge
+            old = ("body", None)
+        return new, old
+
+    new, old = asyncio.run(both())
+    assert new == old

@@ -35,7 +35,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from ..core.sync import background_loop
 
-__all__ = ["Job", "JobOutcome", "QueueAdmission", "WorkQueue", "in_live_job"]
+__all__ = ["Job", "JobOutcome", "QueueAdmission", "WorkQueue", "in_live_job", "resumed"]
 
 logger = logging.getLogger("scorewatch.live")
 
@@ -44,6 +44,7 @@ JobOutcome = Literal["scored", "not_scorable", "failed", "dropped_shutdown"]
 JobState = Literal["queued", "running", "done"]
 
 P = TypeVar("P")
+T = TypeVar("T")
 
 _IN_LIVE_JOB: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "scorewatch_in_live_job", default=False
@@ -371,7 +372,7 @@ class WorkQueue(Generic[P]):
             if started is None:
                 outcome = await self._execute(job)
             else:
-                outcome = await _resumed(*started)
+                outcome = await resumed(*started)
         except asyncio.CancelledError:
             self._after_cancel(job, delivery)
             return
@@ -642,11 +643,13 @@ def _notify_all(waiters: list[Callable[[], None]]) -> None:
 
 
 @types.coroutine
-def _resumed(
-    work: Coroutine[Any, Any, JobOutcome | None], pending: Any
-) -> Generator[Any, None, JobOutcome | None]:
-    """The rest of `work`, which has run up to yielding `pending` (a future, or None to let the
-    loop run once): what a task awaits to continue an eagerly started job where it stopped."""
+def resumed(
+    work: Generator[Any, None, T] | Coroutine[Any, Any, T], pending: Any
+) -> Generator[Any, None, T]:
+    """The rest of `work` (a coroutine, or an awaitable's `__await__()` iterator), which has
+    run up to yielding `pending` (a future, or None to let the loop run once): what a task
+    awaits to continue, where it stopped, work that was started without one (an eagerly
+    started job; a body read that turned out to wait, `server/http/body.py`)."""
     while True:
         try:
             yield pending

@@ -4,7 +4,9 @@ The time limit is for the whole body, so a client dribbling a byte now and then 
 connection and its buffer open. It is kept by one sweep per reader and event loop rather than a
 timer per request: `asyncio.timeout` schedules and cancels a timer handle for every body, about
 6 µs on uvloop, as much as a tenth of what serving a plain `POST /v1/scores` costs. A read
-registers its task and deadline in `Deadlines` (a dict entry) instead; a sweep that runs while
+registers its task and deadline in `Deadlines` (a dict entry) instead, once it has to wait: a
+body that is whole in the first message and there at once (it arrived with the request's head,
+as most do) is read with no bookkeeping at all, since nothing waited. A sweep that runs while
 any read is registered, every `timeout / 8` seconds (at most one second), cancels the reads
 past their deadline, and the cancelled read turns its own cancellation into `TooSlow`, as
 `asyncio.timeout` would (a cancellation from anywhere else stays one). A body is thus cut off
@@ -15,9 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Final
+from typing import Any, Final
 
-from ..._asgi import Receive
+from ..._asgi import Message, Receive
+from ...live.work_queue import resumed
 
 __all__ = ["BodyReader", "Deadlines", "TooLarge", "TooSlow"]
 
@@ -97,17 +100,48 @@ class BodyReader:
             await self._consume(receive, keep=False)
 
     async def _consume(self, receive: Receive, *, keep: bool) -> bytes | None:
+        # Most bodies arrived with their head: the first `receive()` completes without waiting
+        # and the body is whole, so nothing waited and no deadline is kept (a watch costs a
+        # clock read, the task's lookup and a dict entry set and removed, about as much as the
+        # read). A first message that waits, or a body in several, is read under the watch.
+        step: Any = receive().__await__()
+        try:
+            pending = step.send(None)
+        except StopIteration as done:
+            message: Message = done.value
+        else:
+            return await self._watched(receive, keep, None, (step, pending))
+        if message["type"] == "http.request" and not message.get("more_body", False):
+            body: bytes = message.get("body", b"")
+            if len(body) > self._limit:
+                raise TooLarge
+            return body  # the usual case: one message, not copied
+        return await self._watched(receive, keep, message, None)
+
+    async def _watched(
+        self,
+        receive: Receive,
+        keep: bool,
+        message: Message | None,
+        waiting: tuple[Any, Any] | None,
+    ) -> bytes | None:
+        """The body from its first `message`, or from the first `receive()` that is `waiting`
+        (its awaitable's iterator and what it yielded), within the time limit."""
         deadlines, task = self._watch()
         try:
-            message = await receive()
-            if message["type"] != "http.request":
+            if message is None:
+                assert waiting is not None
+                first: Message = await resumed(*waiting)
+            else:
+                first = message
+            if first["type"] != "http.request":
                 return None  # the client went away
-            body: bytes = message.get("body", b"")
+            body: bytes = first.get("body", b"")
             size = len(body)
             if size > self._limit:
                 raise TooLarge
-            if not message.get("more_body", False):
-                return body  # the usual case: one message, not copied
+            if not first.get("more_body", False):
+                return body
             chunks = [body] if keep else []
             while True:
                 message = await receive()

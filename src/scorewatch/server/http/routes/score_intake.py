@@ -89,6 +89,18 @@ def check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "")
     # A NUL or a lone surrogate reaches a string only through a `\u` escape: JSON readers
     # refuse raw control characters, and the guard refuses a body that is not UTF-8.
     escaped = b"\\u" in raw
+    if not escaped:
+        # The usual body: no escape, every content a text or null: nothing below would find
+        # anything, so nothing is walked (no field names, no zip).
+        for request in requests:
+            for content in _contents_of(request):
+                if content is not None and not isinstance(content, str):
+                    break
+            else:
+                continue
+            break
+        else:
+            return
     # Only a body spelling one of those numbers can hold one: most are not walked. Scanned for
     # once, and only when some content is a number or structure (text holds no number).
     maybe_non_finite: bool | None = None
