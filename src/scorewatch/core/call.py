@@ -98,7 +98,10 @@ class AgentCall:
     `without_content`, `from_dict`, a queue entry) is made without it and it never outlives
     the content it is about. A record's row then writes the content as it is, rather than
     from a JSON-ready copy; a value that is not JSON found there (the content changed in
-    place since) makes the row from the copy after all (docs/architecture.md, "The call")."""
+    place since) makes the row from the copy after all. What the check cannot see is a dict
+    key put in since that is None or a non-finite number (written `null`, `Infinity`, where
+    the copy writes `None`, `inf`): the content is not to be changed in place
+    (docs/architecture.md, "The call")."""
 
     @classmethod
     def of_plain_json(cls, **values: Unpack[CallFields]) -> AgentCall:
