@@ -151,7 +151,8 @@ def test_the_check_finds_a_second_copy_of_the_call(tmp_path: Path) -> None:
 def test_the_keyword_form_of_the_call_has_the_calls_fields() -> None:
     hints = typing.get_type_hints(CallFields)
     assert tuple(hints) == CALL_FIELDS
-    declared = {field.name: field.type for field in dataclasses.fields(AgentCall)}
+    # (`plain_json` is no keyword: a fact about the content, set by `of_plain_json` alone.)
+    declared = {field.name: field.type for field in dataclasses.fields(AgentCall) if field.init}
     assert {name: str(hint) for name, hint in hints.items()} == {
         name: str(typing.get_type_hints(AgentCall)[name]) for name in declared
     }

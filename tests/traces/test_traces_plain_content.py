@@ -1,9 +1,11 @@
 """A run's plain content (`ExtractedRun.plain_content`, what serve queues) is what reading its
 JSON encoding back gives, for runs extracted from spans of random content and for the session
-runs made of them; serve's queue item carries it, with the encoding's size."""
+runs made of them; serve's queue item carries it, with the encoding's size, in a call marked
+`plain_json` whose rows are the old encoding's."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -13,7 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic_core import from_json, to_json
 
+from scorewatch.privacy import PrivacyPolicy
 from scorewatch.server.intake.otlp_traces import _item
+from scorewatch.sinks.record import ScoreRecord, encode_record, encode_row, record_json
+from scorewatch.sinks.sqlite import _ENCODE
+from scorewatch.sinks.storable import stored_json
 from scorewatch.traces import SpanRecord
 from scorewatch.traces.run import ExtractedRun, extract_run
 from scorewatch.traces.sessions import session_run
@@ -21,9 +27,11 @@ from scorewatch.traces.sessions import session_run
 pytestmark = pytest.mark.unit
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
+# Finds an address in a run's texts (the drawn ones hold one now and then).
+_POLICY = PrivacyPolicy(redact=["email"])
 
 # Text without lone surrogates: JSON encoding refuses those, before and after alike.
-_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=6)
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=6) | st.just("jo@example.com")
 _json_values = st.recursive(
     st.none()
     | st.booleans()
@@ -136,6 +144,20 @@ def _check(run: ExtractedRun) -> None:
     item = _item(run, ("scorer",))
     assert _reprs([item.call.input, item.call.output]) == _reprs(from_json(encoded))
     assert item.size == len(encoded)
+    # Marked so, its rows are written from it as it is: as the old encoding wrote them (the
+    # walked row, the same call unmarked), with and without a policy that finds something.
+    assert item.call.plain_json
+    for redaction in (None, _POLICY.start()):
+        record = ScoreRecord(
+            id="run", scorer_id="s", scorer_name="S", scorer_description="", has_judge=False,
+            call=item.call, status="success", redaction=redaction,
+            created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        )  # fmt: skip
+        unmarked = dataclasses.replace(record, call=dataclasses.replace(item.call))
+        walked = encode_row(record.to_row(), dumps=stored_json, convert=_ENCODE)
+        assert encode_record(record, convert=_ENCODE) == walked
+        assert encode_record(unmarked, convert=_ENCODE) == walked
+        assert record_json(record) == stored_json(record.to_row()) == record_json(unmarked)
 
 
 @settings(max_examples=300, deadline=None)

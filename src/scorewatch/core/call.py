@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from pydantic import TypeAdapter
 
 __all__ = ["CALL_FIELDS", "AgentCall", "CallFields", "ScoreSource"]
@@ -88,6 +90,28 @@ class AgentCall:
     the row's `threadId`. Spans say it with `gen_ai.conversation.id` (docs/traces.md,
     "Conversations"); a scored conversation's row names it too."""
 
+    plain_json: bool = field(default=False, init=False, compare=False, repr=False)
+    """Whether the call's maker vouched that `input` and `output` are plain JSON values
+    (`of_plain_json`): dicts with text keys, lists, text, int, float, bool and None, of exactly
+    those types, as a JSON parser gives them. Not a field one passes: set only by
+    `of_plain_json`, so any other call (`dataclasses.replace`, `with_run_id`,
+    `without_content`, `from_dict`, a queue entry) is made without it and it never outlives
+    the content it is about. A record's row then writes the content as it is, rather than
+    from a JSON-ready copy; a value that is not JSON found there (the content changed in
+    place since) makes the row from the copy after all. What the check cannot see is a dict
+    key put in since that is None or a non-finite number (written `null`, `Infinity`, where
+    the copy writes `None`, `inf`): the content is not to be changed in place
+    (docs/architecture.md, "The call")."""
+
+    @classmethod
+    def of_plain_json(cls, **values: Unpack[CallFields]) -> AgentCall:
+        """`AgentCall(**values)`, whose `input` and `output` its maker vouches are plain JSON
+        (`plain_json`) and hands to nothing that changes them: a trace run's content, serve's
+        copy of it made of parsed JSON."""
+        call = cls(**values)
+        _object_setattr(call, "plain_json", True)
+        return call
+
     def to_dict(self) -> dict[str, Any]:
         """Every field by name (values shared, not copied): the form the work queue carries and
         a request digest covers."""
@@ -123,11 +147,14 @@ class AgentCall:
         )
 
 
-CALL_FIELDS: Final[tuple[str, ...]] = tuple(field.name for field in fields(AgentCall))
-"""The call's field names, in declaration order."""
+CALL_FIELDS: Final[tuple[str, ...]] = tuple(
+    declared.name for declared in fields(AgentCall) if declared.init
+)
+"""The call's field names, in declaration order (not `plain_json`, a fact about two of them)."""
 
 _values_of: Final = operator.attrgetter(*CALL_FIELDS)
 _RUN_ID_AT: Final = CALL_FIELDS.index("run_id")
+_object_setattr: Final = object.__setattr__
 
 
 class CallFields(TypedDict, total=False):

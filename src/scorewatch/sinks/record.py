@@ -37,6 +37,7 @@ from ..judge.errors import JudgeError
 from ..privacy import Redaction
 from .memo import BoundedMemo
 from .storable import (
+    plain_storable_json,
     redacts_any,
     storable,
     storable_columns,
@@ -425,11 +426,12 @@ class ScoreRecord:
         their own (redacted where it applies), the rest of the row together."""
         return self._to_row(walk=True)[0]
 
-    def _to_row(self, walk: bool) -> tuple[dict[str, Any], bool]:
+    def _to_row(self, walk: bool, plain: bool = False) -> tuple[dict[str, Any], bool]:
         """`to_row`, and whether the run's redactor replaced anything in it; without `walk`,
         and when no redactor applies or it finds nothing to replace, the row but for its
         metadata and request context is left as `_row` made it (plain JSON data, not yet
-        `storable`): `encode_record` makes it so column by column."""
+        `storable`): `encode_record` makes it so column by column. `plain`: the call's input
+        and output are in it as they are (`_row`)."""
         call = self.call
         truth = None if call.ground_truth is None else _jsonable(call.ground_truth)
         extra = _jsonable(call.metadata) if call.metadata else None
@@ -437,7 +439,7 @@ class ScoreRecord:
         skipped = self.not_scorable
         # The reference's score row has no column for this; metadata keeps the table as is.
         not_scorable = None if skipped is None else skipped.model_dump(mode="json", by_alias=True)
-        row: dict[str, Any] = self._row()
+        row: dict[str, Any] = self._row(plain)
         private = self.redaction
         columns: dict[str, Any] = {}
         if private is not None:
@@ -481,8 +483,10 @@ class ScoreRecord:
         by the run's redactor when a privacy policy applies."""
         return kept_value(value, self.redaction)
 
-    def _row(self) -> dict[str, Any]:
-        """The row but for `requestContext` and `metadata` (filled in by `to_row`)."""
+    def _row(self, plain: bool = False) -> dict[str, Any]:
+        """The row but for `requestContext` and `metadata` (filled in by `to_row`); `plain`:
+        with the call's input and output as they are, not their JSON-ready copies (a call
+        marked `plain_json`, whose row is written by `plain_storable_json`)."""
         result = self.result
         call = self.call
         stamp = iso_timestamp(self.created_at)
@@ -493,8 +497,8 @@ class ScoreRecord:
             "scorerId": self.scorer_id,
             "entityId": entity_id,
             "runId": self.id,
-            "input": _jsonable(call.input),
-            "output": _jsonable(call.output),
+            "input": call.input if plain else _jsonable(call.input),
+            "output": call.output if plain else _jsonable(call.output),
             "additionalContext": None,
             "requestContext": None,
             "extractStepResult": None,
@@ -663,12 +667,29 @@ def encode_record(
     redactor replaces something in the run, the row is not walked before its JSON columns are
     written; each JSON text is checked instead (`storable_json`), and each other column made
     `storable` alone."""
-    row, redacted = record._to_row(walk=False)
+    return _encode_record(record, convert, _trusts_plain(record))
+
+
+def _trusts_plain(record: ScoreRecord) -> bool:
+    """Whether `record`'s row is written from its call's input and output as they are: a call
+    marked `plain_json`, and no privacy policy (whose redactor reads the JSON-ready copies)."""
+    return record.call.plain_json and record.redaction is None
+
+
+def _encode_record(
+    record: ScoreRecord, convert: Mapping[str, Callable[[Any], Any]] | None, plain: bool
+) -> tuple[Any, ...]:
+    row, redacted = record._to_row(walk=False, plain=plain)
     if redacted:  # walked already, with the redactor
         return encode_row(row, dumps=stored_json, convert=convert)
     # No redactor, or one that finds nothing to replace in this run (its texts scanned): the
     # row is then the one a run without a policy makes, encoded the same way.
     written = _written_once(record, row)
+    if plain:
+        content = _plain_content_json(row)
+        if content is None:  # not plain JSON after all (changed in place since): as any call
+            return _encode_record(record, convert, plain=False)
+        written.update(content)
     # `_row` made the row's columns in `SCORE_COLUMNS` order: its values are the row's.
     return _encode_values(
         list(row.values()),
@@ -677,6 +698,26 @@ def encode_record(
         clean=_storable_column,
         written=written,
     )
+
+
+_INPUT_AT: Final = _INDEX["input"]
+_OUTPUT_AT: Final = _INDEX["output"]
+
+
+def _plain_content_json(row: dict[str, Any]) -> dict[int, str] | None:
+    """The texts of `row`'s input and output, the call's own plain JSON values, by column
+    index (their values in `row` set to None for `encode_row` to leave them); None when one
+    holds what JSON does not write as it is (`plain_storable_json`)."""
+    written: dict[int, str] = {}
+    for column, index in (("input", _INPUT_AT), ("output", _OUTPUT_AT)):
+        value = row[column]
+        if value is not None:
+            text = plain_storable_json(value)
+            if text is None:
+                return None
+            written[index] = text
+            row[column] = None
+    return written
 
 
 # JSON texts a row shares with many others, written once: the `scorer` column (the same for
@@ -774,6 +815,11 @@ def record_json(record: ScoreRecord) -> str:
     replaces something, the row is written first and walked only when its text shows
     something to clean (`storable_json`; the walk is the same either way, so the text is
     too)."""
+    if _trusts_plain(record):
+        text = plain_storable_json(record._to_row(walk=False, plain=True)[0])
+        if text is not None:
+            return text
+        # Not plain JSON after all (changed in place since): as any call.
     row, redacted = record._to_row(walk=False)
     return stored_json(row) if redacted else storable_json(row)
 

@@ -33,6 +33,7 @@ __all__ = [
     "is_secret_key",
     "json_encoder",
     "non_finite_path",
+    "plain_storable_json",
     "redact_url_credentials",
     "redacts_any",
     "storable",
@@ -113,10 +114,31 @@ def storable_json(value: Any) -> str:
     """`stored_json(storable(value))` of plain JSON data (dicts, lists, text, numbers, booleans
     and None, as `to_jsonable_python` gives them), without the walk when the text shows
     nothing it would change: a row's JSON columns almost never hold anything to clean."""
-    text = stored_json(value)
-    # What the walk changes shows in the text: NaN or an infinity (written bare), a NUL
-    # (escaped), an unpaired surrogate (written as it is, so never in ASCII text). In text
-    # the words are false alarms, which only cost the walk.
+    return _storable_text_of(stored_json(value), value)
+
+
+# `stored_json` that refuses a value JSON does not write as it is (its `default` is the
+# encoder's own, which raises), rather than writing its `repr`.
+_strict_json: Final = json_encoder(default=None)
+
+
+def plain_storable_json(value: Any) -> str | None:
+    """`storable_json(value)` of a value vouched to be plain JSON (`AgentCall.plain_json`), or
+    None when it holds what JSON does not write as it is (a date, a set, an object, a key of
+    another kind, nesting too deep): then it is not what it was vouched to be, and its
+    JSON-ready copy is to be written instead."""
+    try:
+        text = _strict_json(value)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return _storable_text_of(text, value)
+
+
+def _storable_text_of(text: str, value: Any) -> str:
+    """`text` (`value` as JSON), or `value` walked and written again when the text shows
+    something the walk changes: NaN or an infinity (written bare), a NUL (escaped), an unpaired
+    surrogate (written as it is, so never in ASCII text). In text the words are false alarms,
+    which only cost the walk."""
     if (
         "NaN" in text
         or "Infinity" in text

@@ -71,18 +71,15 @@ class ExtractedRun:
     # A scored conversation's facts (`sessions.Session.to_run`): kept in its rows' metadata.
     session: dict[str, Any] | None = None
 
-    def to_call(
-        self,
-        *,
-        content: tuple[Any, Any] | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> AgentCall:
+    def to_call(self, *, plain: bool = False, metadata: dict[str, Any] | None = None) -> AgentCall:
         """The agent call this span records: a `trace` call named after its agent (else its
         service), its own span id as the call's run id (the row's `metadata.agentRunId`).
-        `content`: (input, output) to carry instead of the run's own (serve's plain JSON copy
-        of them); `metadata`: instead of `metadata()`."""
-        run_input, run_output = (self.input, self.output) if content is None else content
-        return AgentCall(
+        `plain`: with the run's plain JSON copy of its content (`plain_content`, what serve
+        queues) instead of its own, which the call is marked as (`AgentCall.plain_json`);
+        `metadata`: instead of `metadata()`."""
+        run_input, run_output = self.plain_content() if plain else (self.input, self.output)
+        make = AgentCall.of_plain_json if plain else AgentCall
+        return make(
             input=run_input,
             output=run_output,
             target=self.agent or self.service_name,

@@ -342,12 +342,12 @@ def _item(run: ExtractedRun, scorers: tuple[str, ...] | None, size: int | None =
     metadata = run.metadata()
     if run.tool_calls:  # a served row has no other place for them (score_traces reports them)
         metadata["toolCalls"] = list(run.tool_calls)
-    # Plain JSON values (timestamps as ISO text): the Redis queue carries them unchanged, and
-    # in-process and queued scoring see the same run. The queue counts their encoded size
-    # (`size`, when the caller has it).
+    # Plain JSON values (timestamps as ISO text), the call marked so (its rows write them as
+    # they are): the Redis queue carries them unchanged, and in-process and queued scoring see
+    # the same run. The queue counts their encoded size (`size`, when the caller has it).
     if size is None:
         size = run.encoded_size()
-    call = run.to_call(content=run.plain_content(), metadata=metadata)
+    call = run.to_call(plain=True, metadata=metadata)
     return ScoreItem(call, scorers, size)
 
 
