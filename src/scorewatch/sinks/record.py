@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from itertools import repeat
 from math import isfinite
-from typing import Any, Final, Literal, cast, get_args
+from typing import Any, Final, Literal, get_args
 
 from pydantic_core import to_jsonable_python
 
@@ -372,7 +372,7 @@ class ScoreRecord:
         # a `_Draft` (the same slots, not frozen) takes each field by a plain attribute store,
         # and then becomes the `ScoreRecord` it is laid out as (`__class__` assignment between
         # types of the same layout: one call). Every field is set, in declaration order.
-        draft = _Draft()
+        draft: Any = _Draft()  # (its slots are the record's fields, typed there)
         draft.id = run_id
         draft.scorer_id = scorer.id
         draft.scorer_name = scorer.name
@@ -394,7 +394,8 @@ class ScoreRecord:
         draft.redaction = redaction
         draft.review = review
         _object_setattr(draft, "__class__", ScoreRecord)
-        return cast("ScoreRecord", draft)
+        made: ScoreRecord = draft
+        return made
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], call: AgentCall) -> ScoreRecord:
@@ -599,27 +600,6 @@ class _Draft:
     its layout is the record's, without the frozen `__setattr__`."""
 
     __slots__ = _FIELD_NAMES
-    # (The field names as mypy sees them: `__slots__` alone declares no attribute types.)
-    id: str
-    scorer_id: str
-    scorer_name: str
-    scorer_description: str
-    has_judge: bool
-    call: AgentCall
-    status: ScoreStatus
-    scorer_version: str | None
-    scorer_declared_version: str | None
-    result: ScorerRunResult | ScorerRunSnapshot | None
-    error: str | None
-    error_code: str | None
-    error_type: str | None
-    failed_step: str | None
-    completed_steps: tuple[str, ...]
-    created_at: datetime
-    source: RowSource
-    retryable: bool
-    redaction: Redaction | None
-    review: bool
 
 
 # Where each kind of column sits in `SCORE_COLUMNS`: `encode_row` takes a row's values in one
