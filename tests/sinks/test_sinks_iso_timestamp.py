@@ -56,3 +56,35 @@ def test_iso_timestamp_years_before_1000_as_before() -> None:
     assert iso_timestamp(datetime(2026, 12, 6, 9, 4, 6, 5_999, tzinfo=UTC)) == (
         "2026-12-06T09:04:06.005Z"
     )
+
+
+@given(
+    st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 58)),
+    st.lists(st.integers(-2_500_000, 2_500_000), min_size=1, max_size=30),
+)
+def test_moments_a_second_apart_or_within_one_read_as_strftime(
+    start: datetime, offsets: list[int]
+) -> None:
+    """`iso_timestamp` remembers the text of the last second it wrote: moments within that
+    second, before and after it, and back again, each read as `strftime` writes them."""
+    base = start.replace(tzinfo=UTC)
+    for offset in offsets:
+        try:
+            moment = base + timedelta(microseconds=offset)
+        except OverflowError:
+            continue
+        assert iso_timestamp(moment) == _by_strftime(moment)
+
+
+def test_the_remembered_second_is_not_a_years_before_1000_text() -> None:
+    early = datetime(999, 12, 31, 23, 59, 59, 1_000, tzinfo=UTC)
+    assert iso_timestamp(early) == _by_strftime(early) == "999-12-31T23:59:59.001Z"
+    later = datetime(999, 12, 31, 23, 59, 59, 2_000, tzinfo=UTC)
+    assert iso_timestamp(later) == "999-12-31T23:59:59.002Z"
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    before = epoch - timedelta(microseconds=1)
+    assert [iso_timestamp(m) for m in (epoch, before, epoch)] == [
+        "1970-01-01T00:00:00.000Z",
+        "1969-12-31T23:59:59.999Z",
+        "1970-01-01T00:00:00.000Z",
+    ]

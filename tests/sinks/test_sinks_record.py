@@ -153,3 +153,43 @@ def test_a_record_sets_every_field_as_its_init_would(
     assert record == _by_keywords(record, scorer, given, cause)
     assert record.redaction is None
     assert record.retryable is not (isinstance(error, JudgeError) and not error.retryable)
+    assert type(record) is ScoreRecord
+
+
+def test_a_record_made_by_its_draft_is_a_frozen_score_record() -> None:
+    """`_of` fills a `_Draft` (the record's slots, not frozen) and makes it the record: the
+    result is a plain `ScoreRecord` in every way (frozen, copied, compared, pickled alike)."""
+    import copy
+    import dataclasses
+    import pickle
+
+    from scorewatch.sinks.record import _Draft
+
+    assert _Draft.__slots__ == ScoreRecord.__slots__
+    call = AgentCall(input="q", output="a", target="bot")
+    record = ScoreRecord.success("run-1", _scorer(), call, _scorer().run_sync(output="a"))
+    assert type(record) is ScoreRecord and isinstance(record, ScoreRecord)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.id = "other"  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(record)) == record == copy.copy(record)
+    assert dataclasses.replace(record, id="run-2").id == "run-2"
+    assert repr(record).startswith("ScoreRecord(id='run-1', ")
+
+
+def test_a_subclass_of_the_record_is_made_as_its_own_class() -> None:
+    """A subclass may add fields of its own: `_of` makes it the general way (no draft of its
+    layout), with every field of the record set."""
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Tagged(ScoreRecord):
+        tag: str = "none"
+
+    call = AgentCall(input="q", output="a", target="bot")
+    result = _scorer().run_sync(output="a")
+    record = Tagged.success("run-1", _scorer(), call, result)
+    assert type(record) is Tagged
+    plain = ScoreRecord.success("run-1", _scorer(), call, result)
+    for field in dataclasses.fields(ScoreRecord):
+        if field.name != "created_at":
+            assert getattr(record, field.name) == getattr(plain, field.name), field.name

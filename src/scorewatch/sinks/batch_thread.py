@@ -219,7 +219,7 @@ class BatchWriterThread:
                 try:
                     rows.append((write, result, self._encode(result)))
                 except Exception as error:  # this row cannot be written, whatever the sink
-                    write.refused.append((result, error))
+                    write.refuse(result, error)
         if not rows:
             return
         try:
@@ -236,7 +236,7 @@ class BatchWriterThread:
                 self._store([row])
             except BaseException as error:
                 if isinstance(error, Exception) and self._refuses(error):
-                    write.refused.append((result, error))
+                    write.refuse(result, error)
                     continue
                 for later_write, _result, _row in rows[index:]:  # down now: not stored
                     later_write.error = error
@@ -248,8 +248,14 @@ class _Write:
     results: list[ScoreRecord]
     loop: asyncio.AbstractEventLoop | None  # None: `waiter` is a `write_then` callback
     waiter: asyncio.Future[None] | Callable[[BaseException | None], None]
-    refused: list[tuple[ScoreRecord, BaseException]] = field(default_factory=list)
+    # (None until a row is refused: most writes never make the list.)
+    refused: list[tuple[ScoreRecord, BaseException]] | None = None
     error: BaseException | None = None
+
+    def refuse(self, result: ScoreRecord, error: BaseException) -> None:
+        if self.refused is None:
+            self.refused = []
+        self.refused.append((result, error))
 
     def outcome(self) -> BaseException | None:
         """What the writer is told: None (stored), the sink's error, or the refused rows."""
@@ -279,13 +285,13 @@ def _settle_all(writes: list[_Write]) -> None:
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[None], Any]]] = {}
     for write in writes:
         if write.loop is None:
-            then = cast("Callable[[BaseException | None], None]", write.waiter)
+            then: Any = write.waiter  # a `write_then` callback (no `cast` call per write)
             try:
                 then(write.outcome())
             except Exception:  # the caller's bookkeeping; the other writes are still settled
                 logging.getLogger("scorewatch.sinks").exception("a write's callback failed")
             continue
-        future = cast("asyncio.Future[None]", write.waiter)
+        future: Any = write.waiter
         by_loop.setdefault(write.loop, []).append((future, write.outcome()))
     for loop, settled in by_loop.items():
         # A loop closed meanwhile has nobody waiting for these any more.

@@ -158,15 +158,32 @@ _CONTENT_COLUMNS: Final = frozenset(
 _CONTENT_ORDER: Final = tuple(column for column in SCORE_COLUMNS if column in _CONTENT_COLUMNS)
 
 
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+# `.mmmZ` for every millisecond, and the last second `iso_timestamp` wrote (seconds since the
+# epoch, `YYYY-MM-DDTHH:MM:SS`).
+_MILLISECONDS: Final = tuple(f".{milliseconds:03d}Z" for milliseconds in range(1000))
+_LAST_SECOND: tuple[int | None, str] = (None, "")
+
+
 def iso_timestamp(moment: datetime) -> str:
     """UTC, millisecond precision, `Z` suffix: sorts as text, as the reference system stores it."""
+    global _LAST_SECOND
     if type(moment) is datetime and moment.tzinfo is UTC:  # a record's own `created_at`
-        # One C call writes it, `YYYY-MM-DDTHH:MM:SS.mmm+00:00`, the milliseconds truncated as
-        # below. It pads a year before 1000 to four digits (a leading 0), which the text below
-        # does not: such a year goes below.
-        text = moment.isoformat(timespec="milliseconds")
+        # The text up to the seconds is the same for every moment of one second (rows come
+        # many a second): remembered for the last second asked, by its count since the epoch
+        # (exact: whole days and seconds); the milliseconds, truncated as below, from a table.
+        # `isoformat` (~14k instructions) writes it once a second. It pads a year before 1000
+        # to four digits (a leading 0), which the text below does not: such a year goes below.
+        since = moment - _EPOCH
+        second = since.days * 86_400 + since.seconds
+        last = _LAST_SECOND
+        if last[0] == second:
+            return last[1] + _MILLISECONDS[moment.microsecond // 1000]
+        text = moment.isoformat(timespec="seconds")[:19]
         if text[0] != "0":
-            return text[:23] + "Z"
+            # One tuple, replaced whole: a thread reading it sees a second and its text.
+            _LAST_SECOND = (second, text)
+            return text + _MILLISECONDS[moment.microsecond // 1000]
     utc = moment.astimezone(UTC)
     # (The milliseconds are the moment's own, as they always were: an offset may hold some.)
     if utc.year < 1000:  # `strftime`'s `%Y` (the C library's) does not pad it to four digits
@@ -318,41 +335,72 @@ class ScoreRecord:
         redaction: Redaction | None = None,
         review: bool = False,
     ) -> ScoreRecord:
-        record = cls.__new__(cls)
-        # Every field set by one C-level loop, in declaration order (`_FIELD_NAMES`), rather
-        # than through the frozen dataclass's `__init__`, one `object.__setattr__` call a field:
-        # a record is made for every scored run.
-        deque(
-            map(
-                _object_setattr,
-                repeat(record),
-                _FIELD_NAMES,
-                (
-                    run_id,
-                    scorer.id,
-                    scorer.name,
-                    scorer.description,
-                    scorer.has_judge,
-                    call,
-                    status,
-                    scorer.version_fingerprint,
-                    scorer.declared_version,
-                    result,
-                    None if error is None else str(error) or type(error).__name__,
-                    None if error is None else failure_code(error),
-                    None if cause is None else type(cause).__name__,
-                    failed_step,
-                    completed_steps,
-                    datetime.now(UTC),
-                    source,
-                    not (isinstance(cause, JudgeError) and not cause.retryable),
-                    redaction,
-                    review,
+        error_text = None if error is None else str(error) or type(error).__name__
+        code = None if error is None else failure_code(error)
+        cause_type = None if cause is None else type(cause).__name__
+        retryable = not (isinstance(cause, JudgeError) and not cause.retryable)
+        if cls is not ScoreRecord:  # a subclass may add slots: the generic way
+            record = cls.__new__(cls)
+            deque(
+                map(
+                    _object_setattr,
+                    repeat(record),
+                    _FIELD_NAMES,
+                    (
+                        run_id,
+                        scorer.id,
+                        scorer.name,
+                        scorer.description,
+                        scorer.has_judge,
+                        call,
+                        status,
+                        scorer.version_fingerprint,
+                        scorer.declared_version,
+                        result,
+                        error_text,
+                        code,
+                        cause_type,
+                        failed_step,
+                        completed_steps,
+                        datetime.now(UTC),
+                        source,
+                        retryable,
+                        redaction,
+                        review,
+                    ),
                 ),
-            ),
-            0,
-        )
-        return record
+                0,
+            )
+            return record
+        # A record is made for every scored run. The frozen dataclass's `__init__` (and a loop
+        # of `object.__setattr__`) pays a slot wrapper's call per field, ~1k instructions each;
+        # a `_Draft` (the same slots, not frozen) takes each field by a plain attribute store,
+        # and then becomes the `ScoreRecord` it is laid out as (`__class__` assignment between
+        # types of the same layout: one call). Every field is set, in declaration order.
+        draft: Any = _Draft()  # (its slots are the record's fields, typed there)
+        draft.id = run_id
+        draft.scorer_id = scorer.id
+        draft.scorer_name = scorer.name
+        draft.scorer_description = scorer.description
+        draft.has_judge = scorer.has_judge
+        draft.call = call
+        draft.status = status
+        draft.scorer_version = scorer.version_fingerprint
+        draft.scorer_declared_version = scorer.declared_version
+        draft.result = result
+        draft.error = error_text
+        draft.error_code = code
+        draft.error_type = cause_type
+        draft.failed_step = failed_step
+        draft.completed_steps = completed_steps
+        draft.created_at = datetime.now(UTC)
+        draft.source = source
+        draft.retryable = retryable
+        draft.redaction = redaction
+        draft.review = review
+        _object_setattr(draft, "__class__", ScoreRecord)
+        made: ScoreRecord = draft
+        return made
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], call: AgentCall) -> ScoreRecord:
@@ -553,6 +601,13 @@ class ScoreRecord:
 
 _FIELD_NAMES: Final = tuple(declared.name for declared in fields(ScoreRecord))
 _object_setattr: Final = object.__setattr__
+
+
+class _Draft:
+    """A `ScoreRecord` being made (`ScoreRecord._of`): the same slots in the same order, so
+    its layout is the record's, without the frozen `__setattr__`."""
+
+    __slots__ = _FIELD_NAMES
 
 
 # Where each kind of column sits in `SCORE_COLUMNS`: `encode_row` takes a row's values in one

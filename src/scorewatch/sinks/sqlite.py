@@ -22,6 +22,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import compress
 from pathlib import Path
@@ -110,6 +111,30 @@ _DECODE: Final[dict[str, Callable[[Any], Any]]] = {
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
 
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """A set of bound columns (`bound`, a flag per column) and its statement: `nones_of(row)`
+    reads the columns written `NULL` (`nones` when they are all None), `values_of(row)` the
+    bound ones, as `compress(row, bound)` would."""
+
+    sql: str
+    nones: tuple[None, ...]
+    nones_of: Callable[[tuple[Any, ...]], tuple[Any, ...]]
+    values_of: Callable[[tuple[Any, ...]], tuple[Any, ...]]
+
+    @staticmethod
+    def of(bound: tuple[bool, ...], sql: str) -> _Shape | None:
+        """None when fewer than two columns are None or bound (`itemgetter` of one index
+        returns the value, not a tuple): such rows take the general way."""
+        nulls = [index for index, flag in enumerate(bound) if not flag]
+        kept = [index for index, flag in enumerate(bound) if flag]
+        if len(nulls) < 2 or len(kept) < 2:
+            return None
+        return _Shape(
+            sql, (None,) * len(nulls), operator.itemgetter(*nulls), operator.itemgetter(*kept)
+        )
+
+
 class SqliteSink(ThreadedSink):
     name = "sqlite"
 
@@ -132,6 +157,7 @@ class SqliteSink(ThreadedSink):
         self._upsert_sql = upsert_sql(self._table_sql, "?")
         # Per set of columns bound (`_statements`); bounded, as sqlite3's statement cache is.
         self._statements_by_nulls: dict[tuple[bool, ...], str] = {}
+        self._last_shape: _Shape | None = None  # the set of columns of the last row stored
         setup = self._connect()
         try:
             self._create_schema(setup)
@@ -203,11 +229,25 @@ class SqliteSink(ThreadedSink):
         """The rows in their order, each run of rows with None in the same columns under one
         statement that writes those columns `NULL` and binds only the others. The `sqlite3`
         module adapts every None it binds by a failed attribute look-up (about a microsecond
-        each on CPython 3.11, with ~20 of a row's 41 columns None): a literal costs nothing."""
+        each on CPython 3.11, with ~20 of a row's 41 columns None): a literal costs nothing.
+
+        A row is first tried against the last set of columns seen (`_Shape`): most rows have
+        None where the row before had it, and two C-level reads tell so, where the flags of
+        every column cost a call each (~19k instructions a row)."""
         statements = self._statements_by_nulls
+        shape = self._last_shape
         group: list[tuple[Any, ...]] = []
         sql = ""
         for row in rows:
+            if shape is not None and shape.nones_of(row) == shape.nones:
+                values = shape.values_of(row)
+                if None not in values:  # every bound column holds a value: the same set
+                    if shape.sql is not sql:
+                        if group:
+                            yield sql, group
+                        sql, group = shape.sql, []
+                    group.append(values)
+                    continue
             bound = tuple(map(_is_not, row, _NONES))
             row_sql = statements.get(bound)
             if row_sql is None:
@@ -215,6 +255,7 @@ class SqliteSink(ThreadedSink):
                     row_sql = statements[bound] = upsert_sql(self._table_sql, "?", bound)
                 else:  # many kinds of rows: the rest bind their None as they are
                     row_sql, bound = self._upsert_sql, _ALL_BOUND
+            shape = self._last_shape = _Shape.of(bound, row_sql)
             if row_sql is not sql:
                 if group:
                     yield sql, group
