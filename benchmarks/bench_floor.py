@@ -144,6 +144,27 @@ def _wait_url(
     raise RuntimeError(f"server did not start:\n{stderr.read_text(errors='replace')}")
 
 
+def spawn_for_profile(
+    command: list[str], directory: Path, src: Path, callgrind: Path | None, *extra: str
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """`command` started in `directory` with scorewatch from `src` (`PYTHONHASHSEED=0`), under
+    callgrind writing `callgrind` (all threads apart; `extra` valgrind options) when given: the
+    process and the file its stderr goes to (for `_wait_url`). The profile scripts' launch."""
+    if callgrind is not None:
+        command = [
+            "valgrind", "--tool=callgrind", "--separate-threads=yes", *extra,
+            f"--callgrind-out-file={callgrind}",
+            *command,
+        ]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(src.resolve()), PYTHONHASHSEED="0")
+    stderr = directory / "serve.stderr"
+    with stderr.open("wb") as sink:
+        process = subprocess.Popen(
+            command, cwd=directory, stdout=subprocess.DEVNULL, stderr=sink, env=env
+        )
+    return process, stderr
+
+
 def _start(
     kind: str, case: dict[str, Any], directory: Path, baseline: str | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:

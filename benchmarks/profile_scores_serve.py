@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from bench_floor import _wait_url
+from bench_floor import _wait_url, spawn_for_profile
 from profile_admit import CONFIG as ADMIT_CONFIG
 
 BENCH = Path(__file__).resolve().parent
@@ -124,18 +122,9 @@ def main() -> None:
                 "--http", "httptools", "--loop", "uvloop",
             ]  # fmt: skip
             marker = "floor: listening on"
-        if args.callgrind is not None:
-            command = [
-                "valgrind", "--tool=callgrind", "--separate-threads=yes", "--dump-instr=no",
-                f"--callgrind-out-file={args.callgrind}",
-                *command,
-            ]  # fmt: skip
-        env = dict(os.environ, PYTHONPATH=str(args.src.resolve()), PYTHONHASHSEED="0")
-        stderr = directory / "serve.stderr"
-        with stderr.open("wb") as sink:
-            process = subprocess.Popen(
-                command, cwd=directory, stdout=subprocess.DEVNULL, stderr=sink, env=env
-            )
+        process, stderr = spawn_for_profile(
+            command, directory, args.src, args.callgrind, "--dump-instr=no"
+        )
         try:
             # Under valgrind the imports alone take minutes on a loaded machine.
             url = _wait_url(stderr, process, marker, timeout=900)

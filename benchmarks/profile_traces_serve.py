@@ -18,17 +18,15 @@ between the trace thread (`_file`, `_take_ready`), the HTTP loop and the scoring
 from __future__ import annotations
 
 import argparse
-import os
 import pickle
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
-from bench_floor import CONFIG, TRACES_TABLE, _wait_url
+from bench_floor import CONFIG, TRACES_TABLE, _wait_url, spawn_for_profile
 
 BENCH = Path(__file__).resolve().parent
 
@@ -56,18 +54,7 @@ def main() -> None:
             sys.executable, "-m", "scorewatch", "serve", "--config", "scorewatch.toml",
             "--listen", "127.0.0.1:0", "--workers", "1",
         ]  # fmt: skip
-        if args.callgrind is not None:
-            command = [
-                "valgrind", "--tool=callgrind", "--separate-threads=yes",
-                f"--callgrind-out-file={args.callgrind}",
-                *command,
-            ]  # fmt: skip
-        env = dict(os.environ, PYTHONPATH=str(args.src.resolve()), PYTHONHASHSEED="0")
-        stderr = directory / "serve.stderr"
-        with stderr.open("wb") as sink:
-            process = subprocess.Popen(
-                command, cwd=directory, stdout=subprocess.DEVNULL, stderr=sink, env=env
-            )
+        process, stderr = spawn_for_profile(command, directory, args.src, args.callgrind)
         try:
             # Under valgrind the imports alone take minutes on a loaded machine.
             url = _wait_url(stderr, process, "scorewatch serve: listening on", timeout=900)
