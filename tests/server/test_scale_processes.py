@@ -94,7 +94,13 @@ def test_every_accepted_item_is_scored_exactly_once_across_three_workers(
 ) -> None:
     stream, schema = names
     config = scale_config(
-        tmp_path, stream=stream, schema=schema, factories={"length": "make_length_scorer"}
+        tmp_path,
+        stream=stream,
+        schema=schema,
+        factories={"length": "make_length_scorer"},
+        # Nothing here is meant to be reclaimed: on a loaded machine a worker may hold an entry
+        # past 1 s, and another would score it again.
+        visibility_timeout=5.0,
     )
     workers = [WorkerProcess(config, name=f"w{i}") for i in range(3)]
     with ServeProcess(config, extra_args=("--queue", REDIS_URL)) as serve:

@@ -78,3 +78,21 @@ def test_a_loop_never_started_closes_without_a_thread() -> None:
     assert scoring.alive
     scoring.close()
     assert not scoring.alive
+
+
+@pytest.mark.parametrize("kind", ["default", "asyncio"])
+def test_the_loop_is_uvloops_when_installed_unless_another_is_asked_for(kind: str) -> None:
+    uvloop = pytest.importorskip("uvloop")
+    scoring = ScoringLoop() if kind == "default" else ScoringLoop(new_loop=asyncio.new_event_loop)
+    try:
+        loop = scoring.loop
+        assert isinstance(loop, uvloop.Loop) == (kind == "default")
+
+        async def answer() -> int:
+            await asyncio.sleep(0.001)  # a timer, then the answer across threads
+            return 42
+
+        assert scoring.submit(answer()).result(10) == 42
+    finally:
+        scoring.close()
+    assert not scoring.alive

@@ -188,7 +188,10 @@ class WorkQueue(Generic[P]):
     def offer(self, payload: P, *, loop: asyncio.AbstractEventLoop | None = None) -> QueueAdmission:
         """Queue a job on `loop`, by default the caller's (else the background loop). Never
         blocks for work."""
-        caller = _current_loop()
+        try:
+            caller: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            caller = None
         loop = loop or caller
         if self._closed:
             return "closed"
@@ -200,12 +203,19 @@ class WorkQueue(Generic[P]):
                 return "closed"
             if self._queued >= self._max_queue:
                 return "queue_full"
-            self._forget_dead_lanes_locked()
-            lane = self._lane_locked(loop)
+            # Every offer re-homes the jobs of lanes whose loop closed; the look costs a check
+            # per lane, and the forgetting only happens once one has.
+            known = self._lanes
+            for other in known:
+                if other.is_closed():
+                    self._forget_dead_lanes_locked()
+                    break
+            lane = known.get(loop) or self._lane_locked(loop)
             job: Job[P] = Job(payload, lane=lane)
             lane.jobs.append(job)
             self._queued += 1
             timer = False
+            lanes: list[_Lane] | tuple[()] = ()
             if linger:
                 lane.handed += 1
                 now = time.monotonic()
@@ -218,7 +228,8 @@ class WorkQueue(Generic[P]):
                 ):
                     lane.linger_until = now + linger
                     timer = True
-                lanes = self._lanes_to_wake_locked(but=lane)
+                if len(known) > 1:  # (serve has one lane: the scoring loop's)
+                    lanes = self._lanes_to_wake_locked(but=lane)
             else:
                 lanes = self._lanes_to_wake_locked()
         if timer:
@@ -407,14 +418,19 @@ class WorkQueue(Generic[P]):
                 return
             job.state = "done"
             self._running.discard(job)
-            lanes = self._lanes_to_wake_locked()
-            waiters = self._take_waiters_locked()
+            # A lane to wake has jobs, so some are queued; a waiter only waits in a drain.
+            lanes = self._lanes_to_wake_locked() if self._queued else ()
+            waiters = self._take_waiters_locked() if self._idle_waiters else None
         if self._on_in_flight is not None:
             self._on_in_flight(-1)
-        self._report(job, outcome)
+        try:  # (`_report`, without a call of its own for each run)
+            self._on_finished(job, outcome)
+        except Exception:
+            logger.exception("live scoring bookkeeping failed; ignored")
         for lane in lanes:
             self._wake(lane)
-        _notify_all(waiters)
+        if waiters:
+            _notify_all(waiters)
 
     def _in_flight_ended(self, jobs: int) -> None:
         if self._on_in_flight is not None:

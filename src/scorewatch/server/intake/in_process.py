@@ -240,26 +240,30 @@ class InProcessIntake:
         self._pace.spend(needed)
         loop = asyncio.get_running_loop() if want_results else None
         runs_on = self._scoring.loop if self._scoring is not None else None
+        if needed:  # what every accepted item holds, added once for the request
+            with self._lock:
+                self._held_bytes += needed_bytes
+        enqueue = self._engine.enqueue
         admissions: list[Admission] = []
         self._counts.skipped(plans)
         for plan in plans:
-            item, call = plan.item, plan.call
             admission = Admission(skipped=plan.skipped, results={} if want_results else None)
-            hold = _Held(item.size, len(plan.sampled)) if plan.sampled else None
-            if hold is not None:
-                with self._lock:
-                    self._held_bytes += hold.size
-            digest = plan_digest(plan) if plan.sampled else ""
-            for scorer_id in plan.sampled:
-                scorer = entries[scorer_id].scorer
+            admissions.append(admission)
+            sampled = plan.sampled
+            if not sampled:
+                continue
+            item, call, holds = plan.item, plan.call, plan.holds
+            hold = _Held(item.size, len(sampled))
+            digest = plan_digest(plan)
+            for scorer_id in sampled:
                 run_id = request_run_id(scorer_id, item, digest)
                 done: asyncio.Future[ScoreRecord] | None = None
                 if loop is not None and admission.results is not None:
                     done = loop.create_future()
                     admission.results[run_id] = done
-                budget_hold = plan.holds.get(scorer_id)
-                answer: LiveDecision = self._engine.enqueue(
-                    Run(scorer, run_id, call, done, hold, budget_hold), runs_on
+                budget_hold = holds.get(scorer_id) if holds else None
+                answer: LiveDecision = enqueue(
+                    Run(entries[scorer_id].scorer, run_id, call, done, hold, budget_hold), runs_on
                 )
                 if answer != "sampled":  # cannot happen after the check above; never hide it
                     self._release(hold)
@@ -270,7 +274,6 @@ class InProcessIntake:
                     continue
                 self._counts.decided(scorer_id, "sampled")
                 admission.accepted.append(Accepted(scorer_id, run_id))
-            admissions.append(admission)
         if want_results and runs_on is not None:  # the caller waits: no lingering hand-off
             self._queue.hand_off_now(runs_on)
         return admissions

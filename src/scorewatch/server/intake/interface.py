@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from ...core.call import AgentCall
 from ...sinks.record import ScoreRecord
@@ -48,8 +48,11 @@ class ScoreItem:
     made_up_run_id: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Accepted:
+class Accepted(NamedTuple):
+    """One accepted run. A named tuple rather than a frozen dataclass: made once per accepted
+    run on the loop that answers, where a frozen dataclass's `object.__setattr__` per field
+    cost more than the tuple."""
+
     scorer: str
     run_id: str
 

@@ -7,6 +7,12 @@ it. On two loops the answers only compete with scoring for the GIL, which the in
 over every switch interval (5 ms): a slow iteration of scoring no longer delays an answer by its
 whole length.
 
+The loop is uvloop's when it is installed (serve's own stack), else asyncio's:
+`asyncio.new_event_loop()` makes a selector loop even in a uvloop process (uvicorn passes a loop
+factory and sets no policy), and on the scoring thread every iteration of that loop (the
+hand-off's polls and wake-ups, the sink's linger, each ready callback) ran as Python
+(BENCHMARKS.md).
+
 Any engine can run here: `run(coro)` awaits, from another loop, a coroutine run on this one;
 work queues place their jobs on `loop`. What is tied to the loop that first used it (psycopg's
 pool, aiohttp sessions) is created, used and closed here: close sinks through `run`, before
@@ -20,7 +26,7 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 __all__ = ["ScoringLoop"]
@@ -33,11 +39,28 @@ T = TypeVar("T")
 _CANCEL_GRACE_S = 5.0
 
 
-class ScoringLoop:
-    """An event loop running on a daemon thread, started on first use, stopped by `close()`."""
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
+    """uvloop's loop when it is installed, else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
 
-    def __init__(self, name: str = "scorewatch-scoring-loop") -> None:
+
+class ScoringLoop:
+    """An event loop running on a daemon thread, started on first use, stopped by `close()`.
+    `new_loop` makes it (default: uvloop's when installed, else asyncio's)."""
+
+    def __init__(
+        self,
+        name: str = "scorewatch-scoring-loop",
+        *,
+        new_loop: Callable[[], asyncio.AbstractEventLoop] | None = None,
+    ) -> None:
         self._name = name
+        self._new_loop = new_loop if new_loop is not None else _loop_factory()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -51,7 +74,7 @@ class ScoringLoop:
                 raise RuntimeError("the scoring loop is closed")
             if self._loop is None:
                 ready = threading.Event()
-                loop = asyncio.new_event_loop()
+                loop = self._new_loop()
                 thread = threading.Thread(
                     target=self._run, args=(loop, ready), name=self._name, daemon=True
                 )
