@@ -243,7 +243,7 @@ class InProcessIntake:
         admissions: list[Admission] = []
         self._counts.skipped(plans)
         for plan in plans:
-            item, call = plan.item, plan.call
+            item = plan.item  # `plan.call` read for a sampled run only: it may be made then
             admission = Admission(skipped=plan.skipped, results={} if want_results else None)
             hold = _Held(item.size, len(plan.sampled)) if plan.sampled else None
             if hold is not None:
@@ -259,7 +259,7 @@ class InProcessIntake:
                     admission.results[run_id] = done
                 budget_hold = plan.holds.get(scorer_id)
                 answer: LiveDecision = self._engine.enqueue(
-                    Run(scorer, run_id, call, done, hold, budget_hold), runs_on
+                    Run(scorer, run_id, plan.call, done, hold, budget_hold), runs_on
                 )
                 if answer != "sampled":  # cannot happen after the check above; never hide it
                     self._release(hold)
