@@ -215,3 +215,66 @@ _HOSTILE_TEXT = st.text(
 @given(st.none() | _HOSTILE_TEXT)
 def test_target_problem_is_what_it_was(target: str | None) -> None:
     assert target_problem(target) == _target_problem_before(target)
+
+
+_IDS = st.none() | st.text(alphabet="0123456789abcdef", min_size=1, max_size=32)
+
+
+@given(
+    trace_id=_IDS,
+    run_id=_IDS,
+    made_up=st.booleans(),
+    rates=st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=1, max_size=3),
+    filtered=st.lists(st.none() | st.booleans(), min_size=3, max_size=3),
+)
+def test_a_draft_item_is_decided_as_its_call_would_be(
+    trace_id: str | None,
+    run_id: str | None,
+    made_up: bool,
+    rates: list[float],
+    filtered: list[bool | None],
+) -> None:
+    """The oracle: the item with its call made first, as `item_of` made it before."""
+    request = ScoreRequest(input=["q", {"k": 1}], output="a", target="bot", trace_id=trace_id)
+    request = request.model_copy(update={"run_id": run_id})
+    # Without a trace id, an id made up while deciding keys sampling, drawn anew each time: such
+    # items are given theirs first (as `item_of` does whenever a rate may read it).
+    made_up_id = "f" * 32 if run_id is None and (made_up or trace_id is None) else None
+    seen: dict[str, list[AgentCall]] = {"built": [], "draft": []}
+
+    def entries(kind: str) -> dict[str, LiveScorerEntry]:
+        def keep(answer: bool) -> Any:
+            return lambda call: seen[kind].append(call) or answer
+
+        return {
+            f"s{index}": LiveScorerEntry(
+                _scorer(f"s{index}"),
+                sampling=Sampling.ratio(rate),
+                filter=None if filtered[index] is None else keep(bool(filtered[index])),
+            )
+            for index, rate in enumerate(rates)
+        }
+
+    built = ScoreItem(
+        request.to_call(made_up_id), ("s0",) if len(rates) == 1 else None, 7, made_up_id is not None
+    )
+    draft = ScoreItem.of_draft(request, built.scorers, 7, made_up_id)
+    (old,) = plan_items(entries("built"), [built])
+    (new,) = plan_items(entries("draft"), [draft])
+    assert (new.sampled, new.skipped, new.holds) == (old.sampled, old.skipped, old.holds)
+    assert (draft.target, draft.trace_id, draft.run_id) == (
+        built.target,
+        built.trace_id,
+        built.run_id,
+    )
+    assert draft == built and draft.made_up_run_id == built.made_up_run_id
+
+    def same(first: AgentCall, second: AgentCall) -> bool:
+        # A run id made up while deciding is drawn anew each time: it is compared by presence.
+        if first.run_id != second.run_id and run_id is None and made_up_id is None:
+            first = first.with_run_id(second.run_id)
+        return first == second
+
+    assert same(new.call, old.call)
+    assert len(seen["draft"]) == len(seen["built"])
+    assert all(same(a, b) for a, b in zip(seen["draft"], seen["built"], strict=True))
