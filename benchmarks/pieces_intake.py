@@ -20,15 +20,12 @@ import argparse
 import cProfile
 import functools
 import gc
-import os
 import pstats
-import tempfile
 from collections.abc import Coroutine
-from pathlib import Path
 from typing import Any
 
 import _common  # noqa: F401  (sets the environment before scorewatch is imported)
-from profile_admit import CONFIG
+from profile_admit import plain_request, serve_app
 from profile_scores_serve import BODY
 
 
@@ -43,28 +40,7 @@ def _done(coroutine: Coroutine[Any, Any, Any]) -> None:
 async def _run(app: Any, service: Any, body: bytes, count: int, profile: bool) -> set[int]:
     from scorewatch.server.http.app import shutdown_service
 
-    scope = {
-        "type": "http",
-        "http_version": "1.1",
-        "method": "POST",
-        "path": "/v1/scores",
-        "raw_path": b"/v1/scores",
-        "query_string": b"",
-        "headers": [
-            (b"host", b"127.0.0.1"),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ],
-    }
-    message = {"type": "http.request", "body": body, "more_body": False}
-    statuses: set[int] = set()
-
-    async def receive() -> dict[str, Any]:
-        return message
-
-    async def send(sent: dict[str, Any]) -> None:
-        if sent["type"] == "http.response.start":
-            statuses.add(sent["status"])
+    scope, receive, send, statuses = plain_request(body)
 
     def request() -> None:
         _done(app(dict(scope), receive, send))
@@ -94,20 +70,7 @@ def main() -> None:
     args = parser.parse_args()
     import uvloop
 
-    from scorewatch.server.config.file import load_config
-    from scorewatch.server.http.app import build_service, create_app
-    from scorewatch.server.http.serve_process import _configure_telemetry
-    from scorewatch.server.intake import in_process
-
-    in_process._MAX_ADMIT_LAG_S = float("inf")  # benchmark only: a 429 is not a request
-    directory = Path(tempfile.mkdtemp(prefix="pieces-intake-"))
-    os.chdir(directory)
-    (directory / "scorewatch.toml").write_text(CONFIG.format(sampling=args.sampling))
-    config = load_config(directory / "scorewatch.toml")
-    _configure_telemetry(config)
-    service = build_service(config)
-    app = create_app(service)
-    gc.freeze()  # as serve does once started
+    app, service = serve_app(args.sampling, "pieces-intake-", no_shed=True)
     body = BODY if args.body is None else args.body.encode()
     statuses = uvloop.run(_run(app, service, body, args.count, args.profile))
     print(f"{args.count} requests: statuses {sorted(statuses)}")
