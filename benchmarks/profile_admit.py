@@ -54,9 +54,10 @@ sqlite = "scores.db"
 """
 
 
-async def _run(app: Any, service: Any, requests: int, profile: bool) -> None:
-    from scorewatch.server.http.app import shutdown_service
-
+def plain_request(body: bytes) -> tuple[dict[str, Any], Any, Any, set[int]]:
+    """A plain `POST /v1/scores` of `body` as uvicorn hands it to serve's application: its
+    scope (copy it per request), `receive`, and `send`, which keeps the statuses answered in
+    the set returned last."""
     scope = {
         "type": "http",
         "method": "POST",
@@ -65,10 +66,10 @@ async def _run(app: Any, service: Any, requests: int, profile: bool) -> None:
         "headers": [
             (b"host", b"bench"),
             (b"content-type", b"application/json"),
-            (b"content-length", str(len(BODY)).encode()),
+            (b"content-length", str(len(body)).encode()),
         ],
     }
-    message = {"type": "http.request", "body": BODY, "more_body": False}
+    message = {"type": "http.request", "body": body, "more_body": False}
     statuses: set[int] = set()
 
     async def receive() -> dict[str, Any]:
@@ -77,6 +78,38 @@ async def _run(app: Any, service: Any, requests: int, profile: bool) -> None:
     async def send(sent: dict[str, Any]) -> None:
         if sent["type"] == "http.response.start":
             statuses.add(sent["status"])
+
+    return scope, receive, send, statuses
+
+
+def serve_app(sampling: float, prefix: str, *, no_shed: bool = False) -> tuple[Any, Any]:
+    """serve's application (and its `ServiceState`) with `CONFIG` at `sampling`, telemetry
+    configured as serve configures it, in a new folder named `prefix...` (the working one
+    from then on), the collector frozen as serve freezes it once started. `no_shed`: never
+    refuse unread for a loop running late (under valgrind it always does)."""
+    from scorewatch.server.config.file import load_config
+    from scorewatch.server.http.app import build_service, create_app
+    from scorewatch.server.http.serve_process import _configure_telemetry
+
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chdir(directory)
+    (directory / "scorewatch.toml").write_text(CONFIG.format(sampling=sampling))
+    config = load_config(directory / "scorewatch.toml")
+    _configure_telemetry(config)
+    service = build_service(config)
+    if no_shed:
+        from scorewatch.server.intake import in_process
+
+        in_process._MAX_ADMIT_LAG_S = float("inf")  # benchmark only: a 429 is not a request
+    app = create_app(service)
+    gc.freeze()
+    return app, service
+
+
+async def _run(app: Any, service: Any, requests: int, profile: bool) -> None:
+    from scorewatch.server.http.app import shutdown_service
+
+    scope, receive, send, statuses = plain_request(BODY)
 
     async def requests_of(count: int) -> None:
         for _ in range(count):
@@ -116,22 +149,7 @@ def main() -> None:
     args = parser.parse_args()
     import uvloop
 
-    from scorewatch.server.config.file import load_config
-    from scorewatch.server.http.app import build_service, create_app
-    from scorewatch.server.http.serve_process import _configure_telemetry
-
-    directory = Path(tempfile.mkdtemp(prefix="profile-admit-"))
-    os.chdir(directory)
-    (directory / "scorewatch.toml").write_text(CONFIG.format(sampling=args.sampling))
-    config = load_config(directory / "scorewatch.toml")
-    _configure_telemetry(config)
-    service = build_service(config)
-    if args.no_shed:
-        from scorewatch.server.intake import in_process
-
-        in_process._MAX_ADMIT_LAG_S = float("inf")  # benchmark only: a 429 is not a request
-    app = create_app(service)
-    gc.freeze()  # as serve does once started
+    app, service = serve_app(args.sampling, "profile-admit-", no_shed=args.no_shed)
     uvloop.run(_run(app, service, args.requests, args.profile))
 
 

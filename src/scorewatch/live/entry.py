@@ -157,11 +157,14 @@ class LiveScorerEntry:
                 f"got {budget!r}"
             )
 
-    def decide(self, call: AgentCall, sample_key: str, warn: ThrottledLog) -> Decision:
+    def decide(self, call: AgentCall | None, sample_key: str, warn: ThrottledLog) -> Decision:
         """`sampled`, `filtered` or `not_sampled` for one scorer on one call (filter, then
         sampling). A raising or asynchronous filter skips the call; `warn` logs it, by error type
-        only, as its text may quote the call's content."""
+        only, as its text may quote the call's content. `call` may be None for an entry without
+        a filter, whose decision reads `sample_key` alone (the caller need not make the call)."""
         if self.filter is not None:
+            if call is None:
+                raise TypeError("a live filter is asked about a call: none was given")
             try:
                 keep = self.filter(call)
                 if inspect.isawaitable(keep):

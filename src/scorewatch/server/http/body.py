@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Coroutine
 from typing import Any, Final
 
 from ..._asgi import Message, Receive
@@ -90,9 +91,10 @@ class BodyReader:
         deadlines.watch(task, self._timeout)
         return deadlines, task
 
-    async def read(self, receive: Receive) -> bytes | None:
-        """The body; None when the client disconnected. Raises `TooLarge` / `TooSlow`."""
-        return await self._consume(receive, keep=True)
+    def read(self, receive: Receive) -> Coroutine[Any, Any, bytes | None]:
+        """The body; None when the client disconnected. Raises `TooLarge` / `TooSlow`. (The
+        reading coroutine itself, not one awaiting it: every request's body is read here.)"""
+        return self._consume(receive, keep=True)
 
     async def discard(self, receive: Receive) -> None:
         """Read and drop up to the limit, within the time limit; never raises."""

@@ -167,7 +167,7 @@ class ServiceGuard:
                 return
         # OTLP trace exports are protobuf or JSON, maybe gzipped: their route reads them.
         otlp = path == TRACES_PATH
-        if api and not otlp and not _is_json(content_type):
+        if api and not otlp and (content_type is None or not _says_json(content_type)):
             # Also what keeps a web page from posting to a token-less service on localhost: a
             # browser cannot send application/json cross-origin without a CORS preflight.
             await reader.discard(receive)
@@ -256,7 +256,10 @@ def json_problem(body: bytes) -> str | None:
             body.decode("utf-8")
         except UnicodeDecodeError as error:
             return f"invalid JSON: not valid UTF-8 (at byte {error.start})"
-    if _nested_deeper_than(body, MAX_JSON_DEPTH):
+    # Fewer brackets than the limit cannot nest deeper than it: most bodies are not walked.
+    if body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH and _nested_deeper_than(
+        body, MAX_JSON_DEPTH
+    ):
         return f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels"
     return None
 
@@ -268,9 +271,8 @@ _NOT_BRACKETS = bytes(code for code in range(256) if code not in b"[]{}")
 
 def _nested_deeper_than(body: bytes, limit: int) -> bool:
     """True when arrays and objects nest deeper than `limit` (malformed JSON is left to the
-    parser). Byte-string operations only, so a megabyte of brackets costs milliseconds."""
-    if body.count(b"[") + body.count(b"{") <= limit:
-        return False
+    parser), for a body with more than `limit` brackets (`json_problem` counts them). Byte-string
+    operations only, so a megabyte of brackets costs milliseconds."""
     shape = _JSON_STRING.sub(b"", body).translate(_BRACKETS, _NOT_BRACKETS)
     too_deep = b"[" * (limit + 1)
     for _ in range(limit):  # each pass removes the innermost level
@@ -307,10 +309,6 @@ def _body_headers(scope: Scope) -> tuple[bytes | None, int | None]:
         return content_type, int(length)
     except ValueError:
         return content_type, None
-
-
-def _is_json(content_type: bytes | None) -> bool:
-    return content_type is not None and _says_json(content_type)
 
 
 # Clients send a few Content-Type values, again and again: each is read once.

@@ -230,7 +230,11 @@ def serve(config: ServeConfig, *, worker: WorkerLink | None = None) -> int:
         from .peers import PeerClient, PeerEndpoint
 
         service.peers = PeerClient(worker.sibling_paths())
-    app: Any = create_app(service)
+    service_app = create_app(service)
+    # uvicorn calls the guard itself: `ServiceApp.__call__` would only hand each request over
+    # to it, a coroutine more per request (what the guard leaves to the app, lifespan events
+    # included, it hands to the same FastAPI application).
+    app: Any = service_app.guard or service_app
     if len(sockets) > 1:
         app = TracesOnly(app, sockets[1])
     if worker is not None:

@@ -20,7 +20,6 @@ import os
 import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from ..._throttled_log import ThrottledLog
@@ -28,7 +27,7 @@ from ...core.call import CALL_FIELDS, AgentCall
 from ...live.budgets import Budgets, Hold
 from ...live.engine import Counts, decided_event, live_run_id
 from ...live.entry import LiveScorerEntry, fraction_of
-from ...live.events import LiveDecision
+from ...live.events import Decided, LiveDecision
 from ...sinks.storable import json_encoder
 from .interface import ScoreItem, SkipDecision, Skipped
 
@@ -74,7 +73,9 @@ def target_problem(target: str | None) -> str | None:
         return None
     if len(target) > MAX_TARGET_CHARS:
         return f"longer than {MAX_TARGET_CHARS} characters"
-    if BAD_ID_TEXT.search(target):
+    # An ASCII text holds no surrogate: only a NUL is looked for, without the regex engine (a
+    # search costs more than the rest of deciding an item nothing samples).
+    if ("\x00" in target) if target.isascii() else BAD_ID_TEXT.search(target) is not None:
         return BAD_ID_MESSAGE
     return None
 
@@ -116,21 +117,36 @@ def draws_run_id(entries: Iterable[LiveScorerEntry]) -> bool:
 _ascii_text: Final = json.encoder.encode_basestring_ascii
 
 
-@dataclass(frozen=True, slots=True)
 class Plan:
     """One item of a request, decided: the scorers that sampled it and the ones that did not.
     `call` is the item's call with a run id (made up when the client sent none) whenever a
     scorer sampled it or a filter was asked about it; an item nothing sampled may keep the
     client's call as it is (copying a call for a run id nobody reads costs more than deciding
-    it). An item whose call came with a made-up run id (`ScoreItem.made_up_run_id`) is never
-    copied."""
+    it), and the call of an item made of a draft (`ScoreItem.of_draft`) that no filter read
+    is not made until `call` is read. An item whose call came with a made-up run id
+    (`ScoreItem.made_up_run_id`) is never copied. `holds`: what each sampled scorer's run
+    reserved of the spend budgets (none without budgets). Read-only once made."""
 
-    item: ScoreItem
-    call: AgentCall
-    sampled: list[str]
-    skipped: list[Skipped]
-    holds: dict[str, Hold] = field(default_factory=dict)
-    """What each sampled scorer's run reserved of the spend budgets (none without budgets)."""
+    __slots__ = ("_call", "holds", "item", "sampled", "skipped")
+
+    def __init__(
+        self,
+        item: ScoreItem,
+        call: AgentCall | None,
+        sampled: list[str],
+        skipped: list[Skipped],
+        holds: dict[str, Hold] | None = None,
+    ) -> None:
+        self.item = item
+        self._call = call  # None: the item's own call (made when first read)
+        self.sampled = sampled
+        self.skipped = skipped
+        self.holds: dict[str, Hold] = {} if holds is None else holds
+
+    @property
+    def call(self) -> AgentCall:
+        call = self._call
+        return self.item.call if call is None else call
 
 
 def plan_items(
@@ -143,16 +159,18 @@ def plan_items(
     `budgets`, a sampled run holds its reservation (`Plan.holds`) until it is settled, or
     given back when the request is refused (`release_holds`)."""
     for index, item in enumerate(items):
-        problem = target_problem(item.call.target)
+        problem = target_problem(item.target)
         if problem is not None:
             raise InvalidTargetError(f"items[{index}].target: {problem}")
     plans: list[Plan] = []
     now = budgets.now() if budgets else 0.0  # one clock reading for the whole request
     for item in items:
-        call = item.call
+        # Made only once something reads it (a filter, a sampled run): without a filter, the
+        # decision reads the trace id, else the run id, and nothing else of the call.
+        call: AgentCall | None = None
         # Made up (when the client sent none) only once something reads it: a filter, a
         # sampling rate strictly between 0 and 1, a budget, or a sampled run.
-        run_id = call.run_id
+        run_id = item.run_id
         chosen = entries if item.scorers is None else dict.fromkeys(item.scorers)
         sampled: list[str] = []
         skipped: list[Skipped] = []
@@ -161,9 +179,12 @@ def plan_items(
             entry = entries[scorer_id]
             if not run_id and (entry.filter is not None or entry.sampling.keyed or budgets):
                 run_id = _run_ids.next()
-            if entry.filter is not None and call.run_id != run_id:
-                call = call.with_run_id(run_id)  # what a filter sees has its run id
-            sample_key = call.trace_id or run_id or ""
+            if entry.filter is not None:
+                if call is None:
+                    call = item.call
+                if call.run_id != run_id:
+                    call = call.with_run_id(run_id)  # what a filter sees has its run id
+            sample_key = item.trace_id or run_id or ""
             decision: SkipDecision | Literal["sampled"] = entry.decide(call, sample_key, _warn)
             if budgets and decision != "filtered" and budgets.governs(entry.scorer):
                 fraction = fraction_of(sample_key)
@@ -174,8 +195,11 @@ def plan_items(
                 sampled.append(scorer_id)
             else:
                 skipped.append(skip_of(scorer_id, decision))
-        if sampled and not call.run_id:
-            call = call.with_run_id(run_id or _run_ids.next())
+        if sampled:
+            if call is None:
+                call = item.call
+            if not call.run_id:
+                call = call.with_run_id(run_id or _run_ids.next())
         plans.append(Plan(item, call, sampled, skipped, holds))
     return plans
 
@@ -185,6 +209,12 @@ def plan_items(
 def skip_of(scorer_id: str, decision: SkipDecision) -> Skipped:
     """The `Skipped` of `decision` for `scorer_id` (shared: it is immutable)."""
     return Skipped(scorer_id, decision)
+
+
+# Their events too, immutable as well: one of each is made, not one per decision.
+@functools.lru_cache(maxsize=4096)
+def _skip_event(scorer_id: str, decision: SkipDecision) -> Decided:
+    return decided_event(scorer_id, decision)
 
 
 async def plan_items_off_loop(
@@ -225,10 +255,15 @@ class IntakeCounts(Counts):
         self.budgets = budgets
 
     def skipped(self, plans: Iterable[Plan]) -> None:
-        """Count the decisions not to score (filtered, not sampled) of admitted items."""
+        """Count the decisions not to score (filtered, not sampled) of admitted items: as
+        `decided` counts each, its event made once per scorer and decision (`_skip_event`)."""
+        observers = self.observers
+        told = observers.hears(Decided)
         for plan in plans:
             for skip in plan.skipped:
-                self.decided(skip.scorer, skip.decision)
+                self.add(skip.decision)
+                if told:
+                    observers.emit(_skip_event(skip.scorer, skip.decision))
 
     def refused(self, plans: Iterable[Plan], decision: LiveDecision) -> None:
         """A refused request: its sampled evaluations count as `decision`, nothing else."""

@@ -23,6 +23,7 @@ from ...sinks.record import ScoreRecord
 __all__ = [
     "Accepted",
     "Admission",
+    "CallDraft",
     "Intake",
     "IntakeClosedError",
     "QueueFullError",
@@ -34,18 +35,111 @@ __all__ = [
 SkipDecision = Literal["not_sampled", "filtered", "skipped_budget"]
 
 
-@dataclass(frozen=True, slots=True)
+class CallDraft(Protocol):
+    """What an item's call is made of before it is made (serve's parsed request): the fields
+    deciding the item reads, and `to_call` to make the call once something needs it."""
+
+    @property
+    def target(self) -> str | None: ...
+
+    @property
+    def trace_id(self) -> str | None: ...
+
+    @property
+    def run_id(self) -> str | None: ...
+
+    def to_call(self, run_id: str | None = None) -> AgentCall:
+        """The call, with `run_id` in place of the draft's when given."""
+        ...
+
+
 class ScoreItem:
     """One call to score, as validated from a request: `scorers` names the scorers to run (None:
     every configured one), `size` the bytes the item took in the request body (an estimate of
     what it holds while it waits). `made_up_run_id`: the client sent no run id and `call`
     carries one the service made up (`next_run_id`) before building it, so that the call is
-    built once; the request's identity (its digest, its run ids) is the call's without it."""
+    built once; the request's identity (its digest, its run ids) is the call's without it.
 
-    call: AgentCall
-    scorers: tuple[str, ...] | None = None
-    size: int = 0
-    made_up_run_id: bool = False
+    `target`, `trace_id` and `run_id` are the call's, all that deciding an item without a
+    filter reads. An item made `of_draft` makes its call only when something reads `call` (a
+    filter, a sampled run): an item nothing samples is decided, counted and answered without
+    it (a call is a frozen object of a dozen fields, as much work as parsing a small request).
+    Read-only once made, as the call is."""
+
+    __slots__ = (
+        "_call",
+        "_draft",
+        "made_up_run_id",
+        "run_id",
+        "scorers",
+        "size",
+        "target",
+        "trace_id",
+    )
+
+    def __init__(
+        self,
+        call: AgentCall,
+        scorers: tuple[str, ...] | None = None,
+        size: int = 0,
+        made_up_run_id: bool = False,
+    ) -> None:
+        self._call: AgentCall | None = call
+        self._draft: CallDraft | None = None
+        self.scorers = scorers
+        self.size = size
+        self.made_up_run_id = made_up_run_id
+        self.target: str | None = call.target
+        self.trace_id: str | None = call.trace_id
+        self.run_id: str | None = call.run_id
+
+    @classmethod
+    def of_draft(
+        cls,
+        draft: CallDraft,
+        scorers: tuple[str, ...] | None = None,
+        size: int = 0,
+        made_up_run_id: str | None = None,
+    ) -> ScoreItem:
+        """The item of the call `draft` makes (with `made_up_run_id` as its run id, when the
+        client sent none and one is made up first), made when `call` is first read."""
+        item = cls.__new__(cls)
+        item._call = None
+        item._draft = draft
+        item.scorers = scorers
+        item.size = size
+        item.made_up_run_id = made_up_run_id is not None
+        item.target = draft.target
+        item.trace_id = draft.trace_id
+        item.run_id = draft.run_id if made_up_run_id is None else made_up_run_id
+        return item
+
+    @property
+    def call(self) -> AgentCall:
+        call = self._call
+        if call is None:
+            draft = self._draft
+            assert draft is not None  # an item has a call or a draft
+            call = draft.to_call(self.run_id if self.made_up_run_id else None)
+            self._call, self._draft = call, None  # the draft is not kept past its call
+        return call
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.call, self.scorers, self.size, self.made_up_run_id)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScoreItem):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"ScoreItem(call={self.call!r}, scorers={self.scorers!r}, size={self.size!r}, "
+            f"made_up_run_id={self.made_up_run_id!r})"
+        )
 
 
 class Accepted(NamedTuple):

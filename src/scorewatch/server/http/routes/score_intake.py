@@ -57,28 +57,29 @@ __all__ = [
 _CONTENT_FIELDS: Final = ScoreRequest.CONTENT_FIELDS
 _contents_of: Final = operator.attrgetter(*_CONTENT_FIELDS)
 
+# `ScoreRequest.model_validate_json`, the same validation, without its wrapper's keywords.
+_validate_json: Final = ScoreRequest.__pydantic_validator__.validate_json
+
 # A number that may be past a double's range: a three-digit exponent or 309 digits in a row.
 _HUGE_NUMBER: Final = re.compile(rb"[0-9][eE]\+?[0-9]{3}|[0-9]{309}")
 
 
 def item_of(service: ServiceState, request: ScoreRequest, size: int = 0) -> ScoreItem:
-    """The item of `request`, its call built once: when the client sent no run id and the
-    scorers it names would have one made up (`draws_run_id`: a filter, or a rate other than
-    0), the id is drawn first and the call built with it, instead of admission copying the
-    call to add it. Then the request's identity leaves the id out (`made_up_run_id`)."""
+    """The item of `request`, whose call is made from it only when something needs the call
+    (a filter, a sampled run: `ScoreItem.of_draft`), and then once: when the client sent no
+    run id and the scorers it names would have one made up (`draws_run_id`: a filter, or a
+    rate other than 0), the id is drawn first and the call made with it, instead of admission
+    copying the call to add it. Then the request's identity leaves the id out
+    (`made_up_run_id`)."""
     scorers = request.scorers
+    named = tuple(scorers) if scorers is not None else None
     if request.run_id is None and (
         service.draws_run_id
         if scorers is None
         else draws_run_id(service.scorers[scorer_id].entry for scorer_id in scorers)
     ):
-        return ScoreItem(
-            request.to_call(next_run_id()),
-            tuple(scorers) if scorers is not None else None,
-            size,
-            made_up_run_id=True,
-        )
-    return ScoreItem(request.to_call(), tuple(scorers) if scorers is not None else None, size)
+        return ScoreItem.of_draft(request, named, size, made_up_run_id=next_run_id())
+    return ScoreItem.of_draft(request, named, size)
 
 
 def check_values(requests: Sequence[ScoreRequest], raw: bytes, prefix: str = "") -> None:
@@ -241,7 +242,7 @@ async def answer_plain_score(service: ServiceState, body: bytes, send: Send) -> 
     accept it; what only the route's reader accepts (a byte-order mark, lone surrogates in
     escapes, numbers of thousands of digits) fails here and goes on to the route."""
     try:
-        request = ScoreRequest.model_validate_json(body)
+        request: ScoreRequest = _validate_json(body)
         check_values((request,), body)
         if request.scorers is not None:
             check_scorers(service, (request,))
