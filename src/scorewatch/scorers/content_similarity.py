@@ -137,15 +137,16 @@ def _twice_shared_few(first_pairs: list[int], second_pairs: list[int]) -> int:
         if len(shared_in_first) > len(both):
             shared_in_second = list(filter(both.__contains__, second_pairs))
             if len(shared_in_second) > len(both):
-                return _twice_shared_counted(Counter(shared_in_first), Counter(shared_in_second))
+                return _twice_shared_counted(shared_in_first, shared_in_second)
     return 2 * len(both)
 
 
-def _twice_shared_counted(counts: Counter[int], others: Counter[int]) -> int:
-    """2 x the shared bigrams of two counts of the same bigrams: 2 min(a, b) = a + b - |a - b|
-    summed, the counts of `others` read in the order of `counts`."""
-    distance = sum(map(abs, map(sub, counts.values(), map(others.__getitem__, counts))))
-    return counts.total() + others.total() - distance
+def _twice_shared_counted(first: list[int], second: list[int]) -> int:
+    """2 x the multiset intersection of two lists of the same distinct bigrams: 2 min(a, b) =
+    a + b - |a - b| summed, the counts of the second read in the order of the first's."""
+    counts, others = Counter(first), Counter(second)
+    distance: int = sum(map(abs, map(sub, counts.values(), map(others.__getitem__, counts))))
+    return len(first) + len(second) - distance
 
 
 # Counting and substituting are C loops that keep the GIL until they return; done a slice at a
