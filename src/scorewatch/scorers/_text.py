@@ -248,10 +248,20 @@ def _splits_as_js(text: str) -> bool:
     )
 
 
+# Printable ASCII (U+0020..U+007E, `isascii() and isprintable()`, one scan each) holds no white
+# space but the space itself, in either language: no control character, no separator.
+
+
 def js_collapse_spaces(text: str) -> str:
     """Runs of JavaScript white space become one space, the ends trimmed:
     `js_trim(JS_SPACES.sub(" ", text))`, by `str.split` where that is the same (a regex
     substitution costs several times more on short texts)."""
+    if text.isascii() and text.isprintable():
+        # Single spaces only, none at an end (most texts): already collapsed, kept as it is
+        # rather than split into words and joined again.
+        if "  " in text or text.startswith(" ") or text.endswith(" "):
+            return " ".join(text.split())
+        return text
     if _splits_as_js(text):
         return " ".join(text.split())
     return js_trim(JS_SPACES.sub(" ", text))
@@ -259,6 +269,8 @@ def js_collapse_spaces(text: str) -> str:
 
 def js_drop_spaces(text: str) -> str:
     """`text` without its JavaScript white space (`JS_SPACES.sub("", text)`)."""
+    if text.isascii() and text.isprintable():
+        return text.replace(" ", "")
     if _splits_as_js(text):
         return "".join(text.split())
     return JS_SPACES.sub("", text)

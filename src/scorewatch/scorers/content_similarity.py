@@ -68,8 +68,16 @@ def _dice(first: str, second: str) -> float:
             return 0
         # ASCII text is its own UTF-16 units, one byte each: its bigrams counted as the 16-bit
         # integers of its byte pairs (hashed and freed for less than tuples of characters).
-        # A text of one slice (nearly every text scored) is counted here, without a frame.
         pairs = len(first) + len(second) - 2
+        if pairs <= _FEW_PAIRS:
+            return (
+                _twice_shared_few(
+                    _byte_pairs(first.encode("ascii").translate(_SPREAD)),
+                    _byte_pairs(second.encode("ascii").translate(_SPREAD)),
+                )
+                / pairs
+            )
+        # A text of one slice (nearly every text scored) is counted here, without a frame.
         if len(first) <= _SLICE and len(second) <= _SLICE:
             return _shared_share(
                 Counter(_byte_pairs(first.encode("ascii"))),
@@ -100,6 +108,45 @@ def _shared_share(first_counts: Counter[Any], second_counts: Counter[Any], pairs
     others = list(map(second_counts.__getitem__, both))
     twice_shared: int = sum(counts) + sum(others) - sum(map(abs, map(sub, counts, others)))
     return twice_shared / pairs
+
+
+# Short texts (a question and its answer of a sentence or two) are compared by sets of their
+# bigrams, which cost half of two counts: a set and a lookup per bigram, where a count looks each
+# bigram up and then stores it. The set of shared bigrams is the multiset intersection unless both
+# texts repeat a shared bigram, seldom in short texts and checked: then the shared bigrams are
+# counted after all, and the sets were spent for nothing. Longer texts nearly always repeat one
+# (`th`, `in`, `er`), so they are counted at once.
+_FEW_PAIRS = 126
+
+# The byte of each ASCII character multiplied by 5 modulo 128 (a permutation, so bigrams keep
+# their identity): letters spread over the low seven bits rather than the 26 consecutive values
+# of `a`..`z`. A small set indexes a bigram integer by its low byte, the first character's; with
+# letters consecutive, bigrams crowd into one run of slots that every lookup of an absent bigram
+# walks to its end.
+_SPREAD = bytes([code * 5 % 128 for code in range(128)]) + bytes(range(128, 256))
+
+
+def _twice_shared_few(first_pairs: list[int], second_pairs: list[int]) -> int:
+    """2 x the bigrams both lists hold, each as many times as it occurs in both."""
+    distinct = set(first_pairs)
+    both = distinct.intersection(second_pairs)
+    if len(distinct) < len(first_pairs) and both:
+        # The first repeats a bigram: is it a shared one, and does the second repeat one too?
+        # (A shared bigram once in either text is shared once.) Each a C loop, no frame.
+        shared_in_first = list(filter(both.__contains__, first_pairs))
+        if len(shared_in_first) > len(both):
+            shared_in_second = list(filter(both.__contains__, second_pairs))
+            if len(shared_in_second) > len(both):
+                return _twice_shared_counted(shared_in_first, shared_in_second)
+    return 2 * len(both)
+
+
+def _twice_shared_counted(first: list[int], second: list[int]) -> int:
+    """2 x the multiset intersection of two lists of the same distinct bigrams: 2 min(a, b) =
+    a + b - |a - b| summed, the counts of the second read in the order of the first's."""
+    counts, others = Counter(first), Counter(second)
+    distance: int = sum(map(abs, map(sub, counts.values(), map(others.__getitem__, counts))))
+    return len(first) + len(second) - distance
 
 
 # Counting and substituting are C loops that keep the GIL until they return; done a slice at a
@@ -134,9 +181,9 @@ def _byte_pairs(data: bytes) -> list[int]:
     those starting at even offsets, then those at odd ones (a count has no order). One integer
     per pair of bytes either way, so two texts' bigrams compare."""
     size = len(data)
-    codes = memoryview(data[: size - size % 2]).cast("H").tolist()
-    codes += memoryview(data[1 : size - (size - 1) % 2]).cast("H").tolist()
-    return codes
+    # Both runs of pairs in one buffer: one view, one cast and one list rather than two of each.
+    evens_then_odds = data[: size - size % 2] + data[1 : size - (size - 1) % 2]
+    return memoryview(evens_then_odds).cast("H").tolist()
 
 
 @prebuilt(_CARD)
