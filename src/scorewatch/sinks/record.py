@@ -480,13 +480,7 @@ class ScoreRecord:
         metadata and request context is left as `_row` made it (plain JSON data, not yet
         `storable`): `encode_record` makes it so column by column. `plain`: the call's input
         and output are in it as they are (`_row`)."""
-        call = self.call
-        truth = None if call.ground_truth is None else _jsonable(call.ground_truth)
-        extra = _jsonable(call.metadata) if call.metadata else None
-        context = None if call.request_context is None else _jsonable(call.request_context)
-        skipped = self.not_scorable
-        # The reference's score row has no column for this; metadata keeps the table as is.
-        not_scorable = None if skipped is None else skipped.model_dump(mode="json", by_alias=True)
+        truth, extra, context, not_scorable = self._call_parts()
         row: dict[str, Any] = self._row(plain)
         private = self.redaction
         columns: dict[str, Any] = {}
@@ -494,21 +488,7 @@ class ScoreRecord:
             columns = {k: row[k] for k in _CONTENT_ORDER if k in row}
             if not redacts_any(private, [columns, truth, extra, context, not_scorable]):
                 private = None  # nothing to replace (all texts scanned in one pass): as is
-        metadata: dict[str, Any] = {"structuredOutput": False}
-        if call.run_id:
-            metadata["agentRunId"] = storable(call.run_id)
-        if truth is not None:
-            metadata["groundTruth"] = storable(truth, privacy=private, prepared=True)
-        if extra is not None:
-            cleaned = _cleaned_once(extra) if not walk and private is None else None
-            if cleaned is None:
-                cleaned = storable(extra, redact=True, privacy=private, prepared=True)
-            metadata.update(cleaned)
-        if call.score_source == "trace":
-            # The reference row's `source` is LIVE or TEST; a call read from spans says so here.
-            metadata["scoreSource"] = storable(call.score_source)
-        if not_scorable is not None:
-            metadata["notScorable"] = storable(not_scorable, privacy=private, prepared=True)
+        metadata = self._metadata(truth, extra, not_scorable, walk, private)
         if private is None:
             if walk:
                 row = storable(row)
@@ -526,6 +506,41 @@ class ScoreRecord:
         row["metadata"] = metadata
         return row, private is not None
 
+    def _call_parts(self) -> tuple[Any, Any, Any, Any]:
+        """The call's ground truth, metadata and request context, JSON-ready, and the run's
+        `not_scorable` as the row's metadata keeps it (None where there is none)."""
+        call = self.call
+        truth = None if call.ground_truth is None else _jsonable(call.ground_truth)
+        extra = _jsonable(call.metadata) if call.metadata else None
+        context = None if call.request_context is None else _jsonable(call.request_context)
+        skipped = self.not_scorable
+        # The reference's score row has no column for this; metadata keeps the table as is.
+        not_scorable = None if skipped is None else skipped.model_dump(mode="json", by_alias=True)
+        return truth, extra, context, not_scorable
+
+    def _metadata(
+        self, truth: Any, extra: Any, not_scorable: Any, walk: bool, private: Redaction | None
+    ) -> dict[str, Any]:
+        """The row's `metadata` of `_call_parts`, storable (redacted by `private`, whose
+        `redacts_any` has scanned them, when it replaces something)."""
+        call = self.call
+        metadata: dict[str, Any] = {"structuredOutput": False}
+        if call.run_id:
+            metadata["agentRunId"] = storable(call.run_id)
+        if truth is not None:
+            metadata["groundTruth"] = storable(truth, privacy=private, prepared=True)
+        if extra is not None:
+            cleaned = _cleaned_once(extra) if not walk and private is None else None
+            if cleaned is None:
+                cleaned = storable(extra, redact=True, privacy=private, prepared=True)
+            metadata.update(cleaned)
+        if call.score_source == "trace":
+            # The reference row's `source` is LIVE or TEST; a call read from spans says so here.
+            metadata["scoreSource"] = storable(call.score_source)
+        if not_scorable is not None:
+            metadata["notScorable"] = storable(not_scorable, privacy=private, prepared=True)
+        return metadata
+
     def kept(self, value: Any) -> Any:
         """`value` (a reason, an error, ...) as this record keeps it: storable, and redacted
         by the run's redactor when a privacy policy applies."""
@@ -535,56 +550,61 @@ class ScoreRecord:
         """The row but for `requestContext` and `metadata` (filled in by `to_row`); `plain`:
         with the call's input and output as they are, not their JSON-ready copies (a call
         marked `plain_json`, whose row is written by `plain_storable_json`)."""
+        return dict(zip(SCORE_COLUMNS, self._row_values(plain), strict=True))
+
+    def _row_values(self, plain: bool = False) -> list[Any]:
+        """`_row`'s values in `SCORE_COLUMNS` order: what the SQLite writer encodes, without
+        the dictionary (41 keys inserted and read back, ~10k instructions a row)."""
         result = self.result
         call = self.call
         stamp = iso_timestamp(self.created_at)
         reason = self.reason
         entity_id, entity, entity_type = _entity(call)
-        return {
-            "id": self.id,
-            "scorerId": self.scorer_id,
-            "entityId": entity_id,
-            "runId": self.id,
-            "input": call.input if plain else _jsonable(call.input),
-            "output": call.output if plain else _jsonable(call.output),
-            "additionalContext": None,
-            "requestContext": None,
-            "extractStepResult": None,
-            "extractPrompt": None,
-            "score": self.score,
-            "analyzeStepResult": _jsonable(result.analyze_step_result) if result else None,
-            "analyzePrompt": result.analyze_prompt if result else None,
-            "reason": reason if reason is None or isinstance(reason, str) else _jsonable(reason),
-            "reasonPrompt": result.generate_reason_prompt if result else None,
-            "scorer": self._scorer_fields(),
-            "metadata": None,
-            "source": self.source,
-            "entity": entity,
-            "entityType": entity_type,
-            "structuredOutput": False,
-            "traceId": call.trace_id,
-            "spanId": call.span_id,
-            "resourceId": None,
-            "threadId": call.conversation_id,
-            "preprocessStepResult": (_jsonable(result.preprocess_step_result) if result else None),
-            "preprocessPrompt": result.preprocess_prompt if result else None,
-            "generateScorePrompt": result.generate_score_prompt if result else None,
-            "generateReasonPrompt": result.generate_reason_prompt if result else None,
-            "createdAt": stamp,
-            "updatedAt": stamp,
+        return [
+            self.id,  # id
+            self.scorer_id,  # scorerId
+            entity_id,  # entityId
+            self.id,  # runId
+            call.input if plain else _jsonable(call.input),  # input
+            call.output if plain else _jsonable(call.output),  # output
+            None,  # additionalContext
+            None,  # requestContext
+            None,  # extractStepResult
+            None,  # extractPrompt
+            self.score,  # score
+            _jsonable(result.analyze_step_result) if result else None,  # analyzeStepResult
+            result.analyze_prompt if result else None,  # analyzePrompt
+            reason if reason is None or isinstance(reason, str) else _jsonable(reason),  # reason
+            result.generate_reason_prompt if result else None,  # reasonPrompt
+            self._scorer_fields(),  # scorer
+            None,  # metadata
+            self.source,  # source
+            entity,  # entity
+            entity_type,  # entityType
+            False,  # structuredOutput
+            call.trace_id,  # traceId
+            call.span_id,  # spanId
+            None,  # resourceId
+            call.conversation_id,  # threadId
+            _jsonable(result.preprocess_step_result) if result else None,  # preprocessStepResult
+            result.preprocess_prompt if result else None,  # preprocessPrompt
+            result.generate_score_prompt if result else None,  # generateScorePrompt
+            result.generate_reason_prompt if result else None,  # generateReasonPrompt
+            stamp,  # createdAt
+            stamp,  # updatedAt
             # Beyond the reference row:
-            "target": call.target,
-            "status": self.status,
-            "judge": self.judge_records(),
-            "error": self.error,
-            "errorCode": self.error_code,
-            "errorType": self.error_type,
-            "failedStep": camel_step(self.failed_step) if self.failed_step else None,
+            call.target,  # target
+            self.status,  # status
+            self.judge_records(),  # judge
+            self.error,  # error
+            self.error_code,  # errorCode
+            self.error_type,  # errorType
+            camel_step(self.failed_step) if self.failed_step else None,  # failedStep
             # (`map`, not a comprehension: no function and frame made for the usual none.)
-            "completedSteps": list(map(camel_step, self.completed_steps)),
-            "scorerVersion": self.scorer_version,
-            "reviewSampled": self.review,
-        }
+            list(map(camel_step, self.completed_steps)),  # completedSteps
+            self.scorer_version,  # scorerVersion
+            self.review,  # reviewSampled
+        ]
 
     def _scorer_fields(self) -> dict[str, Any]:
         """The row's `scorer`: the reference's four fields and the declared version, if any."""
@@ -734,20 +754,30 @@ def _trusts_plain(record: ScoreRecord) -> bool:
 def _encode_record(
     record: ScoreRecord, convert: Mapping[str, Callable[[Any], Any]] | None, plain: bool
 ) -> tuple[Any, ...]:
-    row, redacted = record._to_row(walk=False, plain=plain)
-    if redacted:  # walked already, with the redactor
-        return encode_row(row, dumps=stored_json, convert=convert)
-    # No redactor, or one that finds nothing to replace in this run (its texts scanned): the
-    # row is then the one a run without a policy makes, encoded the same way.
-    written = _written_once(record, row)
+    if record.redaction is None:
+        # `_to_row(walk=False)`'s values without its dictionary: the row's own values and its
+        # call's columns, made storable as `_to_row` makes them without a redactor.
+        values = record._row_values(plain)
+        truth, extra, context, not_scorable = record._call_parts()
+        if context is not None:
+            values[_CONTEXT_AT] = storable(context, redact=True)
+        values[_METADATA_AT] = record._metadata(truth, extra, not_scorable, False, None)
+    else:
+        row, redacted = record._to_row(walk=False, plain=plain)
+        if redacted:  # walked already, with the redactor
+            return encode_row(row, dumps=stored_json, convert=convert)
+        # A redactor that finds nothing to replace in this run (its texts scanned): the row
+        # is then the one a run without a policy makes, encoded the same way. (`_row` made
+        # its columns in `SCORE_COLUMNS` order: its values are the row's.)
+        values = list(row.values())
+    written = _written_once(record, values)
     if plain:
-        content = _plain_content_json(row)
+        content = _plain_content_json(values)
         if content is None:  # not plain JSON after all (changed in place since): as any call
             return _encode_record(record, convert, plain=False)
         written.update(content)
-    # `_row` made the row's columns in `SCORE_COLUMNS` order: its values are the row's.
     return _encode_values(
-        list(row.values()),
+        values,
         dumps=storable_json,
         convert=convert,
         clean=_storable_column,
@@ -756,22 +786,24 @@ def _encode_record(
 
 
 _INPUT_AT: Final = _INDEX["input"]
+_CONTEXT_AT: Final = _INDEX["requestContext"]
 _OUTPUT_AT: Final = _INDEX["output"]
 
 
-def _plain_content_json(row: dict[str, Any]) -> dict[int, str] | None:
-    """The texts of `row`'s input and output, the call's own plain JSON values, by column
-    index (their values in `row` set to None for `encode_row` to leave them); None when one
-    holds what JSON does not write as it is (`plain_storable_json`)."""
+def _plain_content_json(values: list[Any]) -> dict[int, str] | None:
+    """The texts of the row's input and output (`values`, in `SCORE_COLUMNS` order), the
+    call's own plain JSON values, by column index (their values set to None for
+    `_encode_values` to leave them); None when one holds what JSON does not write as it is
+    (`plain_storable_json`)."""
     written: dict[int, str] = {}
-    for column, index in (("input", _INPUT_AT), ("output", _OUTPUT_AT)):
-        value = row[column]
+    for index in (_INPUT_AT, _OUTPUT_AT):
+        value = values[index]
         if value is not None:
             text = plain_storable_json(value)
             if text is None:
                 return None
             written[index] = text
-            row[column] = None
+            values[index] = None
     return written
 
 
@@ -832,9 +864,10 @@ def _cleaned_once(metadata: dict[str, Any]) -> dict[str, Any] | None:
     return found
 
 
-def _written_once(record: ScoreRecord, row: dict[str, Any]) -> dict[int, str]:
-    """The texts of `row`'s columns that many rows share (`_ONCE`), by column index, their
-    values in `row` set to None for `encode_row` to leave them."""
+def _written_once(record: ScoreRecord, values: list[Any]) -> dict[int, str]:
+    """The texts of the row's columns that many rows share (`_ONCE`), by column index, their
+    values (`values`, in `SCORE_COLUMNS` order) set to None for `_encode_values` to leave
+    them."""
     written = {
         _SCORER_AT: _json_once(
             (
@@ -845,23 +878,23 @@ def _written_once(record: ScoreRecord, row: dict[str, Any]) -> dict[int, str]:
                 record.has_judge,
                 record.scorer_declared_version,
             ),
-            row["scorer"],
+            values[_SCORER_AT],
         )
     }
-    row["scorer"] = None
+    values[_SCORER_AT] = None
     call = record.call
     if call.score_source != "trace":  # a trace's entity names its span: one per row
-        written[_ENTITY_AT] = _json_once(("entity", call.target), row["entity"])
-        row["entity"] = None
+        written[_ENTITY_AT] = _json_once(("entity", call.target), values[_ENTITY_AT])
+        values[_ENTITY_AT] = None
     # Nothing but the flag `_to_row` starts with (a call's metadata holding only that flag,
     # False, is written alike). The key stays first when metadata updates it: no other text.
-    metadata = row["metadata"]
+    metadata = values[_METADATA_AT]
     if len(metadata) == 1 and metadata.get("structuredOutput") is False:
         written[_METADATA_AT] = _PLAIN_METADATA_JSON
-        row["metadata"] = None
-    if not row["completedSteps"]:
+        values[_METADATA_AT] = None
+    if not values[_COMPLETED_AT]:
         written[_COMPLETED_AT] = _NO_STEPS_JSON
-        row["completedSteps"] = None
+        values[_COMPLETED_AT] = None
     return written
 
 
