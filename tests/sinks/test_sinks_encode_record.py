@@ -144,7 +144,10 @@ def _encode_row_by_column(
         elif column in special:
             value = special[column](value if clean is None else clean(value))
         elif column == "reason" and not isinstance(value, str):
-            value = dumps(value)
+            # Cleaned first, as the walked row holds it: an infinity or NaN becomes its text
+            # and is stored as that text (c73249b); any other reason as its JSON.
+            value = value if clean is None else clean(value)
+            value = value if isinstance(value, str) else dumps(value)
         elif clean is not None:
             value = clean(value)
         values.append(value)
@@ -174,6 +177,21 @@ def test_encode_row_gives_what_the_column_by_column_loop_gave(data: st.DataObjec
     for way in ways:
         expected = _encode_row_by_column(row, **way)
         assert repr(encode_row(row, **way)) == repr(expected)  # NaN compares by its text
+
+
+@pytest.mark.parametrize("reason", [float("inf"), float("-inf"), float("nan"), 0.5, [1.5]])
+def test_a_reason_that_is_not_text_encodes_as_the_loop_does(reason: Any) -> None:
+    call = AgentCall(input="q", output="a", target="bot")
+    record = ScoreRecord(
+        id="run", scorer_id="s", scorer_name="S", scorer_description="", has_judge=False,
+        call=call, status="success",
+    )  # fmt: skip
+    row = {**record._to_row(walk=False)[0], "reason": reason}
+    way: dict[str, Any] = {"dumps": storable_json, "convert": _ENCODE, "clean": _storable_column}
+    encoded = encode_row(row, **way)
+    assert repr(encoded) == repr(_encode_row_by_column(row, **way))
+    if isinstance(reason, float) and reason != 0.5:  # the walk's text, stored as it is
+        assert encoded[SCORE_COLUMNS.index("reason")] == storable(reason)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
