@@ -396,12 +396,9 @@ class RunTelemetry(RunListener):
                 enqueued = _target_context(link.trace_id, link.span_id)
                 if enqueued is not None:
                     links.append(Link(enqueued))
+        # By position (name, context, kind, attributes, links: the API's order), every run.
         span = tracer.start_span(
-            profile.run_span_name,
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            links=links,
+            profile.run_span_name, parent, SpanKind.INTERNAL, attributes, links
         )
         self._run_span = span
         self._run_context = trace.set_span_in_context(span)
