@@ -8,7 +8,8 @@ texts are `profile_scored.py`'s (the content-similarity scorer, no telemetry); 3
 calls first, and the collector is disabled so that no collection lands in one piece's count.
 Pieces: `score_call`, `run_scorer` (`of_call` included), `of_call`, `check_run`, `measure` and
 `score` (the scorer's two steps), `compare` (`compare_two_strings`), `dice` (`_dice` of the
-texts without spaces).
+texts without spaces). `--telemetry` first configures telemetry as serve does (Prometheus
+reader, no push exporter): `score_call` with and without it is a scored run's telemetry.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ def _done(coroutine: Coroutine[Any, Any, Any]) -> Any:
 
 
 def main() -> None:
+    args = [arg for arg in sys.argv[1:] if arg != "--telemetry"]
+    if len(args) < len(sys.argv) - 1:
+        from _common import configure_prometheus
+
+        configure_prometheus()
     scorer = create_content_similarity_scorer()
     call = AgentCall(input=_INPUT, output=_OUTPUT, target="support-bot")
     run = ScorerRun.of_call(call, "run-1")
@@ -62,8 +68,8 @@ def main() -> None:
         "compare": lambda: compare_two_strings(_INPUT, _OUTPUT),
         "dice": lambda: _dice(first, second),
     }
-    piece = pieces[sys.argv[1]]
-    count = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+    piece = pieces[args[0]]
+    count = int(args[1]) if len(args) > 1 else 2000
     for _ in range(300):
         piece()
     gc.collect()

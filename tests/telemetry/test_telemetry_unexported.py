@@ -241,3 +241,35 @@ def test_an_ids_only_root_span_has_the_sdk_flags_and_fresh_ids() -> None:
     }
     assert len({context.trace_id for context in contexts}) == 50
     assert len({context.span_id for context in contexts}) == 50
+
+
+async def test_an_ids_only_run_times_each_step_in_the_series_a_recorded_run_does(
+    handle: telemetry.TelemetryHandle,
+) -> None:
+    """An ids-only run keeps no open step: each step's duration is found from its outcome,
+    in the same series (scorer, step, step type) a run with a span processor records."""
+    scorer = (
+        sw.create_scorer(id="timed", description="two steps")
+        .preprocess(lambda ctx: 1.0)
+        .generate_score(lambda ctx: 0.5)
+    )
+    assert handle.registry is not None
+
+    def step_counts() -> list[str]:
+        text = render_openmetrics(handle.registry).decode()  # type: ignore[arg-type]
+        return sorted(
+            line
+            for line in text.splitlines()
+            if line.startswith("scorewatch_scorer_step_duration_seconds_count")
+            and 'evaluation_name="timed"' in line
+        )
+
+    await scorer.run(output="x")
+    await scorer.run(output="y")
+    quiet = step_counts()
+    assert len(quiet) == 2 and all(line.endswith(" 2.0") for line in quiet)
+    assert any('scorewatch_step="preprocess"' in line for line in quiet)
+
+    handle.tracer_provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))  # type: ignore[attr-defined]
+    await scorer.run(output="z")
+    assert step_counts() == [line.removesuffix(" 2.0") + " 3.0" for line in quiet]

@@ -27,7 +27,6 @@ from opentelemetry._logs import Logger, SeverityNumber
 from opentelemetry.context import Context
 from opentelemetry.metrics import Histogram
 from opentelemetry.trace import (
-    INVALID_SPAN,
     Link,
     NonRecordingSpan,
     Span,
@@ -153,7 +152,6 @@ class ScorerProfile:
         "instruments",
         "metric_version",
         "models",
-        "quiet_steps",
         "run_attributes",
         "run_span_name",
         "scale",
@@ -215,9 +213,6 @@ class ScorerProfile:
         self.run_attributes = base
         self.step_span: dict[tuple[str, str], tuple[str, Attributes]] = {}
         self.step_durations: dict[tuple[str, str], BoundHistogram] = {}
-        # What an ids-only run keeps of an open step (no span of its own): the same for every
-        # run, so made once.
-        self.quiet_steps: dict[tuple[str, str], _OpenSpan] = {}
         # Judge attempts' histogram series (`judge_calls.record_attempt`).
         self.attempt_series: dict[Hashable, judge_calls.AttemptSeries] = {}
         # Keyed by (score source, target as the run gave it); a target the cardinality guard
@@ -241,9 +236,6 @@ class ScorerProfile:
                     names.ATTR_STEP: name,
                     names.ATTR_STEP_TYPE: kind,
                 },
-            )
-            self.quiet_steps[(name, kind)] = _OpenSpan(
-                INVALID_SPAN, None, None, name, self.step_durations[(name, kind)]
             )
 
     def outcome_series(self, outcome: str) -> tuple[BoundHistogram, Hashable]:
@@ -301,8 +293,7 @@ _SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
 
 @dataclass(slots=True)
 class _OpenSpan:
-    """An open step or judge attempt: its span and the context token to detach. Never changed
-    once made (a profile's `quiet_steps` are shared by every run)."""
+    """An open step or judge attempt: its span and the context token to detach."""
 
     span: Span
     token: object
@@ -405,12 +396,9 @@ class RunTelemetry(RunListener):
                 enqueued = _target_context(link.trace_id, link.span_id)
                 if enqueued is not None:
                     links.append(Link(enqueued))
+        # By position (name, context, kind, attributes, links: the API's order), every run.
         span = tracer.start_span(
-            profile.run_span_name,
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            links=links,
+            profile.run_span_name, parent, SpanKind.INTERNAL, attributes, links
         )
         self._run_span = span
         self._run_context = trace.set_span_in_context(span)
@@ -462,18 +450,16 @@ class RunTelemetry(RunListener):
     # -- steps -------------------------------------------------------------------------------
 
     def step_started(self, step: StepName, step_type: StepType) -> None:
+        if self._quiet:
+            # The run's span stands for the step's (a judge call's span is its child): the
+            # step has no span and attaches no context, so nothing of it is kept open; its
+            # duration's series is found from its outcome (`step_finished`).
+            if self._attempts:
+                self._close_attempts()
+            return
         if self._steps or self._attempts:
             self._close_steps()
         profile, key = self._profile, (step, step_type)
-        if self._quiet:
-            # The run's span stands for the step's (a judge call's span is its child): the
-            # step has no span (INVALID_SPAN, whose end and failure marks are no-ops, as they
-            # are on the ids-only run span) and attaches no context.
-            quiet = profile.quiet_steps.get(key)
-            if quiet is None:
-                quiet = _OpenSpan(INVALID_SPAN, None, None, step, None)
-            self._steps.append(quiet)
-            return
         known = profile.step_span.get(key)
         span_name, attributes = known or (
             names.step_span_name(step),
@@ -491,20 +477,22 @@ class RunTelemetry(RunListener):
     def step_finished(self, outcome: StepOutcome) -> None:
         if self._attempts:
             self._close_attempts()
-        open_step = self._steps.pop() if self._steps else None
         duration = None
-        if open_step is not None:
-            if not self._quiet:
-                self._detach(open_step.token)
-                if outcome.error is not None:
-                    describe.mark_failed(
-                        open_step.span, outcome.error, self._capture.on_spans, self._redact
-                    )
-                open_step.span.end()
+        if self._quiet:
+            # Keyed as the series of a step that started: the same attribute set.
+            duration = self._profile.step_durations.get((outcome.step, outcome.step_type))
+        elif self._steps:
+            open_step = self._steps.pop()
+            self._detach(open_step.token)
+            if outcome.error is not None:
+                describe.mark_failed(
+                    open_step.span, outcome.error, self._capture.on_spans, self._redact
+                )
+            open_step.span.end()
             if open_step.step == outcome.step:
                 duration = open_step.duration
-        if self._steps:
-            self._close_steps()
+            if self._steps:
+                self._close_steps()
 
         ins = self._instruments
         if duration is not None:
@@ -678,7 +666,8 @@ class RunTelemetry(RunListener):
     def _end_run(self) -> None:
         token, self._run_token = self._run_token, None
         self._detach(token)
-        self._run_span.end()
+        if not self._quiet:  # an ids-only span's end is a no-op
+            self._run_span.end()
 
     def _emit_event(self, score: float | None, reason: Any, error: BaseException | None) -> None:
         observer = self._observer

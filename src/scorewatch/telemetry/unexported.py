@@ -178,22 +178,26 @@ class _ExportAwareTracer(Tracer):
                 record_exception,
                 set_status_on_exception,
             )
-        # What the SDK's start_span decides, without the span it would record.
+        # What the SDK's start_span decides, without the span it would record. Each property
+        # of the parent's context read once: a scored run starts one such span.
         ids = provider.id_generator
+        sampler = provider.sampler
         parent = trace.get_current_span(context).get_span_context()
         if parent.is_valid:
-            trace_id, random_id = parent.trace_id, parent.trace_flags.random_trace_id
+            trace_id, parent_flags = parent.trace_id, parent.trace_flags
+            random_id = parent_flags.random_trace_id
             span_id = ids.generate_span_id()
+            if sampler is DEFAULT_ON:
+                # The SDK's default sampler, decided here as it decides: the parent's flag
+                # and trace state.
+                sampled, state = parent_flags.sampled, parent.trace_state
         else:
             trace_id, span_id = new_root_ids(ids)
-            random_id = bool(ids.is_trace_id_random())
-        sampler = provider.sampler
-        if sampler is DEFAULT_ON:
-            # The SDK's default sampler, decided here as it decides: the parent's flag and
-            # trace state when there is a parent, else sampled.
-            sampled = parent.trace_flags.sampled if parent.is_valid else True
-            state = parent.trace_state if parent.is_valid else None
-        else:
+            # The SDK's `RandomIdGenerator` answers True, asked or not.
+            random_id = type(ids) is RandomIdGenerator or bool(ids.is_trace_id_random())
+            if sampler is DEFAULT_ON:
+                sampled, state = True, None  # a root span, which the default sampler samples
+        if sampler is not DEFAULT_ON:
             decision = sampler.should_sample(context, trace_id, name, kind, attributes, links)
             sampled = decision.decision is Decision.RECORD_AND_SAMPLE
             state = decision.trace_state
