@@ -13,6 +13,8 @@ from random import getrandbits
 from time import perf_counter
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from ..errors import ScorewatchError
 from .errors import INVALID_RUN, INVALID_STEP_RESULT, MISSING_GENERATE_SCORE, ScorerRunError
 from .events import RunListener, StepOutcome, current_observers, tell
@@ -125,7 +127,14 @@ def _invalid_run(scorer_id: str, name: str, expected: str, value: Any) -> Scorew
 
 
 _SnapshotT = TypeVar("_SnapshotT", bound=ScorerRunSnapshot)
-_object_setattr = object.__setattr__
+# What `model_construct` sets, each through its own slot's descriptor (a model's own
+# `__setattr__` validates): a third cheaper than `object.__setattr__` by name, which looks the
+# descriptor up again on every call (a result is made on every run).
+_new_instance = object.__new__
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 _TEMPLATES: dict[type[ScorerRunSnapshot], dict[str, Any]] = {}
 
 
@@ -150,11 +159,11 @@ def _template(cls: type[ScorerRunSnapshot]) -> dict[str, Any]:
 
 def _trusted(cls: type[_SnapshotT], fields: dict[str, Any], given: set[str]) -> _SnapshotT:
     """An instance holding `fields` (every field of `cls`), `given` the ones set."""
-    instance = cls.__new__(cls)
-    _object_setattr(instance, "__dict__", fields)
-    _object_setattr(instance, "__pydantic_fields_set__", given)
-    _object_setattr(instance, "__pydantic_extra__", None)
-    _object_setattr(instance, "__pydantic_private__", None)
+    instance = _new_instance(cls)
+    _set_dict(instance, fields)
+    _set_fields_set(instance, given)
+    _set_extra(instance, None)
+    _set_private(instance, None)
     return instance
 
 
