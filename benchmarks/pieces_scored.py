@@ -7,9 +7,14 @@ Instructions / N is the piece's cost per call (the harness's own call ~1.3k). Th
 texts are `profile_scored.py`'s (the content-similarity scorer, no telemetry); 300 warm-up
 calls first, and the collector is disabled so that no collection lands in one piece's count.
 Pieces: `score_call`, `run_scorer` (`of_call` included), `of_call`, `check_run`, `measure` and
-`score` (the scorer's two steps), `compare` (`compare_two_strings`), `dice` (`_dice` of the
-texts without spaces). `--telemetry` first configures telemetry as serve does (Prometheus
-reader, no push exporter): `score_call` with and without it is a scored run's telemetry.
+`score` (the scorer's two steps), `compare` (`compare_two_strings`), `dice` (`_dice` of the texts
+without spaces). `--telemetry` first configures telemetry as serve does (Prometheus reader, no push
+exporter): `score_call` with and without it is a scored run's telemetry. `bare_score_call` and
+`bare_run_scorer`: the same framework around a scorer of the same shape (`measured_scorer`) whose
+two steps do next to nothing (`bare_steps`, their own cost): the framework's share of a run, without
+the scorer's work. `checked_score_call` and `bare_checked_score_call`: `score_call` of the call as
+serve makes it (its fields checked by the request model: `AgentCall.of_checked_fields`), whose run
+is not checked again.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import _common  # noqa: F401  (sets the environment before scorewatch is importe
 from scorewatch.core import AgentCall, ScorerRun, StepContext
 from scorewatch.core.pipeline import check_run, run_scorer
 from scorewatch.live.engine import score_call
+from scorewatch.scorers._card import ScorerCard
+from scorewatch.scorers._measured import measured_scorer
 from scorewatch.scorers.content_similarity import (
     _dice,
     compare_two_strings,
@@ -44,6 +51,11 @@ def _done(coroutine: Coroutine[Any, Any, Any]) -> Any:
     raise RuntimeError("the piece suspended")
 
 
+def len_of_output(ctx: StepContext) -> int:
+    """The bare scorer's measure: next to nothing."""
+    return len(ctx.run.output)
+
+
 def main() -> None:
     args = [arg for arg in sys.argv[1:] if arg != "--telemetry"]
     if len(args) < len(sys.argv) - 1:
@@ -52,11 +64,21 @@ def main() -> None:
         configure_prometheus()
     scorer = create_content_similarity_scorer()
     call = AgentCall(input=_INPUT, output=_OUTPUT, target="support-bot")
+    checked = AgentCall.of_checked_fields(_INPUT, _OUTPUT, "support-bot")
     run = ScorerRun.of_call(call, "run-1")
     ctx = StepContext(run)
     measure, score = (step.function for step in scorer.steps)
     assert measure is not None and score is not None
     ctx.results.preprocess_step_result = measure(ctx)
+    bare = measured_scorer(
+        ScorerCard("bare", "bare", "Bare", "A measured scorer whose steps do next to nothing."),
+        measure=len_of_output,
+        score=float,
+    )
+    bare_measure, bare_score = (step.function for step in bare.steps)
+    assert bare_measure is not None and bare_score is not None
+    bare_ctx = StepContext(run)
+    bare_ctx.results.preprocess_step_result = bare_measure(bare_ctx)
     first, second = (" ".join(text.lower().split()).replace(" ", "") for text in (_INPUT, _OUTPUT))
     pieces: dict[str, Callable[[], Any]] = {
         "score_call": lambda: _done(score_call(scorer, call, "run-1")),
@@ -67,6 +89,11 @@ def main() -> None:
         "score": lambda: score(ctx),
         "compare": lambda: compare_two_strings(_INPUT, _OUTPUT),
         "dice": lambda: _dice(first, second),
+        "bare_score_call": lambda: _done(score_call(bare, call, "run-1")),
+        "bare_run_scorer": lambda: _done(run_scorer(bare, ScorerRun.of_call(call, "run-1"), True)),
+        "checked_score_call": lambda: _done(score_call(scorer, checked, "run-1")),
+        "bare_checked_score_call": lambda: _done(score_call(bare, checked, "run-1")),
+        "bare_steps": lambda: (bare_measure(bare_ctx), bare_score(bare_ctx)),
     }
     piece = pieces[args[0]]
     count = int(args[1]) if len(args) > 1 else 2000

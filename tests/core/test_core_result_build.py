@@ -117,3 +117,20 @@ def test_the_result_is_the_plain_rule(
         mode="json", by_alias=True
     )
     assert result.metadata is not scorer.version_metadata  # each result its own copy
+
+
+def test_every_run_field_reaches_the_result_as_the_run_has_it() -> None:
+    # Each run field a value of its own (a typed field's of its type), so that a field copied
+    # into another's place, or left out, shows; the pipeline writes them one by one.
+    values: dict[str, Any] = {
+        name: {"field": name} if name.endswith(("_metadata", "_context")) else f"{name}-value"
+        for name in RESULT_RUN_FIELDS
+    }
+    values["request_context"] = ["context"]  # a free-form field: any value
+    run = ScorerRun(**values)
+    scorer = sw.create_scorer(id="fields", description="d").generate_score(lambda ctx: 1)
+
+    result = asyncio.run(run_scorer(scorer, run, True))
+
+    assert {name: getattr(result, name) for name in RESULT_RUN_FIELDS} == values
+    assert list(result.__dict__) == list(ScorerRunResult.model_fields)

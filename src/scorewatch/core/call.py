@@ -103,6 +103,22 @@ class AgentCall:
     the copy writes `None`, `inf`): the content is not to be changed in place
     (docs/architecture.md, "The call")."""
 
+    fields_checked: bool = field(default=False, init=False, compare=False, repr=False)
+    """Whether the call's maker checked its typed fields, as serve's request model does: each
+    text field (`target`, `trace_id`, `span_id`, `run_id`, `score_source`, `entity_type`)
+    holds text or None, and `metadata` is None or a dict keyed by text. Not a field one passes:
+    set only by `of_checked_fields`, so any other call (a copy included) is made without it.
+    The run `ScorerRun.of_call` makes of such a call under a text run id is then not checked
+    again before it is scored (`live.engine.score_call`)."""
+
+    @classmethod
+    def of_checked_fields(cls, *values: Any) -> AgentCall:
+        """`AgentCall(*values)`, whose typed fields its maker checked (`fields_checked`): a
+        request that serve's model validated."""
+        call = cls(*values)
+        _object_setattr(call, "fields_checked", True)
+        return call
+
     @classmethod
     def of_plain_json(cls, **values: Unpack[CallFields]) -> AgentCall:
         """`AgentCall(**values)`, whose `input` and `output` its maker vouches are plain JSON
@@ -150,7 +166,8 @@ class AgentCall:
 CALL_FIELDS: Final[tuple[str, ...]] = tuple(
     declared.name for declared in fields(AgentCall) if declared.init
 )
-"""The call's field names, in declaration order (not `plain_json`, a fact about two of them)."""
+"""The call's field names, in declaration order (not `plain_json` nor `fields_checked`, facts
+about the others)."""
 
 _values_of: Final = operator.attrgetter(*CALL_FIELDS)
 _RUN_ID_AT: Final = CALL_FIELDS.index("run_id")

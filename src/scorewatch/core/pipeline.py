@@ -13,6 +13,8 @@ from random import getrandbits
 from time import perf_counter
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from ..errors import ScorewatchError
 from .errors import INVALID_RUN, INVALID_STEP_RESULT, MISSING_GENERATE_SCORE, ScorerRunError
 from .events import RunListener, StepOutcome, current_observers, tell
@@ -125,7 +127,14 @@ def _invalid_run(scorer_id: str, name: str, expected: str, value: Any) -> Scorew
 
 
 _SnapshotT = TypeVar("_SnapshotT", bound=ScorerRunSnapshot)
-_object_setattr = object.__setattr__
+# What `model_construct` sets, each through its own slot's descriptor (a model's own
+# `__setattr__` validates): a third cheaper than `object.__setattr__` by name, which looks the
+# descriptor up again on every call (a result is made on every run).
+_new_instance = object.__new__
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 _TEMPLATES: dict[type[ScorerRunSnapshot], dict[str, Any]] = {}
 
 
@@ -150,11 +159,11 @@ def _template(cls: type[ScorerRunSnapshot]) -> dict[str, Any]:
 
 def _trusted(cls: type[_SnapshotT], fields: dict[str, Any], given: set[str]) -> _SnapshotT:
     """An instance holding `fields` (every field of `cls`), `given` the ones set."""
-    instance = cls.__new__(cls)
-    _object_setattr(instance, "__dict__", fields)
-    _object_setattr(instance, "__pydantic_fields_set__", given)
-    _object_setattr(instance, "__pydantic_extra__", None)
-    _object_setattr(instance, "__pydantic_private__", None)
+    instance = _new_instance(cls)
+    _set_dict(instance, fields)
+    _set_fields_set(instance, given)
+    _set_extra(instance, None)
+    _set_private(instance, None)
     return instance
 
 
@@ -238,6 +247,9 @@ _SET_BY_STEP: dict[str, str] = {
     "generate_score": "score",
     "generate_reason": "reason",
 }
+# The fields set in a result by the steps completed (a prefix of at most four step names, so at
+# most a few entries per scorer shape): the set made once, copied for each result.
+_GIVEN: dict[tuple[StepName, ...], frozenset[str]] = {}
 
 
 def _finished(scorer: Scorer, run: ScorerRun, acc: _Accumulator) -> ScorerRunResult:
@@ -245,15 +257,37 @@ def _finished(scorer: Scorer, run: ScorerRun, acc: _Accumulator) -> ScorerRunRes
     template's order, every field there; unset ones None)."""
     results = acc.results
     fields = _RESULT_TEMPLATE.copy()
-    fields.update(zip(RESULT_RUN_FIELDS, _RUN_VALUES(run), strict=True))
+    # The run's fields (`RESULT_RUN_FIELDS`) one store each: a copy of the template and a
+    # store per field cost a third of `update(zip(...))`, which walks a pair per field.
+    # tests/core/test_core_finished.py holds these to `RESULT_RUN_FIELDS`.
+    fields["output"] = run.output
+    fields["input"] = run.input
+    fields["run_id"] = run.run_id
+    fields["ground_truth"] = run.ground_truth
+    fields["request_context"] = run.request_context
+    fields["expected_trajectory"] = run.expected_trajectory
+    fields["score_source"] = run.score_source
+    fields["target"] = run.target
+    fields["target_scope"] = run.target_scope
+    fields["target_entity_type"] = run.target_entity_type
+    fields["target_trace_id"] = run.target_trace_id
+    fields["target_span_id"] = run.target_span_id
+    fields["target_correlation_context"] = run.target_correlation_context
+    fields["target_metadata"] = run.target_metadata
+    fields["score_trace_id"] = run.score_trace_id
     fields["score"] = acc.score
     fields["preprocess_step_result"] = results.preprocess_step_result
     fields["analyze_step_result"] = results.analyze_step_result
     fields["reason"] = acc.reason
     fields["judge"] = acc.judge or None
     fields["metadata"] = scorer.version_metadata.copy()
-    given = set(_ALWAYS_SET)
-    given.update(map(_SET_BY_STEP.__getitem__, acc.completed))
+    completed = tuple(acc.completed)
+    set_by_steps = _GIVEN.get(completed)
+    if set_by_steps is None:
+        set_by_steps = _GIVEN[completed] = _ALWAYS_SET.union(
+            map(_SET_BY_STEP.__getitem__, completed)
+        )
+    given = set(set_by_steps)
     # A step may have written an earlier result into `ctx.results`: a value there is set too.
     if results.preprocess_step_result is not None:
         given.add("preprocess_step_result")
@@ -316,7 +350,13 @@ def _step_finished(
     tell(listeners, "step_finished", outcome)
 
 
-async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> ScorerRunResult:
+async def run_scorer(
+    scorer: Scorer, run: ScorerRun, emit_score: bool, checked: bool = False
+) -> ScorerRunResult:
+    """Run `scorer`'s steps on `run` (docs/reference-semantics.md). `checked`: the caller vouches
+    that the run's typed fields hold what `check_run` accepts (a run `ScorerRun.of_call` made of
+    a call whose fields were checked), so they are not checked again, unless the scorer's
+    `prepare_run` may have changed them."""
     steps = scorer.steps
     if not scorer.has_generate_score:
         raise ScorewatchError(
@@ -326,7 +366,9 @@ async def run_scorer(scorer: Scorer, run: ScorerRun, emit_score: bool) -> Scorer
         )
     if scorer.prepare_run is not None:
         run = await _prepare(scorer, run)
-    check_run(run, scorer.id)
+        check_run(run, scorer.id)
+    elif not checked:
+        check_run(run, scorer.id)
     if not run.run_id:
         run.run_id = new_run_id()
 

@@ -260,16 +260,20 @@ async def score_call(
     # installed one), instead of paying a context manager per call to set it to None.
     heavy = call_is_heavy(call)
     redaction = privacy.start() if privacy is not None and privacy.enabled else None
+    # A run made of a call whose typed fields were checked, under a text run id, holds what
+    # `check_run` accepts: `ScorerRun.of_call` adds only text and a mapping keyed by text.
+    checked = call.fields_checked and type(run_id) is str
     try:
         # The run is made here, once: `Scorer.run` would copy a run object it is handed.
         if not heavy and redaction is None:  # the common call: no context to enter
-            result = await run_scorer(scorer, ScorerRun.of_call(call, run_id), True)
+            result = await run_scorer(scorer, ScorerRun.of_call(call, run_id), True, checked)
         else:
             with (
                 offload_function_steps(shared_step_pool()) if heavy else nullcontext(),
                 redacting(redaction) if redaction is not None else nullcontext(),
             ):
-                result = await run_scorer(scorer, ScorerRun.of_call(call, run_id), True)
+                run = ScorerRun.of_call(call, run_id)
+                result = await run_scorer(scorer, run, True, checked)
     except Exception as error:
         return ScoreRecord.failure(run_id, scorer, call, error, redaction=redaction)
     review = review_rate > 0 and in_review_sample(run_id, review_rate)

@@ -131,7 +131,8 @@ class ScoreRequest(BaseModel):
         values = _CALL_DEFAULTS | self.__dict__
         if run_id is not None:
             values["run_id"] = run_id
-        return AgentCall(*_call_values(values))
+        # Its typed fields are this model's, validated: the run made of it is not checked again.
+        return AgentCall.of_checked_fields(*_call_values(values))
 
 
 # What `to_call` takes from the call's own defaults: the fields a client may not send.
