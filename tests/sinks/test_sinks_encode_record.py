@@ -170,7 +170,7 @@ def test_encode_row_gives_what_the_column_by_column_loop_gave(data: st.DataObjec
     for column in data.draw(st.lists(st.sampled_from(_PLAIN), max_size=2)):
         row[column] = data.draw(_column)
     ways: list[dict[str, Any]] = [
-        {"dumps": storable_json, "convert": _ENCODE, "clean": _storable_column},
+        _POSTGRES_WAY,
         {"dumps": stored_json, "convert": _ENCODE},
         {"dumps": stored_json, "as_json": repr, "convert": dict.fromkeys(["createdAt"], str)},
     ]
@@ -179,15 +179,25 @@ def test_encode_row_gives_what_the_column_by_column_loop_gave(data: st.DataObjec
         assert repr(encode_row(row, **way)) == repr(expected)  # NaN compares by its text
 
 
-@pytest.mark.parametrize("reason", [float("inf"), float("-inf"), float("nan"), 0.5, [1.5]])
-def test_a_reason_that_is_not_text_encodes_as_the_loop_does(reason: Any) -> None:
+# The way the text columns are cleaned as well as encoded (PostgreSQL's).
+_POSTGRES_WAY: dict[str, Any] = {
+    "dumps": storable_json,
+    "convert": _ENCODE,
+    "clean": _storable_column,
+}
+
+
+def _plain_record() -> ScoreRecord:
     call = AgentCall(input="q", output="a", target="bot")
-    record = ScoreRecord(
+    return ScoreRecord(
         id="run", scorer_id="s", scorer_name="S", scorer_description="", has_judge=False,
         call=call, status="success",
     )  # fmt: skip
-    row = {**record._to_row(walk=False)[0], "reason": reason}
-    way: dict[str, Any] = {"dumps": storable_json, "convert": _ENCODE, "clean": _storable_column}
+
+
+@pytest.mark.parametrize("reason", [float("inf"), float("-inf"), float("nan"), 0.5, [1.5]])
+def test_a_reason_that_is_not_text_encodes_as_the_loop_does(reason: Any) -> None:
+    row, way = {**_plain_record()._to_row(walk=False)[0], "reason": reason}, _POSTGRES_WAY
     encoded = encode_row(row, **way)
     assert repr(encoded) == repr(_encode_row_by_column(row, **way))
     if isinstance(reason, float) and reason != 0.5:  # the walk's text, stored as it is
@@ -205,12 +215,7 @@ def test_a_records_json_line_is_the_text_of_its_row(data: st.DataObject) -> None
     "odd", [0, 0.0, False, True, (), [], {}, 7, float("nan"), "\x00", "\ud800"]
 )
 def test_each_plain_column_with_an_odd_value_encodes_as_the_loop_did(odd: Any) -> None:
-    call = AgentCall(input="q", output="a", target="bot")
-    record = ScoreRecord(
-        id="run", scorer_id="s", scorer_name="S", scorer_description="", has_judge=False,
-        call=call, status="success",
-    )  # fmt: skip
-    way: dict[str, Any] = {"dumps": storable_json, "convert": _ENCODE, "clean": _storable_column}
+    record, way = _plain_record(), _POSTGRES_WAY
     for column in _PLAIN:
         row = {**record._to_row(walk=False)[0], column: odd}
         assert repr(encode_row(row, **way)) == repr(_encode_row_by_column(row, **way)), column
