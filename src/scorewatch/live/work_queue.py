@@ -423,10 +423,7 @@ class WorkQueue(Generic[P]):
             waiters = self._take_waiters_locked() if self._idle_waiters else None
         if self._on_in_flight is not None:
             self._on_in_flight(-1)
-        try:  # (`_report`, without a call of its own for each run)
-            self._on_finished(job, outcome)
-        except Exception:
-            logger.exception("live scoring bookkeeping failed; ignored")
+        self._report(job, outcome)
         for lane in lanes:
             self._wake(lane)
         if waiters:
