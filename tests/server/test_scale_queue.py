@@ -464,6 +464,61 @@ async def test_unreadable_entries_and_entries_that_kill_workers_are_dead_lettere
     await intake.aclose()
 
 
+async def test_a_worker_never_runs_an_entry_it_is_still_running_again(
+    redis: tuple[Redis, StreamNames],
+) -> None:
+    # A loop running late misses its heartbeats: the entry it is scoring looks idle past the
+    # visibility timeout, its own look for idle entries claims it, and it must not be started
+    # a second time beside the run still going.
+    client, stream = redis
+    started: list[str] = []
+    release = asyncio.Event()
+
+    async def slow(ctx: Any) -> float:
+        started.append(str(ctx.run.output))
+        await release.wait()
+        return 1.0
+
+    scorers = {"length": sw.create_scorer(id="length", description="d").generate_score(slow)}
+    intake = _intake(client, stream, scorers, max_backlog=100)
+    await intake.admit([ScoreItem(AgentCall(input="q", output="slow", target="bot"))])
+    stored: list[Any] = []
+    # A heartbeat every 10 s: none falls in this test, as none does on a stalled loop.
+    worker = _worker(scorers, stream, [CallbackSink(stored.append)], visibility_timeout=30.0)
+    running = asyncio.create_task(worker.run(drain_timeout=5))
+
+    async def one_started() -> bool:
+        return len(started) == 1
+
+    await _until(one_started)
+    ((entry_id, _fields),) = await client.xrange(stream.stream)
+    await client.xclaim(
+        stream.stream, stream.group, worker.consumer, 0, [entry_id], idle=60_000, justid=True
+    )
+
+    async def claimed_again() -> bool:  # by the worker's own look for idle entries
+        (pending,) = await client.xpending_range(
+            stream.stream, stream.group, min=entry_id, max=entry_id, count=1
+        )
+        return int(pending["times_delivered"]) >= 2
+
+    await _until(claimed_again)
+    await asyncio.sleep(0.2)  # a second run, were one started, reaches the scorer meanwhile
+    assert started == ["slow"]
+    release.set()
+
+    async def stored_once() -> bool:
+        return len(stored) == 1
+
+    await _until(stored_once)
+    worker.stop()
+    stats = await running
+    assert started == ["slow"] and len(stored) == 1
+    assert stats["redelivered"] == 0 and stats["dead_lettered"] == 0
+    assert stats["acknowledged"] == 1 and await client.xlen(stream.stream) == 0
+    await intake.aclose()
+
+
 async def test_only_silent_consumers_holding_nothing_are_forgotten(
     redis: tuple[Redis, StreamNames],
 ) -> None:

@@ -8,7 +8,8 @@ then acknowledged and deleted (`XACK` + `XDEL` in one transaction). Delivery is 
   (the consumer died, or the run failed) is claimed by a live consumer (`XAUTOCLAIM`) and
   counted as a redelivery; a consumer keeps its in-flight entries fresh meanwhile
   (`XCLAIM ... JUSTID`, which does not count as a delivery), so a slow judge is not mistaken
-  for a dead worker;
+  for a dead worker; an entry a worker claims back from itself (its loop ran late past the
+  heartbeats) is left to the run still going, never started twice;
 - a failed run is not acknowledged, so it is retried on a later delivery; on its
   `max_deliveries`-th delivery the failure is stored (a failed row, never a score) and the entry
   moves to the dead-letter stream; a run the judge refused for good (a judge error that is not
@@ -243,7 +244,13 @@ class StreamWorker:
                 count=free - len(claimed),
             )
             next_start, entries = _text(answer[0]), answer[1]
-            claimed.extend((_text(i), f) for i, f in entries if f)
+            # An entry this worker is still running looks idle when its loop ran late past
+            # the heartbeats: claimed back by its own consumer, it is not started twice.
+            running = set(self._tasks.values())
+            for raw_id, fields in entries:
+                entry_id = _text(raw_id)
+                if fields and entry_id not in running:
+                    claimed.append((entry_id, fields))
             if next_start == "0-0":
                 break
             start = next_start
