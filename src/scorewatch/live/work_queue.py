@@ -288,17 +288,17 @@ class WorkQueue(Generic[P]):
     def _poll(self, lane: _Lane) -> None:
         """On the lane's loop, `hand_off_linger` after it last took offers from another loop:
         take those offered since, and poll again; none: stop polling (the next offer wakes
-        the loop as the first did)."""
-        with self._lock:
-            lane.poll_due = 0.0
-            if not lane.handed or self._lanes.get(lane.loop) is not lane:
-                return
+        the loop as the first did). (`_pump`, under the one lock it takes.)"""
         self._pump(lane, polled=True)
 
     def _pump(self, lane: _Lane, polled: bool = False) -> None:
         started: list[tuple[Job[P], int]] = []
         poll = 0.0
         with self._lock:
+            if polled:  # `_poll`
+                lane.poll_due = 0.0
+                if not lane.handed or self._lanes.get(lane.loop) is not lane:
+                    return
             lane.wake_pending = False
             # Offers keep coming from another loop (more than one since it was last woken, or
             # any since the last poll): this loop takes the next ones by itself, one poll at a

@@ -127,7 +127,12 @@ class BatchWriterThread:
         """`write_then` for a caller with many writes: once they are stored, `acknowledge` is
         called with `(token, outcome)` of each write made with it in the batch (one call for
         all of them; see `Acknowledge`), where `write_then`'s callback would run."""
-        loop = _running_loop() if self._on_caller_loop else None
+        loop: asyncio.AbstractEventLoop | None = None
+        if self._on_caller_loop:
+            try:  # (inline, not a helper's call: this runs for every write)
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
         with self._lock:
             if self._closed:
                 raise SinkClosedError("the sink is closed")
@@ -295,13 +300,6 @@ class _LoopBatch:
     soon: bool = False  # storing is scheduled for the loop's next iteration
 
 
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
 def _settle_all(writes: list[_Write]) -> None:
     """Settle a batch's futures, one hand-off to each loop that wrote, and call each callback
     once with the outcomes of its writes."""
@@ -313,7 +311,9 @@ def _settle_all(writes: list[_Write]) -> None:
             acknowledged = by_callback.get(waiter)
             if acknowledged is None:
                 acknowledged = by_callback[waiter] = []
-            acknowledged.append((write.token, write.outcome()))
+            # (A write stored as it was, the common one, costs no `outcome` call.)
+            error = write.error if write.refused is None else write.outcome()
+            acknowledged.append((write.token, error))
             continue
         by_loop.setdefault(write.loop, []).append((waiter, write.outcome()))
     for acknowledge, acknowledged in by_callback.items():
