@@ -345,6 +345,9 @@ class ThreadedSink:
 
     name: str
     _writer: BatchWriterThread
+    write_acknowledged: Callable[..., None]
+    """`write_then` acknowledged with the other writes of its batch made with the same callback:
+    the writer's own `BatchWriterThread.write_acknowledged` (no call between, for every run)."""
 
     def _start_writer(
         self, thread_name: str, linger: float = 0.0, *, on_caller_loop: bool = False
@@ -358,6 +361,7 @@ class ThreadedSink:
             linger=linger,
             on_caller_loop=on_caller_loop,
         )
+        self.write_acknowledged = self._writer.write_acknowledged
 
     def _encode(self, result: ScoreRecord) -> Any:
         raise NotImplementedError
@@ -385,18 +389,6 @@ class ThreadedSink:
         """`write`, acknowledged by calling `then` on the writer's thread (`BatchWriterThread`);
         `urgent`: without lingering."""
         self._writer.write_then(results, then, urgent=urgent)
-
-    def write_acknowledged(
-        self,
-        results: Sequence[ScoreRecord],
-        acknowledge: Acknowledge,
-        token: Any,
-        *,
-        urgent: bool = False,
-    ) -> None:
-        """`write_then` acknowledged with the other writes of its batch made with `acknowledge`
-        (`BatchWriterThread.write_acknowledged`)."""
-        self._writer.write_acknowledged(results, acknowledge, token, urgent=urgent)
 
     async def aclose(self) -> None:
         await self._writer.aclose()
