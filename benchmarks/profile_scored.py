@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import collections
 import cProfile
+import inspect
 import os
 import pstats
 import sys
@@ -330,19 +331,25 @@ def _rows_callgrind(rows: int, stage: str, batch: int, policy: bool) -> None:
         storage = Storage([sink])
         loop = asyncio.new_event_loop()
 
+        # A tree before batched acknowledgements: `then(delivery)` per result, no token.
+        batched = "token" in inspect.signature(storage.store_then).parameters
+
         async def stored(count: int) -> None:
             for first in range(0, count, batch):
                 size = min(batch, count - first)
                 done = loop.create_future()
                 left = [size]
 
-                def then(_delivery: Any, done: Any = done, left: list[int] = left) -> None:
-                    left[0] -= 1
+                def then(stored: Any, done: Any = done, left: list[int] = left) -> None:
+                    left[0] -= len(stored) if batched else 1
                     if not left[0]:
                         done.set_result(None)
 
                 for _ in range(size):
-                    storage.store_then(record(), then)
+                    if batched:
+                        storage.store_then(record(), then, None)
+                    else:
+                        storage.store_then(record(), then)
                 await done
 
         def run(count: int) -> None:

@@ -1,7 +1,8 @@
 """Property test of the live queue's accounting under random submissions, completions,
 failures and shutdowns: every accepted run is counted exactly once, bounds always hold. Also
 with jobs started eagerly (some ending without suspending, the others continuing in a task),
-and with jobs that end after their coroutine, through `settle`."""
+and with jobs that end after their coroutine, through `settle`, or several together through
+`settle_all` (a transaction's runs acknowledged at once)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ steps = st.lists(
     max_queue=st.integers(0, 12),
     max_concurrency=st.integers(1, 5),
     drain_first=st.booleans(),
-    mode=st.sampled_from(["task", "eager", "eager-settled-later"]),
+    mode=st.sampled_from(["task", "eager", "eager-settled-later", "eager-settled-together"]),
 )
 def test_every_accepted_run_ends_exactly_once(
     plan: list[Step], max_queue: int, max_concurrency: int, drain_first: bool, mode: str
@@ -49,6 +50,12 @@ async def _scenario(
     outcomes: dict[int, list[JobOutcome]] = {}
     in_flight_gauge = 0
     peak_running = 0
+    settling: list[tuple[Job[int], int, JobOutcome]] = []
+
+    def settle_together() -> None:
+        together = settling.copy()
+        settling.clear()
+        queue.settle_all(together)
 
     async def execute(job: Job[int]) -> JobOutcome | None:
         nonlocal peak_running
@@ -62,14 +69,20 @@ async def _scenario(
         if mode == "eager-settled-later":
             asyncio.get_running_loop().call_soon(queue.settle, job, delivery, outcome)
             return None
+        if mode == "eager-settled-together":  # those ending within a loop turn, at once
+            if not settling:
+                asyncio.get_running_loop().call_soon(settle_together)
+            settling.append((job, delivery, outcome))
+            return None
         return outcome
 
     def on_in_flight(delta: int) -> None:
         nonlocal in_flight_gauge
         in_flight_gauge += delta
 
-    def on_finished(job: Job[int], outcome: JobOutcome) -> None:
-        outcomes.setdefault(job.payload, []).append(outcome)
+    def on_finished(finished: list[tuple[Job[int], JobOutcome]]) -> None:
+        for job, outcome in finished:
+            outcomes.setdefault(job.payload, []).append(outcome)
 
     queue: WorkQueue[int] = WorkQueue(
         execute,

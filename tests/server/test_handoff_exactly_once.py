@@ -2,7 +2,8 @@
 `ScoringLoop`, the SQLite sink storing on it, runs handed over with a linger and polled): every
 accepted run ends exactly once, stored once or counted as given up, also when the sink fails
 for a while, refuses rows, or shutdown comes while runs wait and run; the held bytes, the queue
-and the runs in flight all come back to zero."""
+and the runs in flight all come back to zero. Also with serve's own linger and concurrency, where
+a transaction holds many runs and their acknowledgements are settled together."""
 
 from __future__ import annotations
 
@@ -21,18 +22,20 @@ from scorewatch.scorers.registry import build_scorer
 from scorewatch.server.intake.in_process import InProcessIntake
 from scorewatch.server.intake.interface import ScoreItem
 from scorewatch.server.intake.scoring_loop import ScoringLoop
-from scorewatch.sinks.sqlite import SqliteSink
+from scorewatch.sinks.sqlite import SERVICE_LINGER_S, SqliteSink
 
 pytestmark = pytest.mark.integration
 
 
 class FlakySink(SqliteSink):
     """The real sink: down for its first `outages` transactions, refusing rows whose output
-    says "poison", and counting every row it commits (by run id)."""
+    says "poison", and counting every row it commits (by run id) and every transaction's rows
+    (`batches`)."""
 
     def __init__(self, path: Path, *, outages: int = 0, **options: Any) -> None:
         self.outages = outages
         self.committed: collections.Counter[str] = collections.Counter()
+        self.batches: list[int] = []
         self._guard = threading.Lock()
         super().__init__(path, **options)
 
@@ -46,6 +49,7 @@ class FlakySink(SqliteSink):
         super()._store(rows)
         with self._guard:
             self.committed.update(str(row[0]) for row in rows)
+            self.batches.append(len(rows))
 
 
 def _item(index: int) -> ScoreItem:
@@ -94,10 +98,15 @@ async def _admit_all(intake: InProcessIntake, count: int) -> list[str]:
     return accepted
 
 
-async def test_a_failing_sink_costs_no_run_and_stores_none_twice(tmp_path: Path) -> None:
+# (linger, slots): also serve's linger and many slots, so that transactions hold many runs,
+# acknowledged together.
+@pytest.mark.parametrize(("linger", "slots"), [(0.002, 4), (SERVICE_LINGER_S, 64)])
+async def test_a_failing_sink_costs_no_run_and_stores_none_twice(
+    tmp_path: Path, linger: float, slots: int
+) -> None:
     db = tmp_path / "scores.db"
-    sink = FlakySink(db, outages=3, linger=0.002, on_caller_loop=True)
-    intake = _intake(sink)
+    sink = FlakySink(db, outages=3, linger=linger, on_caller_loop=True)
+    intake = _intake(sink, max_concurrency=slots)
     accepted = await _admit_all(intake, 120)
     assert await intake.shutdown(60) == 0
     stats = intake.stats()
@@ -109,6 +118,8 @@ async def test_a_failing_sink_costs_no_run_and_stores_none_twice(tmp_path: Path)
     assert set(_stored_ids(db)) == set(sink.committed) == set(accepted)
     assert all(times == 1 for times in sink.committed.values())
     assert stats["failed"] > 0
+    if slots > 4:  # the case this setting is for: transactions of several runs
+        assert max(sink.batches) > 1
 
 
 @pytest.mark.parametrize("grace", [0.0, 0.05])
@@ -132,10 +143,13 @@ async def test_shutdown_while_runs_wait_and_run_ends_each_once(
     assert set(stored) <= set(accepted)
 
 
-async def test_shutdown_with_a_working_sink_stores_the_rest_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("linger", "slots"), [(0.002, 2), (SERVICE_LINGER_S, 64)])
+async def test_shutdown_with_a_working_sink_stores_the_rest_once(
+    tmp_path: Path, linger: float, slots: int
+) -> None:
     db = tmp_path / "scores.db"
-    sink = FlakySink(db, linger=0.002, on_caller_loop=True)
-    intake = _intake(sink, max_concurrency=2)
+    sink = FlakySink(db, linger=linger, on_caller_loop=True)
+    intake = _intake(sink, max_concurrency=slots)
     accepted = await _admit_all(intake, 150)
     given_up = await intake.shutdown(0.01)  # mid-batch: some runs still wait
     stats = intake.stats()

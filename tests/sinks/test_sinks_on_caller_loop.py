@@ -203,3 +203,38 @@ def test_loops_and_the_thread_writing_at_once_store_every_row_once(
     assert sorted(row for row, _where in acknowledged) == expected
     assert _ids(tmp_path / "scores.db") == expected
     assert sum(rows for _where, rows in sink.transactions) == len(expected)
+
+
+@pytest.mark.parametrize("on_caller_loop", [True, False])
+def test_a_batchs_acknowledged_writes_are_told_in_one_call_per_callback(
+    tmp_path: Path, on_caller_loop: bool
+) -> None:
+    # `write_acknowledged` (the live engine's): each callback hears all its writes of a batch
+    # at once, by token; one that raises is logged and another callback still hears its own.
+    sink = WatchedSink(tmp_path / "scores.db", linger=30.0, on_caller_loop=on_caller_loop)
+    calls: list[tuple[str, list[tuple[Any, BaseException | None]]]] = []
+
+    def first(acknowledged: list[tuple[Any, BaseException | None]]) -> None:
+        calls.append(("first", acknowledged))
+        raise RuntimeError("the owner's bookkeeping failed")
+
+    def second(acknowledged: list[tuple[Any, BaseException | None]]) -> None:
+        calls.append(("second", acknowledged))
+
+    async def write() -> None:
+        for i in range(5):  # the last one urgent: it ends the linger with what waits
+            callback = first if i % 2 else second
+            sink.write_acknowledged([make_result(f"run-{i}")], callback, i, urgent=i == 4)
+        while len(calls) < 2:  # noqa: ASYNC110 - the acknowledgement is a plain callback
+            await asyncio.sleep(0.01)
+
+    thread = threading.Thread(target=asyncio.run, args=(write(),), name="the-loop")
+    thread.start()
+    thread.join(10)
+    sink.close(10)
+    assert calls == [
+        ("second", [(0, None), (2, None), (4, None)]),
+        ("first", [(1, None), (3, None)]),
+    ]
+    assert [rows for _thread, rows in sink.transactions] == [5]  # one batch, two calls
+    assert _ids(tmp_path / "scores.db") == [f"run-{i}" for i in range(5)]

@@ -127,6 +127,13 @@ class Counts:
         with self._lock:
             self._counts[key] += amount
 
+    def add_each(self, keys: Iterable[str]) -> None:
+        """`add(key)` for each of `keys`, under one lock."""
+        with self._lock:
+            counts = self._counts
+            for key in keys:
+                counts[key] += 1
+
     def decided(self, scorer_id: str, decision: LiveDecision) -> None:
         with self._lock:
             self._counts[decision] += 1
@@ -309,8 +316,9 @@ class ScoringEngine:
     """Scores accepted runs in the background: at most `max_concurrency` at once, at most
     `max_queue` waiting (beyond that a run is refused and counted).
 
-    `on_stored(seconds)` hears how long each stored run held its slot; `on_finished(run,
-    outcome)` hears every accepted run end, once.
+    `on_stored(*seconds)` hears how long each stored run held its slot (those of runs stored
+    together in one call); `on_finished(finished)` hears every accepted run end, once, as
+    `(run, outcome)` in a list of the runs that ended together.
     `quote_errors` puts error texts and tracebacks in the logs (a library user's own process);
     a service logs error types only, as the texts may quote its clients' content. `observers`
     is the event bus the engine, its runs and sink writes report to (default: that of `counts`,
@@ -329,8 +337,8 @@ class ScoringEngine:
         sink_retry: SinkRetry | None = None,
         quote_errors: bool = True,
         counts: Counts | None = None,
-        on_stored: Callable[[float], None] | None = None,
-        on_finished: Callable[[Run, JobOutcome], None] | None = None,
+        on_stored: Callable[..., None] | None = None,
+        on_finished: Callable[[list[tuple[Run, JobOutcome]]], None] | None = None,
         observers: Observers | None = None,
         privacy: PrivacyPolicy | None = None,
         budgets: Budgets | None = None,
@@ -346,6 +354,8 @@ class ScoringEngine:
         self._quote = quote_errors
         self._on_stored = on_stored
         self._on_finished = on_finished
+        # Bound once: a sink's writer acknowledges the runs of a batch by their callback.
+        self._acknowledge = self._runs_stored
         self._ids = RunIdIssuer()
         self._warm_up: concurrent.futures.Future[None] | None = None
         if any(
@@ -497,42 +507,72 @@ class ScoringEngine:
         if not self.queue.begin_commit(job):
             return result.outcome  # given up at shutdown meanwhile: dropped, not stored
 
-        def stored(stored_as: Delivery) -> None:
-            self.queue.settle(job, delivery, self._stored(run, started, stored_as))
-
-        # A sink's writer that acknowledges by callback ends the run there: no coroutine
-        # waits for the commit, and the loop is not woken for it.
+        # A sink's writer that acknowledges by callback ends the run there, with the others of
+        # its transaction (`_runs_stored`): no coroutine waits for the commit, and the loop is
+        # not woken for it.
         # Urgent (no linger in the writer) when a client waits for this run, or runs wait
         # for the slot this one holds until it is stored.
         if self.storage.store_then(
-            result, stored, urgent=run.done is not None or self.queue.waiting_for_slots
+            result,
+            self._acknowledge,
+            (job, delivery, started, result),
+            urgent=run.done is not None or self.queue.waiting_for_slots,
         ):
             return None
-        return self._stored(run, started, await self.storage.store(result))
-
-    def _stored(self, run: Run, started: float, delivery: Delivery) -> JobOutcome:
-        """What a run whose result the sinks took ends as (on the loop, or the sink's thread)."""
-        if run.done is not None:
-            _settle(run.done, None if delivery.dropped else delivery.stored)
+        stored_as = await self.storage.store(result)
+        seconds, outcome = self._stored(run, started, result, stored_as)
         if self._on_stored is not None:
-            # The slot is held until the result is stored: that is what a run costs.
-            self._on_stored(time.perf_counter() - started)
-        return delivery.stored.outcome
+            self._on_stored(seconds)
+        return outcome
+
+    def _runs_stored(self, stored: list[tuple[Any, Delivery | None]]) -> None:
+        """Runs whose results a sink's writer stored together (`Storage.store_then`): settled
+        in one go, on the writer's thread (or the loop that stored them)."""
+        settled: list[tuple[Job[Run], int, JobOutcome]] = []
+        durations: list[float] = []
+        for (job, delivery, started, result), stored_as in stored:
+            try:
+                seconds, outcome = self._stored(job.payload, started, result, stored_as)
+            except Exception:  # stored all the same: it must end, whatever its bookkeeping
+                logger.exception("live scoring bookkeeping failed; ignored")
+                outcome = (result if stored_as is None else stored_as.stored).outcome
+            else:
+                durations.append(seconds)
+            settled.append((job, delivery, outcome))
+        if self._on_stored is not None and durations:
+            try:
+                self._on_stored(*durations)
+            except Exception:
+                logger.exception("live scoring bookkeeping failed; ignored")
+        self.queue.settle_all(settled)
+
+    def _stored(
+        self, run: Run, started: float, result: ScoreRecord, delivery: Delivery | None
+    ) -> tuple[float, JobOutcome]:
+        """How long a run whose result the sinks took held its slot (the slot is held until the
+        result is stored: that is what a run costs), and what it ends as. `delivery` None: every
+        sink holds `result` as it is."""
+        stored = result if delivery is None else delivery.stored
+        if run.done is not None:
+            _settle(run.done, None if delivery is not None and delivery.dropped else stored)
+        return time.perf_counter() - started, stored.outcome
 
     def _run_failed(self, run: Run, result: ScoreRecord) -> None:
         log_failed_run(self._warn, result, quote=self._quote)
 
-    def _finished(self, job: Job[Run], outcome: JobOutcome) -> None:
-        run = job.payload
-        self.counts.add(outcome)
-        if outcome == "dropped_shutdown":
-            if self.budgets is not None:
-                self.budgets.release(run.hold)  # never ran: nothing spent (after `settle`: none)
-            self.observers.emit(decided_event(run.scorer.id, "dropped_shutdown"))
-            if run.done is not None:
-                _settle(run.done, None)
+    def _finished(self, finished: list[tuple[Job[Run], JobOutcome]]) -> None:
+        self.counts.add_each([outcome for _job, outcome in finished])
+        runs = [(job.payload, outcome) for job, outcome in finished]
+        for run, outcome in runs:
+            if outcome == "dropped_shutdown":
+                if self.budgets is not None:
+                    # Never ran: nothing spent (after `settle`: none).
+                    self.budgets.release(run.hold)
+                self.observers.emit(decided_event(run.scorer.id, "dropped_shutdown"))
+                if run.done is not None:
+                    _settle(run.done, None)
         if self._on_finished is not None:
-            self._on_finished(run, outcome)
+            self._on_finished(runs)
 
     # -- draining and shutdown -------------------------------------------------------------------
 

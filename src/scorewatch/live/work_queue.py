@@ -15,7 +15,8 @@ A job is run by a task of its own, or, when the owner's `eager(payload)` says so
 scorer run), started at once inside the pump, as Python 3.12's eager tasks start: a job that
 never suspends costs no task, and one that does continues as a task from where it stopped. A
 job may also end after its coroutine: `execute` returns None when it has arranged for `settle`
-to be called later, from any thread (a sink's writer acknowledging the stored result).
+to be called later, from any thread (a sink's writer acknowledging the stored result), or
+`settle_all` for jobs ending together (a transaction's runs: one lock and one report for all).
 """
 
 from __future__ import annotations
@@ -101,7 +102,9 @@ class WorkQueue(Generic[P]):
     every job's context starts from (each job runs in a copy of its own, where `in_live_job()`
     is true): the owner's context variables, set once rather than by every job.
     `on_in_flight(delta)` hears every job start (+1) and end (-1); an owner that reads
-    `in_flight` when it needs it passes none, and its jobs make no call for it."""
+    `in_flight` when it needs it passes none, and its jobs make no call for it.
+    `on_finished(finished)` hears every job end once, as `(job, outcome)` in a list of the jobs
+    that ended together (`settle_all`; one, mostly, elsewhere)."""
 
     def __init__(
         self,
@@ -110,7 +113,7 @@ class WorkQueue(Generic[P]):
         max_queue: int,
         max_concurrency: int,
         on_in_flight: Callable[[int], None] | None = None,
-        on_finished: Callable[[Job[P], JobOutcome], None] = lambda job, outcome: None,
+        on_finished: Callable[[list[tuple[Job[P], JobOutcome]]], None] = lambda finished: None,
         eager: Callable[[P], bool] | None = None,
         context: contextvars.Context | None = None,
     ) -> None:
@@ -285,17 +288,17 @@ class WorkQueue(Generic[P]):
     def _poll(self, lane: _Lane) -> None:
         """On the lane's loop, `hand_off_linger` after it last took offers from another loop:
         take those offered since, and poll again; none: stop polling (the next offer wakes
-        the loop as the first did)."""
-        with self._lock:
-            lane.poll_due = 0.0
-            if not lane.handed or self._lanes.get(lane.loop) is not lane:
-                return
+        the loop as the first did). (`_pump`, under the one lock it takes.)"""
         self._pump(lane, polled=True)
 
     def _pump(self, lane: _Lane, polled: bool = False) -> None:
         started: list[tuple[Job[P], int]] = []
         poll = 0.0
         with self._lock:
+            if polled:  # `_poll`
+                lane.poll_due = 0.0
+                if not lane.handed or self._lanes.get(lane.loop) is not lane:
+                    return
             lane.wake_pending = False
             # Offers keep coming from another loop (more than one since it was last woken, or
             # any since the last poll): this loop takes the next ones by itself, one poll at a
@@ -423,7 +426,30 @@ class WorkQueue(Generic[P]):
             waiters = self._take_waiters_locked() if self._idle_waiters else None
         if self._on_in_flight is not None:
             self._on_in_flight(-1)
-        self._report(job, outcome)
+        self._report([(job, outcome)])
+        for lane in lanes:
+            self._wake(lane)
+        if waiters:
+            _notify_all(waiters)
+
+    def settle_all(self, settled: list[tuple[Job[P], int, JobOutcome]]) -> None:
+        """`settle` for each `(job, delivery, outcome)`, under one lock and with one report for
+        all of them; any thread may call it."""
+        finished: list[tuple[Job[P], JobOutcome]] = []
+        with self._lock:
+            running = self._running
+            for job, delivery, outcome in settled:
+                if job.state != "running" or job.deliveries != delivery:
+                    continue  # as in `settle`: given up, or a stale delivery
+                job.state = "done"
+                running.discard(job)
+                finished.append((job, outcome))
+            lanes = self._lanes_to_wake_locked() if self._queued and finished else ()
+            waiters = self._take_waiters_locked() if self._idle_waiters else None
+        if not finished:
+            return
+        self._in_flight_ended(len(finished))
+        self._report(finished)
         for lane in lanes:
             self._wake(lane)
         if waiters:
@@ -434,9 +460,9 @@ class WorkQueue(Generic[P]):
             for _ in range(jobs):
                 self._on_in_flight(-1)
 
-    def _report(self, job: Job[P], outcome: JobOutcome) -> None:
+    def _report(self, finished: list[tuple[Job[P], JobOutcome]]) -> None:
         try:
-            self._on_finished(job, outcome)
+            self._on_finished(finished)
         except Exception:
             logger.exception("live scoring bookkeeping failed; ignored")
 
@@ -617,8 +643,8 @@ class WorkQueue(Generic[P]):
             for job in waiting:
                 job.state = "done"
             running = list(self._running)
-        for job in waiting:
-            self._report(job, "dropped_shutdown")
+        if waiting:
+            self._report([(job, "dropped_shutdown") for job in waiting])
         return len(waiting) + self._abandon(running)
 
     def _abandon(self, jobs: list[Job[P]]) -> int:
@@ -633,7 +659,7 @@ class WorkQueue(Generic[P]):
             waiters = self._take_waiters_locked()
         for job in given_up:
             self._in_flight_ended(1)
-            self._report(job, "dropped_shutdown")
+            self._report([(job, "dropped_shutdown")])
             task = job.task
             if task is not None and job.lane is not None and not job.lane.loop.is_closed():
                 with contextlib.suppress(RuntimeError):  # its loop closed meanwhile

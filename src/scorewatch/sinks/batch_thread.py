@@ -4,7 +4,10 @@ Each `write` puts its results on a queue and waits on a future; the thread takes
 waiting (up to `max_batch` writes), stores it in one go, then resolves every future of the batch.
 `write_then` is the same write for a caller that would rather be called back than wait: its
 callback runs on the writer's thread once the batch is stored, so that caller keeps no coroutine
-waiting and costs its loop no wake-up (the live engine settles a model-free run this way).
+waiting and costs its loop no wake-up. `write_acknowledged` is that write for a caller with many
+writes in flight (the live engine's runs): one `acknowledge` callback, shared by its writes, is
+called once per batch with the token of each of its writes there and that write's outcome, so
+the caller settles a transaction's writes together (one lock taken for all, not one each).
 With a `linger`, it also waits that long after the first write for more, so that writes
 arriving one by one (scored runs finishing apart) still share a transaction and a wake-up of the
 thread instead of paying one each; closing ends the wait, and what is queued is stored first. So
@@ -40,7 +43,11 @@ from typing import Any, Final, cast
 from .base import RowsRefusedError
 from .record import ScoreRecord
 
-__all__ = ["BatchWriterThread", "ThreadedSink"]
+__all__ = ["Acknowledge", "BatchWriterThread", "ThreadedSink"]
+
+Acknowledge = Callable[[list[tuple[Any, BaseException | None]]], None]
+"""Called with the (token, outcome) of writes stored in one batch: outcome None (stored), the
+sink's error, or the refused rows (`RowsRefusedError`), as `write` would raise them."""
 
 _STOP: Final = object()
 
@@ -91,7 +98,7 @@ class BatchWriterThread:
         with self._lock:
             if self._closed:
                 raise SinkClosedError("the sink is closed")
-            self._queue.put((list(results), loop, future))
+            self._queue.put((list(results), loop, future, None))
             if self._linger > 0 and self._queue.qsize() >= self._max_batch:
                 self._wake.set()  # a whole batch waits: no reason to linger
         await future
@@ -107,14 +114,33 @@ class BatchWriterThread:
         would raise it. `then` runs on the writer's thread and must not block. `urgent`: store
         them without lingering (with what waits already). With `on_caller_loop` and a running
         loop here, that loop stores them (and `then` runs on it)."""
-        loop = _running_loop() if self._on_caller_loop else None
+        self.write_acknowledged(results, _each_then, then, urgent=urgent)
+
+    def write_acknowledged(
+        self,
+        results: Sequence[ScoreRecord],
+        acknowledge: Acknowledge,
+        token: Any,
+        *,
+        urgent: bool = False,
+    ) -> None:
+        """`write_then` for a caller with many writes: once they are stored, `acknowledge` is
+        called with `(token, outcome)` of each write made with it in the batch (one call for
+        all of them; see `Acknowledge`), where `write_then`'s callback would run."""
+        loop: asyncio.AbstractEventLoop | None = None
+        if self._on_caller_loop:
+            try:  # (inline, not a helper's call: this runs for every write)
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
         with self._lock:
             if self._closed:
                 raise SinkClosedError("the sink is closed")
             if loop is not None:
-                self._wait_on_loop_locked(loop, _Write(list(results), None, then), urgent)
+                write = _Write(list(results), None, acknowledge, token)
+                self._wait_on_loop_locked(loop, write, urgent)
                 return
-            self._queue.put((list(results), None, then))
+            self._queue.put((list(results), None, acknowledge, token))
             if self._linger > 0 and (urgent or self._queue.qsize() >= self._max_batch):
                 # Set before the wake-up: a writer that cleared it before this put reads it.
                 self._urgent = True
@@ -160,7 +186,7 @@ class BatchWriterThread:
                 # the thread's to store now, before it stops.
                 for batch in self._on_loops.values():
                     for write in batch.writes:
-                        self._queue.put((write.results, write.loop, write.waiter))
+                        self._queue.put((write.results, write.loop, write.waiter, write.token))
                 self._on_loops.clear()
                 self._queue.put(_STOP)
                 self._wake.set()  # ends a linger under way
@@ -179,8 +205,8 @@ class BatchWriterThread:
                 if item is _STOP:
                     stopping = True
                     continue
-                results, loop, waiter = cast("tuple[list[ScoreRecord], Any, Any]", item)
-                writes.append(_Write(results, loop, waiter))
+                results, loop, waiter, token = cast("tuple[list[ScoreRecord], Any, Any, Any]", item)
+                writes.append(_Write(results, loop, waiter, token))
             if writes:
                 with self._storing:
                     self._store_writes(writes)
@@ -246,8 +272,9 @@ class BatchWriterThread:
 @dataclass(slots=True)
 class _Write:
     results: list[ScoreRecord]
-    loop: asyncio.AbstractEventLoop | None  # None: `waiter` is a `write_then` callback
-    waiter: asyncio.Future[None] | Callable[[BaseException | None], None]
+    loop: asyncio.AbstractEventLoop | None  # None: `waiter` is an `Acknowledge` callback
+    waiter: asyncio.Future[None] | Acknowledge
+    token: Any  # what `waiter` is told this write by (an `Acknowledge` callback's)
     # (None until a row is refused: most writes never make the list.)
     refused: list[tuple[ScoreRecord, BaseException]] | None = None
     error: BaseException | None = None
@@ -273,30 +300,41 @@ class _LoopBatch:
     soon: bool = False  # storing is scheduled for the loop's next iteration
 
 
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
 def _settle_all(writes: list[_Write]) -> None:
-    """Settle a batch's futures, one hand-off to each loop that wrote, and call its callbacks."""
+    """Settle a batch's futures, one hand-off to each loop that wrote, and call each callback
+    once with the outcomes of its writes."""
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[None], Any]]] = {}
+    by_callback: dict[Any, list[tuple[Any, BaseException | None]]] = {}
     for write in writes:
+        waiter: Any = write.waiter  # (no `cast` call per write)
         if write.loop is None:
-            then: Any = write.waiter  # a `write_then` callback (no `cast` call per write)
-            try:
-                then(write.outcome())
-            except Exception:  # the caller's bookkeeping; the other writes are still settled
-                logging.getLogger("scorewatch.sinks").exception("a write's callback failed")
+            acknowledged = by_callback.get(waiter)
+            if acknowledged is None:
+                acknowledged = by_callback[waiter] = []
+            # (A write stored as it was, the common one, costs no `outcome` call.)
+            error = write.error if write.refused is None else write.outcome()
+            acknowledged.append((write.token, error))
             continue
-        future: Any = write.waiter
-        by_loop.setdefault(write.loop, []).append((future, write.outcome()))
+        by_loop.setdefault(write.loop, []).append((waiter, write.outcome()))
+    for acknowledge, acknowledged in by_callback.items():
+        try:
+            acknowledge(acknowledged)
+        except Exception:  # the caller's bookkeeping; the other writes are still settled
+            logging.getLogger("scorewatch.sinks").exception("a write's callback failed")
     for loop, settled in by_loop.items():
         # A loop closed meanwhile has nobody waiting for these any more.
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(_settle, settled)
+
+
+def _each_then(acknowledged: list[tuple[Any, BaseException | None]]) -> None:
+    """`write_then`'s writes acknowledged: each write's own callback (its token) hears its
+    outcome; one that fails does not keep the others from hearing theirs."""
+    for then, outcome in acknowledged:
+        try:
+            then(outcome)
+        except Exception:
+            logging.getLogger("scorewatch.sinks").exception("a write's callback failed")
 
 
 class ThreadedSink:
@@ -307,6 +345,9 @@ class ThreadedSink:
 
     name: str
     _writer: BatchWriterThread
+    write_acknowledged: Callable[..., None]
+    """`write_then` acknowledged with the other writes of its batch made with the same callback:
+    the writer's own `BatchWriterThread.write_acknowledged` (no call between, for every run)."""
 
     def _start_writer(
         self, thread_name: str, linger: float = 0.0, *, on_caller_loop: bool = False
@@ -320,6 +361,7 @@ class ThreadedSink:
             linger=linger,
             on_caller_loop=on_caller_loop,
         )
+        self.write_acknowledged = self._writer.write_acknowledged
 
     def _encode(self, result: ScoreRecord) -> Any:
         raise NotImplementedError

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from .._throttled_log import ThrottledLog
 from ..core.events import Observers, current_observers, observed_by
@@ -37,6 +37,7 @@ __all__ = [
     "SinkFailed",
     "SinkRetry",
     "Storage",
+    "Stored",
     "close_sinks",
     "deliver",
     "unstorable",
@@ -51,6 +52,10 @@ _Again = Callable[[str, int, Exception], Awaitable[bool]]
 """(sink name, failed attempts so far, last error) -> write again? May sleep first."""
 
 _Outcome = Literal["stored", "refused", "dropped"]
+
+Stored = Callable[[list[tuple[Any, "Delivery | None"]]], None]
+"""`Storage.store_then`'s acknowledgement: `(token, delivery)` of results stored together;
+a delivery of None means every sink holds the result as it was handed (no `Delivery` made)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,9 +217,13 @@ class Storage:
         self._dropped = 0
         self._stopping = False
         self._pausing: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
-        # A single sink that acknowledges a write by calling back (a writer thread's).
+        # A single sink that acknowledges writes by calling back (a writer thread's).
         only = self.sinks[0] if len(self.sinks) == 1 else None
-        self._write_then: Callable[..., None] | None = getattr(only, "write_then", None)
+        self._write_acknowledged: Callable[..., None] | None = getattr(
+            only, "write_acknowledged", None
+        )
+        # Bound once: the writer groups the writes of a batch by their callback.
+        self._acknowledge = self._acknowledged
 
     def stop_retrying(self) -> None:
         """From now on a failing sink is given up on (shutdown has no time left). May be called
@@ -255,49 +264,61 @@ class Storage:
             }
 
     def store_then(
-        self, result: ScoreRecord, then: Callable[[Delivery], None], *, urgent: bool = False
+        self, result: ScoreRecord, then: Stored, token: Any, *, urgent: bool = False
     ) -> bool:
         """`store` without a coroutine waiting: with one sink that acknowledges by callback
-        (`ThreadedSink.write_then`), hand it `result` and return True; `then(delivery)` runs on
-        the sink's thread once it is stored (`urgent`: someone waits for it, so the sink's
-        writer does not linger for more rows). A write that fails is handled as `store` handles
-        it (counted, logged, a refused row stored as unstorable, a sink that is down retried),
-        on the caller's loop, and `then` hears the outcome there. False: the sinks do not allow
-        this (await `store`). Called on a running loop."""
-        write_then = self._write_then
-        if write_then is None:
+        (`ThreadedSink.write_acknowledged`), hand it `result` and return True; once it is
+        stored, `then` hears `(token, None)` on the sink's thread, in one call with the other
+        results stored in the same batch under the same `then` (`urgent`: someone waits for it,
+        so the sink's writer does not linger for more rows). A write that fails is handled as
+        `store` handles it (counted, logged, a refused row stored as unstorable, a sink that is
+        down retried), on the caller's loop, and `then` hears `(token, delivery)` there, alone.
+        False: the sinks do not allow this (await `store`). Called on a running loop."""
+        write = self._write_acknowledged
+        if write is None:
             return False
-        loop = asyncio.get_running_loop()
-        observers = current_observers()
+        waiting = (result, then, token, asyncio.get_running_loop(), current_observers())
+        try:
+            write([result], self._acknowledge, waiting, urgent=urgent)
+        except Exception:  # refused at once (closed): `store` meets the same error
+            return False
+        return True
 
-        def acknowledged(error: BaseException | None) -> None:
+    def _acknowledged(self, written: list[tuple[Any, BaseException | None]]) -> None:
+        """The sink's writer stored a batch (`store_then`): each `then` hears its stored
+        results together; a failed write is handled on its caller's loop."""
+        stored: dict[Stored, list[tuple[Any, Delivery | None]]] = {}
+        for (result, then, token, loop, observers), error in written:
             if error is None:
-                then(Delivery(result))
-                return
+                together = stored.get(then)
+                if together is None:
+                    together = stored[then] = []
+                together.append((token, None))
+                continue
             if not isinstance(error, Exception):  # the writer itself was interrupted
                 error = RuntimeError(f"the sink's writer stopped ({type(error).__name__})")
-            finishing = self._store_failed(result, error, observers, then)
+            finishing = self._store_failed(result, error, observers, then, token)
             try:
                 asyncio.run_coroutine_threadsafe(finishing, loop)
             except RuntimeError:  # that loop has closed: finish on the background loop
                 asyncio.run_coroutine_threadsafe(finishing, background_loop())
-
-        try:
-            write_then([result], acknowledged, urgent=urgent)
-        except Exception:  # refused at once (closed): `store` meets the same error
-            return False
-        return True
+        for then, together in stored.items():
+            try:
+                then(together)
+            except Exception:  # the owner's bookkeeping; another owner's still hears its own
+                logger.exception("acknowledging stored results failed")
 
     async def _store_failed(
         self,
         result: ScoreRecord,
         error: Exception,
         observers: Observers,
-        then: Callable[[Delivery], None],
+        then: Stored,
+        token: Any,
     ) -> None:
         with observed_by(observers):
             delivery = await self.store(result, failed=error)
-        then(delivery)
+        then([(token, delivery)])
 
     async def store(self, result: ScoreRecord, *, failed: Exception | None = None) -> Delivery:
         """Write `result` to every sink (`deliver`); `failed` is the error of a first write to

@@ -280,16 +280,22 @@ class InProcessIntake:
 
     # -- running ---------------------------------------------------------------------------------
 
-    def _finished(self, run: Run, _outcome: JobOutcome) -> None:
-        self._release(run.tag)
-
-    def _release(self, hold: _Held | None) -> None:
-        if hold is None:
-            return
+    def _finished(self, finished: list[tuple[Run, JobOutcome]]) -> None:
+        """Runs ended (together: one lock for all)."""
         with self._lock:
-            hold.runs -= 1
-            if hold.runs == 0:
-                self._held_bytes -= hold.size
+            for run, _outcome in finished:
+                if run.tag is not None:
+                    self._release_locked(run.tag)
+
+    def _release(self, hold: _Held) -> None:
+        with self._lock:
+            self._release_locked(hold)
+
+    def _release_locked(self, hold: _Held) -> None:
+        """One run of an item ended: its bytes are held no more once the last one has."""
+        hold.runs -= 1
+        if hold.runs == 0:
+            self._held_bytes -= hold.size
 
     def _admissible_wait(self) -> _Wait | None:
         """How many runs may wait: what the service finishes in live.max_queue_delay at its

@@ -33,13 +33,16 @@ class Throughput:
         # so a read needs no lock.
         self._rate: float | None = None
 
-    def finished(self, duration: float) -> None:
+    def finished(self, *durations: float) -> None:
+        """Time finished runs, in the order they finished (those of a batch: one lock)."""
         with self._lock:
-            self._timed += 1
-            if self._timed == 1:
-                self._average = duration
-            else:
-                self._average += self._weight * (duration - self._average)
+            weight = self._weight
+            for duration in durations:
+                self._timed += 1
+                if self._timed == 1:
+                    self._average = duration
+                else:
+                    self._average += weight * (duration - self._average)
             if self._timed >= self._minimum:
                 self._rate = self._concurrency / max(self._average, 1e-4)
 
