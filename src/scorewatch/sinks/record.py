@@ -556,9 +556,13 @@ class ScoreRecord:
         """`_row`'s values in `SCORE_COLUMNS` order: what the SQLite writer encodes, without
         the dictionary (41 keys inserted and read back, ~10k instructions a row)."""
         result = self.result
+        # The result's fields read from its dictionary (where a pydantic model keeps them):
+        # an attribute of a model passes its `__getattr__` hook, a few hundred instructions
+        # each, and a row reads a dozen. No result: every step's field None.
+        steps = _NO_STEPS if result is None else result.__dict__
         call = self.call
         stamp = iso_timestamp(self.created_at)
-        reason = self.reason
+        reason = steps["reason"]
         entity_id, entity, entity_type = _entity(call)
         return [
             self.id,  # id
@@ -571,11 +575,11 @@ class ScoreRecord:
             None,  # requestContext
             None,  # extractStepResult
             None,  # extractPrompt
-            self.score,  # score
-            _jsonable(result.analyze_step_result) if result else None,  # analyzeStepResult
-            result.analyze_prompt if result else None,  # analyzePrompt
+            steps["score"] if self.status == "success" else None,  # score (`self.score`)
+            _jsonable(steps["analyze_step_result"]),  # analyzeStepResult
+            steps["analyze_prompt"],  # analyzePrompt
             reason if reason is None or isinstance(reason, str) else _jsonable(reason),  # reason
-            result.generate_reason_prompt if result else None,  # reasonPrompt
+            steps["generate_reason_prompt"],  # reasonPrompt
             self._scorer_fields(),  # scorer
             None,  # metadata
             self.source,  # source
@@ -586,16 +590,16 @@ class ScoreRecord:
             call.span_id,  # spanId
             None,  # resourceId
             call.conversation_id,  # threadId
-            _jsonable(result.preprocess_step_result) if result else None,  # preprocessStepResult
-            result.preprocess_prompt if result else None,  # preprocessPrompt
-            result.generate_score_prompt if result else None,  # generateScorePrompt
-            result.generate_reason_prompt if result else None,  # generateReasonPrompt
+            _jsonable(steps["preprocess_step_result"]),  # preprocessStepResult
+            steps["preprocess_prompt"],  # preprocessPrompt
+            steps["generate_score_prompt"],  # generateScorePrompt
+            steps["generate_reason_prompt"],  # generateReasonPrompt
             stamp,  # createdAt
             stamp,  # updatedAt
             # Beyond the reference row:
             call.target,  # target
             self.status,  # status
-            self.judge_records(),  # judge
+            self.judge_records() if steps["judge"] else None,  # judge
             self.error,  # error
             self.error_code,  # errorCode
             self.error_type,  # errorType
@@ -620,6 +624,8 @@ class ScoreRecord:
 
 
 _FIELD_NAMES: Final = tuple(declared.name for declared in fields(ScoreRecord))
+# A record without a result: the fields `_row_values` reads of one, all None.
+_NO_STEPS: Final[Mapping[str, Any]] = dict.fromkeys(ScorerRunSnapshot.model_fields)
 _object_setattr: Final = object.__setattr__
 
 
@@ -662,8 +668,10 @@ def encode_row(
     """`row` (a `ScoreRecord.to_row()`) as values in `SCORE_COLUMNS` order. None stays None; a
     JSON column's value becomes `as_json(value)` (default: the text `dumps(value)`); a reason
     that is not text becomes `dumps(reason)`; `convert` adapts any other column but the reason,
-    after `clean` (the row is not `storable` yet: `encode_record`). `written`: JSON columns'
-    texts already written (by column index), placed as they are (their values in `row` None)."""
+    after `clean` (the row is not `storable` yet: `encode_record`; `clean` is `storable` of a
+    column, which leaves booleans, integers and finite numbers as they are). `written`: JSON
+    columns' texts already written (by column index), placed as they are (their values in `row`
+    None)."""
     return _encode_values(
         list(map(row.get, SCORE_COLUMNS)),
         dumps=dumps,
@@ -705,7 +713,12 @@ def _encode_values(
     if clean is not None:
         for index in _OTHER_AT:
             value = values[index]
-            if value is not None:
+            # A boolean flag and a finite score are storable as they are: told here rather
+            # than by a call of `clean` each (`_storable_column` tells them alike).
+            kind = type(value)
+            if value is not None and not (
+                kind is bool or kind is int or (kind is float and isfinite(value))
+            ):
                 values[index] = clean(value)
         # The text columns need no cleaning when all of them are text (or None, or empty)
         # and none holds what cleaning replaces: told from them all joined, by C-level checks,
@@ -826,11 +839,12 @@ _NO_STEPS_JSON: Final = storable_json([])
 
 def _json_once(key: tuple[str | bool | None, ...], value: Any) -> str:
     """`storable_json(value)`, remembered by `key` (all that `value` is made of)."""
-    text = _ONCE.get(key) if _ONCE_KEY_TYPES.issuperset(map(type, key)) else None
+    # (The kinds of the key's parts told once: `issuperset` makes a set of them each time.)
+    if not _ONCE_KEY_TYPES.issuperset(map(type, key)):
+        return storable_json(value)
+    text = _ONCE.get(key)
     if text is None:
-        text = storable_json(value)
-        if _ONCE_KEY_TYPES.issuperset(map(type, key)):
-            _ONCE.remember(key, text)
+        text = _ONCE.remember(key, storable_json(value))
     return text
 
 
