@@ -394,6 +394,9 @@ def test_the_row_values_read_from_the_results_fields_are_what_its_attributes_giv
     plain = data.draw(st.booleans())
     # (NaN is not equal to itself: the values compared as their JSON text, types kept.)
     assert _typed(record._row_values(plain)) == _typed(_row_values_by_attributes(record, plain))
+    # And its encoding (a metadata told from the call's fields) is the walked row's.
+    expected = encode_row(record.to_row(), dumps=stored_json, convert=_ENCODE)
+    assert encode_record(record, convert=_ENCODE) == expected
 
 
 def _typed(values: list[Any]) -> list[tuple[type, str]]:

@@ -771,10 +771,25 @@ def _encode_record(
         # `_to_row(walk=False)`'s values without its dictionary: the row's own values and its
         # call's columns, made storable as `_to_row` makes them without a redactor.
         values = record._row_values(plain)
-        truth, extra, context, not_scorable = record._call_parts()
-        if context is not None:
-            values[_CONTEXT_AT] = storable(context, redact=True)
-        values[_METADATA_AT] = record._metadata(truth, extra, not_scorable, False, None)
+        call = record.call
+        result = record.result
+        if (
+            call.request_context is None
+            and call.ground_truth is None
+            and not call.metadata
+            and not call.run_id
+            and call.score_source != "trace"
+            and (result is None or result.not_scorable is None)
+        ):
+            # A run whose call brings nothing to its metadata (most live calls): `_metadata`
+            # makes only the row's flag, and the request context stays None; told here from
+            # the call's fields, without `_call_parts`' JSON-ready copies of nothing.
+            values[_METADATA_AT] = _PLAIN_METADATA
+        else:
+            truth, extra, context, not_scorable = record._call_parts()
+            if context is not None:
+                values[_CONTEXT_AT] = storable(context, redact=True)
+            values[_METADATA_AT] = record._metadata(truth, extra, not_scorable, False, None)
     else:
         row, redacted = record._to_row(walk=False, plain=plain)
         if redacted:  # walked already, with the redactor
@@ -833,7 +848,9 @@ _SCORER_AT: Final = _INDEX["scorer"]
 _ENTITY_AT: Final = _INDEX["entity"]
 _METADATA_AT: Final = _INDEX["metadata"]
 _COMPLETED_AT: Final = _INDEX["completedSteps"]
-_PLAIN_METADATA_JSON: Final = storable_json({"structuredOutput": False})
+# The metadata of a run whose call brings none (read, never changed), and its text.
+_PLAIN_METADATA: Final[Mapping[str, Any]] = {"structuredOutput": False}
+_PLAIN_METADATA_JSON: Final = storable_json(_PLAIN_METADATA)
 _NO_STEPS_JSON: Final = storable_json([])
 
 
