@@ -63,7 +63,7 @@ _json = st.recursive(
 
 
 # Few texts, so that records share their scorer and agent and the texts written once
-# (`_json_once`) are looked up again, with values that hash alike but are written apart.
+# (`_written_once`) are looked up again, with values that hash alike but are written apart.
 _shared = st.sampled_from(["s", "S", "\x00", "\ud800", "é", "NaN"])
 _alike = st.sampled_from([True, False, 1, 0, 1.0, None])
 # A call's metadata with the row's own flag among its keys, the flag's value in every form.
@@ -243,6 +243,25 @@ def test_texts_written_once_tell_values_that_hash_alike_apart() -> None:
             encoded.append(walked[SCORE_COLUMNS.index("scorer")])
         assert encoded[0] != encoded[1]
         assert encoded[0] == encoded[2]
+
+
+def test_agents_written_once_tell_values_that_hash_alike_apart() -> None:
+    # The agent's text is remembered with the scorer's: its `target` (text for a typed call)
+    # in every form that hashes alike, a live call's and a trace's.
+    for first, second in [(True, 1), (1, True), (1.0, 1), ("1", "1")]:
+        encoded = []
+        ways = [(first, "live"), (second, "live"), (first, "trace"), (first, "live")]
+        for target, source in ways:
+            call = AgentCall(input="q", output="a", target=target, score_source=source)
+            record = ScoreRecord(
+                id="run", scorer_id="s", scorer_name="S", scorer_description="", has_judge=False,
+                call=call, status="success",
+            )  # fmt: skip
+            walked = encode_row(record.to_row(), dumps=stored_json, convert=_ENCODE)
+            assert encode_record(record, convert=_ENCODE) == walked
+            encoded.append(walked[SCORE_COLUMNS.index("entity")])
+        assert (encoded[0] != encoded[1]) == (type(first) is not type(second))
+        assert encoded[0] == encoded[3] != encoded[2]
 
 
 @pytest.mark.parametrize("reason", [math.inf, -math.inf, math.nan, [math.inf]])

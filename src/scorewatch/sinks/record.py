@@ -838,11 +838,13 @@ def _plain_content_json(values: list[Any]) -> dict[int, str] | None:
 # JSON texts a row shares with many others, written once: the `scorer` column (the same for
 # every run of a scorer: ~170 characters, escaped one by one, ~17k instructions a row), a live
 # call's `entity` (the same for every call to an agent), the metadata of a call that brings
-# none, the empty list of completed steps. Each remembered text is `storable_json` of the value
-# `_row` builds from its key, so it is the text that value is written as. Keys hold only text,
+# none, the empty list of completed steps. The scorer's and the agent's texts are remembered
+# together, under one key (the scorer's fields, the agent, whether the call is live), each the
+# `storable_json` of the value `_row` builds from them, so it is the text that value is
+# written as (a trace's call: no entity text, its entity names its span). Keys hold only text,
 # booleans and None (`True == 1 == 1.0` hash alike but are written apart, so no numbers);
 # bounded, so many scorers or agents only stop being remembered.
-_ONCE: Final[BoundedMemo[tuple[str | bool | None, ...], str]] = BoundedMemo()
+_ONCE: Final[BoundedMemo[tuple[str | bool | None, ...], tuple[str, str | None]]] = BoundedMemo()
 _ONCE_KEY_TYPES: Final = frozenset({str, bool, type(None)})
 _SCORER_AT: Final = _INDEX["scorer"]
 _ENTITY_AT: Final = _INDEX["entity"]
@@ -852,17 +854,6 @@ _COMPLETED_AT: Final = _INDEX["completedSteps"]
 _PLAIN_METADATA: Final[Mapping[str, Any]] = {"structuredOutput": False}
 _PLAIN_METADATA_JSON: Final = storable_json(_PLAIN_METADATA)
 _NO_STEPS_JSON: Final = storable_json([])
-
-
-def _json_once(key: tuple[str | bool | None, ...], value: Any) -> str:
-    """`storable_json(value)`, remembered by `key` (all that `value` is made of)."""
-    # (The kinds of the key's parts told once: `issuperset` makes a set of them each time.)
-    if not _ONCE_KEY_TYPES.issuperset(map(type, key)):
-        return storable_json(value)
-    text = _ONCE.get(key)
-    if text is None:
-        text = _ONCE.remember(key, storable_json(value))
-    return text
 
 
 # A call's own metadata, made storable with secret-looking keys redacted, by what it holds: a
@@ -895,27 +886,39 @@ def _cleaned_once(metadata: dict[str, Any]) -> dict[str, Any] | None:
     return found
 
 
+def _shared_texts(values: list[Any], live: bool) -> tuple[str, str | None]:
+    """The texts of the row's `scorer` and, for a live call, `entity` (`values`, in
+    `SCORE_COLUMNS` order), as `_ONCE` remembers them."""
+    return storable_json(values[_SCORER_AT]), storable_json(values[_ENTITY_AT]) if live else None
+
+
 def _written_once(record: ScoreRecord, values: list[Any]) -> dict[int, str]:
     """The texts of the row's columns that many rows share (`_ONCE`), by column index, their
     values (`values`, in `SCORE_COLUMNS` order) set to None for `_encode_values` to leave
     them."""
-    written = {
-        _SCORER_AT: _json_once(
-            (
-                "scorer",
-                record.scorer_id,
-                record.scorer_name,
-                record.scorer_description,
-                record.has_judge,
-                record.scorer_declared_version,
-            ),
-            values[_SCORER_AT],
-        )
-    }
-    values[_SCORER_AT] = None
     call = record.call
-    if call.score_source != "trace":  # a trace's entity names its span: one per row
-        written[_ENTITY_AT] = _json_once(("entity", call.target), values[_ENTITY_AT])
+    live = call.score_source != "trace"  # a trace's entity names its span: one per row
+    key = (
+        record.scorer_id,
+        record.scorer_name,
+        record.scorer_description,
+        record.has_judge,
+        record.scorer_declared_version,
+        call.target if live else None,
+        live,
+    )
+    # (The kinds of the key's parts told once: `issuperset` makes a set of them each time.)
+    if _ONCE_KEY_TYPES.issuperset(map(type, key)):
+        texts = _ONCE.get(key)
+        if texts is None:
+            texts = _ONCE.remember(key, _shared_texts(values, live))
+    else:
+        texts = _shared_texts(values, live)
+    scorer_text, entity_text = texts
+    written = {_SCORER_AT: scorer_text}
+    values[_SCORER_AT] = None
+    if entity_text is not None:
+        written[_ENTITY_AT] = entity_text
         values[_ENTITY_AT] = None
     # Nothing but the flag `_to_row` starts with (a call's metadata holding only that flag,
     # False, is written alike). The key stays first when metadata updates it: no other text.
