@@ -3,7 +3,9 @@ included (NUL, unpaired surrogates, NaN and infinities, secret-looking keys, a r
 same column values as `encode_row(record.to_row())`, the walk-first encoding it replaces;
 `encode_row` gives what its column-by-column loop gave (kept here as the reference);
 `record_json` (the JSONL sink's line) is the text of `to_row()`; `storable_json` is
-`stored_json(storable(value))` for any plain JSON value."""
+`stored_json(storable(value))` for any plain JSON value, a text alone written as the text
+written then checked was; a record's row values, read from its result's fields, are what its
+attributes gave (`_row_values_by_attributes`, kept here as the reference)."""
 
 from __future__ import annotations
 
@@ -16,19 +18,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scorewatch.core.call import AgentCall
-from scorewatch.core.result import ScorerRunResult
+from scorewatch.core.not_scorable import NotScorableInfo
+from scorewatch.core.records import JudgeStepRecord
+from scorewatch.core.result import ScorerRunResult, ScorerRunSnapshot
+from scorewatch.core.steps import camel_step
 from scorewatch.privacy import PrivacyPolicy
 from scorewatch.sinks.record import (
     JSON_COLUMNS,
     SCORE_COLUMNS,
     ScoreRecord,
+    _entity,
+    _jsonable,
     _storable_column,
     encode_record,
     encode_row,
+    iso_timestamp,
     record_json,
 )
 from scorewatch.sinks.sqlite import _ENCODE
-from scorewatch.sinks.storable import storable, storable_json, stored_json
+from scorewatch.sinks.storable import _storable_text_of, storable, storable_json, stored_json
 
 pytestmark = pytest.mark.unit
 
@@ -55,7 +63,7 @@ _json = st.recursive(
 
 
 # Few texts, so that records share their scorer and agent and the texts written once
-# (`_json_once`) are looked up again, with values that hash alike but are written apart.
+# (`_written_once`) are looked up again, with values that hash alike but are written apart.
 _shared = st.sampled_from(["s", "S", "\x00", "\ud800", "é", "NaN"])
 _alike = st.sampled_from([True, False, 1, 0, 1.0, None])
 # A call's metadata with the row's own flag among its keys, the flag's value in every form.
@@ -237,6 +245,25 @@ def test_texts_written_once_tell_values_that_hash_alike_apart() -> None:
         assert encoded[0] == encoded[2]
 
 
+def test_agents_written_once_tell_values_that_hash_alike_apart() -> None:
+    # The agent's text is remembered with the scorer's: its `target` (text for a typed call)
+    # in every form that hashes alike, a live call's and a trace's.
+    for first, second in [(True, 1), (1, True), (1.0, 1), ("1", "1")]:
+        encoded = []
+        ways = [(first, "live"), (second, "live"), (first, "trace"), (first, "live")]
+        for target, source in ways:
+            call = AgentCall(input="q", output="a", target=target, score_source=source)
+            record = ScoreRecord(
+                id="run", scorer_id="s", scorer_name="S", scorer_description="", has_judge=False,
+                call=call, status="success",
+            )  # fmt: skip
+            walked = encode_row(record.to_row(), dumps=stored_json, convert=_ENCODE)
+            assert encode_record(record, convert=_ENCODE) == walked
+            encoded.append(walked[SCORE_COLUMNS.index("entity")])
+        assert (encoded[0] != encoded[1]) == (type(first) is not type(second))
+        assert encoded[0] == encoded[3] != encoded[2]
+
+
 @pytest.mark.parametrize("reason", [math.inf, -math.inf, math.nan, [math.inf]])
 def test_a_reason_that_json_cannot_write_is_stored_as_the_walked_row_stores_it(
     reason: Any,
@@ -330,3 +357,89 @@ def test_the_rows_columns_are_made_in_their_stored_order() -> None:
     for private in (None, _POLICY.start()):
         row, _redacted = ScoreRecord(**{**_fields(record), "redaction": private})._to_row(False)
         assert tuple(row) == SCORE_COLUMNS
+
+
+def _row_values_by_attributes(record: ScoreRecord, plain: bool) -> list[Any]:
+    """`ScoreRecord._row_values` as it was: the result's fields read as attributes, the score,
+    reason and judge records by the record's own properties (kept as the reference)."""
+    result = record.result
+    call = record.call
+    stamp = iso_timestamp(record.created_at)
+    reason = record.reason
+    entity_id, entity, entity_type = _entity(call)
+    return [
+        *(record.id, record.scorer_id, entity_id, record.id),
+        call.input if plain else _jsonable(call.input),
+        call.output if plain else _jsonable(call.output),
+        *(None, None, None, None, record.score),
+        _jsonable(result.analyze_step_result) if result else None,
+        result.analyze_prompt if result else None,
+        reason if reason is None or isinstance(reason, str) else _jsonable(reason),
+        result.generate_reason_prompt if result else None,
+        *(record._scorer_fields(), None, record.source, entity, entity_type, False),
+        *(call.trace_id, call.span_id, None, call.conversation_id),
+        _jsonable(result.preprocess_step_result) if result else None,
+        result.preprocess_prompt if result else None,
+        result.generate_score_prompt if result else None,
+        result.generate_reason_prompt if result else None,
+        *(stamp, stamp, call.target, record.status, record.judge_records(), record.error),
+        *(record.error_code, record.error_type),
+        camel_step(record.failed_step) if record.failed_step else None,
+        list(map(camel_step, record.completed_steps)),
+        *(record.scorer_version, record.review),
+    ]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_row_values_read_from_the_results_fields_are_what_its_attributes_give(
+    data: st.DataObject,
+) -> None:
+    record = _record(data.draw)
+    kind = data.draw(st.sampled_from(["as drawn", "no result", "snapshot", "not scorable"]))
+    if kind == "no result":  # a run that failed before any step
+        record = ScoreRecord(**{**_fields(record), "result": None, "status": "failed"})
+    elif kind == "snapshot":  # read back from a row, or a failed run's partial result
+        snapshot = ScorerRunSnapshot(run_id=record.id, score=data.draw(st.floats() | st.none()))
+        record = ScoreRecord(**{**_fields(record), "result": snapshot})
+    elif kind == "not scorable":
+        result = ScorerRunResult(
+            run_id=record.id,
+            output=None,
+            not_scorable=NotScorableInfo(step="preprocess", reason=data.draw(_text)),
+            judge={"preprocess": JudgeStepRecord(executions=[])},
+        )
+        record = ScoreRecord(**{**_fields(record), "result": result, "status": "not_scorable"})
+    plain = data.draw(st.booleans())
+    # (NaN is not equal to itself: the values compared as their JSON text, types kept.)
+    assert _typed(record._row_values(plain)) == _typed(_row_values_by_attributes(record, plain))
+    # And its encoding (a metadata told from the call's fields) is the walked row's.
+    expected = encode_row(record.to_row(), dumps=stored_json, convert=_ENCODE)
+    assert encode_record(record, convert=_ENCODE) == expected
+
+
+def _typed(values: list[Any]) -> list[tuple[type, str]]:
+    return [(type(value), stored_json(value)) for value in values]
+
+
+_hostile_text = st.one_of(
+    st.text(st.characters(exclude_categories=())),
+    st.sampled_from(["", "\x00", "a\x00b", "\ud800", "x\udfffy", "é\x00", "\U0001f600", "NaN"]),
+    st.builds(lambda part, count: part * count, _text, st.integers(0, 20_000)),
+)
+
+
+@settings(max_examples=500)
+@given(_hostile_text)
+def test_a_text_alone_is_written_as_the_written_then_checked_text_was(text: str) -> None:
+    # The text written at once against `storable_json`'s way for any value (the reference).
+    assert storable_json(text) == _storable_text_of(stored_json(text), text)
+    assert storable_json(text) == stored_json(storable(text))
+
+
+def test_a_text_of_a_str_subclass_is_written_as_any_value() -> None:
+    class Text(str):
+        pass
+
+    for text in (Text("plain"), Text("a\x00b"), Text("\ud800")):
+        assert storable_json(text) == stored_json(storable(text))

@@ -556,9 +556,13 @@ class ScoreRecord:
         """`_row`'s values in `SCORE_COLUMNS` order: what the SQLite writer encodes, without
         the dictionary (41 keys inserted and read back, ~10k instructions a row)."""
         result = self.result
+        # The result's fields read from its dictionary (where a pydantic model keeps them):
+        # an attribute of a model passes its `__getattr__` hook, a few hundred instructions
+        # each, and a row reads a dozen. No result: every step's field None.
+        steps = _NO_STEPS if result is None else result.__dict__
         call = self.call
         stamp = iso_timestamp(self.created_at)
-        reason = self.reason
+        reason = steps["reason"]
         entity_id, entity, entity_type = _entity(call)
         return [
             self.id,  # id
@@ -571,11 +575,11 @@ class ScoreRecord:
             None,  # requestContext
             None,  # extractStepResult
             None,  # extractPrompt
-            self.score,  # score
-            _jsonable(result.analyze_step_result) if result else None,  # analyzeStepResult
-            result.analyze_prompt if result else None,  # analyzePrompt
+            steps["score"] if self.status == "success" else None,  # score (`self.score`)
+            _jsonable(steps["analyze_step_result"]),  # analyzeStepResult
+            steps["analyze_prompt"],  # analyzePrompt
             reason if reason is None or isinstance(reason, str) else _jsonable(reason),  # reason
-            result.generate_reason_prompt if result else None,  # reasonPrompt
+            steps["generate_reason_prompt"],  # reasonPrompt
             self._scorer_fields(),  # scorer
             None,  # metadata
             self.source,  # source
@@ -586,16 +590,16 @@ class ScoreRecord:
             call.span_id,  # spanId
             None,  # resourceId
             call.conversation_id,  # threadId
-            _jsonable(result.preprocess_step_result) if result else None,  # preprocessStepResult
-            result.preprocess_prompt if result else None,  # preprocessPrompt
-            result.generate_score_prompt if result else None,  # generateScorePrompt
-            result.generate_reason_prompt if result else None,  # generateReasonPrompt
+            _jsonable(steps["preprocess_step_result"]),  # preprocessStepResult
+            steps["preprocess_prompt"],  # preprocessPrompt
+            steps["generate_score_prompt"],  # generateScorePrompt
+            steps["generate_reason_prompt"],  # generateReasonPrompt
             stamp,  # createdAt
             stamp,  # updatedAt
             # Beyond the reference row:
             call.target,  # target
             self.status,  # status
-            self.judge_records(),  # judge
+            self.judge_records() if steps["judge"] else None,  # judge
             self.error,  # error
             self.error_code,  # errorCode
             self.error_type,  # errorType
@@ -620,6 +624,8 @@ class ScoreRecord:
 
 
 _FIELD_NAMES: Final = tuple(declared.name for declared in fields(ScoreRecord))
+# A record without a result: the fields `_row_values` reads of one, all None.
+_NO_STEPS: Final[Mapping[str, Any]] = dict.fromkeys(ScorerRunSnapshot.model_fields)
 _object_setattr: Final = object.__setattr__
 
 
@@ -662,8 +668,10 @@ def encode_row(
     """`row` (a `ScoreRecord.to_row()`) as values in `SCORE_COLUMNS` order. None stays None; a
     JSON column's value becomes `as_json(value)` (default: the text `dumps(value)`); a reason
     that is not text becomes `dumps(reason)`; `convert` adapts any other column but the reason,
-    after `clean` (the row is not `storable` yet: `encode_record`). `written`: JSON columns'
-    texts already written (by column index), placed as they are (their values in `row` None)."""
+    after `clean` (the row is not `storable` yet: `encode_record`; `clean` is `storable` of a
+    column, which leaves booleans, integers and finite numbers as they are). `written`: JSON
+    columns' texts already written (by column index), placed as they are (their values in `row`
+    None)."""
     return _encode_values(
         list(map(row.get, SCORE_COLUMNS)),
         dumps=dumps,
@@ -705,7 +713,12 @@ def _encode_values(
     if clean is not None:
         for index in _OTHER_AT:
             value = values[index]
-            if value is not None:
+            # A boolean flag and a finite score are storable as they are: told here rather
+            # than by a call of `clean` each (`_storable_column` tells them alike).
+            kind = type(value)
+            if value is not None and not (
+                kind is bool or kind is int or (kind is float and isfinite(value))
+            ):
                 values[index] = clean(value)
         # The text columns need no cleaning when all of them are text (or None, or empty)
         # and none holds what cleaning replaces: told from them all joined, by C-level checks,
@@ -758,10 +771,25 @@ def _encode_record(
         # `_to_row(walk=False)`'s values without its dictionary: the row's own values and its
         # call's columns, made storable as `_to_row` makes them without a redactor.
         values = record._row_values(plain)
-        truth, extra, context, not_scorable = record._call_parts()
-        if context is not None:
-            values[_CONTEXT_AT] = storable(context, redact=True)
-        values[_METADATA_AT] = record._metadata(truth, extra, not_scorable, False, None)
+        call = record.call
+        result = record.result
+        if (
+            call.request_context is None
+            and call.ground_truth is None
+            and not call.metadata
+            and not call.run_id
+            and call.score_source != "trace"
+            and (result is None or result.not_scorable is None)
+        ):
+            # A run whose call brings nothing to its metadata (most live calls): `_metadata`
+            # makes only the row's flag, and the request context stays None; told here from
+            # the call's fields, without `_call_parts`' JSON-ready copies of nothing.
+            values[_METADATA_AT] = _PLAIN_METADATA
+        else:
+            truth, extra, context, not_scorable = record._call_parts()
+            if context is not None:
+                values[_CONTEXT_AT] = storable(context, redact=True)
+            values[_METADATA_AT] = record._metadata(truth, extra, not_scorable, False, None)
     else:
         row, redacted = record._to_row(walk=False, plain=plain)
         if redacted:  # walked already, with the redactor
@@ -810,28 +838,22 @@ def _plain_content_json(values: list[Any]) -> dict[int, str] | None:
 # JSON texts a row shares with many others, written once: the `scorer` column (the same for
 # every run of a scorer: ~170 characters, escaped one by one, ~17k instructions a row), a live
 # call's `entity` (the same for every call to an agent), the metadata of a call that brings
-# none, the empty list of completed steps. Each remembered text is `storable_json` of the value
-# `_row` builds from its key, so it is the text that value is written as. Keys hold only text,
+# none, the empty list of completed steps. The scorer's and the agent's texts are remembered
+# together, under one key (the scorer's fields, the agent, whether the call is live), each the
+# `storable_json` of the value `_row` builds from them, so it is the text that value is
+# written as (a trace's call: no entity text, its entity names its span). Keys hold only text,
 # booleans and None (`True == 1 == 1.0` hash alike but are written apart, so no numbers);
 # bounded, so many scorers or agents only stop being remembered.
-_ONCE: Final[BoundedMemo[tuple[str | bool | None, ...], str]] = BoundedMemo()
+_ONCE: Final[BoundedMemo[tuple[str | bool | None, ...], tuple[str, str | None]]] = BoundedMemo()
 _ONCE_KEY_TYPES: Final = frozenset({str, bool, type(None)})
 _SCORER_AT: Final = _INDEX["scorer"]
 _ENTITY_AT: Final = _INDEX["entity"]
 _METADATA_AT: Final = _INDEX["metadata"]
 _COMPLETED_AT: Final = _INDEX["completedSteps"]
-_PLAIN_METADATA_JSON: Final = storable_json({"structuredOutput": False})
+# The metadata of a run whose call brings none (read, never changed), and its text.
+_PLAIN_METADATA: Final[Mapping[str, Any]] = {"structuredOutput": False}
+_PLAIN_METADATA_JSON: Final = storable_json(_PLAIN_METADATA)
 _NO_STEPS_JSON: Final = storable_json([])
-
-
-def _json_once(key: tuple[str | bool | None, ...], value: Any) -> str:
-    """`storable_json(value)`, remembered by `key` (all that `value` is made of)."""
-    text = _ONCE.get(key) if _ONCE_KEY_TYPES.issuperset(map(type, key)) else None
-    if text is None:
-        text = storable_json(value)
-        if _ONCE_KEY_TYPES.issuperset(map(type, key)):
-            _ONCE.remember(key, text)
-    return text
 
 
 # A call's own metadata, made storable with secret-looking keys redacted, by what it holds: a
@@ -864,27 +886,39 @@ def _cleaned_once(metadata: dict[str, Any]) -> dict[str, Any] | None:
     return found
 
 
+def _shared_texts(values: list[Any], live: bool) -> tuple[str, str | None]:
+    """The texts of the row's `scorer` and, for a live call, `entity` (`values`, in
+    `SCORE_COLUMNS` order), as `_ONCE` remembers them."""
+    return storable_json(values[_SCORER_AT]), storable_json(values[_ENTITY_AT]) if live else None
+
+
 def _written_once(record: ScoreRecord, values: list[Any]) -> dict[int, str]:
     """The texts of the row's columns that many rows share (`_ONCE`), by column index, their
     values (`values`, in `SCORE_COLUMNS` order) set to None for `_encode_values` to leave
     them."""
-    written = {
-        _SCORER_AT: _json_once(
-            (
-                "scorer",
-                record.scorer_id,
-                record.scorer_name,
-                record.scorer_description,
-                record.has_judge,
-                record.scorer_declared_version,
-            ),
-            values[_SCORER_AT],
-        )
-    }
-    values[_SCORER_AT] = None
     call = record.call
-    if call.score_source != "trace":  # a trace's entity names its span: one per row
-        written[_ENTITY_AT] = _json_once(("entity", call.target), values[_ENTITY_AT])
+    live = call.score_source != "trace"  # a trace's entity names its span: one per row
+    key = (
+        record.scorer_id,
+        record.scorer_name,
+        record.scorer_description,
+        record.has_judge,
+        record.scorer_declared_version,
+        call.target if live else None,
+        live,
+    )
+    # (The kinds of the key's parts told once: `issuperset` makes a set of them each time.)
+    if _ONCE_KEY_TYPES.issuperset(map(type, key)):
+        texts = _ONCE.get(key)
+        if texts is None:
+            texts = _ONCE.remember(key, _shared_texts(values, live))
+    else:
+        texts = _shared_texts(values, live)
+    scorer_text, entity_text = texts
+    written = {_SCORER_AT: scorer_text}
+    values[_SCORER_AT] = None
+    if entity_text is not None:
+        written[_ENTITY_AT] = entity_text
         values[_ENTITY_AT] = None
     # Nothing but the flag `_to_row` starts with (a call's metadata holding only that flag,
     # False, is written alike). The key stays first when metadata updates it: no other text.

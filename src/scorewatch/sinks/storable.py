@@ -110,10 +110,21 @@ def json_encoder(
 stored_json: Final[Callable[[Any], str]] = json_encoder()
 
 
+# How `stored_json` writes a text (quoted and escaped, not in ASCII).
+_text_json: Final = json.encoder.encode_basestring
+
+
 def storable_json(value: Any) -> str:
     """`stored_json(storable(value))` of plain JSON data (dicts, lists, text, numbers, booleans
     and None, as `to_jsonable_python` gives them), without the walk when the text shows
     nothing it would change: a row's JSON columns almost never hold anything to clean."""
+    if type(value) is str:
+        # A text alone (most inputs and outputs): `storable` of it is `storable_text`, which
+        # an ASCII text holding no NUL leaves as it is (`unstorable_in`), so it is written at
+        # once, rather than written first and its text then searched four times.
+        return _text_json(
+            value if value.isascii() and "\x00" not in value else storable_text(value)
+        )
     return _storable_text_of(stored_json(value), value)
 
 
