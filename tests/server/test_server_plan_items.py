@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from starlette.responses import JSONResponse
 
@@ -184,6 +184,8 @@ def test_answers_are_the_bytes_starlette_sends(content: Any) -> None:
 _ids = st.text(st.characters(exclude_categories=("Cs",)))  # a run id holds no lone surrogate
 
 
+@example(accepted=[Accepted("similarity", "scoring-similarity-\u00e9\U0001f600-x")], skipped=[])
+@example(accepted=[Accepted("s", "r")], skipped=[Skipped("t", "filtered")])
 @given(
     st.lists(st.builds(Accepted, _ids, _ids), max_size=4),
     st.lists(
@@ -194,7 +196,8 @@ _ids = st.text(st.characters(exclude_categories=("Cs",)))  # a run id holds no l
 def test_an_accepted_answer_is_the_bytes_of_its_body_as_starlette_sends_it(
     accepted: list[Accepted], skipped: list[Skipped]
 ) -> None:
-    # The plain path's 202 is built from cached parts; the route's is `accepted_body` through
+    # The plain path's 202 is built from cached parts (one accepted run and no skip: its own
+    # form, the examples); the route's is `accepted_body` through
     # JSONResponse: the two must not differ by a byte, headers included.
     admission = Admission(accepted=accepted, skipped=skipped)
     body, headers = accepted_answer(admission)

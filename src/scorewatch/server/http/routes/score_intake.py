@@ -267,12 +267,25 @@ def accepted_answer(admission: Admission) -> tuple[bytes, tuple[tuple[bytes, byt
     """`json_answer(accepted_body(admission))`, the same bytes, without the dicts and lists of
     the body nor a walk of them: the parts that repeat (a scorer's `{"scorer":...,"run_id":`,
     a skipped decision's object) are made once; only each run id is encoded per answer."""
-    accepted = ",".join(
-        f"{_accepted_prefix(run.scorer)}{_json_text(run.run_id)}}}" for run in admission.accepted
-    )
-    skipped = ",".join(_skipped_object(skip) for skip in admission.skipped)
-    body = f'{{"accepted":[{accepted}],"skipped":[{skipped}]}}'.encode()
+    runs, skips = admission.accepted, admission.skipped
+    if len(runs) == 1 and not skips:
+        # The usual answer (one scorer, sampled): no generators, no joins of one part.
+        scorer, run_id = runs[0]
+        text = f"{_ONE_RUN_HEAD}{_accepted_prefix(scorer)}{_json_text(run_id)}{_ONE_RUN_TAIL}"
+    else:
+        accepted = ",".join(
+            f"{_accepted_prefix(run.scorer)}{_json_text(run.run_id)}}}" for run in runs
+        )
+        skipped = ",".join(_skipped_object(skip) for skip in skips)
+        text = f'{{"accepted":[{accepted}],"skipped":[{skipped}]}}'
+    body = text.encode()
     return body, ((b"content-length", str(len(body)).encode("ascii")), _JSON_TYPE)
+
+
+# What surrounds the one accepted run's object (its prefix, its run id, `}`) when nothing was
+# skipped: `accepted_answer`'s general form with one part and none.
+_ONE_RUN_HEAD: Final = '{"accepted":['
+_ONE_RUN_TAIL: Final = '}],"skipped":[]}'
 
 
 # A JSON string as Starlette writes it (`ensure_ascii=False`).
