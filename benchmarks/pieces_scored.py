@@ -14,7 +14,10 @@ exporter): `score_call` with and without it is a scored run's telemetry. `bare_s
 two steps do next to nothing (`bare_steps`, their own cost): the framework's share of a run, without
 the scorer's work. `checked_score_call` and `bare_checked_score_call`: `score_call` of the call as
 serve makes it (its fields checked by the request model: `AgentCall.of_checked_fields`), whose run
-is not checked again.
+is not checked again. `quality_run`: a run of `profile_telemetry.py`'s four-step quality scorer;
+`sdk_floor` (with `--telemetry` only): `profile_telemetry.py`'s SDK floor, the same SDK calls
+made directly on the providers `--telemetry` configured, so that `quality_run` with and without
+`--telemetry` against `sdk_floor` is that script's telemetry / floor ratio by instructions.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import _common  # noqa: F401  (sets the environment before scorewatch is imported)
+from _common import QUESTION, TWELVE_WORDS, quality_scorer
 
 from scorewatch.core import AgentCall, ScorerRun, StepContext
 from scorewatch.core.pipeline import check_run, run_scorer
@@ -58,10 +62,13 @@ def len_of_output(ctx: StepContext) -> int:
 
 def main() -> None:
     args = [arg for arg in sys.argv[1:] if arg != "--telemetry"]
+    floor: Callable[[int], None] | None = None
     if len(args) < len(sys.argv) - 1:
         from _common import configure_prometheus
+        from profile_telemetry import floor_batch
 
-        configure_prometheus()
+        handle = configure_prometheus()
+        floor = floor_batch(handle.tracer_provider, handle.meter_provider, handle.logger_provider)
     scorer = create_content_similarity_scorer()
     call = AgentCall(input=_INPUT, output=_OUTPUT, target="support-bot")
     checked = AgentCall.of_checked_fields(_INPUT, _OUTPUT, "support-bot")
@@ -79,6 +86,7 @@ def main() -> None:
     assert bare_measure is not None and bare_score is not None
     bare_ctx = StepContext(run)
     bare_ctx.results.preprocess_step_result = bare_measure(bare_ctx)
+    quality = quality_scorer()
     first, second = (" ".join(text.lower().split()).replace(" ", "") for text in (_INPUT, _OUTPUT))
     pieces: dict[str, Callable[[], Any]] = {
         "score_call": lambda: _done(score_call(scorer, call, "run-1")),
@@ -94,7 +102,10 @@ def main() -> None:
         "checked_score_call": lambda: _done(score_call(scorer, checked, "run-1")),
         "bare_checked_score_call": lambda: _done(score_call(bare, checked, "run-1")),
         "bare_steps": lambda: (bare_measure(bare_ctx), bare_score(bare_ctx)),
+        "quality_run": lambda: _done(quality.run(input=QUESTION, output=TWELVE_WORDS)),
     }
+    if floor is not None:
+        pieces["sdk_floor"] = lambda: floor(1)
     piece = pieces[args[0]]
     count = int(args[1]) if len(args) > 1 else 2000
     for _ in range(300):
