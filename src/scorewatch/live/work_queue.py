@@ -414,23 +414,7 @@ class WorkQueue(Generic[P]):
     def settle(self, job: Job[P], delivery: int, outcome: JobOutcome) -> None:
         """End `delivery` (the job's `deliveries` when it started) of `job` with `outcome`; any
         thread may call it. A stale delivery, or a job given up meanwhile, is ignored."""
-        with self._lock:
-            # Abandoned at shutdown while it ran, or a stale delivery of a re-homed job (its
-            # loop resumed after all): the current delivery settles the job, exactly once.
-            if job.state != "running" or job.deliveries != delivery:
-                return
-            job.state = "done"
-            self._running.discard(job)
-            # A lane to wake has jobs, so some are queued; a waiter only waits in a drain.
-            lanes = self._lanes_to_wake_locked() if self._queued else ()
-            waiters = self._take_waiters_locked() if self._idle_waiters else None
-        if self._on_in_flight is not None:
-            self._on_in_flight(-1)
-        self._report([(job, outcome)])
-        for lane in lanes:
-            self._wake(lane)
-        if waiters:
-            _notify_all(waiters)
+        self.settle_all([(job, delivery, outcome)])
 
     def settle_all(self, settled: list[tuple[Job[P], int, JobOutcome]]) -> None:
         """`settle` for each `(job, delivery, outcome)`, under one lock and with one report for
@@ -439,15 +423,18 @@ class WorkQueue(Generic[P]):
         with self._lock:
             running = self._running
             for job, delivery, outcome in settled:
+                # Abandoned at shutdown while it ran, or a stale delivery of a re-homed job (its
+                # loop resumed after all): the current delivery settles the job, exactly once.
                 if job.state != "running" or job.deliveries != delivery:
-                    continue  # as in `settle`: given up, or a stale delivery
+                    continue
                 job.state = "done"
                 running.discard(job)
                 finished.append((job, outcome))
-            lanes = self._lanes_to_wake_locked() if self._queued and finished else ()
+            if not finished:
+                return
+            # A lane to wake has jobs, so some are queued; a waiter only waits in a drain.
+            lanes = self._lanes_to_wake_locked() if self._queued else ()
             waiters = self._take_waiters_locked() if self._idle_waiters else None
-        if not finished:
-            return
         self._in_flight_ended(len(finished))
         self._report(finished)
         for lane in lanes:
